@@ -1,0 +1,252 @@
+"""The spectral measure of THEORY.md §6: deterministic Marchenko-Pastur and empirical atoms.
+
+Deterministic (d -> infinity): rho = c x with x ~ MP(beta), the law of the eigenvalues of
+(1/d) G G^T, G a p x d standard Gaussian matrix, beta = p/d: density
+sqrt((b - x)(x - a)) / (2 pi beta x) on [a, b] = [(1 - sqrt beta)^2, (1 + sqrt beta)^2], mean 1,
+plus an atom 1 - 1/beta at 0 when beta > 1. The overlaps need only averages of rational functions
+of rho against S = s0 + s1 rho, which follow in closed form from the Stieltjes transform
+
+    M(t) = <1/(x + t)> = 2 / (1 - beta + t + sqrt((t + a)(t + b))),   t > 0,
+
+(a cancellation-free form of the usual root), M2(t) = <1/(x + t)^2> = M(t)^2 (1 + D'(t)) / 2 with
+D = sqrt((t + a)(t + b)); for t > 100 a moment series (Narayana polynomials) is used instead.
+Conditional means F = beta c, H = beta rho replace the sampled projections.
+
+Empirical (finite d): eigen-decomposition of Omega = W Pi W^T, W = sqrt(c) W0, Pi = I - v v^T,
+with F_i = p (u_i . W v)^2 and H_i = p (u_i . W t)^2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+N_MOMENTS = 14
+MEASURE_MP = 0
+MEASURE_ATOMS = 1
+
+
+@numba.njit(cache=True)
+def _binom(n: int, k: int) -> float:
+    out = 1.0
+    for i in range(k):
+        out = out * (n - i) / (i + 1)
+    return out
+
+
+@numba.njit(cache=True)
+def mp_moments(beta: float, kmax: int) -> np.ndarray:
+    """Kernel: <x^k>, k = 0..kmax, for MP(beta) (Narayana polynomials)."""
+    out = np.zeros(kmax + 1)
+    out[0] = 1.0
+    for k in range(1, kmax + 1):
+        s = 0.0
+        for j in range(k):
+            s += _binom(k, j) * _binom(k - 1, j) / (j + 1) * beta**j
+        out[k] = s
+    return out
+
+
+@numba.njit(cache=True)
+def _resolvent_mp(beta: float, t: float) -> tuple:
+    """Kernel: (<1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2>) for MP(beta), t > 0."""
+    if t > 100.0:
+        mom = mp_moments(beta, N_MOMENTS)
+        e = 1.0 / t
+        r1 = 0.0  # <1/(1 + e x)>
+        r2 = 0.0  # <1/(1 + e x)^2>
+        sgn = 1.0
+        ek = 1.0
+        for k in range(N_MOMENTS + 1):
+            r1 += sgn * mom[k] * ek
+            r2 += sgn * (k + 1) * mom[k] * ek
+            sgn = -sgn
+            ek *= e
+        g1 = e * r1
+        g2 = e * e * r2
+        x1 = 1.0 - r1  # <x/(x+t)> = 1 - t <1/(x+t)>
+        x1b = e * (r1 - r2)  # <x/(x+t)^2> = <1/(x+t)> - t <1/(x+t)^2>
+        x2 = 1.0 - 2.0 * r1 + r2
+        return g1, g2, x1, x1b, x2
+    sa = (1.0 - math.sqrt(beta)) ** 2
+    sb = (1.0 + math.sqrt(beta)) ** 2
+    dd = math.sqrt((t + sa) * (t + sb))
+    ddp = (2.0 * t + sa + sb) / (2.0 * dd)
+    m1 = 2.0 / (1.0 - beta + t + dd)
+    m2 = 0.5 * m1 * m1 * (1.0 + ddp)
+    x1 = 4.0 * t / ((dd + t) ** 2 - (1.0 - beta) ** 2)
+    x1b = m1 - t * m2
+    x2 = x1 - t * x1b
+    return m1, m2, x1, x1b, x2
+
+
+@numba.njit(cache=True)
+def measure_moments(
+    kind: int,
+    beta: float,
+    c: float,
+    rho: np.ndarray,
+    F: np.ndarray,
+    H: np.ndarray,
+    s0: float,
+    s1: float,
+) -> np.ndarray:
+    """Kernel: averages over the spectral measure with S = s0 + s1 rho, in the order
+    <1/S>, <rho/S>, <1/S^2>, <rho/S^2>, <rho^2/S^2>, <F/S>, <H/S>,
+    <F/S^2>, <F rho/S^2>, <H/S^2>, <H rho/S^2>.
+    kind = 0: MP(beta) scaled by c, with F = beta c and H = beta rho; kind = 1: atoms (rho, F, H).
+    Returns NaNs when an average diverges (S = 0 on an atom)."""
+    out = np.empty(11)
+    if kind == 1:
+        out[:] = 0.0
+        n = rho.shape[0]
+        for i in range(n):
+            S = s0 + s1 * rho[i]
+            if S <= 0.0:
+                out[:] = np.nan
+                return out
+            iS = 1.0 / S
+            iS2 = iS * iS
+            out[0] += iS
+            out[1] += rho[i] * iS
+            out[2] += iS2
+            out[3] += rho[i] * iS2
+            out[4] += rho[i] * rho[i] * iS2
+            out[5] += F[i] * iS
+            out[6] += H[i] * iS
+            out[7] += F[i] * iS2
+            out[8] += F[i] * rho[i] * iS2
+            out[9] += H[i] * iS2
+            out[10] += H[i] * rho[i] * iS2
+        for j in range(11):
+            out[j] /= n
+        return out
+    u = s1 * c
+    if s1 < 0.0 or s0 < 0.0 or (s0 == 0.0 and (u == 0.0 or beta >= 1.0)):
+        out[:] = np.nan
+        return out
+    if u == 0.0:
+        g1 = 1.0 / s0
+        g2 = g1 * g1
+        out[0] = g1
+        out[1] = c * g1
+        out[2] = g2
+        out[3] = c * g2
+        out[4] = c * c * (1.0 + beta) * g2
+    elif s0 == 0.0:  # beta < 1: <x^-1> = 1/(1-beta), <x^-2> = 1/(1-beta)^3
+        ib = 1.0 / (1.0 - beta)
+        out[0] = ib / u
+        out[1] = c / u
+        out[2] = ib**3 / (u * u)
+        out[3] = c * ib / (u * u)
+        out[4] = c * c / (u * u)
+    else:
+        t = s0 / u
+        m1, m2, x1, x1b, x2 = _resolvent_mp(beta, t)
+        out[0] = m1 / u
+        out[1] = c * x1 / u
+        out[2] = m2 / (u * u)
+        out[3] = c * x1b / (u * u)
+        out[4] = c * c * x2 / (u * u)
+    bc = beta * c
+    out[5] = bc * out[0]
+    out[6] = beta * out[1]
+    out[7] = bc * out[2]
+    out[8] = bc * out[3]
+    out[9] = beta * out[3]
+    out[10] = beta * out[4]
+    return out
+
+
+@dataclass(frozen=True)
+class SpectralMeasure:
+    """Spectral measure for the overlap equations: MP (``kind='mp'``) or empirical atoms."""
+
+    kind: str
+    beta: float
+    c: float
+    rho: np.ndarray
+    F: np.ndarray
+    H: np.ndarray
+
+    @property
+    def code(self) -> int:
+        return MEASURE_MP if self.kind == "mp" else MEASURE_ATOMS
+
+    def moments(self, s0: float, s1: float) -> np.ndarray:
+        """The 11 averages of :func:`measure_moments`."""
+        return measure_moments(self.code, self.beta, self.c, self.rho, self.F, self.H, s0, s1)
+
+
+_EMPTY = np.zeros(1)
+
+
+def marchenko_pastur(beta: float, c: float = 1.0) -> SpectralMeasure:
+    """Deterministic measure: rho/c ~ MP(beta), F = beta c, H = beta rho (THEORY.md §6)."""
+    if not (beta > 0 and math.isfinite(beta)):
+        raise ValueError(f"beta must be > 0 and finite, got {beta}")
+    if not (c > 0 and math.isfinite(c)):
+        raise ValueError(f"c must be > 0 and finite, got {c}")
+    return SpectralMeasure("mp", float(beta), float(c), _EMPTY, _EMPTY, _EMPTY)
+
+
+def empirical_measure(
+    W0: np.ndarray, v: np.ndarray, t: np.ndarray, c: float = 1.0
+) -> SpectralMeasure:
+    """Atoms of Omega = W Pi W^T, W = sqrt(c) W0, Pi = I - v v^T, with F_i = p (u_i . W v)^2 and
+    H_i = p (u_i . W t)^2 (THEORY.md §6). ``v`` and ``t`` are unit vectors, t orthogonal to v."""
+    W0 = np.asarray(W0, dtype=np.float64)
+    p, d = W0.shape
+    v = np.asarray(v, dtype=np.float64) / np.linalg.norm(v)
+    t = np.asarray(t, dtype=np.float64)
+    t = t - (t @ v) * v
+    nt = np.linalg.norm(t)
+    t = t / nt if nt > 0 else t
+    W = math.sqrt(c) * W0
+    Wv = W @ v
+    WP = W - np.outer(Wv, v)
+    omega = WP @ WP.T
+    rho, U = np.linalg.eigh(omega)
+    rho = np.maximum(rho, 0.0)
+    F = p * (U.T @ Wv) ** 2
+    H = p * (U.T @ (W @ t)) ** 2
+    return SpectralMeasure("atoms", p / d, float(c), rho, F, H)
+
+
+def mp_density(x: np.ndarray, beta: float) -> np.ndarray:
+    """Absolutely continuous part of the MP(beta) density (the atom at 0 for beta > 1 excluded)."""
+    x = np.asarray(x, dtype=np.float64)
+    a, b = (1 - math.sqrt(beta)) ** 2, (1 + math.sqrt(beta)) ** 2
+    out = np.zeros_like(x)
+    inside = (x > a) & (x < b)
+    xi = x[inside]
+    out[inside] = np.sqrt((b - xi) * (xi - a)) / (2 * math.pi * beta * xi)
+    return out
+
+
+def mp_expectation(f: Callable[[np.ndarray], np.ndarray], beta: float, n: int = 256) -> float:
+    """<f(x)> for x ~ MP(beta), for smooth f, to ~1e-13 with n ~ 256.
+
+    x = m + h cos(theta) turns the square-root edges into a smooth periodic integrand
+    (h^2 sin^2 theta / (2 pi beta x)), integrated by the trapezoid rule. The near-pole of 1/x
+    when beta ~ 1 is removed by writing f(x)/x = (f(x) - f(0))/x + f(0)/x and using the closed
+    form of the continuous part's <1/x>: 1/(1 - beta) (beta < 1), 1/(beta (beta - 1)) (beta > 1).
+    """
+    if not (beta > 0 and math.isfinite(beta)):
+        raise ValueError(f"beta must be > 0 and finite, got {beta}")
+    m, h = 1.0 + beta, 2.0 * math.sqrt(beta)
+    theta = (np.arange(n) + 0.5) * math.pi / n  # midpoint rule = trapezoid of the even extension
+    x = m + h * np.cos(theta)
+    w = h * h * np.sin(theta) ** 2 / (2 * math.pi * beta) * (math.pi / n)
+    f0 = float(np.asarray(f(np.zeros(1)), dtype=np.float64)[0])
+    if beta == 1.0:
+        cont = float(np.sum(w * np.asarray(f(x), dtype=np.float64) / x))
+    else:
+        inv = 1.0 / (1.0 - beta) if beta < 1 else 1.0 / (beta * (beta - 1.0))
+        cont = float(np.sum(w * (np.asarray(f(x), dtype=np.float64) - f0) / x)) + f0 * inv
+    atom = max(0.0, 1.0 - 1.0 / beta)
+    return cont + atom * f0

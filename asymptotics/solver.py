@@ -1,0 +1,133 @@
+"""Fixed-point solver: damped Picard with Anderson(m) acceleration and safeguards.
+
+Stopping rule over all variables: max_i |F(x)_i - x_i| / max(|x_i|, scale_floor) <= rtol (a
+relative residual; ``scale_floor`` keeps components that vanish at the solution from demanding
+an absolute accuracy below round-off). The accelerated
+step is rejected (history reset, plain damped step taken) when it is non-finite, leaves the domain
+(variances and second moments >= 0), or raises the residual tenfold over the best seen.
+The answer always says whether it converged; the caller decides what to report (never a number
+from an unconverged run).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class Status(enum.IntEnum):
+    CONVERGED = 0
+    MAX_ITER = 1
+    NON_FINITE = 2
+    OUT_OF_DOMAIN = 3
+
+    @property
+    def message(self) -> str:
+        return {
+            Status.CONVERGED: "converged",
+            Status.MAX_ITER: "maximum number of iterations reached before the tolerance",
+            Status.NON_FINITE: "the map produced a non-finite value (divergent overlaps)",
+            Status.OUT_OF_DOMAIN: "the iterates left the physical domain (negative variance)",
+        }[self]
+
+
+@dataclass(frozen=True)
+class SolverConfig:
+    """Immutable solver settings. ``damping`` is the Picard mixing weight (1 = no damping)."""
+
+    rtol: float = 1e-10
+    scale_floor: float = 1e-3
+    max_iter: int = 3000
+    damping: float = 0.5
+    anderson: int = 6
+
+    def __post_init__(self) -> None:
+        if not (0 < self.rtol < 1):
+            raise ValueError(f"rtol must be in (0, 1), got {self.rtol}")
+        if not (self.scale_floor > 0):
+            raise ValueError(f"scale_floor must be > 0, got {self.scale_floor}")
+        if not (self.max_iter >= 1):
+            raise ValueError(f"max_iter must be >= 1, got {self.max_iter}")
+        if not (0 < self.damping <= 1):
+            raise ValueError(f"damping must be in (0, 1], got {self.damping}")
+        if not (self.anderson >= 0):
+            raise ValueError(f"anderson must be >= 0, got {self.anderson}")
+
+
+@dataclass(frozen=True)
+class SolverResult:
+    x: np.ndarray
+    converged: bool
+    status: Status
+    n_iter: int
+    residual: float
+    residual_history: tuple[float, ...] = field(repr=False)
+
+    @property
+    def message(self) -> str:
+        return self.status.message
+
+
+def relative_residual(x: np.ndarray, fx: np.ndarray, scale_floor: float) -> float:
+    """max_i |fx_i - x_i| / max(|x_i|, scale_floor)."""
+    return float(np.max(np.abs(fx - x) / np.maximum(np.abs(x), scale_floor)))
+
+
+def solve(
+    fmap: Callable[[np.ndarray], np.ndarray],
+    x0: np.ndarray,
+    config: SolverConfig = SolverConfig(),
+    nonneg: tuple[int, ...] = (),
+) -> SolverResult:
+    """Find x = fmap(x) from x0. ``nonneg`` indexes components that must stay >= 0."""
+    x = np.array(x0, dtype=np.float64)
+    nn = np.array(nonneg, dtype=np.int64)
+    hist: list[float] = []
+    X: list[np.ndarray] = []
+    G: list[np.ndarray] = []
+    best = np.inf
+    beta = config.damping
+    fx = fmap(x)
+    for it in range(1, config.max_iter + 1):
+        if not np.all(np.isfinite(fx)):
+            return SolverResult(x, False, Status.NON_FINITE, it, np.inf, tuple(hist))
+        g = fx - x
+        res = relative_residual(x, fx, config.scale_floor)
+        hist.append(res)
+        if res <= config.rtol:
+            return SolverResult(fx, True, Status.CONVERGED, it, res, tuple(hist))
+        best = min(best, res)
+        X.append(x.copy())
+        G.append(g.copy())
+        if len(X) > config.anderson + 1:
+            X.pop(0)
+            G.pop(0)
+        x_new = x + beta * g
+        if config.anderson > 0 and len(X) >= 2:
+            dX = np.stack([X[i + 1] - X[i] for i in range(len(X) - 1)], axis=1)
+            dG = np.stack([G[i + 1] - G[i] for i in range(len(G) - 1)], axis=1)
+            scale = np.maximum(np.abs(x), config.scale_floor)
+            try:
+                gam, *_ = np.linalg.lstsq(dG / scale[:, None], g / scale, rcond=1e-12)
+                cand = x + beta * g - (dX + beta * dG) @ gam
+            except np.linalg.LinAlgError:
+                cand = None
+            if cand is not None and np.all(np.isfinite(cand)) and np.all(cand[nn] >= 0):
+                x_new = cand
+            else:
+                X, G = X[-1:], G[-1:]
+        if np.any(x_new[nn] < 0):
+            x_new[nn] = np.maximum(x_new[nn], 0.0)
+        fx_new = fmap(x_new)
+        if np.all(np.isfinite(fx_new)):
+            res_new = relative_residual(x_new, fx_new, config.scale_floor)
+            if res_new > 10 * best and len(X) > 1:
+                # safeguard: accelerated step made things worse; take a damped Picard step
+                X, G = X[-1:], G[-1:]
+                x_new = x + beta * g
+                fx_new = fmap(x_new)
+        x, fx = x_new, fx_new
+    return SolverResult(x, False, Status.MAX_ITER, config.max_iter, hist[-1], tuple(hist))
