@@ -57,7 +57,7 @@ def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool 
 
 
 def _name(fn: Function) -> str:
-    return fn.expression or fn.name
+    return fn.name
 
 
 @dataclass(frozen=True)

@@ -233,8 +233,8 @@ def mp_expectation(f: Callable[[np.ndarray], np.ndarray], beta: float, n: int = 
 
     x = m + h cos(theta) turns the square-root edges into a smooth periodic integrand
     (h^2 sin^2 theta / (2 pi beta x)), integrated by the trapezoid rule. The near-pole of 1/x
-    when beta ~ 1 is removed by writing f(x)/x = (f(x) - f(0))/x + f(0)/x and using the closed
-    form of the continuous part's <1/x>: 1/(1 - beta) (beta < 1), 1/(beta (beta - 1)) (beta > 1).
+    when beta ~ 1 is removed by writing f(x)/x = (f(x) - f(0))/x + f(0)/x, the second term
+    integrating to the mass of the continuous part, min(1, 1/beta).
     """
     if not (beta > 0 and math.isfinite(beta)):
         raise ValueError(f"beta must be > 0 and finite, got {beta}")
@@ -246,7 +246,7 @@ def mp_expectation(f: Callable[[np.ndarray], np.ndarray], beta: float, n: int = 
     if beta == 1.0:
         cont = float(np.sum(w * np.asarray(f(x), dtype=np.float64) / x))
     else:
-        inv = 1.0 / (1.0 - beta) if beta < 1 else 1.0 / (beta * (beta - 1.0))
-        cont = float(np.sum(w * (np.asarray(f(x), dtype=np.float64) - f0) / x)) + f0 * inv
+        mass = min(1.0, 1.0 / beta)
+        cont = float(np.sum(w * (np.asarray(f(x), dtype=np.float64) - f0) / x)) + f0 * mass
     atom = max(0.0, 1.0 - 1.0 / beta)
     return cont + atom * f0
