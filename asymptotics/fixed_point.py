@@ -38,7 +38,7 @@ STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
 HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def conjugates(
     x: np.ndarray,
     w: np.ndarray,
@@ -75,7 +75,7 @@ def conjugates(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def fixed_point_map(
     x: np.ndarray,
     w: np.ndarray,
@@ -122,7 +122,7 @@ def fixed_point_map(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def v_update(
     V: np.ndarray,
     w: np.ndarray,
@@ -154,7 +154,7 @@ def v_update(
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def complete_state(
     V: np.ndarray,
     w: np.ndarray,

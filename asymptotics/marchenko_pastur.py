@@ -30,7 +30,7 @@ MEASURE_MP = 0
 MEASURE_ATOMS = 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _binom(n: int, k: int) -> float:
     out = 1.0
     for i in range(k):
@@ -38,7 +38,7 @@ def _binom(n: int, k: int) -> float:
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def mp_moments(beta: float, kmax: int) -> np.ndarray:
     """Kernel: <x^k>, k = 0..kmax, for MP(beta) (Narayana polynomials)."""
     out = np.zeros(kmax + 1)
@@ -51,7 +51,7 @@ def mp_moments(beta: float, kmax: int) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def _resolvent_mp(beta: float, t: float) -> tuple:
     """Kernel: (<1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2>) for MP(beta), t > 0."""
     if t > 100.0:
@@ -84,7 +84,7 @@ def _resolvent_mp(beta: float, t: float) -> tuple:
     return m1, m2, x1, x1b, x2
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def measure_moments(
     kind: int,
     beta: float,

@@ -67,7 +67,7 @@ def gaussian_nodes(
     return z.reshape(m, -1), w.reshape(m, -1)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, error_model="numpy")
 def weighted_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Kernel: per row i, (sum w F, sum w F z, sum w F^2) over the nodes j."""
     m, n = values.shape

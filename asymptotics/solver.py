@@ -40,7 +40,7 @@ class SolverConfig:
 
     rtol: float = 1e-10
     scale_floor: float = 1e-3
-    max_iter: int = 3000
+    max_iter: int = 500
     damping: float = 0.5
     anderson: int = 6
 
@@ -81,8 +81,10 @@ def solve(
     x0: np.ndarray,
     config: SolverConfig = SolverConfig(),
     nonneg: tuple[int, ...] = (),
+    blowup: float = 1e12,
 ) -> SolverResult:
-    """Find x = fmap(x) from x0. ``nonneg`` indexes components that must stay >= 0."""
+    """Find x = fmap(x) from x0. ``nonneg`` indexes components that must stay >= 0; iterates whose
+    size exceeds ``blowup`` are declared divergent (non-finite)."""
     x = np.array(x0, dtype=np.float64)
     nn = np.array(nonneg, dtype=np.int64)
     hist: list[float] = []
@@ -90,9 +92,13 @@ def solve(
     G: list[np.ndarray] = []
     best = np.inf
     beta = config.damping
+
+    def ok(v: np.ndarray) -> bool:
+        return bool(np.all(np.isfinite(v)) and np.max(np.abs(v)) < blowup)
+
     fx = fmap(x)
     for it in range(1, config.max_iter + 1):
-        if not np.all(np.isfinite(fx)):
+        if not ok(fx):
             return SolverResult(x, False, Status.NON_FINITE, it, np.inf, tuple(hist))
         g = fx - x
         res = relative_residual(x, fx, config.scale_floor)
@@ -105,29 +111,31 @@ def solve(
         if len(X) > config.anderson + 1:
             X.pop(0)
             G.pop(0)
-        x_new = x + beta * g
+        damped = x + beta * g
+        x_new = damped
         if config.anderson > 0 and len(X) >= 2:
             dX = np.stack([X[i + 1] - X[i] for i in range(len(X) - 1)], axis=1)
             dG = np.stack([G[i + 1] - G[i] for i in range(len(G) - 1)], axis=1)
             scale = np.maximum(np.abs(x), config.scale_floor)
-            try:
-                gam, *_ = np.linalg.lstsq(dG / scale[:, None], g / scale, rcond=1e-12)
-                cand = x + beta * g - (dX + beta * dG) @ gam
-            except np.linalg.LinAlgError:
-                cand = None
-            if cand is not None and np.all(np.isfinite(cand)) and np.all(cand[nn] >= 0):
+            cand = None
+            if ok(dG) and ok(dX):
+                try:
+                    gam = np.linalg.lstsq(dG / scale[:, None], g / scale, rcond=1e-12)[0]
+                    cand = x + beta * g - (dX + beta * dG) @ gam
+                except np.linalg.LinAlgError:
+                    cand = None
+            if cand is not None and ok(cand) and np.all(cand[nn] >= 0):
                 x_new = cand
             else:
                 X, G = X[-1:], G[-1:]
-        if np.any(x_new[nn] < 0):
-            x_new[nn] = np.maximum(x_new[nn], 0.0)
+        x_new[nn] = np.maximum(x_new[nn], 0.0)
         fx_new = fmap(x_new)
-        if np.all(np.isfinite(fx_new)):
-            res_new = relative_residual(x_new, fx_new, config.scale_floor)
-            if res_new > 10 * best and len(X) > 1:
-                # safeguard: accelerated step made things worse; take a damped Picard step
+        if x_new is not damped:
+            # safeguard: reject an accelerated step that fails or raises the residual tenfold
+            bad = not ok(fx_new) or relative_residual(x_new, fx_new, config.scale_floor) > 10 * best
+            if bad:
                 X, G = X[-1:], G[-1:]
-                x_new = x + beta * g
+                x_new = damped
                 fx_new = fmap(x_new)
         x, fx = x_new, fx_new
     return SolverResult(x, False, Status.MAX_ITER, config.max_iter, hist[-1], tuple(hist))

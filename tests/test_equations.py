@@ -146,3 +146,14 @@ def test_curve_dataframe_and_warm_starts():
 def test_feature_learning_beats_random_features_for_single_index():
     kw = dict(sigma="tanh", target="tanh", alpha0=2, lam=0.01, beta=1)
     assert A.risk(3, eta=1, **kw).risk < A.risk(3, eta=0, **kw).risk
+
+
+def test_ridgeless_interpolating_regime_is_the_small_lam_limit():
+    """lam = 0 with alpha < beta: reported as the lam -> 0+ limit, consistent with small lam."""
+    res = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=0.0, beta=1.0)
+    assert res.converged and "ridgeless" in res.message
+    small = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=1e-7, beta=1.0)
+    assert res.risk == pytest.approx(small.risk, abs=1e-5)
+    ref = rf_ridge_risk(0.5, sigma="tanh", target="tanh", lam=1e-7, beta=1.0)
+    rf0 = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0)
+    assert rf0.risk == pytest.approx(ref, abs=1e-5)
