@@ -1,0 +1,153 @@
+"""Theory against simulation along alpha: ``python -m validation compare ...``.
+
+For each alpha: the theory risk (``asymptotics.risk_curve``; ``eta_tilde = 0`` for ``rf``), the
+simulation mean and standard error over seeds (``validation.simulator``), ``z = (sim_mean -
+theory) / sim_se`` and the relative gap ``(sim_mean - theory) / theory``. The theory always
+describes the ``srf`` model exactly in the limit; for ``network`` it is the one-step prediction
+of THEORY.md §3 and the gap is what the sRF mapping misses at that d.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from .simulator import MODELS, Setting, simulate
+
+Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged"]
+
+
+def compare(
+    model: str, alphas: Sequence[float], *, sigma: str, target: str, alpha0: float, eta: float,
+    lam: float, beta: float = 1.0, delta: float = 0.0, d: int = 1000, seeds: int = 10,
+    seed: int = 0, n_jobs: int = 1, n_test: int = 0, progress: bool | None = None,
+):
+    """DataFrame: one row per alpha with ``alpha, theory, sim_mean, sim_se, z, rel_gap`` and every
+    parameter; an unconverged theory point has ``theory = nan`` and ``theory_converged = False``."""
+    import pandas as pd
+    from tqdm.auto import tqdm
+
+    from asymptotics import risk_curve
+
+    alphas = [float(a) for a in alphas]
+    eta_theory = 0.0 if model == "rf" else eta
+    settings = [Setting(model=model, sigma=sigma, target=target, alpha=a, alpha0=alpha0,
+                        eta=eta_theory, lam=lam, beta=beta, delta=delta, d=d, n_test=n_test)
+                for a in alphas]
+    theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
+                        lam=lam, beta=beta, delta=delta, progress=False)
+    rows = []
+    disable = None if progress is None else not progress
+    with tqdm(total=len(settings) * seeds, desc=f"{model} simulations", unit="run",
+              disable=disable, leave=False) as bar:
+        for s, (_, th) in zip(settings, theory.iterrows(), strict=True):
+            sim = simulate(s, seeds=seeds, seed=seed, n_jobs=n_jobs, progress=bar.update)
+            row = sim.as_dict()
+            t = float(th["risk"]) if bool(th["converged"]) else math.nan
+            row.update(theory=t, theory_converged=bool(th["converged"]),
+                       z=(sim.mean - t) / sim.se if sim.se > 0 else math.nan,
+                       rel_gap=(sim.mean - t) / t)
+            rows.append(row)
+    df = pd.DataFrame(rows)
+    return df[Z_COLUMNS + [c for c in df.columns if c not in Z_COLUMNS]]
+
+
+def plot_comparison(df, path: str, *, title: str | None = None) -> None:
+    """Theory as a line, simulations as points with one-s.e. error bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from asymptotics import risk_curve
+
+    r = df.iloc[0]
+    fine = np.linspace(df["alpha"].min(), df["alpha"].max(), 120)
+    eta = 0.0 if r["model"] == "rf" else r["eta"]
+    line = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
+                      lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
+    ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory")
+    ax.errorbar(df["alpha"], df["sim_mean"], yerr=df["sim_se"], fmt="o", ms=4, capsize=2,
+                color="#D55E00", label=f"{r['model']} simulation, d={r['d']}, "
+                                       f"{r['seeds']} seeds")
+    ax.set_xlabel(r"$\alpha = n/d$")
+    ax.set_ylabel("test error")
+    default = (rf"$\sigma$={r['sigma']}, $g$={r['target']}, $\alpha_0$={r['alpha0']:g}, "
+               rf"$\tilde\eta$={eta:g}, $\lambda$={r['lam']:g}, $\beta$={r['beta']:g}")
+    ax.set_title(title or default, fontsize=9)
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=150, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _int(name: str, lo: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {v}")
+        return v
+
+    return parse
+
+
+def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
+    """Options shared by the simulation command lines (model, size, seeds, workers)."""
+    p.add_argument("--model", choices=MODELS, default="srf",
+                   help="network: the real two-layer network after one step; srf: the spiked "
+                        "random-features model of the theory; rf: random features at init "
+                        "(default: srf)")
+    p.add_argument("--d", type=_int("d", 2), default=1000, help="input dimension (default: 1000)")
+    p.add_argument("--seeds", type=_int("seeds", 1), default=10,
+                   help="independent repetitions (default: 10)")
+    p.add_argument("--seed", type=_int("seed", 0), default=0,
+                   help="root entropy of numpy SeedSequence; repetition i uses its child i "
+                        "(default: 0)")
+    p.add_argument("--n-jobs", type=_int("n-jobs", 1), default=1,
+                   help="worker processes (results do not depend on it; default: 1)")
+    p.add_argument("--n-test", type=_int("n-test", 0), default=0,
+                   help="test samples per repetition (default 0: max(10000, 2d))")
+
+
+def add_subparser(subparsers) -> argparse.ArgumentParser:
+    """Register ``compare``."""
+    from asymptotics.cli import CONVENTIONS, add_model_arguments, parse_grid
+
+    p = subparsers.add_parser(
+        "compare", help="theory vs Monte Carlo along alpha (CSV on stdout)",
+        description="Compare the asymptotic risk with finite-d simulations. Prints CSV with "
+                    "alpha,theory,sim_mean,sim_se,z,rel_gap and all parameters.",
+        epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_model_arguments(p)
+    add_simulation_arguments(p)
+    p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
+                   default=parse_grid("0.2:3:8"),
+                   help="sample ratios n/d: 0.2,1,3 or START:STOP:NUM (default: 0.2:3:8)")
+    p.add_argument("--out", help="also write the CSV to this file")
+    p.add_argument("--plot", help="PNG: theory line, simulation points with error bars")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_cli)
+    return p
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    df = compare(args.model, args.alpha, sigma=args.sigma, target=args.target,
+                 alpha0=args.alpha0, eta=args.eta, lam=args.lam, beta=args.beta,
+                 delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
+                 n_jobs=args.n_jobs, n_test=args.n_test,
+                 progress=False if args.quiet else None)
+    text = df.drop(columns=["values"]).to_csv(index=False, float_format="%.10g")
+    sys.stdout.write(text)
+    if args.out:
+        df.to_csv(args.out, index=False, float_format="%.10g")
+    if args.plot:
+        plot_comparison(df, args.plot)
+    return 0

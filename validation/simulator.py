@@ -1,0 +1,354 @@
+"""Finite-d Monte Carlo of the protocol of THEORY.md §1: the ground truth of the project.
+
+Three models, all float64, all with the same data pipeline (teacher, ridge readout, test error):
+
+- ``network``: the two-layer network. Rows of ``W0`` uniform on the unit sphere, ``a0 = 1/sqrt(p)``,
+  one full-batch gradient step on ``L0 = (1/(2 n0)) sum_i (y_i - f(x_i))^2`` with
+  ``n0 = alpha0 d`` fresh samples and ``eta = eta_tilde p``, i.e. row by row
+  ``w_k <- w_k + (eta_tilde / n0) sum_i (y_i - f_i) sigma'(<w_k, x_i>) x_i``;
+- ``srf``: the spiked random-features model of THEORY.md §3, ``W1 = sqrt(c) W0 + r 1_p v^T`` with
+  ``v = gamma theta* + rho t`` (``t`` a random unit vector orthogonal to ``theta*``) and
+  ``(r, c, gamma)`` from :func:`asymptotics.srf_mapping` — the exact object of the equations;
+- ``rf``: random features at initialisation (``W1 = W0``), the ``eta_tilde = 0`` baseline.
+
+Then ``a_hat = argmin_a sum_i (y_i - <a, sigma(W1 x_i)>/sqrt p)^2 + lam |a|^2`` on ``n = alpha d``
+fresh samples (a SUM over samples), and ``R = E (g(<theta*, x>) - f(x))^2`` on ``n_test`` fresh
+noiseless inputs. Labels ``y = g(<theta*, x>) + sqrt(delta) xi`` in both training batches.
+
+Randomness: one ``SeedSequence(seed)`` per call, one spawned child per repetition, and inside a
+repetition one grandchild per stream (weights, teacher, step batch, ridge batch, test batch), so a
+repetition's value does not depend on how many workers run or in which order.
+Memory: every pass over samples is chunked, so ``n0 = 50 d`` at ``d = 8000`` needs only the
+``p x d`` weights, one chunk and the ridge system (the smaller of ``p x p`` and ``n x n``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+from scipy import linalg
+
+from asymptotics.functions import Function, get_function
+from asymptotics.srf import srf_mapping
+
+MODELS = ("network", "srf", "rf")
+STREAMS = ("weights", "teacher", "step", "ridge", "test")
+CHUNK_BYTES = 64 * 2**20  # one chunk of pre-activations (rows x p float64)
+
+
+def _positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    value = float(value)
+    ok = value >= 0 if allow_zero else value > 0
+    if not (math.isfinite(value) and ok):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, "
+                         f"got {value:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Every parameter of one simulated experiment (THEORY.md §1 conventions)."""
+
+    model: str
+    sigma: str
+    target: str
+    alpha: float
+    alpha0: float
+    eta: float
+    lam: float
+    beta: float = 1.0
+    delta: float = 0.0
+    d: int = 1000
+    n_test: int = 0  # 0: max(10000, 2 d)
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}, got {self.model!r}")
+        for name in ("alpha", "alpha0", "beta"):
+            _positive(name, getattr(self, name))
+        for name in ("eta", "lam", "delta"):
+            _positive(name, getattr(self, name), allow_zero=True)
+        if int(self.d) != self.d or self.d < 2:
+            raise ValueError(f"d must be an integer >= 2, got {self.d}")
+        if int(self.n_test) != self.n_test or self.n_test < 0:
+            raise ValueError(f"n_test must be an integer >= 0 (0 = default), got {self.n_test}")
+        for name in ("n", "n0", "p"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} = round(ratio * d) must be >= 1 for this setting "
+                                 f"(d={self.d}); increase d")
+
+    @property
+    def p(self) -> int:
+        return int(round(self.beta * self.d))
+
+    @property
+    def n(self) -> int:
+        return int(round(self.alpha * self.d))
+
+    @property
+    def n0(self) -> int:
+        return int(round(self.alpha0 * self.d))
+
+    @property
+    def n_test_used(self) -> int:
+        return int(self.n_test) if self.n_test else max(10_000, 2 * int(self.d))
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Mean, standard error and per-seed risks of ``seeds`` repetitions of a :class:`Setting`."""
+
+    setting: Setting
+    seed: int
+    values: tuple[float, ...]
+    mean: float
+    se: float
+    seconds: float
+    extras: dict = field(default_factory=dict, compare=False)
+
+    def as_dict(self) -> dict:
+        row = asdict(self.setting)
+        row.update(p=self.setting.p, n=self.setting.n, n0=self.setting.n0,
+                   n_test=self.setting.n_test_used, seed=self.seed, seeds=len(self.values),
+                   sim_mean=self.mean, sim_se=self.se, seconds=self.seconds,
+                   values=";".join(f"{v:.10g}" for v in self.values))
+        return row
+
+
+# ------------------------------------------------------------------------------------------------
+# building blocks (public: the tests check each against an independent computation)
+
+
+def sphere_rows(rng: np.random.Generator, p: int, d: int) -> np.ndarray:
+    """``p x d`` matrix with rows i.i.d. uniform on the unit sphere of R^d."""
+    w = rng.standard_normal((p, d))
+    w /= np.linalg.norm(w, axis=1, keepdims=True)
+    return w
+
+
+def unit_vector(rng: np.random.Generator, d: int) -> np.ndarray:
+    v = rng.standard_normal(d)
+    return v / np.linalg.norm(v)
+
+
+def chunk_rows(p: int, n: int) -> int:
+    """Rows per chunk so that a chunk of ``rows x p`` float64 fits in :data:`CHUNK_BYTES`."""
+    return int(max(64, min(n, CHUNK_BYTES // (8 * max(p, 1)))))
+
+
+def labels(x_theta: np.ndarray, target: Function, delta: float,
+           rng: np.random.Generator | None) -> np.ndarray:
+    """``y = g(<theta*, x>) + sqrt(delta) xi`` (noiseless when ``rng`` is None or delta = 0)."""
+    y = target(x_theta)
+    if delta > 0 and rng is not None:
+        y = y + math.sqrt(delta) * rng.standard_normal(y.shape)
+    return y
+
+
+def _batches(rng: np.random.Generator, n: int, d: int, rows: int):
+    """Yield ``(X_chunk)`` standard Gaussian chunks of a batch of ``n`` samples."""
+    start = 0
+    while start < n:
+        m = min(rows, n - start)
+        yield rng.standard_normal((m, d))
+        start += m
+
+
+def giant_step_gradient(
+    X: np.ndarray, y: np.ndarray, W: np.ndarray, a: np.ndarray, sigma: Function
+) -> np.ndarray:
+    """``grad_W L`` for ``L = (1/(2n)) sum_i (y_i - f(x_i))^2``, ``f = a . sigma(W x)/sqrt p``."""
+    p = W.shape[0]
+    Z = X @ W.T
+    e = y - sigma(Z) @ a / math.sqrt(p)
+    S = sigma.derivative(Z) * e[:, None] * (a[None, :] / math.sqrt(p))
+    return -(S.T @ X) / X.shape[0]
+
+
+def network_step(
+    W0: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
+    n0: int, eta_tilde: float, delta: float, rng: np.random.Generator,
+) -> np.ndarray:
+    """``W1 = W0 + (eta_tilde / n0) sum_i (y_i - f(x_i; a0, W0)) sigma'(W0 x_i) x_i^T``, chunked.
+
+    With ``a0 = 1/sqrt(p)``, ``f = mean_k sigma(<w_k, x>)`` and ``eta = eta_tilde p`` this is
+    ``W0 - eta grad_W L0`` of THEORY.md §1 (the factor ``1/sqrt(p)`` twice times ``p``).
+    """
+    p, d = W0.shape
+    G = np.zeros((p, d))
+    for X in _batches(rng, n0, d, chunk_rows(p, n0)):
+        y = labels(X @ theta, target, delta, rng)
+        Z = X @ W0.T
+        e = y - sigma(Z).mean(axis=1)
+        S = sigma.derivative(Z)
+        S *= e[:, None]
+        G += S.T @ X
+    W1 = W0 + (eta_tilde / n0) * G
+    return W1
+
+
+def srf_weights(
+    W0: np.ndarray, theta: np.ndarray, *, r: float, c: float, gamma: float,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``W1 = sqrt(c) W0 + r 1_p v^T`` with ``v = gamma theta + rho t``, ``t`` ⟂ theta."""
+    t = rng.standard_normal(theta.shape[0])
+    t -= (t @ theta) * theta
+    t /= np.linalg.norm(t)
+    v = gamma * theta + math.sqrt(max(1.0 - gamma * gamma, 0.0)) * t
+    W1 = math.sqrt(c) * W0
+    W1 += r * v[None, :]
+    return W1, v
+
+
+def ridge_readout(
+    features: np.ndarray | None, y: np.ndarray | None, lam: float, *,
+    gram: np.ndarray | None = None, rhs: np.ndarray | None = None, method: str = "auto",
+) -> np.ndarray:
+    """``argmin_a |y - F a|^2 + lam |a|^2`` through the smaller system, by Cholesky.
+
+    Primal: ``(F^T F + lam I) a = F^T y`` (``p x p``; pass ``gram = F^T F``, ``rhs = F^T y`` when
+    they were accumulated in chunks). Dual: ``a = F^T (F F^T + lam I)^{-1} y`` (``n x n``).
+    ``lam = 0`` gives the minimum-norm least-squares solution (via ``lstsq``).
+    """
+    if method not in ("auto", "primal", "dual"):
+        raise ValueError(f"method must be auto, primal or dual, got {method!r}")
+    if gram is not None:
+        if method == "dual":
+            raise ValueError("the dual path needs the features, not their Gram matrix")
+        method = "primal"
+    elif method == "auto":
+        method = "primal" if features.shape[1] <= features.shape[0] else "dual"
+    if lam == 0:
+        if features is None:
+            return linalg.lstsq(gram, rhs, lapack_driver="gelsd")[0]
+        return linalg.lstsq(features, y, lapack_driver="gelsd")[0]
+    if method == "primal":
+        if gram is None:
+            gram, rhs = features.T @ features, features.T @ y
+        A = gram.copy()
+        A[np.diag_indices_from(A)] += lam
+        return linalg.cho_solve(linalg.cho_factor(A, lower=True, overwrite_a=True,
+                                                  check_finite=False), rhs, check_finite=False)
+    K = features @ features.T
+    K[np.diag_indices_from(K)] += lam
+    b = linalg.cho_solve(linalg.cho_factor(K, lower=True, overwrite_a=True, check_finite=False),
+                         y, check_finite=False)
+    return features.T @ b
+
+
+def fit_readout(
+    W1: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
+    n: int, lam: float, delta: float, rng: np.random.Generator,
+) -> np.ndarray:
+    """Ridge readout on ``n`` fresh samples, primal system accumulated in chunks when n >= p."""
+    p, d = W1.shape
+    scale = 1.0 / math.sqrt(p)
+    if n < p:  # dual: the n x p feature matrix is smaller than the p x p system
+        X = rng.standard_normal((n, d))
+        y = labels(X @ theta, target, delta, rng)
+        F = sigma(X @ W1.T)
+        F *= scale
+        return ridge_readout(F, y, lam, method="dual")
+    gram = np.zeros((p, p))
+    rhs = np.zeros(p)
+    for X in _batches(rng, n, d, chunk_rows(p, n)):
+        y = labels(X @ theta, target, delta, rng)
+        F = sigma(X @ W1.T)
+        F *= scale
+        gram += F.T @ F
+        rhs += F.T @ y
+    return ridge_readout(None, None, lam, gram=gram, rhs=rhs)
+
+
+def estimate_test_error(
+    W1: np.ndarray, a: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
+    n_test: int, rng: np.random.Generator,
+) -> float:
+    """Monte Carlo ``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on noiseless inputs."""
+    p, d = W1.shape
+    total = 0.0
+    for X in _batches(rng, n_test, d, chunk_rows(p, n_test)):
+        pred = sigma(X @ W1.T) @ a / math.sqrt(p)
+        total += float(np.sum((target(X @ theta) - pred) ** 2))
+    return total / n_test
+
+
+# ------------------------------------------------------------------------------------------------
+# one repetition and many
+
+
+def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
+                target: Function) -> tuple[np.ndarray, np.ndarray, list[np.random.Generator]]:
+    """``(W1, theta*, generators)`` of one repetition: the weights the readout is fitted on."""
+    rngs = [np.random.default_rng(s) for s in seed.spawn(len(STREAMS))]
+    g_weights, g_teacher, g_step = rngs[:3]
+    W0 = sphere_rows(g_weights, setting.p, setting.d)
+    theta = unit_vector(g_teacher, setting.d)
+    if setting.model == "network" and setting.eta > 0:
+        W1 = network_step(W0, theta, sigma, target, n0=setting.n0, eta_tilde=setting.eta,
+                          delta=setting.delta, rng=g_step)
+    elif setting.model == "srf" and setting.eta > 0:
+        m = srf_mapping(sigma, target, alpha0=setting.alpha0, eta=setting.eta,
+                        delta=setting.delta)
+        W1, _ = srf_weights(W0, theta, r=m.r, c=m.c, gamma=m.gamma, rng=g_step)
+    else:  # rf, or eta_tilde = 0: no step
+        W1 = W0
+    return W1, theta, rngs
+
+
+def simulate_once(setting: Setting, seed: np.random.SeedSequence) -> float:
+    """Test error of one repetition of ``setting`` (THEORY.md §1), from its own seed."""
+    sigma, target = get_function(setting.sigma), get_function(setting.target)
+    W1, theta, rngs = first_layer(setting, seed, sigma, target)
+    a = fit_readout(W1, theta, sigma, target, n=setting.n, lam=setting.lam,
+                    delta=setting.delta, rng=rngs[3])
+    return estimate_test_error(W1, a, theta, sigma, target, n_test=setting.n_test_used, rng=rngs[4])
+
+
+def _summary(values: Sequence[float]) -> tuple[float, float]:
+    v = np.asarray(values, dtype=np.float64)
+    se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
+    return float(v.mean()), se
+
+
+def simulate(
+    setting: Setting, *, seeds: int = 10, seed: int = 0, n_jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> SimulationResult:
+    """``seeds`` independent repetitions of ``setting``; mean, standard error, per-seed values.
+
+    Repetition ``i`` uses child ``i`` of ``SeedSequence(seed)``, so the values are the same for
+    any ``n_jobs`` (joblib processes; 1 runs in this process). ``progress(k)`` is called with the
+    number of repetitions just finished.
+    """
+    if int(seeds) != seeds or seeds < 1:
+        raise ValueError(f"seeds must be an integer >= 1, got {seeds}")
+    if int(seed) != seed or seed < 0:
+        raise ValueError(f"seed must be an integer >= 0, got {seed}")
+    if int(n_jobs) != n_jobs or n_jobs < 1:
+        raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs}")
+    children = np.random.SeedSequence(int(seed)).spawn(int(seeds))
+    t0 = time.perf_counter()
+    if n_jobs == 1:
+        values = []
+        for child in children:
+            values.append(simulate_once(setting, child))
+            if progress is not None:
+                progress(1)
+    else:
+        from joblib import Parallel, delayed
+
+        values = []
+        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
+        for v in parallel(delayed(simulate_once)(setting, c) for c in children):
+            values.append(v)
+            if progress is not None:
+                progress(1)
+    mean, se = _summary(values)
+    return SimulationResult(setting=setting, seed=int(seed), values=tuple(map(float, values)),
+                            mean=mean, se=se, seconds=time.perf_counter() - t0)
