@@ -27,16 +27,17 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 from scipy import linalg
+from scipy.linalg import blas
 
 from asymptotics.functions import Function, get_function
 from asymptotics.srf import srf_mapping
 
 MODELS = ("network", "srf", "rf")
-STREAMS = ("weights", "teacher", "step", "ridge", "test")
+STREAMS = ("weights", "teacher", "step", "step_noise", "ridge", "ridge_noise", "test")
 CHUNK_BYTES = 64 * 2**20  # one chunk of pre-activations (rows x p float64)
 
 
@@ -141,21 +142,26 @@ def chunk_rows(p: int, n: int) -> int:
 
 
 def labels(x_theta: np.ndarray, target: Function, delta: float,
-           rng: np.random.Generator | None) -> np.ndarray:
-    """``y = g(<theta*, x>) + sqrt(delta) xi`` (noiseless when ``rng`` is None or delta = 0)."""
+           noise_rng: np.random.Generator | None) -> np.ndarray:
+    """``y = g(<theta*, x>) + sqrt(delta) xi`` (noiseless when ``noise_rng`` is None or delta = 0).
+
+    The noise has its own stream, so a batch drawn in chunks equals the batch drawn at once.
+    """
     y = target(x_theta)
-    if delta > 0 and rng is not None:
-        y = y + math.sqrt(delta) * rng.standard_normal(y.shape)
+    if delta > 0 and noise_rng is not None:
+        y = y + math.sqrt(delta) * noise_rng.standard_normal(y.shape)
     return y
 
 
-def _batches(rng: np.random.Generator, n: int, d: int, rows: int):
-    """Yield ``(X_chunk)`` standard Gaussian chunks of a batch of ``n`` samples."""
+def _batches(rng: np.random.Generator, n: int, d: int, rows: int, stops: Sequence[int] = ()):
+    """Standard Gaussian ``m x d`` chunks of a batch of ``n`` samples, cut at every ``stops``."""
+    cuts = sorted({int(c) for c in stops if 0 < c < n} | {n})
     start = 0
-    while start < n:
-        m = min(rows, n - start)
-        yield rng.standard_normal((m, d))
-        start += m
+    for cut in cuts:
+        while start < cut:
+            m = min(rows, cut - start)
+            yield rng.standard_normal((m, d))
+            start += m
 
 
 def giant_step_gradient(
@@ -172,6 +178,7 @@ def giant_step_gradient(
 def network_step(
     W0: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
     n0: int, eta_tilde: float, delta: float, rng: np.random.Generator,
+    noise_rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """``W1 = W0 + (eta_tilde / n0) sum_i (y_i - f(x_i; a0, W0)) sigma'(W0 x_i) x_i^T``, chunked.
 
@@ -181,7 +188,7 @@ def network_step(
     p, d = W0.shape
     G = np.zeros((p, d))
     for X in _batches(rng, n0, d, chunk_rows(p, n0)):
-        y = labels(X @ theta, target, delta, rng)
+        y = labels(X @ theta, target, delta, noise_rng)
         Z = X @ W0.T
         e = y - sigma(Z).mean(axis=1)
         S = sigma.derivative(Z)
@@ -241,41 +248,73 @@ def ridge_readout(
     return features.T @ b
 
 
-def fit_readout(
+def fit_readouts(
     W1: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
-    n: int, lam: float, delta: float, rng: np.random.Generator,
+    ns: Sequence[int], lams: Sequence[float], delta: float, rng: np.random.Generator,
+    noise_rng: np.random.Generator | None = None,
 ) -> np.ndarray:
-    """Ridge readout on ``n`` fresh samples, primal system accumulated in chunks when n >= p."""
+    """Ridge readouts on the first ``n`` of one stream of fresh samples, for every ``n`` in ``ns``
+    and ``lam`` in ``lams``: an array ``p x len(ns) x len(lams)``.
+
+    The samples are nested (the batch for a smaller ``n`` is a prefix of the larger one), so a
+    whole curve costs one pass. The primal system ``F^T F`` is accumulated in chunks; while
+    ``n < p`` the features are kept and the dual ``n x n`` system is solved instead.
+    """
     p, d = W1.shape
+    ns = [int(n) for n in ns]
+    if any(n < 1 for n in ns):
+        raise ValueError(f"sample sizes must be >= 1, got {ns}")
+    order = sorted(set(ns))
+    n_max = order[-1]
+    keep = max((n for n in order if n < p), default=0)
+    need_gram = order[-1] >= p
     scale = 1.0 / math.sqrt(p)
-    if n < p:  # dual: the n x p feature matrix is smaller than the p x p system
-        X = rng.standard_normal((n, d))
-        y = labels(X @ theta, target, delta, rng)
+    gram, rhs = np.zeros((p, p)), np.zeros(p)
+    kept_F: list[np.ndarray] = []
+    kept_y: list[np.ndarray] = []
+    solved: dict[int, np.ndarray] = {}
+    start = 0
+    for X in _batches(rng, n_max, d, chunk_rows(p, n_max), stops=order):
+        y = labels(X @ theta, target, delta, noise_rng)
         F = sigma(X @ W1.T)
         F *= scale
-        return ridge_readout(F, y, lam, method="dual")
-    gram = np.zeros((p, p))
-    rhs = np.zeros(p)
-    for X in _batches(rng, n, d, chunk_rows(p, n)):
-        y = labels(X @ theta, target, delta, rng)
-        F = sigma(X @ W1.T)
-        F *= scale
-        gram += F.T @ F
-        rhs += F.T @ y
-    return ridge_readout(None, None, lam, gram=gram, rhs=rhs)
+        if start < keep:
+            kept_F.append(F)
+            kept_y.append(y)
+        start += X.shape[0]
+        if need_gram:  # upper triangle only (BLAS syrk: half the flops of F^T F)
+            gram = blas.dsyrk(1.0, F, beta=1.0, c=gram, trans=1, lower=0, overwrite_c=1)
+            rhs += F.T @ y
+        if start in order:
+            A = np.empty((p, len(lams)))
+            for j, lam in enumerate(lams):
+                if start < p:
+                    A[:, j] = ridge_readout(np.vstack(kept_F), np.concatenate(kept_y), lam,
+                                            method="dual")
+                else:
+                    full = np.triu(gram) + np.triu(gram, 1).T
+                    A[:, j] = ridge_readout(None, None, lam, gram=full, rhs=rhs)
+            solved[start] = A
+    return np.stack([solved[n] for n in ns], axis=1)
 
 
 def estimate_test_error(
     W1: np.ndarray, a: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
     n_test: int, rng: np.random.Generator,
-) -> float:
-    """Monte Carlo ``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on noiseless inputs."""
+) -> np.ndarray | float:
+    """Monte Carlo ``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on noiseless inputs.
+
+    ``a`` may be ``p x k`` (k readouts on the same test inputs): then an array of k errors.
+    """
     p, d = W1.shape
-    total = 0.0
+    A = a.reshape(p, -1)
+    total = np.zeros(A.shape[1])
     for X in _batches(rng, n_test, d, chunk_rows(p, n_test)):
-        pred = sigma(X @ W1.T) @ a / math.sqrt(p)
-        total += float(np.sum((target(X @ theta) - pred) ** 2))
-    return total / n_test
+        pred = sigma(X @ W1.T) @ A
+        pred *= 1.0 / math.sqrt(p)
+        total += np.sum((target(X @ theta)[:, None] - pred) ** 2, axis=0)
+    out = total / n_test
+    return float(out[0]) if a.ndim == 1 else out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -283,31 +322,43 @@ def estimate_test_error(
 
 
 def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
-                target: Function) -> tuple[np.ndarray, np.ndarray, list[np.random.Generator]]:
+                target: Function) -> tuple[np.ndarray, np.ndarray, dict]:
     """``(W1, theta*, generators)`` of one repetition: the weights the readout is fitted on."""
-    rngs = [np.random.default_rng(s) for s in seed.spawn(len(STREAMS))]
-    g_weights, g_teacher, g_step = rngs[:3]
-    W0 = sphere_rows(g_weights, setting.p, setting.d)
-    theta = unit_vector(g_teacher, setting.d)
+    rngs = dict(zip(STREAMS, (np.random.default_rng(s) for s in seed.spawn(len(STREAMS))),
+                    strict=True))
+    W0 = sphere_rows(rngs["weights"], setting.p, setting.d)
+    theta = unit_vector(rngs["teacher"], setting.d)
     if setting.model == "network" and setting.eta > 0:
         W1 = network_step(W0, theta, sigma, target, n0=setting.n0, eta_tilde=setting.eta,
-                          delta=setting.delta, rng=g_step)
+                          delta=setting.delta, rng=rngs["step"], noise_rng=rngs["step_noise"])
     elif setting.model == "srf" and setting.eta > 0:
         m = srf_mapping(sigma, target, alpha0=setting.alpha0, eta=setting.eta,
                         delta=setting.delta)
-        W1, _ = srf_weights(W0, theta, r=m.r, c=m.c, gamma=m.gamma, rng=g_step)
+        W1, _ = srf_weights(W0, theta, r=m.r, c=m.c, gamma=m.gamma, rng=rngs["step"])
     else:  # rf, or eta_tilde = 0: no step
         W1 = W0
     return W1, theta, rngs
 
 
-def simulate_once(setting: Setting, seed: np.random.SeedSequence) -> float:
-    """Test error of one repetition of ``setting`` (THEORY.md §1), from its own seed."""
+def simulate_grid_once(
+    setting: Setting, alphas: Sequence[float], lams: Sequence[float],
+    seed: np.random.SeedSequence,
+) -> np.ndarray:
+    """Test errors ``len(alphas) x len(lams)`` of one repetition: one first layer, nested ridge
+    batches along alpha, one test set (``setting.alpha`` and ``setting.lam`` are ignored)."""
     sigma, target = get_function(setting.sigma), get_function(setting.target)
     W1, theta, rngs = first_layer(setting, seed, sigma, target)
-    a = fit_readout(W1, theta, sigma, target, n=setting.n, lam=setting.lam,
-                    delta=setting.delta, rng=rngs[3])
-    return estimate_test_error(W1, a, theta, sigma, target, n_test=setting.n_test_used, rng=rngs[4])
+    ns = [max(1, int(round(a * setting.d))) for a in alphas]
+    A = fit_readouts(W1, theta, sigma, target, ns=ns, lams=lams, delta=setting.delta,
+                     rng=rngs["ridge"], noise_rng=rngs["ridge_noise"])
+    errors = estimate_test_error(W1, A.reshape(setting.p, -1), theta, sigma, target,
+                                 n_test=setting.n_test_used, rng=rngs["test"])
+    return np.asarray(errors).reshape(len(ns), len(lams))
+
+
+def simulate_once(setting: Setting, seed: np.random.SeedSequence) -> float:
+    """Test error of one repetition of ``setting`` (THEORY.md §1), from its own seed."""
+    return float(simulate_grid_once(setting, [setting.alpha], [setting.lam], seed)[0, 0])
 
 
 def _summary(values: Sequence[float]) -> tuple[float, float]:
@@ -316,39 +367,64 @@ def _summary(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), se
 
 
-def simulate(
-    setting: Setting, *, seeds: int = 10, seed: int = 0, n_jobs: int = 1,
-    progress: Callable[[int], None] | None = None,
-) -> SimulationResult:
-    """``seeds`` independent repetitions of ``setting``; mean, standard error, per-seed values.
-
-    Repetition ``i`` uses child ``i`` of ``SeedSequence(seed)``, so the values are the same for
-    any ``n_jobs`` (joblib processes; 1 runs in this process). ``progress(k)`` is called with the
-    number of repetitions just finished.
-    """
+def _check_runs(seeds: int, seed: int, n_jobs: int) -> None:
     if int(seeds) != seeds or seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {seeds}")
     if int(seed) != seed or seed < 0:
         raise ValueError(f"seed must be an integer >= 0, got {seed}")
     if int(n_jobs) != n_jobs or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs}")
+
+
+def simulate_curve(
+    setting: Setting, alphas: Sequence[float], lams: Sequence[float] | None = None, *,
+    seeds: int = 10, seed: int = 0, n_jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> list[SimulationResult]:
+    """``seeds`` repetitions of ``setting`` along ``alphas`` (and ``lams``, default
+    ``[setting.lam]``): one :class:`SimulationResult` per (alpha, lam), alpha-major.
+
+    Repetition ``i`` uses child ``i`` of ``SeedSequence(seed)``, so the values do not depend on
+    ``n_jobs`` (joblib processes; 1 runs here). Within a repetition all points share the first
+    layer and the test inputs and use nested ridge batches: each point's seeds are independent,
+    points of one curve are correlated. ``progress(k)`` is called as repetitions finish.
+    """
+    _check_runs(seeds, seed, n_jobs)
+    alphas = [_positive("alpha", a) for a in alphas]
+    lams = [setting.lam] if lams is None else [_positive("lam", v, allow_zero=True) for v in lams]
+    if not alphas or not lams:
+        raise ValueError("alphas and lams must be non-empty")
     children = np.random.SeedSequence(int(seed)).spawn(int(seeds))
     t0 = time.perf_counter()
     if n_jobs == 1:
-        values = []
-        for child in children:
-            values.append(simulate_once(setting, child))
-            if progress is not None:
-                progress(1)
+        runs = (simulate_grid_once(setting, alphas, lams, c) for c in children)
     else:
         from joblib import Parallel, delayed
 
-        values = []
-        parallel = Parallel(n_jobs=n_jobs, return_as="generator")
-        for v in parallel(delayed(simulate_once)(setting, c) for c in children):
-            values.append(v)
-            if progress is not None:
-                progress(1)
-    mean, se = _summary(values)
-    return SimulationResult(setting=setting, seed=int(seed), values=tuple(map(float, values)),
-                            mean=mean, se=se, seconds=time.perf_counter() - t0)
+        runs = Parallel(n_jobs=n_jobs, return_as="generator")(
+            delayed(simulate_grid_once)(setting, alphas, lams, c) for c in children)
+    values = []
+    for v in runs:
+        values.append(v)
+        if progress is not None:
+            progress(1)
+    seconds = time.perf_counter() - t0
+    table = np.stack(values)  # seeds x alphas x lams
+    out = []
+    for i, a in enumerate(alphas):
+        for j, lam in enumerate(lams):
+            mean, se = _summary(table[:, i, j])
+            out.append(SimulationResult(
+                setting=replace(setting, alpha=a, lam=lam), seed=int(seed),
+                values=tuple(map(float, table[:, i, j])), mean=mean, se=se, seconds=seconds))
+    return out
+
+
+def simulate(
+    setting: Setting, *, seeds: int = 10, seed: int = 0, n_jobs: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> SimulationResult:
+    """``seeds`` independent repetitions of ``setting``: mean, standard error, per-seed values
+    (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``)."""
+    return simulate_curve(setting, [setting.alpha], seeds=seeds, seed=seed, n_jobs=n_jobs,
+                          progress=progress)[0]

@@ -1,0 +1,224 @@
+"""The validation matrix (issue 3): >= 40 settings, theory vs ``srf`` and ``network`` simulations.
+
+Two steps, so the heavy part can run where there are cores and the report where the theory is:
+
+    python -m validation.matrix run    --store validation/data/matrix_runs.csv --n-jobs 16
+    python -m validation.matrix report --store validation/data/matrix_runs.csv
+
+``run`` appends one row per (setting, model, seed) repetition to a CSV store (all parameters,
+the per-point risks, timings) and skips the repetitions already there, so it can be stopped and
+resumed. A first round gives every setting ``--seeds`` repetitions; ``--target-se`` adds
+repetitions to the settings whose standard error is still above it (up to ``--max-seeds``).
+``report`` aggregates, solves the theory and writes ``validation/REPORT.md`` and its figures.
+Repetition ``i`` of a setting uses ``SeedSequence(setting_seed, spawn_key=(i,))`` (the ``i``-th
+child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give the same values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import hashlib
+import itertools
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .simulator import Setting, simulate_grid_once
+
+SIGMAS = ("tanh", "erf", "relu")
+TARGETS = ("tanh", "sin", "relu", "he2")
+BETAS = (0.5, 1.0, 2.0)
+ALPHA0S = (0.5, 2.0, 20.0)
+ETAS = (0.0, 1.0, 3.0)
+LAMS = (0.01, 0.1)
+ALPHAS = (0.2, 1.0, 2.5, 5.0)
+D_SCALING = (500, 1000, 2000, 4000)
+
+
+@dataclass(frozen=True)
+class MatrixSetting:
+    """One row of the matrix: everything but alpha and lam (both swept inside a repetition)."""
+
+    sigma: str
+    target: str
+    beta: float
+    alpha0: float
+    eta: float
+
+    @property
+    def key(self) -> str:
+        return (f"{self.sigma}/{self.target} beta={self.beta:g} alpha0={self.alpha0:g} "
+                f"eta={self.eta:g}")
+
+    def models(self) -> tuple[str, ...]:
+        """``eta = 0``: no step, the three models coincide and ``rf`` is simulated once."""
+        return ("rf",) if self.eta == 0 else ("srf", "network")
+
+
+def matrix_settings() -> list[MatrixSetting]:
+    """48 settings: for each of the 12 (sigma, g) pairs, random features (``eta = 0``, one beta)
+    and three one-step settings; the 36 one-step settings cover each of the 18 combinations of
+    (eta > 0, beta, alpha0) twice, spread over the activations."""
+    combos = list(itertools.product(ETAS[1:], BETAS, ALPHA0S))
+    out = []
+    for i, (sigma, target) in enumerate(itertools.product(SIGMAS, TARGETS)):
+        out.append(MatrixSetting(sigma, target, beta=BETAS[i % 3], alpha0=2.0, eta=0.0))
+        for k in range(3):
+            eta, beta, alpha0 = combos[(3 * i + k) % len(combos)]
+            out.append(MatrixSetting(sigma, target, beta=beta, alpha0=alpha0, eta=eta))
+    return out
+
+
+def scaling_settings() -> list[MatrixSetting]:
+    """Settings whose network-vs-theory gap is followed over ``D_SCALING``."""
+    return [MatrixSetting("tanh", "tanh", 1.0, 2.0, 1.0),
+            MatrixSetting("relu", "tanh", 1.0, 2.0, 1.0)]
+
+
+def setting_seed(ms: MatrixSetting, model: str, d: int) -> int:
+    """A stable root entropy from the parameters (independent of the order of the matrix)."""
+    text = json.dumps([ms.sigma, ms.target, ms.beta, ms.alpha0, ms.eta, model, d])
+    return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
+
+
+FIELDS = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "seed_root",
+          "rep", "alpha", "lam", "risk", "seconds"]
+
+
+def _task(ms: MatrixSetting, model: str, d: int, rep: int) -> list[dict]:
+    """One repetition: all alphas x lams of a (setting, model, d)."""
+    root = setting_seed(ms, model, d)
+    base = Setting(model=model, sigma=ms.sigma, target=ms.target, alpha=1.0, alpha0=ms.alpha0,
+                   eta=ms.eta, lam=LAMS[0], beta=ms.beta, d=d)
+    t0 = time.perf_counter()
+    risks = simulate_grid_once(base, ALPHAS, LAMS, np.random.SeedSequence(root, spawn_key=(rep,)))
+    dt = time.perf_counter() - t0
+    return [dict(key=ms.key, sigma=ms.sigma, target=ms.target, beta=ms.beta, alpha0=ms.alpha0,
+                 eta=ms.eta, model=model, d=d, seed_root=root, rep=rep, alpha=a, lam=lam,
+                 risk=float(risks[i, j]), seconds=dt)
+            for i, a in enumerate(ALPHAS) for j, lam in enumerate(LAMS)]
+
+
+def read_store(path: Path):
+    """The store as a DataFrame; a torn last line (killed mid-write) is dropped."""
+    import pandas as pd
+
+    if not path.exists() or path.stat().st_size == 0:
+        return pd.DataFrame(columns=FIELDS)
+    lines = path.read_text().splitlines()
+    good = [ln for ln in lines[1:] if ln.count(",") == len(FIELDS) - 1]
+    from io import StringIO
+
+    return pd.read_csv(StringIO("\n".join([lines[0], *good])))
+
+
+def _append(path: Path, rows: Iterable[dict]) -> None:
+    new = not path.exists() or path.stat().st_size == 0
+    with open(path, "a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        if new:
+            w.writeheader()
+        for r in rows:
+            w.writerow(r)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def plan(store, target_se: float, seeds: int, max_seeds: int,
+         groups: Sequence[tuple[MatrixSetting, str, int]]) -> list[tuple]:
+    """Repetitions still to run: up to ``seeds`` for every group, then more where the largest
+    standard error over a group's points exceeds ``target_se`` (the count that the observed
+    spread says is needed, capped at ``max_seeds``)."""
+    todo = []
+    for ms, model, d in groups:
+        sub = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == d)]
+        done = set(sub["rep"].unique().tolist())
+        want = seeds
+        if len(done) >= 2 and target_se > 0:
+            sd = sub.groupby(["alpha", "lam"])["risk"].std(ddof=1).max()
+            want = max(seeds, min(max_seeds, math.ceil((sd / target_se) ** 2)))
+        todo += [(ms, model, d, rep) for rep in range(want) if rep not in done]
+    return todo
+
+
+def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
+        n_jobs: int, scaling: bool, time_budget: float) -> None:
+    """Run the repetitions the plan asks for, appending to the store as they finish.
+
+    Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
+    the heavy run needs nothing beyond numpy/scipy on the machine that does it)."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()]
+    if scaling:
+        groups += [(ms, m, dd) for ms in scaling_settings() for m in ms.models()
+                   for dd in D_SCALING if dd != d]
+    store_path.parent.mkdir(parents=True, exist_ok=True)
+    todo = plan(read_store(store_path), target_se, seeds, max_seeds, groups)
+    todo.sort(key=lambda t: -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network")))
+    t_end = time.time() + time_budget
+    print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = "1"
+    done, t0 = 0, time.time()
+    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn")) as pool:
+        queue = iter(todo)
+        running = {pool.submit(_task, *t) for t in itertools.islice(queue, 2 * n_jobs)}
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                _append(store_path, f.result())
+                done += 1
+            if time.time() > t_end:
+                print("time budget reached; rerun to resume", file=sys.stderr)
+                for f in running:
+                    f.cancel()
+                break
+            for t in itertools.islice(queue, len(finished)):
+                running.add(pool.submit(_task, *t))
+            if done % 10 == 0 or not running:
+                print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
+                      file=sys.stderr, flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m validation.matrix", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run (or resume) the simulations into the store")
+    r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
+    r.add_argument("--d", type=int, default=2000)
+    r.add_argument("--seeds", type=int, default=8, help="first-round repetitions per setting")
+    r.add_argument("--max-seeds", type=int, default=48)
+    r.add_argument("--target-se", type=float, default=2e-3,
+                   help="add repetitions until every point's s.e. is below this (0: off)")
+    r.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
+    r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
+    r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
+    rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
+    rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
+    rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"))
+    rep.add_argument("--d", type=int, default=2000)
+    args = p.parse_args(argv)
+    if args.command == "run":
+        run(args.store, d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
+            target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
+            time_budget=args.time_budget)
+    else:
+        from .report import write_report
+
+        write_report(args.store, args.out, d=args.d)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
