@@ -65,6 +65,7 @@ class Setting:
     delta: float = 0.0
     d: int = 1000
     n_test: int = 0  # 0: max(10000, 2 d)
+    spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -77,6 +78,13 @@ class Setting:
             raise ValueError(f"d must be an integer >= 2, got {self.d}")
         if int(self.n_test) != self.n_test or self.n_test < 0:
             raise ValueError(f"n_test must be an integer >= 0 (0 = default), got {self.n_test}")
+        if self.spike is not None:
+            if self.model != "srf" or len(self.spike) != 3:
+                raise ValueError("spike = (r, c, gamma) is for model 'srf' only, got "
+                                 f"{self.spike} with model {self.model!r}")
+            r, c, gamma = map(float, self.spike)
+            if not (r >= 0 and c > 0 and -1 <= gamma <= 1):
+                raise ValueError(f"spike needs r >= 0, c > 0, -1 <= gamma <= 1, got {self.spike}")
         for name in ("n", "n0", "p"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} = round(ratio * d) must be >= 1 for this setting "
@@ -113,7 +121,9 @@ class SimulationResult:
 
     def as_dict(self) -> dict:
         row = asdict(self.setting)
-        row.update(p=self.setting.p, n=self.setting.n, n0=self.setting.n0,
+        spike = self.setting.spike
+        row.update(spike="" if spike is None else ",".join(f"{v:.10g}" for v in spike),
+                   p=self.setting.p, n=self.setting.n, n0=self.setting.n0,
                    n_test=self.setting.n_test_used, seed=self.seed, seeds=len(self.values),
                    sim_mean=self.mean, sim_se=self.se, seconds=self.seconds,
                    values=";".join(f"{v:.10g}" for v in self.values))
@@ -331,6 +341,9 @@ def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
     if setting.model == "network" and setting.eta > 0:
         W1 = network_step(W0, theta, sigma, target, n0=setting.n0, eta_tilde=setting.eta,
                           delta=setting.delta, rng=rngs["step"], noise_rng=rngs["step_noise"])
+    elif setting.model == "srf" and setting.spike is not None:
+        r, c, gamma = setting.spike
+        W1, _ = srf_weights(W0, theta, r=r, c=c, gamma=gamma, rng=rngs["step"])
     elif setting.model == "srf" and setting.eta > 0:
         m = srf_mapping(sigma, target, alpha0=setting.alpha0, eta=setting.eta,
                         delta=setting.delta)

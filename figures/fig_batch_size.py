@@ -1,0 +1,55 @@
+"""Figure 2 — the first batch matters (seed 003 'Batch size').
+
+Test error vs alpha for alpha0 in {0.5, 2, 20}, sigma = tanh, g = sign, eta_tilde = 3,
+lam = 0.1, beta = 1, with the RF curve and the best linear predictor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from . import style
+from .cache import cached_curve
+from .common import best_linear_level, quality
+
+NAME = "batch_size"
+DESCRIPTION = "test error vs alpha for alpha0 in {0.5, 2, 20}: bigger first batch, better features"
+SIGMA, TARGET, ETA, LAM, BETA = "tanh", "sign", 3.0, 0.1, 1.0
+ALPHA0S = (0.5, 2.0, 20.0)
+
+
+def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
+    from asymptotics import risk_curve
+    from validation.simulator import Setting
+
+    q = quality(quick)
+    alphas = np.linspace(0.1, 5.0, q.points)
+    fig, axes = style.figure()
+    ax = axes[0, 0]
+    common = dict(sigma=SIGMA, target=TARGET, lam=LAM, beta=BETA)
+    rf = risk_curve(alphas, alpha0=1.0, eta=0.0, progress=False, **common)
+    ax.plot(rf["alpha"], rf["risk"], color="0.2", ls="-.", label=r"RF, $\tilde\eta=0$")
+    s = Setting(model="rf", target=TARGET, sigma=SIGMA, alpha=1.0, alpha0=1.0, eta=0.0, lam=LAM,
+                beta=BETA, d=q.d, n_test=q.n_test)
+    style.sim_markers(ax, cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh),
+                      "0.2", None, marker="D")
+    for color, alpha0 in zip(style.PALETTE, ALPHA0S, strict=False):
+        th = risk_curve(alphas, alpha0=alpha0, eta=ETA, progress=False, **common)
+        ax.plot(th["alpha"], th["risk"], color=color, label=rf"$\alpha_0={alpha0:g}$")
+        for model, filled in (("srf", True), ("network", False)):
+            s = Setting(model=model, sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=alpha0,
+                        eta=ETA, lam=LAM, beta=BETA, d=q.d, n_test=q.n_test)
+            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh)
+            style.sim_markers(ax, sim, color, None, marker="o" if filled else "s", filled=filled)
+    ax.axhline(best_linear_level(TARGET), color="0.4", ls="--", lw=1,
+               label="best linear predictor")
+    ax.plot([], [], "ko", ms=4, label=f"sRF simulation (d={q.d})")
+    ax.plot([], [], "ks", mfc="white", ms=4, label="network simulation")
+    ax.set_xlabel(style.LABELS["alpha"])
+    ax.set_ylabel(style.LABELS["risk"])
+    ax.set_title(rf"$\sigma=\tanh$, $g=\mathrm{{sign}}$, $\tilde\eta={ETA:g}$, "
+                 rf"$\lambda={LAM:g}$, $\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e.")
+    ax.legend(ncol=2)
+    return style.save(fig, outdir, NAME)
