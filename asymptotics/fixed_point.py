@@ -14,11 +14,11 @@ The risk is R = E_k[E(k)].
 
 Kernels: ``fixed_point_map`` applies the equations above verbatim (its residual at the answer is
 what is reported); ``v_update`` is the closed (V1, V2) subsystem that the solver iterates;
-``complete_state`` then solves the rest exactly: (zeta, m) from a 2x2 linear system (the -mu1 k zeta and -mu0 m feedbacks
-of zetahat and m) and (q1, q2) from a 2x2 linear system (qhat is affine in q through E(k)). The fixed
-points are the same; the reduced scheme converges in the iterations of the V-subsystem alone and
-cannot oscillate in the zeta channel (a plain iteration there diverges whenever
-Vhat1 <F/S> > 1, e.g. beta > 1 with a small lam).
+``complete_state`` then solves the rest exactly: (zeta, m) from a 2x2 linear system (the
+-mu1 k zeta and -mu0 m feedbacks of zetahat and m) and (q1, q2) from a 2x2 linear system (qhat
+is affine in q through E(k)). The fixed points are the same; the reduced scheme converges in the
+iterations of the V-subsystem alone and cannot oscillate in the zeta channel (a plain iteration
+there diverges whenever Vhat1 <F/S> > 1, e.g. beta > 1 with a small lam).
 
 On the open point of THEORY.md §5: these equations are complete. The rank-one (Sherman-Morrison)
 correction that the slides write with I(Vhat1, Vhat2) is already contained in the -mu1 k zeta

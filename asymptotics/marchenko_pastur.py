@@ -53,7 +53,7 @@ def mp_moments(beta: float, kmax: int) -> np.ndarray:
 
 @numba.njit(cache=True, error_model="numpy")
 def _resolvent_mp(beta: float, t: float) -> tuple:
-    """Kernel: (<1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2>) for MP(beta), t > 0."""
+    """Kernel: <1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2> for MP(beta), t > 0."""
     if t > 100.0:
         mom = mp_moments(beta, N_MOMENTS)
         e = 1.0 / t

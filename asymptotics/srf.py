@@ -5,9 +5,10 @@ row noise, so that W1 ~ sqrt(c) W0' + r 1_p v^T, |v| = 1. Derivation (docs/DERIV
 at initialisation f(x; a0, W0) = mu0 + O(p^-1/2), so the residual is e = y - mu0 and
 
     E e   = mu0_star - mu0,     E e^2 = mu2_star + Delta - 2 mu0 mu0_star + mu0^2,
-    u     = (1/n0) sum_i e_i x_i = mu1_star theta* + N(0, E e^2 / n0 I)   (|u|^2 -> mu1_star^2 + E e^2/alpha0)
-    r     = eta_tilde * E sigma'(z) * |u|,        v = u / |u|,   gamma = <v, theta*> = mu1_star / |u|
-    s     = 1 + eta_tilde * c1 * E e                (c1 = E z sigma'(z): the isotropic part of E[e x x^T])
+    u     = (1/n0) sum_i e_i x_i = mu1_star theta* + N(0, E e^2 / n0 I),
+            |u|^2 -> mu1_star^2 + E e^2/alpha0
+    r     = eta_tilde * E sigma'(z) * |u|,   v = u / |u|,   gamma = <v, theta*> = mu1_star / |u|
+    s     = 1 + eta_tilde * c1 * E e   (c1 = E z sigma'(z): the isotropic part of E[e x x^T])
     c     = s^2 + eta_tilde^2 * s2 * E e^2 / alpha0.
 
 With mu0 = 0 and c1 = 0 (odd sigma, e.g. tanh, erf) this is THEORY.md §3 verbatim (label noise

@@ -16,7 +16,7 @@ from .cache import cached_curve
 from .common import quality
 
 NAME = "bounds"
-DESCRIPTION = "risk vs alpha between the large-alpha upper and lower bounds (c = gamma = 1, r = 0.9)"
+DESCRIPTION = "risk vs alpha between the large-alpha upper and lower bounds (c = gamma = 1)"
 SIGMA, TARGET, R, BETA = "tanh", "sin", 0.9, 1.0
 LAMS = (0.001, 0.1)
 

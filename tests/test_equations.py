@@ -55,7 +55,7 @@ def test_linear_activation_is_plain_ridge():
 @pytest.mark.parametrize("sigma,target,beta", [("tanh", "tanh", 1.0), ("relu", "sin", 2.0),
                                                ("erf", "relu", 0.5)])
 def test_risk_at_eta_zero_does_not_depend_on_gamma(sigma, target, beta):
-    """THEORY.md §5 open point: at eta_tilde = 0 the split of theta* between v and t is arbitrary."""
+    """THEORY.md §5 open point: at eta_tilde = 0 the split of theta* between v and t is free."""
     risks = [A.risk(3.0, sigma=sigma, target=target, alpha0=1, eta=0, lam=0.01, beta=beta,
                     gamma=g).risk for g in (0.0, 0.3, 0.7, 1.0)]
     assert max(risks) - min(risks) < 1e-8

@@ -37,17 +37,23 @@ def test_ridgeless_is_minimum_norm_interpolator():
     np.testing.assert_allclose(F @ a, y, atol=1e-10)
 
 
-def test_chunked_primal_readout_equals_one_shot(monkeypatch):
+def test_nested_chunked_readouts_equal_one_shot_ridge(monkeypatch):
+    """Every (n, lam) readout of one pass equals ridge (by lstsq) on the first n samples, for
+    n below p (dual path) and above (chunked primal path), with label noise."""
     sigma, target = get_function("tanh"), get_function("sin")
     rng = np.random.default_rng(3)
-    W = S.sphere_rows(rng, 20, 15)
-    theta = S.unit_vector(rng, 15)
-    monkeypatch.setattr(S, "CHUNK_BYTES", 8 * 20 * 7)  # chunks far smaller than n
-    a_chunked = S.fit_readout(W, theta, sigma, target, n=300, lam=0.1, delta=0.0,
-                              rng=np.random.default_rng(4))
-    X = np.vstack(list(S._batches(np.random.default_rng(4), 300, 15, S.chunk_rows(20, 300))))
-    F = sigma(X @ W.T) / math.sqrt(20)
-    np.testing.assert_allclose(a_chunked, _ridge_by_lstsq(F, target(X @ theta), 0.1), rtol=1e-9)
+    p, d = 20, 15
+    W, theta = S.sphere_rows(rng, p, d), S.unit_vector(rng, d)
+    monkeypatch.setattr(S, "CHUNK_BYTES", 8 * p * 7)  # chunks far smaller than n
+    ns, lams = [13, 300, 41], [0.1, 2.0]
+    A = S.fit_readouts(W, theta, sigma, target, ns=ns, lams=lams, delta=0.5,
+                       rng=np.random.default_rng(4), noise_rng=np.random.default_rng(5))
+    X = np.random.default_rng(4).standard_normal((300, d))
+    y = target(X @ theta) + math.sqrt(0.5) * np.random.default_rng(5).standard_normal(300)
+    F = sigma(X @ W.T) / math.sqrt(p)
+    for i, n in enumerate(ns):
+        for j, lam in enumerate(lams):
+            np.testing.assert_allclose(A[:, i, j], _ridge_by_lstsq(F[:n], y[:n], lam), rtol=1e-8)
 
 
 def test_gradient_matches_finite_differences():

@@ -150,7 +150,7 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
 
 
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
-        n_jobs: int, scaling: bool, time_budget: float) -> None:
+        n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish.
 
     Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
@@ -158,13 +158,17 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()]
-    if scaling:
-        groups += [(ms, m, dd) for ms in scaling_settings() for m in ms.models()
-                   for dd in D_SCALING if dd != d]
+    def by_cost(t):
+        return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
+
     store_path.parent.mkdir(parents=True, exist_ok=True)
-    todo = plan(read_store(store_path), target_se, seeds, max_seeds, groups)
-    todo.sort(key=lambda t: -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network")))
+    store = read_store(store_path)
+    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()]
+    todo = sorted(plan(store, target_se, seeds, max_seeds, groups), key=by_cost)
+    if scaling:  # after the main matrix, with their own (smaller) number of repetitions
+        extra = [(ms, m, dd) for ms in scaling_settings() for m in ms.models()
+                 for dd in D_SCALING if dd != d]
+        todo += sorted(plan(store, 0.0, scaling_seeds, scaling_seeds, extra), key=by_cost)
     t_end = time.time() + time_budget
     print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -203,6 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="add repetitions until every point's s.e. is below this (0: off)")
     r.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
     r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
+    r.add_argument("--scaling-seeds", type=int, default=4,
+                   help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
     rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
     rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
@@ -212,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         run(args.store, d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
             target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
+            scaling_seeds=args.scaling_seeds,
             time_budget=args.time_budget)
     else:
         from .report import write_report

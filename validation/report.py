@@ -152,7 +152,8 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000) -> None:
              f"{store.drop_duplicates(['key', 'model', 'd', 'rep'])['seconds'].sum() / 3600:.2f}"
              " core-hours.", ""]
     lines += ["## Summary", "", "| model | points | median seeds | median s.e. | max s.e. | "
-              "share |z| <= 3 | median |rel gap| | max |rel gap| |", "|---|---|---|---|---|---|---|---|"]
+              "share |z| <= 3 | median |rel gap| | max |rel gap| |",
+              "|---|---|---|---|---|---|---|---|"]
     for model, sub in main.groupby("model"):
         lines.append(
             f"| {model} | {len(sub)} | {int(sub['seeds'].median())} | "
