@@ -33,7 +33,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     ax.plot(rf["alpha"], rf["risk"], color="0.2", ls="-.", label=r"RF, $\tilde\eta=0$")
     s = Setting(model="rf", target=TARGET, sigma=SIGMA, alpha=1.0, alpha0=1.0, eta=0.0, lam=LAM,
                 beta=BETA, d=q.d, n_test=q.n_test)
-    style.sim_markers(ax, cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh),
+    style.sim_markers(ax, cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh,
+                                quick=quick),
                       "0.2", None, marker="D")
     for color, alpha0 in zip(style.PALETTE, ALPHA0S, strict=False):
         th = risk_curve(alphas, alpha0=alpha0, eta=ETA, progress=False, **common)
@@ -41,7 +42,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
         for model, filled in (("srf", True), ("network", False)):
             s = Setting(model=model, sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=alpha0,
                         eta=ETA, lam=LAM, beta=BETA, d=q.d, n_test=q.n_test)
-            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh)
+            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh,
+                                quick=quick)
             style.sim_markers(ax, sim, color, None, marker="o" if filled else "s", filled=filled)
     ax.axhline(best_linear_level(TARGET), color="0.4", ls="--", lw=1,
                label="best linear predictor")

@@ -40,7 +40,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
         ax.plot(th["alpha"], th["risk"], color=color, label=rf"theory, $\lambda={lam:g}$")
         s = Setting(model="srf", sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=1.0, eta=1.0,
                     lam=lam, beta=BETA, d=min(q.d, 600), n_test=q.n_test, spike=(R, 1.0, 1.0))
-        sim = cached_curve(NAME, s, markers, seeds=q.seeds, refresh=refresh)
+        sim = cached_curve(NAME, s, markers, seeds=q.seeds, refresh=refresh,
+                                quick=quick)
         style.sim_markers(ax, sim, color, f"sRF simulation, d={s.d}")
     ax.axhline(b.upper, color="0.2", ls="--", lw=1, label=rf"upper bound {b.upper:.3f}")
     ax.axhline(b.lower, color="0.2", ls=":", lw=1.2, label=rf"lower bound {b.lower:.3f}")

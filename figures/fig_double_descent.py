@@ -37,7 +37,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
             ax.plot(th["alpha"], th["risk"], color=color, label=rf"$\lambda={lam:g}$")
         s = Setting(model="rf", sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=1.0, eta=0.0,
                     lam=LAMS[0], beta=beta, d=min(q.d, 500), n_test=q.n_test)
-        sim = cached_curve(NAME, s, markers, LAMS, seeds=q.seeds, refresh=refresh)
+        sim = cached_curve(NAME, s, markers, LAMS, seeds=q.seeds, refresh=refresh,
+                                quick=quick)
         for color, lam in zip(style.PALETTE, LAMS, strict=False):
             style.sim_markers(ax, sim[np.isclose(sim["lam"], lam)], color, None)
         ax.axvline(beta, color="0.5", lw=0.8, ls=":")

@@ -39,7 +39,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
                 continue
             s = Setting(model="rf" if eta == 0 else model, sigma=SIGMA, target=TARGET, alpha=1.0,
                         alpha0=ALPHA0, eta=eta, lam=LAM, beta=BETA, d=q.d, n_test=q.n_test)
-            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh)
+            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh,
+                                quick=quick)
             style.sim_markers(ax, sim, color, None, marker="o" if filled else "s", filled=filled)
     ax.axhline(best_linear_level(TARGET), color="0.4", ls="--", lw=1,
                label="best linear predictor")

@@ -1,0 +1,23 @@
+"""Every registered figure renders in --quick mode (issue 4 smoke test)."""
+
+import subprocess
+import sys
+
+from figures.__main__ import available
+
+
+def test_every_figure_renders_in_quick_mode(tmp_path):
+    names = list(available())
+    assert {"feature_learning", "batch_size", "bounds", "double_descent", "spectrum"} <= set(names)
+    out = subprocess.run([sys.executable, "-m", "figures", "all", "--quick", "--outdir",
+                          str(tmp_path)], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for name in names:
+        for ext in ("png", "pdf"):
+            assert (tmp_path / f"{name}.{ext}").stat().st_size > 1000, (name, ext)
+
+
+def test_unknown_figure_is_a_one_line_error():
+    out = subprocess.run([sys.executable, "-m", "figures", "nope"], capture_output=True,
+                         text=True)
+    assert out.returncode == 2 and "unknown figure nope" in out.stderr
