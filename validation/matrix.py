@@ -153,7 +153,8 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
 
 
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
-        n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4) -> None:
+        n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
+        confirm_seeds: int = 0) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish.
 
     Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
@@ -168,6 +169,17 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     store = read_store(store_path)
     groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()]
     todo = sorted(plan(store, target_se, seeds, max_seeds, groups), key=by_cost)
+    if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
+        from .report import aggregate
+
+        summary = aggregate(store[store["d"] == d])
+        missed = summary[(summary["model"] != "network") & (summary["z"].abs() > 3)]
+        keys = set(zip(missed["key"], missed["model"], strict=True))
+        for ms, m, dd in groups:
+            if (ms.key, m) in keys:
+                todo += [(ms, m, dd, rep) for rep in range(seeds, seeds + confirm_seeds)
+                         if not ((store["key"] == ms.key) & (store["model"] == m)
+                                 & (store["d"] == dd) & (store["rep"] == rep)).any()]
     if scaling:  # after the main matrix, with their own (smaller) number of repetitions
         main = set(matrix_settings())
         extra = [(ms, m, dd) for ms, ds in scaling_settings() for m in ms.models()
@@ -211,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="add repetitions until every point's s.e. is below this (0: off)")
     r.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
     r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
+    r.add_argument("--confirm-seeds", type=int, default=0,
+                   help="after a first run: this many fresh repetitions (indices after --seeds) "
+                        "for every srf/rf setting with a point beyond 3 s.e. (default: 0)")
     r.add_argument("--scaling-seeds", type=int, default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
@@ -218,16 +233,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
     rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"))
     rep.add_argument("--d", type=int, default=2000)
+    rep.add_argument("--seeds", type=int, default=8, help="planned repetitions per setting")
     args = p.parse_args(argv)
     if args.command == "run":
         run(args.store, d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
             target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
-            scaling_seeds=args.scaling_seeds,
+            scaling_seeds=args.scaling_seeds, confirm_seeds=args.confirm_seeds,
             time_budget=args.time_budget)
     else:
         from .report import write_report
 
-        write_report(args.store, args.out, d=args.d)
+        write_report(args.store, args.out, d=args.d, seeds=args.seeds)
     return 0
 
 
