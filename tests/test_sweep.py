@@ -1,0 +1,274 @@
+"""The sweep runner: exact resume after SIGKILL, torn writes, schedulers, fuzzing of the theory."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from asymptotics import available
+from validation import sweep as S
+
+THEORY = dict(grid={"alpha": [0.3, 0.8, 1.5, 2.5, 4.0], "eta": list(np.linspace(0.0, 3.0, 16))},
+              sigma="tanh", target="tanh", alpha0=2.0, lam=0.01)
+N_TASKS, N_ROWS = 16, 16 * 5
+
+
+def same_rows(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    """Equal in every column but the timings (bit-for-bit floats)."""
+    cols = [c for c in a.columns if c not in ("seconds", "cpu_seconds")]
+    assert list(a.columns) == list(b.columns)
+    pd.testing.assert_frame_equal(a[cols].reset_index(drop=True), b[cols].reset_index(drop=True),
+                                  check_exact=True)
+
+
+@pytest.fixture(scope="module")
+def theory_reference() -> pd.DataFrame:
+    return S.sweep("theory", n_jobs=1, progress=False, **THEORY)
+
+
+def complete_tasks(path: Path) -> int:
+    if not path.exists():
+        return 0
+    lines = path.read_bytes().splitlines(keepends=True)[1:]
+    return sum(1 for ln in lines if ln.endswith(b"\n")) // 5
+
+
+def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_reference):
+    store = tmp_path / "sweep.csv"
+    cmd = [sys.executable, "-m", "asymptotics", "sweep", "--grid", "alpha=0.3,0.8,1.5,2.5,4",
+           "--grid", "eta=0:3:16", "--sigma", "tanh", "--target", "tanh", "--alpha0", "2",
+           "--lam", "0.01", "--store", str(store), "--n-jobs", "1", "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    t_end = time.time() + 120
+    while complete_tasks(store) < 3 and proc.poll() is None and time.time() < t_end:
+        time.sleep(0.002)
+    os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, mid-write or not
+    proc.wait(timeout=30)
+    done = complete_tasks(store)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read().decode()[-2000:]
+    assert 3 <= done < N_TASKS, f"the kill did not land mid-way ({done} of {N_TASKS} tasks)"
+
+    resumed = S.sweep("theory", store=store, n_jobs=1, progress=False, **THEORY)
+    same_rows(resumed, theory_reference)
+    stored = S.read_store(store, "theory")
+    assert len(stored) == N_ROWS and stored["key"].is_unique
+    assert set(stored["key"]) == set(theory_reference["key"])
+    assert theory_reference["converged"].all()
+
+
+def test_resume_of_a_complete_store_computes_nothing(tmp_path, monkeypatch, theory_reference):
+    store = tmp_path / "s.csv"
+    kw = dict(THEORY, grid={"alpha": THEORY["grid"]["alpha"], "eta": [0.0, 3.0]})
+    first = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+    size = store.stat().st_size
+
+    def boom(task):
+        raise AssertionError("a stored task was recomputed")
+
+    monkeypatch.setattr(S, "run_task", boom)
+    again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+    same_rows(again, first)
+    assert store.stat().st_size == size
+    ref = theory_reference[theory_reference["eta"].isin([0.0, 3.0])]
+    same_rows(first, ref)
+
+
+@pytest.mark.parametrize("damage", ["cut_mid_line", "cut_at_newline", "bad_digit"])
+def test_torn_last_write_is_detected_and_recomputed(tmp_path, capsys, damage):
+    store = tmp_path / "s.csv"
+    kw = dict(THEORY, grid={"alpha": [0.5, 2.0], "eta": [0.0, 1.0, 2.0]})
+    full = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+    data = store.read_bytes()
+    (tmp_path / "intact.csv").write_bytes(data)
+    last_start = data.rstrip(b"\n").rfind(b"\n") + 1
+    if damage == "cut_mid_line":  # killed inside the last line
+        torn = data[: last_start + 30]
+    elif damage == "cut_at_newline":  # killed between the two lines of the last block
+        torn = data[:last_start]
+    else:  # the last line complete but not what was written: the checksum catches it
+        line = data[last_start:].decode()
+        risk = str(full["risk"].iloc[-1])
+        assert risk in line
+        torn = data[:last_start] + line.replace(risk, "0.123456789", 1).encode()
+    store.write_bytes(torn)
+    assert len(S.read_store(store, "theory")) == len(full) - 2  # the torn block is not read
+    capsys.readouterr()
+    again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+    assert "torn write" in capsys.readouterr().err
+    same_rows(again, full)
+    # the torn block cut and written again, nothing else: the same lines but for the timings
+    same_rows(S.read_store(store, "theory"), S.read_store(tmp_path / "intact.csv", "theory"))
+    assert store.read_bytes().count(b"\n") == data.count(b"\n")
+
+
+def test_damage_followed_by_intact_rows_is_an_error(tmp_path):
+    store = tmp_path / "s.csv"
+    kw = dict(THEORY, grid={"alpha": [0.5, 2.0], "eta": [0.0, 1.0]})
+    S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+    lines = store.read_bytes().splitlines(keepends=True)
+    lines[1] = lines[1][:20] + b"\n"  # the first data line damaged, good rows after it
+    store.write_bytes(b"".join(lines))
+    with pytest.raises(ValueError, match="damaged at line 2"):
+        S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
+
+
+def test_store_of_another_kind_and_concurrent_use_are_refused(tmp_path):
+    store = tmp_path / "s.csv"
+    S.sweep("theory", store=store, n_jobs=1, progress=False,
+            **dict(THEORY, grid={"alpha": [1.0]}))
+    with pytest.raises(ValueError, match="other columns"):
+        S.sweep("rf", {"alpha": [1.0]}, store=store, d=20, n_test=100, seeds=1, n_jobs=1)
+    with S.Store(store, S.columns("theory")):
+        with pytest.raises(ValueError, match="in use by another running sweep"):
+            S.Store(store, S.columns("theory"))
+
+
+SIM = dict(grid={"alpha": [0.5, 2.0], "lam": [0.01, 0.1], "eta": [0.0, 1.0]}, d=40, n_test=400,
+           seeds=3, summary=False, progress=False)
+
+
+@pytest.fixture(scope="module")
+def network_in_process() -> pd.DataFrame:
+    return S.sweep("network", n_jobs=1, **SIM)
+
+
+def test_local_pool_two_workers_equals_one_process(network_in_process):
+    # in process BLAS may use several threads, in the pool one per worker: the runner pins one
+    same_rows(S.sweep("network", n_jobs=2, **SIM), network_in_process)
+
+
+def test_dask_local_cluster_two_workers_equals_local_pool(network_in_process):
+    pytest.importorskip("distributed", reason="dask.distributed is not installed (optional "
+                        "extra: pip install 'giantstep[dask]')")
+    local = S.sweep("network", n_jobs=2, **SIM)  # the pool of the test above, reused
+    dask = S.sweep("network", n_jobs=2, scheduler="dask", **SIM)
+    same_rows(dask, local)
+    same_rows(local, network_in_process)
+    assert len(local) == 2 * 3 * 4 and local["key"].is_unique
+    assert local["risk"].nunique() == len(local)  # seeds differ across points and repetitions
+
+
+def test_simulation_seeds_come_from_the_parameters():
+    kw = dict(d=30, n_test=200, seeds=2, n_jobs=1, summary=False, progress=False)
+    a = S.sweep("rf", {"alpha": [0.5, 1.0], "lam": [0.1]}, **kw)
+    b = S.sweep("rf", {"alpha": [1.0, 0.5], "lam": [0.1, 0.01]}, **kw)  # other grid order
+    merged = a.merge(b, on="key", suffixes=("", "_b"))
+    assert len(merged) == len(a) == 4
+    assert (merged["risk"] == merged["risk_b"]).all()
+    other = S.sweep("rf", {"alpha": [0.5, 1.0], "lam": [0.1]}, seed=1, **kw)
+    assert not np.any(other["risk"].to_numpy() == a["risk"].to_numpy())
+    summary = S.summarize(a)
+    assert len(summary) == 2 and (summary["seeds"] == 2).all()
+    first = a[a["alpha"] == 0.5]["risk"].to_numpy()
+    assert summary["risk"].iloc[0] == pytest.approx(first.mean(), rel=1e-15)
+    assert summary["se"].iloc[0] == pytest.approx(first.std(ddof=1) / math.sqrt(2), rel=1e-12)
+
+
+def test_validation_cli_sweep_with_heatmap(tmp_path, capsys):
+    from validation.cli import main
+
+    out, png = tmp_path / "r.csv", tmp_path / "h.png"
+    rc = main(["sweep", "--kind", "rf", "--grid", "alpha=0.5:2:3", "--grid", "lam=0.01,0.1",
+               "--d", "40", "--n-test", "400", "--seeds", "2", "--n-jobs", "1", "--quiet",
+               "--out", str(out), "--plot", str(png)])
+    assert rc == 0
+    df = pd.read_csv(out)
+    assert len(df) == 6 and df["converged"].all() and (df["seeds"] == 2).all()
+    assert sorted(df["alpha"].unique()) == [0.5, 1.25, 2.0]
+    assert png.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--grid", "alpha=0.5,1", "--plot", "x.png"], "heat map needs exactly two"),
+    (["--grid", "alpha=0:1:3"], "alpha must be > 0"),
+    (["--grid", "foo=1,2"], "grid parameter must be one of"),
+    (["--grid", "d=10", "--grid", "eta=0,1"], "'d' is not one of the theory parameters"),
+    (["--grid", "sigma=tanh,nope"], "nope"),
+])
+def test_asymptotics_cli_bad_input_exits_2_with_one_line(capsys, argv, word):
+    from asymptotics.cli import main
+
+    try:
+        rc = main(["sweep", "--n-jobs", "1", "--quiet", *argv])
+    except SystemExit as exc:
+        rc = exc.code
+    assert rc == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
+    assert len(err) == 1 and err[0].startswith("error:") and word in err[0], err
+
+
+# ------------------------------------------------------------------------------------------------
+# fuzzing the theory through the runner
+
+
+def log_uniform(lo: float, hi: float):
+    return st.floats(math.log10(lo), math.log10(hi)).map(lambda e: float(10.0**e))
+
+
+def zero_or(strategy):
+    return st.one_of(st.just(0.0), strategy)
+
+
+FUNCTIONS = st.sampled_from(available())
+THEORY_SPACE = st.fixed_dictionaries(dict(
+    sigma=FUNCTIONS, target=FUNCTIONS, alpha0=log_uniform(1e-3, 1e3),
+    eta=zero_or(log_uniform(1e-3, 1e2)), lam=zero_or(log_uniform(1e-6, 1e3)),
+    beta=log_uniform(1e-2, 1e2), delta=zero_or(log_uniform(1e-4, 1e2))))
+ALPHAS = st.lists(log_uniform(1e-3, 1e3), min_size=1, max_size=4, unique=True).map(sorted)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(params=THEORY_SPACE, alphas=ALPHAS)
+def test_fuzz_theory_never_reports_an_unconverged_point_as_a_number(params, alphas):
+    df = S.sweep("theory", {"alpha": alphas}, n_jobs=1, progress=False, **params)
+    assert len(df) == len(alphas) and list(df["alpha"]) == alphas
+    for name, value in params.items():
+        assert (df[name] == value).all(), name
+    finite = np.isfinite(df["risk"].to_numpy())
+    assert (finite == df["converged"].to_numpy()).all(), df[["alpha", "risk", "converged"]]
+    ok = df[df["converged"]]
+    assert (ok["risk"] >= 0).all() and (ok["residual"] <= 1e-10).all()
+    assert (df.loc[~df["converged"], "status"] != "converged").all()
+
+
+RULES = {"alpha": "> 0", "alpha0": "> 0", "beta": "> 0", "eta": ">= 0", "lam": ">= 0",
+         "delta": ">= 0"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(name=st.sampled_from(sorted(RULES)),
+       value=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(0.0),
+                       st.just(-0.0), st.text(max_size=4), st.booleans()))
+def test_fuzz_invalid_parameters_raise_a_value_error_that_names_them(name, value):
+    params = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0,
+                  delta=0.0, alpha=1.0)
+    params[name] = value
+    valid = (isinstance(value, float) and math.isfinite(value)
+             and (value > 0 if RULES[name] == "> 0" else value >= 0))
+    if valid:
+        tasks = S.plan("theory", **params)
+        assert len(tasks) == 1 and dict(tasks[0].params).get(name, tasks[0].alphas[0]) == value
+    else:
+        with pytest.raises(ValueError, match=name):
+            S.plan("theory", **params)
+
+
+def test_asymptotics_import_path_stays_light():
+    code = ("import sys, asymptotics, asymptotics.cli; asymptotics.cli.build_parser(); "
+            "print(sorted(m for m in ('joblib', 'dask', 'distributed', 'threadpoolctl', "
+            "'validation.simulator') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"

@@ -1,0 +1,1 @@
+"""Experiment scripts behind the committed reports (one module per experiment)."""

@@ -1,0 +1,448 @@
+"""Several giant steps on the first layer with fresh batches: overlaps with a multi-index target.
+
+Protocol (THEORY.md §1 and §8; seed 000, Dandi et al., eq. 4 and Theorems 1-2):
+
+* inputs ``x ~ N(0, I_d)``; labels ``y = g(<theta_1, x>, ..., <theta_k, x>) + sqrt(delta) xi`` with
+  Haar-random orthonormal ``theta_j`` and ``g`` an expression in ``z1..zk`` (``He<n>(.)`` allowed,
+  see :func:`asymptotics.hermite.parse_target`);
+* network ``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)``, ``p = round(beta d)``, rows of ``W0``
+  uniform on the unit sphere; the readout is never trained by the steps: ``a_k = 1/sqrt p``
+  (``readout='constant'``, THEORY.md §1) or ``a_k = +-1/sqrt p`` on two halves
+  (``'hypercube'``: the first ``ceil(p/2)`` rows +, the rest -; the constant ``E sigma`` then
+  cancels in ``f``);
+* step ``t = 1..T``: a fresh batch of ``n = round(alpha0 d^kappa)`` samples (``kappa >= 1`` real),
+  ``W_t = W_(t-1) - eta_t grad_W L_t``, ``L_t = (1/(2n)) sum_i (y_i - f(x_i; a, W_(t-1)))^2``.
+
+Learning-rate convention (seed 000, Theorem 2, as written in the slides of seed 003:
+``eta = p d^((l-1)/2)`` for ``n ~ d^l``): ``eta_t = eta_tilde_t * p * d^((kappa - 1)/2)``. For
+``kappa = 1`` this is THEORY.md §1's ``eta = eta_tilde p``. Row by row,
+``w_k <- w_k + eta_tilde_t d^((kappa-1)/2) (sqrt(p) a_k) (1/n) sum_i (y_i - f(x_i))
+sigma'(<w_k, x_i>) x_i``. The factor ``d^((kappa-1)/2)`` makes a degree-``l`` Hermite component
+of ``g`` (signal ``~ m^(l-1) ~ d^(-(l-1)/2)`` at initial overlaps ``m ~ d^(-1/2)``) and the sampling
+noise of the gradient (norm ``~ sqrt(d/n)``) both of order one when ``kappa = l``.
+
+Recorded after every step ``t = 0..T`` (0 = initialisation): the overlap matrix
+``O[k, j] = |<w_k, theta_j>| / |w_k|`` (all neurons x directions), its mean and max over neurons
+per direction, and ``|W Theta^T|_F / |W|_F`` (the fraction of the weights' Frobenius norm in the
+target subspace; ``~ sqrt(k/d)`` at initialisation). Optionally a ridge readout
+``argmin_a sum_i (y_i - <a, sigma(W_t x_i)>/sqrt p)^2 + lam |a|^2`` on ``n_r = ridge_alpha d`` fresh
+samples (a SUM over samples, THEORY.md §1) and its test error ``E (g - f)^2`` on ``n_test`` fresh
+noiseless inputs; the same ridge and test samples are used after every step.
+
+Randomness: ``SeedSequence(seed)`` spawns one child per repetition; each child spawns the streams
+``weights, teacher, ridge, ridge_noise, test`` and one batch and one label-noise stream per step.
+Every pass over samples is chunked (``n`` up to ``~d^2`` at ``d <= 256`` costs one chunk of memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from asymptotics.functions import Function, get_function
+from asymptotics.hermite import target_callable
+from validation.simulator import ridge_readout, sphere_rows
+
+READOUTS = ("constant", "hypercube")
+STREAMS = ("weights", "teacher", "ridge", "ridge_noise", "test")
+CHUNK_BYTES = 32 * 2**20
+
+
+def default_eta(steps: int) -> tuple[float, ...]:
+    """The schedule of the experiments: ``eta_tilde = 2, 8, 16, 16, ...`` (a first step that
+    aligns with the degree-1 direction without saturating, larger later steps so that the
+    weaker higher-order signals reach order one within a few steps)."""
+    return tuple((2.0, 8.0, 16.0)[t] if t < 3 else 16.0 for t in range(int(steps)))
+
+
+def _real(name: str, value, lo: float, *, open_lo: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+    ok = math.isfinite(v) and (v > lo if open_lo else v >= lo)
+    if not ok:
+        raise ValueError(f"{name} must be {'>' if open_lo else '>='} {lo:g} and finite, "
+                         f"got {value!r}")
+    return v
+
+
+def _integer(name: str, value, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class MultiStepConfig:
+    """Every parameter of one multi-step experiment (module docstring conventions).
+
+    ``eta`` holds ``eta_tilde_t`` for ``t = 1..steps`` (a number is repeated; None: the
+    schedule :func:`default_eta`); ``ridge_alpha = 0`` skips the ridge readout and test error."""
+
+    d: int
+    target: str = "z1 + z1*z2 + z1*z2*z3"
+    sigma: str = "erf(z-1)"
+    steps: int = 3
+    alpha0: float = 16.0
+    kappa: float = 1.0
+    beta: float = 1.0
+    eta: float | tuple[float, ...] | None = None
+    readout: str = "hypercube"
+    delta: float = 0.0
+    ridge_alpha: float = 0.0
+    lam: float = 1e-3
+    n_test: int = 10_000
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "d", _integer("d", self.d, 8))
+        object.__setattr__(self, "steps", _integer("steps", self.steps, 1))
+        for name in ("alpha0", "beta"):
+            object.__setattr__(self, name, _real(name, getattr(self, name), 0.0, open_lo=True))
+        object.__setattr__(self, "kappa", _real("kappa", self.kappa, 1.0))
+        for name in ("delta", "ridge_alpha", "lam"):
+            object.__setattr__(self, name, _real(name, getattr(self, name), 0.0))
+        object.__setattr__(self, "n_test", _integer("n_test", self.n_test, 1))
+        eta = default_eta(self.steps) if self.eta is None else self.eta
+        if isinstance(eta, (int, float, np.floating, np.integer)) and not isinstance(eta, bool):
+            eta = (eta,) * self.steps
+        eta = tuple(_real("eta", e, 0.0) for e in eta)
+        if len(eta) != self.steps:
+            raise ValueError(f"eta needs one value per step (steps={self.steps}), got {len(eta)}")
+        object.__setattr__(self, "eta", eta)
+        if self.readout not in READOUTS:
+            raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {self.readout!r}")
+        get_function(self.sigma)
+        target_callable(self.target)
+        if self.p < 2:
+            raise ValueError(f"p = round(beta d) must be >= 2, got {self.p}")
+        if self.n < 1:
+            raise ValueError(f"n = round(alpha0 d^kappa) must be >= 1, got {self.n}")
+        if self.ridge_alpha > 0 and self.n_ridge < 1:
+            raise ValueError(f"n_ridge = round(ridge_alpha d) must be >= 1, got {self.n_ridge}")
+
+    @property
+    def p(self) -> int:
+        return int(round(self.beta * self.d))
+
+    @property
+    def n(self) -> int:
+        """Batch size of every step, ``round(alpha0 d^kappa)``."""
+        return int(round(self.alpha0 * self.d**self.kappa))
+
+    @property
+    def n_ridge(self) -> int:
+        return int(round(self.ridge_alpha * self.d))
+
+    @property
+    def k(self) -> int:
+        return target_callable(self.target)[1]
+
+    @property
+    def learning_rates(self) -> tuple[float, ...]:
+        """``eta_t = eta_tilde_t p d^((kappa-1)/2)`` (seed 000 scaling)."""
+        return tuple(e * self.p * self.d ** ((self.kappa - 1) / 2) for e in self.eta)
+
+    def record(self) -> dict:
+        """The parameters as a flat dict (``eta`` as text, one value per step)."""
+        out = asdict(self)
+        out["eta"] = ",".join(f"{e:g}" for e in self.eta)
+        out.update(p=self.p, n=self.n, k=self.k)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class MultiStepRun:
+    """One repetition. Arrays are indexed by step ``t = 0..T`` (0 = initialisation)."""
+
+    config: MultiStepConfig
+    repetition: int
+    overlaps: np.ndarray = field(repr=False)  # (T+1, p, k): |<w_k, theta_j>| / |w_k|
+    subspace_fraction: np.ndarray = field(repr=False)  # (T+1,): |W Theta^T|_F / |W|_F
+    weight_norm: np.ndarray = field(repr=False)  # (T+1,): mean_k |w_k|
+    train_loss: np.ndarray = field(repr=False)  # (T,): L_t on batch t before step t
+    test_error: np.ndarray | None = field(repr=False)  # (T+1,) or None
+    target_power: float = math.nan  # E g^2 on the test inputs (the error of f = 0)
+    seconds: float = 0.0
+
+    def table(self) -> pd.DataFrame:
+        """Tidy rows (step, direction) with mean/max overlaps and every parameter."""
+        cfg = self.config.record()
+        rows = []
+        T, _, k = self.overlaps.shape
+        for t in range(T):
+            for j in range(k):
+                o = self.overlaps[t, :, j]
+                rows.append({
+                    **cfg, "repetition": self.repetition, "step": t, "direction": j + 1,
+                    "mean_overlap": float(o.mean()), "max_overlap": float(o.max()),
+                    "median_overlap": float(np.median(o)),
+                    "subspace_fraction": float(self.subspace_fraction[t]),
+                    "weight_norm": float(self.weight_norm[t]),
+                    "train_loss": float(self.train_loss[t]) if t < len(self.train_loss)
+                    else math.nan,
+                    "test_error": float(self.test_error[t]) if self.test_error is not None
+                    else math.nan,
+                    "target_power": self.target_power, "seconds": self.seconds,
+                })
+        return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------------
+# building blocks
+
+
+def readout_vector(p: int, kind: str) -> np.ndarray:
+    """``a0``: ``1/sqrt p`` everywhere, or ``+1/sqrt p`` on the first ``ceil(p/2)`` rows and
+    ``-1/sqrt p`` on the rest (hypercube halves)."""
+    if kind == "constant":
+        return np.full(p, 1.0 / math.sqrt(p))
+    if kind == "hypercube":
+        s = np.where(np.arange(p) < (p + 1) // 2, 1.0, -1.0)
+        return s / math.sqrt(p)
+    raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {kind!r}")
+
+
+def teacher_directions(rng: np.random.Generator, k: int, d: int) -> np.ndarray:
+    """``k x d`` orthonormal rows, Haar distributed (QR of a Gaussian matrix, signs fixed)."""
+    q, r = np.linalg.qr(rng.standard_normal((d, k)))
+    return (q * np.sign(np.diag(r))).T.copy()
+
+
+def chunk_rows(width: int, n: int) -> int:
+    """Samples per chunk so that a ``rows x width`` float64 block fits in :data:`CHUNK_BYTES`."""
+    return int(max(16, min(n, CHUNK_BYTES // (8 * max(width, 1)))))
+
+
+def _chunks(rng: np.random.Generator, n: int, d: int, rows: int):
+    start = 0
+    while start < n:
+        m = min(rows, n - start)
+        yield rng.standard_normal((m, d))
+        start += m
+
+
+def _labels(X: np.ndarray, theta: np.ndarray, g: Callable, delta: float,
+            noise: np.random.Generator | None) -> np.ndarray:
+    y = g(X @ theta.T)
+    if delta > 0 and noise is not None:
+        y = y + math.sqrt(delta) * noise.standard_normal(y.shape[0])
+    return y
+
+
+def descent_direction(W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray,
+                      sigma: Function) -> tuple[np.ndarray, float]:
+    """``(-grad_W L, L)``, ``L = (1/(2n)) sum_i (y_i - f(x_i))^2``, ``f = a . sigma(W x)/sqrt p``:
+    ``-dL/dw_k = (1/n) sum_i (y_i - f_i) (a_k / sqrt p) sigma'(<w_k, x_i>) x_i``."""
+    p = W.shape[0]
+    Z = X @ W.T
+    e = y - sigma(Z) @ a / math.sqrt(p)
+    S = sigma.derivative(Z)
+    S *= e[:, None]
+    G = (S.T @ X) * (a[:, None] / math.sqrt(p))
+    n = X.shape[0]
+    return G / n, float(0.5 * np.dot(e, e) / n)
+
+
+def giant_step(W: np.ndarray, a: np.ndarray, theta: np.ndarray, g: Callable, sigma: Function, *,
+               n: int, eta: float, delta: float, rng: np.random.Generator,
+               noise: np.random.Generator | None = None) -> tuple[np.ndarray, float]:
+    """``W - eta grad_W L`` on a fresh batch of ``n`` samples drawn in chunks; returns the new
+    weights and ``L`` before the step."""
+    p, d = W.shape
+    G = np.zeros((p, d))
+    loss = 0.0
+    for X in _chunks(rng, n, d, chunk_rows(max(p, d), n)):
+        y = _labels(X, theta, g, delta, noise)
+        Gc, Lc = descent_direction(W, a, X, y, sigma)
+        m = X.shape[0]
+        G += Gc * m
+        loss += Lc * m
+    return W + (eta / n) * G, loss / n
+
+
+def overlap_matrix(W: np.ndarray, theta: np.ndarray) -> np.ndarray:
+    """``O[k, j] = |<w_k, theta_j>| / |w_k|`` (``p x k``)."""
+    return np.abs(W @ theta.T) / np.linalg.norm(W, axis=1, keepdims=True)
+
+
+def subspace_fraction(W: np.ndarray, theta: np.ndarray) -> float:
+    """``|W Theta^T|_F / |W|_F``: share of the weights' norm inside ``span(theta_j)``."""
+    return float(np.linalg.norm(W @ theta.T) / np.linalg.norm(W))
+
+
+def ridge_test_error(W: np.ndarray, theta: np.ndarray, g: Callable, sigma: Function, *,
+                     n_ridge: int, lam: float, n_test: int, delta: float,
+                     ridge_seed: np.random.SeedSequence, noise_seed: np.random.SeedSequence,
+                     test_seed: np.random.SeedSequence) -> tuple[float, float]:
+    """Ridge readout on ``sigma(W x)/sqrt p`` (sum convention) and its test error; returns
+    ``(E (g - f)^2, E g^2)`` on the same fresh test inputs."""
+    p, d = W.shape
+    scale = 1.0 / math.sqrt(p)
+    gram, rhs = np.zeros((p, p)), np.zeros(p)
+    rng, noise = np.random.default_rng(ridge_seed), np.random.default_rng(noise_seed)
+    for X in _chunks(rng, n_ridge, d, chunk_rows(max(p, d), n_ridge)):
+        y = _labels(X, theta, g, delta, noise)
+        F = sigma(X @ W.T) * scale
+        gram += F.T @ F
+        rhs += F.T @ y
+    a = ridge_readout(None, None, lam, gram=gram, rhs=rhs)
+    err = power = 0.0
+    for X in _chunks(np.random.default_rng(test_seed), n_test, d, chunk_rows(max(p, d), n_test)):
+        y = g(X @ theta.T)
+        pred = sigma(X @ W.T) @ a * scale
+        err += float(np.sum((y - pred) ** 2))
+        power += float(np.sum(y * y))
+    return err / n_test, power / n_test
+
+
+# ------------------------------------------------------------------------------------------------
+# runs
+
+
+def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
+             repetition: int = 0) -> MultiStepRun:
+    """One repetition of ``config`` from its own ``SeedSequence`` (module docstring streams)."""
+    t0 = time.perf_counter()
+    sigma = get_function(config.sigma)
+    g, k = target_callable(config.target)
+    children = seed.spawn(len(STREAMS) + 2 * config.steps)
+    s = dict(zip(STREAMS, children[:len(STREAMS)], strict=True))
+    batch_seeds = children[len(STREAMS):len(STREAMS) + config.steps]
+    noise_seeds = children[len(STREAMS) + config.steps:]
+    W = sphere_rows(np.random.default_rng(s["weights"]), config.p, config.d)
+    theta = teacher_directions(np.random.default_rng(s["teacher"]), k, config.d)
+    a = readout_vector(config.p, config.readout)
+    T = config.steps
+    overlaps = np.empty((T + 1, config.p, k))
+    frac, norm, loss = np.empty(T + 1), np.empty(T + 1), np.empty(T)
+    test = np.empty(T + 1) if config.ridge_alpha > 0 else None
+    power = math.nan
+
+    def measure(t: int) -> None:
+        nonlocal power
+        overlaps[t] = overlap_matrix(W, theta)
+        frac[t] = subspace_fraction(W, theta)
+        norm[t] = float(np.linalg.norm(W, axis=1).mean())
+        if test is not None:
+            test[t], power = ridge_test_error(
+                W, theta, g, sigma, n_ridge=config.n_ridge, lam=config.lam,
+                n_test=config.n_test, delta=config.delta, ridge_seed=s["ridge"],
+                noise_seed=s["ridge_noise"], test_seed=s["test"])
+
+    measure(0)
+    for t, eta in enumerate(config.learning_rates):
+        W, loss[t] = giant_step(W, a, theta, g, sigma, n=config.n, eta=eta, delta=config.delta,
+                                rng=np.random.default_rng(batch_seeds[t]),
+                                noise=np.random.default_rng(noise_seeds[t]))
+        if not np.all(np.isfinite(W)):
+            raise FloatingPointError(f"weights became non-finite at step {t + 1}; lower eta "
+                                     f"(eta_tilde = {config.eta[t]:g})")
+        measure(t + 1)
+    return MultiStepRun(config, repetition, overlaps, frac, norm, loss, test, power,
+                        time.perf_counter() - t0)
+
+
+def run_multistep(config: MultiStepConfig, *, seeds: int = 5, seed: int = 0, n_jobs: int = 1,
+                  keep_runs: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+    """``seeds`` repetitions (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, the
+    same whatever ``n_jobs``); a tidy DataFrame, one row per (repetition, step, direction)."""
+    seeds = _integer("seeds", seeds, 1)
+    seed = _integer("seed", seed, 0)
+    n_jobs = _integer("n_jobs", n_jobs, 1)
+    children = np.random.SeedSequence(seed).spawn(seeds)
+    if n_jobs == 1:
+        runs = [run_once(config, c, i) for i, c in enumerate(children)]
+    else:
+        from joblib import Parallel, delayed
+
+        runs = Parallel(n_jobs=n_jobs)(delayed(run_once)(config, c, i)
+                                       for i, c in enumerate(children))
+    df = pd.concat([r.table() for r in runs], ignore_index=True)
+    df["seed"] = seed
+    return (df, runs) if keep_runs else df
+
+
+def summarize(df: pd.DataFrame, by: Sequence[str] = ("d", "step", "direction")) -> pd.DataFrame:
+    """Mean and standard error over repetitions of the per-run measures, grouped by ``by``."""
+    cols = ["mean_overlap", "max_overlap", "subspace_fraction", "test_error", "target_power"]
+    g = df.groupby(list(by), sort=True)[cols]
+    mean = g.mean()
+    count = g.count()
+    se = g.std(ddof=1) / np.sqrt(count.where(count > 0))
+    out = mean.add_suffix("_mean").join(se.add_suffix("_se"))
+    out["repetitions"] = df.groupby(list(by))["repetition"].nunique()
+    return out.reset_index()
+
+
+# ------------------------------------------------------------------------------------------------
+# command line
+
+
+def _eta_list(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(",") if v.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"eta must be a number or a comma list, one per step (2,8,16), got {text!r}") from None
+    if not values or any(not math.isfinite(v) or v < 0 for v in values):
+        raise argparse.ArgumentTypeError(f"eta values must be >= 0 and finite, got {text!r}")
+    return values
+
+
+def add_subparser(subparsers) -> argparse.ArgumentParser:
+    """Register ``multistep`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
+        description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
+                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (seed 000). Prints mean and standard "
+                    "error over seeds of the overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
+    p.add_argument("--d", type=int, default=256, help="input dimension, >= 8 (default 256)")
+    p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",
+                   help="g(z1..zk): expression, He<n>() allowed (default z1 + z1*z2 + z1*z2*z3)")
+    p.add_argument("--sigma", default="erf(z-1)",
+                   help="activation: registered name or expression in z (default erf(z-1))")
+    p.add_argument("--steps", type=int, default=3, help="number of giant steps T (default 3)")
+    p.add_argument("--alpha0", type=float, default=16.0, help="n = alpha0 d^kappa (default 16)")
+    p.add_argument("--kappa", type=float, default=1.0, help="batch exponent >= 1 (default 1)")
+    p.add_argument("--beta", type=float, default=1.0, help="p = beta d (default 1)")
+    p.add_argument("--eta", type=_eta_list, default=None,
+                   help="eta_tilde per step, comma list or one number (default 2,8,16,16,...)")
+    p.add_argument("--readout", choices=READOUTS, default="hypercube",
+                   help="a0: constant 1/sqrt(p) or +-1/sqrt(p) halves (default hypercube)")
+    p.add_argument("--delta", type=float, default=0.0, help="label-noise variance (default 0)")
+    p.add_argument("--ridge-alpha", type=float, default=0.0,
+                   help="ridge readout on ridge_alpha*d samples after each step; 0 = off")
+    p.add_argument("--lam", type=float, default=1e-3, help="ridge penalty (sum convention)")
+    p.add_argument("--n-test", type=int, default=10_000, help="test inputs for the test error")
+    p.add_argument("--seeds", type=int, default=3, help="repetitions (default 3)")
+    p.add_argument("--seed", type=int, default=0, help="root seed of SeedSequence (default 0)")
+    p.add_argument("--out", help="also write every repetition's rows to this CSV")
+    p.set_defaults(func=run_cli)
+    return p
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run and print the summary CSV; bad input: one line on stderr, exit status 2."""
+    try:
+        eta = None if args.eta is None else (args.eta if len(args.eta) > 1 else args.eta[0])
+        config = MultiStepConfig(
+            d=args.d, target=args.target, sigma=args.sigma, steps=args.steps,
+            alpha0=args.alpha0, kappa=args.kappa, beta=args.beta, eta=eta, readout=args.readout,
+            delta=args.delta, ridge_alpha=args.ridge_alpha, lam=args.lam, n_test=args.n_test)
+        df = run_multistep(config, seeds=args.seeds, seed=args.seed)
+    except (ValueError, TypeError, FloatingPointError) as exc:
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    if args.out:
+        df.to_csv(args.out, index=False, float_format="%.10g")
+    summary = summarize(df)
+    sys.stdout.write(summary.to_csv(index=False, float_format="%.6g"))
+    return 0
