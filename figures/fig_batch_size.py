@@ -54,4 +54,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     ax.set_title(rf"$\sigma=\tanh$, $g=\mathrm{{sign}}$, $\tilde\eta={ETA:g}$, "
                  rf"$\lambda={LAM:g}$, $\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e.")
     ax.legend(ncol=2)
+    fig.text(0.01, -0.02, "Open squares above the line at alpha0 = 0.5: with a large step on a "
+             "small batch the bulk added to W0 has rank <= n0 and is not isotropic, which the "
+             "sRF mapping assumes (validation/REPORT.md).", fontsize=7, ha="left", va="top",
+             wrap=True)
     return style.save(fig, outdir, NAME)
