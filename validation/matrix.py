@@ -155,7 +155,7 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
 
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
-        confirm_seeds: int = 0) -> None:
+        confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf")) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish.
 
     Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
@@ -168,7 +168,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
 
     store_path.parent.mkdir(parents=True, exist_ok=True)
     store = read_store(store_path)
-    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()]
+    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models() if m in models]
     todo = sorted(plan(store, target_se, seeds, max_seeds, groups), key=by_cost)
     if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
         from .report import aggregate
@@ -227,6 +227,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--confirm-seeds", type=int, default=0,
                    help="after a first run: this many fresh repetitions (indices after --seeds) "
                         "for every srf/rf setting with a point beyond 3 s.e. (default: 0)")
+    r.add_argument("--models", default="srf,network,rf",
+                   help="comma list of the models to simulate (default: srf,network,rf)")
     r.add_argument("--scaling-seeds", type=int, default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
@@ -240,6 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run(args.store, d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
             target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
             scaling_seeds=args.scaling_seeds, confirm_seeds=args.confirm_seeds,
+            models=tuple(args.models.split(",")),
             time_budget=args.time_budget)
     else:
         from .report import write_report
