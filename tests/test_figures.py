@@ -1,5 +1,6 @@
 """Every registered figure renders in --quick mode (issue 4 smoke test)."""
 
+import os
 import subprocess
 import sys
 
@@ -12,9 +13,16 @@ def test_every_figure_renders_in_quick_mode(tmp_path):
     out = subprocess.run([sys.executable, "-m", "figures", "all", "--quick", "--outdir",
                           str(tmp_path)], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]
-    for name in names:
-        for ext in ("png", "pdf"):
-            assert (tmp_path / f"{name}.{ext}").stat().st_size > 1000, (name, ext)
+    written = {}
+    for line in out.stderr.splitlines():
+        name, _, rest = line.partition(": ")
+        if name in names:
+            written[name] = [p for p in rest.rsplit(" (", 1)[0].split(", ")]
+    assert set(written) == set(names)
+    for name, paths in written.items():
+        assert {p.rsplit(".", 1)[1] for p in paths} == {"png", "pdf"}, name
+        for p in paths:
+            assert p.startswith(str(tmp_path)) and os.path.getsize(p) > 1000, (name, p)
 
 
 def test_unknown_figure_is_a_one_line_error():

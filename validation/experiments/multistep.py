@@ -338,7 +338,7 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
                        (3, 3, r"$\theta_3$ after step 3", "D", "-")],
           "overlap vs $d$ (error bars: s.e. over seeds)")
     paths.append(outdir / f"{prefix}_staircase.png")
-    fig.savefig(paths[-1], dpi=150, metadata={"Software": None})
+    _save(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(1, 1, figsize=(7.2, 3.9), constrained_layout=True)
@@ -358,7 +358,7 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
     ax.set_title(r"$g=\mathrm{He}_2(z_1)$ (leap index 2)")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     paths.append(outdir / f"{prefix}_leap2.png")
-    fig.savefig(paths[-1], dpi=150, metadata={"Software": None})
+    _save(fig, paths[-1])
     plt.close(fig)
 
     fig, ax = plt.subplots(1, 1, figsize=(7.2, 3.9), constrained_layout=True)
@@ -379,9 +379,16 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
     ax.set_title(r"$g=z_1z_2z_3z_4$ (leap index 4), $n=16d$")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
     paths.append(outdir / f"{prefix}_leap4.png")
-    fig.savefig(paths[-1], dpi=150, metadata={"Software": None})
+    _save(fig, paths[-1])
     plt.close(fig)
     return paths
+
+
+def _save(fig, path: pathlib.Path) -> None:
+    """PNG (150 dpi) and a PDF beside it, without timestamps."""
+    fig.savefig(path, dpi=150, metadata={"Software": None})
+    fig.savefig(path.with_suffix(".pdf"), metadata={"Creator": None, "Producer": None,
+                                                    "CreationDate": None})
 
 
 def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:

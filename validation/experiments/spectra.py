@@ -391,6 +391,8 @@ def _style():
 def _save(fig, path: pathlib.Path) -> pathlib.Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=150, metadata={"Software": None})
+    fig.savefig(path.with_suffix(".pdf"), metadata={"Creator": None, "Producer": None,
+                                                    "CreationDate": None})
     return path
 
 
