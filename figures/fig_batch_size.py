@@ -42,18 +42,11 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
         for model, filled in (("srf", True), ("network", False)):
             s = Setting(model=model, sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=alpha0,
                         eta=ETA, lam=LAM, beta=BETA, d=q.d, n_test=q.n_test)
-            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh,
-                                quick=quick)
+            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh, quick=quick)
             style.sim_markers(ax, sim, color, None, marker="o" if filled else "s", filled=filled)
-    ax.axhline(best_linear_level(TARGET), color="0.4", ls="--", lw=1,
-               label="best linear predictor")
-    ax.plot([], [], "ko", ms=4, label=f"sRF simulation (d={q.d})")
-    ax.plot([], [], "ks", mfc="white", ms=4, label="network simulation")
-    ax.set_xlabel(style.LABELS["alpha"])
-    ax.set_ylabel(style.LABELS["risk"])
-    ax.set_title(rf"$\sigma=\tanh$, $g=\mathrm{{sign}}$, $\tilde\eta={ETA:g}$, "
-                 rf"$\lambda={LAM:g}$, $\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e.")
-    ax.legend(ncol=2)
+    style.risk_axes(ax, linear_level=best_linear_level(TARGET), d=q.d, title=(
+        rf"$\sigma=\tanh$, $g=\mathrm{{sign}}$, $\tilde\eta={ETA:g}$, "
+        rf"$\lambda={LAM:g}$, $\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e."))
     fig.text(0.01, -0.02, "Open squares above the line at alpha0 = 0.5: with a large step on a "
              "small batch the bulk added to W0 has rank <= n0 and is not isotropic, which the "
              "sRF mapping assumes (validation/REPORT.md).", fontsize=7, ha="left", va="top",

@@ -39,16 +39,9 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
                 continue
             s = Setting(model="rf" if eta == 0 else model, sigma=SIGMA, target=TARGET, alpha=1.0,
                         alpha0=ALPHA0, eta=eta, lam=LAM, beta=BETA, d=q.d, n_test=q.n_test)
-            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh,
-                                quick=quick)
+            sim = cached_curve(NAME, s, q.markers, seeds=q.seeds, refresh=refresh, quick=quick)
             style.sim_markers(ax, sim, color, None, marker="o" if filled else "s", filled=filled)
-    ax.axhline(best_linear_level(TARGET), color="0.4", ls="--", lw=1,
-               label="best linear predictor")
-    ax.plot([], [], "ko", ms=4, label=f"sRF simulation (d={q.d})")
-    ax.plot([], [], "ks", mfc="white", ms=4, label="network simulation")
-    ax.set_xlabel(style.LABELS["alpha"])
-    ax.set_ylabel(style.LABELS["risk"])
-    ax.set_title(rf"$\sigma=g=\tanh$, $\alpha_0={ALPHA0:g}$, $\lambda={LAM:g}$, "
-                 rf"$\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e.")
-    ax.legend(ncol=2)
+    style.risk_axes(ax, linear_level=best_linear_level(TARGET), d=q.d, title=(
+        rf"$\sigma=g=\tanh$, $\alpha_0={ALPHA0:g}$, $\lambda={LAM:g}$, "
+        rf"$\beta={BETA:g}$; {q.seeds} seeds, ±1 s.e."))
     return style.save(fig, outdir, NAME)

@@ -51,3 +51,15 @@ def sim_markers(ax, df, color: str, label: str, marker: str = "o", filled: bool 
     """Simulation means with one-standard-error bars."""
     ax.errorbar(df["alpha"], df["sim_mean"], yerr=df["sim_se"], fmt=marker, ms=4.5, color=color,
                 mfc=color if filled else "white", mew=1.2, elinewidth=1, label=label, zorder=3)
+
+
+def risk_axes(ax, *, linear_level: float, d: int, title: str) -> None:
+    """Labels, the best-linear-predictor level and the marker legend of a risk-vs-alpha panel
+    with sRF (filled) and network (open) simulations."""
+    ax.axhline(linear_level, color="0.4", ls="--", lw=1, label="best linear predictor")
+    ax.plot([], [], "ko", ms=4, label=f"sRF simulation (d={d})")
+    ax.plot([], [], "ks", mfc="white", ms=4, label="network simulation")
+    ax.set_xlabel(LABELS["alpha"])
+    ax.set_ylabel(LABELS["risk"])
+    ax.set_title(title)
+    ax.legend(ncol=2)

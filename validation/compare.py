@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .cli import integer
 from .simulator import MODELS, Setting, simulate
 
 Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged"]
@@ -86,34 +87,22 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     plt.close(fig)
 
 
-def _int(name: str, lo: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {v}")
-        return v
-
-    return parse
-
-
 def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by the simulation command lines (model, size, seeds, workers)."""
     p.add_argument("--model", choices=MODELS, default="srf",
                    help="network: the real two-layer network after one step; srf: the spiked "
                         "random-features model of the theory; rf: random features at init "
                         "(default: srf)")
-    p.add_argument("--d", type=_int("d", 2), default=1000, help="input dimension (default: 1000)")
-    p.add_argument("--seeds", type=_int("seeds", 1), default=10,
+    p.add_argument("--d", type=integer("d", 2), default=1000,
+                   help="input dimension (default: 1000)")
+    p.add_argument("--seeds", type=integer("seeds", 1), default=10,
                    help="independent repetitions (default: 10)")
-    p.add_argument("--seed", type=_int("seed", 0), default=0,
+    p.add_argument("--seed", type=integer("seed", 0), default=0,
                    help="root entropy of numpy SeedSequence; repetition i uses its child i "
                         "(default: 0)")
-    p.add_argument("--n-jobs", type=_int("n-jobs", 1), default=1,
+    p.add_argument("--n-jobs", type=integer("n-jobs", 1), default=1,
                    help="worker processes (results do not depend on it; default: 1)")
-    p.add_argument("--n-test", type=_int("n-test", 0), default=0,
+    p.add_argument("--n-test", type=integer("n-test", 0), default=0,
                    help="test samples per repetition (default 0: max(10000, 2d))")
 
 

@@ -70,6 +70,7 @@ from asymptotics.spikes import (
     two_step_outlier_count,
     two_step_outlier_count_for,
 )
+from validation.cli import integer
 
 STREAMS = {"W0": 0, "readout": 1, "teacher": 2, "batch1": 3, "batch2": 4, "test": 5}
 READOUTS = ("gaussian", "uniform", "constant")
@@ -708,19 +709,6 @@ def _cli_real(name: str, lo: float, hi: float = math.inf, hi_open: bool = False)
     return parse
 
 
-def _cli_int(name: str, lo: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {v}")
-        return v
-
-    return parse
-
-
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Add the ``spectrum`` subcommand to an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
@@ -734,7 +722,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                         "(default: 0.2)")
     p.add_argument("--a2", type=_cli_real("a2", 0.0, 0.5), default=0.3,
                    help="exponent of the second step, in [0, 1/2] (default: 0.3)")
-    p.add_argument("--d", type=_cli_int("d", 16), default=1000, help="input dimension")
+    p.add_argument("--d", type=integer("d", 16), default=1000, help="input dimension")
     p.add_argument("--beta", type=_cli_real("beta", 1e-3, 64.0), default=0.5,
                    help="width ratio p/d (default: 0.5)")
     p.add_argument("--alpha0", type=_cli_real("alpha0", 1e-3, 64.0), default=1.0,
@@ -755,7 +743,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="frozen readout distribution (default: gaussian)")
     p.add_argument("--delta", type=_cli_real("delta", 0.0), default=0.0,
                    help="label-noise variance (default: 0)")
-    p.add_argument("--seed", type=_cli_int("seed", 0), default=0, help="seed entropy")
+    p.add_argument("--seed", type=integer("seed", 0), default=0, help="seed entropy")
     p.add_argument("--edge", choices=EDGE_METHODS, default="fit",
                    help="bulk-edge estimate (default: fit)")
     p.add_argument("--kappa", type=_cli_real("kappa", 0.0), default=2.0,
