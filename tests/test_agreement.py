@@ -32,3 +32,19 @@ def test_srf_simulation_within_four_standard_errors(sigma, target, beta, alpha0,
     z = [(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)]
     assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}, theory = {theory['risk'].tolist()}, " \
         f"sim = {[round(s.mean, 5) for s in sims]} ± {[round(s.se, 5) for s in sims]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model", ["srf", "network"])
+@pytest.mark.parametrize("sigma,target,beta,alpha0,eta", CASES[:3])
+def test_simulation_within_four_standard_errors_at_d2000(model, sigma, target, beta, alpha0, eta):
+    """The heavier version (python -m pytest -m slow): d = 2000, 8 seeds, srf and network, on
+    settings where the one-step mapping is expected to hold (validation/REPORT.md)."""
+    alphas = [0.5, 2.0, 4.0]
+    base = Setting(model=model, sigma=sigma, target=target, alpha=1.0, alpha0=alpha0, eta=eta,
+                   lam=LAMS[0], beta=beta, d=2000)
+    sims = simulate_curve(base, alphas, LAMS, seeds=8, seed=7)
+    theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                        lam=LAMS[0], beta=beta, progress=False)
+    z = [(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)]
+    assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}"
