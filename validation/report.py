@@ -14,9 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .matrix import ALPHAS, LAMS, matrix_settings, read_store
+from .matrix import ALPHAS, LAMS, matrix_settings, read_store, scaling_settings
 
 FIG_DIR = Path("validation/figures")
+SCALING_KEYS = {ms.key for ms, _, _ in scaling_settings()}
 
 
 def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
@@ -105,29 +106,30 @@ def _figures(main, agg) -> list[Path]:
     axes[1].plot(zz, np.exp(-zz**2 / 2) / math.sqrt(2 * math.pi), "k--", lw=0.8, label="N(0,1)")
     axes[1].set_xlabel("z = (sim − theory) / s.e.  (clipped at ±6)")
     axes[1].legend(frameon=False, fontsize=8)
-    path = FIG_DIR / "matrix_overview.png"
+    path = FIG_DIR / f"matrix_overview_d{d}.png"
     fig.savefig(path, dpi=130, metadata={"Software": None})
     plt.close(fig)
     paths.append(path)
 
-    scal = agg[agg.groupby(["key", "model"])["d"].transform("nunique") > 1]
+    scal = agg[agg["key"].isin(SCALING_KEYS)]
     if len(scal):
-        fig, ax = plt.subplots(figsize=(5.5, 4), constrained_layout=True)
+        fig, ax = plt.subplots(figsize=(9, 4.5), constrained_layout=True)
+        styles = dict(zip(sorted(scal["key"].unique()), ["-", "--", "-.", ":", "-"], strict=False))
         for (key, model), sub in scal.groupby(["key", "model"]):
             s = sub.assign(abs_gap=(sub["sim_mean"] - sub["theory"]).abs()).groupby("d")
             gap = s["abs_gap"].mean()
             se = s["sim_se"].mean()
             ax.errorbar(gap.index, gap.to_numpy(), yerr=se.to_numpy(), marker="o", ms=4,
                         capsize=2, color=colors[model],
-                        ls="-" if key.startswith("tanh") else "--", label=f"{model}: {key}")
+                        ls=styles[key], label=f"{model}: {key}")
         dd = np.array(sorted(scal["d"].unique()), dtype=float)
         ax.plot(dd, 0.05 * dd[0] ** 0.5 / dd**0.5 * 0.2, "k:", lw=0.8, label=r"$\propto d^{-1/2}$")
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("d")
         ax.set_ylabel("|sim − theory| (mean over α, λ)")
-        ax.legend(frameon=False, fontsize=6)
-        path = FIG_DIR / "matrix_scaling.png"
+        ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+        path = FIG_DIR / f"matrix_scaling_d{d}.png"
         fig.savefig(path, dpi=130, metadata={"Software": None})
         plt.close(fig)
         paths.append(path)
@@ -178,10 +180,10 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
             f"{sub['sim_se'].median():.2e} | {sub['sim_se'].max():.2e} | "
             f"{(sub['z'].abs() <= 3).mean():.1%} | {sub['rel_gap'].abs().median():.2%} | "
             f"{sub['rel_gap'].abs().max():.2%} |")
-    lines += ["", "![overview](figures/matrix_overview.png)", ""]
+    lines += ["", f"![overview](figures/matrix_overview_d{d}.png)", ""]
     lines += _misses_section(main, confirm, seeds)
     lines += _mu0_section(main)
-    lines += _scaling_section(agg)
+    lines += _scaling_section(agg, d)
     lines += _full_table(main)
     lines += ["", f"_Report written in {time.perf_counter() - t0:.0f} s; figures: "
               + ", ".join(str(p) for p in figs) + "._"]
@@ -218,7 +220,7 @@ def _misses_section(main, confirm, seeds: int) -> list[str]:
             lines.append(f"| {r.key} | {r.model} | {r.alpha:g} | {r.lam:g} | {_fmt(r.theory)} | "
                          f"{_fmt(r.sim_mean)} ± {_fmt(r.sim_se)} | {r.z:+.1f} | "
                          f"{r.rel_gap:+.2%} | {ctext} |")
-    notes = Path(__file__).with_name("report_notes.md")
+    notes = Path(__file__).with_name(f"report_notes_d{int(main['d'].iloc[0])}.md")
     if notes.exists():  # the investigation, written by hand after reading the numbers
         lines += ["", notes.read_text().strip()]
     return lines + [""]
@@ -248,8 +250,8 @@ def _mu0_section(main) -> list[str]:
     return lines + [""]
 
 
-def _scaling_section(agg) -> list[str]:
-    multi = agg[agg.groupby(["key", "model"])["d"].transform("nunique") > 1]
+def _scaling_section(agg, d: int) -> list[str]:
+    multi = agg[agg["key"].isin(SCALING_KEYS)]
     lines = ["## Network vs theory as d grows", ""]
     if not len(multi):
         return lines + ["(no d-scaling runs in the store)", ""]
@@ -261,7 +263,7 @@ def _scaling_section(agg) -> list[str]:
         lines.append(f"| {key} | {model} | {d} | {int(sub['seeds'].median())} | "
                      f"{diff.mean():+.2e} | {diff.abs().mean():.2e} | "
                      f"{sub['sim_se'].mean():.2e} |")
-    return lines + ["", "![scaling](figures/matrix_scaling.png)", ""]
+    return lines + ["", f"![scaling](figures/matrix_scaling_d{d}.png)", ""]
 
 
 def _full_table(main) -> list[str]:
