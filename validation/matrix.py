@@ -239,11 +239,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rep.add_argument("--seeds", type=int, default=8, help="planned repetitions per setting")
     args = p.parse_args(argv)
     if args.command == "run":
-        run(args.store, d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
-            target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
-            scaling_seeds=args.scaling_seeds, confirm_seeds=args.confirm_seeds,
-            models=tuple(args.models.split(",")),
-            time_budget=args.time_budget)
+        common = dict(d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
+                      target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
+                      time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
+                      models=tuple(args.models.split(",")))
+        run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
+        if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
+            run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)
     else:
         from .report import write_report
 
