@@ -25,8 +25,10 @@ Memory: every pass over samples is chunked, so ``n0 = 50 d`` at ``d = 8000`` nee
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -174,6 +176,32 @@ def _batches(rng: np.random.Generator, n: int, d: int, rows: int, stops: Sequenc
             start += m
 
 
+def _threads() -> int:
+    """Threads for the elementwise passes: OMP_NUM_THREADS when set (1 in matrix workers), else
+    the core count. numpy ufuncs release the GIL, so row blocks run in parallel."""
+    try:
+        n = int(os.environ.get("OMP_NUM_THREADS", "") or (os.cpu_count() or 1))
+    except ValueError:
+        n = 1
+    return max(1, n)
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _by_rows(work: Callable[[int, int], None], m: int) -> None:
+    """``work(i0, i1)`` over row blocks of ``m`` rows, in threads; it must write in place."""
+    global _POOL
+    k = min(_threads(), max(1, m // 256))
+    if k == 1:
+        work(0, m)
+        return
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
+    cuts = np.linspace(0, m, k + 1).astype(int)
+    list(_POOL.map(lambda i: work(cuts[i], cuts[i + 1]), range(k)))
+
+
 def giant_step_gradient(
     X: np.ndarray, y: np.ndarray, W: np.ndarray, a: np.ndarray, sigma: Function
 ) -> np.ndarray:
@@ -200,10 +228,14 @@ def network_step(
     for X in _batches(rng, n0, d, chunk_rows(p, n0)):
         y = labels(X @ theta, target, delta, noise_rng)
         Z = X @ W0.T
-        e = y - sigma(Z).mean(axis=1)
-        S = sigma.derivative(Z)
-        S *= e[:, None]
-        G += S.T @ X
+
+        def work(i0: int, i1: int, Z=Z, y=y) -> None:  # Z <- (y - f) sigma'(Z), row block
+            value, slope = sigma.value_and_derivative(Z[i0:i1])
+            slope *= (y[i0:i1] - value.mean(axis=1))[:, None]
+            Z[i0:i1] = slope
+
+        _by_rows(work, Z.shape[0])
+        G += Z.T @ X
     W1 = W0 + (eta_tilde / n0) * G
     return W1
 
@@ -258,6 +290,18 @@ def ridge_readout(
     return features.T @ b
 
 
+def _features(Z: np.ndarray, sigma: Function, scale: float) -> None:
+    """``Z <- scale * sigma(Z)`` in place, by row blocks in threads."""
+
+    def work(i0: int, i1: int) -> None:
+        block = sigma(Z[i0:i1])
+        if scale != 1.0:
+            block *= scale
+        Z[i0:i1] = block
+
+    _by_rows(work, Z.shape[0])
+
+
 def fit_readouts(
     W1: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
     ns: Sequence[int], lams: Sequence[float], delta: float, rng: np.random.Generator,
@@ -286,8 +330,8 @@ def fit_readouts(
     start = 0
     for X in _batches(rng, n_max, d, chunk_rows(p, n_max), stops=order):
         y = labels(X @ theta, target, delta, noise_rng)
-        F = sigma(X @ W1.T)
-        F *= scale
+        F = X @ W1.T
+        _features(F, sigma, scale)
         if start < keep:
             kept_F.append(F)
             kept_y.append(y)
@@ -320,7 +364,9 @@ def estimate_test_error(
     A = a.reshape(p, -1)
     total = np.zeros(A.shape[1])
     for X in _batches(rng, n_test, d, chunk_rows(p, n_test)):
-        pred = sigma(X @ W1.T) @ A
+        F = X @ W1.T
+        _features(F, sigma, 1.0)
+        pred = F @ A
         pred *= 1.0 / math.sqrt(p)
         total += np.sum((target(X @ theta)[:, None] - pred) ** 2, axis=0)
     out = total / n_test
