@@ -257,12 +257,14 @@ def srf_weights(
 def ridge_readout(
     features: np.ndarray | None, y: np.ndarray | None, lam: float, *,
     gram: np.ndarray | None = None, rhs: np.ndarray | None = None, method: str = "auto",
+    kernel: np.ndarray | None = None,
 ) -> np.ndarray:
     """``argmin_a |y - F a|^2 + lam |a|^2`` through the smaller system, by Cholesky.
 
     Primal: ``(F^T F + lam I) a = F^T y`` (``p x p``; pass ``gram = F^T F``, ``rhs = F^T y`` when
     they were accumulated in chunks). Dual: ``a = F^T (F F^T + lam I)^{-1} y`` (``n x n``).
-    ``lam = 0`` gives the minimum-norm least-squares solution (via ``lstsq``).
+    ``lam = 0`` gives the minimum-norm least-squares solution (via ``lstsq``). ``kernel = F F^T``
+    may be passed to reuse it over several ``lam``.
     """
     if method not in ("auto", "primal", "dual"):
         raise ValueError(f"method must be auto, primal or dual, got {method!r}")
@@ -283,7 +285,7 @@ def ridge_readout(
         A[np.diag_indices_from(A)] += lam
         return linalg.cho_solve(linalg.cho_factor(A, lower=True, overwrite_a=True,
                                                   check_finite=False), rhs, check_finite=False)
-    K = features @ features.T
+    K = features @ features.T if kernel is None else kernel.copy()
     K[np.diag_indices_from(K)] += lam
     b = linalg.cho_solve(linalg.cho_factor(K, lower=True, overwrite_a=True, check_finite=False),
                          y, check_finite=False)
@@ -341,12 +343,14 @@ def fit_readouts(
             rhs += F.T @ y
         if start in order:
             A = np.empty((p, len(lams)))
-            for j, lam in enumerate(lams):
-                if start < p:
-                    A[:, j] = ridge_readout(np.vstack(kept_F), np.concatenate(kept_y), lam,
-                                            method="dual")
-                else:
-                    full = np.triu(gram) + np.triu(gram, 1).T
+            if start < p:  # dual: one n x n kernel for every lam
+                F_n, y_n = np.vstack(kept_F), np.concatenate(kept_y)
+                K = F_n @ F_n.T
+                for j, lam in enumerate(lams):
+                    A[:, j] = ridge_readout(F_n, y_n, lam, method="dual", kernel=K)
+            else:  # primal: the accumulated upper triangle, mirrored once
+                full = np.triu(gram) + np.triu(gram, 1).T
+                for j, lam in enumerate(lams):
                     A[:, j] = ridge_readout(None, None, lam, gram=full, rhs=rhs)
             solved[start] = A
     return np.stack([solved[n] for n in ns], axis=1)
