@@ -55,4 +55,4 @@ def test_simulation_agrees_at_d2000(model, sigma, target, beta, alpha0, eta):
     if model == "srf":
         assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}"
     else:
-        assert np.all(np.abs(rel) < 0.05), f"relative gap = {np.round(rel, 4)}, z = {np.round(z, 2)}"
+        assert np.all(np.abs(rel) < 0.05), f"relative gap {np.round(rel, 4)}, z {np.round(z, 2)}"
