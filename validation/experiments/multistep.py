@@ -351,15 +351,9 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
     ax.errorbar(gq["d"], gq["mean_overlap_mean"], yerr=gq["mean_overlap_se"], marker="D", ms=4,
                 color=COLORS[3], label=r"$n=d^2$, one step ($\eta=p\,d^{1/2}$)")
     _reference(ax, np.concatenate([lin["d"].unique(), quad["d"].unique()]))
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("$d$")
-    ax.set_ylabel(r"mean$_k\ |\langle w_k,\theta_1\rangle|/|w_k|$")
-    ax.set_title(r"$g=\mathrm{He}_2(z_1)$ (leap index 2)")
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    paths.append(outdir / f"{prefix}_leap2.png")
-    _save(fig, paths[-1])
-    plt.close(fig)
+    paths.append(_finish_vs_d(
+        fig, ax, r"mean$_k\ |\langle w_k,\theta_1\rangle|/|w_k|$",
+        r"$g=\mathrm{He}_2(z_1)$ (leap index 2)", outdir / f"{prefix}_leap2.png"))
 
     fig, ax = plt.subplots(1, 1, figsize=(7.2, 3.9), constrained_layout=True)
     s4 = summary(data["leap4"])
@@ -372,15 +366,9 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
         ax.errorbar(g["d"], g["mean_overlap_mean"], yerr=g["mean_overlap_se"],
                     marker="os^Dv"[t - 1], ms=4, color=COLORS[t - 1], label=f"after step {t}")
     _reference(ax, pooled["d"].unique())
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("$d$")
-    ax.set_ylabel(r"mean over $k$ and $j=1..4$ of $|\langle w_k,\theta_j\rangle|/|w_k|$")
-    ax.set_title(r"$g=z_1z_2z_3z_4$ (leap index 4), $n=16d$")
-    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
-    paths.append(outdir / f"{prefix}_leap4.png")
-    _save(fig, paths[-1])
-    plt.close(fig)
+    paths.append(_finish_vs_d(
+        fig, ax, r"mean over $k$ and $j=1..4$ of $|\langle w_k,\theta_j\rangle|/|w_k|$",
+        r"$g=z_1z_2z_3z_4$ (leap index 4), $n=16d$", outdir / f"{prefix}_leap4.png"))
     return paths
 
 
@@ -389,6 +377,21 @@ def _save(fig, path: pathlib.Path) -> None:
     fig.savefig(path, dpi=150, metadata={"Software": None})
     fig.savefig(path.with_suffix(".pdf"), metadata={"Creator": None, "Producer": None,
                                                     "CreationDate": None})
+
+
+def _finish_vs_d(fig, ax, ylabel: str, title: str, path: pathlib.Path) -> pathlib.Path:
+    """Log-log overlap-vs-d panel: axes, labels, legend outside, saved (PNG + PDF), closed."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("$d$")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _save(fig, path)
+    plt.close(fig)
+    return path
 
 
 def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
