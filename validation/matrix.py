@@ -40,6 +40,9 @@ ALPHA0S = (0.5, 2.0, 20.0)
 ETAS = (0.0, 1.0, 3.0)
 LAMS = (0.01, 0.1)
 ALPHAS = (0.2, 1.0, 2.5, 5.0)
+#: random stream of the samples (validation.simulator.Setting.stream): the store was drawn with
+#: the sequential stream 1, kept so that every stored repetition can be re-run exactly
+STREAM = 1
 D_SCALING = (500, 1000, 2000, 4000)
 
 
@@ -101,7 +104,7 @@ def _task(ms: MatrixSetting, model: str, d: int, rep: int) -> list[dict]:
     """One repetition: all alphas x lams of a (setting, model, d)."""
     root = setting_seed(ms, model, d)
     base = Setting(model=model, sigma=ms.sigma, target=ms.target, alpha=1.0, alpha0=ms.alpha0,
-                   eta=ms.eta, lam=LAMS[0], beta=ms.beta, d=d)
+                   eta=ms.eta, lam=LAMS[0], beta=ms.beta, d=d, stream=STREAM)
     t0 = time.perf_counter()
     risks = simulate_grid_once(base, ALPHAS, LAMS, np.random.SeedSequence(root, spawn_key=(rep,)))
     dt = time.perf_counter() - t0

@@ -38,9 +38,11 @@ from scipy.linalg import blas
 from asymptotics.functions import Function, get_function
 from asymptotics.srf import srf_mapping
 
+from .kernels import KERNELS
+
 MODELS = ("network", "srf", "rf")
 STREAMS = ("weights", "teacher", "step", "step_noise", "ridge", "ridge_noise", "test")
-CHUNK_BYTES = 64 * 2**20  # one chunk of pre-activations (rows x p float64)
+CHUNK_BYTES = 256 * 2**20  # one chunk of pre-activations (rows x p float64): big chunks, fast GEMMs
 
 
 def _positive(name: str, value: float, *, allow_zero: bool = False) -> float:
@@ -68,6 +70,7 @@ class Setting:
     d: int = 1000
     n_test: int = 0  # 0: max(10000, 2 d)
     spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
+    stream: int = 2  # random stream of the samples: 2 = BlockRows (parallel), 1 = sequential
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -78,6 +81,8 @@ class Setting:
             _positive(name, getattr(self, name), allow_zero=True)
         if int(self.d) != self.d or self.d < 2:
             raise ValueError(f"d must be an integer >= 2, got {self.d}")
+        if self.stream not in (1, 2):
+            raise ValueError(f"stream must be 1 or 2, got {self.stream!r}")
         if int(self.n_test) != self.n_test or self.n_test < 0:
             raise ValueError(f"n_test must be an integer >= 0 (0 = default), got {self.n_test}")
         if self.spike is not None:
@@ -136,9 +141,9 @@ class SimulationResult:
 # building blocks (public: the tests check each against an independent computation)
 
 
-def sphere_rows(rng: np.random.Generator, p: int, d: int) -> np.ndarray:
+def sphere_rows(rng: np.random.Generator | BlockRows, p: int, d: int) -> np.ndarray:
     """``p x d`` matrix with rows i.i.d. uniform on the unit sphere of R^d."""
-    w = rng.standard_normal((p, d))
+    w = rng.take(p) if isinstance(rng, BlockRows) else rng.standard_normal((p, d))
     w /= np.linalg.norm(w, axis=1, keepdims=True)
     return w
 
@@ -165,14 +170,63 @@ def labels(x_theta: np.ndarray, target: Function, delta: float,
     return y
 
 
-def _batches(rng: np.random.Generator, n: int, d: int, rows: int, stops: Sequence[int] = ()):
-    """Standard Gaussian ``m x d`` chunks of a batch of ``n`` samples, cut at every ``stops``."""
+class BlockRows:
+    """Rows of i.i.d. standard Gaussians drawn in parallel, reproducibly (random stream 2).
+
+    Row block ``b`` (``BLOCK`` rows) comes from its own generator (numpy's SFC64, the fastest of
+    its bit generators here), seeded by the ``b``-th child of ``seed``, so the rows do not depend on how they are cut into chunks nor on the thread count,
+    and several blocks are drawn at once. ``take(m)`` returns the next ``m`` rows.
+    """
+
+    BLOCK = 512
+
+    def __init__(self, seed: np.random.SeedSequence, d: int) -> None:
+        self.seed, self.d = seed, int(d)
+        self.next_block = 0
+        self.left = np.empty((0, self.d))  # drawn rows not yet handed out
+
+    def _generator(self, b: int) -> np.random.Generator:
+        child = np.random.SeedSequence(self.seed.entropy, spawn_key=(*self.seed.spawn_key, b),
+                                       pool_size=self.seed.pool_size)
+        return np.random.Generator(np.random.SFC64(child))
+
+    def take(self, m: int) -> np.ndarray:
+        out = np.empty((m, self.d))
+        k = min(m, self.left.shape[0])
+        out[:k], self.left = self.left[:k], self.left[k:]
+        whole, rest = divmod(m - k, self.BLOCK)
+        first = self.next_block
+        self.next_block += whole + (rest > 0)
+        tail = np.empty((self.BLOCK if rest else 0, self.d))
+
+        def fill(b: int) -> None:  # numpy's generators release the GIL while filling
+            target = tail if b == whole else out[k + b * self.BLOCK:k + (b + 1) * self.BLOCK]
+            self._generator(first + b).standard_normal(out=target)
+
+        blocks = whole + (rest > 0)
+        if blocks > 1 and _threads() > 1:
+            list(_pool().map(fill, range(blocks)))
+        else:
+            for b in range(blocks):
+                fill(b)
+        if rest:
+            out[m - rest:], self.left = tail[:rest], tail[rest:]
+        return out
+
+
+def _batches(source: np.random.Generator | BlockRows, n: int, d: int, rows: int,
+             stops: Sequence[int] = ()):
+    """Standard Gaussian ``m x d`` chunks of a batch of ``n`` samples, cut at every ``stops``:
+    drawn one after the other from a generator (random stream 1) or from :class:`BlockRows`."""
     cuts = sorted({int(c) for c in stops if 0 < c < n} | {n})
     start = 0
     for cut in cuts:
         while start < cut:
             m = min(rows, cut - start)
-            yield rng.standard_normal((m, d))
+            if isinstance(source, BlockRows):
+                yield source.take(m)
+            else:
+                yield source.standard_normal((m, d))
             start += m
 
 
@@ -189,17 +243,21 @@ def _threads() -> int:
 _POOL: ThreadPoolExecutor | None = None
 
 
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="giantstep")
+    return _POOL
+
+
 def _by_rows(work: Callable[[int, int], None], m: int) -> None:
     """``work(i0, i1)`` over row blocks of ``m`` rows, in threads; it must write in place."""
-    global _POOL
     k = min(_threads(), max(1, m // 256))
     if k == 1:
         work(0, m)
         return
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=os.cpu_count() or 1)
     cuts = np.linspace(0, m, k + 1).astype(int)
-    list(_POOL.map(lambda i: work(cuts[i], cuts[i + 1]), range(k)))
+    list(_pool().map(lambda i: work(cuts[i], cuts[i + 1]), range(k)))
 
 
 def giant_step_gradient(
@@ -215,7 +273,7 @@ def giant_step_gradient(
 
 def network_step(
     W0: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
-    n0: int, eta_tilde: float, delta: float, rng: np.random.Generator,
+    n0: int, eta_tilde: float, delta: float, rng: np.random.Generator | BlockRows,
     noise_rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """``W1 = W0 + (eta_tilde / n0) sum_i (y_i - f(x_i; a0, W0)) sigma'(W0 x_i) x_i^T``, chunked.
@@ -224,20 +282,25 @@ def network_step(
     ``W0 - eta grad_W L0`` of THEORY.md §1 (the factor ``1/sqrt(p)`` twice times ``p``).
     """
     p, d = W0.shape
-    G = np.zeros((p, d))
+    kernel = KERNELS[sigma.f][1] if sigma.f in KERNELS else None
+    G = None
     for X in _batches(rng, n0, d, chunk_rows(p, n0)):
         y = labels(X @ theta, target, delta, noise_rng)
         Z = X @ W0.T
 
         def work(i0: int, i1: int, Z=Z, y=y) -> None:  # Z <- (y - f) sigma'(Z), row block
+            if kernel is not None:
+                kernel(Z[i0:i1], y[i0:i1])
+                return
             value, slope = sigma.value_and_derivative(Z[i0:i1])
             slope *= (y[i0:i1] - value.mean(axis=1))[:, None]
             Z[i0:i1] = slope
 
         _by_rows(work, Z.shape[0])
-        G += Z.T @ X
-    W1 = W0 + (eta_tilde / n0) * G
-    return W1
+        G = Z.T @ X if G is None else np.add(G, Z.T @ X, out=G)
+    G *= eta_tilde / n0
+    G += W0
+    return G
 
 
 def srf_weights(
@@ -262,7 +325,8 @@ def ridge_readout(
     """``argmin_a |y - F a|^2 + lam |a|^2`` through the smaller system, by Cholesky.
 
     Primal: ``(F^T F + lam I) a = F^T y`` (``p x p``; pass ``gram = F^T F``, ``rhs = F^T y`` when
-    they were accumulated in chunks). Dual: ``a = F^T (F F^T + lam I)^{-1} y`` (``n x n``).
+    they were accumulated in chunks; with ``lam > 0`` only the upper triangle of ``gram`` is read).
+    Dual: ``a = F^T (F F^T + lam I)^{-1} y`` (``n x n``).
     ``lam = 0`` gives the minimum-norm least-squares solution (via ``lstsq``). ``kernel = F F^T``
     may be passed to reuse it over several ``lam``.
     """
@@ -283,7 +347,7 @@ def ridge_readout(
             gram, rhs = features.T @ features, features.T @ y
         A = gram.copy()
         A[np.diag_indices_from(A)] += lam
-        return linalg.cho_solve(linalg.cho_factor(A, lower=True, overwrite_a=True,
+        return linalg.cho_solve(linalg.cho_factor(A, lower=False, overwrite_a=True,
                                                   check_finite=False), rhs, check_finite=False)
     K = features @ features.T if kernel is None else kernel.copy()
     K[np.diag_indices_from(K)] += lam
@@ -293,7 +357,12 @@ def ridge_readout(
 
 
 def _features(Z: np.ndarray, sigma: Function, scale: float) -> None:
-    """``Z <- scale * sigma(Z)`` in place, by row blocks in threads."""
+    """``Z <- scale * sigma(Z)`` in place, by row blocks in threads (a fused kernel of
+    :mod:`validation.kernels` where the activation has one)."""
+    if sigma.f in KERNELS:
+        kernel = KERNELS[sigma.f][0]
+        _by_rows(lambda i0, i1: kernel(Z[i0:i1], scale), Z.shape[0])
+        return
 
     def work(i0: int, i1: int) -> None:
         block = sigma(Z[i0:i1])
@@ -306,7 +375,7 @@ def _features(Z: np.ndarray, sigma: Function, scale: float) -> None:
 
 def fit_readouts(
     W1: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
-    ns: Sequence[int], lams: Sequence[float], delta: float, rng: np.random.Generator,
+    ns: Sequence[int], lams: Sequence[float], delta: float, rng: np.random.Generator | BlockRows,
     noise_rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """Ridge readouts on the first ``n`` of one stream of fresh samples, for every ``n`` in ``ns``
@@ -335,7 +404,7 @@ def fit_readouts(
         F = X @ W1.T
         _features(F, sigma, scale)
         if start < keep:
-            kept_F.append(F)
+            kept_F.append(F.copy())
             kept_y.append(y)
         start += X.shape[0]
         if need_gram:  # upper triangle only (BLAS syrk: half the flops of F^T F)
@@ -348,17 +417,19 @@ def fit_readouts(
                 K = F_n @ F_n.T
                 for j, lam in enumerate(lams):
                     A[:, j] = ridge_readout(F_n, y_n, lam, method="dual", kernel=K)
-            else:  # primal: the accumulated upper triangle, mirrored once
-                full = np.triu(gram) + np.triu(gram, 1).T
+            else:  # primal: Cholesky reads the accumulated upper triangle; lstsq needs it all
+                full = None
                 for j, lam in enumerate(lams):
-                    A[:, j] = ridge_readout(None, None, lam, gram=full, rhs=rhs)
+                    if lam == 0 and full is None:
+                        full = np.triu(gram) + np.triu(gram, 1).T
+                    A[:, j] = ridge_readout(None, None, lam, gram=gram if lam else full, rhs=rhs)
             solved[start] = A
     return np.stack([solved[n] for n in ns], axis=1)
 
 
 def estimate_test_error(
     W1: np.ndarray, a: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
-    n_test: int, rng: np.random.Generator,
+    n_test: int, rng: np.random.Generator | BlockRows,
 ) -> np.ndarray | float:
     """Monte Carlo ``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on noiseless inputs.
 
@@ -383,14 +454,19 @@ def estimate_test_error(
 
 def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
                 target: Function) -> tuple[np.ndarray, np.ndarray, dict]:
-    """``(W1, theta*, generators)`` of one repetition: the weights the readout is fitted on."""
-    rngs = dict(zip(STREAMS, (np.random.default_rng(s) for s in seed.spawn(len(STREAMS))),
-                    strict=True))
+    """``(W1, theta*, sources)`` of one repetition: the weights the readout is fitted on, and the
+    random sources of the rest (the sample streams as :class:`BlockRows` under stream 2)."""
+    children = dict(zip(STREAMS, seed.spawn(len(STREAMS)), strict=True))
+    rngs = {name: np.random.default_rng(child) for name, child in children.items()}
+    if setting.stream == 2:
+        for name in ("weights", "ridge", "test"):
+            rngs[name] = BlockRows(children[name], setting.d)
     W0 = sphere_rows(rngs["weights"], setting.p, setting.d)
     theta = unit_vector(rngs["teacher"], setting.d)
     if setting.model == "network" and setting.eta > 0:
+        step = BlockRows(children["step"], setting.d) if setting.stream == 2 else rngs["step"]
         W1 = network_step(W0, theta, sigma, target, n0=setting.n0, eta_tilde=setting.eta,
-                          delta=setting.delta, rng=rngs["step"], noise_rng=rngs["step_noise"])
+                          delta=setting.delta, rng=step, noise_rng=rngs["step_noise"])
     elif setting.model == "srf" and setting.spike is not None:
         r, c, gamma = setting.spike
         W1, _ = srf_weights(W0, theta, r=r, c=c, gamma=gamma, rng=rngs["step"])
@@ -410,8 +486,8 @@ def simulate_grid_once(
     """Test errors ``len(alphas) x len(lams)`` of one repetition: one first layer, nested ridge
     batches along alpha, one test set (``setting.alpha`` and ``setting.lam`` are ignored)."""
     sigma, target = get_function(setting.sigma), get_function(setting.target)
-    W1, theta, rngs = first_layer(setting, seed, sigma, target)
     ns = [max(1, int(round(a * setting.d))) for a in alphas]
+    W1, theta, rngs = first_layer(setting, seed, sigma, target)
     A = fit_readouts(W1, theta, sigma, target, ns=ns, lams=lams, delta=setting.delta,
                      rng=rngs["ridge"], noise_rng=rngs["ridge_noise"])
     errors = estimate_test_error(W1, A.reshape(setting.p, -1), theta, sigma, target,
