@@ -174,8 +174,9 @@ class BlockRows:
     """Rows of i.i.d. standard Gaussians drawn in parallel, reproducibly (random stream 2).
 
     Row block ``b`` (``BLOCK`` rows) comes from its own generator (numpy's SFC64, the fastest of
-    its bit generators here), seeded by the ``b``-th child of ``seed``, so the rows do not depend on how they are cut into chunks nor on the thread count,
-    and several blocks are drawn at once. ``take(m)`` returns the next ``m`` rows.
+    its bit generators here), seeded by the ``b``-th child of ``seed``: the rows do not depend
+    on how they are cut into chunks nor on the thread count, and several blocks are drawn at
+    once. ``take(m)`` returns the next ``m`` rows.
     """
 
     BLOCK = 512
