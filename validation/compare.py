@@ -25,7 +25,8 @@ Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_co
 def compare(
     model: str, alphas: Sequence[float], *, sigma: str, target: str, alpha0: float, eta: float,
     lam: float, beta: float = 1.0, delta: float = 0.0, d: int = 1000, seeds: int = 10,
-    seed: int = 0, n_jobs: int = 1, n_test: int = 0, progress: bool | None = None,
+    seed: int = 0, n_jobs: int = 1, n_test: int = 0, stream: int = 2,
+    progress: bool | None = None,
 ):
     """DataFrame: one row per alpha with ``alpha, theory, sim_mean, sim_se, z, rel_gap`` and every
     parameter; an unconverged theory point has ``theory = nan`` and ``theory_converged = False``."""
@@ -37,7 +38,8 @@ def compare(
     alphas = [float(a) for a in alphas]
     eta_theory = 0.0 if model == "rf" else eta
     settings = [Setting(model=model, sigma=sigma, target=target, alpha=a, alpha0=alpha0,
-                        eta=eta_theory, lam=lam, beta=beta, delta=delta, d=d, n_test=n_test)
+                        eta=eta_theory, lam=lam, beta=beta, delta=delta, d=d, n_test=n_test,
+                        stream=stream)
                 for a in alphas]
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
                         lam=lam, beta=beta, delta=delta, progress=False)
@@ -104,6 +106,9 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
                    help="worker processes (results do not depend on it; default: 1)")
     p.add_argument("--n-test", type=integer("n-test", 0), default=0,
                    help="test samples per repetition (default 0: max(10000, 2d))")
+    p.add_argument("--stream", type=int, choices=(1, 2), default=2,
+                   help="random stream of the samples: 2 = parallel blocks (default), "
+                        "1 = sequential (the validation store's)")
 
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
@@ -131,7 +136,7 @@ def run_cli(args: argparse.Namespace) -> int:
     df = compare(args.model, args.alpha, sigma=args.sigma, target=args.target,
                  alpha0=args.alpha0, eta=args.eta, lam=args.lam, beta=args.beta,
                  delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
-                 n_jobs=args.n_jobs, n_test=args.n_test,
+                 n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
                  progress=False if args.quiet else None)
     text = df.drop(columns=["values"]).to_csv(index=False, float_format="%.10g")
     sys.stdout.write(text)
