@@ -43,7 +43,7 @@ def test_simulation_agrees_at_d2000(model, sigma, target, beta, alpha0, eta):
     """The heavier version (python -m pytest -m slow), d = 2000, 8 seeds. srf, the object of the
     equations: within 4 s.e. The network: within 5% of the one-step theory, in settings outside
     the two gap families of validation/REPORT.md; it is not within 4 s.e. at this precision (the
-    sRF mapping drops corrections of ~1-2%, REPORT_d2000.md), so z is not asserted for it."""
+    sRF mapping drops corrections of ~1-2%, REPORT.md), so z is not asserted for it."""
     alphas = [0.5, 2.0, 4.0]
     base = Setting(model=model, sigma=sigma, target=target, alpha=1.0, alpha0=alpha0, eta=eta,
                    lam=LAMS[0], beta=beta, d=2000)
