@@ -195,3 +195,16 @@ def test_stream_1_and_2_agree_in_distribution_not_in_values():
     assert abs(r1.mean - r2.mean) < 4 * np.hypot(r1.se, r2.se)
     with pytest.raises(ValueError, match="stream must be 1 or 2"):
         Setting(**base, stream=3)
+
+
+def test_too_big_for_memory_is_refused_before_allocating(monkeypatch):
+    from validation import simulator
+    from validation.simulator import Setting, memory_needed, simulate
+
+    s = Setting(model="network", sigma="tanh", target="tanh", alpha=1.0, alpha0=50.0, eta=1.0,
+                lam=0.1, d=60)
+    assert 0 < memory_needed(s, [60]) < 2**30
+    monkeypatch.setattr(simulator, "_available_memory", lambda: 2**16)
+    monkeypatch.setattr(simulator, "first_layer", lambda *a: pytest.fail("allocated"))
+    with pytest.raises(MemoryError, match=r"needs about .* GiB .* available; lower d"):
+        simulate(s, seeds=2)

@@ -501,6 +501,43 @@ def simulate_once(setting: Setting, seed: np.random.SeedSequence) -> float:
     return float(simulate_grid_once(setting, [setting.alpha], [setting.lam], seed)[0, 0])
 
 
+def memory_needed(setting: Setting, ns: Sequence[int], n_jobs: int = 1) -> int:
+    """Bytes one repetition holds at its peak (times ``n_jobs``): the samples are streamed in
+    chunks, so ``n0``, ``n`` and ``n_test`` enter only through the chunk and, while ``n < p``,
+    the kept features and the ``n x n`` dual kernel; the weights (``W0``, ``W1``, the gradient)
+    and the ``p x p`` Gram with its Cholesky copy must fit whole."""
+    p, d = setting.p, setting.d
+    rows = max(chunk_rows(p, n) for n in [*ns, setting.n0, setting.n_test_used])
+    keep = max((n for n in ns if n < p), default=0)
+    floats = 3 * p * d + 2 * rows * (d + p) + 2 * p * p + keep * p + 2 * keep * keep
+    return 8 * floats * int(n_jobs)
+
+
+def _available_memory() -> int | None:
+    """Bytes the OS reports available (Linux ``MemAvailable``; else physical memory)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def check_memory(setting: Setting, ns: Sequence[int], n_jobs: int = 1) -> None:
+    """Raise before allocating anything when a repetition cannot fit in the available memory."""
+    need, have = memory_needed(setting, ns, n_jobs), _available_memory()
+    if have is not None and need > 0.9 * have:
+        raise MemoryError(
+            f"this simulation needs about {need / 2**30:.1f} GiB (p = {setting.p}, d = "
+            f"{setting.d}: weights p x d, Gram p x p, chunks, dual kernel for n < p; x{n_jobs} "
+            f"workers) but only {have / 2**30:.1f} GiB are available; lower d, beta or n_jobs")
+
+
 def _summary(values: Sequence[float]) -> tuple[float, float]:
     v = np.asarray(values, dtype=np.float64)
     se = float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
@@ -534,6 +571,7 @@ def simulate_curve(
     lams = [setting.lam] if lams is None else [_positive("lam", v, allow_zero=True) for v in lams]
     if not alphas or not lams:
         raise ValueError("alphas and lams must be non-empty")
+    check_memory(setting, [max(1, int(round(a * setting.d))) for a in alphas], n_jobs)
     children = np.random.SeedSequence(int(seed)).spawn(int(seeds))
     t0 = time.perf_counter()
     if n_jobs == 1:
