@@ -13,7 +13,10 @@ printed: a one-off per process). Peak memory is the resident-set high-water mark
 process.
 """
 
+# ruff: noqa: I001 - validation is imported first: its OpenBLAS thread setting must precede numpy
 from __future__ import annotations
+
+import validation  # noqa: F401
 
 import argparse
 import json

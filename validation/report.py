@@ -278,9 +278,9 @@ def _scaling_section(agg, d: int) -> list[str]:
     lines += ["Mean over the alpha x lambda points of each setting.", "",
               "| setting | model | d | seeds | mean (sim − theory) | mean |sim − theory| | "
               "mean s.e. |", "|---|---|---|---|---|---|---|"]
-    for (key, model, d), sub in multi.groupby(["key", "model", "d"]):
+    for (key, model, dim), sub in multi.groupby(["key", "model", "d"]):
         diff = sub["sim_mean"] - sub["theory"]
-        lines.append(f"| {key} | {model} | {d} | {int(sub['seeds'].median())} | "
+        lines.append(f"| {key} | {model} | {dim} | {int(sub['seeds'].median())} | "
                      f"{diff.mean():+.2e} | {diff.abs().mean():.2e} | "
                      f"{sub['sim_se'].mean():.2e} |")
     return lines + ["", f"![scaling](figures/matrix_scaling_d{d}.png)", ""]
