@@ -405,7 +405,7 @@ def fit_readouts(
         F = X @ W1.T
         _features(F, sigma, scale)
         if start < keep:
-            kept_F.append(F.copy())
+            kept_F.append(F)
             kept_y.append(y)
         start += X.shape[0]
         if need_gram:  # upper triangle only (BLAS syrk: half the flops of F^T F)
