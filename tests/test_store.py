@@ -34,7 +34,8 @@ def test_stored_repetition_is_reproduced(sigma, target, beta, alpha0, eta, model
     stored = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == 1000)
                    & (store["rep"] == rep)].sort_values(["alpha", "lam"])
     assert len(stored) == 8, f"store lacks {ms.key} {model} rep {rep}"
-    rows = sorted(_task(ms, model, 1000, rep), key=lambda r: (r["alpha"], r["lam"]))
+    estimator = stored["estimator"].iloc[0]
+    rows = sorted(_task(ms, model, 1000, rep, estimator), key=lambda r: (r["alpha"], r["lam"]))
     again = np.array([r["risk"] for r in rows])
     np.testing.assert_allclose(again, stored["risk"].to_numpy(), rtol=1e-10, atol=0)
 

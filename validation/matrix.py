@@ -43,6 +43,12 @@ ALPHAS = (0.2, 1.0, 2.5, 5.0)
 #: random stream of the samples (validation.simulator.Setting.stream): the store was drawn with
 #: the sequential stream 1, kept so that every stored repetition can be re-run exactly
 STREAM = 1
+#: test-error estimator of new repetitions (validation.test_error): control variates. The
+#: repetitions of sessions 1-3 are plain Monte Carlo ("mc" in the store's estimator column); both
+#: estimate the same test error of the same trained network, so they pool (unequal noise does not
+#: bias the mean, nor the usual s.e. of it)
+ESTIMATOR = "cv"
+PILOT = 3  # repetitions of a new estimator before its spread sets the count
 D_SCALING = (500, 1000, 2000, 4000)
 
 
@@ -97,20 +103,22 @@ def setting_seed(ms: MatrixSetting, model: str, d: int) -> int:
 
 
 FIELDS = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "seed_root",
-          "rep", "alpha", "lam", "risk", "seconds"]
+          "rep", "alpha", "lam", "risk", "seconds", "estimator"]
 
 
-def _task(ms: MatrixSetting, model: str, d: int, rep: int) -> list[dict]:
+def _task(ms: MatrixSetting, model: str, d: int, rep: int,
+          estimator: str = ESTIMATOR) -> list[dict]:
     """One repetition: all alphas x lams of a (setting, model, d)."""
     root = setting_seed(ms, model, d)
     base = Setting(model=model, sigma=ms.sigma, target=ms.target, alpha=1.0, alpha0=ms.alpha0,
-                   eta=ms.eta, lam=LAMS[0], beta=ms.beta, d=d, stream=STREAM)
+                   eta=ms.eta, lam=LAMS[0], beta=ms.beta, d=d, stream=STREAM,
+                   estimator=estimator)
     t0 = time.perf_counter()
     risks = simulate_grid_once(base, ALPHAS, LAMS, np.random.SeedSequence(root, spawn_key=(rep,)))
     dt = time.perf_counter() - t0
     return [dict(key=ms.key, sigma=ms.sigma, target=ms.target, beta=ms.beta, alpha0=ms.alpha0,
                  eta=ms.eta, model=model, d=d, seed_root=root, rep=rep, alpha=a, lam=lam,
-                 risk=float(risks[i, j]), seconds=dt)
+                 risk=float(risks[i, j]), seconds=dt, estimator=estimator)
             for i, a in enumerate(ALPHAS) for j, lam in enumerate(LAMS)]
 
 
@@ -139,39 +147,57 @@ def _append(path: Path, rows: Iterable[dict]) -> None:
         os.fsync(fh.fileno())
 
 
+def _needed(sd_old: float, n_old: int, sd_new: float, target_se: float, cap: int) -> int:
+    """Repetitions ``n`` (old ones included) with ``(n_old sd_old^2 + (n - n_old) sd_new^2) / n^2
+    <= target_se^2``: the variance of a mean of values of unequal noise; at most ``cap``."""
+    n = n_old
+    while n < cap and (n_old * sd_old**2 + (n - n_old) * sd_new**2) > (target_se * n) ** 2:
+        n += 1
+    return n
+
+
 def plan(store, target_se: float, seeds: int, max_seeds: int,
          groups: Sequence[tuple[MatrixSetting, str, int]]) -> list[tuple]:
     """Repetitions still to run: up to ``seeds`` for every group, then more where the largest
     standard error over a group's points exceeds ``target_se`` (the count that the observed
-    spread says is needed, capped at ``max_seeds``)."""
+    spread of each estimator says is needed, capped at ``max_seeds``)."""
     todo = []
     for ms, model, d in groups:
         sub = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == d)]
         done = set(sub["rep"].unique().tolist())
         want = seeds
         if len(done) >= 2 and target_se > 0:
-            sd = sub.groupby(["alpha", "lam"])["risk"].std(ddof=1).max()
-            want = max(seeds, min(max_seeds, math.ceil((sd / target_se) ** 2)))
+            want = max(seeds, len(done))
+            for _, point in sub.groupby(["alpha", "lam"]):
+                old = point[point["estimator"] != ESTIMATOR]["risk"]
+                new = point[point["estimator"] == ESTIMATOR]["risk"]
+                sd_old = float(old.std(ddof=1)) if len(old) >= 2 else 0.0
+                if len(new) < PILOT:  # spread of the new estimator not measured yet: a pilot
+                    if _needed(sd_old, len(old), sd_old, target_se, max_seeds) > len(old):
+                        want = max(want, min(max_seeds, len(old) + PILOT))
+                    continue
+                want = max(want, _needed(sd_old, len(old), float(new.std(ddof=1)), target_se,
+                                         max_seeds))
         todo += [(ms, model, d, rep) for rep in range(want) if rep not in done]
     return todo
 
 
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
-        confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf")) -> None:
-    """Run the repetitions the plan asks for, appending to the store as they finish.
+        confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf"),
+        targets: Sequence[str] = TARGETS) -> None:
+    """Run the repetitions the plan asks for, appending to the store as they finish, and plan
+    again (with ``target_se``) until no point asks for more or the time budget is spent.
 
     Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
     the heavy run needs nothing beyond numpy/scipy on the machine that does it)."""
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     def by_cost(t):
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
     store_path.parent.mkdir(parents=True, exist_ok=True)
     store = read_store(store_path)
-    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models() if m in models]
+    groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()
+              if m in models and ms.target in targets]
     todo = sorted(plan(store, target_se, seeds, max_seeds, groups), key=by_cost)
     if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
         from .report import aggregate
@@ -190,9 +216,41 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
                  for dd in ds if dd != d or ms not in main]
         todo += sorted(plan(store, 0.0, scaling_seeds, scaling_seeds, extra), key=by_cost)
     t_end = time.time() + time_budget
-    print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
+    if math.isfinite(time_budget):  # finish whole groups first: cheapest remaining work first
+        todo = _cheapest_groups_first(todo, store)
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    while todo:
+        print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
+        if not _execute(todo, store_path, n_jobs, t_end) or confirm_seeds or target_se <= 0:
+            return
+        # the spread of the new repetitions may ask for more (a pilot round first): plan again
+        store = read_store(store_path)
+        todo = _cheapest_groups_first(plan(store, target_se, seeds, max_seeds, groups), store)
+
+
+def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
+    """Order repetitions by the total time their group still needs (the group's mean seconds
+    per repetition in the store, else a size proxy), so that a time budget completes groups."""
+    def seconds(ms: MatrixSetting, model: str, d: int) -> float:
+        sub = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == d)]
+        if len(sub):
+            return float(sub.groupby("rep")["seconds"].first().mean())
+        return 1e-6 * d**2 * ms.beta * (1 + ms.alpha0 * (model == "network"))
+
+    count: dict[tuple, int] = {}
+    for ms, model, d, _ in todo:
+        count[(ms, model, d)] = count.get((ms, model, d), 0) + 1
+    cost = {g: n * seconds(*g) for g, n in count.items()}
+    return sorted(todo, key=lambda t: (cost[t[:3]], t[0].key, t[1], t[3]))
+
+
+def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float) -> bool:
+    """Run ``todo`` in ``n_jobs`` spawned workers, appending each repetition to the store as it
+    finishes; False when the time budget ran out first."""
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
     done, t0 = 0, time.time()
     with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn")) as pool:
         queue = iter(todo)
@@ -206,12 +264,13 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
                 print("time budget reached; rerun to resume", file=sys.stderr)
                 for f in running:
                     f.cancel()
-                break
+                return False
             for t in itertools.islice(queue, len(finished)):
                 running.add(pool.submit(_task, *t))
             if done % 10 == 0 or not running:
                 print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
                       file=sys.stderr, flush=True)
+    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -232,6 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "for every srf/rf setting with a point beyond 3 s.e. (default: 0)")
     r.add_argument("--models", default="srf,network,rf",
                    help="comma list of the models to simulate (default: srf,network,rf)")
+    r.add_argument("--targets", default=",".join(TARGETS),
+                   help=f"comma list of the targets g to simulate (default: {','.join(TARGETS)})")
     r.add_argument("--scaling-seeds", type=int, default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
@@ -245,7 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         common = dict(d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
                       target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
                       time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
-                      models=tuple(args.models.split(",")))
+                      models=tuple(args.models.split(",")),
+                      targets=tuple(args.targets.split(",")))
         run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
         if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
             run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)

@@ -38,6 +38,7 @@ from scipy.linalg import blas
 from asymptotics.functions import Function, get_function
 from asymptotics.srf import srf_mapping
 
+from . import test_error
 from .kernels import KERNELS
 
 MODELS = ("network", "srf", "rf")
@@ -71,6 +72,7 @@ class Setting:
     n_test: int = 0  # 0: max(10000, 2 d)
     spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
     stream: int = 2  # random stream of the samples: 2 = BlockRows (parallel), 1 = sequential
+    estimator: str = "mc"  # test error: "mc", "split" or "cv" (validation.test_error)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -81,6 +83,9 @@ class Setting:
             _positive(name, getattr(self, name), allow_zero=True)
         if int(self.d) != self.d or self.d < 2:
             raise ValueError(f"d must be an integer >= 2, got {self.d}")
+        if self.estimator not in test_error.ESTIMATORS:
+            raise ValueError(f"estimator must be one of {', '.join(test_error.ESTIMATORS)}, "
+                             f"got {self.estimator!r}")
         if self.stream not in (1, 2):
             raise ValueError(f"stream must be 1 or 2, got {self.stream!r}")
         if int(self.n_test) != self.n_test or self.n_test < 0:
@@ -430,22 +435,18 @@ def fit_readouts(
 
 def estimate_test_error(
     W1: np.ndarray, a: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
-    n_test: int, rng: np.random.Generator | BlockRows,
+    n_test: int, rng: np.random.Generator | BlockRows, estimator: str = "mc",
 ) -> np.ndarray | float:
-    """Monte Carlo ``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on noiseless inputs.
+    """``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on ``n_test`` fresh noiseless inputs,
+    by ``estimator`` (:mod:`validation.test_error`: ``mc``, ``split`` or ``cv``).
 
     ``a`` may be ``p x k`` (k readouts on the same test inputs): then an array of k errors.
     """
     p, d = W1.shape
     A = a.reshape(p, -1)
-    total = np.zeros(A.shape[1])
-    for X in _batches(rng, n_test, d, chunk_rows(p, n_test)):
-        F = X @ W1.T
-        _features(F, sigma, 1.0)
-        pred = F @ A
-        pred *= 1.0 / math.sqrt(p)
-        total += np.sum((target(X @ theta)[:, None] - pred) ** 2, axis=0)
-    out = total / n_test
+    out = test_error.estimate_test_error(W1, A, theta, sigma, target,
+                                         _batches(rng, n_test, d, chunk_rows(p, n_test)), n_test,
+                                         estimator)
     return float(out[0]) if a.ndim == 1 else out
 
 
@@ -492,7 +493,8 @@ def simulate_grid_once(
     A = fit_readouts(W1, theta, sigma, target, ns=ns, lams=lams, delta=setting.delta,
                      rng=rngs["ridge"], noise_rng=rngs["ridge_noise"])
     errors = estimate_test_error(W1, A.reshape(setting.p, -1), theta, sigma, target,
-                                 n_test=setting.n_test_used, rng=rngs["test"])
+                                 n_test=setting.n_test_used, rng=rngs["test"],
+                                 estimator=setting.estimator)
     return np.asarray(errors).reshape(len(ns), len(lams))
 
 
