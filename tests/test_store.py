@@ -25,17 +25,20 @@ CASES = [
     ("relu", "sin", 0.5, 0.5, 3.0, "network", 6),
     ("erf", "relu", 0.5, 2.0, 0.0, "rf", 4),
 ]
+# a repetition of the precision rounds: control-variate test error (validation.test_error), d = 2000
+CASES_CV = [("relu", "sin", 0.5, 0.5, 3.0, "srf", 16, 2000)]
 
 
-@pytest.mark.parametrize("sigma,target,beta,alpha0,eta,model,rep", CASES)
-def test_stored_repetition_is_reproduced(sigma, target, beta, alpha0, eta, model, rep):
+@pytest.mark.parametrize("sigma,target,beta,alpha0,eta,model,rep,d",
+                         [(*c, 1000) for c in CASES] + CASES_CV)
+def test_stored_repetition_is_reproduced(sigma, target, beta, alpha0, eta, model, rep, d):
     store = read_store(STORE)
     ms = MatrixSetting(sigma, target, beta=beta, alpha0=alpha0, eta=eta)
-    stored = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == 1000)
+    stored = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == d)
                    & (store["rep"] == rep)].sort_values(["alpha", "lam"])
     assert len(stored) == 8, f"store lacks {ms.key} {model} rep {rep}"
     estimator = stored["estimator"].iloc[0]
-    rows = sorted(_task(ms, model, 1000, rep, estimator), key=lambda r: (r["alpha"], r["lam"]))
+    rows = sorted(_task(ms, model, d, rep, estimator), key=lambda r: (r["alpha"], r["lam"]))
     again = np.array([r["risk"] for r in rows])
     np.testing.assert_allclose(again, stored["risk"].to_numpy(), rtol=1e-10, atol=0)
 
@@ -54,3 +57,35 @@ def test_tanh_kernels_match_numpy():
     tanh_step_residual(Z, y)
     np.testing.assert_allclose(Z, expected, rtol=0, atol=1e-14)
     assert np.tanh in KERNELS
+
+
+def test_repetitions_needed_for_pooled_estimators():
+    from validation.matrix import _needed
+
+    # one estimator: n = (sd / target)^2
+    assert _needed(0.01, 16, 0.01, 2e-3, 10_000) == 25
+    # new repetitions without noise: n_old sd^2 / n^2 <= t^2, n >= sqrt(16) * 0.01 / 2e-3 = 20
+    assert _needed(0.01, 16, 0.0, 2e-3, 10_000) == 20
+    # already below the target, and the cap
+    assert _needed(0.004, 16, 0.004, 2e-3, 10_000) == 16
+    assert _needed(0.1, 16, 0.1, 2e-3, 100) == 100
+
+
+def test_plan_pilots_a_new_estimator_then_sizes_it():
+    import pandas as pd
+
+    from validation.matrix import ESTIMATOR, PILOT, plan
+
+    ms = MatrixSetting("tanh", "tanh", beta=1.0, alpha0=2.0, eta=1.0)
+    rng = np.random.default_rng(0)
+
+    def rows(reps, estimator, sd):
+        return [dict(key=ms.key, model="srf", d=2000, rep=r, alpha=1.0, lam=0.1,
+                     risk=0.3 + sd * rng.standard_normal(), estimator=estimator) for r in reps]
+
+    store = pd.DataFrame(rows(range(16), "mc", 0.02))
+    todo = plan(store, 2e-3, 8, 1000, [(ms, "srf", 2000)])
+    assert [t[3] for t in todo] == list(range(16, 16 + PILOT))  # a pilot first
+    store = pd.DataFrame(rows(range(16), "mc", 0.02) + rows(range(16, 16 + PILOT), ESTIMATOR, 0.01))
+    todo = plan(store, 2e-3, 8, 1000, [(ms, "srf", 2000)])
+    assert len(todo) > 0 and todo[0][3] == 16 + PILOT

@@ -18,6 +18,7 @@ import numpy as np
 
 from .cli import integer
 from .simulator import MODELS, Setting, simulate
+from .test_error import ESTIMATORS
 
 Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged"]
 
@@ -25,7 +26,7 @@ Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_co
 def compare(
     model: str, alphas: Sequence[float], *, sigma: str, target: str, alpha0: float, eta: float,
     lam: float, beta: float = 1.0, delta: float = 0.0, d: int = 1000, seeds: int = 10,
-    seed: int = 0, n_jobs: int = 1, n_test: int = 0, stream: int = 2,
+    seed: int = 0, n_jobs: int = 1, n_test: int = 0, stream: int = 2, estimator: str = "cv",
     progress: bool | None = None,
 ):
     """DataFrame: one row per alpha with ``alpha, theory, sim_mean, sim_se, z, rel_gap`` and every
@@ -39,7 +40,7 @@ def compare(
     eta_theory = 0.0 if model == "rf" else eta
     settings = [Setting(model=model, sigma=sigma, target=target, alpha=a, alpha0=alpha0,
                         eta=eta_theory, lam=lam, beta=beta, delta=delta, d=d, n_test=n_test,
-                        stream=stream)
+                        stream=stream, estimator=estimator)
                 for a in alphas]
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
                         lam=lam, beta=beta, delta=delta, progress=False)
@@ -109,6 +110,10 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stream", type=int, choices=(1, 2), default=2,
                    help="random stream of the samples: 2 = parallel blocks (default), "
                         "1 = sequential (the validation store's)")
+    p.add_argument("--estimator", choices=ESTIMATORS, default="cv",
+                   help="test-error estimator (validation.test_error): cv = Monte Carlo with "
+                        "control variates of known mean (default, least noise), mc = plain "
+                        "Monte Carlo, split = exact E g^2 and E[g f], Monte Carlo E f^2")
 
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
@@ -137,7 +142,7 @@ def run_cli(args: argparse.Namespace) -> int:
                  alpha0=args.alpha0, eta=args.eta, lam=args.lam, beta=args.beta,
                  delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
                  n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
-                 progress=False if args.quiet else None)
+                 estimator=args.estimator, progress=False if args.quiet else None)
     text = df.drop(columns=["values"]).to_csv(index=False, float_format="%.10g")
     sys.stdout.write(text)
     if args.out:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from .simulator import Setting, simulate_grid_once
+from .test_error import ESTIMATORS
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -138,7 +139,7 @@ def read_store(path: Path):
 def _append(path: Path, rows: Iterable[dict]) -> None:
     new = not path.exists() or path.stat().st_size == 0
     with open(path, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
         if new:
             w.writeheader()
         for r in rows:
@@ -157,10 +158,12 @@ def _needed(sd_old: float, n_old: int, sd_new: float, target_se: float, cap: int
 
 
 def plan(store, target_se: float, seeds: int, max_seeds: int,
-         groups: Sequence[tuple[MatrixSetting, str, int]]) -> list[tuple]:
+         groups: Sequence[tuple[MatrixSetting, str, int]],
+         estimator: str = ESTIMATOR) -> list[tuple]:
     """Repetitions still to run: up to ``seeds`` for every group, then more where the largest
     standard error over a group's points exceeds ``target_se`` (the count that the observed
-    spread of each estimator says is needed, capped at ``max_seeds``)."""
+    spread of each estimator says is needed, capped at ``max_seeds``; the new repetitions use
+    ``estimator``, whose spread is measured on a pilot of ``PILOT`` repetitions first)."""
     todo = []
     for ms, model, d in groups:
         sub = store[(store["key"] == ms.key) & (store["model"] == model) & (store["d"] == d)]
@@ -169,8 +172,8 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
         if len(done) >= 2 and target_se > 0:
             want = max(seeds, len(done))
             for _, point in sub.groupby(["alpha", "lam"]):
-                old = point[point["estimator"] != ESTIMATOR]["risk"]
-                new = point[point["estimator"] == ESTIMATOR]["risk"]
+                old = point[point["estimator"] != estimator]["risk"]
+                new = point[point["estimator"] == estimator]["risk"]
                 sd_old = float(old.std(ddof=1)) if len(old) >= 2 else 0.0
                 if len(new) < PILOT:  # spread of the new estimator not measured yet: a pilot
                     if _needed(sd_old, len(old), sd_old, target_se, max_seeds) > len(old):
@@ -185,7 +188,7 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
         confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf"),
-        targets: Sequence[str] = TARGETS) -> None:
+        targets: Sequence[str] = TARGETS, estimator: str = ESTIMATOR) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
@@ -198,7 +201,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     store = read_store(store_path)
     groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()
               if m in models and ms.target in targets]
-    todo = sorted(plan(store, target_se, seeds, max_seeds, groups), key=by_cost)
+    todo = sorted(plan(store, target_se, seeds, max_seeds, groups, estimator), key=by_cost)
     if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
         from .report import aggregate
 
@@ -222,11 +225,13 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
         os.environ[var] = "1"
     while todo:
         print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
-        if not _execute(todo, store_path, n_jobs, t_end) or confirm_seeds or target_se <= 0:
+        if (not _execute(todo, store_path, n_jobs, t_end, estimator) or confirm_seeds
+                or target_se <= 0):
             return
         # the spread of the new repetitions may ask for more (a pilot round first): plan again
         store = read_store(store_path)
-        todo = _cheapest_groups_first(plan(store, target_se, seeds, max_seeds, groups), store)
+        todo = _cheapest_groups_first(
+            plan(store, target_se, seeds, max_seeds, groups, estimator), store)
 
 
 def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
@@ -245,7 +250,8 @@ def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
     return sorted(todo, key=lambda t: (cost[t[:3]], t[0].key, t[1], t[3]))
 
 
-def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float) -> bool:
+def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
+             estimator: str) -> bool:
     """Run ``todo`` in ``n_jobs`` spawned workers, appending each repetition to the store as it
     finishes; False when the time budget ran out first."""
     import multiprocessing as mp
@@ -254,7 +260,8 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float) -> 
     done, t0 = 0, time.time()
     with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn")) as pool:
         queue = iter(todo)
-        running = {pool.submit(_task, *t) for t in itertools.islice(queue, 2 * n_jobs)}
+        running = {pool.submit(_task, *t, estimator)
+                   for t in itertools.islice(queue, 2 * n_jobs)}
         while running:
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for f in finished:
@@ -266,7 +273,7 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float) -> 
                     f.cancel()
                 return False
             for t in itertools.islice(queue, len(finished)):
-                running.add(pool.submit(_task, *t))
+                running.add(pool.submit(_task, *t, estimator))
             if done % 10 == 0 or not running:
                 print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
                       file=sys.stderr, flush=True)
@@ -293,6 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="comma list of the models to simulate (default: srf,network,rf)")
     r.add_argument("--targets", default=",".join(TARGETS),
                    help=f"comma list of the targets g to simulate (default: {','.join(TARGETS)})")
+    r.add_argument("--estimator", choices=ESTIMATORS, default=ESTIMATOR,
+                   help=f"test-error estimator of the new repetitions (default: {ESTIMATOR}; the "
+                        "store's planned rounds used mc)")
     r.add_argument("--scaling-seeds", type=int, default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
@@ -307,7 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
                       time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
                       models=tuple(args.models.split(",")),
-                      targets=tuple(args.targets.split(",")))
+                      targets=tuple(args.targets.split(",")), estimator=args.estimator)
         run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
         if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
             run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)
