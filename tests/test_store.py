@@ -66,6 +66,8 @@ def test_repetitions_needed_for_pooled_estimators():
     assert _needed(0.01, 16, 0.01, 2e-3, 10_000) == 25
     # new repetitions without noise: n_old sd^2 / n^2 <= t^2, n >= sqrt(16) * 0.01 / 2e-3 = 20
     assert _needed(0.01, 16, 0.0, 2e-3, 10_000) == 20
+    # no old repetitions (a store of one estimator)
+    assert _needed(0.0, 0, 0.01, 2e-3, 10_000) == 25
     # already below the target, and the cap
     assert _needed(0.004, 16, 0.004, 2e-3, 10_000) == 16
     assert _needed(0.1, 16, 0.1, 2e-3, 100) == 100

@@ -50,6 +50,7 @@ STREAM = 1
 #: bias the mean, nor the usual s.e. of it)
 ESTIMATOR = "cv"
 PILOT = 3  # repetitions of a new estimator before its spread sets the count
+REPLAN_SECONDS = 600.0  # --target-se runs re-read the store and re-plan this often
 D_SCALING = (500, 1000, 2000, 4000)
 
 
@@ -151,7 +152,7 @@ def _append(path: Path, rows: Iterable[dict]) -> None:
 def _needed(sd_old: float, n_old: int, sd_new: float, target_se: float, cap: int) -> int:
     """Repetitions ``n`` (old ones included) with ``(n_old sd_old^2 + (n - n_old) sd_new^2) / n^2
     <= target_se^2``: the variance of a mean of values of unequal noise; at most ``cap``."""
-    n = n_old
+    n = max(n_old, 1)
     while n < cap and (n_old * sd_old**2 + (n - n_old) * sd_new**2) > (target_se * n) ** 2:
         n += 1
     return n
@@ -198,40 +199,46 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
     store_path.parent.mkdir(parents=True, exist_ok=True)
-    store = read_store(store_path)
     groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()
               if m in models and ms.target in targets]
-    todo = sorted(plan(store, target_se, seeds, max_seeds, groups, estimator), key=by_cost)
-    if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
-        from .report import aggregate
 
-        summary = aggregate(store[store["d"] == d])
-        missed = summary[(summary["model"] != "network") & (summary["z"].abs() > 3)]
-        keys = set(zip(missed["key"], missed["model"], strict=True))
-        for ms, m, dd in groups:
-            if (ms.key, m) in keys:
-                todo += [(ms, m, dd, rep) for rep in range(seeds, seeds + confirm_seeds)
-                         if not ((store["key"] == ms.key) & (store["model"] == m)
-                                 & (store["d"] == dd) & (store["rep"] == rep)).any()]
-    if scaling:  # after the main matrix, with their own (smaller) number of repetitions
-        main = set(matrix_settings())
-        extra = [(ms, m, dd) for ms, ds, models in scaling_settings() for m in models
-                 for dd in ds if dd != d or ms not in main]
-        todo += sorted(plan(store, 0.0, scaling_seeds, scaling_seeds, extra), key=by_cost)
+    def make_todo(store) -> list[tuple]:
+        todo = sorted(plan(store, target_se, seeds, max_seeds, groups, estimator), key=by_cost)
+        if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
+            from .report import aggregate
+
+            summary = aggregate(store[store["d"] == d])
+            missed = summary[(summary["model"] != "network") & (summary["z"].abs() > 3)]
+            keys = set(zip(missed["key"], missed["model"], strict=True))
+            for ms, m, dd in groups:
+                if (ms.key, m) in keys:
+                    todo += [(ms, m, dd, rep) for rep in range(seeds, seeds + confirm_seeds)
+                             if not ((store["key"] == ms.key) & (store["model"] == m)
+                                     & (store["d"] == dd) & (store["rep"] == rep)).any()]
+        if scaling:  # after the main matrix, with their own (smaller) number of repetitions
+            main = set(matrix_settings())
+            extra = [(ms, m, dd) for ms, ds, models in scaling_settings() for m in models
+                     for dd in ds if dd != d or ms not in main]
+            todo += sorted(plan(store, 0.0, scaling_seeds, scaling_seeds, extra, estimator),
+                           key=by_cost)
+        if math.isfinite(time_budget):  # finish whole groups first: cheapest work first
+            todo = _cheapest_groups_first(todo, store)
+        return todo
+
     t_end = time.time() + time_budget
-    if math.isfinite(time_budget):  # finish whole groups first: cheapest remaining work first
-        todo = _cheapest_groups_first(todo, store)
+    todo = make_todo(read_store(store_path))
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[var] = "1"
+    replan = REPLAN_SECONDS if target_se > 0 and not confirm_seeds else math.inf
     while todo:
         print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
-        if (not _execute(todo, store_path, n_jobs, t_end, estimator) or confirm_seeds
-                or target_se <= 0):
+        _execute(todo, store_path, n_jobs, min(t_end, time.time() + replan), estimator)
+        if time.time() >= t_end:
+            print("time budget reached; rerun to resume", file=sys.stderr)
             return
-        # the spread of the new repetitions may ask for more (a pilot round first): plan again
-        store = read_store(store_path)
-        todo = _cheapest_groups_first(
-            plan(store, target_se, seeds, max_seeds, groups, estimator), store)
+        if math.isinf(replan):  # one pass: planned rounds, confirmations, d-scaling
+            return
+        todo = make_todo(read_store(store_path))  # the new repetitions sharpen the spreads
 
 
 def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
@@ -253,31 +260,28 @@ def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
              estimator: str) -> bool:
     """Run ``todo`` in ``n_jobs`` spawned workers, appending each repetition to the store as it
-    finishes; False when the time budget ran out first."""
+    finishes. After ``t_end`` nothing new starts and the running ones are finished and kept;
+    False when that left some of ``todo`` undone."""
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    done, t0 = 0, time.time()
+    done, t0, stopped = 0, time.time(), False
     with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn")) as pool:
         queue = iter(todo)
-        running = {pool.submit(_task, *t, estimator)
-                   for t in itertools.islice(queue, 2 * n_jobs)}
+        running = {pool.submit(_task, *t, estimator) for t in itertools.islice(queue, n_jobs)}
         while running:
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for f in finished:
                 _append(store_path, f.result())
                 done += 1
-            if time.time() > t_end:
-                print("time budget reached; rerun to resume", file=sys.stderr)
-                for f in running:
-                    f.cancel()
-                return False
-            for t in itertools.islice(queue, len(finished)):
-                running.add(pool.submit(_task, *t, estimator))
+            stopped = stopped or time.time() > t_end
+            if not stopped:
+                for t in itertools.islice(queue, len(finished)):
+                    running.add(pool.submit(_task, *t, estimator))
             if done % 10 == 0 or not running:
                 print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
                       file=sys.stderr, flush=True)
-    return True
+    return done == len(todo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
