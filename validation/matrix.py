@@ -189,7 +189,8 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
         confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf"),
-        targets: Sequence[str] = TARGETS, estimator: str = ESTIMATOR) -> None:
+        targets: Sequence[str] = TARGETS, estimator: str = ESTIMATOR,
+        only: Sequence[str] = ()) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
@@ -200,7 +201,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
 
     store_path.parent.mkdir(parents=True, exist_ok=True)
     groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()
-              if m in models and ms.target in targets]
+              if m in models and ms.target in targets and (not only or ms.key in only)]
 
     def make_todo(store) -> list[tuple]:
         todo = sorted(plan(store, target_se, seeds, max_seeds, groups, estimator), key=by_cost)
@@ -304,6 +305,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="comma list of the models to simulate (default: srf,network,rf)")
     r.add_argument("--targets", default=",".join(TARGETS),
                    help=f"comma list of the targets g to simulate (default: {','.join(TARGETS)})")
+    r.add_argument("--only", action="append", default=[], metavar="KEY",
+                   help="only this setting (its key, e.g. 'erf/relu beta=0.5 alpha0=20 eta=1'); "
+                        "repeatable")
     r.add_argument("--estimator", choices=ESTIMATORS, default=ESTIMATOR,
                    help=f"test-error estimator of the new repetitions (default: {ESTIMATOR}; the "
                         "store's planned rounds used mc)")
@@ -321,7 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
                       time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
                       models=tuple(args.models.split(",")),
-                      targets=tuple(args.targets.split(",")), estimator=args.estimator)
+                      targets=tuple(args.targets.split(",")), estimator=args.estimator,
+                      only=tuple(args.only))
         run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
         if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
             run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)
