@@ -245,10 +245,23 @@ def solve_point(
     x0: np.ndarray | None = None,
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
+    engine: str = "compiled",
 ) -> RiskResult:
-    """Solve the equations of THEORY.md §5 at one alpha for a prepared :class:`Problem`."""
+    """Solve the equations of THEORY.md §5 at one alpha for a prepared :class:`Problem`.
+    ``engine``: "compiled" (the whole solve in one numba kernel, ``solver_kernels``) or
+    "python" (the same algorithm orchestrated in Python; kept for comparison)."""
     alpha = _check("alpha", alpha, positive=True)
-    x, status, residual, n_iter, hat = _solve_state(problem, alpha, problem.lam, x0, solver)
+    _check_engine(engine)
+    if engine == "compiled" and problem.lam > 0:
+        from .grid import solve_path
+
+        a = np.array([alpha])
+        states, hats, st, its, res = solve_path(problem, a, None, solver) if x0 is None else \
+            _solve_one_warm(problem, alpha, x0, solver)
+        x, hat, status, n_iter, residual = states[0], hats[0], Status(int(st[0])), int(its[0]), \
+            float(res[0])
+    else:
+        x, status, residual, n_iter, hat = _solve_state(problem, alpha, problem.lam, x0, solver)
     message = status.message
     if status != Status.CONVERGED and problem.lam == 0.0:
         x, status, residual, n_iter, hat, message = _ridgeless_limit(problem, alpha, solver)
@@ -273,6 +286,26 @@ def solve_point(
     )
 
 
+ENGINES = ("compiled", "python")
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+
+
+def _solve_one_warm(problem: Problem, alpha: float, x0: np.ndarray, solver: SolverConfig):
+    from .solver_kernels import solve_point_kernel
+
+    k, ms = problem.coefficients, problem.measure
+    x, hat, st, it, rs = solve_point_kernel(
+        np.asarray(x0, dtype=np.float64), True, k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2,
+        k.h, k.h1, k.h2, alpha / problem.beta, problem.lam, problem.delta, ms.code, ms.beta,
+        ms.c, ms.rho, ms.F, ms.H, solver.rtol, solver.scale_floor, solver.max_iter,
+        solver.damping, solver.anderson)
+    return x[None, :], hat[None, :], np.array([st]), np.array([it]), np.array([rs])
+
+
 def risk(
     alpha: float,
     *,
@@ -288,13 +321,17 @@ def risk(
     measure: SpectralMeasure | None = None,
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
+    engine: str = "compiled",
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
     ridge lam (sum-loss convention of THEORY.md §1) and label noise delta."""
+    if isinstance(lam, str) or isinstance(eta, str):
+        raise ValueError("lam='optimal' / eta='optimal' are for risk_curve (a minimiser per "
+                         "alpha); use risk_curve([alpha], ...)")
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
-    return solve_point(problem, alpha, solver=solver, strict=strict)
+    return solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
 
 
 def _curve_results(
@@ -335,8 +372,8 @@ def risk_curve(
     sigma: str | Function,
     target: str | Function,
     alpha0: float,
-    eta: float,
-    lam: float,
+    eta: float | str,
+    lam: float | str,
     beta: float = 1.0,
     delta: float = 0.0,
     spike: SpikeMapping | None = None,
@@ -345,18 +382,55 @@ def risk_curve(
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
     progress: bool | None = None,
+    engine: str = "compiled",
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
-    parameter, conjugate and input parameter."""
+    parameter, conjugate and input parameter. ``lam="optimal"`` or ``eta="optimal"``: the risk
+    minimised over lam (log scale) or eta_tilde at each alpha (``asymptotics.grid``), with the
+    minimiser as the ``lam`` / ``eta`` column and ``interior`` saying whether it lies inside the
+    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison)."""
     import pandas as pd
 
+    _check_engine(engine)
     alphas = [_check("alpha", a, positive=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must contain at least one value")
+    overrides = dict(spike=spike, gamma=gamma, measure=measure)
+    if isinstance(lam, str) or isinstance(eta, str):
+        df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                            beta=beta, delta=delta, solver=solver, overrides=overrides)
+        if strict and not df.converged.all():
+            bad = df.alpha[~df.converged].tolist()
+            raise ConvergenceError(f"no converged optimum at alpha={bad}")
+        return df
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, **overrides)
+    first = ["alpha", "risk", "converged", "iterations", "residual"]
+    if engine == "compiled" and problem.lam > 0:
+        from .grid import path_frame, solve_path
+
+        a = np.asarray(alphas, dtype=np.float64)
+        lams = np.full(a.shape[0], problem.lam)
+        df = path_frame(problem, a, lams, solve_path(problem, a, lams, solver))
+        if strict and not df.converged.all():
+            i = int(np.argmin(df.converged.to_numpy()))
+            raise ConvergenceError(f"equations did not converge at alpha={alphas[i]:g}: "
+                                   f"{df.message[i]}")
+        return df
     rows = [r.as_dict() for r in _curve_results(problem, alphas, solver, strict, progress)]
     df = pd.DataFrame(rows)
-    first = ["alpha", "risk", "converged", "iterations", "residual"]
     return df[first + [c for c in df.columns if c not in first]]
+
+
+def _optimal_curve(alphas, *, eta, lam, overrides, **kw) -> pd.DataFrame:
+    from .grid import optimal_eta, optimal_lam
+
+    for name, value in (("lam", lam), ("eta", eta)):
+        if isinstance(value, str) and value != "optimal":
+            raise ValueError(f"{name} must be a number >= 0 or 'optimal', got {value!r}")
+    if isinstance(lam, str) and isinstance(eta, str):
+        raise ValueError("lam and eta cannot both be 'optimal' (optimise one at a time)")
+    if isinstance(lam, str):
+        return optimal_lam(alphas, eta=eta, **kw, **overrides)
+    return optimal_eta(alphas, lam=lam, **kw, **overrides)

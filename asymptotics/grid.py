@@ -1,0 +1,356 @@
+"""Batches of theory points through the compiled solver: curves, grids, optimal lam and eta_tilde.
+
+``solve_path`` runs a sequence of (alpha, lam) points of one :class:`Problem` in one call of
+``solver_kernels.solve_path_kernel`` (warm starts, halving continuation, docs/THEORY.md §5);
+``path_frame`` turns its arrays into the tidy DataFrame of ``risk_curve`` (same columns, same
+numbers as the Python path: NaN risk unless converged). ``risk_grid`` takes any parameter as a
+scalar or a sequence and solves the Cartesian product, alpha the fastest-varying axis (one
+warm-started path per combination of the others; combinations in parallel threads, each
+independent, so the result does not depend on the number of threads). ``optimal_lam`` and
+``optimal_eta`` minimise the risk over lam (log scale) or eta_tilde at each alpha: a coarse grid,
+then bounded Brent around its best point; the minimiser is a column, and ``interior`` says
+whether the minimum lies strictly inside the bounds (at a bound the search cannot tell a
+minimum from a monotone risk, and says so in ``message``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .fixed_point import HAT_NAMES, STATE_NAMES
+from .solver import SolverConfig, Status
+from .solver_kernels import solve_path_kernel, solve_point_kernel
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .api import Problem
+
+FIRST = ["alpha", "risk", "converged", "iterations", "residual"]
+GRID_PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta")
+_MESSAGES = {int(s): s.message for s in Status}
+_NAMES = {int(s): s.name.lower() for s in Status}
+
+
+def _kernel_tail(problem: Problem, solver: SolverConfig) -> tuple:
+    k, ms = problem.coefficients, problem.measure
+    return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2, problem.delta,
+            ms.code, ms.beta, ms.c, ms.rho, ms.F, ms.H, solver.rtol, solver.scale_floor,
+            solver.max_iter, solver.damping, solver.anderson)
+
+
+def solve_path(
+    problem: Problem,
+    alphas: np.ndarray,
+    lams: np.ndarray | None = None,
+    solver: SolverConfig = SolverConfig(),
+) -> tuple[np.ndarray, ...]:
+    """(states[n, 7], hats[n, 7] with the risk last, status[n], iterations[n], residual[n]) of
+    the points (alphas[i], lams[i]) solved in order with warm starts (lams default: the
+    problem's lam). lam = 0 is not handled here (the ridgeless limit is the Python path's)."""
+    alphas = np.ascontiguousarray(alphas, dtype=np.float64)
+    if lams is None:
+        lams = np.full(alphas.shape[0], problem.lam)
+    lams = np.ascontiguousarray(lams, dtype=np.float64)
+    return solve_path_kernel(alphas / problem.beta, lams, *_kernel_tail(problem, solver))
+
+
+def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
+               out: tuple[np.ndarray, ...]) -> pd.DataFrame:
+    """The DataFrame of ``risk_curve`` (columns and order) from ``solve_path`` arrays."""
+    import pandas as pd
+
+    states, hats, status, iters, resid = out
+    n = len(alphas)
+    conv = status == int(Status.CONVERGED)
+    sp = problem.spike
+    cols: dict[str, Any] = {
+        "alpha": np.asarray(alphas, dtype=np.float64),
+        "risk": np.where(conv, hats[:, 6], np.nan),
+        "converged": conv,
+        "iterations": iters.astype(np.int64),
+        "residual": resid,
+        "sigma": [problem.sigma.name] * n,
+        "target": [problem.target.name] * n,
+        "alpha0": np.full(n, problem.alpha0),
+        "eta": np.full(n, problem.eta),
+        "lam": np.asarray(lams, dtype=np.float64),
+        "beta": np.full(n, problem.beta),
+        "delta": np.full(n, problem.delta),
+        "measure": [problem.measure.kind] * n,
+        "r": np.full(n, sp.r),
+        "c": np.full(n, sp.c),
+        "gamma": np.full(n, sp.gamma),
+        "status": [_NAMES[int(s)] for s in status],
+        "message": [_MESSAGES[int(s)] for s in status],
+    }
+    for j, name in enumerate(STATE_NAMES):
+        cols[name] = np.where(conv, states[:, j], np.nan)
+    for j, name in enumerate(HAT_NAMES):
+        cols[name] = np.where(conv, hats[:, j], np.nan)
+    return pd.DataFrame(cols)
+
+
+def _as_values(name: str, value: Any) -> list:
+    if isinstance(value, str) or callable(value) or np.ndim(value) == 0:
+        return [value]
+    values = list(value)
+    if not values:
+        raise ValueError(f"{name} must contain at least one value")
+    return values
+
+
+def risk_grid(
+    *,
+    alpha: float | Iterable[float],
+    sigma: Any = "tanh",
+    target: Any = "tanh",
+    alpha0: float | Iterable[float] = 2.0,
+    eta: float | Iterable[float] = 1.0,
+    lam: float | Iterable[float] = 0.01,
+    beta: float | Iterable[float] = 1.0,
+    delta: float | Iterable[float] = 0.0,
+    solver: SolverConfig = SolverConfig(),
+    n_jobs: int | None = 1,
+) -> pd.DataFrame:
+    """The theory on the Cartesian product of the given values (each parameter a scalar or a
+    sequence), one row per point: alpha varies fastest (a warm-started path), the other
+    parameters in the order of the signature. ``n_jobs`` threads solve the paths in parallel
+    (None: all cores); the numbers do not depend on it."""
+    import pandas as pd
+
+    from .api import _check, _curve_results, build_problem
+
+    alphas = [_check("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
+    others = {k: _as_values(k, v) for k, v in dict(sigma=sigma, target=target, alpha0=alpha0,
+                                                   eta=eta, lam=lam, beta=beta,
+                                                   delta=delta).items()}
+    combos = [dict(zip(others, vals, strict=True))
+              for vals in itertools.product(*others.values())]
+    problems = [build_problem(**kw) for kw in combos]  # validates every value up front
+    a = np.asarray(alphas, dtype=np.float64)
+
+    def run(i: int) -> pd.DataFrame:
+        prob = problems[i]
+        if prob.lam == 0.0:  # the ridgeless limit lives in the Python path
+            rows = [r.as_dict() for r in _curve_results(prob, list(a), solver, False, False)]
+            return pd.DataFrame(rows)
+        lams = np.full(a.shape[0], prob.lam)
+        return path_frame(prob, a, lams, solve_path(prob, a, lams, solver))
+
+    workers = (os.cpu_count() or 1) if n_jobs is None else max(1, int(n_jobs))
+    if workers == 1 or len(problems) == 1:
+        frames = [run(i) for i in range(len(problems))]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            frames = list(pool.map(run, range(len(problems))))
+    df = pd.concat(frames, ignore_index=True)
+    return df[FIRST + [c for c in df.columns if c not in FIRST]]
+
+
+def _bounded_min(f, lo: float, hi: float, xatol: float) -> tuple[float, float]:
+    from scipy.optimize import minimize_scalar
+
+    res = minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+    return float(res.x), float(res.fun)
+
+
+def _point_risk(problem: Problem, A: float, lam: float, x0: np.ndarray | None,
+                solver: SolverConfig) -> tuple[float, np.ndarray]:
+    k, ms = problem.coefficients, problem.measure
+    x, hat, status, _, _ = solve_point_kernel(
+        np.zeros(7) if x0 is None else x0, x0 is not None, k.weights, k.kappa, k.mu0, k.mu1,
+        k.mu_star2, k.h, k.h1, k.h2, A, lam, problem.delta, ms.code, ms.beta, ms.c, ms.rho,
+        ms.F, ms.H, solver.rtol, solver.scale_floor, solver.max_iter, solver.damping,
+        solver.anderson)
+    return (float(hat[6]) if status == 0 else math.nan), x
+
+
+def _check_bounds(name: str, lo: float, hi: float, positive: bool) -> tuple[float, float]:
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"{name} bounds must be finite with lower < upper, got ({lo}, {hi})")
+    if positive and lo <= 0:
+        raise ValueError(f"{name} bounds must be > 0 (log scale), got lower = {lo}")
+    if not positive and lo < 0:
+        raise ValueError(f"{name} bounds must be >= 0, got lower = {lo}")
+    return lo, hi
+
+
+def _finish(df: pd.DataFrame, name: str, best: list[dict]) -> pd.DataFrame:
+    extra = pd_frame(best)
+    df = df.copy()
+    for col in extra.columns:
+        df[col] = extra[col].to_numpy()
+    first = ["alpha", "risk", name, "interior", "converged", "iterations", "residual"]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def pd_frame(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def optimal_lam(
+    alphas: Sequence[float],
+    *,
+    sigma: Any = "tanh",
+    target: Any = "tanh",
+    alpha0: float = 2.0,
+    eta: float = 1.0,
+    beta: float = 1.0,
+    delta: float = 0.0,
+    lam_bounds: tuple[float, float] = (1e-6, 1e3),
+    n_grid: int = 28,
+    solver: SolverConfig = SolverConfig(),
+    **overrides: Any,
+) -> pd.DataFrame:
+    """min over lam in ``lam_bounds`` (log scale) of the risk at each alpha: a ``n_grid``-point
+    log grid solved as one snake-ordered warm-started path, then bounded Brent on log10(lam)
+    between the neighbours of the best grid point (xatol 1e-4 in log10 lam). Columns: those of
+    ``risk_curve`` at the minimiser, plus ``lam`` (the minimiser) and ``interior``; a minimum on
+    a bound keeps its risk, ``interior = False`` and says so in ``message``; an alpha with no
+    converged grid point is NaN."""
+    from .api import _check, build_problem
+
+    lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
+    if n_grid < 3:
+        raise ValueError(f"n_grid must be >= 3, got {n_grid}")
+    a = np.asarray([_check("alpha", x, positive=True) for x in alphas], dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("alphas must contain at least one value")
+    prob = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lo, beta=beta,
+                         delta=delta, **overrides)
+    u = np.linspace(math.log10(lo), math.log10(hi), n_grid)
+    order = np.concatenate([u if i % 2 == 0 else u[::-1] for i in range(a.size)])
+    A_path = np.repeat(a, n_grid)
+    states, hats, status, _, _ = solve_path(prob, A_path, 10.0**order, solver)
+    risks = np.where(status == 0, hats[:, 6], np.nan).reshape(a.size, n_grid)
+    states = states.reshape(a.size, n_grid, 7)
+    best_rows, lam_best = [], np.empty(a.size)
+    for i in range(a.size):
+        row = risks[i] if i % 2 == 0 else risks[i][::-1]
+        st = states[i] if i % 2 == 0 else states[i][::-1]
+        if not np.any(np.isfinite(row)):
+            lam_best[i] = math.nan
+            best_rows.append({"interior": False})
+            continue
+        j = int(np.nanargmin(row))
+        interior = 0 < j < n_grid - 1
+        if interior:
+            x0 = st[j]
+
+            def f(ul: float, i: int = i, x0: np.ndarray = x0) -> float:
+                r, _ = _point_risk(prob, a[i] / prob.beta, 10.0**ul, x0, solver)
+                return r if math.isfinite(r) else math.inf
+
+            ub, rb = _bounded_min(f, u[j - 1], u[j + 1], 1e-4)
+            lam_best[i] = 10.0**ub if rb <= row[j] else 10.0 ** u[j]
+        else:
+            lam_best[i] = 10.0 ** u[j]
+        best_rows.append({"interior": interior})
+    df = _solve_at(prob, a, lam_best, solver)
+    for i, b in enumerate(best_rows):
+        if not b["interior"] and math.isfinite(lam_best[i]):
+            df.loc[i, "message"] = (f"the minimum over lam sits at the bound lam = "
+                                    f"{lam_best[i]:.3g} of [{lo:g}, {hi:g}]: widen lam_bounds")
+    return _finish(df, "lam", best_rows)
+
+
+def _solve_at(prob: Problem, a: np.ndarray, lams: np.ndarray, solver: SolverConfig):
+    ok = np.isfinite(lams)
+    lam_fill = np.where(ok, lams, 1.0)
+    out = solve_path(prob, a, lam_fill, solver)
+    df = path_frame(prob, a, lams, out)
+    bad = ~ok
+    if np.any(bad):
+        df.loc[bad, "risk"] = np.nan
+        df.loc[bad, "converged"] = False
+        df.loc[bad, "status"] = "max_iter"
+        df.loc[bad, "message"] = "no converged point on the search grid"
+    return df
+
+
+def optimal_eta(
+    alphas: Sequence[float],
+    *,
+    sigma: Any = "tanh",
+    target: Any = "tanh",
+    alpha0: float = 2.0,
+    lam: float = 0.01,
+    beta: float = 1.0,
+    delta: float = 0.0,
+    eta_bounds: tuple[float, float] = (0.0, 5.0),
+    n_grid: int = 26,
+    solver: SolverConfig = SolverConfig(),
+    **overrides: Any,
+) -> pd.DataFrame:
+    """min over eta_tilde in ``eta_bounds`` of the risk at each alpha: a linear grid of
+    ``n_grid`` values (one problem and one alpha path each), then bounded Brent on eta between
+    the neighbours of the best grid point (xatol 1e-5). Columns as ``optimal_lam`` with ``eta``
+    the minimiser. (In the p -> infinity theory the risk jumps at eta_tilde = 0, the free mean
+    channel of docs/DERIVATIONS.md: eta = 0 is a grid point of its own.)"""
+    import pandas as pd
+
+    from .api import _check, build_problem
+
+    lo, hi = _check_bounds("eta", *eta_bounds, positive=False)
+    if n_grid < 3:
+        raise ValueError(f"n_grid must be >= 3, got {n_grid}")
+    if lam == 0:
+        raise ValueError("eta='optimal' needs lam > 0 (the ridgeless limit is not searched)")
+    a = np.asarray([_check("alpha", x, positive=True) for x in alphas], dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("alphas must contain at least one value")
+    kw = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, delta=delta,
+              **overrides)
+    etas = np.linspace(lo, hi, n_grid)
+    risks = np.empty((n_grid, a.size))
+    states = np.empty((n_grid, a.size, 7))
+    for k, e in enumerate(etas):
+        prob = build_problem(eta=float(e), **kw)
+        st, hats, status, _, _ = solve_path(prob, a, None, solver)
+        risks[k] = np.where(status == 0, hats[:, 6], np.nan)
+        states[k] = st
+    frames, best_rows = [], []
+    for i in range(a.size):
+        col = risks[:, i]
+        if not np.any(np.isfinite(col)):
+            prob = build_problem(eta=lo, **kw)
+            df = _solve_at(prob, a[i:i + 1], np.array([math.nan]), solver)
+            df["eta"] = math.nan
+            frames.append(df)
+            best_rows.append({"interior": False})
+            continue
+        j = int(np.nanargmin(col))
+        interior = 0 < j < n_grid - 1
+        e_best = float(etas[j])
+        if interior:
+            x0 = states[j, i]
+
+            def f(e: float, i: int = i, x0: np.ndarray = x0) -> float:
+                p = build_problem(eta=e, **kw)
+                r, _ = _point_risk(p, a[i] / p.beta, p.lam, x0, solver)
+                return r if math.isfinite(r) else math.inf
+
+            eb, rb = _bounded_min(f, float(etas[j - 1]), float(etas[j + 1]), 1e-5)
+            if rb <= col[j]:
+                e_best = eb
+        prob = build_problem(eta=e_best, **kw)
+        df = path_frame(prob, a[i:i + 1], np.array([lam]),
+                        solve_path(prob, a[i:i + 1], None, solver))
+        if not interior:
+            df.loc[0, "message"] = (f"the minimum over eta sits at the bound eta = {e_best:.3g} "
+                                    f"of [{lo:g}, {hi:g}]: widen eta_bounds")
+        frames.append(df)
+        best_rows.append({"interior": interior})
+    out = pd.concat(frames, ignore_index=True)
+    return _finish(out, "eta", best_rows)
