@@ -348,12 +348,13 @@ def _curve_results(
     a_prev: float | None = None
     disable = None if progress is None else not progress
     for a in tqdm(alphas, desc="risk curve", unit="pt", disable=disable, leave=False):
-        res = solve_point(problem, a, x0=x_prev, solver=solver)
+        res = solve_point(problem, a, x0=x_prev, solver=solver, engine="python")
         if not res.converged and x_prev is not None and a_prev is not None:
             # continuation: walk from the last good alpha in halving steps
             x_walk = x_prev
             for frac in (0.5, 0.75, 0.875, 1.0):
-                mid = solve_point(problem, a_prev + frac * (a - a_prev), x0=x_walk, solver=solver)
+                mid = solve_point(problem, a_prev + frac * (a - a_prev), x0=x_walk, solver=solver,
+                                  engine="python")
                 if not mid.converged:
                     break
                 x_walk = np.array(mid.state)
