@@ -312,8 +312,8 @@ def risk(
     sigma: str | Function,
     target: str | Function,
     alpha0: float,
-    eta: float,
-    lam: float,
+    eta: float | str,
+    lam: float | str,
     beta: float = 1.0,
     delta: float = 0.0,
     spike: SpikeMapping | None = None,
@@ -325,13 +325,29 @@ def risk(
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
-    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta."""
-    if isinstance(lam, str) or isinstance(eta, str):
-        raise ValueError("lam='optimal' / eta='optimal' are for risk_curve (a minimiser per "
-                         "alpha); use risk_curve([alpha], ...)")
+    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. ``lam="optimal"`` or
+    ``eta="optimal"``: the point at the minimiser over lam or eta_tilde (``asymptotics.grid``;
+    the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if it sits at a bound)."""
+    note = None
+    if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
+        alpha = _check("alpha", alpha, positive=True)
+        best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                              lam=lam, beta=beta, delta=delta, solver=solver,
+                              overrides=dict(spike=spike, gamma=gamma, measure=measure))
+        if not bool(best.converged[0]):
+            if strict:
+                raise ConvergenceError(f"no converged optimum at alpha={alpha:g}")
+            lam = 1.0 if isinstance(lam, str) else lam
+            eta = 0.0 if isinstance(eta, str) else eta
+        else:
+            lam, eta = float(best.lam[0]), float(best.eta[0])
+        note = str(best.message[0]) if bool(best.converged[0]) else None
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
-    return solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
+    res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
+    if note is not None and res.converged:
+        res = replace(res, message=note)
+    return res
 
 
 def _curve_results(

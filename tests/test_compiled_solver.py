@@ -152,3 +152,10 @@ def test_risk_curve_optimal_options():
 def test_optimal_eta_bounds_checked():
     with pytest.raises(ValueError, match="eta bounds"):
         optimal_eta([1.0], eta_bounds=(2.0, 1.0))
+
+
+def test_risk_point_optimal():
+    r = A.risk(2.0, sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam="optimal")
+    ref = optimal_lam([2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0)
+    assert r.converged and r.lam == pytest.approx(float(ref.lam[0]), abs=0)
+    assert r.risk == pytest.approx(float(ref.risk[0]), abs=1e-12)
