@@ -125,7 +125,7 @@ class Problem:
         k, ms = self.coefficients, self.measure
         return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
                 alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
-                ms.beta, ms.c, ms.rho, ms.F, ms.H)
+                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G)
 
 
 def build_problem(

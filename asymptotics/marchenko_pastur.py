@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
 
+_EMPTY = np.zeros(1)
 N_MOMENTS = 14
+N_AVERAGES = 14  # the averages returned by measure_moments
 MEASURE_MP = 0
 MEASURE_ATOMS = 1
 
@@ -92,15 +94,17 @@ def measure_moments(
     rho: np.ndarray,
     F: np.ndarray,
     H: np.ndarray,
+    G: np.ndarray,
     s0: float,
     s1: float,
 ) -> np.ndarray:
     """Kernel: averages over the spectral measure with S = s0 + s1 rho, in the order
     <1/S>, <rho/S>, <1/S^2>, <rho/S^2>, <rho^2/S^2>, <F/S>, <H/S>,
-    <F/S^2>, <F rho/S^2>, <H/S^2>, <H rho/S^2>.
-    kind = 0: MP(beta) scaled by c, with F = beta c and H = beta rho; kind = 1: atoms (rho, F, H).
-    Returns NaNs when an average diverges (S = 0 on an atom)."""
-    out = np.empty(11)
+    <F/S^2>, <F rho/S^2>, <H/S^2>, <H rho/S^2>, <G/S>, <G/S^2>, <G rho/S^2>
+    with the channels F = F_vv, H = F_tt, G = F_vt (docs/DERIVATIONS.md §5).
+    kind = 0: MP(beta) scaled by c, with F = beta c, H = beta rho and G = 0; kind = 1: atoms
+    (rho, F, H, G). Returns NaNs when an average diverges (S = 0 on an atom)."""
+    out = np.empty(N_AVERAGES)
     if kind == 1:
         out[:] = 0.0
         n = rho.shape[0]
@@ -122,7 +126,10 @@ def measure_moments(
             out[8] += F[i] * rho[i] * iS2
             out[9] += H[i] * iS2
             out[10] += H[i] * rho[i] * iS2
-        for j in range(11):
+            out[11] += G[i] * iS
+            out[12] += G[i] * iS2
+            out[13] += G[i] * rho[i] * iS2
+        for j in range(N_AVERAGES):
             out[j] /= n
         return out
     u = s1 * c
@@ -159,12 +166,20 @@ def measure_moments(
     out[8] = bc * out[3]
     out[9] = beta * out[3]
     out[10] = beta * out[4]
+    out[11] = 0.0
+    out[12] = 0.0
+    out[13] = 0.0
     return out
 
 
 @dataclass(frozen=True)
 class SpectralMeasure:
-    """Spectral measure for the overlap equations: MP (``kind='mp'``) or empirical atoms."""
+    """Spectral measure for the overlap equations: MP (``kind='mp'``) or atoms
+    (rho_i, F_vv,i, F_vt,i, F_tt,i) (``'atoms'``, or ``'weights'`` when built from a first-layer
+    matrix by :func:`from_weights`, which also fixes the spike (r, c, gamma) it implies).
+
+    ``F`` = F_vv, ``H`` = F_tt and ``G`` = F_vt (the cross channel, 0 for MP and for the
+    sampled sRF measure in expectation)."""
 
     kind: str
     beta: float
@@ -172,17 +187,18 @@ class SpectralMeasure:
     rho: np.ndarray
     F: np.ndarray
     H: np.ndarray
+    G: np.ndarray = field(default_factory=lambda: _EMPTY)
+    r: float = math.nan  # spike strength implied by the weights (from_weights only)
+    gamma: float = math.nan  # <v, theta*> (from_weights only)
 
     @property
     def code(self) -> int:
         return MEASURE_MP if self.kind == "mp" else MEASURE_ATOMS
 
     def moments(self, s0: float, s1: float) -> np.ndarray:
-        """The 11 averages of :func:`measure_moments`."""
-        return measure_moments(self.code, self.beta, self.c, self.rho, self.F, self.H, s0, s1)
-
-
-_EMPTY = np.zeros(1)
+        """The averages of :func:`measure_moments`."""
+        return measure_moments(self.code, self.beta, self.c, self.rho, self.F, self.H, self.G,
+                               s0, s1)
 
 
 def marchenko_pastur(beta: float, c: float = 1.0) -> SpectralMeasure:
@@ -212,9 +228,11 @@ def empirical_measure(
     omega = WP @ WP.T
     rho, U = np.linalg.eigh(omega)
     rho = np.maximum(rho, 0.0)
+    Wt = W @ t
     F = p * (U.T @ Wv) ** 2
-    H = p * (U.T @ (W @ t)) ** 2
-    return SpectralMeasure("atoms", p / d, float(c), rho, F, H)
+    H = p * (U.T @ Wt) ** 2
+    G = p * (U.T @ Wv) * (U.T @ Wt)
+    return SpectralMeasure("atoms", p / d, float(c), rho, F, H, G)
 
 
 def mp_density(x: np.ndarray, beta: float) -> np.ndarray:
