@@ -153,6 +153,12 @@ def build_problem(
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
+    if spike is None and measure is not None and measure.kind == "weights":
+        # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
+        gm = measure.gamma
+        nan = math.nan
+        spike = SpikeMapping(measure.r, measure.c, gm, math.sqrt(max(1 - gm * gm, 0.0)),
+                             nan, nan, nan, nan)
     if spike is None:
         spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
     if gamma is not None:

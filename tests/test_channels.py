@@ -114,3 +114,52 @@ def test_cross_channel_averages_match_a_direct_sum():
     direct1 = np.mean(m.rho * u2 / S**2)
     via1 = zh * zh * mom[8] + 2 * zh * ph * mom[13] + ph * ph * mom[10]
     assert via1 == pytest.approx(direct1, rel=1e-10)
+
+
+def _srf_weights(seed: int, d: int, p: int, r: float, c: float, gamma: float):
+    rng = np.random.default_rng(seed)
+    W0 = rng.standard_normal((p, d))
+    W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
+    theta = rng.standard_normal(d)
+    theta /= np.linalg.norm(theta)
+    t = rng.standard_normal(d)
+    t -= (t @ theta) * theta
+    t /= np.linalg.norm(t)
+    v = gamma * theta + np.sqrt(1 - gamma * gamma) * t
+    return np.sqrt(c) * W0 + r * v[None, :], v, theta
+
+
+def test_from_weights_recovers_the_srf_spike_and_risk():
+    """On sRF weights sqrt(c) W0 + r 1 v^T the semi-empirical measure recovers (r, c, gamma) and
+    its risk agrees with the deterministic MP theory within the O(d^-1/2) noise of a sampled
+    measure (docs/DERIVATIONS.md §2: |R_emp - R_MP| ~ 2-5e-3 at d ~ 1000)."""
+    kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)
+    sp = A.build_problem(**kw).spike
+    W, v, theta = _srf_weights(3, 800, 800, sp.r, sp.c, sp.gamma)
+    for vv in (v, None):
+        m = A.from_weights(W, vv, theta)
+        assert m.kind == "weights"
+        assert m.gamma == pytest.approx(sp.gamma, abs=0.01)
+        assert m.r == pytest.approx(sp.r, abs=0.05)
+        assert m.c == pytest.approx(sp.c, rel=0.01)
+        assert np.mean(m.F) == pytest.approx(sp.c, rel=0.15)
+        res = A.risk(5.0, **kw, measure=m)
+        assert res.converged
+        assert res.r == m.r and res.gamma == m.gamma
+        assert res.risk == pytest.approx(A.risk(5.0, **kw).risk, rel=0.05)
+
+
+def test_from_weights_rejects_bad_input():
+    W, v, theta = _srf_weights(1, 50, 40, 0.5, 1.0, 0.8)
+    with pytest.raises(ValueError, match="p x d matrix"):
+        A.from_weights(W[0], v, theta)
+    bad = W.copy()
+    bad[0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        A.from_weights(bad, v, theta)
+    with pytest.raises(ValueError, match="unit vector"):
+        A.from_weights(W, 2 * v, theta)
+    with pytest.raises(ValueError, match="theta must be a unit vector"):
+        A.from_weights(W, v, 0.5 * theta)
+    with pytest.raises(ValueError, match="length d = 50"):
+        A.from_weights(W, v, theta[:-1])
