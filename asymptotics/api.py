@@ -153,7 +153,7 @@ def build_problem(
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
-    if spike is None and measure is not None and measure.kind == "weights":
+    if spike is None and measure is not None and math.isfinite(measure.r):
         # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
         gm = measure.gamma
         nan = math.nan

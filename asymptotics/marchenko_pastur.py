@@ -30,6 +30,7 @@ N_MOMENTS = 14
 N_AVERAGES = 14  # the averages returned by measure_moments
 MEASURE_MP = 0
 MEASURE_ATOMS = 1
+MEASURE_CHANNELS = 2
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -159,6 +160,9 @@ def measure_moments(
         out[2] = m2 / (u * u)
         out[3] = c * x1b / (u * u)
         out[4] = c * c * x2 / (u * u)
+    if kind == 2:
+        _rank_one_channels(out, beta, F[0], G[0], H[0], s1)
+        return out
     bc = beta * c
     out[5] = bc * out[0]
     out[6] = beta * out[1]
@@ -170,6 +174,33 @@ def measure_moments(
     out[12] = 0.0
     out[13] = 0.0
     return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _rank_one_channels(
+    out: np.ndarray, beta: float, svv: float, svt: float, stt: float, s1: float
+) -> None:
+    """Kernel: the channel averages (out[5:14]) for rows of the bulk with covariance
+    (c I + D)/d, D supported on span(v, t), given its MP averages out[0:5] (docs/DERIVATIONS.md
+    §7). Bt is a column of W Pi (Sherman-Morrison against the rest of the Gram matrix,
+    x = beta stt <1/S>), Bv = k Bt + e with k = svt/stt and e independent of Omega."""
+    m, m2, mr2 = out[0], out[2], out[3]
+    x = beta * stt * m
+    den = 1.0 + s1 * x
+    ftt = x / den
+    ftt2 = beta * stt * m2 / (den * den)
+    fttr = (beta * stt * mr2 + x * x) / (den * den)
+    k = svt / stt if stt > 0.0 else 0.0
+    se = svv - k * svt
+    out[5] = k * k * ftt + beta * se * m
+    out[6] = ftt
+    out[7] = k * k * ftt2 + beta * se * m2
+    out[8] = k * k * fttr + beta * se * mr2
+    out[9] = ftt2
+    out[10] = fttr
+    out[11] = k * ftt
+    out[12] = k * ftt2
+    out[13] = k * fttr
 
 
 @dataclass(frozen=True)
@@ -193,7 +224,7 @@ class SpectralMeasure:
 
     @property
     def code(self) -> int:
-        return MEASURE_MP if self.kind == "mp" else MEASURE_ATOMS
+        return {"mp": MEASURE_MP, "channels": MEASURE_CHANNELS}.get(self.kind, MEASURE_ATOMS)
 
     def moments(self, s0: float, s1: float) -> np.ndarray:
         """The averages of :func:`measure_moments`."""
@@ -233,6 +264,25 @@ def empirical_measure(
     H = p * (U.T @ Wt) ** 2
     G = p * (U.T @ Wv) * (U.T @ Wt)
     return SpectralMeasure("atoms", p / d, float(c), rho, F, H, G)
+
+
+def channel_measure(
+    beta: float, c: float, svv: float, svt: float, stt: float, *, r: float = math.nan,
+    gamma: float = math.nan
+) -> SpectralMeasure:
+    """Deterministic measure of a first layer whose bulk rows have covariance (c I + D)/d with D
+    supported on span(v, t): Omega's spectrum is MP(beta) scaled by c (D adds one outlier of
+    weight 1/p), and the channels follow from (svv, svt, stt) = d times the covariances of
+    (b.v, b.t) over rows b of the bulk, by rank-one (Sherman-Morrison) formulas
+    (docs/DERIVATIONS.md §7). (svv, svt, stt) = (c, 0, c) is the sRF measure exactly."""
+    for name, val in (("beta", beta), ("c", c), ("svv", svv), ("stt", stt)):
+        if not (val > 0 and math.isfinite(val)):
+            raise ValueError(f"{name} must be > 0 and finite, got {val}")
+    if not (math.isfinite(svt) and svt * svt <= svv * stt * (1 + 1e-12)):
+        raise ValueError(f"svt must satisfy svt^2 <= svv stt (a covariance), got {svt}")
+    return SpectralMeasure("channels", float(beta), float(c), _EMPTY, np.array([float(svv)]),
+                           np.array([float(stt)]), np.array([float(svt)]), r=float(r),
+                           gamma=float(gamma))
 
 
 def _unit(name: str, x: np.ndarray | None, d: int, tol: float) -> np.ndarray | None:
