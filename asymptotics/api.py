@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 NONNEG = (0, 1, 2, 3)  # q1, q2, V1, V2
+#: which trained model a result describes: the sRF surrogate, the network itself (deterministic
+#: network theory, or the semi-empirical one with ``measure=from_weights(W1, v, theta)``), or
+#: random features (eta = 0).
+MODELS = ("srf", "network", "rf")
 V_COLD = np.array([0.5, 0.5])
 
 
@@ -75,6 +79,7 @@ class RiskResult:
     lam: float
     beta: float
     delta: float
+    model: str
     measure: str
     r: float
     c: float
@@ -120,6 +125,7 @@ class Problem:
     spike: SpikeMapping
     coefficients: ConditionalCoefficients
     measure: SpectralMeasure
+    model: str = "srf"
 
     def map_args(self, alpha: float, lam: float | None = None) -> tuple:
         k, ms = self.coefficients, self.measure
@@ -141,6 +147,7 @@ def build_problem(
     gamma: float | None = None,
     measure: SpectralMeasure | None = None,
     n_kappa: int = 120,
+    model: str = "srf",
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
@@ -153,6 +160,15 @@ def build_problem(
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if model == "rf" and eta != 0:
+        raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
+    if model == "network" and measure is None and spike is None and eta > 0:
+        # deterministic network theory: MP bulk with the step's channels (DERIVATIONS.md §7)
+        from .network import network_measure
+
+        measure = network_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
     if spike is None and measure is not None and math.isfinite(measure.r):
         # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
         gm = measure.gamma
@@ -172,7 +188,7 @@ def build_problem(
                                       n_kappa=n_kappa)
     if measure is None:
         measure = marchenko_pastur(beta, spike.c)
-    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model)
 
 
 def _solve_state(
@@ -272,7 +288,8 @@ def solve_point(
     return RiskResult(
         alpha=alpha, sigma=_name(problem.sigma), target=_name(problem.target),
         alpha0=problem.alpha0, eta=problem.eta, lam=problem.lam, beta=problem.beta,
-        delta=problem.delta, measure=problem.measure.kind, r=sp.r, c=sp.c, gamma=sp.gamma,
+        delta=problem.delta, model=problem.model, measure=problem.measure.kind,
+        r=sp.r, c=sp.c, gamma=sp.gamma,
         risk=risk_value, converged=converged, status=status.name.lower(),
         message=message, iterations=n_iter, residual=residual,
         **vals, **hats, state=tuple(float(v) for v in x),
@@ -294,12 +311,20 @@ def risk(
     measure: SpectralMeasure | None = None,
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
+    model: str = "srf",
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
-    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta."""
+    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta.
+
+    ``model``: "srf" (default) describes the spiked-random-features surrogate of the step;
+    "network" the trained network itself, through the deterministic network theory
+    (docs/DERIVATIONS.md §7: MP bulk with the step's F_vv, F_vt, F_tt channels) or, with
+    ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
+    "rf" is random features (requires eta = 0)."""
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            model=model)
     return solve_point(problem, alpha, solver=solver, strict=strict)
 
 
@@ -351,6 +376,7 @@ def risk_curve(
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
     progress: bool | None = None,
+    model: str = "srf",
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
@@ -361,7 +387,8 @@ def risk_curve(
     if not alphas:
         raise ValueError("alphas must contain at least one value")
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            model=model)
     rows = [r.as_dict() for r in _curve_results(problem, alphas, solver, strict, progress)]
     df = pd.DataFrame(rows)
     first = ["alpha", "risk", "converged", "iterations", "residual"]
