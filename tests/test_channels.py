@@ -163,3 +163,54 @@ def test_from_weights_rejects_bad_input():
         A.from_weights(W, v, 0.5 * theta)
     with pytest.raises(ValueError, match="length d = 50"):
         A.from_weights(W, v, theta[:-1])
+
+
+def test_rank_one_channels_reduce_to_the_srf_closures():
+    """MP leave-one-out identity: a bulk column's channel x/(1 + s1 x), x = beta c <1/S>, equals
+    beta <rho/S> (and its s0, s1 derivatives), so channel_measure(c, 0, c) is the sRF measure."""
+    from asymptotics.marchenko_pastur import channel_measure, marchenko_pastur
+
+    for beta, c, s0, s1 in [(1.0, 1.03, 0.3, 0.8), (2.0, 2.1, 0.01, 1.5), (0.5, 1.0, 1e-3, 3.0)]:
+        a = marchenko_pastur(beta, c).moments(s0, s1)
+        b = channel_measure(beta, c, c, 0.0, c).moments(s0, s1)
+        np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-14)
+
+
+def test_model_argument():
+    kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)
+    srf, net = A.risk(5.0, **kw), A.risk(5.0, **kw, model="network")
+    assert srf.model == "srf" and srf.measure == "mp"
+    assert net.model == "network" and net.measure == "channels" and net.converged
+    assert net.risk < srf.risk  # the network learns more than its sRF surrogate here
+    df = A.risk_curve([1.0, 5.0], **kw, model="network", progress=False)
+    assert (df["model"] == "network").all() and df["risk"].iloc[1] == pytest.approx(net.risk)
+    with pytest.raises(ValueError, match="model 'rf' is random features"):
+        A.risk(5.0, **kw, model="rf")
+    with pytest.raises(ValueError, match="model must be one of"):
+        A.risk(5.0, **kw, model="nn")
+    rf = A.risk(5.0, **dict(kw, eta=0.0), model="rf")
+    assert rf.model == "rf" and rf.risk == A.risk(5.0, **dict(kw, eta=0.0)).risk
+
+
+def test_step_covariances_match_the_sampled_first_layer():
+    """The deterministic (svv, svt, stt) of one giant step (docs/DERIVATIONS.md §7) against the
+    network's sampled W1 (validation simulator, relu/relu, alpha0 = 20, eta = 3, d = p = 600,
+    3 seeds): d times the row covariances of the centred bulk along (v, t)."""
+    from asymptotics.functions import get_function
+    from asymptotics.network import step_covariances
+    from validation.simulator import Setting, first_layer
+
+    s = get_function("relu")
+    st = Setting(model="network", sigma="relu", target="relu", alpha=1.0, alpha0=20.0,
+                 eta=3.0, lam=0.01, beta=1.0, d=600)
+    got = []
+    for ch in np.random.SeedSequence(11).spawn(3):
+        W1, theta, _ = first_layer(st, ch, s, s)
+        m = A.from_weights(W1, None, theta)
+        got.append((m.F.mean(), m.G.mean(), m.H.mean()))
+    svv, svt, stt = np.mean(got, axis=0)
+    pv, pt_, ptt = step_covariances("relu", "relu", alpha0=20.0, eta=3.0)
+    c = A.build_problem(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01).spike.c
+    assert svv == pytest.approx(pv, rel=0.08) and abs(svv - c) > 1.0  # sRF would say c
+    assert stt == pytest.approx(ptt, rel=0.08)
+    assert svt == pytest.approx(pt_, abs=0.08) and pt_ < -0.1
