@@ -161,7 +161,7 @@ def measure_moments(
         out[3] = c * x1b / (u * u)
         out[4] = c * c * x2 / (u * u)
     if kind == 2:
-        _rank_one_channels(out, beta, F[0], G[0], H[0], s1)
+        _special_columns(out, beta, F, G, H, s1)
         return out
     bc = beta * c
     out[5] = bc * out[0]
@@ -177,30 +177,46 @@ def measure_moments(
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _rank_one_channels(
-    out: np.ndarray, beta: float, svv: float, svt: float, stt: float, s1: float
+def _special_columns(
+    out: np.ndarray, beta: float, F: np.ndarray, G: np.ndarray, H: np.ndarray, s1: float
 ) -> None:
-    """Kernel: the channel averages (out[5:14]) for rows of the bulk with covariance
-    (c I + D)/d, D supported on span(v, t), given its MP averages out[0:5] (docs/DERIVATIONS.md
-    §7). Bt is a column of W Pi (Sherman-Morrison against the rest of the Gram matrix,
-    x = beta stt <1/S>), Bv = k Bt + e with k = svt/stt and e independent of Omega."""
+    """Kernel: the channel averages (out[5:14]) of a bulk with K special columns, given its MP
+    averages out[0:5] (docs/DERIVATIONS.md §7). The columns T (Bt and the bulk directions
+    correlated with Bv) have population covariance C = sum_j lam_j e_j e_j^T (lam = H), and
+    T^T S^-1 T = sum_j f_j e_j e_j^T, f_j = x_j/(1 + s1 x_j), x_j = beta lam_j <1/S>
+    (Sherman-Morrison against the rest of the Gram matrix). Bt = T e_0 has coordinates
+    b_j = G[j] on the e_j; Bv = T kappa + e with coordinates a_j = F[1 + j] and e independent
+    of Omega with variance F[0] (channel beta F[0])."""
     m, m2, mr2 = out[0], out[2], out[3]
-    x = beta * stt * m
-    den = 1.0 + s1 * x
-    ftt = x / den
-    ftt2 = beta * stt * m2 / (den * den)
-    fttr = (beta * stt * mr2 + x * x) / (den * den)
-    k = svt / stt if stt > 0.0 else 0.0
-    se = svv - k * svt
-    out[5] = k * k * ftt + beta * se * m
+    sind = F[0]
+    fvv, fvv2, fvvr = beta * sind * m, beta * sind * m2, beta * sind * mr2
+    fvt = fvt2 = fvtr = ftt = ftt2 = fttr = 0.0
+    for j in range(H.shape[0]):
+        lam = H[j]
+        x = beta * lam * m
+        den = 1.0 + s1 * x
+        f = x / den
+        f2 = beta * lam * m2 / (den * den)
+        fr = (beta * lam * mr2 + x * x) / (den * den)
+        a, b = F[1 + j], G[j]
+        fvv += a * a * f
+        fvv2 += a * a * f2
+        fvvr += a * a * fr
+        fvt += a * b * f
+        fvt2 += a * b * f2
+        fvtr += a * b * fr
+        ftt += b * b * f
+        ftt2 += b * b * f2
+        fttr += b * b * fr
+    out[5] = fvv
     out[6] = ftt
-    out[7] = k * k * ftt2 + beta * se * m2
-    out[8] = k * k * fttr + beta * se * mr2
+    out[7] = fvv2
+    out[8] = fvvr
     out[9] = ftt2
     out[10] = fttr
-    out[11] = k * ftt
-    out[12] = k * ftt2
-    out[13] = k * fttr
+    out[11] = fvt
+    out[12] = fvt2
+    out[13] = fvtr
 
 
 @dataclass(frozen=True)
@@ -267,22 +283,41 @@ def empirical_measure(
 
 
 def channel_measure(
-    beta: float, c: float, svv: float, svt: float, stt: float, *, r: float = math.nan,
-    gamma: float = math.nan
+    beta: float, c: float, svv: float, svt: float, stt: float, *,
+    extra: tuple[np.ndarray, np.ndarray] | None = None,
+    r: float = math.nan, gamma: float = math.nan,
 ) -> SpectralMeasure:
-    """Deterministic measure of a first layer whose bulk rows have covariance (c I + D)/d with D
-    supported on span(v, t): Omega's spectrum is MP(beta) scaled by c (D adds one outlier of
-    weight 1/p), and the channels follow from (svv, svt, stt) = d times the covariances of
-    (b.v, b.t) over rows b of the bulk, by rank-one (Sherman-Morrison) formulas
-    (docs/DERIVATIONS.md §7). (svv, svt, stt) = (c, 0, c) is the sRF measure exactly."""
+    """Deterministic measure of a first layer whose bulk rows b have covariance c I/d outside a
+    few special directions: Omega's spectrum is MP(beta) scaled by c (the special directions
+    add outliers of weight 1/p), and the channels follow from the covariances of b.v with the
+    special columns (docs/DERIVATIONS.md §7). (svv, svt, stt) = d Cov of (b.v, b.t); ``extra``
+    = (cvu, Cuu) adds K bulk directions u outside span(v, t) with d Cov(b.v, b.u) = cvu[:, 0],
+    d Cov(b.t, b.u) = cvu[:, 1] and d Cov(b.u) = Cuu. (c, 0, c) is the sRF measure exactly."""
     for name, val in (("beta", beta), ("c", c), ("svv", svv), ("stt", stt)):
         if not (val > 0 and math.isfinite(val)):
             raise ValueError(f"{name} must be > 0 and finite, got {val}")
     if not (math.isfinite(svt) and svt * svt <= svv * stt * (1 + 1e-12)):
         raise ValueError(f"svt must satisfy svt^2 <= svv stt (a covariance), got {svt}")
-    return SpectralMeasure("channels", float(beta), float(c), _EMPTY, np.array([float(svv)]),
-                           np.array([float(stt)]), np.array([float(svt)]), r=float(r),
-                           gamma=float(gamma))
+    cvz = np.array([svt], dtype=np.float64)
+    czz = np.array([[stt]], dtype=np.float64)
+    if extra is not None:
+        cvu, cuu = np.asarray(extra[0], dtype=np.float64), np.asarray(extra[1], dtype=np.float64)
+        k = cuu.shape[0]
+        czz = np.block([[czz, cvu[:, 1][None, :]], [cvu[:, 1][:, None], cuu]])
+        cvz = np.concatenate([cvz, cvu[:, 0]])
+        if cvu.shape != (k, 2) or not np.all(np.isfinite(czz)):
+            raise ValueError("extra must be (cvu of shape K x 2, Cuu of shape K x K), finite")
+    lam, V = np.linalg.eigh(czz)
+    if lam[0] <= 0:
+        raise ValueError("the covariance of the special columns must be positive definite")
+    kappa = np.linalg.solve(czz, cvz)
+    sind = svv - float(cvz @ kappa)
+    if sind < -1e-12 * svv:
+        raise ValueError("the covariances are not positive semi-definite (svv too small)")
+    F = np.concatenate([[max(sind, 0.0)], V.T @ kappa])
+    G = V[0, :].copy()  # Bt = T e_0
+    return SpectralMeasure("channels", float(beta), float(c), _EMPTY, F, lam.copy(), G,
+                           r=float(r), gamma=float(gamma))
 
 
 def _unit(name: str, x: np.ndarray | None, d: int, tol: float) -> np.ndarray | None:

@@ -23,53 +23,67 @@ import numpy as np
 from .cget import ge_coefficients
 from .functions import Function, get_function
 from .marchenko_pastur import SpectralMeasure, channel_measure
-from .quadrature import gaussian_nodes
+from .quadrature import gauss_hermite, gaussian_nodes
 from .srf import srf_mapping
 
 
 def step_covariances(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float,
     delta: float = 0.0,
-) -> tuple[float, float, float]:
-    """(svv, svt, stt): d times the covariances of the bulk rows along (v, t) after one giant
-    step (docs/DERIVATIONS.md §7). (c, 0, c) when c1 = 0 and the self-terms vanish."""
+) -> tuple[float, float, float, tuple[np.ndarray, np.ndarray] | None]:
+    """(svv, svt, stt, extra): d times the covariances of the bulk rows along (v, t) after one
+    giant step, and (cvu, Cuu), those with the two bulk directions outside span(v, t) that the
+    step correlates with them (docs/DERIVATIONS.md §7). (c, 0, c, None) when eta = 0."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
-    z, w = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
-    z, w = z[0], w[0]
-    a = g(z) - k.mu0  # e = a + sqrt(delta) xi
-    dl = delta
+    zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
+    gh, wh = gauss_hermite(12)  # exact for the polynomials in (xi, g) below
+    # tensor grid over (z, label noise xi, g): e = g(z) - mu0 + sqrt(delta) xi
+    z = zq[0][:, None, None]
+    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * gh[None, :, None]
+    gg = gh[None, None, :]
+    w = wq[0][:, None, None] * wh[None, :, None] * wh[None, None, :]
     E = lambda f: float(np.sum(w * f))  # noqa: E731
-    e1 = E(a)
-    e2 = E(a * a) + dl
-    e3 = E(a**3 + 3 * a * dl)
-    e4 = E(a**4 + 6 * a * a * dl) + 3 * dl * dl
-    e2z = E((a * a + dl) * z)
-    e2zz = E((a * a + dl) * z * z)
-    e3z = E((a**3 + 3 * a * dl) * z)
-    ehe2 = E(a * (z * z - 1))
+    e2 = E(e * e)
     nu = math.sqrt(e2 / alpha0)
     if nu == 0.0 or eta == 0.0:
-        return sp.c, 0.0, sp.c
+        return sp.c, 0.0, sp.c, None
     an = alpha0 * nu
-    Mx = np.array([[e1 + ehe2, e2z / an], [e2z / an, e1 + e3 / (an * an)]])
-    Q = np.array([[e2zz, e3z / an], [e3z / an, e4 / (an * an) + e2]])
+    xn = e / an + gg  # x.n with the self-term of the sample in u
+    X = (z, xn)
+    Mx = np.array([[E(e * X[a] * X[b]) for b in range(2)] for a in range(2)])
+    Q = np.array([[E(e * e * X[a] * X[b]) for b in range(2)] for a in range(2)])
     L = np.eye(2) + eta * k.c1 * Mx
     Sig = L @ L + eta * eta * k.s2 * Q / alpha0
     gam, rho = sp.gamma, sp.rho
     vv = np.array([gam, rho])  # v = gamma theta + rho n
     tt = np.array([rho, -gam])  # t = rho theta - gamma n
-    return float(vv @ Sig @ vv), float(vv @ Sig @ tt), float(tt @ Sig @ tt)
+    # bulk directions outside the plane: the linear part of the step, I + eta c1 M, maps the
+    # plane into two rest directions R a = eta c1 (M a)_rest with Gram G = (eta c1)^2 Q/alpha0;
+    # in the (v, t) basis: Cov(b_u, b_p) = Rc (Lp + s), Cov(b_u) = Rc Rc^T + c (Rc^T Rc = G)
+    P = np.stack([vv, tt], axis=1)
+    Lp = P.T @ L @ P
+    Gm = (eta * k.c1) ** 2 * (P.T @ Q @ P) / alpha0
+    w_, V_ = np.linalg.eigh(Gm)
+    Rc = (V_ * np.sqrt(np.maximum(w_, 0.0))) @ V_.T
+    cvu = Rc @ (Lp + sp.scale * np.eye(2))  # rows u, columns (v, t)
+    cuu = Rc @ Rc.T + sp.c * np.eye(2)
+    Sp = P.T @ Sig @ P
+    return (float(Sp[0, 0]), float(Sp[0, 1]), float(Sp[1, 1]), (cvu, cuu))
 
 
 def network_measure(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
-    delta: float = 0.0,
+    delta: float = 0.0, with_rest: bool = False,
 ) -> SpectralMeasure:
     """Deterministic measure of the network's first layer after one giant step: MP bulk with
-    the channels of :func:`step_covariances` and the sRF spike (docs/DERIVATIONS.md §7)."""
+    the channels of :func:`step_covariances` and the sRF spike (docs/DERIVATIONS.md §7).
+    ``with_rest`` adds the two bulk directions outside span(v, t) that the linear part of the
+    step correlates with b.v (a tested variant that does worse against simulation; see §7)."""
     s, g = get_function(sigma), get_function(target)
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta)
-    svv, svt, stt = step_covariances(s, g, alpha0=alpha0, eta=eta, delta=delta)
-    return channel_measure(beta, sp.c, svv, svt, stt, r=sp.r, gamma=sp.gamma)
+    svv, svt, stt, extra = step_covariances(s, g, alpha0=alpha0, eta=eta, delta=delta)
+    if not with_rest:
+        extra = None
+    return channel_measure(beta, sp.c, svv, svt, stt, extra=extra, r=sp.r, gamma=sp.gamma)

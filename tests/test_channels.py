@@ -165,7 +165,7 @@ def test_from_weights_rejects_bad_input():
         A.from_weights(W, v, theta[:-1])
 
 
-def test_rank_one_channels_reduce_to_the_srf_closures():
+def test_special_columns_reduce_to_the_srf_closures():
     """MP leave-one-out identity: a bulk column's channel x/(1 + s1 x), x = beta c <1/S>, equals
     beta <rho/S> (and its s0, s1 derivatives), so channel_measure(c, 0, c) is the sRF measure."""
     from asymptotics.marchenko_pastur import channel_measure, marchenko_pastur
@@ -209,7 +209,7 @@ def test_step_covariances_match_the_sampled_first_layer():
         m = A.from_weights(W1, None, theta)
         got.append((m.F.mean(), m.G.mean(), m.H.mean()))
     svv, svt, stt = np.mean(got, axis=0)
-    pv, pt_, ptt = step_covariances("relu", "relu", alpha0=20.0, eta=3.0)
+    pv, pt_, ptt, _ = step_covariances("relu", "relu", alpha0=20.0, eta=3.0)
     c = A.build_problem(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01).spike.c
     assert svv == pytest.approx(pv, rel=0.08) and abs(svv - c) > 1.0  # sRF would say c
     assert stt == pytest.approx(ptt, rel=0.08)
