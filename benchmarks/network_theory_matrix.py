@@ -28,6 +28,8 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=2000)
     ap.add_argument("--exclude", default="relu/he2", help="sigma/target pairs to leave out")
     ap.add_argument("--first-reps", type=int, default=0, help="only repetitions < this (0: all)")
+    ap.add_argument("--with-rest", action="store_true",
+                    help="also the variant with the rest directions (network_measure(with_rest))")
     args = ap.parse_args()
     store = pd.read_csv(STORE)
     net = store[(store["model"] == "network") & (store["d"] == args.d)]
@@ -40,14 +42,20 @@ def main() -> None:
                                           n="count").reset_index()
     agg["se"] = agg["sd"] / np.sqrt(agg["n"])
     cost = {}
-    for model in ("srf", "network"):
+    models = ("srf", "network", "network+rest") if args.with_rest else ("srf", "network")
+    for model in models:
         vals, t = {}, 0.0
         for (sg, tg, beta, a0, eta, lam), sub in agg.groupby(
                 ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
             alphas = sorted(sub["alpha"].unique())
             t0 = time.perf_counter()
+            extra = {}
+            if model == "network+rest":
+                from asymptotics.network import network_measure
+                extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta,
+                                                     with_rest=True))
             df = A.risk_curve(alphas, sigma=sg, target=tg, alpha0=a0, eta=eta, lam=lam,
-                              beta=beta, model=model, progress=False)
+                              beta=beta, model=model.split("+")[0], progress=False, **extra)
             t += time.perf_counter() - t0
             for a, r, ok in zip(df["alpha"], df["risk"], df["converged"], strict=True):
                 vals[(sg, tg, beta, a0, eta, lam, a)] = r if ok else math.nan
@@ -61,14 +69,14 @@ def main() -> None:
     print("| theory | points | share |z| <= 3 | median |rel gap| | max |rel gap| | "
           "mean time per point |")
     print("|---|---|---|---|---|---|")
-    for model in ("srf", "network"):
+    for model in models:
         z, gap = agg[f"z_{model}"], agg[f"gap_{model}"]
         print(f"| {model} | {int(z.notna().sum())} | {(z.abs() <= 3).mean():.1%} | "
               f"{gap.abs().median():.2%} | {gap.abs().max():.2%} | "
               f"{cost[model] * 1e3:.2f} ms |")
     print("\nby alpha0 (network theory): share |z| <= 3, median |gap|, max |gap|")
     for a0, sub in agg.groupby("alpha0"):
-        for model in ("srf", "network"):
+        for model in models:
             z, gap = sub[f"z_{model}"], sub[f"gap_{model}"]
             print(f"  alpha0 = {a0:g} {model:8s}: {(z.abs() <= 3).mean():.1%}, "
                   f"{gap.abs().median():.2%}, {gap.abs().max():.2%}")
