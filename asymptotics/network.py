@@ -55,7 +55,13 @@ def step_covariances(
     Mx = np.array([[E(e * X[a] * X[b]) for b in range(2)] for a in range(2)])
     Q = np.array([[E(e * e * X[a] * X[b]) for b in range(2)] for a in range(2)])
     L = np.eye(2) + eta * k.c1 * Mx
-    Sig = L @ L + eta * eta * k.s2 * Q / alpha0
+    # the spread of M a outside the plane, Gram Q/alpha0 over all directions orthogonal to
+    # theta*, already holds the self-term components along n that Mx carries: remove them
+    # (selfn = the parts of n.M theta*, n.M n coming from the sample's own term in u)
+    selfn = np.array([E(e * e * z) / an, E(e**3) / (an * an)])
+    Grest = Q / alpha0 - np.outer(selfn, selfn)
+    ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
+    Sig = L @ L + (eta * k.c1) ** 2 * Grest + eta * eta * ezeta2 * Q / alpha0
     gam, rho = sp.gamma, sp.rho
     vv = np.array([gam, rho])  # v = gamma theta + rho n
     tt = np.array([rho, -gam])  # t = rho theta - gamma n
@@ -64,7 +70,7 @@ def step_covariances(
     # in the (v, t) basis: Cov(b_u, b_p) = Rc (Lp + s), Cov(b_u) = Rc Rc^T + c (Rc^T Rc = G)
     P = np.stack([vv, tt], axis=1)
     Lp = P.T @ L @ P
-    Gm = (eta * k.c1) ** 2 * (P.T @ Q @ P) / alpha0
+    Gm = (eta * k.c1) ** 2 * (P.T @ Grest @ P)
     w_, V_ = np.linalg.eigh(Gm)
     Rc = (V_ * np.sqrt(np.maximum(w_, 0.0))) @ V_.T
     cvu = Rc @ (Lp + sp.scale * np.eye(2))  # rows u, columns (v, t)
