@@ -85,7 +85,9 @@ def main() -> None:
         print(f"  {key:40s} srf {(sub['z_srf'].abs() <= 3).mean():4.0%} "
               f"{sub['gap_srf'].median():+.2%} | network "
               f"{(sub['z_network'].abs() <= 3).mean():4.0%} {sub['gap_network'].median():+.2%}"
-              f" max {sub['gap_network'].abs().max():.2%}")
+              f" max {sub['gap_network'].abs().max():.2%}"
+              + (f" | +rest {(sub['z_network+rest'].abs() <= 3).mean():4.0%} "
+                 f"{sub['gap_network+rest'].median():+.2%}" if args.with_rest else ""))
 
 
 if __name__ == "__main__":
