@@ -3,13 +3,13 @@
 from .api import ConvergenceError, RiskResult, build_problem, risk, risk_curve, solve_point
 from .cget import conditional_coefficients, ge_coefficients
 from .functions import Function, available, get_function
-from .marchenko_pastur import empirical_measure, marchenko_pastur
+from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
 from .solver import SolverConfig
 from .srf import SpikeMapping, srf_mapping
 
 __all__ = [
-    "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpikeMapping",
-    "available", "build_problem", "conditional_coefficients", "empirical_measure",
+    "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpectralMeasure", "SpikeMapping",
+    "available", "build_problem", "conditional_coefficients", "empirical_measure", "from_weights",
     "ge_coefficients", "get_function", "marchenko_pastur", "risk", "risk_curve",
     "solve_point", "srf_mapping",
 ]

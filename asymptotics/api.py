@@ -36,6 +36,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 NONNEG = (0, 1, 2, 3)  # q1, q2, V1, V2
+#: which trained model a result describes: the sRF surrogate, the network itself (deterministic
+#: network theory, or the semi-empirical one with ``measure=from_weights(W1, v, theta)``), or
+#: random features (eta = 0).
+MODELS = ("srf", "network", "rf")
 V_COLD = np.array([0.5, 0.5])
 
 
@@ -75,6 +79,7 @@ class RiskResult:
     lam: float
     beta: float
     delta: float
+    model: str
     measure: str
     r: float
     c: float
@@ -120,12 +125,13 @@ class Problem:
     spike: SpikeMapping
     coefficients: ConditionalCoefficients
     measure: SpectralMeasure
+    model: str = "srf"
 
     def map_args(self, alpha: float, lam: float | None = None) -> tuple:
         k, ms = self.coefficients, self.measure
         return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
                 alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
-                ms.beta, ms.c, ms.rho, ms.F, ms.H)
+                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G)
 
 
 def build_problem(
@@ -141,6 +147,7 @@ def build_problem(
     gamma: float | None = None,
     measure: SpectralMeasure | None = None,
     n_kappa: int = 120,
+    model: str = "srf",
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
@@ -153,6 +160,21 @@ def build_problem(
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if model == "rf" and eta != 0:
+        raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
+    if model == "network" and measure is None and spike is None and eta > 0:
+        # deterministic network theory: MP bulk with the step's channels (DERIVATIONS.md §7)
+        from .network import network_measure
+
+        measure = network_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+    if spike is None and measure is not None and math.isfinite(measure.r):
+        # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
+        gm = measure.gamma
+        nan = math.nan
+        spike = SpikeMapping(measure.r, measure.c, gm, math.sqrt(max(1 - gm * gm, 0.0)),
+                             nan, nan, nan, nan)
     if spike is None:
         spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
     if gamma is not None:
@@ -166,7 +188,7 @@ def build_problem(
                                       n_kappa=n_kappa)
     if measure is None:
         measure = marchenko_pastur(beta, spike.c)
-    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model)
 
 
 def _solve_state(
@@ -279,7 +301,8 @@ def solve_point(
     return RiskResult(
         alpha=alpha, sigma=_name(problem.sigma), target=_name(problem.target),
         alpha0=problem.alpha0, eta=problem.eta, lam=problem.lam, beta=problem.beta,
-        delta=problem.delta, measure=problem.measure.kind, r=sp.r, c=sp.c, gamma=sp.gamma,
+        delta=problem.delta, model=problem.model, measure=problem.measure.kind,
+        r=sp.r, c=sp.c, gamma=sp.gamma,
         risk=risk_value, converged=converged, status=status.name.lower(),
         message=message, iterations=n_iter, residual=residual,
         **vals, **hats, state=tuple(float(v) for v in x),
@@ -295,14 +318,11 @@ def _check_engine(engine: str) -> None:
 
 
 def _solve_one_warm(problem: Problem, alpha: float, x0: np.ndarray, solver: SolverConfig):
+    from .grid import _solver_args
     from .solver_kernels import solve_point_kernel
 
-    k, ms = problem.coefficients, problem.measure
-    x, hat, st, it, rs = solve_point_kernel(
-        np.asarray(x0, dtype=np.float64), True, k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2,
-        k.h, k.h1, k.h2, alpha / problem.beta, problem.lam, problem.delta, ms.code, ms.beta,
-        ms.c, ms.rho, ms.F, ms.H, solver.rtol, solver.scale_floor, solver.max_iter,
-        solver.damping, solver.anderson)
+    x, hat, st, it, rs = solve_point_kernel(np.asarray(x0, dtype=np.float64), True,
+                                            *problem.map_args(alpha), *_solver_args(solver))
     return x[None, :], hat[None, :], np.array([st]), np.array([it]), np.array([rs])
 
 
@@ -322,18 +342,26 @@ def risk(
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
     engine: str = "compiled",
+    model: str = "srf",
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
     ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. ``lam="optimal"`` or
     ``eta="optimal"``: the point at the minimiser over lam or eta_tilde (``asymptotics.grid``;
-    the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if it sits at a bound)."""
+    the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if it sits at a bound).
+
+    ``model``: "srf" (default) describes the spiked-random-features surrogate of the step;
+    "network" the trained network itself, through the deterministic network theory
+    (docs/DERIVATIONS.md §7: MP bulk with the step's F_vv, F_vt, F_tt channels) or, with
+    ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
+    "rf" is random features (requires eta = 0)."""
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)
         best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                               lam=lam, beta=beta, delta=delta, solver=solver,
-                              overrides=dict(spike=spike, gamma=gamma, measure=measure))
+                              overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                             model=model))
         if not bool(best.converged[0]):
             if strict:
                 raise ConvergenceError(f"no converged optimum at alpha={alpha:g}")
@@ -343,7 +371,8 @@ def risk(
             lam, eta = float(best.lam[0]), float(best.eta[0])
         note = str(best.message[0]) if bool(best.converged[0]) else None
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            model=model)
     res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
     if note is not None and res.converged:
         res = replace(res, message=note)
@@ -400,6 +429,7 @@ def risk_curve(
     strict: bool = False,
     progress: bool | None = None,
     engine: str = "compiled",
+    model: str = "srf",
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
@@ -413,7 +443,7 @@ def risk_curve(
     alphas = [_check("alpha", a, positive=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must contain at least one value")
-    overrides = dict(spike=spike, gamma=gamma, measure=measure)
+    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model)
     if isinstance(lam, str) or isinstance(eta, str):
         df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, solver=solver, overrides=overrides)

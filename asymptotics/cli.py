@@ -95,8 +95,9 @@ def _curve(args: argparse.Namespace) -> int:
 
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
                   beta=args.beta, delta=args.delta)
-    df = risk_curve(args.alpha, eta=args.eta, progress=None if not args.quiet else False,
-                    **common)
+    eta = 0.0 if args.model == "rf" else args.eta
+    df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
+                    model=args.model, **common)
     text = df.to_csv(index=False, float_format="%.12g")
     sys.stdout.write(text)
     if args.out:
@@ -107,7 +108,7 @@ def _curve(args: argparse.Namespace) -> int:
         print(f"warning: {n_bad} of {len(df)} points did not converge (risk = nan, converged = "
               "False)", file=sys.stderr)
     if args.plot:
-        rf = risk_curve(args.alpha, eta=0.0, progress=False, **common) if args.eta > 0 else None
+        rf = risk_curve(args.alpha, eta=0.0, progress=False, **common) if eta > 0 else None
         plot_curve(df, rf, args.plot)
     return 0
 
@@ -148,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
                        default=parse_grid("0.2:5:50"),
                        help="sample ratios n/d: a list 0.2,1,3 or START:STOP:NUM "
                             "(default: 0.2:5:50)")
+    curve.add_argument("--model", choices=("srf", "network", "rf"), default="srf",
+                       help="which trained model the curve describes: srf = the spiked random "
+                            "features surrogate of the step (default), network = the trained "
+                            "network (deterministic network theory, docs/DERIVATIONS.md §7), "
+                            "rf = random features (eta = 0, --eta ignored)")
     curve.add_argument("--out", help="also write the CSV to this file")
     curve.add_argument("--plot", help="write a PNG of risk vs alpha (random features dashed)")
     curve.add_argument("--quiet", action="store_true", help="no progress bar")

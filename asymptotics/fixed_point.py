@@ -7,15 +7,19 @@ and the training residual adds the label noise Delta: E_tr(k) = E(k) + Delta. Wi
     Vhat1 = A E_k[mu1^2/(1+V)],      Vhat2 = A E_k[mu_star^2/(1+V)],
     qhat1 = A E_k[mu1^2 E_tr/(1+V)^2], qhat2 = A E_k[mu_star^2 E_tr/(1+V)^2],
     zetahat = A E_k[k mu1 (h - b)/(1+V)],  psihat = A E_k[mu1 h1/(1+V)].
-With S = lam + Vhat1 rho + Vhat2 and N = qhat1 rho + qhat2 + zetahat^2 F + psihat^2 H:
-    q1 = <rho N/S^2>, q2 = <N/S^2>, V1 = <rho/S>, V2 = <1/S>, zeta = zetahat <F/S>,
-    psi = psihat <H/S>,  m = E_k[mu0 (h - mu1 k zeta)/(1+V)] / E_k[mu0^2/(1+V)].
+With S = lam + Vhat1 rho + Vhat2 and the channels (F, G, H) = (F_vv, F_vt, F_tt) of the measure,
+N = qhat1 rho + qhat2 + zetahat^2 F + 2 zetahat psihat G + psihat^2 H:
+    q1 = <rho N/S^2>, q2 = <N/S^2>, V1 = <rho/S>, V2 = <1/S>,
+    zeta = zetahat <F/S> + psihat <G/S>,  psi = zetahat <G/S> + psihat <H/S>,
+    m = E_k[mu0 (h - mu1 k zeta)/(1+V)] / E_k[mu0^2/(1+V)]
+(docs/DERIVATIONS.md §5; the sRF closures F = beta c, G = 0, H = beta rho are THEORY.md §5).
 The risk is R = E_k[E(k)].
 
 Kernels: ``fixed_point_map`` applies the equations above verbatim (its residual at the answer is
 what is reported); ``v_update`` is the closed (V1, V2) subsystem that the solver iterates;
-``complete_state`` then solves the rest exactly: (zeta, m) from a 2x2 linear system (the
--mu1 k zeta and -mu0 m feedbacks of zetahat and m) and (q1, q2) from a 2x2 linear system (qhat
+``complete_state`` then solves the rest exactly: (zeta, psi, m) from their linear system
+(the -mu1 k zeta and -mu0 m feedbacks of zetahat and m; psihat depends on V only, so the system
+is triangular) and (q1, q2) from a 2x2 linear system (qhat
 is affine in q through E(k)). The fixed points are the same; the reduced scheme converges in the
 iterations of the V-subsystem alone and cannot oscillate in the zeta channel (a plain iteration
 there diverges whenever Vhat1 <F/S> > 1, e.g. beta > 1 with a small lam).
@@ -95,21 +99,23 @@ def fixed_point_map(
     rho: np.ndarray,
     F: np.ndarray,
     H: np.ndarray,
+    G: np.ndarray,
 ) -> np.ndarray:
     """Kernel: one application of the map, x -> overlaps(conjugates(x)) (7 numbers)."""
     hat = conjugates(x, w, kap, mu0, mu1, ms2, h, h1, h2, A, delta)
     vh1, vh2, qh1, qh2, zh, ph = hat[0], hat[1], hat[2], hat[3], hat[4], hat[5]
-    mom = measure_moments(kind, beta, c, rho, F, H, lam + vh2, vh1)
+    mom = measure_moments(kind, beta, c, rho, F, H, G, lam + vh2, vh1)
     out = np.empty(7)
     zh2 = zh * zh
     ph2 = ph * ph
-    out[0] = qh1 * mom[4] + qh2 * mom[3] + zh2 * mom[8] + ph2 * mom[10]
-    out[1] = qh1 * mom[3] + qh2 * mom[2] + zh2 * mom[7] + ph2 * mom[9]
+    zp2 = 2.0 * zh * ph
+    out[0] = qh1 * mom[4] + qh2 * mom[3] + zh2 * mom[8] + zp2 * mom[13] + ph2 * mom[10]
+    out[1] = qh1 * mom[3] + qh2 * mom[2] + zh2 * mom[7] + zp2 * mom[12] + ph2 * mom[9]
     out[2] = mom[1]
     out[3] = mom[0]
-    zeta = zh * mom[5]
+    zeta = zh * mom[5] + ph * mom[11]
     out[4] = zeta
-    out[5] = ph * mom[6]
+    out[5] = zh * mom[11] + ph * mom[6]
     # m: optimal (unregularised) coefficient of the mean channel, given V and the new zeta
     V1, V2 = x[2], x[3]
     num = 0.0
@@ -136,6 +142,7 @@ def v_update(
     rho: np.ndarray,
     F: np.ndarray,
     H: np.ndarray,
+    G: np.ndarray,
 ) -> np.ndarray:
     """Kernel: the closed (V1, V2) subsystem, (V1, V2) -> (<rho/S>, <1/S>) with
     S = lam + Vhat1 rho + Vhat2 and Vhat from V."""
@@ -147,7 +154,7 @@ def v_update(
         iv = w[j] / (1.0 + a1 * V1 + ms2[j] * V2)
         vh1 += iv * a1
         vh2 += iv * ms2[j]
-    mom = measure_moments(kind, beta, c, rho, F, H, lam + A * vh2, A * vh1)
+    mom = measure_moments(kind, beta, c, rho, F, H, G, lam + A * vh2, A * vh1)
     out = np.empty(2)
     out[0] = mom[1]
     out[1] = mom[0]
@@ -174,6 +181,7 @@ def complete_state(
     rho: np.ndarray,
     F: np.ndarray,
     H: np.ndarray,
+    G: np.ndarray,
 ) -> np.ndarray:
     """Kernel: given (V1, V2), the rest of the state (q1, q2, V1, V2, zeta, psi, m) solved exactly:
     (zeta, m) and (q1, q2) from their 2x2 linear systems. NaN q's where the q-system has no
@@ -204,22 +212,25 @@ def complete_state(
     vh1 *= A
     vh2 *= A
     ph *= A
-    mom = measure_moments(kind, beta, c, rho, F, H, lam + vh2, vh1)
+    mom = measure_moments(kind, beta, c, rho, F, H, G, lam + vh2, vh1)
     out = np.empty(7)
     out[2] = V1
     out[3] = V2
-    # (zeta, m): zeta = ZF A (a_kh - a_k0 m - a_kk zeta),  b_00 m = b_0h - a_k0 zeta
+    # (zeta, psi, m): zeta = <F/S> zetahat + <G/S> psihat, psi = <G/S> zetahat + <H/S> psihat,
+    # zetahat = A (a_kh - a_k0 m - a_kk zeta), b_00 m = b_0h - a_k0 zeta; psihat depends on V
+    # only, so the system is triangular: zeta first (one linear equation), then m, then psi.
     g = A * mom[5]
+    cross = ph * mom[11]
     if b_00 > 1e-300:
-        num = g * (a_kh - a_k0 * b_0h / b_00)
+        num = g * (a_kh - a_k0 * b_0h / b_00) + cross
         den = 1.0 + g * (a_kk - a_k0 * a_k0 / b_00)
         zeta = num / den
         m = (b_0h - a_k0 * zeta) / b_00
     else:
-        zeta = g * a_kh / (1.0 + g * a_kk)
+        zeta = (g * a_kh + cross) / (1.0 + g * a_kk)
         m = 0.0
     zh = A * (a_kh - a_k0 * m - a_kk * zeta)
-    psi = ph * mom[6]
+    psi = zh * mom[11] + ph * mom[6]
     # q: qhat = r0 + K q (E(k) is affine in q), q = P qhat + cq
     r01 = 0.0
     r02 = 0.0
@@ -238,8 +249,9 @@ def complete_state(
         k12 += wj * a1 * ms2[j]
         k22 += wj * ms2[j] * ms2[j]
     p11, p12, p22 = mom[4], mom[3], mom[2]
-    cq1 = zh * zh * mom[8] + ph * ph * mom[10]
-    cq2 = zh * zh * mom[7] + ph * ph * mom[9]
+    zp2 = 2.0 * zh * ph
+    cq1 = zh * zh * mom[8] + zp2 * mom[13] + ph * ph * mom[10]
+    cq2 = zh * zh * mom[7] + zp2 * mom[12] + ph * ph * mom[9]
     m11 = 1.0 - A * (p11 * k11 + p12 * k12)
     m12 = -A * (p11 * k12 + p12 * k22)
     m21 = -A * (p12 * k11 + p22 * k12)

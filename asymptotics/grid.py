@@ -39,11 +39,15 @@ _MESSAGES = {int(s): s.message for s in Status}
 _NAMES = {int(s): s.name.lower() for s in Status}
 
 
-def _kernel_tail(problem: Problem, solver: SolverConfig) -> tuple:
-    k, ms = problem.coefficients, problem.measure
-    return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2, problem.delta,
-            ms.code, ms.beta, ms.c, ms.rho, ms.F, ms.H, solver.rtol, solver.scale_floor,
-            solver.max_iter, solver.damping, solver.anderson)
+def _solver_args(solver: SolverConfig) -> tuple:
+    return (solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
+
+
+def _path_args(problem: Problem) -> tuple:
+    """The kernel arguments of ``problem.map_args`` without (A, lam): the kappa tables, then
+    delta and the measure."""
+    args = problem.map_args(1.0)
+    return args[:8] + args[10:]
 
 
 def solve_path(
@@ -59,7 +63,8 @@ def solve_path(
     if lams is None:
         lams = np.full(alphas.shape[0], problem.lam)
     lams = np.ascontiguousarray(lams, dtype=np.float64)
-    return solve_path_kernel(alphas / problem.beta, lams, *_kernel_tail(problem, solver))
+    return solve_path_kernel(alphas / problem.beta, lams, *_path_args(problem),
+                             *_solver_args(solver))
 
 
 def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
@@ -84,6 +89,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
         "lam": np.asarray(lams, dtype=np.float64),
         "beta": np.full(n, problem.beta),
         "delta": np.full(n, problem.delta),
+        "model": [problem.model] * n,
         "measure": [problem.measure.kind] * n,
         "r": np.full(n, sp.r),
         "c": np.full(n, sp.c),
@@ -162,14 +168,11 @@ def _bounded_min(f, lo: float, hi: float, xatol: float) -> tuple[float, float]:
     return float(res.x), float(res.fun)
 
 
-def _point_risk(problem: Problem, A: float, lam: float, x0: np.ndarray | None,
+def _point_risk(problem: Problem, alpha: float, lam: float, x0: np.ndarray | None,
                 solver: SolverConfig) -> tuple[float, np.ndarray]:
-    k, ms = problem.coefficients, problem.measure
-    x, hat, status, _, _ = solve_point_kernel(
-        np.zeros(7) if x0 is None else x0, x0 is not None, k.weights, k.kappa, k.mu0, k.mu1,
-        k.mu_star2, k.h, k.h1, k.h2, A, lam, problem.delta, ms.code, ms.beta, ms.c, ms.rho,
-        ms.F, ms.H, solver.rtol, solver.scale_floor, solver.max_iter, solver.damping,
-        solver.anderson)
+    x0v = np.zeros(7) if x0 is None else x0
+    x, hat, status, _, _ = solve_point_kernel(x0v, x0 is not None, *problem.map_args(alpha, lam),
+                                              *_solver_args(solver))
     return (float(hat[6]) if status == 0 else math.nan), x
 
 
@@ -249,7 +252,7 @@ def optimal_lam(
             x0 = st[j]
 
             def f(ul: float, i: int = i, x0: np.ndarray = x0) -> float:
-                r, _ = _point_risk(prob, a[i] / prob.beta, 10.0**ul, x0, solver)
+                r, _ = _point_risk(prob, a[i], 10.0**ul, x0, solver)
                 return r if math.isfinite(r) else math.inf
 
             ub, rb = _bounded_min(f, u[j - 1], u[j + 1], 1e-4)
@@ -338,7 +341,7 @@ def optimal_eta(
 
             def f(e: float, i: int = i, x0: np.ndarray = x0) -> float:
                 p = build_problem(eta=e, **kw)
-                r, _ = _point_risk(p, a[i] / p.beta, p.lam, x0, solver)
+                r, _ = _point_risk(p, a[i], p.lam, x0, solver)
                 return r if math.isfinite(r) else math.inf
 
             eb, rb = _bounded_min(f, float(etas[j - 1]), float(etas[j + 1]), 1e-5)

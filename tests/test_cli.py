@@ -44,3 +44,19 @@ def test_bad_input_exits_2_with_one_line():
 def test_help_documents_conventions():
     p = run("curve", "--help")
     assert p.returncode == 0 and "sum_i (y_i - f(x_i))^2 + lam |a|^2" in p.stdout
+
+
+def test_model_option():
+    base = ("curve", "--sigma", "relu", "--target", "relu", "--alpha0", "20", "--eta", "3",
+            "--alpha", "5", "--quiet")
+    out = {}
+    for model in ("srf", "network", "rf"):
+        p = run(*base, "--model", model)
+        assert p.returncode == 0, p.stderr
+        df = pd.read_csv(io.StringIO(p.stdout))
+        assert df["model"].iloc[0] == model
+        out[model] = df
+    assert out["rf"]["eta"].iloc[0] == 0.0
+    assert out["network"]["risk"].iloc[0] != out["srf"]["risk"].iloc[0]
+    p = run(*base, "--model", "nn")
+    assert p.returncode == 2 and "model" in p.stderr

@@ -32,7 +32,7 @@ def test_stieltjes_closed_form_vs_quadrature(beta, t):
         n = 2000
     c, s1 = 1.7, 0.8
     s0 = t * s1 * c
-    mom = measure_moments(0, beta, c, np.zeros(1), np.zeros(1), np.zeros(1), s0, s1)
+    mom = measure_moments(0, beta, c, np.zeros(1), np.zeros(1), np.zeros(1), np.zeros(1), s0, s1)
 
     def avg(f):
         return mp_expectation(f, beta, n=n)
@@ -48,7 +48,8 @@ def test_stieltjes_closed_form_vs_quadrature(beta, t):
 
 def test_atom_at_zero_for_beta_above_one():
     beta, s0 = 2.5, 1e-3
-    mom = measure_moments(0, beta, 1.0, np.zeros(1), np.zeros(1), np.zeros(1), s0, 1.0)
+    z = np.zeros(1)
+    mom = measure_moments(0, beta, 1.0, z, z, z, z, s0, 1.0)
     # <1/S> is dominated by the atom of mass 1 - 1/beta at rho = 0
     assert mom[0] * s0 == pytest.approx(1 - 1 / beta, rel=1e-2)
 
@@ -75,4 +76,4 @@ def test_bad_beta():
     with pytest.raises(ValueError, match="beta must be > 0"):
         mp_expectation(lambda x: x, 0.0)
     assert math.isnan(measure_moments(0, 2.0, 1.0, np.zeros(1), np.zeros(1), np.zeros(1),
-                                      0.0, 1.0)[0])
+                                      np.zeros(1), 0.0, 1.0)[0])

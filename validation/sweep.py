@@ -75,7 +75,7 @@ DEFAULTS: dict[str, Any] = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0
 META = ("key", "task", "task_rows", "kind")
 TAIL = ("seconds", "cpu_seconds", "version", "crc")
 SIM_RESULT = ("rep", "p", "n", "n0", "n_test_used", "entropy", "risk", "converged")
-STRING_COLUMNS = ("key", "task", "kind", "sigma", "target", "measure", "status", "message",
+STRING_COLUMNS = ("key", "task", "kind", "sigma", "target", "measure", "model", "status", "message",
                   "version", "entropy", "crc")
 
 
