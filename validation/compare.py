@@ -86,7 +86,9 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     ax.set_title(title or default, fontsize=9)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 

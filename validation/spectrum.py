@@ -681,7 +681,9 @@ def plot_spectrum(
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(frameon=False, fontsize=8)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 

@@ -778,7 +778,9 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, path: str | os.PathLike,
     n_bad = int(z.mask.sum()) if np.ma.is_masked(z) else 0
     if n_bad:
         ax.text(0.01, 0.01, f"grey: {n_bad} not converged", transform=ax.transAxes, fontsize=7)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 
