@@ -181,40 +181,53 @@ def parse_grid(text: str, name: str = "alpha", *, max_num: int = 100_000) -> lis
 # output paths
 
 
+def _probe_dir(d: Path) -> bool:
+    """True if a file can really be created in ``d`` (also right as root, where os.access is
+    always true): create and remove a temporary file."""
+    import tempfile
+
+    try:
+        with tempfile.NamedTemporaryFile(dir=d, prefix=".giantstep-probe-"):
+            pass
+    except OSError:
+        return False
+    return True
+
+
 def check_writable(path: str | os.PathLike | None, option: str, *, directory: bool = False,
                    suffixes: Iterable[str] | None = None) -> None:
-    """Raise ValueError (naming ``option``) unless ``path`` can be written: its directory (or,
-    with ``directory``, the nearest existing ancestor) exists and is writable. Nothing is
-    created. ``suffixes`` restricts the file extension (e.g. ``.png``, ``.svg``, ``.pdf``)."""
+    """Raise ValueError (naming ``option``) unless ``path`` can be written, before any work is
+    done. A file: its directory must exist and accept a new file. A directory (``directory``):
+    it is created if missing (with its parents) and must accept a new file. ``suffixes``
+    restricts the file extension (e.g. ``.png``, ``.svg``, ``.pdf``)."""
     if path is None:
         return
-    p = Path(path)
     if str(path).strip() == "":
         raise ValueError(f"{option}: empty path")
+    p = Path(path)
     if directory:
         if p.exists() and not p.is_dir():
             raise ValueError(f"{option}: {str(p)!r} exists and is not a directory")
-        probe = p
-        while not probe.exists():
-            if probe.parent == probe:
-                break
-            probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK):
-            raise ValueError(f"{option}: cannot create or write directory {str(p)!r} "
-                             f"({str(probe)!r} is not writable)")
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ValueError(f"{option}: cannot create directory {str(p)!r} "
+                             f"({exc.strerror or exc})") from None
+        if not _probe_dir(p):
+            raise ValueError(f"{option}: cannot write into directory {str(p)!r}")
         return
-    if p.exists() and p.is_dir():
+    if p.is_dir():
         raise ValueError(f"{option}: {str(p)!r} is a directory, expected a file name")
-    parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir():
-        raise ValueError(f"{option}: directory {str(parent)!r} does not exist")
-    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
-        raise ValueError(f"{option}: cannot write {str(p)!r} (permission denied)")
     if suffixes is not None:
         allowed = tuple(s.lower() for s in suffixes)
         if p.suffix.lower() not in allowed:
             raise ValueError(f"{option}: file type {p.suffix or '(none)'!r} not supported; "
                              f"use one of {', '.join(allowed)}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise ValueError(f"{option}: directory {str(parent)!r} does not exist")
+    if not _probe_dir(parent) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ValueError(f"{option}: cannot write {str(p)!r} (permission denied)")
 
 
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
