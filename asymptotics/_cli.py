@@ -338,3 +338,47 @@ def save_figure(fig, path: str | os.PathLike, **kwargs) -> Path:
         if tmp.exists():
             tmp.unlink()
     return p
+
+
+# ------------------------------------------------------------------------------------------------
+# worker processes die with their parent
+
+_WATCHDOG: dict[str, int] = {}
+
+
+def watch_parent(parent_pid: int | None = None, interval: float = 0.25) -> None:
+    """In a pool worker: start (once) a daemon thread that ends this process as soon as the
+    process ``parent_pid`` (default: the current parent) is gone, so that a SIGKILL of the
+    command leaves no orphaned workers. Parent gone = this process was re-parented, or
+    ``parent_pid`` no longer exists. A no-op in the parent itself."""
+    import threading
+
+    me = os.getpid()
+    if _WATCHDOG.get("pid") == me:
+        return
+    pid = os.getppid() if parent_pid is None else int(parent_pid)
+    if pid == me:
+        return
+    first_ppid = os.getppid()
+    _WATCHDOG["pid"] = me
+
+    def gone() -> bool:
+        if first_ppid == pid and os.getppid() != pid:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+    def loop() -> None:
+        while True:
+            if gone():
+                os._exit(70)
+            time.sleep(interval)
+
+    if gone():
+        os._exit(70)
+    threading.Thread(target=loop, name="giantstep-parent-watchdog", daemon=True).start()

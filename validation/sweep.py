@@ -122,6 +122,8 @@ def _split_top_level(text: str) -> list[str]:
         depth += (ch == "(") - (ch == ")")
         cur.append(ch)
     out.append("".join(cur))
+    if len(out) > 1 and any(not s.strip() for s in out):
+        raise ValueError(f"empty item in {text!r}; give values separated by single commas")
     return [s.strip() for s in out if s.strip()]
 
 
@@ -602,9 +604,18 @@ def _local_results(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[str, li
         return
     from joblib import Parallel, delayed
 
+    parent = os.getpid()
     yield from Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered",
-                        batch_size=1, pre_dispatch="2*n_jobs")(delayed(run_task)(t)
-                                                              for t in tasks)
+                        batch_size=1, pre_dispatch="2*n_jobs")(
+        delayed(_run_task_in_worker)(t, parent) for t in tasks)
+
+
+def _run_task_in_worker(task: Task, parent: int) -> tuple[str, list[dict], float]:
+    """:func:`run_task` in a pool worker that exits when ``parent`` dies (no orphans)."""
+    from asymptotics._cli import watch_parent
+
+    watch_parent(parent)
+    return run_task(task)
 
 
 def _dask_results(tasks: Sequence[Task], n_jobs: int,
