@@ -693,13 +693,12 @@ def sweep(
             blocks.update({t.key: db.blocks[t.key] for t in tasks if t.key in db.blocks})
         todo = [t for t in tasks if t.key not in blocks]
         if todo:
-            from tqdm.auto import tqdm
+            from asymptotics._cli import Progress
 
             results = (_local_results(todo, int(n_jobs)) if scheduler == "local"
                        else _dask_results(todo, int(n_jobs), address))
-            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
-                       desc=f"sweep {kind}", file=sys.stderr, leave=False,
-                       disable=None if progress is None else not progress)
+            bar = Progress(len(tasks), f"sweep {kind}", unit="task", enabled=progress,
+                           initial=len(tasks) - len(todo))
             with bar:
                 for key, rows, _ in results:
                     lines = format_rows(rows, cols)
@@ -805,6 +804,7 @@ DEFAULT_ALPHAS = "0.2:5:50"
 def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
     """Register ``sweep``: ``python -m validation sweep`` (all kinds) or, with ``theory_only``,
     ``python -m asymptotics sweep``."""
+    from asymptotics._cli import integer as i_
     from asymptotics.cli import CONVENTIONS, add_model_arguments
 
     p = subparsers.add_parser(
@@ -824,13 +824,13 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                         f"(alpha default: {DEFAULT_ALPHAS})")
     add_model_arguments(p)
     if not theory_only:
-        p.add_argument("--d", type=int, default=DEFAULTS["d"],
+        p.add_argument("--d", type=i_("d", 2), default=DEFAULTS["d"],
                        help=f"dimension d of the simulations (default: {DEFAULTS['d']})")
-        p.add_argument("--n-test", type=int, default=0,
+        p.add_argument("--n-test", type=i_("n-test", 0), default=0,
                        help="test inputs per repetition (default 0: max(10000, 2d))")
-        p.add_argument("--seeds", type=int, default=4,
+        p.add_argument("--seeds", type=i_("seeds", 1), default=4,
                        help="repetitions per point (default: 4)")
-        p.add_argument("--seed", type=int, default=0,
+        p.add_argument("--seed", type=i_("seed", 0), default=0,
                        help="salt of the parameter-hash seeds (default: 0)")
     p.add_argument("--store", help="resumable CSV store: finished tasks are skipped on restart")
     p.add_argument("--out", help="write the result CSV here")
@@ -838,9 +838,9 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                    help="local: loky process pool (default); dask: dask.distributed")
     p.add_argument("--scheduler-address", metavar="tcp://HOST:PORT",
                    help="an existing Dask scheduler (implies --scheduler dask)")
-    p.add_argument("--n-jobs", type=int, default=None,
+    p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=None,
                    help="worker processes (default: all cores)")
-    p.add_argument("--plot", help="PNG heat map of the risk (needs a 2-D grid)")
+    p.add_argument("--plot", help="heat map (.png, .svg, .pdf) of the risk (needs a 2-D grid)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_cli, sweep_kind="theory" if theory_only else None)
     return p
@@ -848,6 +848,11 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
 
 def run_cli(args: argparse.Namespace) -> int:
     """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
+    from asymptotics._cli import PLOT_SUFFIXES, check_writable
+
+    check_writable(args.store, "--store")
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     kind = args.sweep_kind or args.kind
     grid: dict[str, list] = {}
     for name, values in args.grid:
