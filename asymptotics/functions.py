@@ -279,7 +279,9 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",)):
             if len(node.args) != 1:
                 raise ValueError(f"{node.func.id}() takes exactly one argument")
             return funcs[node.func.id](walk(node.args[0]))
-        raise ValueError(f"unsupported syntax in expression {text!r}: {ast.dump(node)[:60]}")
+        what = type(node.func).__name__ if isinstance(node, ast.Call) else type(node).__name__
+        raise ValueError(f"unsupported syntax in expression {text!r} ({what}); allowed: numbers, "
+                         f"{', '.join(variables)}, pi, e, + - * / ** and function calls")
 
     return walk(tree), symbols
 
