@@ -144,7 +144,8 @@ def build_problem(
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
-    ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of seed 003);
+    ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of the bounds,
+    THEORY.md §7);
     ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
     depend on it: a test of the equations)."""
     alpha0 = _check("alpha0", alpha0, positive=True)
