@@ -173,6 +173,11 @@ def run_cli(args: argparse.Namespace) -> int:
                  n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
                  estimator=args.estimator, progress=False if args.quiet else None)
     df["caveat"] = caveat or ""
+    n_bad = int((~df["theory_converged"].astype(bool)).sum())
+    if n_bad:
+        print(f"warning: the theory has no finite risk at {n_bad} of {len(df)} alphas (theory and "
+              "z empty there; at lam = 0 and alpha = beta ridgeless regression diverges)",
+              file=sys.stderr)
     text = df.drop(columns=["values"]).to_csv(index=False, float_format="%.10g")
     sys.stdout.write(text)
     if args.out:
