@@ -345,13 +345,12 @@ def _curve_results(
     strict: bool,
     progress: bool | None,
 ) -> list[RiskResult]:
-    from tqdm.auto import tqdm
+    from ._cli import progress_iter
 
     out: list[RiskResult] = []
     x_prev: np.ndarray | None = None
     a_prev: float | None = None
-    disable = None if progress is None else not progress
-    for a in tqdm(alphas, desc="risk curve", unit="pt", disable=disable, leave=False):
+    for a in progress_iter(alphas, len(alphas), "risk curve", unit="pt", enabled=progress):
         res = solve_point(problem, a, x0=x_prev, solver=solver)
         if not res.converged and x_prev is not None and a_prev is not None:
             # continuation: walk from the last good alpha in halving steps
