@@ -98,3 +98,28 @@ def test_sigkill_ten_random_moments(tmp_path, reference):
     waits = run_trials(tmp_path, reference, 10, seed=2)
     print("seconds until the last process of the run was gone: "
           + ", ".join(f"{w:.2f}" for w in waits))
+
+
+def test_sigkill_of_the_matrix_runner_leaves_no_orphans(tmp_path):
+    """The spawn pool of ``validation.matrix run`` ends with its parent too."""
+    cmd = [sys.executable, "-m", "validation.matrix", "run", "--store", str(tmp_path / "m.csv"),
+           "--d", "1500", "--seeds", "8", "--max-seeds", "8", "--target-se", "0", "--models",
+           "srf", "--no-scaling", "--n-jobs", "2", "--only",
+           "tanh/tanh beta=0.5 alpha0=0.5 eta=1"]
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, env=env)
+    t_end = time.monotonic() + 30
+    while len(session_members(proc.pid)) < 3 and time.monotonic() < t_end:
+        time.sleep(0.1)  # wait until the workers run
+    time.sleep(1.0)
+    assert proc.poll() is None, "the run ended before the kill"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    t0 = time.monotonic()
+    while session_members(proc.pid) and time.monotonic() - t0 < 30:
+        time.sleep(0.05)
+    survivors = session_members(proc.pid)
+    for pid in survivors:
+        os.kill(pid, signal.SIGKILL)
+    assert not survivors and time.monotonic() - t0 <= SURVIVAL_LIMIT
