@@ -155,7 +155,14 @@ def build_problem(
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
     if spike is None:
-        spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
+        try:
+            spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
+                                ge=ge_coefficients(s, g))
+        except (OverflowError, FloatingPointError, ZeroDivisionError):
+            raise ValueError(
+                f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
+                f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
+            ) from None
     if gamma is not None:
         gamma = float(gamma)
         if not -1.0 <= gamma <= 1.0:

@@ -129,7 +129,12 @@ def check_finite(fn: Function) -> None:
         return
     top = float(np.max(log_weight))
     edge = float(max(log_weight[0], log_weight[-1]))
-    if edge > top + math.log(GROWTH_RTOL) or float(np.max(values)) > 1e150:
+    if float(np.max(values)) > 1e150:
+        raise ValueError(
+            f"function {fn.name!r} reaches |f| = {float(np.max(values)):.3g} on [-12, 12]; its "
+            "Gaussian moments would overflow float64 (allowed: |f| <= 1e150 there)"
+        )
+    if edge > top + math.log(GROWTH_RTOL):
         raise ValueError(
             f"function {fn.name!r} grows too fast: f(z)^2 exp(-z^2/2) has not decayed at "
             f"|z| = {_PROBE[-1]:g}, so its Gaussian moments are infinite or overflow float64 "
@@ -223,15 +228,15 @@ def _sympy_funcs() -> dict[str, Callable]:
     return _SYMPY_FUNCS
 
 
-def to_sympy(text: str, variables: Sequence[str] = ("z",)):
+def to_sympy(text: str, variables: Sequence[str] = ("z",), *, max_length: int = 500):
     """Parse ``text`` into a sympy expression, allowing only numbers, the given variables,
     ``pi``, ``e``, + - * / ** and the whitelisted functions (see ``allowed_functions``)."""
     import sympy as sp
 
     if not isinstance(text, str) or not text.strip():
         raise ValueError("expression must be a non-empty string")
-    if len(text) > 500:
-        raise ValueError("expression longer than 500 characters")
+    if len(text) > max_length:
+        raise ValueError(f"expression longer than {max_length} characters")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:

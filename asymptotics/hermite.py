@@ -101,6 +101,8 @@ def parse_target(text: str) -> tuple[object, tuple[object, ...]]:
     (probabilists' Hermite) is allowed besides the functions of ``functions.to_sympy``."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("target must be a non-empty expression in z1..zk, e.g. 'z1*z2'")
+    if len(text) > 500:
+        raise ValueError("target longer than 500 characters")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -118,7 +120,7 @@ def parse_target(text: str) -> tuple[object, tuple[object, ...]]:
     tree = _HermiteCalls().visit(tree)
     rewritten = ast.unparse(tree)
     variables = ("z",) if single else tuple(f"z{j}" for j in range(1, k + 1))
-    expr, symbols = to_sympy(rewritten, variables)
+    expr, symbols = to_sympy(rewritten, variables, max_length=100_000)
     import sympy as sp
 
     if single:

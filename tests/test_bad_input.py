@@ -70,6 +70,9 @@ ASYMPTOTICS = [
     (["curve", "--alpha", "1", "--out", MISSING + "/x.csv"], "--out"),
     (["curve", "--alpha", "1", "--plot", MISSING + "/x.png"], "--plot"),
     (["curve", "--alpha", "1", "--plot", "figure.txt"], "--plot"),
+    (["curve", "--alpha", "1", "--eta", "1e308"], "overflows"),
+    (["curve", "--alpha", "1", "--sigma", "1e200*tanh(z)"], "overflow"),
+    (["hermite", "He30(z1)*He30(z2)*He30(z3)"], "degree"),
     (["hermite", "z1**41"], "degree"),
     (["hermite", "(z1+z2+z3+z4+z5+z6+z7+z8)**30"], "monomials"),
     (["hermite", "9**9**9"], "exponent"),
@@ -289,6 +292,7 @@ def test_progress_lines_when_not_a_tty():
 SUBPROCESS = [
     (["-m", "asymptotics", "curve", "--p", "1000"], 2, "unrecognized"),
     (["-m", "asymptotics", "hermite", "z1**12"], 0, "leap_index=2"),
+    (["-m", "asymptotics", "hermite", "He30(z1)*He10(z2)"], 0, "leap_index=40"),
     (["-m", "asymptotics", "curve", "--alpha", "1", "--sigma", "9**9**9"], 2, "exponent"),
     (["-m", "validation", "compare", "--d", "0"], 2, "d must be"),
     (["-m", "figures", "--version"], 0, "giantstep"),
