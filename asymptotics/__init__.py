@@ -11,6 +11,13 @@ __all__ = [
     "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpectralMeasure", "SpikeMapping",
     "available", "build_problem", "conditional_coefficients", "empirical_measure", "from_weights",
     "ge_coefficients", "get_function", "marchenko_pastur", "risk", "risk_curve",
-    "solve_point", "srf_mapping",
+    "solve_point", "srf_mapping", "__version__",
 ]
-__version__ = "0.1.0"
+
+def _version() -> str:
+    from ._cli import version
+
+    return version()
+
+
+__version__ = _version()

@@ -136,11 +136,11 @@ class Problem:
 
 def build_problem(
     *,
-    sigma: str | Function,
-    target: str | Function,
-    alpha0: float,
-    eta: float,
-    lam: float,
+    sigma: str | Function = "tanh",
+    target: str | Function = "tanh",
+    alpha0: float = 2.0,
+    eta: float = 1.0,
+    lam: float = 0.01,
     beta: float = 1.0,
     delta: float = 0.0,
     spike: SpikeMapping | None = None,
@@ -151,7 +151,8 @@ def build_problem(
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
-    ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of seed 003);
+    ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of the bounds,
+    THEORY.md §7);
     ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
     depend on it: a test of the equations)."""
     alpha0 = _check("alpha0", alpha0, positive=True)
@@ -176,7 +177,14 @@ def build_problem(
         spike = SpikeMapping(measure.r, measure.c, gm, math.sqrt(max(1 - gm * gm, 0.0)),
                              nan, nan, nan, nan)
     if spike is None:
-        spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
+        try:
+            spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
+                                ge=ge_coefficients(s, g))
+        except (OverflowError, FloatingPointError, ZeroDivisionError):
+            raise ValueError(
+                f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
+                f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
+            ) from None
     if gamma is not None:
         gamma = float(gamma)
         if not -1.0 <= gamma <= 1.0:
@@ -232,32 +240,69 @@ def _solve_state(
     return x, status, residual, sol.n_iter, hat
 
 
-RIDGELESS_LAMS = (1e-8, 1e-9, 1e-10)
+# lam -> 0+ ladder of the ridgeless limit: one decade per step, warm-started with V scaled by 10
+RIDGELESS_LADDER = tuple(10.0**-k for k in range(2, 14))
+RIDGELESS_RTOL = 1e-6  # accepted error of the extrapolated lam = 0 risk, relative
 
 
 def _ridgeless_limit(problem: Problem, alpha: float, solver: SolverConfig) -> tuple:
-    """lam = 0 in the interpolating regime: V ~ 1/lam diverges, so solve at lam = 1e-8, 1e-9,
-    1e-10 and accept the lam -> 0+ limit only if the risks converge geometrically (R is linear in
-    lam near 0; the reported risk is the Richardson extrapolation). Otherwise not converged."""
-    risks, out, x_prev = [], None, None
-    for lam in RIDGELESS_LAMS:
-        x, status, residual, n_iter, hat = _solve_state(problem, alpha, lam, x_prev, solver)
+    """lam = 0 where the equations have no finite solution at lam = 0 itself (interpolating
+    regime alpha < beta: V ~ 1/lam). Follow lam = 1e-2, 1e-3, ..., 1e-13 (warm starts with V
+    scaled by the step, since V ~ 1/lam) and decide from the risks R(lam):
+
+    * a finite limit: R = R0 + a lam + O(lam^2), the increments shrink tenfold per decade; the
+      Richardson estimate R0 ~ R(l) + (R(l) - R(10 l)) / 9 of the last two pairs must agree to
+      :data:`RIDGELESS_RTOL` (relative), and is reported;
+    * divergence (status ``diverged``): at the smallest lams followed the risk still grows and
+      its increments do not shrink (at the interpolation peak alpha = beta, R ~ lam^(-1/2));
+    * otherwise (the solver lost the branch): not converged.
+    Returns ``(x, status, residual, n_iter, hat, message)``."""
+    lams: list[float] = []
+    risks: list[float] = []
+    out = None
+    x_prev = None
+    n_total = 0
+    for lam in RIDGELESS_LADDER:
+        x0 = None
+        if x_prev is not None:
+            x0 = np.array(x_prev, dtype=np.float64)
+            x0[2:4] *= lams[-1] / lam
+        x, status, residual, n_iter, hat = _solve_state(problem, alpha, lam, x0, solver)
+        n_total += n_iter
         if status != Status.CONVERGED or not math.isfinite(hat[6]):
-            return x, Status.NON_FINITE, math.inf, n_iter, hat, (
-                "lam = 0: no finite solution, and the lam -> 0+ limit could not be followed "
-                "(e.g. the interpolation peak alpha = beta)")
+            break
+        lams.append(lam)
         risks.append(float(hat[6]))
         out, x_prev = (x, status, residual, n_iter, hat), x
-    d1, d2 = abs(risks[0] - risks[1]), abs(risks[1] - risks[2])
-    x, status, residual, n_iter, hat = out
-    # linear convergence in lam gives d2/d1 = 0.1; at the interpolation peak R ~ 1/lam, d2/d1 = 10
-    if not (d2 <= 0.2 * d1 + 1e-13 and d2 <= 1e-5 * max(1.0, abs(risks[2]))):
-        return x, Status.MAX_ITER, residual, n_iter, hat, (
-            "lam = 0: the risk does not settle as lam -> 0+ (diverging at the interpolation peak?)")
-    hat = hat.copy()
-    hat[6] = risks[2] - (risks[1] - risks[2]) / 9.0
-    return x, status, residual, n_iter, hat, (
-        "converged: ridgeless limit lam -> 0+ (order parameters at lam = 1e-10, where V ~ 1/lam)")
+        if len(risks) >= 3:
+            r1, r2, r3 = risks[-3:]
+            d1, d2 = r2 - r1, r3 - r2
+            est_now, est_before = r3 + d2 / 9.0, r2 + d1 / 9.0
+            if abs(d2) <= 0.2 * abs(d1) + 1e-15 and abs(est_now - est_before) <= \
+                    RIDGELESS_RTOL * max(1.0, abs(est_now)):
+                x, status, residual, _, hat = out
+                hat = hat.copy()
+                hat[6] = est_now
+                return x, status, residual, n_total, hat, (
+                    f"converged: ridgeless limit lam -> 0+ (Richardson over lam = "
+                    f"{lams[-2]:g}, {lams[-1]:g}; order parameters at lam = {lams[-1]:g})")
+    if out is None:
+        x, status, residual, n_iter, hat = x, status, residual, n_iter, hat
+        return x, Status.NON_FINITE, math.inf, n_total, hat, (
+            "lam = 0: no finite solution, and the lam -> 0+ limit could not be followed from "
+            f"lam = {RIDGELESS_LADDER[0]:g}")
+    x, _, residual, _, hat = out
+    if len(risks) >= 3:
+        r1, r2, r3 = risks[-3:]
+        d1, d2 = r2 - r1, r3 - r2
+        if d1 > 0 and d2 > 0 and d2 >= 0.5 * d1:
+            return x, Status.DIVERGED, residual, n_total, hat, (
+                f"lam = 0: the risk diverges as lam -> 0+ (R = {r3:.3g} at lam = {lams[-1]:g}, "
+                f"x{d2 / d1 * 1.0:.2g} per decade): the interpolation peak of ridgeless "
+                f"regression (alpha = beta = {problem.beta:g})")
+    return x, Status.MAX_ITER, residual, n_total, hat, (
+        f"lam = 0: the lam -> 0+ limit could not be followed below lam = {lams[-1]:g} "
+        f"(R = {risks[-1]:.6g} there)")
 
 
 def solve_point(
@@ -291,8 +336,8 @@ def solve_point(
     risk_value = float(hat[6]) if converged else math.nan
     if strict and not converged:
         raise ConvergenceError(
-            f"equations did not converge at alpha={alpha:g}: {status.message} "
-            f"(iterations={n_iter}, residual={residual:.3g})"
+            f"equations did not converge at alpha={alpha:g}: {message} "
+            f"(status {status.name.lower()}, iterations={n_iter}, residual={residual:.3g})"
         )
     nan = math.nan
     vals = dict(zip(STATE_NAMES, (float(v) if converged else nan for v in x), strict=True))
@@ -329,11 +374,11 @@ def _solve_one_warm(problem: Problem, alpha: float, x0: np.ndarray, solver: Solv
 def risk(
     alpha: float,
     *,
-    sigma: str | Function,
-    target: str | Function,
-    alpha0: float,
-    eta: float | str,
-    lam: float | str,
+    sigma: str | Function = "tanh",
+    target: str | Function = "tanh",
+    alpha0: float = 2.0,
+    eta: float | str = 1.0,
+    lam: float | str = 0.01,
     beta: float = 1.0,
     delta: float = 0.0,
     spike: SpikeMapping | None = None,
@@ -346,9 +391,13 @@ def risk(
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
-    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. ``lam="optimal"`` or
-    ``eta="optimal"``: the point at the minimiser over lam or eta_tilde (``asymptotics.grid``;
-    the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if it sits at a bound).
+    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. The defaults are those
+    of ``python -m asymptotics curve`` (tanh, tanh, alpha0 = 2, eta = 1, lam = 0.01, beta = 1).
+    At lam = 0 the ridgeless limit lam -> 0+ is taken; at the interpolation peak alpha = beta it
+    diverges: risk NaN, status ``diverged``.
+    ``lam="optimal"`` or ``eta="optimal"``: the point at the minimiser over lam or eta_tilde
+    (``asymptotics.grid``; the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if
+    it sits at a bound).
 
     ``model``: "srf" (default) describes the spiked-random-features surrogate of the step;
     "network" the trained network itself, through the deterministic network theory
@@ -386,13 +435,12 @@ def _curve_results(
     strict: bool,
     progress: bool | None,
 ) -> list[RiskResult]:
-    from tqdm.auto import tqdm
+    from ._cli import progress_iter
 
     out: list[RiskResult] = []
     x_prev: np.ndarray | None = None
     a_prev: float | None = None
-    disable = None if progress is None else not progress
-    for a in tqdm(alphas, desc="risk curve", unit="pt", disable=disable, leave=False):
+    for a in progress_iter(alphas, len(alphas), "risk curve", unit="pt", enabled=progress):
         res = solve_point(problem, a, x0=x_prev, solver=solver, engine="python")
         if not res.converged and x_prev is not None and a_prev is not None:
             # continuation: walk from the last good alpha in halving steps
@@ -415,11 +463,11 @@ def _curve_results(
 def risk_curve(
     alphas: Iterable[float],
     *,
-    sigma: str | Function,
-    target: str | Function,
-    alpha0: float,
-    eta: float | str,
-    lam: float | str,
+    sigma: str | Function = "tanh",
+    target: str | Function = "tanh",
+    alpha0: float = 2.0,
+    eta: float | str = 1.0,
+    lam: float | str = 0.01,
     beta: float = 1.0,
     delta: float = 0.0,
     spike: SpikeMapping | None = None,

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 
-import numpy as np
+from ._cli import (
+    PLOT_SUFFIXES,
+    Parser,
+    check_writable,
+    fail,
+    parse_grid,
+    real,
+    save_figure,
+)
 
 CONVENTIONS = """\
 conventions (THEORY.md §1): x ~ N(0, I_d); y = g(<theta*, x>) + sqrt(delta) xi; network
@@ -18,54 +25,12 @@ samples); risk = E (g - f)^2 on noiseless inputs. beta = p/d. eta_tilde = 0 is r
 """
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad input as a single line and exits with status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"error: {message}\n")
-
-
-def parse_grid(text: str, name: str = "alpha") -> list[float]:
-    """``a,b,c`` (a list) or ``START:STOP:NUM`` (numpy.linspace, NUM >= 1)."""
-    text = text.strip()
-    try:
-        if ":" in text:
-            parts = text.split(":")
-            if len(parts) != 3:
-                raise ValueError
-            start, stop, num = float(parts[0]), float(parts[1]), int(parts[2])
-            if num < 1:
-                raise ValueError
-            values = [float(v) for v in np.linspace(start, stop, num)]
-        else:
-            values = [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{name} must be a comma list (0.5,1,2) or START:STOP:NUM (0.2:5:50), got {text!r}"
-        ) from None
-    if not values:
-        raise argparse.ArgumentTypeError(f"{name} must contain at least one value")
-    for v in values:
-        if not math.isfinite(v) or v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} values must be > 0 and finite, got {v:g}")
-    return values
+# the shared machinery lives in asymptotics._cli; the names below are kept for importers
+_Parser = Parser
 
 
 def _real(name: str, *, positive: bool):
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not math.isfinite(v):
-            raise argparse.ArgumentTypeError(f"{name} must be finite, got {text}")
-        if positive and v <= 0:
-            raise argparse.ArgumentTypeError(f"{name} must be > 0, got {text}")
-        if not positive and v < 0:
-            raise argparse.ArgumentTypeError(f"{name} must be >= 0, got {text}")
-        return v
-
-    return parse
+    return real(name, 0.0, strict_lo=positive)
 
 
 def add_model_arguments(p: argparse.ArgumentParser) -> None:
@@ -93,11 +58,19 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
 def _curve(args: argparse.Namespace) -> int:
     from .api import risk_curve
 
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
                   beta=args.beta, delta=args.delta)
     eta = 0.0 if args.model == "rf" else args.eta
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
+    rf = None
+    if args.plot and eta > 0:
+        # the plotted random-features baseline is part of the CSV too
+        rf = risk_curve(args.alpha, eta=0.0, progress=False, model="rf", **common)
+        df = df.assign(risk_rf=rf["risk"].to_numpy(), converged_rf=rf["converged"].to_numpy(),
+                       status_rf=rf["status"].to_numpy())
     text = df.to_csv(index=False, float_format="%.12g")
     sys.stdout.write(text)
     if args.out:
@@ -105,10 +78,10 @@ def _curve(args: argparse.Namespace) -> int:
             fh.write(text)
     n_bad = int((~df["converged"]).sum())
     if n_bad:
-        print(f"warning: {n_bad} of {len(df)} points did not converge (risk = nan, converged = "
-              "False)", file=sys.stderr)
+        statuses = ", ".join(sorted(set(df.loc[~df["converged"], "status"])))
+        print(f"warning: {n_bad} of {len(df)} points have no finite risk (risk = nan, "
+              f"converged = False; status: {statuses})", file=sys.stderr)
     if args.plot:
-        rf = risk_curve(args.alpha, eta=0.0, progress=False, **common) if eta > 0 else None
         plot_curve(df, rf, args.plot)
     return 0
 
@@ -133,15 +106,15 @@ def plot_curve(df, rf, path: str) -> None:
                  rf"$\lambda$={row['lam']:g}, $\beta$={row['beta']:g}", fontsize=9)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m asymptotics",
+    parser = Parser(prog="python -m asymptotics",
                      description="Sharp asymptotics of two-layer networks after one giant step.",
                      epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True)
     curve = sub.add_parser("curve", help="risk along alpha (CSV on stdout)", epilog=CONVENTIONS,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_arguments(curve)
@@ -155,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "network (deterministic network theory, docs/DERIVATIONS.md §7), "
                             "rf = random features (eta = 0, --eta ignored)")
     curve.add_argument("--out", help="also write the CSV to this file")
-    curve.add_argument("--plot", help="write a PNG of risk vs alpha (random features dashed)")
+    curve.add_argument("--plot", help="write a figure (.png, .svg or .pdf) of risk vs alpha "
+                                      "(random features dashed; the CSV then also holds the "
+                                      "baseline as risk_rf)")
     curve.add_argument("--quiet", action="store_true", help="no progress bar")
     curve.set_defaults(func=_curve)
     try:
@@ -184,6 +159,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return int(hermite.run_cli(args) or 0)
         return int(args.func(args) or 0)
-    except (ValueError, TypeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError, OverflowError, ZeroDivisionError, OSError) as exc:
+        return fail(str(exc))

@@ -61,8 +61,10 @@ class Function:
         if not callable(f):
             raise TypeError(f"function must be callable, got {type(f).__name__}")
 
+        label = name or getattr(f, "__name__", "user")
+
         def fv(z: Array) -> Array:
-            out = np.asarray(f(z), dtype=np.float64)
+            out = _real_values(f(z), label)
             return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
         if df is None:
@@ -75,17 +77,44 @@ class Function:
         else:
 
             def dfv(z: Array) -> Array:
-                out = np.asarray(df(z), dtype=np.float64)
+                out = _real_values(df(z), f"derivative of {label}")
                 return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
-        fn = cls(name or getattr(f, "__name__", "user"), fv, dfv, tuple(float(k) for k in kinks))
+        fn = cls(label, fv, dfv, tuple(float(k) for k in kinks))
         check_finite(fn)
         return fn
 
 
+def _real_values(out: object, label: str) -> Array:
+    """``out`` as float64, refusing complex values (a nonzero imaginary part would otherwise be
+    dropped silently) and anything that is not numeric."""
+    raw = np.asarray(out)
+    if np.iscomplexobj(raw):
+        if np.any(np.imag(raw) != 0):
+            raise ValueError(f"function {label!r} returned complex values; functions must be "
+                             "real-valued")
+        raw = np.real(raw)
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"function {label!r} must return real numbers, got "
+                         f"{raw.dtype} values") from None
+
+
+# a function may grow at most like exp(a z^2) with a < 1/4 for E f(z)^2 (z ~ N(0, 1)) to be
+# finite; numerically: f^2 times the Gaussian density must have decayed by |z| = 12 to below
+# GROWTH_RTOL of its largest value
+GROWTH_RTOL = 1e-6
+MAX_EXPONENT = 64
+
+
 def check_finite(fn: Function) -> None:
-    """Raise ValueError if ``fn`` or its derivative is not finite on a probe grid of [-12, 12]."""
-    for what, values in (("values", fn(_PROBE)), ("derivative", fn.derivative(_PROBE))):
+    """Raise ValueError if ``fn`` or its derivative is not finite on a probe grid of [-12, 12],
+    or if ``fn`` grows too fast for its Gaussian second moment E f(z)^2 to be finite and
+    computable in float64 (e.g. ``exp(z**2)``)."""
+    with np.errstate(all="ignore"):
+        pairs = (("values", fn(_PROBE)), ("derivative", fn.derivative(_PROBE)))
+    for what, values in pairs:
         bad = ~np.isfinite(values)
         if bad.any():
             z0 = _PROBE[np.argmax(bad)]
@@ -93,6 +122,24 @@ def check_finite(fn: Function) -> None:
                 f"function {fn.name!r} returned non-finite {what} (e.g. at z={z0:g}); "
                 "functions must be finite on the whole real line"
             )
+    values = np.abs(pairs[0][1])
+    with np.errstate(divide="ignore"):
+        log_weight = 2.0 * np.log(values) - 0.5 * _PROBE**2  # log(f^2 phi) up to a constant
+    if np.all(values == 0):
+        return
+    top = float(np.max(log_weight))
+    edge = float(max(log_weight[0], log_weight[-1]))
+    if float(np.max(values)) > 1e150:
+        raise ValueError(
+            f"function {fn.name!r} reaches |f| = {float(np.max(values)):.3g} on [-12, 12]; its "
+            "Gaussian moments would overflow float64 (allowed: |f| <= 1e150 there)"
+        )
+    if edge > top + math.log(GROWTH_RTOL):
+        raise ValueError(
+            f"function {fn.name!r} grows too fast: f(z)^2 exp(-z^2/2) has not decayed at "
+            f"|z| = {_PROBE[-1]:g}, so its Gaussian moments are infinite or overflow float64 "
+            "(allowed: growth slower than exp(z^2/4), e.g. polynomials of moderate degree)"
+        )
 
 
 def _sigmoid(z: Array) -> Array:
@@ -181,15 +228,15 @@ def _sympy_funcs() -> dict[str, Callable]:
     return _SYMPY_FUNCS
 
 
-def to_sympy(text: str, variables: Sequence[str] = ("z",)):
+def to_sympy(text: str, variables: Sequence[str] = ("z",), *, max_length: int = 500):
     """Parse ``text`` into a sympy expression, allowing only numbers, the given variables,
     ``pi``, ``e``, + - * / ** and the whitelisted functions (see ``allowed_functions``)."""
     import sympy as sp
 
     if not isinstance(text, str) or not text.strip():
         raise ValueError("expression must be a non-empty string")
-    if len(text) > 500:
-        raise ValueError("expression longer than 500 characters")
+    if len(text) > max_length:
+        raise ValueError(f"expression longer than {max_length} characters")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -205,6 +252,9 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",)):
             return walk(node.body)
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
                 and not isinstance(node.value, bool):
+            if not (math.isfinite(float(node.value)) if abs(node.value) < 10**300 else False):
+                raise ValueError(f"number {str(node.value)[:20]} in expression is too large "
+                                 "(|x| < 1e300 allowed)")
             return sp.nsimplify(node.value) if isinstance(node.value, int) else sp.Float(node.value)
         if isinstance(node, ast.Name):
             if node.id in symbols:
@@ -216,6 +266,10 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",)):
             raise ValueError(
                 f"unknown name {node.id!r} in expression; allowed variables: {', '.join(variables)}"
             )
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            base, expo = walk(node.left), walk(node.right)
+            _check_power(base, expo, text)
+            return base**expo
         if isinstance(node, ast.BinOp) and type(node.op) in binops:
             return binops[type(node.op)](walk(node.left), walk(node.right))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
@@ -230,9 +284,33 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",)):
             if len(node.args) != 1:
                 raise ValueError(f"{node.func.id}() takes exactly one argument")
             return funcs[node.func.id](walk(node.args[0]))
-        raise ValueError(f"unsupported syntax in expression {text!r}: {ast.dump(node)[:60]}")
+        what = type(node.func).__name__ if isinstance(node, ast.Call) else type(node).__name__
+        raise ValueError(f"unsupported syntax in expression {text!r} ({what}); allowed: numbers, "
+                         f"{', '.join(variables)}, pi, e, + - * / ** and function calls")
 
     return walk(tree), symbols
+
+
+def _check_power(base, expo, text: str) -> None:
+    """Refuse, before sympy evaluates it, a power whose exponent is a number above
+    :data:`MAX_EXPONENT` in size (``z**100``) or a constant power beyond float64 (``9**9**9``)."""
+    if not expo.is_number:
+        return
+    try:
+        e = abs(complex(expo))
+    except (TypeError, ValueError):
+        return
+    if e > MAX_EXPONENT:
+        raise ValueError(f"exponent {expo} too large in expression {text!r} (at most "
+                         f"{MAX_EXPONENT} in absolute value)")
+    if base.is_number:
+        try:
+            b = abs(complex(base))
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError(f"number too large in expression {text!r}") from None
+        if b > 0 and e * abs(math.log10(b)) > 300:
+            raise ValueError(f"constant power {base}**{expo} in expression {text!r} is beyond "
+                             "float64 (|x| < 1e300 allowed)")
 
 
 def _kinks_of(expr, z) -> tuple[float, ...]:

@@ -1,7 +1,7 @@
 """Hermite analysis of a multi-index target ``g(z1, ..., zk)``: coefficient tensors, leap index,
 subspaces by degree and the staircase prediction of what a few giant steps learn.
 
-Conventions (seed 000, Dandi et al., Definitions 1-3; THEORY.md §8):
+Conventions (Dandi et al. 2023, arXiv:2305.18270, Definitions 1-3; THEORY.md §8):
 
 * probabilists' Hermite polynomials ``He_n`` (``He_0 = 1, He_1 = z, He_2 = z^2 - 1``), orthogonal
   under ``z ~ N(0, 1)`` with ``E He_m He_n = n! delta_mn``;
@@ -12,13 +12,13 @@ Conventions (seed 000, Dandi et al., Definitions 1-3; THEORY.md §8):
   ``C_l[i_1..i_l] = alpha! c_alpha`` with ``alpha`` the multiplicities of ``(i_1..i_l)``.
   Example: ``z1 z2 = He1(z1) He1(z2)`` gives ``C_2[0,1] = C_2[1,0] = 1``; ``z1^3 = He3 + 3 He1``
   gives ``C_3[0,0,0] = 6`` and ``C_1[0] = 3``;
-* leap index (seed 000, Definition 3, as stated in issue 5): the lowest ``l >= 1`` with
+* leap index (Dandi et al. 2023, Definition 3): the lowest ``l >= 1`` with
   ``C_l != 0`` (``He3(z1)`` has leap 3, ``z1^3`` has leap 1);
-* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (seed 000,
+* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (Dandi et al.,
   Definition 2; for a symmetric tensor the left singular vectors of its ``k x k^(l-1)``
   unfolding).
 
-Predictions (seed 000, Theorems 1-2 and the staircase theorem; slides in seed 003):
+Predictions (Dandi et al. 2023, Theorems 1-2 and the staircase theorem):
 
 * one step with ``n ~ d^l``: directions in ``span(V_1, ..., V_l)`` can be reached; the leap-index
   subspace ``V_leap`` is what a single step with ``n ~ d^leap`` learns; fewer samples
@@ -56,6 +56,8 @@ from .functions import to_sympy
 MAX_VARIABLES = 8
 MAX_TENSOR_ENTRIES = 2_000_000
 MAX_GRID_POINTS = 2_000_000
+MAX_DEGREE = 40  # polynomial targets: total degree
+MAX_MONOMIALS = 200_000  # polynomial targets: bound on the size of the expansion
 _VAR = re.compile(r"^z([1-9][0-9]?)$")
 _HE = re.compile(r"^(?:He|he)([0-9]{1,2})$")
 
@@ -99,6 +101,8 @@ def parse_target(text: str) -> tuple[object, tuple[object, ...]]:
     (probabilists' Hermite) is allowed besides the functions of ``functions.to_sympy``."""
     if not isinstance(text, str) or not text.strip():
         raise ValueError("target must be a non-empty expression in z1..zk, e.g. 'z1*z2'")
+    if len(text) > 500:
+        raise ValueError("target longer than 500 characters")
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -116,7 +120,7 @@ def parse_target(text: str) -> tuple[object, tuple[object, ...]]:
     tree = _HermiteCalls().visit(tree)
     rewritten = ast.unparse(tree)
     variables = ("z",) if single else tuple(f"z{j}" for j in range(1, k + 1))
-    expr, symbols = to_sympy(rewritten, variables)
+    expr, symbols = to_sympy(rewritten, variables, max_length=100_000)
     import sympy as sp
 
     if single:
@@ -127,7 +131,33 @@ def parse_target(text: str) -> tuple[object, tuple[object, ...]]:
         syms = tuple(symbols[v] for v in variables)
     if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):
         raise ValueError(f"target {text!r} is not finite (it simplifies to {expr})")
+    if expr.is_polynomial(*syms):
+        deg = _degree_bound(expr, set(syms))
+        if deg > MAX_DEGREE:
+            raise ValueError(f"target {text!r} has degree up to {deg}; at most {MAX_DEGREE} "
+                             "is supported")
+        if math.comb(deg + len(syms), len(syms)) > MAX_MONOMIALS:
+            raise ValueError(f"target {text!r} may expand into more than {MAX_MONOMIALS} "
+                             f"monomials (degree {deg} in {len(syms)} variables); use fewer "
+                             "variables or a lower degree")
     return expr, syms
+
+
+def _degree_bound(expr, syms: set) -> int:
+    """An upper bound on the total degree of a polynomial expression, without expanding it."""
+    import sympy as sp
+
+    if expr in syms:
+        return 1
+    if expr.is_number or not expr.free_symbols & syms:
+        return 0
+    if isinstance(expr, sp.Add):
+        return max(_degree_bound(a, syms) for a in expr.args)
+    if isinstance(expr, sp.Mul):
+        return sum(_degree_bound(a, syms) for a in expr.args)
+    if isinstance(expr, sp.Pow) and expr.exp.is_Integer and int(expr.exp) >= 0:
+        return int(expr.exp) * _degree_bound(expr.base, syms)
+    return MAX_DEGREE + 1  # not a plain polynomial form
 
 
 def target_callable(text: str) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
@@ -292,7 +322,8 @@ class HermiteExpansion:
 
     @property
     def leap_index(self) -> int | None:
-        """Lowest ``l >= 1`` with ``C_l != 0`` (seed 000, Definition 3); None for a constant."""
+        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Definition 3); None for a
+        constant."""
         return next((l for l in self.degrees if l >= 1), None)
 
     def coefficient_tensor(self, degree: int) -> np.ndarray:
@@ -304,23 +335,55 @@ class HermiteExpansion:
         if self.k**degree > MAX_TENSOR_ENTRIES:
             raise ValueError(f"C_{degree} has k^l = {self.k}^{degree} entries, more than "
                              f"{MAX_TENSOR_ENTRIES}")
+        from sympy.utilities.iterables import multiset_permutations
+
         C = np.zeros((self.k,) * degree)
         for t in self.terms:
             if t.degree != degree:
                 continue
             fact = math.prod(math.factorial(a) for a in t.alpha)
             base = [j for j, a in enumerate(t.alpha) for _ in range(a)]
-            for idx in set(itertools.permutations(base)):
-                C[idx] = fact * t.coefficient
+            for idx in multiset_permutations(base):  # the distinct index tuples only
+                C[tuple(idx)] = fact * t.coefficient
         return C
+
+    def unfolding(self, degree: int) -> np.ndarray:
+        """A ``k x m`` matrix ``A`` with ``A A^T = C C^T`` for the ``k x k^(l-1)`` unfolding
+        ``C`` of ``C_l``, built without the tensor: identical columns of the unfolding (index
+        tuples with the same multiplicities ``b``) are merged into one, scaled by the square
+        root of their number ``(l-1)!/b!``. Same row space and singular values."""
+        if degree < 1:
+            return np.zeros((self.k, 0))
+        cols: dict[tuple[int, ...], np.ndarray] = {}
+        for t in self.terms:
+            if t.degree != degree:
+                continue
+            value = math.prod(math.factorial(a) for a in t.alpha) * t.coefficient
+            for i, a in enumerate(t.alpha):
+                if a == 0:
+                    continue
+                b = t.alpha[:i] + (a - 1,) + t.alpha[i + 1:]
+                count = math.factorial(degree - 1) / math.prod(math.factorial(x) for x in b)
+                col = cols.setdefault(b, np.zeros(self.k))
+                col[i] = math.sqrt(count) * value
+        if not cols:
+            return np.zeros((self.k, 0))
+        return np.stack(list(cols.values()), axis=1)
+
+    def tensor_norm(self, degree: int) -> float:
+        """Frobenius norm of ``C_l``: ``|C_l|_F^2 = l! sum_{|alpha| = l} alpha! c_alpha^2``."""
+        total = sum(math.factorial(degree) * math.prod(math.factorial(a) for a in t.alpha)
+                    * t.coefficient**2 for t in self.terms if t.degree == degree)
+        return math.sqrt(total)
 
     def subspace(self, degree: int, rtol: float = 1e-9) -> np.ndarray:
         """Orthonormal rows spanning the HOSVD subspace of ``C_l`` (``r x k``, ``r = 0`` if
         ``C_l = 0``)."""
-        C = self.coefficient_tensor(degree)
+        if degree < 0 or int(degree) != degree:
+            raise ValueError(f"degree must be an integer >= 0, got {degree}")
         if degree == 0:
             return np.zeros((0, self.k))
-        return _row_space(C.reshape(self.k, -1).T, rtol)
+        return _row_space(self.unfolding(int(degree)).T, rtol)
 
     def relevant_subspace(self, rtol: float = 1e-9) -> np.ndarray:
         """Span of all the degree subspaces: the directions ``g`` depends on (up to
@@ -526,12 +589,11 @@ def report(text: str, *, max_degree: int | None = None, nodes: int | None = None
              "He_n probabilists' Hermite, C_l = E[grad^l g]",
              f"expansion: g = {ex.as_text()}"]
     for l in ex.degrees:
-        C = ex.coefficient_tensor(l)
         labels = [t.label() + " * " + (t.exact if t.exact is not None else f"{t.coefficient:.6g}")
                   for t in ex.terms if t.degree == l]
         sub = describe(ex.subspace(l)) if l else "-"
         rank = ex.subspace(l).shape[0]
-        lines.append(f"  degree {l}: |C_{l}|_F={np.linalg.norm(C):.6g}  rank={rank}"
+        lines.append(f"  degree {l}: |C_{l}|_F={ex.tensor_norm(l):.6g}  rank={rank}"
                      f"  subspace: {sub}  terms: {'; '.join(labels)}")
     lines.append(f"leap_index={ex.leap_index if ex.leap_index is not None else 'none'}")
     lines.append("one step with n ~ d^l (learning rate eta = eta_tilde p d^((l-1)/2)):")
@@ -560,7 +622,8 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "hermite", help="Hermite expansion, leap index and staircase of a target g(z1..zk)",
         description="Hermite expansion (probabilists' He_n), coefficient tensors, leap index "
-                    "(seed 000, Def. 3) and staircase prediction of a multi-index target.")
+                    "(Dandi et al. 2023, arXiv:2305.18270) and staircase prediction of a "
+                    "multi-index target.")
     p.add_argument("target", help="expression in z1..zk, e.g. 'z1 + z1*z2 + z1*z2*z3', "
                                   "'He3(z1)', 'tanh(z1)*z2'")
     p.add_argument("--max-degree", type=int, default=None,
@@ -591,7 +654,9 @@ def run_cli(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Stand-alone entry: ``python -m asymptotics.hermite EXPR``."""
-    parser = argparse.ArgumentParser(prog="python -m asymptotics.hermite")
+    from ._cli import Parser
+
+    parser = Parser(prog="python -m asymptotics.hermite")
     sub = parser.add_subparsers(dest="command", required=True)
     add_subparser(sub)
     args = parser.parse_args(["hermite", *(argv if argv is not None else sys.argv[1:])])

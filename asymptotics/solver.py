@@ -23,6 +23,7 @@ class Status(enum.IntEnum):
     MAX_ITER = 1
     NON_FINITE = 2
     OUT_OF_DOMAIN = 3
+    DIVERGED = 4
 
     @property
     def message(self) -> str:
@@ -31,6 +32,8 @@ class Status(enum.IntEnum):
             Status.MAX_ITER: "maximum number of iterations reached before the tolerance",
             Status.NON_FINITE: "the map produced a non-finite value (divergent overlaps)",
             Status.OUT_OF_DOMAIN: "the iterates left the physical domain (negative variance)",
+            Status.DIVERGED: "the risk diverges as lam -> 0+ (interpolation peak of ridgeless "
+                             "regression)",
         }[self]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 import time
@@ -46,11 +45,9 @@ def available() -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            self.exit(2, f"error: {message}\n")
+    from asymptotics._cli import Parser, check_writable, fail
 
-    p = _Parser(prog="python -m figures", description="Render the papers' figures (PNG + PDF).")
+    p = Parser(prog="python -m figures", description="Render the papers' figures (PNG + PDF).")
     p.add_argument("names", nargs="*", help="figure names, or 'all' (see --list)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
     p.add_argument("--outdir", type=Path, default=OUT_DIR, help=f"default: {OUT_DIR}")
@@ -68,9 +65,15 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"unknown figure {', '.join(unknown)}; choose from all, {', '.join(figs)}")
     outdir = args.outdir / "quick" if args.quick and args.outdir == OUT_DIR else args.outdir
-    for name in names:
+    try:
+        check_writable(outdir, "--outdir", directory=True)
+    except ValueError as exc:
+        return fail(str(exc))
+    for i, name in enumerate(names, start=1):
         t0 = time.perf_counter()
         _, fn = _load(name)
+        if len(names) > 1:
+            print(f"figures: {i}/{len(names)} {name} ...", file=sys.stderr, flush=True)
         paths = fn(outdir, quick=args.quick, refresh=args.refresh)
         print(f"{name}: {', '.join(str(x) for x in paths)} ({time.perf_counter() - t0:.1f} s)",
               file=sys.stderr, flush=True)

@@ -12,6 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from asymptotics._cli import save_figure  # noqa: E402
+
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000"]
 LABELS = {
@@ -41,8 +43,8 @@ def save(fig, outdir: Path, name: str) -> list[Path]:
     """Write ``name.png`` and ``name.pdf`` into ``outdir`` (no timestamps: reproducible files)."""
     outdir.mkdir(parents=True, exist_ok=True)
     paths = [outdir / f"{name}.png", outdir / f"{name}.pdf"]
-    fig.savefig(paths[0], metadata={"Software": None})
-    fig.savefig(paths[1], metadata={"Creator": None, "Producer": None, "CreationDate": None})
+    save_figure(fig, paths[0])
+    save_figure(fig, paths[1])
     plt.close(fig)
     return paths
 

@@ -9,39 +9,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import sys
 from collections.abc import Sequence
+
+from asymptotics._cli import Parser, fail
+from asymptotics._cli import integer as _integer
 
 SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep", "sweep")
 
 
-def integer(name: str, lo: int):
-    """argparse type: an integer >= ``lo``, with a message naming the option."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {v}")
-        return v
-
-    return parse
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad input as a single line and exits with status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"error: {message}\n")
+# the shared machinery (one parser class for every command line) lives in asymptotics._cli
+integer = _integer
+_Parser = Parser
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m validation",
+    parser = Parser(prog="python -m validation",
                      description="Monte Carlo ground truth for giantstep and its comparison "
                                  "with the asymptotic theory.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True)
     for name in SUBCOMMAND_MODULES:
         try:
             module = importlib.import_module(f"validation.{name}")
@@ -58,6 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError, MemoryError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except (ValueError, TypeError, MemoryError, OverflowError, ZeroDivisionError,
+            OSError) as exc:
+        return fail(str(exc))

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from asymptotics._cli import PLOT_SUFFIXES, check_writable
+
 from .cli import integer
 from .simulator import MODELS, Setting, simulate
 from .test_error import ESTIMATORS
@@ -32,9 +34,9 @@ def compare(
     """DataFrame: one row per alpha with ``alpha, theory, sim_mean, sim_se, z, rel_gap`` and every
     parameter; an unconverged theory point has ``theory = nan`` and ``theory_converged = False``."""
     import pandas as pd
-    from tqdm.auto import tqdm
 
     from asymptotics import risk_curve
+    from asymptotics._cli import Progress
 
     alphas = [float(a) for a in alphas]
     eta_theory = 0.0 if model == "rf" else eta
@@ -45,9 +47,8 @@ def compare(
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
                         lam=lam, beta=beta, delta=delta, progress=False)
     rows = []
-    disable = None if progress is None else not progress
-    with tqdm(total=len(settings) * seeds, desc=f"{model} simulations", unit="run",
-              disable=disable, leave=False) as bar:
+    with Progress(len(settings) * seeds, f"{model} simulations", unit="run",
+                  enabled=progress) as bar:
         for s, (_, th) in zip(settings, theory.iterrows(), strict=True):
             sim = simulate(s, seeds=seeds, seed=seed, n_jobs=n_jobs, progress=bar.update)
             row = sim.as_dict()
@@ -86,7 +87,9 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     ax.set_title(title or default, fontsize=9)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 
@@ -131,18 +134,50 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    default=parse_grid("0.2:3:8"),
                    help="sample ratios n/d: 0.2,1,3 or START:STOP:NUM (default: 0.2:3:8)")
     p.add_argument("--out", help="also write the CSV to this file")
-    p.add_argument("--plot", help="PNG: theory line, simulation points with error bars")
+    p.add_argument("--plot", help="figure (.png, .svg, .pdf): theory line, simulation points "
+                                  "with error bars")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_cli)
     return p
 
 
+# below these the standard error over seeds is itself too uncertain (d small: far from the
+# asymptotic regime; few seeds: the s.e. has few degrees of freedom) for a z-score to mean much
+MIN_D_FOR_Z = 100
+MIN_SEEDS_FOR_Z = 5
+
+
+def z_caveat(d: int, seeds: int) -> str | None:
+    """Why the z-scores of a comparison at ``d`` with ``seeds`` repetitions are not meaningful,
+    or None."""
+    reasons = []
+    if d < MIN_D_FOR_Z:
+        reasons.append(f"d={d} < {MIN_D_FOR_Z} is far from the asymptotic regime")
+    if seeds < MIN_SEEDS_FOR_Z:
+        reasons.append(f"seeds={seeds} < {MIN_SEEDS_FOR_Z} leaves the standard error itself "
+                       "uncertain")
+    if not reasons:
+        return None
+    return "z-scores not meaningful: " + "; ".join(reasons)
+
+
 def run_cli(args: argparse.Namespace) -> int:
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
+    caveat = z_caveat(args.d, args.seeds)
+    if caveat:
+        print(f"warning: {caveat}", file=sys.stderr)
     df = compare(args.model, args.alpha, sigma=args.sigma, target=args.target,
                  alpha0=args.alpha0, eta=args.eta, lam=args.lam, beta=args.beta,
                  delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
                  n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
                  estimator=args.estimator, progress=False if args.quiet else None)
+    df["caveat"] = caveat or ""
+    n_bad = int((~df["theory_converged"].astype(bool)).sum())
+    if n_bad:
+        print(f"warning: the theory has no finite risk at {n_bad} of {len(df)} alphas (theory and "
+              "z empty there; at lam = 0 and alpha = beta ridgeless regression diverges)",
+              file=sys.stderr)
     text = df.drop(columns=["values"]).to_csv(index=False, float_format="%.10g")
     sys.stdout.write(text)
     if args.out:

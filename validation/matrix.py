@@ -266,8 +266,12 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    done, t0, stopped = 0, time.time(), False
-    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn")) as pool:
+    from asymptotics._cli import watch_parent
+
+    done, t0, stopped, last = 0, time.time(), False, time.time()
+    # workers end when this process dies (a SIGKILL leaves no orphans)
+    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"),
+                             initializer=watch_parent, initargs=(os.getpid(),)) as pool:
         queue = iter(todo)
         running = {pool.submit(_task, *t, estimator) for t in itertools.islice(queue, n_jobs)}
         while running:
@@ -279,26 +283,32 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
             if not stopped:
                 for t in itertools.islice(queue, len(finished)):
                     running.add(pool.submit(_task, *t, estimator))
-            if done % 10 == 0 or not running:
+            if done % 10 == 0 or not running or time.time() - last >= 20:
+                last = time.time()
                 print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
                       file=sys.stderr, flush=True)
     return done == len(todo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m validation.matrix", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from asymptotics._cli import Parser, check_writable, fail, split_list
+    from asymptotics._cli import integer as i_
+    from asymptotics._cli import real as r_
+
+    p = Parser(prog="python -m validation.matrix", description=__doc__,
+               formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (or resume) the simulations into the store")
     r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
-    r.add_argument("--d", type=int, default=2000)
-    r.add_argument("--seeds", type=int, default=8, help="first-round repetitions per setting")
-    r.add_argument("--max-seeds", type=int, default=48)
-    r.add_argument("--target-se", type=float, default=2e-3,
+    r.add_argument("--d", type=i_("d", 2), default=2000)
+    r.add_argument("--seeds", type=i_("seeds", 1), default=8,
+                   help="first-round repetitions per setting")
+    r.add_argument("--max-seeds", type=i_("max-seeds", 1), default=48)
+    r.add_argument("--target-se", type=r_("target-se", 0.0), default=2e-3,
                    help="add repetitions until every point's s.e. is below this (0: off)")
-    r.add_argument("--n-jobs", type=int, default=os.cpu_count() or 1)
+    r.add_argument("--n-jobs", type=i_("n-jobs", 1), default=os.cpu_count() or 1)
     r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
-    r.add_argument("--confirm-seeds", type=int, default=0,
+    r.add_argument("--confirm-seeds", type=i_("confirm-seeds", 0), default=0,
                    help="after a first run: this many fresh repetitions (indices after --seeds) "
                         "for every srf/rf setting with a point beyond 3 s.e. (default: 0)")
     r.add_argument("--models", default="srf,network,rf",
@@ -311,15 +321,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--estimator", choices=ESTIMATORS, default=ESTIMATOR,
                    help=f"test-error estimator of the new repetitions (default: {ESTIMATOR}; the "
                         "store's planned rounds used mc)")
-    r.add_argument("--scaling-seeds", type=int, default=4,
+    r.add_argument("--scaling-seeds", type=i_("scaling-seeds", 1), default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
-    r.add_argument("--time-budget", type=float, default=math.inf, help="seconds, then stop")
+    r.add_argument("--time-budget", type=r_("time-budget", 0.0, strict_lo=True),
+                   default=math.inf, help="seconds, then stop")
     rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
     rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
     rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"))
-    rep.add_argument("--d", type=int, default=2000)
-    rep.add_argument("--seeds", type=int, default=8, help="planned repetitions per setting")
+    rep.add_argument("--d", type=i_("d", 2), default=2000)
+    rep.add_argument("--seeds", type=i_("seeds", 1), default=8,
+                     help="planned repetitions per setting")
     args = p.parse_args(argv)
+    try:
+        check_writable(args.store, "--store")
+        if args.command == "report":
+            check_writable(args.out, "--out")
+        else:
+            split_list(args.models, "--models")
+            split_list(args.targets, "--targets")
+        return _main(args)
+    except (ValueError, TypeError, OSError, argparse.ArgumentTypeError) as exc:
+        return fail(str(exc))
+
+
+def _main(args: argparse.Namespace) -> int:
     if args.command == "run":
         common = dict(d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
                       target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,

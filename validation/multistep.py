@@ -387,43 +387,47 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ("d", "step", "direction")) 
 
 
 def _eta_list(text: str) -> tuple[float, ...]:
-    try:
-        values = tuple(float(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"eta must be a number or a comma list, one per step (2,8,16), got {text!r}") from None
-    if not values or any(not math.isfinite(v) or v < 0 for v in values):
-        raise argparse.ArgumentTypeError(f"eta values must be >= 0 and finite, got {text!r}")
-    return values
+    from asymptotics._cli import real_list
+
+    return tuple(real_list("eta", 0.0)(text))
 
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Register ``multistep`` on an argparse subparsers object."""
+    from asymptotics._cli import integer as i_
+    from asymptotics._cli import real as r_
+
     p = subparsers.add_parser(
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
         description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
-                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (seed 000). Prints mean and standard "
-                    "error over seeds of the overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
-    p.add_argument("--d", type=int, default=256, help="input dimension, >= 8 (default 256)")
+                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (Dandi et al. 2023, arXiv:2305.18270). "
+                    "Prints mean and standard error over seeds of the overlaps "
+                    "|<w_k, theta_j>|/|w_k| per step (CSV).")
+    p.add_argument("--d", type=i_("d"), default=256, help="input dimension, >= 8 (default 256)")
     p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",
                    help="g(z1..zk): expression, He<n>() allowed (default z1 + z1*z2 + z1*z2*z3)")
     p.add_argument("--sigma", default="erf(z-1)",
                    help="activation: registered name or expression in z (default erf(z-1))")
-    p.add_argument("--steps", type=int, default=3, help="number of giant steps T (default 3)")
-    p.add_argument("--alpha0", type=float, default=16.0, help="n = alpha0 d^kappa (default 16)")
-    p.add_argument("--kappa", type=float, default=1.0, help="batch exponent >= 1 (default 1)")
-    p.add_argument("--beta", type=float, default=1.0, help="p = beta d (default 1)")
+    p.add_argument("--steps", type=i_("steps"), default=3,
+                   help="number of giant steps T (default 3)")
+    p.add_argument("--alpha0", type=r_("alpha0"), default=16.0,
+                   help="n = alpha0 d^kappa (default 16)")
+    p.add_argument("--kappa", type=r_("kappa"), default=1.0, help="batch exponent >= 1 (default 1)")
+    p.add_argument("--beta", type=r_("beta"), default=1.0, help="p = beta d (default 1)")
     p.add_argument("--eta", type=_eta_list, default=None,
                    help="eta_tilde per step, comma list or one number (default 2,8,16,16,...)")
     p.add_argument("--readout", choices=READOUTS, default="hypercube",
                    help="a0: constant 1/sqrt(p) or +-1/sqrt(p) halves (default hypercube)")
-    p.add_argument("--delta", type=float, default=0.0, help="label-noise variance (default 0)")
-    p.add_argument("--ridge-alpha", type=float, default=0.0,
+    p.add_argument("--delta", type=r_("delta"), default=0.0,
+                   help="label-noise variance (default 0)")
+    p.add_argument("--ridge-alpha", type=r_("ridge-alpha"), default=0.0,
                    help="ridge readout on ridge_alpha*d samples after each step; 0 = off")
-    p.add_argument("--lam", type=float, default=1e-3, help="ridge penalty (sum convention)")
-    p.add_argument("--n-test", type=int, default=10_000, help="test inputs for the test error")
-    p.add_argument("--seeds", type=int, default=3, help="repetitions (default 3)")
-    p.add_argument("--seed", type=int, default=0, help="root seed of SeedSequence (default 0)")
+    p.add_argument("--lam", type=r_("lam"), default=1e-3, help="ridge penalty (sum convention)")
+    p.add_argument("--n-test", type=i_("n-test"), default=10_000,
+                   help="test inputs for the test error")
+    p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default 3)")
+    p.add_argument("--seed", type=i_("seed"), default=0,
+                   help="root seed of SeedSequence (default 0)")
     p.add_argument("--out", help="also write every repetition's rows to this CSV")
     p.set_defaults(func=run_cli)
     return p
@@ -431,7 +435,10 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run and print the summary CSV; bad input: one line on stderr, exit status 2."""
+    from asymptotics._cli import check_writable
+
     try:
+        check_writable(args.out, "--out")
         eta = None if args.eta is None else (args.eta if len(args.eta) > 1 else args.eta[0])
         config = MultiStepConfig(
             d=args.d, target=args.target, sigma=args.sigma, steps=args.steps,

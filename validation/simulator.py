@@ -608,3 +608,13 @@ def simulate(
     (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``)."""
     return simulate_curve(setting, [setting.alpha], seeds=seeds, seed=seed, n_jobs=n_jobs,
                           progress=progress)[0]
+
+
+def to_frame(results: SimulationResult | Sequence[SimulationResult]):
+    """One DataFrame row per :class:`SimulationResult` (e.g. the list of :func:`simulate_curve`),
+    with every parameter, ``sim_mean``, ``sim_se`` and the per-seed ``values``."""
+    import pandas as pd
+
+    if isinstance(results, SimulationResult):
+        results = [results]
+    return pd.DataFrame([r.as_dict() for r in results])

@@ -681,7 +681,9 @@ def plot_spectrum(
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(frameon=False, fontsize=8)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 
@@ -717,11 +719,11 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                     "the outliers of the spectrum.",
         epilog=CLI_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, choices=(1, 2), default=2, help="1 or 2 (default: 2)")
-    p.add_argument("--a1", type=_cli_real("a1", 0.0, 0.5), default=0.2,
-                   help="exponent of the first step, eta1 = eta_tilde1 p^(1/2+a1), in [0, 1/2] "
-                        "(default: 0.2)")
-    p.add_argument("--a2", type=_cli_real("a2", 0.0, 0.5), default=0.3,
-                   help="exponent of the second step, in [0, 1/2] (default: 0.3)")
+    p.add_argument("--a1", type=_cli_real("a1", 0.0, 0.5, hi_open=True), default=0.2,
+                   help="exponent of the first step, eta1 = eta_tilde1 p^(1/2+a1), in [0, 1/2) "
+                        "(at 1/2 the predicted count is unbounded) (default: 0.2)")
+    p.add_argument("--a2", type=_cli_real("a2", 0.0, 0.5, hi_open=True), default=0.3,
+                   help="exponent of the second step, in [0, 1/2) (default: 0.3)")
     p.add_argument("--d", type=integer("d", 16), default=1000, help="input dimension")
     p.add_argument("--beta", type=_cli_real("beta", 1e-3, 64.0), default=0.5,
                    help="width ratio p/d (default: 0.5)")
@@ -748,7 +750,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="bulk-edge estimate (default: fit)")
     p.add_argument("--kappa", type=_cli_real("kappa", 0.0), default=2.0,
                    help="outlier margin in units of the edge spacing (default: 2)")
-    p.add_argument("--plot", default=None, metavar="FILE.png",
+    p.add_argument("--plot", default=None, metavar="FILE.png|svg|pdf",
                    help="histogram of the singular values with the bulk density and outliers")
     p.set_defaults(func=run_cli)
     return p
@@ -756,7 +758,10 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Execute the ``spectrum`` subcommand; prints key=value lines. Returns the exit status."""
+    from asymptotics._cli import PLOT_SUFFIXES, check_writable
+
     try:
+        check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
         config = StepConfig(
             d=args.d, a1=args.a1, a2=args.a2 if args.steps == 2 else None, beta=args.beta,
             alpha0=args.alpha0, sigma=args.sigma, target=args.target, eta1=args.eta1,
@@ -805,12 +810,10 @@ def run_cli(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Standalone entry point (``python -m validation.spectrum``) until the lead wires it."""
 
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str) -> None:  # type: ignore[override]
-            self.exit(2, f"error: {message}\n")
+    from asymptotics._cli import Parser
 
-    parser = _Parser(prog="python -m validation")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="python -m validation")
+    sub = parser.add_subparsers(dest="command", required=True)
     add_subparser(sub)
     args = parser.parse_args(argv)
     return args.func(args)

@@ -122,6 +122,8 @@ def _split_top_level(text: str) -> list[str]:
         depth += (ch == "(") - (ch == ")")
         cur.append(ch)
     out.append("".join(cur))
+    if len(out) > 1 and any(not s.strip() for s in out):
+        raise ValueError(f"empty item in {text!r}; give values separated by single commas")
     return [s.strip() for s in out if s.strip()]
 
 
@@ -602,9 +604,18 @@ def _local_results(tasks: Sequence[Task], n_jobs: int) -> Iterator[tuple[str, li
         return
     from joblib import Parallel, delayed
 
+    parent = os.getpid()
     yield from Parallel(n_jobs=n_jobs, backend="loky", return_as="generator_unordered",
-                        batch_size=1, pre_dispatch="2*n_jobs")(delayed(run_task)(t)
-                                                              for t in tasks)
+                        batch_size=1, pre_dispatch="2*n_jobs")(
+        delayed(_run_task_in_worker)(t, parent) for t in tasks)
+
+
+def _run_task_in_worker(task: Task, parent: int) -> tuple[str, list[dict], float]:
+    """:func:`run_task` in a pool worker that exits when ``parent`` dies (no orphans)."""
+    from asymptotics._cli import watch_parent
+
+    watch_parent(parent)
+    return run_task(task)
 
 
 def _dask_results(tasks: Sequence[Task], n_jobs: int,
@@ -682,13 +693,12 @@ def sweep(
             blocks.update({t.key: db.blocks[t.key] for t in tasks if t.key in db.blocks})
         todo = [t for t in tasks if t.key not in blocks]
         if todo:
-            from tqdm.auto import tqdm
+            from asymptotics._cli import Progress
 
             results = (_local_results(todo, int(n_jobs)) if scheduler == "local"
                        else _dask_results(todo, int(n_jobs), address))
-            bar = tqdm(total=len(tasks), initial=len(tasks) - len(todo), unit="task",
-                       desc=f"sweep {kind}", file=sys.stderr, leave=False,
-                       disable=None if progress is None else not progress)
+            bar = Progress(len(tasks), f"sweep {kind}", unit="task", enabled=progress,
+                           initial=len(tasks) - len(todo))
             with bar:
                 for key, rows, _ in results:
                     lines = format_rows(rows, cols)
@@ -778,7 +788,9 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, path: str | os.PathLike,
     n_bad = int(z.mask.sum()) if np.ma.is_masked(z) else 0
     if n_bad:
         ax.text(0.01, 0.01, f"grey: {n_bad} not converged", transform=ax.transAxes, fontsize=7)
-    fig.savefig(path, dpi=150, metadata={"Software": None})
+    from asymptotics._cli import save_figure
+
+    save_figure(fig, path, dpi=150)
     plt.close(fig)
 
 
@@ -792,6 +804,7 @@ DEFAULT_ALPHAS = "0.2:5:50"
 def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
     """Register ``sweep``: ``python -m validation sweep`` (all kinds) or, with ``theory_only``,
     ``python -m asymptotics sweep``."""
+    from asymptotics._cli import integer as i_
     from asymptotics.cli import CONVENTIONS, add_model_arguments
 
     p = subparsers.add_parser(
@@ -811,13 +824,13 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                         f"(alpha default: {DEFAULT_ALPHAS})")
     add_model_arguments(p)
     if not theory_only:
-        p.add_argument("--d", type=int, default=DEFAULTS["d"],
+        p.add_argument("--d", type=i_("d", 2), default=DEFAULTS["d"],
                        help=f"dimension d of the simulations (default: {DEFAULTS['d']})")
-        p.add_argument("--n-test", type=int, default=0,
+        p.add_argument("--n-test", type=i_("n-test", 0), default=0,
                        help="test inputs per repetition (default 0: max(10000, 2d))")
-        p.add_argument("--seeds", type=int, default=4,
+        p.add_argument("--seeds", type=i_("seeds", 1), default=4,
                        help="repetitions per point (default: 4)")
-        p.add_argument("--seed", type=int, default=0,
+        p.add_argument("--seed", type=i_("seed", 0), default=0,
                        help="salt of the parameter-hash seeds (default: 0)")
     p.add_argument("--store", help="resumable CSV store: finished tasks are skipped on restart")
     p.add_argument("--out", help="write the result CSV here")
@@ -825,9 +838,9 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                    help="local: loky process pool (default); dask: dask.distributed")
     p.add_argument("--scheduler-address", metavar="tcp://HOST:PORT",
                    help="an existing Dask scheduler (implies --scheduler dask)")
-    p.add_argument("--n-jobs", type=int, default=None,
+    p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=None,
                    help="worker processes (default: all cores)")
-    p.add_argument("--plot", help="PNG heat map of the risk (needs a 2-D grid)")
+    p.add_argument("--plot", help="heat map (.png, .svg, .pdf) of the risk (needs a 2-D grid)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run_cli, sweep_kind="theory" if theory_only else None)
     return p
@@ -835,6 +848,11 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
 
 def run_cli(args: argparse.Namespace) -> int:
     """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
+    from asymptotics._cli import PLOT_SUFFIXES, check_writable
+
+    check_writable(args.store, "--store")
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     kind = args.sweep_kind or args.kind
     grid: dict[str, list] = {}
     for name, values in args.grid:
