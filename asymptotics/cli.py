@@ -33,9 +33,25 @@ def _real(name: str, *, positive: bool):
     return real(name, 0.0, strict_lo=positive)
 
 
-def add_model_arguments(p: argparse.ArgumentParser) -> None:
-    """The model options shared by the theory and simulation command lines."""
+def _or_optimal(parse):
+    def parse_or_optimal(text: str):
+        if text.strip() == "optimal":
+            return "optimal"
+        try:
+            return parse(text)
+        except argparse.ArgumentTypeError as err:
+            raise argparse.ArgumentTypeError(f"{err} (or the word 'optimal')") from None
+
+    return parse_or_optimal
+
+
+def add_model_arguments(p: argparse.ArgumentParser, *, optimal: bool = False) -> None:
+    """The model options shared by the theory and simulation command lines (``optimal``: --lam
+    and --eta also accept the word ``optimal``, the theory's minimiser at each alpha)."""
     from .functions import available
+
+    wrap = _or_optimal if optimal else (lambda parse: parse)
+    also = " or 'optimal' (minimised at each alpha)" if optimal else ""
 
     names = ", ".join(available())
     p.add_argument("--sigma", default="tanh",
@@ -45,10 +61,11 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="target g of <theta*, x>: a name or an expression in z (default: tanh)")
     p.add_argument("--alpha0", type=_real("alpha0", positive=True), default=2.0,
                    help="first-batch ratio n0/d of the giant step, > 0 (default: 2)")
-    p.add_argument("--eta", type=_real("eta", positive=False), default=1.0,
-                   help="eta_tilde = eta / p, >= 0; 0 gives random features (default: 1)")
-    p.add_argument("--lam", type=_real("lam", positive=False), default=0.01,
-                   help="ridge penalty lam >= 0 of the sum-loss convention (default: 0.01)")
+    p.add_argument("--eta", type=wrap(_real("eta", positive=False)), default=1.0,
+                   help=f"eta_tilde = eta / p, >= 0{also}; 0 gives random features (default: 1)")
+    p.add_argument("--lam", type=wrap(_real("lam", positive=False)), default=0.01,
+                   help=f"ridge penalty lam >= 0 of the sum-loss convention{also} "
+                        "(default: 0.01)")
     p.add_argument("--beta", type=_real("beta", positive=True), default=1.0,
                    help="width ratio p/d, > 0 (default: 1)")
     p.add_argument("--delta", type=_real("delta", positive=False), default=0.0,
@@ -66,7 +83,7 @@ def _curve(args: argparse.Namespace) -> int:
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
     rf = None
-    if args.plot and eta > 0:
+    if args.plot and (eta == "optimal" or eta > 0):
         # the plotted random-features baseline is part of the CSV too
         rf = risk_curve(args.alpha, eta=0.0, progress=False, model="rf", **common)
         df = df.assign(risk_rf=rf["risk"].to_numpy(), converged_rf=rf["converged"].to_numpy(),
@@ -94,16 +111,18 @@ def plot_curve(df, rf, path: str) -> None:
     import matplotlib.pyplot as plt
 
     row = df.iloc[0]
+    eta_opt, lam_opt = "interior" in df and df["eta"].nunique() > 1, df["lam"].nunique() > 1
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
-    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2",
-            label=rf"one giant step, $\tilde\eta={row['eta']:g}$")
+    eta_text = r"optimal $\tilde\eta$" if eta_opt else rf"$\tilde\eta={row['eta']:g}$"
+    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2", label=f"one giant step, {eta_text}")
     if rf is not None:
         ax.plot(rf["alpha"], rf["risk"], "--", color="#D55E00",
                 label=r"random features, $\tilde\eta=0$")
     ax.set_xlabel(r"$\alpha = n/d$")
     ax.set_ylabel("test error")
+    lam_text = r"optimal $\lambda$" if lam_opt else rf"$\lambda$={row['lam']:g}"
     ax.set_title(rf"$\sigma$={row['sigma']}, $g$={row['target']}, $\alpha_0$={row['alpha0']:g}, "
-                 rf"$\lambda$={row['lam']:g}, $\beta$={row['beta']:g}", fontsize=9)
+                 + lam_text + rf", $\beta$={row['beta']:g}", fontsize=9)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
     save_figure(fig, path, dpi=150)
@@ -117,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     curve = sub.add_parser("curve", help="risk along alpha (CSV on stdout)", epilog=CONVENTIONS,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_model_arguments(curve)
+    add_model_arguments(curve, optimal=True)
     curve.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
                        default=parse_grid("0.2:5:50"),
                        help="sample ratios n/d: a list 0.2,1,3 or START:STOP:NUM "

@@ -159,3 +159,21 @@ def test_risk_point_optimal():
     ref = optimal_lam([2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0)
     assert r.converged and r.lam == pytest.approx(float(ref.lam[0]), abs=0)
     assert r.risk == pytest.approx(float(ref.risk[0]), abs=1e-12)
+
+
+def test_cli_lam_optimal(tmp_path, capsys):
+    import io
+
+    import pandas as pd
+
+    from asymptotics.cli import main
+
+    assert main(["curve", "--lam", "optimal", "--alpha", "1,2", "--quiet"]) == 0
+    df = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    ref = optimal_lam([1.0, 2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0)
+    np.testing.assert_allclose(df.lam, ref.lam, rtol=1e-10)
+    assert df.interior.all()
+    with pytest.raises(SystemExit) as err:
+        main(["curve", "--lam", "best"])
+    assert err.value.code == 2
+    assert "optimal" in capsys.readouterr().err
