@@ -1,7 +1,7 @@
 """Hermite analysis of a multi-index target ``g(z1, ..., zk)``: coefficient tensors, leap index,
 subspaces by degree and the staircase prediction of what a few giant steps learn.
 
-Conventions (seed 000, Dandi et al., Definitions 1-3; THEORY.md §8):
+Conventions (Dandi et al. 2023, arXiv:2305.18270, Definitions 1-3; docs/THEORY.md §8):
 
 * probabilists' Hermite polynomials ``He_n`` (``He_0 = 1, He_1 = z, He_2 = z^2 - 1``), orthogonal
   under ``z ~ N(0, 1)`` with ``E He_m He_n = n! delta_mn``;
@@ -12,13 +12,13 @@ Conventions (seed 000, Dandi et al., Definitions 1-3; THEORY.md §8):
   ``C_l[i_1..i_l] = alpha! c_alpha`` with ``alpha`` the multiplicities of ``(i_1..i_l)``.
   Example: ``z1 z2 = He1(z1) He1(z2)`` gives ``C_2[0,1] = C_2[1,0] = 1``; ``z1^3 = He3 + 3 He1``
   gives ``C_3[0,0,0] = 6`` and ``C_1[0] = 3``;
-* leap index (seed 000, Definition 3, as stated in issue 5): the lowest ``l >= 1`` with
+* leap index (Dandi et al. 2023, Definition 3): the lowest ``l >= 1`` with
   ``C_l != 0`` (``He3(z1)`` has leap 3, ``z1^3`` has leap 1);
-* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (seed 000,
-  Definition 2; for a symmetric tensor the left singular vectors of its ``k x k^(l-1)``
+* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (Dandi et al.
+  2023, Definition 2; for a symmetric tensor the left singular vectors of its ``k x k^(l-1)``
   unfolding).
 
-Predictions (seed 000, Theorems 1-2 and the staircase theorem; slides in seed 003):
+Predictions (Dandi et al. 2023, Theorems 1-2 and the staircase theorem):
 
 * one step with ``n ~ d^l``: directions in ``span(V_1, ..., V_l)`` can be reached; the leap-index
   subspace ``V_leap`` is what a single step with ``n ~ d^leap`` learns; fewer samples
@@ -292,7 +292,7 @@ class HermiteExpansion:
 
     @property
     def leap_index(self) -> int | None:
-        """Lowest ``l >= 1`` with ``C_l != 0`` (seed 000, Definition 3); None for a constant."""
+        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Definition 3); None for a constant."""
         return next((l for l in self.degrees if l >= 1), None)
 
     def coefficient_tensor(self, degree: int) -> np.ndarray:
@@ -560,7 +560,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "hermite", help="Hermite expansion, leap index and staircase of a target g(z1..zk)",
         description="Hermite expansion (probabilists' He_n), coefficient tensors, leap index "
-                    "(seed 000, Def. 3) and staircase prediction of a multi-index target.")
+                    "(Dandi et al. 2023, Def. 3) and staircase prediction of a multi-index target.")
     p.add_argument("target", help="expression in z1..zk, e.g. 'z1 + z1*z2 + z1*z2*z3', "
                                   "'He3(z1)', 'tanh(z1)*z2'")
     p.add_argument("--max-degree", type=int, default=None,

@@ -1,6 +1,6 @@
 """Theory speed: ms per point, iterations per point, 100-point curve (warm), cold start.
 
-Targets (issue 2): <= 0.1 s for a 100-point tanh/tanh curve at beta = 1 (warm), <= 2 s cold start
+Targets: <= 0.1 s for a 100-point tanh/tanh curve at beta = 1 (warm), <= 2 s cold start
 with the numba cache populated. For scale, the public notebook needs ~15 s per point.
 Run: python benchmarks/bench_theory.py
 """

@@ -1,4 +1,4 @@
-"""Figure 5 — the learned spectrum (seed 003 'Spectral properties').
+"""Figure 5 — the learned spectrum (docs/THEORY.md §3, §6).
 
 Singular values of W0 and of W1 after one giant step (THEORY.md §1 network, sigma = g = tanh,
 alpha0 = 2, eta_tilde = 1, beta = 0.5): the bulk follows Marchenko–Pastur (W0: MP(beta); W1: the

@@ -1,4 +1,4 @@
-"""Every registered figure renders in --quick mode (issue 4 smoke test)."""
+"""Every registered figure renders in --quick mode (smoke test)."""
 
 import os
 import subprocess

@@ -1,4 +1,4 @@
-"""Spectra after one and two large steps (issue 6): bulk edge, outlier detection, the predicted
+"""Spectra after one and two large steps: bulk edge, outlier detection, the predicted
 counts of ``asymptotics.spikes`` and the ``spectrum`` command.
 
 Independent references: the Marchenko-Pastur edge ``1 + sqrt(beta)`` of a p x d matrix with

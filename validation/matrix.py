@@ -1,4 +1,4 @@
-"""The validation matrix (issue 3): >= 40 settings, theory vs ``srf`` and ``network`` simulations.
+"""The validation matrix: >= 40 settings, theory vs ``srf`` and ``network`` simulations.
 
 Two steps, so the heavy part can run where there are cores and the report where the theory is:
 

@@ -1,6 +1,6 @@
 """Several giant steps on the first layer with fresh batches: overlaps with a multi-index target.
 
-Protocol (THEORY.md §1 and §8; seed 000, Dandi et al., eq. 4 and Theorems 1-2):
+Protocol (docs/THEORY.md §1 and §8; Dandi et al. 2023, arXiv:2305.18270, eq. 4 and Theorems 1-2):
 
 * inputs ``x ~ N(0, I_d)``; labels ``y = g(<theta_1, x>, ..., <theta_k, x>) + sqrt(delta) xi`` with
   Haar-random orthonormal ``theta_j`` and ``g`` an expression in ``z1..zk`` (``He<n>(.)`` allowed,
@@ -13,7 +13,7 @@ Protocol (THEORY.md §1 and §8; seed 000, Dandi et al., eq. 4 and Theorems 1-2)
 * step ``t = 1..T``: a fresh batch of ``n = round(alpha0 d^kappa)`` samples (``kappa >= 1`` real),
   ``W_t = W_(t-1) - eta_t grad_W L_t``, ``L_t = (1/(2n)) sum_i (y_i - f(x_i; a, W_(t-1)))^2``.
 
-Learning-rate convention (seed 000, Theorem 2, as written in the slides of seed 003:
+Learning-rate convention (Dandi et al. 2023, Theorem 2:
 ``eta = p d^((l-1)/2)`` for ``n ~ d^l``): ``eta_t = eta_tilde_t * p * d^((kappa - 1)/2)``. For
 ``kappa = 1`` this is THEORY.md §1's ``eta = eta_tilde p``. Row by row,
 ``w_k <- w_k + eta_tilde_t d^((kappa-1)/2) (sqrt(p) a_k) (1/n) sum_i (y_i - f(x_i))
@@ -147,7 +147,7 @@ class MultiStepConfig:
 
     @property
     def learning_rates(self) -> tuple[float, ...]:
-        """``eta_t = eta_tilde_t p d^((kappa-1)/2)`` (seed 000 scaling)."""
+        """``eta_t = eta_tilde_t p d^((kappa-1)/2)`` (Dandi et al. 2023 scaling)."""
         return tuple(e * self.p * self.d ** ((self.kappa - 1) / 2) for e in self.eta)
 
     def record(self) -> dict:
@@ -402,7 +402,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
         description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
-                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (seed 000). Prints mean and standard "
+                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (docs/THEORY.md §8). Prints mean and standard "
                     "error over seeds of the overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
     p.add_argument("--d", type=int, default=256, help="input dimension, >= 8 (default 256)")
     p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",

@@ -189,7 +189,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
 
 
 def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
-    """Issue 3 asks for s.e. <= 2e-3: where it is reached with every repetition in the store
+    """The validation target is s.e. <= 2e-3: where it is reached with every repetition in the store
     (planned, confirmation and precision rounds pooled), what z says at that precision, and the
     seeds the observed spread says the other points need (``ceil((sd / target)^2)``)."""
     reps = store[store["d"] == d].drop_duplicates(["key", "model", "rep"])
@@ -200,7 +200,7 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
              + ", ".join(f"{int(n)} with the `{e}` test-error estimator" for e, n in counts.items())
              + " (`validation.test_error`: both estimate the test error of the same trained "
              "network, `cv` with control variates of known mean, so they pool; the s.e. of a "
-             "mean of values of unequal noise is still sd/sqrt(n)). Issue 3 asks for "
+             "mean of values of unequal noise is still sd/sqrt(n)). The validation target is "
              f"s.e. ≤ {target:g} at every point. `python -m validation.matrix run --target-se "
              f"{target:g}` adds repetitions, cheapest settings first, until it holds; where it is "
              "not reached, the pooled spread says how many repetitions it would take "

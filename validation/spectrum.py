@@ -1,6 +1,7 @@
 """Spectra of the learned first-layer weights after one and two full-batch gradient steps.
 
-Convention (Moniri, Lee, Hassani & Dobriban, ICML 2024; Moniri & Hassani, seed 002), written in
+Convention (Moniri, Lee, Hassani & Dobriban 2023, arXiv:2310.07891; Moniri & Hassani 2026,
+arXiv:2605.17767), written in
 THEORY.md §1 units so that one code path covers both:
 
 * inputs ``x ~ N(0, I_d)``, labels ``y = g(<theta_1, x>, ..., <theta_k, x>) + sqrt(delta) xi``,
