@@ -292,7 +292,7 @@ class HermiteExpansion:
 
     @property
     def leap_index(self) -> int | None:
-        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Definition 3); None for a constant."""
+        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Def. 3); None for a constant."""
         return next((l for l in self.degrees if l >= 1), None)
 
     def coefficient_tensor(self, degree: int) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Figure 6 — beyond one step (issues 5 and 6), drawn by the experiment modules that own the data.
 
 - ``staircase``: overlaps with each target direction after every giant step for
-  z1 + z1 z2 + z1 z2 z3, He2(z1) and z1 z2 z3 z4, as functions of d (Dandi et al. 2023; docs/THEORY.md §8);
+  z1 + z1 z2 + z1 z2 z3, He2(z1) and z1 z2 z3 z4, as functions of d
+  (Dandi et al. 2023; docs/THEORY.md §8);
 - ``outliers``: measured vs predicted number of outlier singular values after two steps over the
   (a1, a2) grid, and a spectrum with its outliers (Moniri & Hassani 2026; docs/THEORY.md §8).
 

@@ -496,8 +496,8 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figures: list[pathli
           "at step 1 (theta1 learned, the `z1` term has variance 1), little afterwards, although "
           "theta2 and theta3 are learned. The staircase theorem is about the directions; whether "
           "a ridge readout on p = d fixed features with n_r = 8 d samples can use them to build "
-          "`z1 z2` and `z1 z2 z3` (variance 2 together) is a different question (Dandi et al. 2023, "
-          "§2.3) that this table does not settle.\n")
+          "`z1 z2` and `z1 z2 z3` (variance 2 together) is a different question (Dandi et al. "
+          "2023, §2.3) that this table does not settle.\n")
     act = data["activations"]
     s_act = act.groupby(["sigma", "readout", "step", "direction", "repetition"],
                         as_index=False)["mean_overlap"].mean()

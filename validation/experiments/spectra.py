@@ -631,7 +631,8 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.P
         "`floor(a2/(1/2 - a1))` read as the number of outliers *beyond* the leading one "
         "(for `a1 = 0`, `a2 < 1/2` it is 0 while `W2` still has its leading spike).",
         "",
-        "**Interpretation caveat.** Only the abstract of Moniri & Hassani 2026 (arXiv:2605.17767) was available to us; the reading "
+        "**Interpretation caveat.** Only the abstract of Moniri & Hassani 2026 (arXiv:2605.17767) "
+        "was available to us; the reading "
         "'beyond the leading one' and the mechanism (Taylor terms with left vectors `a^(k+1)`) "
         "are our derivation, checked below by the term amplitudes.",
         "",
