@@ -1,9 +1,10 @@
 """Predicted spike and outlier counts after one and two large gradient steps (docs/THEORY.md §8).
 
 Convention (Moniri et al. 2023, arXiv:2310.07891; Moniri & Hassani 2026, arXiv:2605.17767), in
-THEORY.md §1 units: rows of ``W0`` on the unit sphere, ``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)`` with a
-frozen readout of entries ``O(1/sqrt p)`` (not all equal), full-batch steps on ``n = alpha0 d``
-samples with learning rates ``eta_t = eta_tilde_t p^(1/2 + a_t)``, ``a_t in [0, 1/2)``. Then the
+THEORY.md §1 units: rows of ``W0`` on the unit sphere,
+``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)`` with a frozen readout of entries ``O(1/sqrt p)``
+(not all equal), full-batch steps on ``n = alpha0 d`` samples with learning rates
+``eta_t = eta_tilde_t p^(1/2 + a_t)``, ``a_t in [0, 1/2)``. Then the
 rank-one part ``(E sigma') a u^T / sqrt p`` of the first gradient (``u = (1/n) sum_i y_i x_i``) is a
 spike of order ``p^a1`` in ``W1``, while everything else the step adds vanishes, so ``a = 0`` is the
 constant-step regime (an order-one spike) and ``a = 1/2`` with a constant readout is THEORY.md §1.
@@ -25,7 +26,8 @@ of the second gradient contributes ``eta2 (E sigma^(k+1) / k!) (a o eps^k) v_k^T
 spike, so ``W2`` keeps one leading outlier plus one new outlier for each ``k >= 1`` with
 ``k (1/2 - a1) < a2``: ``floor(a2 / (1/2 - a1))`` new outliers when the ratio is not an integer
 (Moniri & Hassani's count; on an integer ratio the last term is of order one and BBP-dependent).
-With an activation whose ``E sigma^(k+1)`` vanishes (odd ``sigma``: every odd ``k``), that term is absent.
+With an activation whose ``E sigma^(k+1)`` vanishes (odd ``sigma``: every odd ``k``), that term is
+absent.
 
 Learned directions: the right vector of term ``k`` has mean ``E[y kappa^k x]`` with
 ``kappa = <m1, z> + rho zeta (+ y / alpha0 if the batch is reused)``; ``m1_j = E[g z_j]``,
@@ -170,7 +172,8 @@ def two_step_ratio(a1: float, a2: float) -> float:
 
 def two_step_outlier_count(a1: float, a2: float) -> int:
     """Moniri & Hassani's count ``floor(a2 / (1/2 - a1))``: outliers of ``W2`` beyond the leading
-    one (the one-step spike, which the second step's zeroth order reinforces). Generic activation."""
+    one (the one-step spike, which the second step's zeroth order reinforces).
+    Generic activation."""
     x = two_step_ratio(a1, a2)
     return int(math.floor(x + 1e-12))
 

@@ -403,7 +403,8 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
         description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
                     "eta_t = eta_tilde_t p d^((kappa-1)/2) (docs/THEORY.md §8). Prints mean and "
-                    "standard error over seeds of the overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
+                    "standard error over seeds of the overlaps |<w_k, theta_j>|/|w_k| per step "
+                    "(CSV).")
     p.add_argument("--d", type=int, default=256, help="input dimension, >= 8 (default 256)")
     p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",
                    help="g(z1..zk): expression, He<n>() allowed (default z1 + z1*z2 + z1*z2*z3)")
