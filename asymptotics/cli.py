@@ -158,14 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
         hermite = None
     if hermite is not None and hasattr(hermite, "add_subparser"):
         hermite.add_subparser(sub)
-    try:  # the sweep runner lives in validation; imported only when the parser is built
-        from validation import sweep as _sweep
-    except ModuleNotFoundError as exc:  # pragma: no cover - validation not installed
-        if exc.name not in ("validation", "validation.sweep"):
-            raise
-        _sweep = None
-    if _sweep is not None:
-        _sweep.add_subparser(sub, theory_only=True)
+    # parameter grids (theory and simulations) are ``python -m validation sweep --kind theory``:
+    # the runner lives in validation, which the theory package does not import
     return parser
 
 

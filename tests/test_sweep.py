@@ -46,7 +46,7 @@ def complete_tasks(path: Path) -> int:
 
 def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_reference):
     store = tmp_path / "sweep.csv"
-    cmd = [sys.executable, "-m", "asymptotics", "sweep", "--grid", "alpha=0.3,0.8,1.5,2.5,4",
+    cmd = [sys.executable, "-m", "validation", "sweep", "--kind", "theory", "--grid", "alpha=0.3,0.8,1.5,2.5,4",
            "--grid", "eta=0:3:16", "--sigma", "tanh", "--target", "tanh", "--alpha0", "2",
            "--lam", "0.01", "--store", str(store), "--n-jobs", "1", "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -197,11 +197,11 @@ def test_validation_cli_sweep_with_heatmap(tmp_path, capsys):
     (["--grid", "d=10", "--grid", "eta=0,1"], "'d' is not one of the theory parameters"),
     (["--grid", "sigma=tanh,nope"], "nope"),
 ])
-def test_asymptotics_cli_bad_input_exits_2_with_one_line(capsys, argv, word):
-    from asymptotics.cli import main
+def test_theory_sweep_bad_input_exits_2_with_one_line(capsys, argv, word):
+    from validation.cli import main
 
     try:
-        rc = main(["sweep", "--n-jobs", "1", "--quiet", *argv])
+        rc = main(["sweep", "--kind", "theory", "--n-jobs", "1", "--quiet", *argv])
     except SystemExit as exc:
         rc = exc.code
     assert rc == 2

@@ -12,22 +12,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .argtypes import integer  # noqa: F401  (re-exported)
+
 SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep", "sweep")
-
-
-def integer(name: str, lo: int):
-    """argparse type: an integer >= ``lo``, with a message naming the option."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {v}")
-        return v
-
-    return parse
 
 
 class _Parser(argparse.ArgumentParser):

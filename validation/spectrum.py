@@ -56,7 +56,6 @@ test inputs (5). Everything is float64; results are frozen dataclasses.
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -64,6 +63,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asymptotics.functions import Function, get_function
+from asymptotics.marchenko_pastur import (  # noqa: F401  (re-exported)
+    mp_density,
+    mp_median,
+    mp_singular_density,
+)
 from asymptotics.spikes import (
     hermite_coefficients,
     one_step_spike_count,
@@ -71,7 +75,10 @@ from asymptotics.spikes import (
     two_step_outlier_count,
     two_step_outlier_count_for,
 )
-from validation.cli import integer
+
+from . import montecarlo as mc
+from .argtypes import integer
+from .montecarlo import sphere_rows, teacher_directions  # noqa: F401  (re-exported)
 
 STREAMS = {"W0": 0, "readout": 1, "teacher": 2, "batch1": 3, "batch2": 4, "test": 5}
 READOUTS = ("gaussian", "uniform", "constant")
@@ -81,8 +88,9 @@ MAX_FEATURE_ORDER = 20
 
 
 def rng_for(seed: int, stream: str) -> np.random.Generator:
-    """The generator of one named stream (see the module docstring)."""
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(STREAMS[stream],)))
+    """The generator of one named stream: child ``STREAMS[stream]`` of ``SeedSequence(seed)``
+    (:func:`validation.montecarlo.streams`)."""
+    return np.random.default_rng(mc.streams(np.random.SeedSequence(seed), list(STREAMS))[stream])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,13 +193,6 @@ class Simulation:
     train_loss: tuple[float, ...] = ()
 
 
-def sphere_rows(rng: np.random.Generator, p: int, d: int) -> np.ndarray:
-    """p x d matrix with rows uniform on the unit sphere."""
-    W = rng.standard_normal((p, d))
-    W /= np.linalg.norm(W, axis=1, keepdims=True)
-    return W
-
-
 def draw_readout(rng: np.random.Generator, p: int, kind: str) -> np.ndarray:
     """Frozen readout a (entries O(1/sqrt p)), see the module docstring."""
     if kind == "gaussian":
@@ -205,32 +206,18 @@ def draw_readout(rng: np.random.Generator, p: int, kind: str) -> np.ndarray:
     return g / math.sqrt(p)
 
 
-def teacher_directions(rng: np.random.Generator, k: int, d: int) -> np.ndarray:
-    """k orthonormal directions in R^d (rows), Haar-distributed."""
-    q, r = np.linalg.qr(rng.standard_normal((d, k)))
-    return (q * np.sign(np.diag(r))).T.copy()
-
-
 def draw_batch(rng, n: int, theta: np.ndarray, g, delta: float) -> tuple[np.ndarray, np.ndarray]:
     """Inputs X (n x d) and labels y = g(X theta^T) + sqrt(delta) xi."""
     X = rng.standard_normal((n, theta.shape[1]))
-    y = np.asarray(g(X @ theta.T), dtype=np.float64)
-    if delta > 0:
-        y = y + math.sqrt(delta) * rng.standard_normal(n)
-    return X, y
+    return X, np.asarray(mc.labels(X @ theta.T, g, delta, rng), dtype=np.float64)
 
 
 def gd_step(
     W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: Function, eta: float
 ) -> tuple[np.ndarray, float]:
-    """One full-batch step on W of L = (1/(2n)) sum_i (y_i - f(x_i))^2; returns (W_new, L)."""
-    n, p = X.shape[0], W.shape[0]
-    Z = X @ W.T
-    resid = y - sigma(Z) @ a / math.sqrt(p)
-    D = sigma.derivative(Z)
-    D *= resid[:, None]
-    grad_rows = (D.T @ X) * (a[:, None] / (n * math.sqrt(p)))  # = -grad_W L
-    return W + eta * grad_rows, float(0.5 * np.mean(resid**2))
+    """One full-batch step on W of L = (1/(2n)) sum_i (y_i - f(x_i))^2; returns (W_new, L)
+    (:func:`validation.montecarlo.giant_step` on a single chunk)."""
+    return mc.giant_step(W, [(X, y)], sigma, rate=eta / (X.shape[0] * W.shape[0]), a=a)
 
 
 def simulate(config: StepConfig) -> Simulation:
@@ -254,46 +241,6 @@ def simulate(config: StepConfig) -> Simulation:
 
 # ---------------------------------------------------------------------------------------------
 # Bulk edge
-
-
-def mp_density(x: np.ndarray, q: float) -> np.ndarray:
-    """Marchenko-Pastur density (ratio q <= 1, mean 1) of the eigenvalues of (1/d) G G^T."""
-    x = np.asarray(x, dtype=np.float64)
-    lo, hi = (1 - math.sqrt(q)) ** 2, (1 + math.sqrt(q)) ** 2
-    out = np.zeros_like(x)
-    inside = (x > lo) & (x < hi)
-    out[inside] = np.sqrt((hi - x[inside]) * (x[inside] - lo)) / (2 * math.pi * q * x[inside])
-    return out
-
-
-@functools.lru_cache(maxsize=256)
-def mp_median(q: float) -> float:
-    """Median of the Marchenko-Pastur law of ratio ``q in (0, 1]``."""
-    from scipy import integrate, optimize
-
-    if not (0 < q <= 1):
-        raise ValueError(f"q must be in (0, 1], got {q}")
-    lo, hi = (1 - math.sqrt(q)) ** 2, (1 + math.sqrt(q)) ** 2
-
-    def cdf(x: float) -> float:
-        # x = m + h cos(t) removes the square-root end points
-        m, h = (lo + hi) / 2, (hi - lo) / 2
-        t0 = math.acos(min(1.0, max(-1.0, (x - m) / h)))
-        val, _ = integrate.quad(
-            lambda t: float(mp_density(np.array([m + h * math.cos(t)]), q)[0]) * h * math.sin(t),
-            t0, math.pi, limit=200)
-        return val
-
-    return float(optimize.brentq(lambda x: cdf(x) - 0.5, lo + 1e-12, hi - 1e-12, xtol=1e-13))
-
-
-def mp_singular_density(s: np.ndarray, beta: float, scale: float = 1.0) -> np.ndarray:
-    """Density of the min(p, d) singular values of a p x d matrix with iid entries of variance
-    ``scale^2 / d`` (beta = p/d): edges ``scale |1 -+ sqrt beta|``."""
-    s = np.asarray(s, dtype=np.float64)
-    f, q = max(1.0, beta), min(beta, 1.0 / beta)
-    u = scale * scale * f
-    return mp_density(s * s / u, q) * 2 * s / u
 
 
 @dataclass(frozen=True)
@@ -646,10 +593,7 @@ def plot_spectrum(
 ) -> None:
     """Histogram of the singular values with the MP bulk density (median-matched scale), the
     threshold and the outliers marked; ``reference`` (e.g. W0's singular values) drawn as a step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     p, d = shape
     beta = p / d
@@ -657,7 +601,8 @@ def plot_spectrum(
     f, q = max(1.0, beta), min(beta, 1.0 / beta)
     scale = float(np.median(s)) / math.sqrt(f * mp_median(q))
     bulk = s[ws.n_outliers:]
-    fig, ax = plt.subplots(figsize=(6.0, 3.8), constrained_layout=True)
+    fig = Figure(figsize=(6.0, 3.8), constrained_layout=True)
+    ax = fig.subplots()
     hi = float(bulk.max()) * 1.15
     bins = np.linspace(0.0, hi, 60)
     if reference is not None:
@@ -683,7 +628,6 @@ def plot_spectrum(
         ax.set_title(title, fontsize=9)
     ax.legend(frameon=False, fontsize=8)
     fig.savefig(path, dpi=150, metadata={"Software": None})
-    plt.close(fig)
 
 
 # ---------------------------------------------------------------------------------------------

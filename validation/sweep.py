@@ -754,19 +754,18 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, path: str | os.PathLike,
                  value: str = "risk") -> None:
     """``value`` over the (x, y) grid as a colour map (grey: not converged)."""
     import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
     from matplotlib.colors import LogNorm
+    from matplotlib.figure import Figure
 
     table = df.pivot_table(index=y, columns=x, values=value, aggfunc="first", dropna=False)
     z = np.ma.masked_invalid(table.to_numpy(dtype=np.float64))
-    cmap = plt.get_cmap("viridis").with_extremes(bad="0.8")
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="0.8")
     norm = None
     if z.count() and z.min() > 0 and z.max() / z.min() > 20:
         norm = LogNorm(z.min(), z.max())
-    fig, ax = plt.subplots(figsize=(5.8, 4.4), constrained_layout=True)
+    fig = Figure(figsize=(5.8, 4.4), constrained_layout=True)
+    ax = fig.subplots()
     mesh = ax.pcolormesh(table.columns.to_numpy(float), table.index.to_numpy(float), z,
                          shading="nearest", cmap=cmap, norm=norm)
     fig.colorbar(mesh, ax=ax, label=value)
@@ -779,7 +778,6 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, path: str | os.PathLike,
     if n_bad:
         ax.text(0.01, 0.01, f"grey: {n_bad} not converged", transform=ax.transAxes, fontsize=7)
     fig.savefig(path, dpi=150, metadata={"Software": None})
-    plt.close(fig)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -790,8 +788,8 @@ DEFAULT_ALPHAS = "0.2:5:50"
 
 
 def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
-    """Register ``sweep``: ``python -m validation sweep`` (all kinds) or, with ``theory_only``,
-    ``python -m asymptotics sweep``."""
+    """Register ``sweep``: ``python -m validation sweep`` (all kinds; ``--kind theory`` for the
+    theory alone) or, with ``theory_only``, a parser restricted to the theory parameters."""
     from asymptotics.cli import CONVENTIONS, add_model_arguments
 
     p = subparsers.add_parser(

@@ -272,9 +272,6 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def _style():
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"font.size": 9, "axes.grid": True, "grid.alpha": 0.3,

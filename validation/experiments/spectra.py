@@ -378,9 +378,6 @@ def reuse_theory(a1: float, a2: float) -> pd.DataFrame:
 
 
 def _style():
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     plt.rcParams.update({"font.size": 9, "axes.titlesize": 9, "legend.fontsize": 7,
