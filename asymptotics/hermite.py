@@ -187,13 +187,11 @@ def _exact_coefficients(expr, syms) -> dict[tuple[int, ...], object]:
     return clean
 
 
-@lru_cache(maxsize=32)
 def _gauss_hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Probabilists' Gauss-Hermite nodes and weights summing to 1 (scipy, stable to 400+)."""
-    from scipy.special import roots_hermitenorm
+    """Probabilists' Gauss-Hermite nodes and weights summing to 1 (asymptotics.quadrature)."""
+    from .quadrature import gauss_hermite
 
-    x, w = roots_hermitenorm(nodes)
-    return x, w / w.sum()
+    return gauss_hermite(nodes)
 
 
 def _grid(k: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:

@@ -56,6 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .quadrature import gauss_hermite
+
 _TOL = 1e-10
 
 
@@ -108,8 +110,7 @@ def hermite_coefficients(fn, max_degree: int = 8, *, n_nodes: int = 160) -> tupl
     max_degree = _check_order(max_degree, "max_degree", minimum=1)
     n_nodes = _check_order(n_nodes, "n_nodes", minimum=max_degree + 2)
     f = get_function(fn)
-    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
-    w = w / w.sum()
+    z, w = gauss_hermite(n_nodes)
     fz = f(z)
     out = []
     he_prev, he = np.zeros_like(z), np.ones_like(z)
@@ -261,30 +262,23 @@ class DirectionReport:
 def target_function(target: str, n_directions: int | None = None):
     """A vectorised ``g(Z)`` (Z of shape (..., k)) from an expression in z1..zk, or in z
     (single index), and k."""
-    import sympy as sp
-
-    from .functions import get_function, to_sympy
+    from .functions import get_function
+    from .hermite import target_callable
 
     text = target.strip()
-    names = tuple(f"z{j}" for j in range(1, 10))
-    try:
-        expr, symbols = to_sympy(text, variables=names)
+    try:  # the one target parser: asymptotics.hermite (z1..zk, He<n>(.), the registered functions)
+        g0, k0 = target_callable(text)
     except ValueError:
-        fn = get_function(text)
+        fn = get_function(text)  # a registered activation's name, applied to z1
         return (lambda Z: fn(Z[..., 0])), 1
-    used = sorted(int(s.name[1:]) for s in expr.free_symbols)
-    k = max(used) if used else 1
+    k = k0
     if n_directions is not None:
-        if n_directions < k:
-            raise ValueError(f"n_directions={n_directions} but the target uses z{k}")
+        if n_directions < k0:
+            raise ValueError(f"n_directions={n_directions} but the target uses z{k0}")
         k = n_directions
-    syms = [symbols[f"z{j}"] for j in range(1, k + 1)]
-    raw = sp.lambdify(syms, expr, modules=[{"erf": __import__("scipy.special").special.erf},
-                                           "numpy"])
 
     def g(Z: np.ndarray) -> np.ndarray:
-        out = raw(*[Z[..., j] for j in range(k)])
-        return np.broadcast_to(np.asarray(out, dtype=np.float64), Z.shape[:-1])
+        return g0(np.asarray(Z, dtype=np.float64)[..., :k0])
 
     return g, k
 
@@ -315,8 +309,7 @@ def learnable_directions(
     if k > 3:
         raise ValueError(f"learnable_directions supports up to 3 directions, got {k}")
     n_nodes = _check_order(n_nodes, "n_nodes", minimum=4)
-    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
-    w = w / w.sum()
+    z, w = gauss_hermite(n_nodes)
     grids = np.array(list(itertools.product(z, repeat=k + 1)))  # (z1..zk, zeta)
     weights = np.prod(np.array(list(itertools.product(w, repeat=k + 1))), axis=1)
     Z, zeta = grids[:, :k], grids[:, k]

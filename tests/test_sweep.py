@@ -46,8 +46,9 @@ def complete_tasks(path: Path) -> int:
 
 def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_reference):
     store = tmp_path / "sweep.csv"
-    cmd = [sys.executable, "-m", "validation", "sweep", "--kind", "theory", "--grid", "alpha=0.3,0.8,1.5,2.5,4",
-           "--grid", "eta=0:3:16", "--sigma", "tanh", "--target", "tanh", "--alpha0", "2",
+    cmd = [sys.executable, "-m", "validation", "sweep", "--kind", "theory",
+           "--grid", "alpha=0.3,0.8,1.5,2.5,4", "--grid", "eta=0:3:16", "--sigma", "tanh",
+           "--target", "tanh", "--alpha0", "2",
            "--lam", "0.01", "--store", str(store), "--n-jobs", "1", "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)

@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from asymptotics import checks
 from asymptotics.functions import Function, get_function
 from asymptotics.hermite import target_callable
 
@@ -70,21 +71,11 @@ def default_eta(steps: int) -> tuple[float, ...]:
 
 
 def _real(name: str, value, lo: float, *, open_lo: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-    ok = math.isfinite(v) and (v > lo if open_lo else v >= lo)
-    if not ok:
-        raise ValueError(f"{name} must be {'>' if open_lo else '>='} {lo:g} and finite, "
-                         f"got {value!r}")
-    return v
+    return checks.real(name, value, lo, lo_open=open_lo)
 
 
 def _integer(name: str, value, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+    return checks.integer(name, value, lo)
 
 
 @dataclass(frozen=True)

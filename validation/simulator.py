@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from scipy.linalg import blas
 
+from asymptotics import checks
 from asymptotics.functions import Function, get_function
 from asymptotics.srf import srf_mapping
 
@@ -60,12 +61,7 @@ def chunk_rows(p: int, n: int) -> int:
 
 
 def _positive(name: str, value: float, *, allow_zero: bool = False) -> float:
-    value = float(value)
-    ok = value >= 0 if allow_zero else value > 0
-    if not (math.isfinite(value) and ok):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, "
-                         f"got {value:g}")
-    return value
+    return checks.positive(name, value, allow_zero=allow_zero)
 
 
 @dataclass(frozen=True)

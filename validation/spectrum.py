@@ -62,12 +62,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asymptotics import checks
 from asymptotics.functions import Function, get_function
 from asymptotics.marchenko_pastur import (  # noqa: F401  (re-exported)
     mp_density,
     mp_median,
     mp_singular_density,
 )
+from asymptotics.quadrature import gauss_hermite
 from asymptotics.spikes import (
     hermite_coefficients,
     one_step_spike_count,
@@ -98,16 +100,7 @@ def rng_for(seed: int, stream: str) -> np.random.Generator:
 
 
 def _real(value, name: str, lo: float, hi: float = math.inf, *, lo_open=False, hi_open=False):
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-    ok = math.isfinite(v) and (v > lo if lo_open else v >= lo) and (v < hi if hi_open else v <= hi)
-    if not ok:
-        left = "(" if lo_open else "["
-        right = ")" if hi_open else "]"
-        raise ValueError(f"{name} must be in {left}{lo:g}, {hi:g}{right}, got {value!r}")
-    return v
+    return checks.real(name, value, lo, hi, lo_open=lo_open, hi_open=hi_open)
 
 
 @dataclass(frozen=True)
@@ -430,8 +423,8 @@ class FeatureSpectrum:
 
 
 def _gaussian_mean(fn: Function) -> float:
-    z, w = np.polynomial.hermite_e.hermegauss(160)
-    return float(np.sum(w * fn(z)) / np.sum(w))
+    z, w = gauss_hermite(160)
+    return float(np.sum(w * fn(z)))
 
 
 def feature_spectrum(
