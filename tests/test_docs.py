@@ -19,7 +19,7 @@ FORBIDDEN = [
     (re.compile(r"\.\./shared"), "a path outside the repository (../shared)"),
     (re.compile(r"\bseeds?\s+0\d\d\b", re.IGNORECASE), "a seed document ('seed 00n')"),
     (re.compile(r"\bseeds?/"), "a seed directory"),
-    (re.compile(r"\bissue\s+#?\d+", re.IGNORECASE), "an issue number"),
+    (re.compile(r"\bissues?\s+#?\d+", re.IGNORECASE), "an issue number"),
 ]
 # Files another branch owns that still carry one such reference; each entry names the line to fix.
 PENDING: dict[str, str] = {

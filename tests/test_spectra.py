@@ -327,3 +327,18 @@ def test_agreement_by_gap_counts_points():
     share = agreement_by_gap(table).set_index("gap")
     assert share.loc["all", "points"] == 3 and share.loc["all", "agree"] == 1
     assert share.loc["gap < 0.025 (on a boundary)", "under"] == 1
+
+
+def test_report_section1_is_written_from_the_committed_numbers():
+    """SPECTRA.md's section-1 verdict is generated from the data and asserted against them."""
+    import pandas as pd
+
+    from validation.experiments.spectra import REPORTS, onestep_result
+
+    one = pd.read_csv(REPORTS / "data" / "spectra_onestep.csv")
+    text = onestep_result(one)
+    assert "`E sigma^(2)/2 = -0.084`" in text and "`E sigma^(3)/6 = -0.047`" in text
+    assert "`1000^0.1 = 2`" in text and "`1000^0.08 = 1.7`" in text
+    broken = one.assign(measured=one["predicted"])  # as if every predicted order were found
+    with pytest.raises(AssertionError, match="no longer matches"):
+        onestep_result(broken)
