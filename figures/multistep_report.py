@@ -21,6 +21,7 @@ from validation.experiments.multistep import (  # noqa: F401
     plan_for,
     summary,
 )
+from validation.paths import output_dir
 
 
 def _style():
@@ -165,13 +166,15 @@ def main(argv: list[str] | None = None) -> int:
     plan = plan_for(args.quick)
     t0 = time.perf_counter()
     data = {name: load_or_run(name, plan, force=args.force) for name in EXPERIMENTS}
-    figs = draw_figures(data, REPORTS / "figures", plan.prefix)
+    figs = draw_figures(data, output_dir(REPORTS, "reports") / "figures", plan.prefix)
     text, ok = build_report(data, plan, figs, time.perf_counter() - t0)
     if args.quick:
         print(text)
     else:
-        (REPORTS / "MULTISTEP.md").write_text(text)
-        print(f"wrote {REPORTS / 'MULTISTEP.md'}; predictions {'agree' if ok else 'DISAGREE'}")
+        path = output_dir(REPORTS, "reports") / "MULTISTEP.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}; predictions {'agree' if ok else 'DISAGREE'}")
     return 0
 
 

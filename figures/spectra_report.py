@@ -29,6 +29,7 @@ from validation.experiments.spectra import (  # noqa: F401
     plan_for,
     reuse_table,
 )
+from validation.paths import output_dir
 from validation.spectrum import bulk_edge
 
 
@@ -222,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         data = {name: load_or_run(name, plan, force=args.force) for name in EXPERIMENTS}
         if args.force:
             _spectrum_data(args.quick, force=True)
-        return data, draw_figures(data, REPORTS / "figures", plan, args.quick)
+        figdir = output_dir(REPORTS, "reports") / "figures"
+        return data, draw_figures(data, figdir, plan, args.quick)
 
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
@@ -235,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         print(text)
     else:
-        (REPORTS / "SPECTRA.md").write_text(text)
-        print(f"wrote {REPORTS / 'SPECTRA.md'}")
+        path = output_dir(REPORTS, "reports") / "SPECTRA.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}")
     return 0
 
 

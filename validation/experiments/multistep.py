@@ -39,6 +39,7 @@ import pandas as pd
 
 from asymptotics.hermite import hermite_expansion, report, staircase
 from validation.multistep import MultiStepConfig, run_multistep
+from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "erf(z-1)"
@@ -136,7 +137,7 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False,
     """Per-repetition rows of experiment ``name``. A configuration whose rows (with ``plan``'s
     number of repetitions) are in the CSV cache is read from it, the others are simulated; the
     cache is rewritten after every configuration, so an interrupted run resumes."""
-    path = REPORTS / "data" / f"{plan.prefix}_{name}.csv"
+    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     seeds = seeds_for(name, plan)
     cached: dict[tuple, pd.DataFrame] = {}
     if path.exists() and not force:
@@ -154,8 +155,8 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False,
         frames.append(run_multistep(config, seeds=seeds, seed=seed))
         log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout} "
             f"kappa={config.kappa:g} n={config.n}: {time.perf_counter() - t0:.1f} s")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        pd.concat(frames, ignore_index=True).to_csv(path, index=False, float_format="%.10g")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        pd.concat(frames, ignore_index=True).to_csv(out, index=False, float_format="%.10g")
     return pd.concat(frames, ignore_index=True)
 
 

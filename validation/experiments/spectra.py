@@ -42,6 +42,7 @@ from asymptotics.spikes import (
     two_step_ratio,
     two_step_term_exponents,
 )
+from validation.paths import data_file
 from validation.spectrum import (
     StepConfig,
     run_spectrum,
@@ -225,7 +226,7 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False,
                 log: Callable[[str], None] = print) -> pd.DataFrame:
     """Rows of experiment ``name``: from the CSV cache where present, the missing ones simulated
     and appended to the cache."""
-    path = REPORTS / "data" / f"{plan.prefix}_{name}.csv"
+    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     wanted = configs(name, plan)
     cached = pd.read_csv(path) if path.exists() and not force else pd.DataFrame()
     have = set()
@@ -242,8 +243,8 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False,
             f"predicted={rows[-1]['predicted']} ({rows[-1]['seconds']:.1f} s)")
     df = pd.concat([cached, pd.DataFrame(rows)], ignore_index=True) if rows else cached
     if rows:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(path, index=False, float_format="%.10g")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(out, index=False, float_format="%.10g")
     keys = {_config_key(c) for c in wanted}
     mask = [_key_of(list(r)) in keys for r in df[KEYS].itertuples(index=False)]
     return df[np.asarray(mask, dtype=bool)].reset_index(drop=True)
@@ -373,7 +374,7 @@ def reuse_theory(a1: float, a2: float) -> pd.DataFrame:
 
 def _spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
     plan = plan_for(quick)
-    path = REPORTS / "data" / f"{plan.prefix}_spectrum.csv"
+    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
     a1, a2 = REPRESENTATIVE
     cfg = _two_step(plan.spectrum_d, a1, a2, 0)
     if path.exists() and not force:
@@ -387,8 +388,8 @@ def _spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
                                 readout=cfg.readout, seed=cfg.seed))
               for name, M in (("W0", sim.W0), ("W1", sim.W1), ("W2", sim.W2))]
     df = pd.concat(frames, ignore_index=True)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False, float_format="%.12g")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False, float_format="%.12g")
     return df
 
 
