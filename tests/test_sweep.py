@@ -230,18 +230,33 @@ THEORY_SPACE = st.fixed_dictionaries(dict(
 ALPHAS = st.lists(log_uniform(1e-3, 1e3), min_size=1, max_size=4, unique=True).map(sorted)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(params=THEORY_SPACE, alphas=ALPHAS)
-def test_fuzz_theory_never_reports_an_unconverged_point_as_a_number(params, alphas):
-    df = S.sweep("theory", {"alpha": alphas}, n_jobs=1, progress=False, **params)
-    assert len(df) == len(alphas) and list(df["alpha"]) == alphas
-    for name, value in params.items():
-        assert (df[name] == value).all(), name
-    finite = np.isfinite(df["risk"].to_numpy())
-    assert (finite == df["converged"].to_numpy()).all(), df[["alpha", "risk", "converged"]]
-    ok = df[df["converged"]]
-    assert (ok["risk"] >= 0).all() and (ok["residual"] <= 1e-10).all()
-    assert (df.loc[~df["converged"], "status"] != "converged").all()
+#: the share of fuzzed points the solver must converge on: measured 26 of 31 (0.84) on the
+#: derandomised sample below; a solver that gives up everywhere (all NaN, formally "honest")
+#: fails here
+MIN_CONVERGED_SHARE = 0.7
+
+
+def test_fuzz_theory_never_reports_an_unconverged_point_as_a_number():
+    converged: list[bool] = []
+
+    @settings(max_examples=15, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(params=THEORY_SPACE, alphas=ALPHAS)
+    def check(params, alphas):
+        df = S.sweep("theory", {"alpha": alphas}, n_jobs=1, progress=False, **params)
+        assert len(df) == len(alphas) and list(df["alpha"]) == alphas
+        for name, value in params.items():
+            assert (df[name] == value).all(), name
+        finite = np.isfinite(df["risk"].to_numpy())
+        assert (finite == df["converged"].to_numpy()).all(), df[["alpha", "risk", "converged"]]
+        ok = df[df["converged"]]
+        assert (ok["risk"] >= 0).all() and (ok["residual"] <= 1e-10).all()
+        assert (df.loc[~df["converged"], "status"] != "converged").all()
+        converged.extend(bool(c) for c in df["converged"])
+
+    check()
+    share = sum(converged) / len(converged)
+    assert share >= MIN_CONVERGED_SHARE, f"{share:.2f} of {len(converged)} fuzzed points converged"
 
 
 RULES = {"alpha": "> 0", "alpha0": "> 0", "beta": "> 0", "eta": ">= 0", "lam": ">= 0",
