@@ -138,7 +138,3 @@ def main(argv: list[str] | None = None) -> int:
     add_subparser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
