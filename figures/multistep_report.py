@@ -16,11 +16,11 @@ import pandas as pd
 from validation.experiments.multistep import (  # noqa: F401
     EXPERIMENTS,
     REPORTS,
-    build_report,
     load_or_run,
     plan_for,
     summary,
 )
+from validation.experiments.multistep_text import build_report
 from validation.paths import output_dir
 
 

@@ -21,7 +21,6 @@ from validation.experiments.spectra import (  # noqa: F401
     Plan,
     _signal,
     _spectrum_data,
-    build_report,
     counts_vs_d,
     exponent_table,
     grid_table,
@@ -29,6 +28,7 @@ from validation.experiments.spectra import (  # noqa: F401
     plan_for,
     reuse_table,
 )
+from validation.experiments.spectra_text import build_report
 from validation.paths import output_dir
 from validation.spectrum import bulk_edge
 

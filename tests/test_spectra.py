@@ -344,7 +344,8 @@ def test_report_section1_is_written_from_the_committed_numbers():
     """SPECTRA.md's section-1 verdict is generated from the data and asserted against them."""
     import pandas as pd
 
-    from validation.experiments.spectra import REPORTS, onestep_result
+    from validation.experiments.spectra import REPORTS
+    from validation.experiments.spectra_text import onestep_result
 
     one = pd.read_csv(REPORTS / "data" / "spectra_onestep.csv")
     text = onestep_result(one)
