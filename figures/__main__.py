@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
+# a command line: render off-screen unless the user chose a backend (before pyplot loads)
+os.environ.setdefault("MPLBACKEND", "Agg")
+
 import argparse
 import importlib
 import sys

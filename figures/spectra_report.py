@@ -4,6 +4,11 @@ regenerates validation/reports/SPECTRA.md: ``python -m figures.spectra_report [-
 
 from __future__ import annotations
 
+import os
+
+# a command line: render off-screen unless the user chose a backend (before pyplot loads)
+os.environ.setdefault("MPLBACKEND", "Agg")
+
 import argparse
 import math
 import pathlib
