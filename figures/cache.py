@@ -1,9 +1,11 @@
 """Simulation data for figures, cached as CSV under ``figures/data/`` keyed by their parameters.
 
-The key is a hash of what determines the numbers: the setting, alphas, lams, seeds and seed.
-Setting fields added after the committed data were computed enter the key only when they differ
-from the value those data were computed with (``estimator = "mc"``), so the committed files stay
-valid and a new estimator computes new data. A style change re-renders from the cache in seconds.
+The key is a hash of what determines the numbers and nothing else: the setting (without
+``alpha``, and without ``lam`` when ``lams`` are given: ``simulate_curve`` ignores them), alphas,
+lams, seeds and seed. Setting fields added after the committed data were computed enter the key
+only when they differ from the value those data were computed with (``estimator = "mc"``), so the
+committed files stay valid and a new estimator computes new data. A style change re-renders
+from the cache in seconds.
 The committed files ship as package data; new files go beside them in a checkout, else to the
 user cache (:mod:`validation.paths`).
 """
@@ -50,6 +52,9 @@ def cache_key(setting, alphas: Sequence[float], lams: Sequence[float] | None, *,
     """SHA-256 of what determines a cached curve (module docstring)."""
     fields = {k: v for k, v in asdict(setting).items()
               if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    fields.pop("alpha")  # simulate_curve runs the given alphas, never setting.alpha
+    if lams is not None:
+        fields.pop("lam")  # nor setting.lam when lams are given
     params = dict(fields, alphas=list(map(float, alphas)),
                   lams=None if lams is None else list(map(float, lams)), seeds=seeds, seed=seed)
     return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()

@@ -30,3 +30,19 @@ def test_unknown_figure_is_a_one_line_error():
     out = subprocess.run([sys.executable, "-m", "figures", "nope"], capture_output=True,
                          text=True)
     assert out.returncode == 2 and "unknown figure nope" in out.stderr
+
+
+def test_full_figures_render_from_the_committed_simulation_data(tmp_path, monkeypatch):
+    """The committed figures/data are cache hits: no figure recomputes a simulation (the cache key
+    covers what determines the numbers and nothing else)."""
+    import importlib
+
+    import validation.simulator as S
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a committed simulation curve was not found in figures/data")
+
+    monkeypatch.setattr(S, "simulate_curve", no_simulation)
+    for name in ("fig_feature_learning", "fig_batch_size", "fig_bounds", "fig_double_descent"):
+        paths = importlib.import_module(f"figures.{name}").make(tmp_path / name, quick=False)
+        assert paths and all(p.exists() for p in paths), name
