@@ -1,4 +1,4 @@
-"""Limits and bounds of the risk, THEORY.md §7 (seed 003, 'Risk bounds').
+"""Limits and bounds of the risk, docs/THEORY.md §7 (Cui et al. 2024, arXiv:2402.04980).
 
 For the spiked features with c = gamma = 1, as alpha -> infinity the risk tends to the error of the
 best function in the learned span, bracketed by

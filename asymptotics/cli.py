@@ -105,14 +105,12 @@ def _curve(args: argparse.Namespace) -> int:
 
 def plot_curve(df, rf, path: str) -> None:
     """Risk vs alpha; the eta_tilde = 0 random-features baseline dashed."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     row = df.iloc[0]
     eta_opt, lam_opt = "interior" in df and df["eta"].nunique() > 1, df["lam"].nunique() > 1
-    fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
+    fig = Figure(figsize=(5.5, 3.8), constrained_layout=True)
+    ax = fig.subplots()
     eta_text = r"optimal $\tilde\eta$" if eta_opt else rf"$\tilde\eta={row['eta']:g}$"
     ax.plot(df["alpha"], df["risk"], "-", color="#0072B2", label=f"one giant step, {eta_text}")
     if rf is not None:
@@ -126,7 +124,6 @@ def plot_curve(df, rf, path: str) -> None:
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
     save_figure(fig, path, dpi=150)
-    plt.close(fig)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,14 +155,8 @@ def build_parser() -> argparse.ArgumentParser:
         hermite = None
     if hermite is not None and hasattr(hermite, "add_subparser"):
         hermite.add_subparser(sub)
-    try:  # the sweep runner lives in validation; imported only when the parser is built
-        from validation import sweep as _sweep
-    except ModuleNotFoundError as exc:  # pragma: no cover - validation not installed
-        if exc.name not in ("validation", "validation.sweep"):
-            raise
-        _sweep = None
-    if _sweep is not None:
-        _sweep.add_subparser(sub, theory_only=True)
+    # parameter grids (theory and simulations) are ``python -m validation sweep --kind theory``:
+    # the runner lives in validation, which the theory package does not import
     return parser
 
 

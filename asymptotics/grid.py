@@ -1,9 +1,6 @@
 """Batches of theory points through the compiled solver: curves, grids, optimal lam and eta_tilde.
 
-``solve_path`` runs a sequence of (alpha, lam) points of one :class:`Problem` in one call of
-``solver_kernels.solve_path_kernel`` (warm starts, halving continuation, docs/THEORY.md §5);
-``path_frame`` turns its arrays into the tidy DataFrame of ``risk_curve`` (same columns, same
-numbers as the Python path: NaN risk unless converged). ``risk_grid`` takes any parameter as a
+Built on the compiled paths of ``asymptotics.paths``. ``risk_grid`` takes any parameter as a
 scalar or a sequence and solves the Cartesian product, alpha the fastest-varying axis (one
 warm-started path per combination of the others; combinations in parallel threads, each
 independent, so the result does not depend on the number of threads). ``optimal_lam`` and
@@ -24,84 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .fixed_point import HAT_NAMES, STATE_NAMES
-from .solver import SolverConfig, Status
-from .solver_kernels import solve_path_kernel, solve_point_kernel
+from .paths import FIRST, _solver_args, path_frame, solve_path
+from .points import _curve_results
+from .problem import _check, build_problem
+from .solver import SolverConfig
+from .solver_kernels import solve_point_kernel
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from .api import Problem
+    from .problem import Problem
 
-FIRST = ["alpha", "risk", "converged", "iterations", "residual"]
 GRID_PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta")
-_MESSAGES = {int(s): s.message for s in Status}
-_NAMES = {int(s): s.name.lower() for s in Status}
-
-
-def _solver_args(solver: SolverConfig) -> tuple:
-    return (solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
-
-
-def _path_args(problem: Problem) -> tuple:
-    """The kernel arguments of ``problem.map_args`` without (A, lam): the kappa tables, then
-    delta and the measure."""
-    args = problem.map_args(1.0)
-    return args[:8] + args[10:]
-
-
-def solve_path(
-    problem: Problem,
-    alphas: np.ndarray,
-    lams: np.ndarray | None = None,
-    solver: SolverConfig = SolverConfig(),
-) -> tuple[np.ndarray, ...]:
-    """(states[n, 7], hats[n, 7] with the risk last, status[n], iterations[n], residual[n]) of
-    the points (alphas[i], lams[i]) solved in order with warm starts (lams default: the
-    problem's lam). lam = 0 is not handled here (the ridgeless limit is the Python path's)."""
-    alphas = np.ascontiguousarray(alphas, dtype=np.float64)
-    if lams is None:
-        lams = np.full(alphas.shape[0], problem.lam)
-    lams = np.ascontiguousarray(lams, dtype=np.float64)
-    return solve_path_kernel(alphas / problem.beta, lams, *_path_args(problem),
-                             *_solver_args(solver))
-
-
-def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
-               out: tuple[np.ndarray, ...]) -> pd.DataFrame:
-    """The DataFrame of ``risk_curve`` (columns and order) from ``solve_path`` arrays."""
-    import pandas as pd
-
-    states, hats, status, iters, resid = out
-    n = len(alphas)
-    conv = status == int(Status.CONVERGED)
-    sp = problem.spike
-    cols: dict[str, Any] = {
-        "alpha": np.asarray(alphas, dtype=np.float64),
-        "risk": np.where(conv, hats[:, 6], np.nan),
-        "converged": conv,
-        "iterations": iters.astype(np.int64),
-        "residual": resid,
-        "sigma": [problem.sigma.name] * n,
-        "target": [problem.target.name] * n,
-        "alpha0": np.full(n, problem.alpha0),
-        "eta": np.full(n, problem.eta),
-        "lam": np.asarray(lams, dtype=np.float64),
-        "beta": np.full(n, problem.beta),
-        "delta": np.full(n, problem.delta),
-        "model": [problem.model] * n,
-        "measure": [problem.measure.kind] * n,
-        "r": np.full(n, sp.r),
-        "c": np.full(n, sp.c),
-        "gamma": np.full(n, sp.gamma),
-        "status": [_NAMES[int(s)] for s in status],
-        "message": [_MESSAGES[int(s)] for s in status],
-    }
-    for j, name in enumerate(STATE_NAMES):
-        cols[name] = np.where(conv, states[:, j], np.nan)
-    for j, name in enumerate(HAT_NAMES):
-        cols[name] = np.where(conv, hats[:, j], np.nan)
-    return pd.DataFrame(cols)
 
 
 def _as_values(name: str, value: Any) -> list:
@@ -132,7 +63,6 @@ def risk_grid(
     (None: all cores); the numbers do not depend on it."""
     import pandas as pd
 
-    from .api import _check, _curve_results, build_problem
 
     alphas = [_check("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
     others = {k: _as_values(k, v) for k, v in dict(sigma=sigma, target=target, alpha0=alpha0,
@@ -222,7 +152,6 @@ def optimal_lam(
     ``risk_curve`` at the minimiser, plus ``lam`` (the minimiser) and ``interior``; a minimum on
     a bound keeps its risk, ``interior = False`` and says so in ``message``; an alpha with no
     converged grid point is NaN."""
-    from .api import _check, build_problem
 
     lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
     if n_grid < 3:
@@ -303,7 +232,6 @@ def optimal_eta(
     channel of docs/DERIVATIONS.md: eta = 0 is a grid point of its own.)"""
     import pandas as pd
 
-    from .api import _check, build_problem
 
     lo, hi = _check_bounds("eta", *eta_bounds, positive=False)
     if n_grid < 3:

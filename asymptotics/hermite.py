@@ -1,7 +1,7 @@
 """Hermite analysis of a multi-index target ``g(z1, ..., zk)``: coefficient tensors, leap index,
 subspaces by degree and the staircase prediction of what a few giant steps learn.
 
-Conventions (Dandi et al. 2023, arXiv:2305.18270, Definitions 1-3; THEORY.md §8):
+Conventions (Dandi et al. 2023, arXiv:2305.18270, Definitions 1-3; docs/THEORY.md §8):
 
 * probabilists' Hermite polynomials ``He_n`` (``He_0 = 1, He_1 = z, He_2 = z^2 - 1``), orthogonal
   under ``z ~ N(0, 1)`` with ``E He_m He_n = n! delta_mn``;
@@ -14,8 +14,8 @@ Conventions (Dandi et al. 2023, arXiv:2305.18270, Definitions 1-3; THEORY.md §8
   gives ``C_3[0,0,0] = 6`` and ``C_1[0] = 3``;
 * leap index (Dandi et al. 2023, Definition 3): the lowest ``l >= 1`` with
   ``C_l != 0`` (``He3(z1)`` has leap 3, ``z1^3`` has leap 1);
-* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (Dandi et al.,
-  Definition 2; for a symmetric tensor the left singular vectors of its ``k x k^(l-1)``
+* subspace at degree ``l``: the span of the higher-order singular vectors of ``C_l`` (Dandi et al.
+  2023, Definition 2; for a symmetric tensor the left singular vectors of its ``k x k^(l-1)``
   unfolding).
 
 Predictions (Dandi et al. 2023, Theorems 1-2 and the staircase theorem):
@@ -217,13 +217,11 @@ def _exact_coefficients(expr, syms) -> dict[tuple[int, ...], object]:
     return clean
 
 
-@lru_cache(maxsize=32)
 def _gauss_hermite(nodes: int) -> tuple[np.ndarray, np.ndarray]:
-    """Probabilists' Gauss-Hermite nodes and weights summing to 1 (scipy, stable to 400+)."""
-    from scipy.special import roots_hermitenorm
+    """Probabilists' Gauss-Hermite nodes and weights summing to 1 (asymptotics.quadrature)."""
+    from .quadrature import gauss_hermite
 
-    x, w = roots_hermitenorm(nodes)
-    return x, w / w.sum()
+    return gauss_hermite(nodes)
 
 
 def _grid(k: int, nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -322,8 +320,7 @@ class HermiteExpansion:
 
     @property
     def leap_index(self) -> int | None:
-        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Definition 3); None for a
-        constant."""
+        """Lowest ``l >= 1`` with ``C_l != 0`` (Dandi et al. 2023, Def. 3); None for a constant."""
         return next((l for l in self.degrees if l >= 1), None)
 
     def coefficient_tensor(self, degree: int) -> np.ndarray:
@@ -622,8 +619,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "hermite", help="Hermite expansion, leap index and staircase of a target g(z1..zk)",
         description="Hermite expansion (probabilists' He_n), coefficient tensors, leap index "
-                    "(Dandi et al. 2023, arXiv:2305.18270) and staircase prediction of a "
-                    "multi-index target.")
+                    "(Dandi et al. 2023, Def. 3) and staircase prediction of a multi-index target.")
     p.add_argument("target", help="expression in z1..zk, e.g. 'z1 + z1*z2 + z1*z2*z3', "
                                   "'He3(z1)', 'tanh(z1)*z2'")
     p.add_argument("--max-degree", type=int, default=None,

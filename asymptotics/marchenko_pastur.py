@@ -18,6 +18,7 @@ with F_i = p (u_i . W v)^2 and H_i = p (u_i . W t)^2.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -416,3 +417,33 @@ def mp_expectation(f: Callable[[np.ndarray], np.ndarray], beta: float, n: int = 
         cont = float(np.sum(w * (np.asarray(f(x), dtype=np.float64) - f0) / x)) + f0 * mass
     atom = max(0.0, 1.0 - 1.0 / beta)
     return cont + atom * f0
+
+
+@functools.lru_cache(maxsize=256)
+def mp_median(q: float) -> float:
+    """Median of the Marchenko-Pastur law of ratio ``q in (0, 1]``."""
+    from scipy import integrate, optimize
+
+    if not (0 < q <= 1):
+        raise ValueError(f"q must be in (0, 1], got {q}")
+    lo, hi = (1 - math.sqrt(q)) ** 2, (1 + math.sqrt(q)) ** 2
+
+    def cdf(x: float) -> float:
+        # x = m + h cos(t) removes the square-root end points
+        m, h = (lo + hi) / 2, (hi - lo) / 2
+        t0 = math.acos(min(1.0, max(-1.0, (x - m) / h)))
+        val, _ = integrate.quad(
+            lambda t: float(mp_density(np.array([m + h * math.cos(t)]), q)[0]) * h * math.sin(t),
+            t0, math.pi, limit=200)
+        return val
+
+    return float(optimize.brentq(lambda x: cdf(x) - 0.5, lo + 1e-12, hi - 1e-12, xtol=1e-13))
+
+
+def mp_singular_density(s: np.ndarray, beta: float, scale: float = 1.0) -> np.ndarray:
+    """Density of the min(p, d) singular values of a p x d matrix with iid entries of variance
+    ``scale^2 / d`` (beta = p/d): edges ``scale |1 -+ sqrt beta|``."""
+    s = np.asarray(s, dtype=np.float64)
+    f, q = max(1.0, beta), min(beta, 1.0 / beta)
+    u = scale * scale * f
+    return mp_density(s * s / u, q) * 2 * s / u

@@ -2,8 +2,8 @@
 
 Smooth F: probabilists' Gauss-Hermite (weights normalised to sum to 1). F with kinks at points
 t: Gauss-Legendre pieces on [-L, L] split at z = (t - a)/b, each piece carrying the Gaussian
-density in its weights (ENGINEERING.md "Numerics already measured": plain Gauss-Hermite
-on a kink converges like n^-1.5, the split rule to machine precision).
+density in its weights (plain Gauss-Hermite on a kink converges like n^-1.5, the split rule to
+machine precision; tests/test_quadrature.py).
 The reduction over nodes is a numba kernel; evaluating F on the nodes is vectorised numpy, so a
 user-supplied Python callable works as well as a registered function.
 """

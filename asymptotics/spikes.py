@@ -1,10 +1,10 @@
-"""Predicted spike and outlier counts after one and two large gradient steps.
+"""Predicted spike and outlier counts after one and two large gradient steps (docs/THEORY.md §8).
 
-Convention (Moniri, Lee, Hassani & Dobriban 2023, arXiv:2310.07891; Moniri & Hassani 2024,
-arXiv:2405.18274), in THEORY.md §1
-units: rows of ``W0`` on the unit sphere, ``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)`` with a
-frozen readout of entries ``O(1/sqrt p)`` (not all equal), full-batch steps on ``n = alpha0 d``
-samples with learning rates ``eta_t = eta_tilde_t p^(1/2 + a_t)``, ``a_t in [0, 1/2)``. Then the
+Convention (Moniri et al. 2023, arXiv:2310.07891; Moniri & Hassani 2026, arXiv:2605.17767), in
+THEORY.md §1 units: rows of ``W0`` on the unit sphere,
+``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)`` with a frozen readout of entries ``O(1/sqrt p)``
+(not all equal), full-batch steps on ``n = alpha0 d`` samples with learning rates
+``eta_t = eta_tilde_t p^(1/2 + a_t)``, ``a_t in [0, 1/2)``. Then the
 rank-one part ``(E sigma') a u^T / sqrt p`` of the first gradient (``u = (1/n) sum_i y_i x_i``) is a
 spike of order ``p^a1`` in ``W1``, while everything else the step adds vanishes, so ``a = 0`` is the
 constant-step regime (an order-one spike) and ``a = 1/2`` with a constant readout is THEORY.md §1.
@@ -25,9 +25,9 @@ of the second gradient contributes ``eta2 (E sigma^(k+1) / k!) (a o eps^k) v_k^T
 ``p^(a2 - k (1/2 - a1))``. The ``k = 0`` term shares the left vector ``a`` with the first step's
 spike, so ``W2`` keeps one leading outlier plus one new outlier for each ``k >= 1`` with
 ``k (1/2 - a1) < a2``: ``floor(a2 / (1/2 - a1))`` new outliers when the ratio is not an integer
-(the count of Moniri & Hassani 2024; on an integer ratio the last term is of order one and
-BBP-dependent). With an
-activation whose ``E sigma^(k+1)`` vanishes (odd ``sigma``: every odd ``k``), that term is absent.
+(Moniri & Hassani's count; on an integer ratio the last term is of order one and BBP-dependent).
+With an activation whose ``E sigma^(k+1)`` vanishes (odd ``sigma``: every odd ``k``), that term is
+absent.
 
 Learned directions: the right vector of term ``k`` has mean ``E[y kappa^k x]`` with
 ``kappa = <m1, z> + rho zeta (+ y / alpha0 if the batch is reused)``; ``m1_j = E[g z_j]``,
@@ -55,6 +55,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from .quadrature import gauss_hermite
 
 _TOL = 1e-10
 
@@ -108,8 +110,7 @@ def hermite_coefficients(fn, max_degree: int = 8, *, n_nodes: int = 160) -> tupl
     max_degree = _check_order(max_degree, "max_degree", minimum=1)
     n_nodes = _check_order(n_nodes, "n_nodes", minimum=max_degree + 2)
     f = get_function(fn)
-    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
-    w = w / w.sum()
+    z, w = gauss_hermite(n_nodes)
     fz = f(z)
     out = []
     he_prev, he = np.zeros_like(z), np.ones_like(z)
@@ -171,8 +172,9 @@ def two_step_ratio(a1: float, a2: float) -> float:
 
 
 def two_step_outlier_count(a1: float, a2: float) -> int:
-    """Seed 002's count ``floor(a2 / (1/2 - a1))``: outliers of ``W2`` beyond the leading one
-    (the one-step spike, which the second step's zeroth order reinforces). Generic activation."""
+    """Moniri & Hassani's count ``floor(a2 / (1/2 - a1))``: outliers of ``W2`` beyond the leading
+    one (the one-step spike, which the second step's zeroth order reinforces).
+    Generic activation."""
     x = two_step_ratio(a1, a2)
     return int(math.floor(x + 1e-12))
 
@@ -260,30 +262,23 @@ class DirectionReport:
 def target_function(target: str, n_directions: int | None = None):
     """A vectorised ``g(Z)`` (Z of shape (..., k)) from an expression in z1..zk, or in z
     (single index), and k."""
-    import sympy as sp
-
-    from .functions import get_function, to_sympy
+    from .functions import get_function
+    from .hermite import target_callable
 
     text = target.strip()
-    names = tuple(f"z{j}" for j in range(1, 10))
-    try:
-        expr, symbols = to_sympy(text, variables=names)
+    try:  # the one target parser: asymptotics.hermite (z1..zk, He<n>(.), the registered functions)
+        g0, k0 = target_callable(text)
     except ValueError:
-        fn = get_function(text)
+        fn = get_function(text)  # a registered activation's name, applied to z1
         return (lambda Z: fn(Z[..., 0])), 1
-    used = sorted(int(s.name[1:]) for s in expr.free_symbols)
-    k = max(used) if used else 1
+    k = k0
     if n_directions is not None:
-        if n_directions < k:
-            raise ValueError(f"n_directions={n_directions} but the target uses z{k}")
+        if n_directions < k0:
+            raise ValueError(f"n_directions={n_directions} but the target uses z{k0}")
         k = n_directions
-    syms = [symbols[f"z{j}"] for j in range(1, k + 1)]
-    raw = sp.lambdify(syms, expr, modules=[{"erf": __import__("scipy.special").special.erf},
-                                           "numpy"])
 
     def g(Z: np.ndarray) -> np.ndarray:
-        out = raw(*[Z[..., j] for j in range(k)])
-        return np.broadcast_to(np.asarray(out, dtype=np.float64), Z.shape[:-1])
+        return g0(np.asarray(Z, dtype=np.float64)[..., :k0])
 
     return g, k
 
@@ -314,8 +309,7 @@ def learnable_directions(
     if k > 3:
         raise ValueError(f"learnable_directions supports up to 3 directions, got {k}")
     n_nodes = _check_order(n_nodes, "n_nodes", minimum=4)
-    z, w = np.polynomial.hermite_e.hermegauss(n_nodes)
-    w = w / w.sum()
+    z, w = gauss_hermite(n_nodes)
     grids = np.array(list(itertools.product(z, repeat=k + 1)))  # (z1..zk, zeta)
     weights = np.prod(np.array(list(itertools.product(w, repeat=k + 1))), axis=1)
     Z, zeta = grids[:, :k], grids[:, k]

@@ -1,4 +1,4 @@
-"""Cost of one network repetition against the BLAS work it cannot avoid (issue 3, item 2).
+"""Cost of one network repetition against the BLAS work it cannot avoid.
 
     python benchmarks/bench_simulation.py            # d = 2000 (ratio) and d = 8000
     python benchmarks/bench_simulation.py --skip-large

@@ -1,6 +1,6 @@
 """Sweep runner speed: the 50 x 50 (alpha, eta_tilde) theory grid on 1 and 2 workers.
 
-Target (issue 7): <= 10 s warm on 2 cores (loky workers started, numba caches loaded), and the
+Target: <= 10 s warm on 2 cores (loky workers started, numba caches loaded), and the
 parallel efficiency T1 / (2 T2) from 1 to 2 workers. Each run writes a fresh store (fsync per
 task included). sigma = g = tanh, alpha0 = 2, lam = 0.01, beta = 1; 50 curves of 50 points.
 Run: python benchmarks/bench_sweep.py [--workers 2] [--repeat 2]

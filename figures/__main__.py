@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import os
+
+# a command line: render off-screen unless the user chose a backend (before pyplot loads)
+os.environ.setdefault("MPLBACKEND", "Agg")
+
 import importlib
 import sys
 import time
 from pathlib import Path
+
+from validation.paths import in_checkout
 
 # name -> (module, function); a module's make(outdir, quick, refresh) returns the written paths
 FIGURES = {
@@ -18,7 +25,9 @@ FIGURES = {
     "outliers": ("figures.fig_beyond_one_step", "outliers"),
     "phase_diagram": ("figures.fig_phase_diagram", "make"),
 }
-OUT_DIR = Path(__file__).resolve().parent / "out"
+# figures/out in a source checkout (the README shows them), else ./figures-out in the cwd
+_PACKAGE_OUT = Path(__file__).resolve().parent / "out"
+OUT_DIR = _PACKAGE_OUT if in_checkout(_PACKAGE_OUT.parent) else Path("figures-out")
 
 
 def _load(name: str):

@@ -1,7 +1,13 @@
 """Simulation data for figures, cached as CSV under ``figures/data/`` keyed by their parameters.
 
-The key is a hash of every parameter (setting, alphas, lams, seeds, seed), so a change of any of
-them recomputes and a style change re-renders from the cache in seconds.
+The key is a hash of what determines the numbers and nothing else: the setting (without
+``alpha``, and without ``lam`` when ``lams`` are given: ``simulate_curve`` ignores them), alphas,
+lams, seeds and seed. Setting fields added after the committed data were computed enter the key
+only when they differ from the value those data were computed with (``estimator = "mc"``), so the
+committed files stay valid and a new estimator computes new data. A style change re-renders
+from the cache in seconds.
+The committed files ship as package data; new files go beside them in a checkout, else to the
+user cache (:mod:`validation.paths`).
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
+
+from validation.paths import data_file
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -23,15 +31,30 @@ def cached_curve(name: str, setting, alphas: Sequence[float], lams: Sequence[flo
 
     from validation.simulator import simulate_curve
 
-    params = dict(asdict(setting), alphas=list(map(float, alphas)),
-                  lams=None if lams is None else list(map(float, lams)), seeds=seeds, seed=seed)
-    key = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    key = cache_key(setting, alphas, lams, seeds=seeds, seed=seed)
     folder = DATA_DIR / "quick" if quick else DATA_DIR  # quick-mode data are not committed
-    path = folder / f"{name}_{key[:12]}.csv"
+    path, out = data_file(folder / f"{name}_{key[:12]}.csv", "figures", *(["quick"] * quick))
     if path.exists() and not refresh:
         return pd.read_csv(path)
     results = simulate_curve(setting, alphas, lams, seeds=seeds, seed=seed)
     df = pd.DataFrame([r.as_dict() for r in results])
-    folder.mkdir(parents=True, exist_ok=True)
-    df.to_csv(path, index=False, float_format="%.10g")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    df.to_csv(out, index=False, float_format="%.10g")
     return df
+
+
+#: Setting fields newer than the committed data, with the value those data were computed with
+LATER_FIELDS = {"estimator": "mc"}
+
+
+def cache_key(setting, alphas: Sequence[float], lams: Sequence[float] | None, *, seeds: int,
+              seed: int) -> str:
+    """SHA-256 of what determines a cached curve (module docstring)."""
+    fields = {k: v for k, v in asdict(setting).items()
+              if not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+    fields.pop("alpha")  # simulate_curve runs the given alphas, never setting.alpha
+    if lams is not None:
+        fields.pop("lam")  # nor setting.lam when lams are given
+    params = dict(fields, alphas=list(map(float, alphas)),
+                  lams=None if lams is None else list(map(float, lams)), seeds=seeds, seed=seed)
+    return hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,4 +1,4 @@
-"""Figure 2 — the first batch matters (seed 003 'Batch size').
+"""Figure 2 — the first batch matters (docs/THEORY.md §3).
 
 Test error vs alpha for alpha0 in {0.5, 2, 20}, sigma = tanh, g = sign, eta_tilde = 3,
 lam = 0.1, beta = 1, with the RF curve and the best linear predictor.

@@ -1,4 +1,4 @@
-"""Figure 3 — risk bounds (THEORY.md §7; seed 003 'Risk bounds').
+"""Figure 3 — risk bounds (docs/THEORY.md §7).
 
 sRF with c = gamma = 1, r = 0.9, sigma = tanh, g = sin: the risk along alpha for two lam, with
 the large-alpha upper bound inf_b E[(g - b mu0(k))^2] and lower bound

@@ -1,4 +1,4 @@
-"""Figure 1 — feature learning beats random features (seed 003 'One giant step').
+"""Figure 1 — feature learning beats random features (docs/THEORY.md §3-§5).
 
 Test error vs alpha for eta_tilde in {0 (RF), 0.5, 1, 3} at alpha0 = 2, sigma = g = tanh,
 lam = 0.01, beta = 1: theory lines, srf simulations (filled) and network simulations (open),

@@ -1,4 +1,4 @@
-"""Figure 5 — the learned spectrum (seed 003 'Spectral properties').
+"""Figure 5 — the learned spectrum (docs/THEORY.md §3, §6).
 
 Singular values of W0 and of W1 after one giant step (THEORY.md §1 network, sigma = g = tanh,
 alpha0 = 2, eta_tilde = 1, beta = 0.5): the bulk follows Marchenko–Pastur (W0: MP(beta); W1: the
@@ -19,16 +19,9 @@ DESCRIPTION = "singular values of W0 vs W1: MP bulk (scaled by sqrt c) plus one 
 SIGMA, TARGET, ALPHA0, ETA, BETA = "tanh", "tanh", 2.0, 1.0, 0.5
 
 
-def _mp_singular_density(s: np.ndarray, beta: float, scale: float) -> np.ndarray:
-    """Density of s = scale * sqrt(lambda), lambda ~ MP(beta) (squared singular values of W0)."""
-    from asymptotics.marchenko_pastur import mp_density
-
-    x = (s / scale) ** 2
-    return mp_density(x, beta) * 2 * s / scale**2
-
-
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import get_function, srf_mapping
+    from asymptotics.marchenko_pastur import mp_singular_density
     from validation.simulator import network_step, sphere_rows, unit_vector
 
     d = 300 if quick else 2000
@@ -49,7 +42,7 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
             (axes[0, 1], s1[1:], math.sqrt(m.c), r"$W_1$ without its top value",
              style.PALETTE[1])):
         ax.hist(s, bins=50, density=True, color=color, alpha=0.55, label="singular values")
-        ax.plot(grid, _mp_singular_density(grid, BETA, scale), "k-", lw=1.2,
+        ax.plot(grid, mp_singular_density(grid, BETA, scale), "k-", lw=1.2,
                 label=r"MP$(\beta)$" + ("" if scale == 1 else r", scaled by $\sqrt{c}$"))
         ax.set_title(title)
         ax.set_xlabel("singular value")

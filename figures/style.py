@@ -7,10 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt  # the command lines choose the backend (Agg): no import-time use()
 
 from asymptotics._cli import save_figure  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""CI guard: the sRF simulation agrees with the theory within 4 standard errors (issue 3).
+"""CI guard: the sRF simulation agrees with the theory within 4 standard errors.
 
 A handful of settings across activations, targets and beta at d = 800; a regression in the
 equations, the solver, the sRF mapping or the simulator moves some z far beyond 4.

@@ -22,7 +22,7 @@ from asymptotics.hermite import hermite_expansion, monomial_to_hermite
 from asymptotics.solver import SolverConfig
 from figures.__main__ import main as fig_main
 from validation.cli import main as val_main
-from validation.matrix import main as matrix_main
+from validation.matrix_cli import main as matrix_main
 
 MISSING = "/nonexistent-giantstep-dir/out"
 
@@ -82,13 +82,7 @@ ASYMPTOTICS = [
     (["hermite", "--max-degree", "0", "tanh(z1)"], "max-degree"),
     (["hermite", "--nodes", "1", "tanh(z1)"], "nodes"),
     (["hermite", "--max-deg", "3", "z1"], "unrecognized"),
-    (["sweep", "--grid", "alpha=1,,2"], "empty item"),
-    (["sweep", "--grid", "alpha=1,2,"], "empty item"),
-    (["sweep", "--grid", "foo=1"], "grid parameter"),
-    (["sweep", "--grid", "alpha"], "NAME="),
-    (["sweep", "--grid", "alpha=1", "--store", MISSING + "/s.csv"], "--store"),
-    (["sweep", "--grid", "alpha=1", "--out", MISSING + "/s.csv"], "--out"),
-    (["sweep", "--n-jobs", "0"], "n-jobs"),
+    (["sweep"], "invalid choice"),  # theory grids: python -m validation sweep --kind theory
     ([], "required"),
     (["nosuch"], "invalid choice"),
 ]
@@ -124,6 +118,14 @@ VALIDATION = [
     (["multistep", "--out", MISSING + "/x.csv"], "--out"),
     (["multistep", "--alpha0", "nan"], "finite"),
     (["multistep", "--d", "x"], "integer"),
+    (["sweep", "--kind", "theory", "--grid", "alpha=1,,2"], "empty item"),
+    (["sweep", "--kind", "theory", "--grid", "alpha=1,2,"], "empty item"),
+    (["sweep", "--kind", "theory", "--grid", "foo=1"], "grid parameter"),
+    (["sweep", "--kind", "theory", "--grid", "alpha"], "NAME="),
+    (["sweep", "--kind", "theory", "--grid", "alpha=1", "--store", MISSING + "/s.csv"],
+     "--store"),
+    (["sweep", "--kind", "theory", "--grid", "alpha=1", "--out", MISSING + "/s.csv"], "--out"),
+    (["sweep", "--kind", "theory", "--n-jobs", "0"], "n-jobs"),
     (["sweep", "--kind", "srf", "--seeds", "0"], "seeds"),
     (["sweep", "--kind", "srf", "--d", "1"], "d must be"),
     (["sweep", "--kind", "srf", "--grid", "alpha=-1,2"], "alpha"),

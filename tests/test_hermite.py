@@ -1,4 +1,4 @@
-"""Hermite analysis (asymptotics.hermite) against hand-computed expansions and seed 000's
+"""Hermite analysis (asymptotics.hermite) against hand-computed expansions and Dandi et al.'s (2023)
 examples. Expected values are worked out by hand in the comments, not read from the code."""
 
 import math
@@ -31,7 +31,7 @@ def test_product_is_he1_he1_at_degree_2():
 
 
 def test_cube_is_he3_plus_3_he1():
-    # z^3 = He3 + 3 He1, so C_1 = E[3 z^2] = 3, C_3 = E[6] = 6; leap 1 (seed 000's remark).
+    # z^3 = He3 + 3 He1, so C_1 = E[3 z^2] = 3, C_3 = E[6] = 6; leap 1 (Dandi et al. 2023).
     ex = hermite_expansion("z1**3")
     assert terms("z1**3") == {(3,): 1.0, (1,): 3.0}
     assert ex.coefficient_tensor(1).tolist() == [3.0]

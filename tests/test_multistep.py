@@ -1,5 +1,5 @@
 """Multi-step simulator (validation.multistep): the gradient step against finite differences,
-conventions checked by hand, and small, fast versions of the three experiments of issue 5.
+conventions checked by hand, and small, fast versions of the three multi-step experiments.
 
 The qualitative tests compare two dimensions d: an overlap that is learned stays of order one
 (ratio of the overlaps at 4x the dimension close to 1), one that is not decays like d^(-1/2)

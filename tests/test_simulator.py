@@ -66,7 +66,7 @@ def test_gradient_matches_finite_differences():
     def loss(W):
         return 0.5 * np.mean((y - sigma(X @ W.T) @ a / math.sqrt(p)) ** 2)
 
-    G = S.giant_step_gradient(X, y, W, a, sigma)
+    G = -S.descent_direction(W, a, X, y, sigma)[0]  # grad_W L
     h = 1e-6
     for k, j in [(0, 0), (3, 2), (5, 4)]:
         E = np.zeros_like(W)
@@ -83,7 +83,7 @@ def test_network_step_is_gradient_descent_with_eta_tilde_p(sigma_name):
     W1 = S.network_step(W0, theta, sigma, target, n0=n0, eta_tilde=eta, delta=0.0,
                         rng=np.random.default_rng(8))
     X = np.random.default_rng(8).standard_normal((n0, d))
-    G = S.giant_step_gradient(X, target(X @ theta), W0, np.ones(p) / math.sqrt(p), sigma)
+    G = -S.descent_direction(W0, np.ones(p) / math.sqrt(p), X, target(X @ theta), sigma)[0]
     np.testing.assert_allclose(W1, W0 - eta * p * G, rtol=1e-10, atol=1e-12)
 
 

@@ -46,8 +46,9 @@ def complete_tasks(path: Path) -> int:
 
 def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_reference):
     store = tmp_path / "sweep.csv"
-    cmd = [sys.executable, "-m", "asymptotics", "sweep", "--grid", "alpha=0.3,0.8,1.5,2.5,4",
-           "--grid", "eta=0:3:16", "--sigma", "tanh", "--target", "tanh", "--alpha0", "2",
+    cmd = [sys.executable, "-m", "validation", "sweep", "--kind", "theory",
+           "--grid", "alpha=0.3,0.8,1.5,2.5,4", "--grid", "eta=0:3:16", "--sigma", "tanh",
+           "--target", "tanh", "--alpha0", "2",
            "--lam", "0.01", "--store", str(store), "--n-jobs", "1", "--quiet"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             start_new_session=True)
@@ -77,7 +78,7 @@ def test_resume_of_a_complete_store_computes_nothing(tmp_path, monkeypatch, theo
     def boom(task):
         raise AssertionError("a stored task was recomputed")
 
-    monkeypatch.setattr(S, "run_task", boom)
+    monkeypatch.setattr(S.schedulers, "run_task", boom)  # where the schedulers look it up
     again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
     same_rows(again, first)
     assert store.stat().st_size == size
@@ -197,11 +198,11 @@ def test_validation_cli_sweep_with_heatmap(tmp_path, capsys):
     (["--grid", "d=10", "--grid", "eta=0,1"], "'d' is not one of the theory parameters"),
     (["--grid", "sigma=tanh,nope"], "nope"),
 ])
-def test_asymptotics_cli_bad_input_exits_2_with_one_line(capsys, argv, word):
-    from asymptotics.cli import main
+def test_theory_sweep_bad_input_exits_2_with_one_line(capsys, argv, word):
+    from validation.cli import main
 
     try:
-        rc = main(["sweep", "--n-jobs", "1", "--quiet", *argv])
+        rc = main(["sweep", "--kind", "theory", "--n-jobs", "1", "--quiet", *argv])
     except SystemExit as exc:
         rc = exc.code
     assert rc == 2
@@ -229,18 +230,33 @@ THEORY_SPACE = st.fixed_dictionaries(dict(
 ALPHAS = st.lists(log_uniform(1e-3, 1e3), min_size=1, max_size=4, unique=True).map(sorted)
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(params=THEORY_SPACE, alphas=ALPHAS)
-def test_fuzz_theory_never_reports_an_unconverged_point_as_a_number(params, alphas):
-    df = S.sweep("theory", {"alpha": alphas}, n_jobs=1, progress=False, **params)
-    assert len(df) == len(alphas) and list(df["alpha"]) == alphas
-    for name, value in params.items():
-        assert (df[name] == value).all(), name
-    finite = np.isfinite(df["risk"].to_numpy())
-    assert (finite == df["converged"].to_numpy()).all(), df[["alpha", "risk", "converged"]]
-    ok = df[df["converged"]]
-    assert (ok["risk"] >= 0).all() and (ok["residual"] <= 1e-10).all()
-    assert (df.loc[~df["converged"], "status"] != "converged").all()
+#: the share of fuzzed points the solver must converge on: measured 26 of 31 (0.84) on the
+#: derandomised sample below; a solver that gives up everywhere (all NaN, formally "honest")
+#: fails here
+MIN_CONVERGED_SHARE = 0.7
+
+
+def test_fuzz_theory_never_reports_an_unconverged_point_as_a_number():
+    converged: list[bool] = []
+
+    @settings(max_examples=15, deadline=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
+    @given(params=THEORY_SPACE, alphas=ALPHAS)
+    def check(params, alphas):
+        df = S.sweep("theory", {"alpha": alphas}, n_jobs=1, progress=False, **params)
+        assert len(df) == len(alphas) and list(df["alpha"]) == alphas
+        for name, value in params.items():
+            assert (df[name] == value).all(), name
+        finite = np.isfinite(df["risk"].to_numpy())
+        assert (finite == df["converged"].to_numpy()).all(), df[["alpha", "risk", "converged"]]
+        ok = df[df["converged"]]
+        assert (ok["risk"] >= 0).all() and (ok["residual"] <= 1e-10).all()
+        assert (df.loc[~df["converged"], "status"] != "converged").all()
+        converged.extend(bool(c) for c in df["converged"])
+
+    check()
+    share = sum(converged) / len(converged)
+    assert share >= MIN_CONVERGED_SHARE, f"{share:.2f} of {len(converged)} fuzzed points converged"
 
 
 RULES = {"alpha": "> 0", "alpha0": "> 0", "beta": "> 0", "eta": ">= 0", "lam": ">= 0",

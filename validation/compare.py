@@ -16,9 +16,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from asymptotics._cli import PLOT_SUFFIXES, check_writable
+from asymptotics._cli import PLOT_SUFFIXES, check_writable, integer
 
-from .cli import integer
 from .simulator import MODELS, Setting, simulate
 from .test_error import ESTIMATORS
 
@@ -63,10 +62,7 @@ def compare(
 
 def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     """Theory as a line, simulations as points with one-s.e. error bars."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     from asymptotics import risk_curve
 
@@ -75,7 +71,8 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     eta = 0.0 if r["model"] == "rf" else r["eta"]
     line = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
                       lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False)
-    fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
+    fig = Figure(figsize=(5.5, 3.8), constrained_layout=True)
+    ax = fig.subplots()
     ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory")
     ax.errorbar(df["alpha"], df["sim_mean"], yerr=df["sim_se"], fmt="o", ms=4, capsize=2,
                 color="#D55E00", label=f"{r['model']} simulation, d={r['d']}, "
@@ -90,7 +87,6 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     from asymptotics._cli import save_figure
 
     save_figure(fig, path, dpi=150)
-    plt.close(fig)
 
 
 def add_simulation_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,4 +1,4 @@
-"""The validation matrix (issue 3): >= 40 settings, theory vs ``srf`` and ``network`` simulations.
+"""The validation matrix: >= 40 settings, theory vs ``srf`` and ``network`` simulations.
 
 Two steps, so the heavy part can run where there are cores and the report where the theory is:
 
@@ -16,7 +16,6 @@ child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give t
 
 from __future__ import annotations
 
-import argparse
 import csv
 import hashlib
 import itertools
@@ -32,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 from .simulator import Setting, simulate_grid_once
-from .test_error import ESTIMATORS
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -149,6 +147,57 @@ def _append(path: Path, rows: Iterable[dict]) -> None:
         os.fsync(fh.fileno())
 
 
+def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
+    """THEORY.md §3 verbatim (residual taken as y, i.e. mu0 ignored): the mapping to compare
+    the mu0-aware one of ``asymptotics.srf`` against on activations with E sigma != 0."""
+    from asymptotics import SpikeMapping, ge_coefficients
+
+    k = ge_coefficients(sigma, target)
+    u = math.sqrt(k.mu1_star**2 + k.mu2_star / alpha0)
+    gamma = k.mu1_star / u
+    return SpikeMapping(r=eta * k.dmu1 * u, c=1 + eta**2 * k.mu2_star * k.s2 / alpha0,
+                        gamma=gamma, rho=math.sqrt(max(0.0, 1 - gamma**2)), scale=1.0,
+                        residual_mean=k.mu0_star, residual_second_moment=k.mu2_star, u_norm=u)
+
+
+def aggregate(store, first_reps: int | None = None):
+    """Mean, s.e. and count per point; theory (and the naive-mapping theory) alongside."""
+    import pandas as pd
+
+    from asymptotics import risk_curve
+
+    keys = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "alpha", "lam"]
+    if first_reps is not None:  # the planned repetitions only (confirmations excluded)
+        store = store[store["rep"] < first_reps]
+    g = store.groupby(keys)["risk"]
+    agg = g.agg(sim_mean="mean", sim_sd=lambda v: v.std(ddof=1), seeds="count").reset_index()
+    agg["sim_se"] = agg["sim_sd"] / np.sqrt(agg["seeds"])
+    theory, naive = {}, {}
+    for (sigma, target, beta, alpha0, eta, lam), _ in agg.groupby(
+            ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
+        common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta,
+                      progress=False)
+        df = risk_curve(ALPHAS, eta=eta, **common)
+        for a, r, ok in zip(df["alpha"], df["risk"], df["converged"], strict=True):
+            theory[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
+        if eta > 0 and sigma == "relu":
+            dn = risk_curve(ALPHAS, eta=eta, spike=naive_spike(sigma, target, alpha0, eta),
+                            **common)
+            for a, r, ok in zip(dn["alpha"], dn["risk"], dn["converged"], strict=True):
+                naive[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
+
+    def lookup(table, row):
+        return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam,
+                          row.alpha), math.nan)
+
+    agg["theory"] = [lookup(theory, r) for r in agg.itertuples()]
+    agg["theory_naive"] = [lookup(naive, r) for r in agg.itertuples()]
+    agg["z"] = (agg["sim_mean"] - agg["theory"]) / agg["sim_se"]
+    agg["rel_gap"] = (agg["sim_mean"] - agg["theory"]) / agg["theory"]
+    agg["z_naive"] = (agg["sim_mean"] - agg["theory_naive"]) / agg["sim_se"]
+    return pd.DataFrame(agg)
+
+
 def _needed(sd_old: float, n_old: int, sd_new: float, target_se: float, cap: int) -> int:
     """Repetitions ``n`` (old ones included) with ``(n_old sd_old^2 + (n - n_old) sd_new^2) / n^2
     <= target_se^2``: the variance of a mean of values of unequal noise; at most ``cap``."""
@@ -206,8 +255,6 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     def make_todo(store) -> list[tuple]:
         todo = sorted(plan(store, target_se, seeds, max_seeds, groups, estimator), key=by_cost)
         if confirm_seeds:  # fresh repetitions for the srf/rf groups with a point beyond 3 s.e.
-            from .report import aggregate
-
             summary = aggregate(store[store["d"] == d])
             missed = summary[(summary["model"] != "network") & (summary["z"].abs() > 3)]
             keys = set(zip(missed["key"], missed["model"], strict=True))
@@ -290,77 +337,7 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
     return done == len(todo)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from asymptotics._cli import Parser, check_writable, fail, split_list
-    from asymptotics._cli import integer as i_
-    from asymptotics._cli import real as r_
+if __name__ == "__main__":  # ``python -m validation.matrix``: the command line of matrix_cli
+    import runpy
 
-    p = Parser(prog="python -m validation.matrix", description=__doc__,
-               formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run (or resume) the simulations into the store")
-    r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
-    r.add_argument("--d", type=i_("d", 2), default=2000)
-    r.add_argument("--seeds", type=i_("seeds", 1), default=8,
-                   help="first-round repetitions per setting")
-    r.add_argument("--max-seeds", type=i_("max-seeds", 1), default=48)
-    r.add_argument("--target-se", type=r_("target-se", 0.0), default=2e-3,
-                   help="add repetitions until every point's s.e. is below this (0: off)")
-    r.add_argument("--n-jobs", type=i_("n-jobs", 1), default=os.cpu_count() or 1)
-    r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
-    r.add_argument("--confirm-seeds", type=i_("confirm-seeds", 0), default=0,
-                   help="after a first run: this many fresh repetitions (indices after --seeds) "
-                        "for every srf/rf setting with a point beyond 3 s.e. (default: 0)")
-    r.add_argument("--models", default="srf,network,rf",
-                   help="comma list of the models to simulate (default: srf,network,rf)")
-    r.add_argument("--targets", default=",".join(TARGETS),
-                   help=f"comma list of the targets g to simulate (default: {','.join(TARGETS)})")
-    r.add_argument("--only", action="append", default=[], metavar="KEY",
-                   help="only this setting (its key, e.g. 'erf/relu beta=0.5 alpha0=20 eta=1'); "
-                        "repeatable")
-    r.add_argument("--estimator", choices=ESTIMATORS, default=ESTIMATOR,
-                   help=f"test-error estimator of the new repetitions (default: {ESTIMATOR}; the "
-                        "store's planned rounds used mc)")
-    r.add_argument("--scaling-seeds", type=i_("scaling-seeds", 1), default=4,
-                   help="repetitions of each d-scaling setting (default: 4)")
-    r.add_argument("--time-budget", type=r_("time-budget", 0.0, strict_lo=True),
-                   default=math.inf, help="seconds, then stop")
-    rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
-    rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
-    rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"))
-    rep.add_argument("--d", type=i_("d", 2), default=2000)
-    rep.add_argument("--seeds", type=i_("seeds", 1), default=8,
-                     help="planned repetitions per setting")
-    args = p.parse_args(argv)
-    try:
-        check_writable(args.store, "--store")
-        if args.command == "report":
-            check_writable(args.out, "--out")
-        else:
-            split_list(args.models, "--models")
-            split_list(args.targets, "--targets")
-        return _main(args)
-    except (ValueError, TypeError, OSError, argparse.ArgumentTypeError) as exc:
-        return fail(str(exc))
-
-
-def _main(args: argparse.Namespace) -> int:
-    if args.command == "run":
-        common = dict(d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
-                      target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
-                      time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
-                      models=tuple(args.models.split(",")),
-                      targets=tuple(args.targets.split(",")), estimator=args.estimator,
-                      only=tuple(args.only))
-        run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
-        if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
-            run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)
-    else:
-        from .report import write_report
-
-        write_report(args.store, args.out, d=args.d, seeds=args.seeds)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    runpy.run_module("validation.matrix_cli", run_name="__main__", alter_sys=True)

@@ -1,6 +1,6 @@
 """Several giant steps on the first layer with fresh batches: overlaps with a multi-index target.
 
-Protocol (THEORY.md §1 and §8; seed 000, Dandi et al., eq. 4 and Theorems 1-2):
+Protocol (docs/THEORY.md §1 and §8; Dandi et al. 2023, arXiv:2305.18270, eq. 4 and Theorems 1-2):
 
 * inputs ``x ~ N(0, I_d)``; labels ``y = g(<theta_1, x>, ..., <theta_k, x>) + sqrt(delta) xi`` with
   Haar-random orthonormal ``theta_j`` and ``g`` an expression in ``z1..zk`` (``He<n>(.)`` allowed,
@@ -13,7 +13,7 @@ Protocol (THEORY.md §1 and §8; seed 000, Dandi et al., eq. 4 and Theorems 1-2)
 * step ``t = 1..T``: a fresh batch of ``n = round(alpha0 d^kappa)`` samples (``kappa >= 1`` real),
   ``W_t = W_(t-1) - eta_t grad_W L_t``, ``L_t = (1/(2n)) sum_i (y_i - f(x_i; a, W_(t-1)))^2``.
 
-Learning-rate convention (seed 000, Theorem 2, as written in the slides of seed 003:
+Learning-rate convention (Dandi et al. 2023, Theorem 2:
 ``eta = p d^((l-1)/2)`` for ``n ~ d^l``): ``eta_t = eta_tilde_t * p * d^((kappa - 1)/2)``. For
 ``kappa = 1`` this is THEORY.md §1's ``eta = eta_tilde p``. Row by row,
 ``w_k <- w_k + eta_tilde_t d^((kappa-1)/2) (sqrt(p) a_k) (1/n) sum_i (y_i - f(x_i))
@@ -46,9 +46,17 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
+from asymptotics import checks
 from asymptotics.functions import Function, get_function
 from asymptotics.hermite import target_callable
-from validation.simulator import ridge_readout, sphere_rows
+
+from . import montecarlo as mc
+from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)
+    descent_direction,
+    ridge_readout,
+    sphere_rows,
+    teacher_directions,
+)
 
 READOUTS = ("constant", "hypercube")
 STREAMS = ("weights", "teacher", "ridge", "ridge_noise", "test")
@@ -63,21 +71,11 @@ def default_eta(steps: int) -> tuple[float, ...]:
 
 
 def _real(name: str, value, lo: float, *, open_lo: bool = False) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
-    ok = math.isfinite(v) and (v > lo if open_lo else v >= lo)
-    if not ok:
-        raise ValueError(f"{name} must be {'>' if open_lo else '>='} {lo:g} and finite, "
-                         f"got {value!r}")
-    return v
+    return checks.real(name, value, lo, lo_open=open_lo)
 
 
 def _integer(name: str, value, lo: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return int(value)
+    return checks.integer(name, value, lo)
 
 
 @dataclass(frozen=True)
@@ -147,7 +145,7 @@ class MultiStepConfig:
 
     @property
     def learning_rates(self) -> tuple[float, ...]:
-        """``eta_t = eta_tilde_t p d^((kappa-1)/2)`` (seed 000 scaling)."""
+        """``eta_t = eta_tilde_t p d^((kappa-1)/2)`` (Dandi et al. 2023 scaling)."""
         return tuple(e * self.p * self.d ** ((self.kappa - 1) / 2) for e in self.eta)
 
     def record(self) -> dict:
@@ -210,62 +208,20 @@ def readout_vector(p: int, kind: str) -> np.ndarray:
     raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {kind!r}")
 
 
-def teacher_directions(rng: np.random.Generator, k: int, d: int) -> np.ndarray:
-    """``k x d`` orthonormal rows, Haar distributed (QR of a Gaussian matrix, signs fixed)."""
-    q, r = np.linalg.qr(rng.standard_normal((d, k)))
-    return (q * np.sign(np.diag(r))).T.copy()
-
-
 def chunk_rows(width: int, n: int) -> int:
     """Samples per chunk so that a ``rows x width`` float64 block fits in :data:`CHUNK_BYTES`."""
-    return int(max(16, min(n, CHUNK_BYTES // (8 * max(width, 1)))))
-
-
-def _chunks(rng: np.random.Generator, n: int, d: int, rows: int):
-    start = 0
-    while start < n:
-        m = min(rows, n - start)
-        yield rng.standard_normal((m, d))
-        start += m
-
-
-def _labels(X: np.ndarray, theta: np.ndarray, g: Callable, delta: float,
-            noise: np.random.Generator | None) -> np.ndarray:
-    y = g(X @ theta.T)
-    if delta > 0 and noise is not None:
-        y = y + math.sqrt(delta) * noise.standard_normal(y.shape[0])
-    return y
-
-
-def descent_direction(W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray,
-                      sigma: Function) -> tuple[np.ndarray, float]:
-    """``(-grad_W L, L)``, ``L = (1/(2n)) sum_i (y_i - f(x_i))^2``, ``f = a . sigma(W x)/sqrt p``:
-    ``-dL/dw_k = (1/n) sum_i (y_i - f_i) (a_k / sqrt p) sigma'(<w_k, x_i>) x_i``."""
-    p = W.shape[0]
-    Z = X @ W.T
-    e = y - sigma(Z) @ a / math.sqrt(p)
-    S = sigma.derivative(Z)
-    S *= e[:, None]
-    G = (S.T @ X) * (a[:, None] / math.sqrt(p))
-    n = X.shape[0]
-    return G / n, float(0.5 * np.dot(e, e) / n)
+    return mc.chunk_rows(width, n, CHUNK_BYTES, 16)
 
 
 def giant_step(W: np.ndarray, a: np.ndarray, theta: np.ndarray, g: Callable, sigma: Function, *,
                n: int, eta: float, delta: float, rng: np.random.Generator,
                noise: np.random.Generator | None = None) -> tuple[np.ndarray, float]:
     """``W - eta grad_W L`` on a fresh batch of ``n`` samples drawn in chunks; returns the new
-    weights and ``L`` before the step."""
+    weights and ``L`` before the step (:func:`validation.montecarlo.giant_step`)."""
     p, d = W.shape
-    G = np.zeros((p, d))
-    loss = 0.0
-    for X in _chunks(rng, n, d, chunk_rows(max(p, d), n)):
-        y = _labels(X, theta, g, delta, noise)
-        Gc, Lc = descent_direction(W, a, X, y, sigma)
-        m = X.shape[0]
-        G += Gc * m
-        loss += Lc * m
-    return W + (eta / n) * G, loss / n
+    chunks = mc.labelled(mc.batches(rng, n, d, chunk_rows(max(p, d), n)), theta, g, delta, noise)
+    return mc.giant_step(W, chunks, sigma, rate=eta / (n * p), a=a)
+
 
 
 def overlap_matrix(W: np.ndarray, theta: np.ndarray) -> np.ndarray:
@@ -288,14 +244,15 @@ def ridge_test_error(W: np.ndarray, theta: np.ndarray, g: Callable, sigma: Funct
     scale = 1.0 / math.sqrt(p)
     gram, rhs = np.zeros((p, p)), np.zeros(p)
     rng, noise = np.random.default_rng(ridge_seed), np.random.default_rng(noise_seed)
-    for X in _chunks(rng, n_ridge, d, chunk_rows(max(p, d), n_ridge)):
-        y = _labels(X, theta, g, delta, noise)
+    for X, y in mc.labelled(mc.batches(rng, n_ridge, d, chunk_rows(max(p, d), n_ridge)), theta,
+                            g, delta, noise):
         F = sigma(X @ W.T) * scale
         gram += F.T @ F
         rhs += F.T @ y
     a = ridge_readout(None, None, lam, gram=gram, rhs=rhs)
     err = power = 0.0
-    for X in _chunks(np.random.default_rng(test_seed), n_test, d, chunk_rows(max(p, d), n_test)):
+    test_rng = np.random.default_rng(test_seed)
+    for X in mc.batches(test_rng, n_test, d, chunk_rows(max(p, d), n_test)):
         y = g(X @ theta.T)
         pred = sigma(X @ W.T) @ a * scale
         err += float(np.sum((y - pred) ** 2))
@@ -313,10 +270,11 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
     t0 = time.perf_counter()
     sigma = get_function(config.sigma)
     g, k = target_callable(config.target)
-    children = seed.spawn(len(STREAMS) + 2 * config.steps)
-    s = dict(zip(STREAMS, children[:len(STREAMS)], strict=True))
-    batch_seeds = children[len(STREAMS):len(STREAMS) + config.steps]
-    noise_seeds = children[len(STREAMS) + config.steps:]
+    T = config.steps
+    s = mc.streams(seed, (*STREAMS, *(f"batch{t}" for t in range(T)),
+                          *(f"noise{t}" for t in range(T))))
+    batch_seeds = [s[f"batch{t}"] for t in range(T)]
+    noise_seeds = [s[f"noise{t}"] for t in range(T)]
     W = sphere_rows(np.random.default_rng(s["weights"]), config.p, config.d)
     theta = teacher_directions(np.random.default_rng(s["teacher"]), k, config.d)
     a = readout_vector(config.p, config.readout)
@@ -400,9 +358,9 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
         description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
-                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (Dandi et al. 2023, arXiv:2305.18270). "
-                    "Prints mean and standard error over seeds of the overlaps "
-                    "|<w_k, theta_j>|/|w_k| per step (CSV).")
+                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (Dandi et al. 2023, arXiv:2305.18270; "
+                    "docs/THEORY.md §8). Prints mean and standard error over seeds of the "
+                    "overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
     p.add_argument("--d", type=i_("d"), default=256, help="input dimension, >= 8 (default 256)")
     p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",
                    help="g(z1..zk): expression, He<n>() allowed (default z1 + z1*z2 + z1*z2*z3)")

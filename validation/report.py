@@ -14,61 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from .matrix import ALPHAS, LAMS, matrix_settings, read_store, scaling_settings
+from .matrix import (  # noqa: F401  (aggregate, naive_spike: re-exported)
+    ALPHAS,
+    LAMS,
+    aggregate,
+    matrix_settings,
+    naive_spike,
+    read_store,
+    scaling_settings,
+)
 
 FIG_DIR = Path("validation/figures")
 SCALING_KEYS = {ms.key for ms, _, _ in scaling_settings()}
-
-
-def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
-    """THEORY.md §3 verbatim (residual taken as y, i.e. mu0 ignored): the mapping to compare
-    the mu0-aware one of ``asymptotics.srf`` against on activations with E sigma != 0."""
-    from asymptotics import SpikeMapping, ge_coefficients
-
-    k = ge_coefficients(sigma, target)
-    u = math.sqrt(k.mu1_star**2 + k.mu2_star / alpha0)
-    gamma = k.mu1_star / u
-    return SpikeMapping(r=eta * k.dmu1 * u, c=1 + eta**2 * k.mu2_star * k.s2 / alpha0,
-                        gamma=gamma, rho=math.sqrt(max(0.0, 1 - gamma**2)), scale=1.0,
-                        residual_mean=k.mu0_star, residual_second_moment=k.mu2_star, u_norm=u)
-
-
-def aggregate(store, first_reps: int | None = None):
-    """Mean, s.e. and count per point; theory (and the naive-mapping theory) alongside."""
-    import pandas as pd
-
-    from asymptotics import risk_curve
-
-    keys = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "alpha", "lam"]
-    if first_reps is not None:  # the planned repetitions only (confirmations excluded)
-        store = store[store["rep"] < first_reps]
-    g = store.groupby(keys)["risk"]
-    agg = g.agg(sim_mean="mean", sim_sd=lambda v: v.std(ddof=1), seeds="count").reset_index()
-    agg["sim_se"] = agg["sim_sd"] / np.sqrt(agg["seeds"])
-    theory, naive = {}, {}
-    for (sigma, target, beta, alpha0, eta, lam), _ in agg.groupby(
-            ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
-        common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta,
-                      progress=False)
-        df = risk_curve(ALPHAS, eta=eta, **common)
-        for a, r, ok in zip(df["alpha"], df["risk"], df["converged"], strict=True):
-            theory[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
-        if eta > 0 and sigma == "relu":
-            dn = risk_curve(ALPHAS, eta=eta, spike=naive_spike(sigma, target, alpha0, eta),
-                            **common)
-            for a, r, ok in zip(dn["alpha"], dn["risk"], dn["converged"], strict=True):
-                naive[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
-
-    def lookup(table, row):
-        return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam,
-                          row.alpha), math.nan)
-
-    agg["theory"] = [lookup(theory, r) for r in agg.itertuples()]
-    agg["theory_naive"] = [lookup(naive, r) for r in agg.itertuples()]
-    agg["z"] = (agg["sim_mean"] - agg["theory"]) / agg["sim_se"]
-    agg["rel_gap"] = (agg["sim_mean"] - agg["theory"]) / agg["theory"]
-    agg["z_naive"] = (agg["sim_mean"] - agg["theory_naive"]) / agg["sim_se"]
-    return pd.DataFrame(agg)
 
 
 def _fmt(v: float, nd: int = 4) -> str:
@@ -76,16 +33,14 @@ def _fmt(v: float, nd: int = 4) -> str:
 
 
 def _figures(main, agg) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     FIG_DIR.mkdir(parents=True, exist_ok=True)
     paths = []
     d = int(main["d"].iloc[0])
     colors = {"srf": "#0072B2", "network": "#D55E00", "rf": "#009E73"}
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    fig = Figure(figsize=(10, 4), constrained_layout=True)
+    axes = fig.subplots(1, 2)
     for model, sub in main.groupby("model"):
         axes[0].errorbar(sub["theory"], sub["sim_mean"], yerr=sub["sim_se"], fmt="o", ms=3,
                          alpha=0.7, color=colors[model], label=model)
@@ -108,12 +63,12 @@ def _figures(main, agg) -> list[Path]:
     axes[1].legend(frameon=False, fontsize=8)
     path = FIG_DIR / f"matrix_overview_d{d}.png"
     fig.savefig(path, dpi=130, metadata={"Software": None})
-    plt.close(fig)
     paths.append(path)
 
     scal = agg[agg["key"].isin(SCALING_KEYS)]
     if len(scal):
-        fig, ax = plt.subplots(figsize=(9, 4.5), constrained_layout=True)
+        fig = Figure(figsize=(9, 4.5), constrained_layout=True)
+        ax = fig.subplots()
         styles = dict(zip(sorted(scal["key"].unique()), ["-", "--", "-.", ":", "-"], strict=False))
         for (key, model), sub in scal.groupby(["key", "model"]):
             s = sub.assign(abs_gap=(sub["sim_mean"] - sub["theory"]).abs()).groupby("d")
@@ -131,7 +86,6 @@ def _figures(main, agg) -> list[Path]:
         ax.legend(frameon=False, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         path = FIG_DIR / f"matrix_scaling_d{d}.png"
         fig.savefig(path, dpi=130, metadata={"Software": None})
-        plt.close(fig)
         paths.append(path)
     return paths
 
@@ -189,7 +143,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
 
 
 def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
-    """Issue 3 asks for s.e. <= 2e-3: where it is reached with every repetition in the store
+    """The validation target is s.e. <= 2e-3: where it is reached with every repetition in the store
     (planned, confirmation and precision rounds pooled), what z says at that precision, and the
     seeds the observed spread says the other points need (``ceil((sd / target)^2)``)."""
     reps = store[store["d"] == d].drop_duplicates(["key", "model", "rep"])
@@ -200,7 +154,7 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
              + ", ".join(f"{int(n)} with the `{e}` test-error estimator" for e, n in counts.items())
              + " (`validation.test_error`: both estimate the test error of the same trained "
              "network, `cv` with control variates of known mean, so they pool; the s.e. of a "
-             "mean of values of unequal noise is still sd/sqrt(n)). Issue 3 asks for "
+             "mean of values of unequal noise is still sd/sqrt(n)). The validation target is "
              f"s.e. ≤ {target:g} at every point. `python -m validation.matrix run --target-se "
              f"{target:g}` adds repetitions, cheapest settings first, until it holds; where it is "
              "not reached, the pooled spread says how many repetitions it would take "

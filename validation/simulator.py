@@ -28,31 +28,40 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
-from scipy import linalg
 from scipy.linalg import blas
 
+from asymptotics import checks
 from asymptotics.functions import Function, get_function
 from asymptotics.srf import srf_mapping
 
+from . import montecarlo as mc
 from . import test_error
-from .kernels import KERNELS
+from .montecarlo import (  # noqa: F401  (re-exported: the simulator's building blocks)
+    BlockRows,
+    batches,
+    descent_direction,
+    features,
+    labels,
+    ridge_readout,
+    sphere_rows,
+    unit_vector,
+)
 
 MODELS = ("network", "srf", "rf")
 STREAMS = ("weights", "teacher", "step", "step_noise", "ridge", "ridge_noise", "test")
-CHUNK_BYTES = 256 * 2**20  # one chunk of pre-activations (rows x p float64): big chunks, fast GEMMs
+CHUNK_BYTES = mc.CHUNK_BYTES
+
+
+def chunk_rows(p: int, n: int) -> int:
+    """Rows per chunk of ``rows x p`` pre-activations (:data:`CHUNK_BYTES`)."""
+    return mc.chunk_rows(p, n, CHUNK_BYTES, 64)
 
 
 def _positive(name: str, value: float, *, allow_zero: bool = False) -> float:
-    value = float(value)
-    ok = value >= 0 if allow_zero else value > 0
-    if not (math.isfinite(value) and ok):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'} and finite, "
-                         f"got {value:g}")
-    return value
+    return checks.positive(name, value, allow_zero=allow_zero)
 
 
 @dataclass(frozen=True)
@@ -146,137 +155,6 @@ class SimulationResult:
 # building blocks (public: the tests check each against an independent computation)
 
 
-def sphere_rows(rng: np.random.Generator | BlockRows, p: int, d: int) -> np.ndarray:
-    """``p x d`` matrix with rows i.i.d. uniform on the unit sphere of R^d."""
-    w = rng.take(p) if isinstance(rng, BlockRows) else rng.standard_normal((p, d))
-    w /= np.sqrt(np.einsum("ij,ij->i", w, w))[:, None]  # row norms without a p x d temporary
-    return w
-
-
-def unit_vector(rng: np.random.Generator, d: int) -> np.ndarray:
-    v = rng.standard_normal(d)
-    return v / np.linalg.norm(v)
-
-
-def chunk_rows(p: int, n: int) -> int:
-    """Rows per chunk so that a chunk of ``rows x p`` float64 fits in :data:`CHUNK_BYTES`."""
-    return int(max(64, min(n, CHUNK_BYTES // (8 * max(p, 1)))))
-
-
-def labels(x_theta: np.ndarray, target: Function, delta: float,
-           noise_rng: np.random.Generator | None) -> np.ndarray:
-    """``y = g(<theta*, x>) + sqrt(delta) xi`` (noiseless when ``noise_rng`` is None or delta = 0).
-
-    The noise has its own stream, so a batch drawn in chunks equals the batch drawn at once.
-    """
-    y = target(x_theta)
-    if delta > 0 and noise_rng is not None:
-        y = y + math.sqrt(delta) * noise_rng.standard_normal(y.shape)
-    return y
-
-
-class BlockRows:
-    """Rows of i.i.d. standard Gaussians drawn in parallel, reproducibly (random stream 2).
-
-    Row block ``b`` (``BLOCK`` rows) comes from its own generator (numpy's SFC64, the fastest of
-    its bit generators here), seeded by the ``b``-th child of ``seed``: the rows do not depend
-    on how they are cut into chunks nor on the thread count, and several blocks are drawn at
-    once. ``take(m)`` returns the next ``m`` rows.
-    """
-
-    BLOCK = 512
-
-    def __init__(self, seed: np.random.SeedSequence, d: int) -> None:
-        self.seed, self.d = seed, int(d)
-        self.next_block = 0
-        self.left = np.empty((0, self.d))  # drawn rows not yet handed out
-
-    def _generator(self, b: int) -> np.random.Generator:
-        child = np.random.SeedSequence(self.seed.entropy, spawn_key=(*self.seed.spawn_key, b),
-                                       pool_size=self.seed.pool_size)
-        return np.random.Generator(np.random.SFC64(child))
-
-    def take(self, m: int) -> np.ndarray:
-        out = np.empty((m, self.d))
-        k = min(m, self.left.shape[0])
-        out[:k], self.left = self.left[:k], self.left[k:]
-        whole, rest = divmod(m - k, self.BLOCK)
-        first = self.next_block
-        self.next_block += whole + (rest > 0)
-        tail = np.empty((self.BLOCK if rest else 0, self.d))
-
-        def fill(b: int) -> None:  # numpy's generators release the GIL while filling
-            target = tail if b == whole else out[k + b * self.BLOCK:k + (b + 1) * self.BLOCK]
-            self._generator(first + b).standard_normal(out=target)
-
-        blocks = whole + (rest > 0)
-        if blocks > 1 and _threads() > 1:
-            list(_pool().map(fill, range(blocks)))
-        else:
-            for b in range(blocks):
-                fill(b)
-        if rest:
-            out[m - rest:], self.left = tail[:rest], tail[rest:]
-        return out
-
-
-def _batches(source: np.random.Generator | BlockRows, n: int, d: int, rows: int,
-             stops: Sequence[int] = ()):
-    """Standard Gaussian ``m x d`` chunks of a batch of ``n`` samples, cut at every ``stops``:
-    drawn one after the other from a generator (random stream 1) or from :class:`BlockRows`."""
-    cuts = sorted({int(c) for c in stops if 0 < c < n} | {n})
-    start = 0
-    for cut in cuts:
-        while start < cut:
-            m = min(rows, cut - start)
-            if isinstance(source, BlockRows):
-                yield source.take(m)
-            else:
-                yield source.standard_normal((m, d))
-            start += m
-
-
-def _threads() -> int:
-    """Threads for the elementwise passes: OMP_NUM_THREADS when set (1 in matrix workers), else
-    the core count. numpy ufuncs release the GIL, so row blocks run in parallel."""
-    try:
-        n = int(os.environ.get("OMP_NUM_THREADS", "") or (os.cpu_count() or 1))
-    except ValueError:
-        n = 1
-    return max(1, n)
-
-
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=_threads(), thread_name_prefix="giantstep")
-    return _POOL
-
-
-def _by_rows(work: Callable[[int, int], None], m: int) -> None:
-    """``work(i0, i1)`` over row blocks of ``m`` rows, in threads; it must write in place."""
-    k = min(_threads(), max(1, m // 256))
-    if k == 1:
-        work(0, m)
-        return
-    cuts = np.linspace(0, m, k + 1).astype(int)
-    list(_pool().map(lambda i: work(cuts[i], cuts[i + 1]), range(k)))
-
-
-def giant_step_gradient(
-    X: np.ndarray, y: np.ndarray, W: np.ndarray, a: np.ndarray, sigma: Function
-) -> np.ndarray:
-    """``grad_W L`` for ``L = (1/(2n)) sum_i (y_i - f(x_i))^2``, ``f = a . sigma(W x)/sqrt p``."""
-    p = W.shape[0]
-    Z = X @ W.T
-    e = y - sigma(Z) @ a / math.sqrt(p)
-    S = sigma.derivative(Z) * e[:, None] * (a[None, :] / math.sqrt(p))
-    return -(S.T @ X) / X.shape[0]
-
-
 def network_step(
     W0: np.ndarray, theta: np.ndarray, sigma: Function, target: Function, *,
     n0: int, eta_tilde: float, delta: float, rng: np.random.Generator | BlockRows,
@@ -285,28 +163,12 @@ def network_step(
     """``W1 = W0 + (eta_tilde / n0) sum_i (y_i - f(x_i; a0, W0)) sigma'(W0 x_i) x_i^T``, chunked.
 
     With ``a0 = 1/sqrt(p)``, ``f = mean_k sigma(<w_k, x>)`` and ``eta = eta_tilde p`` this is
-    ``W0 - eta grad_W L0`` of THEORY.md §1 (the factor ``1/sqrt(p)`` twice times ``p``).
+    ``W0 - eta grad_W L0`` of THEORY.md §1 (the factor ``1/sqrt(p)`` twice times ``p``); the step
+    itself is :func:`validation.montecarlo.giant_step`.
     """
     p, d = W0.shape
-    kernel = KERNELS[sigma.f][1] if sigma.f in KERNELS else None
-    G = None
-    for X in _batches(rng, n0, d, chunk_rows(p, n0)):
-        y = labels(X @ theta, target, delta, noise_rng)
-        Z = X @ W0.T
-
-        def work(i0: int, i1: int, Z=Z, y=y) -> None:  # Z <- (y - f) sigma'(Z), row block
-            if kernel is not None:
-                kernel(Z[i0:i1], y[i0:i1])
-                return
-            value, slope = sigma.value_and_derivative(Z[i0:i1])
-            slope *= (y[i0:i1] - value.mean(axis=1))[:, None]
-            Z[i0:i1] = slope
-
-        _by_rows(work, Z.shape[0])
-        G = Z.T @ X if G is None else np.add(G, Z.T @ X, out=G)
-    G *= eta_tilde / n0
-    G += W0
-    return G
+    chunks = mc.labelled(batches(rng, n0, d, chunk_rows(p, n0)), theta, target, delta, noise_rng)
+    return mc.giant_step(W0, chunks, sigma, rate=eta_tilde / n0)[0]
 
 
 def srf_weights(
@@ -321,62 +183,6 @@ def srf_weights(
     W1 = math.sqrt(c) * W0
     W1 += r * v[None, :]
     return W1, v
-
-
-def ridge_readout(
-    features: np.ndarray | None, y: np.ndarray | None, lam: float, *,
-    gram: np.ndarray | None = None, rhs: np.ndarray | None = None, method: str = "auto",
-    kernel: np.ndarray | None = None,
-) -> np.ndarray:
-    """``argmin_a |y - F a|^2 + lam |a|^2`` through the smaller system, by Cholesky.
-
-    Primal: ``(F^T F + lam I) a = F^T y`` (``p x p``; pass ``gram = F^T F``, ``rhs = F^T y`` when
-    they were accumulated in chunks; with ``lam > 0`` only the upper triangle of ``gram`` is read).
-    Dual: ``a = F^T (F F^T + lam I)^{-1} y`` (``n x n``).
-    ``lam = 0`` gives the minimum-norm least-squares solution (via ``lstsq``). ``kernel = F F^T``
-    may be passed to reuse it over several ``lam``.
-    """
-    if method not in ("auto", "primal", "dual"):
-        raise ValueError(f"method must be auto, primal or dual, got {method!r}")
-    if gram is not None:
-        if method == "dual":
-            raise ValueError("the dual path needs the features, not their Gram matrix")
-        method = "primal"
-    elif method == "auto":
-        method = "primal" if features.shape[1] <= features.shape[0] else "dual"
-    if lam == 0:
-        if features is None:
-            return linalg.lstsq(gram, rhs, lapack_driver="gelsd")[0]
-        return linalg.lstsq(features, y, lapack_driver="gelsd")[0]
-    if method == "primal":
-        if gram is None:
-            gram, rhs = features.T @ features, features.T @ y
-        A = gram.copy()
-        A[np.diag_indices_from(A)] += lam
-        return linalg.cho_solve(linalg.cho_factor(A, lower=False, overwrite_a=True,
-                                                  check_finite=False), rhs, check_finite=False)
-    K = features @ features.T if kernel is None else kernel.copy()
-    K[np.diag_indices_from(K)] += lam
-    b = linalg.cho_solve(linalg.cho_factor(K, lower=True, overwrite_a=True, check_finite=False),
-                         y, check_finite=False)
-    return features.T @ b
-
-
-def _features(Z: np.ndarray, sigma: Function, scale: float) -> None:
-    """``Z <- scale * sigma(Z)`` in place, by row blocks in threads (a fused kernel of
-    :mod:`validation.kernels` where the activation has one)."""
-    if sigma.f in KERNELS:
-        kernel = KERNELS[sigma.f][0]
-        _by_rows(lambda i0, i1: kernel(Z[i0:i1], scale), Z.shape[0])
-        return
-
-    def work(i0: int, i1: int) -> None:
-        block = sigma(Z[i0:i1])
-        if scale != 1.0:
-            block *= scale
-        Z[i0:i1] = block
-
-    _by_rows(work, Z.shape[0])
 
 
 def fit_readouts(
@@ -405,10 +211,10 @@ def fit_readouts(
     kept_y: list[np.ndarray] = []
     solved: dict[int, np.ndarray] = {}
     start = 0
-    for X in _batches(rng, n_max, d, chunk_rows(p, n_max), stops=order):
+    for X in batches(rng, n_max, d, chunk_rows(p, n_max), stops=order):
         y = labels(X @ theta, target, delta, noise_rng)
         F = X @ W1.T
-        _features(F, sigma, scale)
+        features(F, sigma, scale)
         if start < keep:
             kept_F.append(F)
             kept_y.append(y)
@@ -445,7 +251,7 @@ def estimate_test_error(
     p, d = W1.shape
     A = a.reshape(p, -1)
     out = test_error.estimate_test_error(W1, A, theta, sigma, target,
-                                         _batches(rng, n_test, d, chunk_rows(p, n_test)), n_test,
+                                         batches(rng, n_test, d, chunk_rows(p, n_test)), n_test,
                                          estimator)
     return float(out[0]) if a.ndim == 1 else out
 
@@ -458,7 +264,7 @@ def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
                 target: Function) -> tuple[np.ndarray, np.ndarray, dict]:
     """``(W1, theta*, sources)`` of one repetition: the weights the readout is fitted on, and the
     random sources of the rest (the sample streams as :class:`BlockRows` under stream 2)."""
-    children = dict(zip(STREAMS, seed.spawn(len(STREAMS)), strict=True))
+    children = mc.streams(seed, STREAMS)
     rngs = {name: np.random.default_rng(child) for name, child in children.items()}
     if setting.stream == 2:
         for name in ("weights", "ridge", "test"):

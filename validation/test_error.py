@@ -29,6 +29,8 @@ import numpy as np
 from asymptotics.functions import Function
 from asymptotics.quadrature import gaussian_moments, gaussian_nodes
 
+from .montecarlo import features as _features
+
 ESTIMATORS = ("mc", "split", "cv")
 N_OUTER = 120  # outer Gauss-Hermite nodes in z (Gauss-Legendre pieces of N_PIECE when g has kinks)
 N_INNER = 120  # inner nodes in xi for smooth sigma
@@ -95,7 +97,6 @@ def estimate_test_error(W1: np.ndarray, A: np.ndarray, theta: np.ndarray, sigma:
     of ``n_test`` standard Gaussian rows in all), by ``estimator`` (module docstring)."""
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-    from .simulator import _features  # threaded in-place activation (simulator imports us)
 
     p, k = W1.shape[0], A.shape[1]
     total = np.zeros(k)

@@ -1,0 +1,49 @@
+"""Parameter validation shared by the theory and the Monte Carlo (one home for the messages):
+errors name the parameter, say what is allowed and what was given, e.g.
+``alpha0 must be > 0 and finite, got -1``."""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+
+def _show(value: object) -> str:
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return f"{float(value):g}"
+    return repr(value)
+
+
+def real(name: str, value: object, lo: float = -math.inf, hi: float = math.inf, *,
+         lo_open: bool = False, hi_open: bool = False) -> float:
+    """``float(value)`` if it is a finite real number in the interval; TypeError for something that
+    is not a number, ValueError (naming ``name`` and the interval) for one outside it."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+    ok = (math.isfinite(v) and (v > lo if lo_open else v >= lo)
+          and (v < hi if hi_open else v <= hi))
+    if not ok:
+        if math.isinf(hi):
+            rule = f"{'>' if lo_open else '>='} {lo:g} and finite"
+        elif math.isinf(lo):
+            rule = f"{'<' if hi_open else '<='} {hi:g} and finite"
+        else:
+            rule = f"in {'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        raise ValueError(f"{name} must be {rule}, got {_show(value)}")
+    return v
+
+
+def positive(name: str, value: object, *, allow_zero: bool = False) -> float:
+    """A finite real ``> 0`` (``>= 0`` with ``allow_zero``)."""
+    return real(name, value, 0.0, lo_open=not allow_zero)
+
+
+def integer(name: str, value: object, lo: int) -> int:
+    """An integer (not a bool, not a float) ``>= lo``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
+    return int(value)

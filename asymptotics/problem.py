@@ -1,0 +1,131 @@
+"""The problem of one theory point, everything but alpha: validated parameters, the one-step
+spike, the cGET tables on the kappa rule and the spectral measure (docs/THEORY.md §3-§6).
+
+:func:`build_problem` validates every input (the message names the parameter and what is
+allowed) and precomputes what does not depend on alpha; :class:`Problem` is what the solvers
+(``asymptotics.points`` in Python, ``asymptotics.paths`` compiled) take.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .cget import ConditionalCoefficients, conditional_coefficients, ge_coefficients
+from .functions import Function, get_function
+from .marchenko_pastur import SpectralMeasure, marchenko_pastur
+from .srf import SpikeMapping, srf_mapping
+
+#: which trained model a result describes: the sRF surrogate, the network itself (deterministic
+#: network theory, or the semi-empirical one with ``measure=from_weights(W1, v, theta)``), or
+#: random features (eta = 0).
+MODELS = ("srf", "network", "rf")
+
+
+def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool = True) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite, got {v}")
+    if positive and not v > 0:
+        raise ValueError(f"{name} must be > 0, got {v:g}")
+    if not positive and not (v > 0 or (allow_zero and v == 0)):
+        raise ValueError(f"{name} must be >= 0, got {v:g}")
+    return v
+
+
+def _name(fn: Function) -> str:
+    return fn.name
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Everything but alpha: functions, the sRF mapping, cGET tables and the spectral measure."""
+
+    sigma: Function
+    target: Function
+    alpha0: float
+    eta: float
+    lam: float
+    beta: float
+    delta: float
+    spike: SpikeMapping
+    coefficients: ConditionalCoefficients
+    measure: SpectralMeasure
+    model: str = "srf"
+
+    def map_args(self, alpha: float, lam: float | None = None) -> tuple:
+        k, ms = self.coefficients, self.measure
+        return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
+                alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
+                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G)
+
+
+def build_problem(
+    *,
+    sigma: str | Function = "tanh",
+    target: str | Function = "tanh",
+    alpha0: float = 2.0,
+    eta: float = 1.0,
+    lam: float = 0.01,
+    beta: float = 1.0,
+    delta: float = 0.0,
+    spike: SpikeMapping | None = None,
+    gamma: float | None = None,
+    measure: SpectralMeasure | None = None,
+    n_kappa: int = 120,
+    model: str = "srf",
+) -> Problem:
+    """Validate parameters and precompute what does not depend on alpha.
+
+    ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of the bounds,
+    THEORY.md §7);
+    ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
+    depend on it: a test of the equations)."""
+    alpha0 = _check("alpha0", alpha0, positive=True)
+    eta = _check("eta", eta)
+    lam = _check("lam", lam)
+    beta = _check("beta", beta, positive=True)
+    delta = _check("delta", delta)
+    s, g = get_function(sigma), get_function(target)
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+    if model == "rf" and eta != 0:
+        raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
+    if model == "network" and measure is None and spike is None and eta > 0:
+        # deterministic network theory: MP bulk with the step's channels (DERIVATIONS.md §7)
+        from .network import network_measure
+
+        measure = network_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+    if spike is None and measure is not None and math.isfinite(measure.r):
+        # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
+        gm = measure.gamma
+        nan = math.nan
+        spike = SpikeMapping(measure.r, measure.c, gm, math.sqrt(max(1 - gm * gm, 0.0)),
+                             nan, nan, nan, nan)
+    if spike is None:
+        try:
+            spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
+                                ge=ge_coefficients(s, g))
+        except (OverflowError, FloatingPointError, ZeroDivisionError):
+            raise ValueError(
+                f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
+                f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
+            ) from None
+    if gamma is not None:
+        gamma = float(gamma)
+        if not -1.0 <= gamma <= 1.0:
+            raise ValueError(f"gamma must be in [-1, 1], got {gamma}")
+        spike = SpikeMapping(spike.r, spike.c, gamma, math.sqrt(1 - gamma * gamma),
+                             spike.scale, spike.residual_mean, spike.residual_second_moment,
+                             spike.u_norm)
+    coeffs = conditional_coefficients(s, g, r=spike.r, c=spike.c, gamma=spike.gamma,
+                                      n_kappa=n_kappa)
+    if measure is None:
+        measure = marchenko_pastur(beta, spike.c)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model)
+
+

@@ -1,0 +1,53 @@
+"""The committed experiment reports are what their builders write from the committed data: the
+prose and tables of validation/reports/*.md are regenerated (no simulation: every row is in the
+committed CSVs) and compared line by line, so a report cannot drift from its numbers."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+TIMING = ("Wall time of this run", "This report itself took")
+TINY = re.compile(r"-?\d+(?:\.\d+)?e-(?:1[3-9]|[2-9]\d)")  # |x| < 1e-12: a numerical zero
+
+
+def _normalise(text: str) -> list[str]:
+    lines = []
+    for line in text.rstrip().splitlines():
+        for marker in TIMING:  # the only run-dependent sentences: the time of this regeneration
+            if marker in line:
+                line = line[:line.index(marker)]
+        lines.append(TINY.sub("0", line).rstrip())
+    return lines
+
+
+def _silent(*args, **kwargs) -> None:
+    pass
+
+
+@pytest.mark.parametrize("name", ["spectra", "multistep"])
+def test_committed_report_is_regenerated_from_committed_data(name, monkeypatch):
+    import importlib
+
+    data_mod = importlib.import_module(f"validation.experiments.{name}")
+    text_mod = importlib.import_module(f"validation.experiments.{name}_text")
+
+    def no_simulation(*args, **kwargs):
+        raise AssertionError("a committed row is missing: the report would need a simulation")
+
+    monkeypatch.setattr(data_mod, "simulate_row" if name == "spectra" else "run_multistep",
+                        no_simulation)
+    plan = data_mod.plan_for(False)
+    data = {n: data_mod.load_or_run(n, plan, log=_silent) for n in data_mod.EXPERIMENTS}
+    if name == "spectra":
+        figs = [data_mod.REPORTS / "figures" / f"spectra_{x}.png"
+                for x in ("phase_diagram", "counts_vs_d", "reuse", "spectrum")]
+        text = text_mod.build_report(data, plan, figs, 0.0)
+    else:
+        figs = [data_mod.REPORTS / "figures" / f"multistep_{x}.png"
+                for x in ("staircase", "leap2", "leap4")]
+        text, ok = text_mod.build_report(data, plan, figs, 0.0)
+        assert ok, "a measured verdict disagrees with the Hermite prediction"
+    committed = (data_mod.REPORTS / f"{name.upper()}.md").read_text()
+    assert _normalise(text) == _normalise(committed)

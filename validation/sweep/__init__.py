@@ -1,0 +1,73 @@
+"""Parameter sweeps at scale: theory curves and Monte Carlo over grids, resumable and exact.
+
+``sweep(kind, grid, store=..., **fixed)`` runs every combination of the ``grid`` values (any
+parameter of the theory or of the simulations) with the ``fixed`` ones, and returns a DataFrame.
+
+Units of work (tasks):
+
+- ``theory``: one curve along alpha (``asymptotics.risk_curve``: warm starts and continuation
+  along the grid's alphas), one task per combination of the other parameters;
+- ``network`` / ``srf`` / ``rf``: one Monte Carlo repetition
+  (``validation.simulator.simulate_grid_once``: one first layer, nested ridge batches along alpha,
+  every lam), one task per combination of the other parameters and repetition ``rep < seeds``.
+
+Seeds come from the parameters, never from the order of work: repetition ``rep`` uses
+``SeedSequence(entropy, spawn_key=(rep,))`` with ``entropy`` = 128 bits of the SHA-256 of the
+simulation parameters (all but ``alpha`` and ``lam``, ``seed`` a salt; not the model, so
+``network``, ``srf`` and ``rf`` at the same parameters share their random streams: paired).
+Each task runs with one BLAS thread, so results are bit-identical whatever the scheduler and
+worker count (on the same BLAS build).
+
+Schedulers: ``local`` (default) is joblib's loky process pool sized to the machine (``n_jobs``
+workers; ``n_jobs = 1`` runs in this process); ``dask`` runs on ``dask.distributed``: a
+``LocalCluster`` of ``n_jobs`` single-threaded worker processes, or the existing cluster at
+``address`` (optional extra ``giantstep[dask]``; remote workers need giantstep installed).
+
+Store (``store=path.csv``): one CSV row per point, appended atomically per task (one ``write``
+of the task's whole block of rows, then ``fsync``), under an exclusive lock. Columns: ``key``
+(hash of the point's parameters), ``task`` (hash of the task), ``task_rows`` (rows in the task's
+block), ``kind``, every parameter, the result (``risk`` NaN unless ``converged``), ``seconds``
+and ``cpu_seconds`` (the task's wall and CPU time), ``version`` (giantstep's) and ``crc``
+(CRC-32 of the rest of the line).
+On restart the tasks already stored are skipped (a theory task's hash covers its whole alpha
+list, since warm starts tie a curve's points together: a new alpha grid recomputes the curves;
+simulation repetitions are keyed by their own parameters, so ``seeds`` can grow); a torn write
+at the end of the file (a process killed mid-write: a line without its newline, a bad checksum, a
+block short of ``task_rows``) is cut off with a warning and its task recomputed. Damage followed
+by good rows is not a torn write and raises ``ValueError``.
+
+Modules: :mod:`.params` (kinds, parameters, grid parsing), :mod:`.tasks` (hashing, planning,
+running one task), :mod:`.store` (the CSV store), :mod:`.schedulers`, :mod:`.runner`
+(:func:`sweep`, :func:`summarize`), :mod:`.heatmap` and :mod:`.cli` (the ``sweep`` subcommand).
+"""
+
+from .cli import DEFAULT_ALPHAS, add_subparser, run_cli
+from .heatmap import grid_axes, plot_heatmap
+from .params import (
+    DEFAULTS,
+    KINDS,
+    META,
+    RULES,
+    SCHEDULERS,
+    SIM_PARAMS,
+    SIM_RESULT,
+    STRING_COLUMNS,
+    TAIL,
+    THEORY_PARAMS,
+    check_value,
+    columns,
+    params_of,
+    parse_grid_spec,
+    parse_values,
+)
+from .runner import summarize, sweep
+from .store import Store, format_rows, read_store
+from .tasks import Task, package_version, plan, run_task
+
+__all__ = [
+    "DEFAULTS", "DEFAULT_ALPHAS", "KINDS", "META", "RULES", "SCHEDULERS", "SIM_PARAMS",
+    "SIM_RESULT", "STRING_COLUMNS", "TAIL", "THEORY_PARAMS", "Store", "Task", "add_subparser",
+    "check_value", "columns", "format_rows", "grid_axes", "package_version", "params_of",
+    "parse_grid_spec", "parse_values", "plan", "plot_heatmap", "read_store", "run_cli",
+    "run_task", "summarize", "sweep",
+]

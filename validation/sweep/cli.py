@@ -1,0 +1,113 @@
+"""Command line of the sweep: ``python -m validation sweep`` (registered by validation.cli)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    pass
+
+from .heatmap import grid_axes, plot_heatmap
+from .params import (
+    DEFAULTS,
+    KINDS,
+    SCHEDULERS,
+    SIM_PARAMS,
+    THEORY_PARAMS,
+    params_of,
+    parse_grid_spec,
+    parse_values,
+)
+from .runner import sweep
+
+DEFAULT_ALPHAS = "0.2:5:50"
+
+
+def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
+    """Register ``sweep``: ``python -m validation sweep`` (all kinds; ``--kind theory`` for the
+    theory alone) or, with ``theory_only``, a parser restricted to the theory parameters."""
+    from asymptotics._cli import integer as i_
+    from asymptotics.cli import CONVENTIONS, add_model_arguments
+
+    p = subparsers.add_parser(
+        "sweep", help="parameter grids: local pool or Dask, resumable CSV store",
+        description="Run a grid of theory curves or Monte Carlo repetitions. Grid values: "
+                    "NAME=START:STOP:NUM (numpy.linspace) or NAME=a,b,c; every parameter not in "
+                    "a grid takes its option's value. Results: CSV (--out, or stdout without "
+                    "--store); --store makes the sweep resumable.",
+        epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
+    names = THEORY_PARAMS if theory_only else SIM_PARAMS
+    if not theory_only:
+        p.add_argument("--kind", choices=KINDS, default="network",
+                       help="theory curves, or a simulated model (default: network)")
+    p.add_argument("--grid", action="append", type=parse_grid_spec, default=[],
+                   metavar="NAME=VALUES",
+                   help=f"a grid axis, repeatable; NAME one of {', '.join(names)} "
+                        f"(alpha default: {DEFAULT_ALPHAS})")
+    add_model_arguments(p)
+    if not theory_only:
+        p.add_argument("--d", type=i_("d", 2), default=DEFAULTS["d"],
+                       help=f"dimension d of the simulations (default: {DEFAULTS['d']})")
+        p.add_argument("--n-test", type=i_("n-test", 0), default=0,
+                       help="test inputs per repetition (default 0: max(10000, 2d))")
+        p.add_argument("--seeds", type=i_("seeds", 1), default=4,
+                       help="repetitions per point (default: 4)")
+        p.add_argument("--seed", type=i_("seed", 0), default=0,
+                       help="salt of the parameter-hash seeds (default: 0)")
+    p.add_argument("--store", help="resumable CSV store: finished tasks are skipped on restart")
+    p.add_argument("--out", help="write the result CSV here")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="local",
+                   help="local: loky process pool (default); dask: dask.distributed")
+    p.add_argument("--scheduler-address", metavar="tcp://HOST:PORT",
+                   help="an existing Dask scheduler (implies --scheduler dask)")
+    p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=None,
+                   help="worker processes (default: all cores)")
+    p.add_argument("--plot", help="heat map (.png, .svg, .pdf) of the risk (needs a 2-D grid)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=run_cli, sweep_kind="theory" if theory_only else None)
+    return p
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
+    from asymptotics._cli import PLOT_SUFFIXES, check_writable
+
+    check_writable(args.store, "--store")
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
+    kind = args.sweep_kind or args.kind
+    grid: dict[str, list] = {}
+    for name, values in args.grid:
+        if name in grid:
+            raise ValueError(f"grid {name} given twice")
+        grid[name] = values
+    if "alpha" not in grid:
+        grid["alpha"] = parse_values("alpha", DEFAULT_ALPHAS)
+    names = params_of(kind)
+    fixed = {n: getattr(args, n) for n in names if n not in grid and hasattr(args, n)}
+    scheduler = "dask" if args.scheduler_address else args.scheduler
+    axes = grid_axes(grid) if args.plot else None
+    t0 = time.perf_counter()
+    try:
+        df = sweep(kind, grid, store=args.store, seeds=getattr(args, "seeds", 1),
+                   n_jobs=args.n_jobs, scheduler=scheduler, address=args.scheduler_address,
+                   progress=False if args.quiet else None, **fixed)
+    except ImportError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    text = df.to_csv(index=False, float_format="%.12g")
+    if args.out:
+        Path(args.out).write_text(text)
+    if not args.out and not args.store:
+        sys.stdout.write(text)
+    n_bad = int((~df["converged"]).sum())
+    print(f"sweep {kind}: {len(df)} points, {len(df) - n_bad} converged, "
+          f"{time.perf_counter() - t0:.1f} s" + (f"; store {args.store}" if args.store else ""),
+          file=sys.stderr)
+    if axes is not None:
+        plot_heatmap(df, *axes, args.plot)
+    return 0
