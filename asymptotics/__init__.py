@@ -1,11 +1,14 @@
 """giantstep.asymptotics: sharp asymptotics of two-layer networks after one giant step."""
 
+from ._kernel_cache import guard as _guard_kernel_cache
 from .api import ConvergenceError, RiskResult, build_problem, risk, risk_curve, solve_point
 from .cget import conditional_coefficients, ge_coefficients
 from .functions import Function, available, get_function
 from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
 from .solver import SolverConfig
 from .srf import SpikeMapping, srf_mapping
+
+_guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline
 
 __all__ = [
     "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpectralMeasure", "SpikeMapping",
