@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cget import ConditionalCoefficients, conditional_coefficients, ge_coefficients
+from .finite_width import complete_state_p, fixed_point_map_p
 from .fixed_point import (
     HAT_NAMES,
     STATE_NAMES,
@@ -120,6 +121,11 @@ class Problem:
     spike: SpikeMapping
     coefficients: ConditionalCoefficients
     measure: SpectralMeasure
+    p: float | None = None  # finite width (DERIVATIONS.md §5); None is the p -> infinity limit
+
+    @property
+    def p_inv(self) -> float:
+        return 0.0 if self.p is None else 1.0 / self.p
 
     def map_args(self, alpha: float, lam: float | None = None) -> tuple:
         k, ms = self.coefficients, self.measure
@@ -195,7 +201,8 @@ def _solve_state(
             if not np.all(np.isfinite(v_next)):
                 break
             v = v_next
-    x = complete_state(v, *args)
+    p_inv = problem.p_inv
+    x = complete_state(v, *args) if p_inv == 0.0 else complete_state_p(v, *args, p_inv)
     residual = math.inf
     if status == Status.CONVERGED:
         if not np.all(np.isfinite(x)) or np.any(x[list(NONNEG)] < 0):
@@ -203,7 +210,8 @@ def _solve_state(
         else:
             # the residual reported is that of the equations of THEORY.md §5 applied verbatim,
             # over all seven unknowns
-            residual = relative_residual(x, fixed_point_map(x, *args), solver.scale_floor)
+            fx = fixed_point_map(x, *args) if p_inv == 0.0 else fixed_point_map_p(x, *args, p_inv)
+            residual = relative_residual(x, fx, solver.scale_floor)
             if not residual <= solver.rtol:
                 status = Status.MAX_ITER
     hat = conjugates(x, *args[:8], args[8], problem.delta)
