@@ -57,6 +57,22 @@ def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool 
     return v
 
 
+def check_width(p: float | None) -> float | None:
+    """Validate the width p of the finite-p theory: None or +inf (the limit), else a real p >= 1
+    (p = beta d; the equations are continuous in p, so p need not be an integer)."""
+    if p is None:
+        return None
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"p must be a real number >= 1 or None (the limit), got {p!r}")
+    v = float(p)
+    if v == math.inf:
+        return None
+    if not math.isfinite(v) or v < 1:
+        raise ValueError(f"p must be >= 1 (the width, p = beta d) or None for p -> infinity, "
+                         f"got {v:g}")
+    return v
+
+
 def _name(fn: Function) -> str:
     return fn.name
 
@@ -100,6 +116,7 @@ class RiskResult:
     zetahat: float
     psihat: float
     state: tuple[float, ...] = field(repr=False, compare=False)
+    p: float = math.inf  # width of the finite-p theory (DERIVATIONS.md §5); inf: the limit
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -147,12 +164,15 @@ def build_problem(
     gamma: float | None = None,
     measure: SpectralMeasure | None = None,
     n_kappa: int = 120,
+    p: float | None = None,
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
     ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of seed 003);
     ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
-    depend on it: a test of the equations)."""
+    depend on it: a test of the equations). ``p``: the width for the finite-p mean channel
+    (DERIVATIONS.md §5, :func:`check_width`); None is the p -> infinity limit."""
+    p = check_width(p)
     alpha0 = _check("alpha0", alpha0, positive=True)
     eta = _check("eta", eta)
     lam = _check("lam", lam)
@@ -172,7 +192,7 @@ def build_problem(
                                       n_kappa=n_kappa)
     if measure is None:
         measure = marchenko_pastur(beta, spike.c)
-    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, p)
 
 
 def _solve_state(
@@ -278,6 +298,7 @@ def solve_point(
         risk=risk_value, converged=converged, status=status.name.lower(),
         message=message, iterations=n_iter, residual=residual,
         **vals, **hats, state=tuple(float(v) for v in x),
+        p=math.inf if problem.p is None else problem.p,
     )
 
 
@@ -296,12 +317,16 @@ def risk(
     measure: SpectralMeasure | None = None,
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
+    p: float | None = None,
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
-    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta."""
+    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. ``p``: the width of
+    the finite-p theory (DERIVATIONS.md §5; keeps the mean channel's price, which matters when
+    r sqrt(p) is not large); None is the p -> infinity limit."""
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            p=p)
     return solve_point(problem, alpha, solver=solver, strict=strict)
 
 
@@ -353,17 +378,19 @@ def risk_curve(
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
     progress: bool | None = None,
+    p: float | None = None,
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
-    parameter, conjugate and input parameter."""
+    parameter, conjugate and input parameter (``p``: the finite-p theory, see :func:`risk`)."""
     import pandas as pd
 
     alphas = [_check("alpha", a, positive=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must contain at least one value")
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure)
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            p=p)
     rows = [r.as_dict() for r in _curve_results(problem, alphas, solver, strict, progress)]
     df = pd.DataFrame(rows)
     first = ["alpha", "risk", "converged", "iterations", "residual"]

@@ -90,11 +90,26 @@ def add_model_arguments(p: argparse.ArgumentParser) -> None:
                    help="label-noise variance Delta >= 0 (default: 0)")
 
 
+def _width(text: str) -> float | None:
+    """``--p``: the width p = beta d of the finite-p theory, a number >= 1, or ``inf``."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"p must be a number >= 1 (the width p = beta d) or inf, got {text!r}") from None
+    if v == math.inf:
+        return None
+    if not math.isfinite(v) or v < 1:
+        raise argparse.ArgumentTypeError(
+            f"p must be >= 1 (the width p = beta d) or inf, got {text}")
+    return v
+
+
 def _curve(args: argparse.Namespace) -> int:
     from .api import risk_curve
 
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
-                  beta=args.beta, delta=args.delta)
+                  beta=args.beta, delta=args.delta, p=args.p)
     df = risk_curve(args.alpha, eta=args.eta, progress=None if not args.quiet else False,
                     **common)
     text = df.to_csv(index=False, float_format="%.12g")
@@ -120,9 +135,10 @@ def plot_curve(df, rf, path: str) -> None:
     import matplotlib.pyplot as plt
 
     row = df.iloc[0]
+    width = "" if not math.isfinite(row.get("p", math.inf)) else f", $p={row['p']:g}$"
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
     ax.plot(df["alpha"], df["risk"], "-", color="#0072B2",
-            label=rf"one giant step, $\tilde\eta={row['eta']:g}$")
+            label=rf"one giant step, $\tilde\eta={row['eta']:g}${width}")
     if rf is not None:
         ax.plot(rf["alpha"], rf["risk"], "--", color="#D55E00",
                 label=r"random features, $\tilde\eta=0$")
@@ -148,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
                        default=parse_grid("0.2:5:50"),
                        help="sample ratios n/d: a list 0.2,1,3 or START:STOP:NUM "
                             "(default: 0.2:5:50)")
+    curve.add_argument("--p", type=_width, default=None,
+                       help="width p = beta d for the finite-p theory (docs/DERIVATIONS.md §5), "
+                            "a number >= 1 or inf (default: inf, the p -> infinity limit)")
     curve.add_argument("--out", help="also write the CSV to this file")
     curve.add_argument("--plot", help="write a PNG of risk vs alpha (random features dashed)")
     curve.add_argument("--quiet", action="store_true", help="no progress bar")
