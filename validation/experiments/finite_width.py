@@ -30,6 +30,8 @@ from asymptotics.api import build_problem, solve_point
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 RUNS = REPORTS / "data" / "finite_width_runs.csv"
+MATRIX = pathlib.Path(__file__).resolve().parents[1] / "data" / "matrix_summary.csv"
+MATRIX_OUT = REPORTS / "data" / "finite_width_matrix.csv"
 SEED = 16016
 ALPHA = 2.0
 PAIRS = (
@@ -117,6 +119,43 @@ def table() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def matrix_table() -> pd.DataFrame:
+    """The validation matrix (validation/data/matrix_summary.csv) with the finite-p theory at each
+    simulated width p = beta d beside the p = infinity one (``theory_p``, ``z_p``)."""
+    import functools
+
+    df = pd.read_csv(MATRIX)
+
+    @functools.cache
+    def problem(sigma, target, beta, alpha0, eta, lam, p):
+        base = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                             beta=beta)
+        return dataclasses.replace(base, p=p)
+
+    values = []
+    for r in df.itertuples():
+        eta = 0.0 if r.model == "rf" else float(r.eta)
+        pr = problem(r.sigma, r.target, float(r.beta), float(r.alpha0), eta, float(r.lam),
+                     float(r.beta) * int(r.d))
+        values.append(solve_point(pr, float(r.alpha)).risk)
+    df["theory_p"] = values
+    df["z_p"] = (df.theory_p - df.sim_mean) / df.sim_se
+    return df
+
+
+def matrix_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Share within 3 s.e. and median |relative gap|, p = infinity vs finite p, by model and d
+    (he2 targets apart: their s.e. are too large to discriminate)."""
+    rows = []
+    for (model, d), g in df[df.target != "he2"].groupby(["model", "d"]):
+        rows.append(dict(model=model, d=int(d), points=len(g),
+                         within3_inf=f"{(g.z.abs() <= 3).mean():.1%}",
+                         within3_p=f"{(g.z_p.abs() <= 3).mean():.1%}",
+                         med_rel_gap_inf=f"{(g.theory / g.sim_mean - 1).abs().median():.2%}",
+                         med_rel_gap_p=f"{(g.theory_p / g.sim_mean - 1).abs().median():.2%}"))
+    return pd.DataFrame(rows)
+
+
 def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
     import matplotlib
 
@@ -155,7 +194,8 @@ def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
         name = f"{pair['sigma']}/{pair['target']}"
         for k, p in enumerate((1e3, 1e4, 1e5, None)):
             ys = [theory(pair, e, p) for e in etas]
-            ax.plot(etas, ys, color=f"C{k}", label=f"theory p = {'inf' if p is None else f'{p:.0e}'}")
+            label = "theory p = " + ("inf" if p is None else f"{p:.0e}")
+            ax.plot(etas, ys, color=f"C{k}", label=label)
         sub = tab[tab.pair == name]
         for k, (d, g) in enumerate(sub.groupby("d")):
             ax.errorbar(g.eta, g.sim, yerr=2 * g.se, fmt="os^"[k % 3], ms=4, capsize=2,
@@ -186,7 +226,7 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
-def report(tab: pd.DataFrame, figs: list[pathlib.Path]) -> str:
+def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | None = None) -> str:
     def share(col: str) -> str:
         ok = int((tab[col].abs() <= 3).sum())
         return f"{ok}/{len(tab)}"
@@ -213,6 +253,27 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path]) -> str:
     ]
     for f in figs:
         lines += [f"![{f.stem}](figures/{f.name})", ""]
+    if matrix is not None:
+        srf = matrix[(matrix.model == "srf") & (matrix.target != "he2")]
+        worst = srf.reindex(srf.z.abs().sort_values(ascending=False).index).head(12)
+        worst = worst[["key", "d", "alpha", "lam", "seeds", "sim_mean", "sim_se", "theory", "z",
+                       "theory_p", "z_p"]]
+        lines += [
+            "## The validation matrix at its own width",
+            "",
+            "Every point of `validation/data/matrix_summary.csv` (written by "
+            "`python -m validation.matrix`) with the finite-p theory at the simulated "
+            "p = beta d beside the p = infinity theory the matrix report uses (`theory`, `z`). "
+            "Per point: `validation/reports/data/finite_width_matrix.csv`.",
+            "",
+            _md(matrix_summary(matrix)),
+            "",
+            "The sRF points (the model the equations describe) with the largest |z| at "
+            "p = infinity:",
+            "",
+            _md(worst),
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -242,7 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         print("no simulations cached; run with --simulate", file=sys.stderr)
         return 1
     figs = draw(tab, REPORTS / "figures")
-    text = report(tab, figs)
+    matrix = None
+    if MATRIX.exists():
+        matrix = matrix_table()
+        matrix.to_csv(MATRIX_OUT, index=False, float_format="%.8g")
+    text = report(tab, figs, matrix)
     (REPORTS / "FINITE_WIDTH.md").write_text(text)
     print(text)
     return 0
