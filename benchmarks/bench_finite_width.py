@@ -38,6 +38,8 @@ def main() -> None:
         fin = dataclasses.replace(base, p=1000.0)
         A.solve_point(fin, 2.0)  # compile / load caches
         A.solve_point(base, 2.0)
+        A.risk_curve(alphas[:5], progress=False, **kw)
+        A.risk_curve(alphas[:5], progress=False, p=1000.0, **kw)
         t_inf = best_of(lambda b=base: A.solve_point(b, 2.0), 30)
         t_p = best_of(lambda f=fin: A.solve_point(f, 2.0), 30)
         c_inf = best_of(lambda k=kw: A.risk_curve(alphas, progress=False, **k), 3)
