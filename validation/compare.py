@@ -4,7 +4,9 @@ For each alpha: the theory risk (``asymptotics.risk_curve``; ``eta_tilde = 0`` f
 simulation mean and standard error over seeds (``validation.simulator``), ``z = (sim_mean -
 theory) / sim_se`` and the relative gap ``(sim_mean - theory) / theory``. The theory always
 describes the ``srf`` model exactly in the limit; for ``network`` it is the one-step prediction
-of THEORY.md §3 and the gap is what the sRF mapping misses at that d.
+of THEORY.md §3 and the gap is what the sRF mapping misses at that d. Beside it, ``theory_p`` and
+``z_p``: the finite-width theory at the simulated p = beta d (docs/DERIVATIONS.md §5), which keeps
+the price of the mean channel and matters when r sqrt(p) is not large.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from .cli import integer
 from .simulator import MODELS, Setting, simulate
 from .test_error import ESTIMATORS
 
-Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged"]
+Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged",
+             "theory_p", "z_p"]
 
 
 def compare(
@@ -44,17 +47,20 @@ def compare(
                 for a in alphas]
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
                         lam=lam, beta=beta, delta=delta, progress=False)
+    theory_p = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
+                          lam=lam, beta=beta, delta=delta, progress=False, p=settings[0].p)
     rows = []
     disable = None if progress is None else not progress
     with tqdm(total=len(settings) * seeds, desc=f"{model} simulations", unit="run",
               disable=disable, leave=False) as bar:
-        for s, (_, th) in zip(settings, theory.iterrows(), strict=True):
+        for s, (_, th), tp in zip(settings, theory.iterrows(), theory_p["risk"], strict=True):
             sim = simulate(s, seeds=seeds, seed=seed, n_jobs=n_jobs, progress=bar.update)
             row = sim.as_dict()
             t = float(th["risk"]) if bool(th["converged"]) else math.nan
             row.update(theory=t, theory_converged=bool(th["converged"]),
                        z=(sim.mean - t) / sim.se if sim.se > 0 else math.nan,
-                       rel_gap=(sim.mean - t) / t)
+                       rel_gap=(sim.mean - t) / t, theory_p=float(tp),
+                       z_p=(sim.mean - tp) / sim.se if sim.se > 0 else math.nan)
             rows.append(row)
     df = pd.DataFrame(rows)
     return df[Z_COLUMNS + [c for c in df.columns if c not in Z_COLUMNS]]
@@ -75,7 +81,12 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     line = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
                       lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False)
     fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
-    ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory")
+    ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory, p = inf")
+    line_p = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
+                        lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False,
+                        p=int(r["p"]))
+    ax.plot(line_p["alpha"], line_p["risk"], "--", color="#009E73",
+            label=f"theory at the simulated width p = {int(r['p'])}")
     ax.errorbar(df["alpha"], df["sim_mean"], yerr=df["sim_se"], fmt="o", ms=4, capsize=2,
                 color="#D55E00", label=f"{r['model']} simulation, d={r['d']}, "
                                        f"{r['seeds']} seeds")
