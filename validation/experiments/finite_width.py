@@ -212,6 +212,44 @@ def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
     return paths
 
 
+def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
+    """Gain over random features R_RF(alpha) - R(alpha, eta_tilde) of tanh/tanh at p = 1e3, 1e4
+    and infinity on a log eta_tilde axis: at finite p the gain switches on where r sqrt(p) ~ 1."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import TwoSlopeNorm
+
+    from asymptotics.api import risk_curve
+
+    pair = PAIRS[0]
+    alphas = np.linspace(0.2, 5.0, n)
+    etas = np.geomspace(1e-3, 3.0, n)
+    rf = risk_curve(alphas, eta=0.0, progress=False, **pair)["risk"].to_numpy()
+    widths = (1e3, 1e4, None)
+    gains = []
+    for p in widths:
+        gains.append(np.array([rf - risk_curve(alphas, eta=e, progress=False, p=p,
+                                               **pair)["risk"].to_numpy() for e in etas]))
+    span = max(float(np.nanmax(np.abs(g))) for g in gains)
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
+    for ax, p, g in zip(axes, widths, gains, strict=True):
+        mesh = ax.pcolormesh(alphas, etas, np.ma.masked_invalid(g), shading="nearest",
+                             cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span))
+        ax.set_yscale("log")
+        ax.set_xlabel("alpha = n/d")
+        ax.set_ylabel("eta_tilde")
+        ax.set_title("R_RF - R at " + ("p = inf" if p is None else f"p = {p:.0e}"))
+    fig.colorbar(mesh, ax=axes, label="gain over random features")
+    fig.suptitle("tanh/tanh, alpha0 = 2, lam = 0.01, beta = 1 (finite-width theory)",
+                 fontsize=10)
+    path = outdir / "finite_width_phase.png"
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _md(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -302,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     if tab.empty:
         print("no simulations cached; run with --simulate", file=sys.stderr)
         return 1
-    figs = draw(tab, REPORTS / "figures")
+    figs = draw(tab, REPORTS / "figures") + [draw_phase(REPORTS / "figures")]
     matrix = None
     if MATRIX.exists():
         matrix = matrix_table()
