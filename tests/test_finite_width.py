@@ -137,3 +137,27 @@ def test_cli_width(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["curve", "--alpha", "2", "--p", "0.5"])
     assert exc.value.code == 2
+
+
+def test_experiment_eta_gives_the_requested_r_sqrt_p():
+    from validation.experiments.finite_width import PAIRS, eta_for
+
+    for pair in PAIRS:
+        eta = eta_for(pair, 3.0, 2000)
+        assert A.build_problem(eta=eta, **pair).spike.r * math.sqrt(2000) == pytest.approx(3.0)
+
+
+@pytest.mark.slow
+def test_srf_simulation_follows_the_finite_p_theory():
+    """sRF Monte Carlo at d = p = 1000, r sqrt(p) = 1 (tanh/tanh): the finite-p theory within
+    3 s.e., the p = infinity theory and random features each far outside."""
+    from validation.simulator import Setting, simulate_curve
+
+    rpe = A.build_problem(eta=1.0, **TT).spike.r
+    eta = 1.0 / (math.sqrt(1000) * rpe)
+    s = Setting(model="srf", sigma="tanh", target="tanh", alpha=2.0, alpha0=2.0, eta=eta,
+                lam=0.01, beta=1.0, d=1000, estimator="cv")
+    sim = simulate_curve(s, [2.0], seeds=8, seed=11)[0]
+    assert abs(A.risk(2.0, eta=eta, p=1000, **TT).risk - sim.mean) <= 3 * sim.se
+    assert abs(A.risk(2.0, eta=eta, **TT).risk - sim.mean) > 10 * sim.se
+    assert abs(A.risk(2.0, eta=0.0, **TT).risk - sim.mean) > 10 * sim.se
