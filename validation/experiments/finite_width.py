@@ -107,6 +107,8 @@ def table() -> pd.DataFrame:
     df = _load()
     rows = []
     for (sigma, target, d, rsqp), g in df.groupby(["sigma", "target", "d", "rsqp"]):
+        if len(g) < 2:  # no standard error yet
+            continue
         pair = next(q for q in PAIRS if q["sigma"] == sigma and q["target"] == target)
         n = len(g)
         mean, se = g.risk.mean(), g.risk.std(ddof=1) / math.sqrt(n) if n > 1 else math.nan
@@ -272,6 +274,12 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
     shown = tab.assign(sim=[f"{m:.4f} ± {s:.4f}" for m, s in zip(tab.sim, tab.se, strict=True)])
     shown = shown[["pair", "d", "rsqp", "eta", "seeds", "sim", "theory_p", "z_p", "theory_inf",
                    "z_inf", "rf", "z_rf"]]
+    by_d = []
+    for d, g in tab.groupby("d"):
+        by_d.append(f"d = {d} ({len(g)} points, {int(g.seeds.min())}–{int(g.seeds.max())} "
+                    f"seeds): finite p {int((g.z_p.abs() <= 3).sum())}, p = infinity "
+                    f"{int((g.z_inf.abs() <= 3).sum())}, RF {int((g.z_rf.abs() <= 3).sum())}; "
+                    f"max |z_p| {g.z_p.abs().max():.2f}")
     lines = [
         "# Finite-width theory against sRF simulations",
         "",
@@ -284,7 +292,10 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
         "limit; `rf`: random features (eta_tilde = 0). `z_*` = (theory − sim)/s.e.",
         "",
         f"Within 3 s.e.: finite-p theory {share('z_p')}, p = infinity theory {share('z_inf')}, "
-        f"random features {share('z_rf')}.",
+        f"random features {share('z_rf')}. By size: " + "; ".join(by_d) + ".",
+        "",
+        "CPU: one core, `OMP_NUM_THREADS=1`; repetition times are in the cache "
+        f"(total {_load().seconds.sum() / 3600:.2f} core-hours).",
         "",
         _md(shown),
         "",
