@@ -116,8 +116,8 @@ def table() -> pd.DataFrame:
         t_p, t_inf, t_rf = theory(pair, eta, p), theory(pair, eta, None), theory(pair, 0.0, None)
         rows.append(dict(pair=f"{sigma}/{target}", d=int(d), p=p, rsqp=rsqp, eta=eta, seeds=n,
                          sim=mean, se=se, theory_p=t_p, theory_inf=t_inf, rf=t_rf,
-                         z_p=(t_p - mean) / se, z_inf=(t_inf - mean) / se,
-                         z_rf=(t_rf - mean) / se))
+                         z_p=(mean - t_p) / se, z_inf=(mean - t_inf) / se,
+                         z_rf=(mean - t_rf) / se))
     return pd.DataFrame(rows)
 
 
@@ -141,7 +141,7 @@ def matrix_table() -> pd.DataFrame:
                      float(r.beta) * int(r.d))
         values.append(solve_point(pr, float(r.alpha)).risk)
     df["theory_p"] = values
-    df["z_p"] = (df.theory_p - df.sim_mean) / df.sim_se
+    df["z_p"] = (df.sim_mean - df.theory_p) / df.sim_se
     return df
 
 
@@ -289,7 +289,7 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
         f"d = p (beta = 1), alpha = {ALPHA:g}, alpha0 = 2, lam = 0.01, control-variate test "
         "error; eta_tilde chosen so that r sqrt(p) = 0.3, 1, 3, 10. `theory_p`: the finite-width "
         "equations (docs/DERIVATIONS.md §5) at the simulated p; `theory_inf`: the p -> infinity "
-        "limit; `rf`: random features (eta_tilde = 0). `z_*` = (theory − sim)/s.e.",
+        "limit; `rf`: random features (eta_tilde = 0). `z_*` = (sim − theory)/s.e. (the convention of `validation compare`).",
         "",
         f"Within 3 s.e.: finite-p theory {share('z_p')}, p = infinity theory {share('z_inf')}, "
         f"random features {share('z_rf')}. By size: " + "; ".join(by_d) + ".",
