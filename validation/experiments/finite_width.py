@@ -289,7 +289,8 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
         f"d = p (beta = 1), alpha = {ALPHA:g}, alpha0 = 2, lam = 0.01, control-variate test "
         "error; eta_tilde chosen so that r sqrt(p) = 0.3, 1, 3, 10. `theory_p`: the finite-width "
         "equations (docs/DERIVATIONS.md §5) at the simulated p; `theory_inf`: the p -> infinity "
-        "limit; `rf`: random features (eta_tilde = 0). `z_*` = (sim − theory)/s.e. (the convention of `validation compare`).",
+        "limit; `rf`: random features (eta_tilde = 0). `z_*` = (sim − theory)/s.e. (the "
+        "convention of `validation compare`).",
         "",
         f"Within 3 s.e.: finite-p theory {share('z_p')}, p = infinity theory {share('z_inf')}, "
         f"random features {share('z_rf')}. By size: " + "; ".join(by_d) + ".",
