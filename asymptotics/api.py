@@ -27,7 +27,13 @@ from .points import (  # noqa: F401  (re-exported: the public names of the theor
     _curve_results,
     solve_point,
 )
-from .problem import MODELS, Problem, _check, build_problem  # noqa: F401  (re-exported)
+from .problem import (  # noqa: F401  (re-exported)
+    MODELS,
+    Problem,
+    _check,
+    build_problem,
+    check_width,
+)
 from .solver import SolverConfig
 from .srf import SpikeMapping
 
@@ -52,6 +58,7 @@ def risk(
     strict: bool = False,
     engine: str = "compiled",
     model: str = "srf",
+    p: float | None = None,
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
@@ -67,14 +74,18 @@ def risk(
     "network" the trained network itself, through the deterministic network theory
     (docs/DERIVATIONS.md §7: MP bulk with the step's F_vv, F_vt, F_tt channels) or, with
     ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
-    "rf" is random features (requires eta = 0)."""
+    "rf" is random features (requires eta = 0).
+
+    ``p``: the width of the finite-p theory (docs/DERIVATIONS.md §8: the mean channel's price,
+    which matters unless r sqrt(p) >> 1; eta = 0 stays random features at every p); None is the
+    p -> infinity limit."""
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)
         best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                               lam=lam, beta=beta, delta=delta, solver=solver,
                               overrides=dict(spike=spike, gamma=gamma, measure=measure,
-                                             model=model))
+                                             model=model, p=p))
         if not bool(best.converged[0]):
             if strict:
                 raise ConvergenceError(f"no converged optimum at alpha={alpha:g}")
@@ -85,7 +96,7 @@ def risk(
         note = str(best.message[0]) if bool(best.converged[0]) else None
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
-                            model=model)
+                            model=model, p=p)
     res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
     if note is not None and res.converged:
         res = replace(res, message=note)
@@ -110,6 +121,7 @@ def risk_curve(
     progress: bool | None = None,
     engine: str = "compiled",
     model: str = "srf",
+    p: float | None = None,
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
@@ -123,7 +135,7 @@ def risk_curve(
     alphas = [_check("alpha", a, positive=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must contain at least one value")
-    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model)
+    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p)
     if isinstance(lam, str) or isinstance(eta, str):
         df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, solver=solver, overrides=overrides)

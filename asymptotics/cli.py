@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
@@ -72,13 +73,28 @@ def add_model_arguments(p: argparse.ArgumentParser, *, optimal: bool = False) ->
                    help="label-noise variance Delta >= 0 (default: 0)")
 
 
+def _width(text: str) -> float | None:
+    """``--p``: the width p = beta d of the finite-p theory, a number >= 1, or ``inf``."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"p must be a number >= 1 (the width p = beta d) or inf, got {text!r}") from None
+    if v == math.inf:
+        return None
+    if not math.isfinite(v) or v < 1:
+        raise argparse.ArgumentTypeError(
+            f"p must be >= 1 (the width p = beta d) or inf, got {text}")
+    return v
+
+
 def _curve(args: argparse.Namespace) -> int:
     from .api import risk_curve
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
-                  beta=args.beta, delta=args.delta)
+                  beta=args.beta, delta=args.delta, p=args.p)
     eta = 0.0 if args.model == "rf" else args.eta
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
@@ -108,11 +124,13 @@ def plot_curve(df, rf, path: str) -> None:
     from matplotlib.figure import Figure
 
     row = df.iloc[0]
+    width = "" if not math.isfinite(row.get("p", math.inf)) else f", $p={row['p']:g}$"
     eta_opt, lam_opt = "interior" in df and df["eta"].nunique() > 1, df["lam"].nunique() > 1
     fig = Figure(figsize=(5.5, 3.8), constrained_layout=True)
     ax = fig.subplots()
     eta_text = r"optimal $\tilde\eta$" if eta_opt else rf"$\tilde\eta={row['eta']:g}$"
-    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2", label=f"one giant step, {eta_text}")
+    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2",
+            label=f"one giant step, {eta_text}{width}")
     if rf is not None:
         ax.plot(rf["alpha"], rf["risk"], "--", color="#D55E00",
                 label=r"random features, $\tilde\eta=0$")
@@ -143,6 +161,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "features surrogate of the step (default), network = the trained "
                             "network (deterministic network theory, docs/DERIVATIONS.md §7), "
                             "rf = random features (eta = 0, --eta ignored)")
+    curve.add_argument("--p", type=_width, default=None,
+                       help="width p = beta d for the finite-p theory (docs/DERIVATIONS.md §8), "
+                            "a number >= 1 or inf (default: inf, the p -> infinity limit)")
     curve.add_argument("--out", help="also write the CSV to this file")
     curve.add_argument("--plot", help="write a figure (.png, .svg or .pdf) of risk vs alpha "
                                       "(random features dashed; the CSV then also holds the "

@@ -15,6 +15,12 @@ N = qhat1 rho + qhat2 + zetahat^2 F + 2 zetahat psihat G + psihat^2 H:
 (docs/DERIVATIONS.md §5; the sRF closures F = beta c, G = 0, H = beta rho are THEORY.md §5).
 The risk is R = E_k[E(k)].
 
+At finite width p (``p_inv = 1/p > 0``; docs/DERIVATIONS.md §8) the mean channel is not free:
+m = mhat p V2 with mhat = A E_k[mu0 (h - b)/(1+V)], i.e. (E_k[mu0^2/(1+V)] + eps) m =
+E_k[mu0 (h - mu1 k zeta)/(1+V)] with eps = 1/(A p V2), and the readout's component along 1_p adds
+its variance p mhat^2 to N (q1 += p mhat^2 <rho/S^2>, q2 += p mhat^2 <1/S^2>). ``p_inv = 0`` is
+the p -> infinity closure above, computed by the very same operations.
+
 Kernels: ``fixed_point_map`` applies the equations above verbatim (its residual at the answer is
 what is reported); ``v_update`` is the closed (V1, V2) subsystem that the solver iterates;
 ``complete_state`` then solves the rest exactly: (zeta, psi, m) from their linear system
@@ -100,6 +106,7 @@ def fixed_point_map(
     F: np.ndarray,
     H: np.ndarray,
     G: np.ndarray,
+    p_inv: float,
 ) -> np.ndarray:
     """Kernel: one application of the map, x -> overlaps(conjugates(x)) (7 numbers)."""
     hat = conjugates(x, w, kap, mu0, mu1, ms2, h, h1, h2, A, delta)
@@ -124,7 +131,16 @@ def fixed_point_map(
         iv = 1.0 / (1.0 + mu1[j] * mu1[j] * V1 + ms2[j] * V2)
         num += w[j] * mu0[j] * (h[j] - mu1[j] * kap[j] * zeta) * iv
         den += w[j] * mu0[j] * mu0[j] * iv
-    out[6] = num / den if den > 1e-300 else 0.0
+    # finite width (docs/DERIVATIONS.md §8): m = mhat p V2, i.e. (b00 + eps) m = ..., with
+    # eps = 1/(A p V2); p_inv = 0 is the p -> infinity closure
+    if p_inv > 0.0:
+        den += p_inv / (A * mom[0])
+    m = num / den if den > 1e-300 else 0.0
+    out[6] = m
+    if p_inv > 0.0:
+        pm2 = m * m * p_inv / (mom[0] * mom[0])  # the mean channel's variance p mhat^2
+        out[0] += pm2 * mom[3]
+        out[1] += pm2 * mom[2]
     return out
 
 
@@ -143,6 +159,7 @@ def v_update(
     F: np.ndarray,
     H: np.ndarray,
     G: np.ndarray,
+    p_inv: float,
 ) -> np.ndarray:
     """Kernel: the closed (V1, V2) subsystem, (V1, V2) -> (<rho/S>, <1/S>) with
     S = lam + Vhat1 rho + Vhat2 and Vhat from V."""
@@ -182,6 +199,7 @@ def complete_state(
     F: np.ndarray,
     H: np.ndarray,
     G: np.ndarray,
+    p_inv: float,
 ) -> np.ndarray:
     """Kernel: given (V1, V2), the rest of the state (q1, q2, V1, V2, zeta, psi, m) solved exactly:
     (zeta, m) and (q1, q2) from their 2x2 linear systems. NaN q's where the q-system has no
@@ -221,6 +239,8 @@ def complete_state(
     # only, so the system is triangular: zeta first (one linear equation), then m, then psi.
     g = A * mom[5]
     cross = ph * mom[11]
+    if p_inv > 0.0:  # finite width: b00 + eps, eps = 1/(A p V2) (docs/DERIVATIONS.md §8)
+        b_00 += p_inv / (A * mom[0])
     if b_00 > 1e-300:
         num = g * (a_kh - a_k0 * b_0h / b_00) + cross
         den = 1.0 + g * (a_kk - a_k0 * a_k0 / b_00)
@@ -252,6 +272,10 @@ def complete_state(
     zp2 = 2.0 * zh * ph
     cq1 = zh * zh * mom[8] + zp2 * mom[13] + ph * ph * mom[10]
     cq2 = zh * zh * mom[7] + zp2 * mom[12] + ph * ph * mom[9]
+    if p_inv > 0.0:
+        pm2 = m * m * p_inv / (mom[0] * mom[0])  # the mean channel's variance p mhat^2
+        cq1 += pm2 * mom[3]
+        cq2 += pm2 * mom[2]
     m11 = 1.0 - A * (p11 * k11 + p12 * k12)
     m12 = -A * (p11 * k12 + p12 * k22)
     m21 = -A * (p12 * k11 + p22 * k12)

@@ -6,6 +6,7 @@ the tidy DataFrame of ``risk_curve`` (same columns, NaN risk unless converged).
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,6 +87,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
         cols[name] = np.where(conv, states[:, j], np.nan)
     for j, name in enumerate(HAT_NAMES):
         cols[name] = np.where(conv, hats[:, j], np.nan)
+    cols["p"] = np.full(n, math.inf if problem.p is None else problem.p)
     return pd.DataFrame(cols)
 
 

@@ -76,6 +76,7 @@ class RiskResult:
     zetahat: float
     psihat: float
     state: tuple[float, ...] = field(repr=False, compare=False)
+    p: float = math.inf  # width of the finite-p theory (docs/DERIVATIONS.md §8); inf: the limit
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -235,6 +236,7 @@ def solve_point(
         risk=risk_value, converged=converged, status=status.name.lower(),
         message=message, iterations=n_iter, residual=residual,
         **vals, **hats, state=tuple(float(v) for v in x),
+        p=math.inf if problem.p is None else problem.p,
     )
 
 

@@ -37,6 +37,22 @@ def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool 
     return v
 
 
+def check_width(p: float | None) -> float | None:
+    """Validate the width p of the finite-p theory: None or +inf (the limit), else a real p >= 1
+    (p = beta d; the equations are continuous in p, so p need not be an integer)."""
+    if p is None:
+        return None
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"p must be a real number >= 1 or None (the limit), got {p!r}")
+    v = float(p)
+    if v == math.inf:
+        return None
+    if not math.isfinite(v) or v < 1:
+        raise ValueError(f"p must be >= 1 (the width, p = beta d) or None for p -> infinity, "
+                         f"got {v:g}")
+    return v
+
+
 def _name(fn: Function) -> str:
     return fn.name
 
@@ -56,12 +72,18 @@ class Problem:
     coefficients: ConditionalCoefficients
     measure: SpectralMeasure
     model: str = "srf"
+    p: float | None = None  # finite width (docs/DERIVATIONS.md §8); None: the p -> infinity limit
+
+    @property
+    def p_inv(self) -> float:
+        return 0.0 if self.p is None else 1.0 / self.p
 
     def map_args(self, alpha: float, lam: float | None = None) -> tuple:
+        """The arguments of the kernels of ``fixed_point`` (and ``solver_kernels``) at alpha."""
         k, ms = self.coefficients, self.measure
         return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
                 alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
-                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G)
+                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv)
 
 
 def build_problem(
@@ -78,19 +100,22 @@ def build_problem(
     measure: SpectralMeasure | None = None,
     n_kappa: int = 120,
     model: str = "srf",
+    p: float | None = None,
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
     ``spike`` overrides the one-step mapping (e.g. r = 0.9, c = gamma = 1 of the bounds,
     THEORY.md §7);
     ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
-    depend on it: a test of the equations)."""
+    depend on it: a test of the equations). ``p``: the width of the finite-p theory
+    (docs/DERIVATIONS.md §8, :func:`check_width`); None is the p -> infinity limit."""
     alpha0 = _check("alpha0", alpha0, positive=True)
     eta = _check("eta", eta)
     lam = _check("lam", lam)
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
+    p = check_width(p)
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if model == "rf" and eta != 0:
@@ -126,6 +151,6 @@ def build_problem(
                                       n_kappa=n_kappa)
     if measure is None:
         measure = marchenko_pastur(beta, spike.c)
-    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model, p)
 
 

@@ -46,7 +46,7 @@ ASYMPTOTICS = [
     (["curve", "--alpha", "1:2:0"], "NUM"),
     (["curve", "--alpha", "abc"], "comma list"),
     (["curve", "--alpha", "1:2:10000000"], "NUM"),
-    (["curve", "--p", "1000"], "unrecognized"),
+    (["curve", "--plo", "1000"], "unrecognized"),  # no abbreviation of --plot
     (["curve", "--alph", "1"], "unrecognized"),
     (["curve", "--alpha0", "0"], "alpha0"),
     (["curve", "--alpha0", "-2"], "alpha0"),
@@ -292,7 +292,7 @@ def test_progress_lines_when_not_a_tty():
 
 
 SUBPROCESS = [
-    (["-m", "asymptotics", "curve", "--p", "1000"], 2, "unrecognized"),
+    (["-m", "asymptotics", "curve", "--plo", "1000"], 2, "unrecognized"),
     (["-m", "asymptotics", "hermite", "z1**12"], 0, "leap_index=2"),
     (["-m", "asymptotics", "hermite", "He30(z1)*He10(z2)"], 0, "leap_index=40"),
     (["-m", "asymptotics", "curve", "--alpha", "1", "--sigma", "9**9**9"], 2, "exponent"),

@@ -177,3 +177,18 @@ def test_cli_lam_optimal(tmp_path, capsys):
         main(["curve", "--lam", "best"])
     assert err.value.code == 2
     assert "optimal" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("model,p", [("srf", 300.0), ("srf", 5000.0), ("network", None),
+                                     ("network", 1000.0)])
+def test_general_equations_identical(model, p):
+    """The compiled solver covers the general equations: the network theory's F_vt channel and
+    the finite-width mean channel give the same points on both engines."""
+    n = 0
+    for sigma, target in [("tanh", "tanh"), ("relu", "sin"), ("erf", "he2")]:
+        for beta, alpha0, eta in [(0.5, 20.0, 1.0), (1.0, 2.0, 3.0), (2.0, 0.5, 0.3)]:
+            fast, slow = _both(ALPHAS, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                               lam=0.05, beta=beta, model=model, p=p)
+            _same(fast, slow)
+            n += int(slow.converged.sum())
+    assert n >= 30

@@ -1,10 +1,12 @@
 """Theory against simulation along alpha: ``python -m validation compare ...``.
 
-For each alpha: the theory risk (``asymptotics.risk_curve``; ``eta_tilde = 0`` for ``rf``), the
-simulation mean and standard error over seeds (``validation.simulator``), ``z = (sim_mean -
-theory) / sim_se`` and the relative gap ``(sim_mean - theory) / theory``. The theory always
-describes the ``srf`` model exactly in the limit; for ``network`` it is the one-step prediction
-of THEORY.md §3 and the gap is what the sRF mapping misses at that d.
+For each alpha: the theory of the simulated model (``asymptotics.risk_curve(model=...)``: the sRF
+theory for ``srf``, the network theory of docs/DERIVATIONS.md §6-7 for ``network``, random
+features for ``rf``), the simulation mean and standard error over seeds
+(``validation.simulator``), ``z = (sim_mean - theory) / sim_se`` and the relative gap
+``(sim_mean - theory) / theory``. Beside it, ``theory_p`` and ``z_p``: the same theory at the
+simulated width p = beta d (docs/DERIVATIONS.md §8), which keeps the price of the mean channel
+and matters when r sqrt(p) is not large; for ``network`` also ``theory_srf``, the sRF surrogate.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ from asymptotics._cli import PLOT_SUFFIXES, check_writable, integer
 from .simulator import MODELS, Setting, simulate
 from .test_error import ESTIMATORS
 
-Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged"]
+Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged",
+             "theory_p", "z_p"]
+
+
+def theory_model(model: str) -> str:
+    """The theory that describes a simulated model: itself (the words are the same)."""
+    return model
 
 
 def compare(
@@ -43,18 +51,25 @@ def compare(
                         eta=eta_theory, lam=lam, beta=beta, delta=delta, d=d, n_test=n_test,
                         stream=stream, estimator=estimator)
                 for a in alphas]
-    theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory,
-                        lam=lam, beta=beta, delta=delta, progress=False)
+    common = dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory, lam=lam, beta=beta,
+                  delta=delta, progress=False, model=theory_model(model))
+    theory = risk_curve(alphas, **common)
+    theory_p = risk_curve(alphas, **common, p=settings[0].p)
+    srf = risk_curve(alphas, **{**common, "model": "srf"}) if model == "network" else None
     rows = []
     with Progress(len(settings) * seeds, f"{model} simulations", unit="run",
                   enabled=progress) as bar:
-        for s, (_, th) in zip(settings, theory.iterrows(), strict=True):
+        for s, (_, th), tp in zip(settings, theory.iterrows(), theory_p["risk"], strict=True):
             sim = simulate(s, seeds=seeds, seed=seed, n_jobs=n_jobs, progress=bar.update)
             row = sim.as_dict()
             t = float(th["risk"]) if bool(th["converged"]) else math.nan
             row.update(theory=t, theory_converged=bool(th["converged"]),
                        z=(sim.mean - t) / sim.se if sim.se > 0 else math.nan,
-                       rel_gap=(sim.mean - t) / t)
+                       rel_gap=(sim.mean - t) / t, theory_p=float(tp),
+                       z_p=(sim.mean - tp) / sim.se if sim.se > 0 else math.nan,
+                       theory_model=theory_model(model))
+            if srf is not None:
+                row["theory_srf"] = float(srf["risk"][len(rows)])
             rows.append(row)
     df = pd.DataFrame(rows)
     return df[Z_COLUMNS + [c for c in df.columns if c not in Z_COLUMNS]]
@@ -70,10 +85,16 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     fine = np.linspace(df["alpha"].min(), df["alpha"].max(), 120)
     eta = 0.0 if r["model"] == "rf" else r["eta"]
     line = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
-                      lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False)
+                      lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False,
+                      model=theory_model(r["model"]))
     fig = Figure(figsize=(5.5, 3.8), constrained_layout=True)
     ax = fig.subplots()
-    ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory")
+    ax.plot(line["alpha"], line["risk"], "-", color="#0072B2", label="theory, p = inf")
+    line_p = risk_curve(fine, sigma=r["sigma"], target=r["target"], alpha0=r["alpha0"], eta=eta,
+                        lam=r["lam"], beta=r["beta"], delta=r["delta"], progress=False,
+                        p=int(r["p"]), model=theory_model(r["model"]))
+    ax.plot(line_p["alpha"], line_p["risk"], "--", color="#009E73",
+            label=f"theory at the simulated width p = {int(r['p'])}")
     ax.errorbar(df["alpha"], df["sim_mean"], yerr=df["sim_se"], fmt="o", ms=4, capsize=2,
                 color="#D55E00", label=f"{r['model']} simulation, d={r['d']}, "
                                        f"{r['seeds']} seeds")

@@ -38,7 +38,8 @@ def _theory_result_columns() -> tuple[str, ...]:
 
     from asymptotics.api import RiskResult
 
-    skip = set(THEORY_PARAMS) | {"state"}
+    # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit
+    skip = set(THEORY_PARAMS) | {"state", "p"}
     first = ("risk", "converged", "iterations", "residual")
     rest = tuple(f.name for f in fields(RiskResult) if f.name not in skip and f.name not in first)
     return first + rest
