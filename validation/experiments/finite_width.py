@@ -159,15 +159,13 @@ def matrix_summary(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     outdir.mkdir(parents=True, exist_ok=True)
     paths = []
     # collapse: risk against r sqrt(p), theory at p = 1e3, 1e4, 1e5 (one curve if it collapses)
-    fig, axes = plt.subplots(1, len(PAIRS), figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, len(PAIRS))
     xs = np.geomspace(0.1, 30, 40)
     for ax, pair in zip(axes, PAIRS, strict=True):
         name = f"{pair['sigma']}/{pair['target']}"
@@ -188,9 +186,9 @@ def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
     fig.tight_layout()
     paths.append(outdir / "finite_width_collapse.png")
     fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
     # crossover: risk against eta_tilde at p = 1e3, 1e4, 1e5, infinity
-    fig, axes = plt.subplots(1, len(PAIRS), figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    axes = fig.subplots(1, len(PAIRS))
     etas = np.geomspace(1e-3, 3, 40)
     for ax, pair in zip(axes, PAIRS, strict=True):
         name = f"{pair['sigma']}/{pair['target']}"
@@ -210,18 +208,14 @@ def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
     fig.tight_layout()
     paths.append(outdir / "finite_width_crossover.png")
     fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
     return paths
 
 
 def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
     """Gain over random features R_RF(alpha) - R(alpha, eta_tilde) of tanh/tanh at p = 1e3, 1e4
     and infinity on a log eta_tilde axis: at finite p the gain switches on where r sqrt(p) ~ 1."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.colors import TwoSlopeNorm
+    from matplotlib.figure import Figure
 
     from asymptotics.api import risk_curve
 
@@ -235,7 +229,8 @@ def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
         gains.append(np.array([rf - risk_curve(alphas, eta=e, progress=False, p=p,
                                                **pair)["risk"].to_numpy() for e in etas]))
     span = max(float(np.nanmax(np.abs(g))) for g in gains)
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
+    fig = Figure(figsize=(13, 3.8), constrained_layout=True)
+    axes = fig.subplots(1, 3)
     for ax, p, g in zip(axes, widths, gains, strict=True):
         mesh = ax.pcolormesh(alphas, etas, np.ma.masked_invalid(g), shading="nearest",
                              cmap="RdBu_r", norm=TwoSlopeNorm(0.0, -span, span))
@@ -248,7 +243,6 @@ def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
                  fontsize=10)
     path = outdir / "finite_width_phase.png"
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return path
 
 
