@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import checks
 from .cget import ConditionalCoefficients, conditional_coefficients, ge_coefficients
 from .functions import Function, get_function
 from .marchenko_pastur import SpectralMeasure, marchenko_pastur
@@ -25,16 +26,8 @@ MODELS = ("srf", "network", "rf")
 
 
 def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool = True) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite, got {v}")
-    if positive and not v > 0:
-        raise ValueError(f"{name} must be > 0, got {v:g}")
-    if not positive and not (v > 0 or (allow_zero and v == 0)):
-        raise ValueError(f"{name} must be >= 0, got {v:g}")
-    return v
+    """A finite real ``> 0`` (``positive``) or ``>= 0``: the one validator of ``checks``."""
+    return checks.positive(name, value, allow_zero=allow_zero and not positive)
 
 
 def check_width(p: float | None) -> float | None:

@@ -116,7 +116,7 @@ def test_max_iter_is_reported_as_unconverged():
     (dict(alpha=-1.0), "alpha must be > 0"), (dict(alpha0=0.0), "alpha0 must be > 0"),
     (dict(beta=0.0), "beta must be > 0"), (dict(lam=-0.1), "lam must be >= 0"),
     (dict(delta=-1.0), "delta must be >= 0"), (dict(eta=-1.0), "eta must be >= 0"),
-    (dict(alpha=float("nan")), "alpha must be finite"), (dict(lam=float("inf")), "finite"),
+    (dict(alpha=float("nan")), "alpha must be > 0 and finite"), (dict(lam=float("inf")), "finite"),
     (dict(sigma="swish"), "unknown function"),
 ])
 def test_bad_input(kw, match):
