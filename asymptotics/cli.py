@@ -170,12 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                                       "baseline as risk_rf)")
     curve.add_argument("--quiet", action="store_true", help="no progress bar")
     curve.set_defaults(func=_curve)
-    try:
-        from . import hermite
-    except ImportError:  # pragma: no cover - optional module
-        hermite = None
-    if hermite is not None and hasattr(hermite, "add_subparser"):
-        hermite.add_subparser(sub)
+    from . import hermite_cli
+
+    hermite_cli.add_subparser(sub)
     # parameter grids (theory and simulations) are ``python -m validation sweep --kind theory``:
     # the runner lives in validation, which the theory package does not import
     return parser
@@ -186,9 +183,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "hermite":
-            from . import hermite
+            from . import hermite_cli
 
-            return int(hermite.run_cli(args) or 0)
+            return int(hermite_cli.run_cli(args) or 0)
         return int(args.func(args) or 0)
     except (ValueError, TypeError, OverflowError, ZeroDivisionError, OSError) as exc:
         return fail(str(exc))

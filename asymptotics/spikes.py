@@ -263,7 +263,7 @@ def target_function(target: str, n_directions: int | None = None):
     """A vectorised ``g(Z)`` (Z of shape (..., k)) from an expression in z1..zk, or in z
     (single index), and k."""
     from .functions import get_function
-    from .hermite import target_callable
+    from .targets import target_callable
 
     text = target.strip()
     try:  # the one target parser: asymptotics.hermite (z1..zk, He<n>(.), the registered functions)

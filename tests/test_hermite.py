@@ -8,13 +8,9 @@ import pytest
 from scipy import integrate
 
 from asymptotics.cli import main as asymptotics_main
-from asymptotics.hermite import (
-    hermite_expansion,
-    monomial_to_hermite,
-    parse_target,
-    staircase,
-    target_callable,
-)
+from asymptotics.hermite import hermite_expansion, monomial_to_hermite
+from asymptotics.staircase import staircase
+from asymptotics.targets import parse_target, target_callable
 
 
 def terms(text):

@@ -48,7 +48,7 @@ import pandas as pd
 
 from asymptotics import checks
 from asymptotics.functions import Function, get_function
-from asymptotics.hermite import target_callable
+from asymptotics.targets import target_callable
 
 from . import montecarlo as mc
 from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)

@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from asymptotics.hermite import hermite_expansion, staircase
+from asymptotics.hermite import hermite_expansion
+from asymptotics.staircase import staircase
 from validation.multistep import MultiStepConfig, run_multistep
 from validation.paths import data_file
 

@@ -10,7 +10,7 @@ import platform
 import numpy as np
 import pandas as pd
 
-from asymptotics.hermite import report
+from asymptotics.staircase import report
 from validation.experiments.multistep import (
     ALPHA0,
     ETA3,
