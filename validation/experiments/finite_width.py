@@ -10,7 +10,7 @@ point). Without ``--simulate`` it only reads the cache. It then writes
 ``validation/reports/FINITE_WIDTH.md`` (the table: simulation mean ± s.e. against the finite-p
 theory, the p = infinity theory and random features, each with its distance in s.e.) and
 ``validation/reports/figures/finite_width_*.png`` (the collapse on ``r sqrt(p)`` and the
-crossover in eta_tilde at p = 1e3, 1e4, 1e5 and infinity).
+crossover in eta_tilde at the simulated p, p = 1e5 and infinity).
 """
 
 from __future__ import annotations
@@ -186,15 +186,15 @@ def draw(tab: pd.DataFrame, outdir: pathlib.Path) -> list[pathlib.Path]:
     fig.tight_layout()
     paths.append(outdir / "finite_width_collapse.png")
     fig.savefig(paths[-1], dpi=120)
-    # crossover: risk against eta_tilde at p = 1e3, 1e4, 1e5, infinity
+    # crossover: risk against eta_tilde at the simulated p, p = 1e5 and infinity
     fig = Figure(figsize=(10, 4))
     axes = fig.subplots(1, len(PAIRS))
     etas = np.geomspace(1e-3, 3, 40)
     for ax, pair in zip(axes, PAIRS, strict=True):
         name = f"{pair['sigma']}/{pair['target']}"
-        for k, p in enumerate((1e3, 1e4, 1e5, None)):
+        for k, p in enumerate((1e3, 2e3, 4e3, 1e5, None)):  # the simulated widths first
             ys = [theory(pair, e, p) for e in etas]
-            label = "theory p = " + ("inf" if p is None else f"{p:.0e}")
+            label = "theory p = " + ("inf" if p is None else f"{p:g}")
             ax.plot(etas, ys, color=f"C{k}", label=label)
         sub = tab[tab.pair == name]
         for k, (d, g) in enumerate(sub.groupby("d")):
