@@ -16,13 +16,14 @@ non-MP bulk of small alpha0 (the step's noise confined to the n0-dimensional spa
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from .cget import ge_coefficients
 from .functions import Function, get_function
-from .marchenko_pastur import SpectralMeasure, channel_measure
+from .marchenko_pastur import _EMPTY, SpectralMeasure, channel_measure
 from .quadrature import gauss_hermite, gaussian_nodes
 from .srf import srf_mapping
 
@@ -93,3 +94,77 @@ def network_measure(
     if not with_rest:
         extra = None
     return channel_measure(beta, sp.c, svv, svt, stt, extra=extra, r=sp.r, gamma=sp.gamma)
+
+
+def population_measure(
+    sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
+    delta: float = 0.0, size: int = 400, batches: int = 2, seed: int = 0,
+    mp_bulk: bool = False,
+) -> SpectralMeasure:
+    """Measure of the network's first layer from the population covariance of its bulk rows,
+    C = (I + eta c1 M)^2 + eta^2 E zeta^2 Q/alpha0 (docs/DERIVATIONS.md §7, 'the exact
+    structure'): Sigma = Pi C Pi = sum_j lam_j e_j e_j^T; the bulk of Omega is the generalised
+    MP law of the population spectrum {lam_j} (``mp_bulk``: MP(c) instead), and every channel a
+    weighted sum over the e_j (Bv = (B Pi) b + eps, b = Sigma^+ Pi C v).
+
+    M and Q (weighted Wishart matrices of ratio 1/alpha0 with the spike theta* and the
+    sample-built direction v) enter only through this weighted spectral measure, which is
+    evaluated by a numerical-integration device: ``batches`` first batches of dimension ``size``
+    drawn with the fixed ``seed`` (deterministic output; its error against larger sizes is in
+    docs/DERIVATIONS.md §7). The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
+    s, g = get_function(sigma), get_function(target)
+    k = ge_coefficients(s, g)
+    sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
+    if eta == 0.0:
+        return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
+    lam, F, G = _population_atoms(s.name, g.name, float(alpha0), float(eta), float(delta),
+                                  int(size), int(batches), int(seed))
+    c = float(lam.mean())
+    if mp_bulk:
+        return SpectralMeasure("channels", float(beta), c, _EMPTY, F, lam, G, r=sp.r,
+                               gamma=sp.gamma)
+    return SpectralMeasure("population", float(beta), c, lam, F, lam, G, r=sp.r,
+                           gamma=sp.gamma)
+
+
+@functools.lru_cache(maxsize=64)
+def _population_atoms(
+    sigma: str, target: str, alpha0: float, eta: float, delta: float, size: int, batches: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sampled device of :func:`population_measure` (independent of beta, cached): the
+    population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j)."""
+    s, g = get_function(sigma), get_function(target)
+    k = ge_coefficients(s, g)
+    rng = np.random.default_rng(seed)
+    d = int(size)
+    n0 = max(int(round(alpha0 * d)), 1)
+    lams, avals, tvals, eps = [], [], [], []
+    ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
+    for _ in range(batches):
+        X = rng.standard_normal((n0, d))
+        theta = np.zeros(d)
+        theta[0] = 1.0
+        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
+        u = X.T @ e / n0
+        v = u / np.linalg.norm(u)
+        M = (X.T * e) @ X / n0
+        Q = (X.T * (e * e)) @ X / n0
+        L = np.eye(d) + eta * k.c1 * M
+        C = L @ L + eta * eta * ezeta2 * Q / alpha0
+        Pi = np.eye(d) - np.outer(v, v)
+        lam, E = np.linalg.eigh(Pi @ C @ Pi)
+        keep = lam > 1e-9 * lam.max()
+        lam, E = lam[keep], E[:, keep]
+        proj = E.T @ (Pi @ C @ v)
+        t = theta - (v @ theta) * v
+        t /= np.linalg.norm(t)
+        lams.append(lam)
+        avals.append(proj / lam)
+        tvals.append(E.T @ t)
+        eps.append(max(float(v @ C @ v - np.sum(proj * proj / lam)), 0.0))
+    lam = np.concatenate(lams)
+    w = 1.0 / math.sqrt(batches)  # each batch's columns carry weight 1/batches
+    F = np.concatenate([[float(np.mean(eps))], w * np.concatenate(avals)])
+    G = w * np.concatenate(tvals)
+    return lam, F, G
