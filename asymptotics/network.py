@@ -9,9 +9,12 @@ u = n0^-1 sum_i e_i x_i, M acts as the 2x2 matrix Mx and its spread outside the 
     Mx = [[E e + E[g He2], E[e^2 z]/(alpha0 nu)], [., E e + E e^3/(alpha0 nu)^2]],
     Q  = E[e^2 (x.a)(x.b)],   x.theta = z,  x.n = e/(alpha0 nu) + g,  nu^2 = E e^2/alpha0,
     Sigma_ab = [(I + eta c1 Mx)^2]_ab + eta^2 s2 Q_ab/alpha0   (a, b in {v, t}).
-The measure is then :func:`asymptotics.marchenko_pastur.channel_measure` with the sRF (r, c,
-gamma). Not included: the correlation of Bv with the bulk Omega outside span(v, t), and the
-non-MP bulk of small alpha0 (the step's noise confined to the n0-dimensional span of the batch).
+The rank-one measure is then :func:`asymptotics.marchenko_pastur.channel_measure` with the sRF
+(r, c, gamma) (:func:`network_measure`; it lacks the correlation of Bv with the bulk outside
+span(v, t) and the non-MP bulk of small alpha0). The default network theory,
+:func:`population_measure`, keeps the whole population covariance C of the bulk rows: a
+generalised MP bulk of its spectrum and channels weighted over its eigenvectors, evaluated on a
+fixed-seed sampled first batch (a numerical-integration device, cached per setting).
 """
 
 from __future__ import annotations
@@ -117,8 +120,8 @@ def population_measure(
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
     if eta == 0.0:
         return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
-    lam, F, G = _population_atoms(s.name, g.name, float(alpha0), float(eta), float(delta),
-                                  int(size), int(batches), int(seed))
+    lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
+                                  int(batches), int(seed))
     c = float(lam.mean())
     if mp_bulk:
         return SpectralMeasure("channels", float(beta), c, _EMPTY, F, lam, G, r=sp.r,
@@ -129,12 +132,11 @@ def population_measure(
 
 @functools.lru_cache(maxsize=64)
 def _population_atoms(
-    sigma: str, target: str, alpha0: float, eta: float, delta: float, size: int, batches: int,
+    s: Function, g: Function, alpha0: float, eta: float, delta: float, size: int, batches: int,
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sampled device of :func:`population_measure` (independent of beta, cached): the
     population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j)."""
-    s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     rng = np.random.default_rng(seed)
     d = int(size)
