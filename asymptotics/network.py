@@ -101,7 +101,7 @@ def network_measure(
 
 def population_measure(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
-    delta: float = 0.0, size: int = 400, batches: int = 2, seed: int = 0,
+    delta: float = 0.0, size: int | None = None, batches: int = 2, seed: int = 0,
     mp_bulk: bool = False,
 ) -> SpectralMeasure:
     """Measure of the network's first layer from the population covariance of its bulk rows,
@@ -114,12 +114,18 @@ def population_measure(
     sample-built direction v) enter only through this weighted spectral measure, which is
     evaluated by a numerical-integration device: ``batches`` first batches of dimension ``size``
     drawn with the fixed ``seed`` (deterministic output; its error against larger sizes is in
-    docs/DERIVATIONS.md §7). The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
+    docs/DERIVATIONS.md §7). ``size=None``: 400 for alpha0 <= 20, 400 (20/alpha0)^(1/3) (at
+    least 100) above, which caps the cost 2 alpha0 size^3 of M and Q at that of alpha0 = 20.
+    The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
     if eta == 0.0:
         return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
+    if size is None:
+        size = 400 if alpha0 <= 20.0 else max(100, round(400 * (20.0 / alpha0) ** (1 / 3)))
+    if int(size) < 2 or int(batches) < 1:
+        raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
     lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
                                   int(batches), int(seed))
     c = float(lam.mean())
