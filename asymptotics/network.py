@@ -101,7 +101,7 @@ def network_measure(
 
 def population_measure(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
-    delta: float = 0.0, size: int | None = None, batches: int = 2, seed: int = 0,
+    delta: float = 0.0, size: int | None = None, batches: int | None = None, seed: int = 0,
     mp_bulk: bool = False,
 ) -> SpectralMeasure:
     """Measure of the network's first layer from the population covariance of its bulk rows,
@@ -115,7 +115,8 @@ def population_measure(
     evaluated by a numerical-integration device: ``batches`` first batches of dimension ``size``
     drawn with the fixed ``seed`` (deterministic output; its error against larger sizes is in
     docs/DERIVATIONS.md §7). ``size=None``: 400 for alpha0 <= 20, 400 (20/alpha0)^(1/3) (at
-    least 100) above, which caps the cost 2 alpha0 size^3 of M and Q at that of alpha0 = 20.
+    least 100) above, which caps the cost 2 alpha0 size^3 of M and Q at that of alpha0 = 20;
+    ``batches=None``: min(8, max(2, ceil(8/alpha0))), more batches where they are cheap.
     The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
@@ -124,6 +125,8 @@ def population_measure(
         return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
     if size is None:
         size = 400 if alpha0 <= 20.0 else max(100, round(400 * (20.0 / alpha0) ** (1 / 3)))
+    if batches is None:
+        batches = min(8, max(2, math.ceil(8.0 / alpha0)))
     if int(size) < 2 or int(batches) < 1:
         raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
     lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),

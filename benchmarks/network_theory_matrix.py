@@ -9,7 +9,7 @@ the worst points, and the cost of a theory point.
 "network" is the default network theory (population measure), "rank-one" the earlier MP bulk with
 rank-one channels; the mean time of the first row of a measure includes its cached device.
 Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
-[--pop-mp-bulk] [--pop-size N --pop-batches 2 --pop-seed 0]
+[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> None:
                     help="also the variant with the rest directions (network_measure(with_rest))")
     ap.add_argument("--pop-size", type=int, default=None,
                     help="device size of the network measure (default: population_measure's)")
-    ap.add_argument("--pop-batches", type=int, default=2, help="its device batches")
+    ap.add_argument("--pop-batches", type=int, default=None, help="its device batches")
     ap.add_argument("--pop-seed", type=int, default=0, help="its device seed")
     ap.add_argument("--pop-mp-bulk", action="store_true",
                     help="also the population channels with an MP(c) bulk")
