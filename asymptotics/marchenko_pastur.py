@@ -188,7 +188,7 @@ def _population_bulk(
     out: np.ndarray, beta: float, lam: np.ndarray, s0: float, s1: float
 ) -> None:
     """Kernel: the bulk averages out[0:5] of Omega = B B^T (p x p) when the d columns of B have
-    population variances lam_j / d (generalised Marchenko-Pastur law, Silverstein 1995;
+    population variances lam_j / d (generalised Marchenko-Pastur law, Silverstein and Bai 1995;
     docs/DERIVATIONS.md §7). m = <1/S> solves 1 = s0 m + <g(s1 m lam)>, g(y) = y/(1 + beta y)
     (the leave-one-column-out identity), by safeguarded Newton; the other averages are its
     derivatives in s0, s1. NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist)."""
