@@ -72,7 +72,8 @@ def risk(
 
     ``model``: "srf" (default) describes the spiked-random-features surrogate of the step;
     "network" the trained network itself, through the deterministic network theory
-    (docs/DERIVATIONS.md §7: MP bulk with the step's F_vv, F_vt, F_tt channels) or, with
+    (docs/DERIVATIONS.md §7: the population covariance of the step's bulk rows, a generalised
+    MP bulk with the F_vv, F_vt, F_tt channels; ``population_measure``) or, with
     ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
     "rf" is random features (requires eta = 0).
 

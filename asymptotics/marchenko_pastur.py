@@ -32,6 +32,7 @@ N_AVERAGES = 14  # the averages returned by measure_moments
 MEASURE_MP = 0
 MEASURE_ATOMS = 1
 MEASURE_CHANNELS = 2
+MEASURE_POPULATION = 3
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -134,6 +135,11 @@ def measure_moments(
         for j in range(N_AVERAGES):
             out[j] /= n
         return out
+    if kind == 3:
+        _population_bulk(out, beta, rho, s0, s1)
+        if not math.isnan(out[0]):
+            _special_columns(out, beta, F, G, H, s1)
+        return out
     u = s1 * c
     if s1 < 0.0 or s0 < 0.0 or (s0 == 0.0 and (u == 0.0 or beta >= 1.0)):
         out[:] = np.nan
@@ -175,6 +181,91 @@ def measure_moments(
     out[12] = 0.0
     out[13] = 0.0
     return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _population_bulk(
+    out: np.ndarray, beta: float, lam: np.ndarray, s0: float, s1: float
+) -> None:
+    """Kernel: the bulk averages out[0:5] of Omega = B B^T (p x p) when the d columns of B have
+    population variances lam_j / d (generalised Marchenko-Pastur law, Silverstein and Bai 1995;
+    docs/DERIVATIONS.md §7). m = <1/S> solves 1 = s0 m + <g(s1 m lam)>, g(y) = y/(1 + beta y)
+    (the leave-one-column-out identity), by safeguarded Newton; the other averages are its
+    derivatives in s0, s1. NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist)."""
+    n = lam.shape[0]
+    if s0 < 0.0 or s1 < 0.0 or (s0 == 0.0 and s1 == 0.0):
+        out[0:5] = np.nan
+        return
+    mean1 = 0.0
+    mean2 = 0.0
+    for j in range(n):
+        mean1 += lam[j]
+        mean2 += lam[j] * lam[j]
+    mean1 /= n
+    mean2 /= n
+    if s1 == 0.0:
+        g1 = 1.0 / s0
+        out[0] = g1
+        out[1] = mean1 * g1
+        out[2] = g1 * g1
+        out[3] = mean1 * g1 * g1
+        out[4] = (mean2 + beta * mean1 * mean1) * g1 * g1  # <rho^2> of the p x p Gram
+        return
+    # phi(m) = s0 m + <g(s1 m lam)> - 1 is increasing and concave in m, phi(0) = -1
+    lo = 0.0
+    hi = 1.0 / s0 if s0 > 0.0 else 1.0
+    for _ in range(200):  # bracket
+        phi = s0 * hi - 1.0
+        for j in range(n):
+            y = s1 * hi * lam[j]
+            phi += y / (1.0 + beta * y) / n
+        if phi >= 0.0:
+            break
+        lo = hi
+        hi *= 2.0
+    else:
+        out[0:5] = np.nan
+        return
+    m = 0.5 * (lo + hi)
+    for _ in range(200):
+        phi = s0 * m - 1.0
+        dphi = s0
+        for j in range(n):
+            y = s1 * m * lam[j]
+            den = 1.0 + beta * y
+            phi += y / den / n
+            dphi += s1 * lam[j] / (den * den) / n
+        if phi > 0.0:
+            hi = m
+        else:
+            lo = m
+        step = phi / dphi if dphi > 0.0 else 0.0
+        mn = m - step
+        if not (lo < mn < hi):
+            mn = 0.5 * (lo + hi)
+        if abs(mn - m) <= 1e-15 * m:
+            m = mn
+            break
+        m = mn
+    w = s1 * m
+    A = 0.0
+    B = 0.0
+    for j in range(n):
+        den = 1.0 + beta * lam[j] * w
+        A += lam[j] / den / n
+        B += lam[j] / (den * den) / n
+    D = s0 + s1 * B
+    m2 = m / D  # <1/S^2> = -dm/ds0
+    mr2 = m * B / D  # <rho/S^2> = -dm/ds1
+    x2 = 0.0  # <rho^2/S^2> = -d(m A)/ds1
+    for j in range(n):
+        den = 1.0 + beta * lam[j] * w
+        x2 += lam[j] * (beta * lam[j] * m * m + mr2) / (den * den) / n
+    out[0] = m
+    out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
+    out[2] = m2
+    out[3] = mr2
+    out[4] = x2
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -241,7 +332,8 @@ class SpectralMeasure:
 
     @property
     def code(self) -> int:
-        return {"mp": MEASURE_MP, "channels": MEASURE_CHANNELS}.get(self.kind, MEASURE_ATOMS)
+        return {"mp": MEASURE_MP, "channels": MEASURE_CHANNELS,
+                "population": MEASURE_POPULATION}.get(self.kind, MEASURE_ATOMS)
 
     def moments(self, s0: float, s1: float) -> np.ndarray:
         """The averages of :func:`measure_moments`."""

@@ -9,20 +9,24 @@ u = n0^-1 sum_i e_i x_i, M acts as the 2x2 matrix Mx and its spread outside the 
     Mx = [[E e + E[g He2], E[e^2 z]/(alpha0 nu)], [., E e + E e^3/(alpha0 nu)^2]],
     Q  = E[e^2 (x.a)(x.b)],   x.theta = z,  x.n = e/(alpha0 nu) + g,  nu^2 = E e^2/alpha0,
     Sigma_ab = [(I + eta c1 Mx)^2]_ab + eta^2 s2 Q_ab/alpha0   (a, b in {v, t}).
-The measure is then :func:`asymptotics.marchenko_pastur.channel_measure` with the sRF (r, c,
-gamma). Not included: the correlation of Bv with the bulk Omega outside span(v, t), and the
-non-MP bulk of small alpha0 (the step's noise confined to the n0-dimensional span of the batch).
+The rank-one measure is then :func:`asymptotics.marchenko_pastur.channel_measure` with the sRF
+(r, c, gamma) (:func:`network_measure`; it lacks the correlation of Bv with the bulk outside
+span(v, t) and the non-MP bulk of small alpha0). The default network theory,
+:func:`population_measure`, keeps the whole population covariance C of the bulk rows: a
+generalised MP bulk of its spectrum and channels weighted over its eigenvectors, evaluated on a
+fixed-seed sampled first batch (a numerical-integration device, cached per setting).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
 
 from .cget import ge_coefficients
 from .functions import Function, get_function
-from .marchenko_pastur import SpectralMeasure, channel_measure
+from .marchenko_pastur import _EMPTY, SpectralMeasure, channel_measure
 from .quadrature import gauss_hermite, gaussian_nodes
 from .srf import srf_mapping
 
@@ -93,3 +97,85 @@ def network_measure(
     if not with_rest:
         extra = None
     return channel_measure(beta, sp.c, svv, svt, stt, extra=extra, r=sp.r, gamma=sp.gamma)
+
+
+def population_measure(
+    sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
+    delta: float = 0.0, size: int | None = None, batches: int | None = None, seed: int = 0,
+    mp_bulk: bool = False,
+) -> SpectralMeasure:
+    """Measure of the network's first layer from the population covariance of its bulk rows,
+    C = (I + eta c1 M)^2 + eta^2 E zeta^2 Q/alpha0 (docs/DERIVATIONS.md §7, 'the exact
+    structure'): Sigma = Pi C Pi = sum_j lam_j e_j e_j^T; the bulk of Omega is the generalised
+    MP law of the population spectrum {lam_j} (``mp_bulk``: MP(c) instead), and every channel a
+    weighted sum over the e_j (Bv = (B Pi) b + eps, b = Sigma^+ Pi C v).
+
+    M and Q (weighted Wishart matrices of ratio 1/alpha0 with the spike theta* and the
+    sample-built direction v) enter only through this weighted spectral measure, which is
+    evaluated by a numerical-integration device: ``batches`` first batches of dimension ``size``
+    drawn with the fixed ``seed`` (deterministic output; its error against larger sizes is in
+    docs/DERIVATIONS.md §7). ``size=None``: 400 for alpha0 <= 20, 400 (20/alpha0)^(1/3) (at
+    least 100) above, which caps the cost 2 alpha0 size^3 of M and Q at that of alpha0 = 20;
+    ``batches=None``: min(8, max(2, ceil(8/alpha0))), more batches where they are cheap.
+    The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
+    s, g = get_function(sigma), get_function(target)
+    k = ge_coefficients(s, g)
+    sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
+    if eta == 0.0:
+        return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
+    if size is None:
+        size = 400 if alpha0 <= 20.0 else max(100, round(400 * (20.0 / alpha0) ** (1 / 3)))
+    if batches is None:
+        batches = min(8, max(2, math.ceil(8.0 / alpha0)))
+    if int(size) < 2 or int(batches) < 1:
+        raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
+    lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
+                                  int(batches), int(seed))
+    c = float(lam.mean())
+    if mp_bulk:
+        return SpectralMeasure("channels", float(beta), c, _EMPTY, F, lam, G, r=sp.r,
+                               gamma=sp.gamma)
+    return SpectralMeasure("population", float(beta), c, lam, F, lam, G, r=sp.r,
+                           gamma=sp.gamma)
+
+
+@functools.lru_cache(maxsize=64)
+def _population_atoms(
+    s: Function, g: Function, alpha0: float, eta: float, delta: float, size: int, batches: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sampled device of :func:`population_measure` (independent of beta, cached): the
+    population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j)."""
+    k = ge_coefficients(s, g)
+    rng = np.random.default_rng(seed)
+    d = int(size)
+    n0 = max(int(round(alpha0 * d)), 1)
+    lams, avals, tvals, eps = [], [], [], []
+    ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
+    for _ in range(batches):
+        X = rng.standard_normal((n0, d))
+        theta = np.zeros(d)
+        theta[0] = 1.0
+        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
+        u = X.T @ e / n0
+        v = u / np.linalg.norm(u)
+        M = (X.T * e) @ X / n0
+        Q = (X.T * (e * e)) @ X / n0
+        L = np.eye(d) + eta * k.c1 * M
+        C = L @ L + eta * eta * ezeta2 * Q / alpha0
+        Pi = np.eye(d) - np.outer(v, v)
+        lam, E = np.linalg.eigh(Pi @ C @ Pi)
+        keep = lam > 1e-9 * lam.max()
+        lam, E = lam[keep], E[:, keep]
+        proj = E.T @ (Pi @ C @ v)
+        t = theta - (v @ theta) * v
+        t /= np.linalg.norm(t)
+        lams.append(lam)
+        avals.append(proj / lam)
+        tvals.append(E.T @ t)
+        eps.append(max(float(v @ C @ v - np.sum(proj * proj / lam)), 0.0))
+    lam = np.concatenate(lams)
+    w = 1.0 / math.sqrt(batches)  # each batch's columns carry weight 1/batches
+    F = np.concatenate([[float(np.mean(eps))], w * np.concatenate(avals)])
+    G = w * np.concatenate(tvals)
+    return lam, F, G

@@ -114,10 +114,11 @@ def build_problem(
     if model == "rf" and eta != 0:
         raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
     if model == "network" and measure is None and spike is None and eta > 0:
-        # deterministic network theory: MP bulk with the step's channels (DERIVATIONS.md §7)
-        from .network import network_measure
+        # network theory: the population covariance of the step's bulk rows, generalised MP
+        # bulk and weighted channels (DERIVATIONS.md §7)
+        from .network import population_measure
 
-        measure = network_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+        measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
     if spike is None and measure is not None and math.isfinite(measure.r):
         # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
         gm = measure.gamma

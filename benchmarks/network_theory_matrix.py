@@ -2,10 +2,14 @@
 
 Reads the per-repetition risks of validation/data/matrix_runs.csv (model = network), groups them
 by setting and point (all repetitions pooled: mean, s.e. = sd/sqrt(n)), and compares with
-``risk(..., model="srf")`` and ``risk(..., model="network")`` (docs/DERIVATIONS.md §7). Prints
+``risk(..., model="srf")`` and ``risk(..., model="network")`` (docs/DERIVATIONS.md §7), each at
+p = infinity and at the simulated width p = beta d (``p=``, docs/DERIVATIONS.md §8). Prints
 the share of points within 3 s.e., the median and max |relative gap|, per model and per alpha0,
 the worst points, and the cost of a theory point.
-Run: python benchmarks/network_theory_matrix.py [--d 2000] [--exclude relu/he2]
+"network" is the default network theory (population measure), "rank-one" the earlier MP bulk with
+rank-one channels; the mean time of the first row of a measure includes its cached device.
+Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
+[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0]
 """
 
 from __future__ import annotations
@@ -30,6 +34,12 @@ def main() -> None:
     ap.add_argument("--first-reps", type=int, default=0, help="only repetitions < this (0: all)")
     ap.add_argument("--with-rest", action="store_true",
                     help="also the variant with the rest directions (network_measure(with_rest))")
+    ap.add_argument("--pop-size", type=int, default=None,
+                    help="device size of the network measure (default: population_measure's)")
+    ap.add_argument("--pop-batches", type=int, default=None, help="its device batches")
+    ap.add_argument("--pop-seed", type=int, default=0, help="its device seed")
+    ap.add_argument("--pop-mp-bulk", action="store_true",
+                    help="also the population channels with an MP(c) bulk")
     args = ap.parse_args()
     store = pd.read_csv(STORE)
     net = store[(store["model"] == "network") & (store["d"] == args.d)]
@@ -42,30 +52,51 @@ def main() -> None:
                                           n="count").reset_index()
     agg["se"] = agg["sd"] / np.sqrt(agg["n"])
     cost = {}
-    models = ("srf", "network", "network+rest") if args.with_rest else ("srf", "network")
-    for model in models:
+    # (label, model, finite width?, measure: "" default / "rank1" / "rest" / "pop" / "popmp");
+    # "network" is the default network theory (population_measure), "rank-one" the MP bulk with
+    # the step's rank-one channels (network_measure)
+    theories = [("srf", "srf", False, ""), ("srf p=bd", "srf", True, ""),
+                ("rank-one", "network", False, "rank1"),
+                ("rank-one p=bd", "network", True, "rank1")]
+    if args.with_rest:
+        theories += [("rank-one+rest p=bd", "network", True, "rest")]
+    if args.pop_mp_bulk:
+        theories += [("pop, MP bulk p=bd", "network", True, "popmp")]
+    theories += [("network", "network", False, "pop"), ("network p=bd", "network", True, "pop")]
+    models = [t[0] for t in theories]
+    for label, model, finite, rest in theories:
         vals, t = {}, 0.0
         for (sg, tg, beta, a0, eta, lam), sub in agg.groupby(
                 ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
             alphas = sorted(sub["alpha"].unique())
             t0 = time.perf_counter()
             extra = {}
-            if model == "network+rest":
+            if rest == "rank1":
+                from asymptotics.network import network_measure
+                extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta))
+            elif rest == "rest":
                 from asymptotics.network import network_measure
                 extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta,
                                                      with_rest=True))
+            elif rest in ("pop", "popmp"):
+                from asymptotics.network import population_measure
+                extra = dict(measure=population_measure(
+                    sg, tg, alpha0=a0, eta=eta, beta=beta, size=args.pop_size,
+                    batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp"))
             df = A.risk_curve(alphas, sigma=sg, target=tg, alpha0=a0, eta=eta, lam=lam,
-                              beta=beta, model=model.split("+")[0], progress=False, **extra)
+                              beta=beta, model=model, progress=False,
+                              p=beta * args.d if finite else None, **extra)
             t += time.perf_counter() - t0
             for a, r, ok in zip(df["alpha"], df["risk"], df["converged"], strict=True):
                 vals[(sg, tg, beta, a0, eta, lam, a)] = r if ok else math.nan
-        cost[model] = t / len(agg)
-        agg[model] = [vals[(r.sigma, r.target, r.beta, r.alpha0, r.eta, r.lam, r.alpha)]
+        cost[label] = t / len(agg)
+        agg[label] = [vals[(r.sigma, r.target, r.beta, r.alpha0, r.eta, r.lam, r.alpha)]
                       for r in agg.itertuples()]
-        agg[f"z_{model}"] = (agg["sim"] - agg[model]) / agg["se"]
-        agg[f"gap_{model}"] = (agg["sim"] - agg[model]) / agg[model]
+        agg[f"z_{label}"] = (agg["sim"] - agg[label]) / agg["se"]
+        agg[f"gap_{label}"] = (agg["sim"] - agg[label]) / agg[label]
     print(f"network repetitions at d = {args.d} ({args.exclude} excluded): {len(agg)} points, "
-          f"median {int(agg['n'].median())} repetitions, median s.e. {agg['se'].median():.2e}")
+          f"median {int(agg['n'].median())} repetitions, median s.e. {agg['se'].median():.2e}; "
+          f"p = bd: the theory at the simulated width p = beta d (docs/DERIVATIONS.md §8)")
     print("| theory | points | share |z| <= 3 | median |rel gap| | max |rel gap| | "
           "mean time per point |")
     print("|---|---|---|---|---|---|")
@@ -74,21 +105,25 @@ def main() -> None:
         print(f"| {model} | {int(z.notna().sum())} | {(z.abs() <= 3).mean():.1%} | "
               f"{gap.abs().median():.2%} | {gap.abs().max():.2%} | "
               f"{cost[model] * 1e3:.2f} ms |")
-    print("\nby alpha0 (network theory): share |z| <= 3, median |gap|, max |gap|")
+    print("\nby alpha0: share |z| <= 3, median |gap|, max |gap|")
     for a0, sub in agg.groupby("alpha0"):
         for model in models:
             z, gap = sub[f"z_{model}"], sub[f"gap_{model}"]
-            print(f"  alpha0 = {a0:g} {model:8s}: {(z.abs() <= 3).mean():.1%}, "
+            print(f"  alpha0 = {a0:g} {model:18s}: {(z.abs() <= 3).mean():.1%}, "
                   f"{gap.abs().median():.2%}, {gap.abs().max():.2%}")
-    print("\nper setting (network theory): share |z|<=3, median gap (signed), max |gap|")
+    last = models[-1]
+    print(f"\nper setting: share |z|<=3, median gap (signed); max |gap| of {last}")
     for key, sub in agg.groupby("key"):
-        print(f"  {key:40s} srf {(sub['z_srf'].abs() <= 3).mean():4.0%} "
-              f"{sub['gap_srf'].median():+.2%} | network "
-              f"{(sub['z_network'].abs() <= 3).mean():4.0%} {sub['gap_network'].median():+.2%}"
-              f" max {sub['gap_network'].abs().max():.2%}"
-              + (f" | +rest {(sub['z_network+rest'].abs() <= 3).mean():4.0%} "
-                 f"{sub['gap_network+rest'].median():+.2%}" if args.with_rest else ""))
-
+        line = f"  {key:40s}"
+        for model in models:
+            line += (f" | {model} {(sub[f'z_{model}'].abs() <= 3).mean():4.0%} "
+                     f"{sub[f'gap_{model}'].median():+.2%}")
+        print(line + f" max {sub[f'gap_{last}'].abs().max():.2%}")
+    worst = agg.reindex(agg[f"gap_{last}"].abs().sort_values(ascending=False).index).head(12)
+    print(f"\nworst points ({last}):")
+    for r in worst.itertuples():
+        print(f"  {r.key:40s} alpha={r.alpha:g} lam={r.lam:g} sim={r.sim:.4f}+-{r.se:.4f} "
+              f"theory={agg.loc[r.Index, last]:.4f} gap={agg.loc[r.Index, 'gap_' + last]:+.2%}")
 
 if __name__ == "__main__":
     main()
