@@ -161,7 +161,13 @@ def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
 
 
 def aggregate(store, first_reps: int | None = None):
-    """Mean, s.e. and count per point; theory (and the naive-mapping theory) alongside."""
+    """Mean, s.e. and count per point, each model against the theory of the same model.
+
+    ``theory`` is the theory of the row's model: ``srf`` and ``rf`` (eta = 0) the equations at
+    p = infinity, ``network`` the network theory (``model="network"``, population measure) at
+    the simulated width p = beta d (docs/DERIVATIONS.md §7-8); ``z`` and ``rel_gap`` use it.
+    ``theory_srf`` (the sRF equations at p = infinity for every row, with ``z_srf``) and the naive
+    mapping of THEORY.md §3 for relu (``theory_naive``, ``z_naive``) stand beside it."""
     import pandas as pd
 
     from asymptotics import risk_curve
@@ -172,28 +178,34 @@ def aggregate(store, first_reps: int | None = None):
     g = store.groupby(keys)["risk"]
     agg = g.agg(sim_mean="mean", sim_sd=lambda v: v.std(ddof=1), seeds="count").reset_index()
     agg["sim_se"] = agg["sim_sd"] / np.sqrt(agg["seeds"])
-    theory, naive = {}, {}
-    for (sigma, target, beta, alpha0, eta, lam), _ in agg.groupby(
-            ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
-        common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta,
-                      progress=False)
-        df = risk_curve(ALPHAS, eta=eta, **common)
+
+    def curve(table, key, **kw) -> None:
+        df = risk_curve(ALPHAS, progress=False, **kw)
         for a, r, ok in zip(df["alpha"], df["risk"], df["converged"], strict=True):
-            theory[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
+            table[key + (a,)] = r if ok else math.nan
+
+    theory, naive, network = {}, {}, {}
+    for (sigma, target, beta, alpha0, eta, lam), sub in agg.groupby(
+            ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
+        key = (sigma, target, beta, alpha0, eta, lam)
+        common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, eta=eta)
+        curve(theory, key, **common)
         if eta > 0 and sigma == "relu":
-            dn = risk_curve(ALPHAS, eta=eta, spike=naive_spike(sigma, target, alpha0, eta),
-                            **common)
-            for a, r, ok in zip(dn["alpha"], dn["risk"], dn["converged"], strict=True):
-                naive[(sigma, target, beta, alpha0, eta, lam, a)] = r if ok else math.nan
+            curve(naive, key, spike=naive_spike(sigma, target, alpha0, eta), **common)
+        for d in sorted(sub.loc[sub["model"] == "network", "d"].unique()):
+            curve(network, key + (int(d),), model="network", p=float(beta) * int(d), **common)
 
-    def lookup(table, row):
-        return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam,
-                          row.alpha), math.nan)
+    def lookup(table, row, *extra):
+        return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam)
+                         + extra + (row.alpha,), math.nan)
 
-    agg["theory"] = [lookup(theory, r) for r in agg.itertuples()]
+    agg["theory_srf"] = [lookup(theory, r) for r in agg.itertuples()]
+    agg["theory"] = [lookup(network, r, int(r.d)) if r.model == "network" else lookup(theory, r)
+                     for r in agg.itertuples()]
     agg["theory_naive"] = [lookup(naive, r) for r in agg.itertuples()]
     agg["z"] = (agg["sim_mean"] - agg["theory"]) / agg["sim_se"]
     agg["rel_gap"] = (agg["sim_mean"] - agg["theory"]) / agg["theory"]
+    agg["z_srf"] = (agg["sim_mean"] - agg["theory_srf"]) / agg["sim_se"]
     agg["z_naive"] = (agg["sim_mean"] - agg["theory_naive"]) / agg["sim_se"]
     return pd.DataFrame(agg)
 

@@ -151,9 +151,9 @@ def matrix_summary(df: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model, d), g in df[df.target != "he2"].groupby(["model", "d"]):
         rows.append(dict(model=model, d=int(d), points=len(g),
-                         within3_inf=f"{(g.z.abs() <= 3).mean():.1%}",
+                         within3_inf=f"{(g.z_srf.abs() <= 3).mean():.1%}",
                          within3_p=f"{(g.z_p.abs() <= 3).mean():.1%}",
-                         med_rel_gap_inf=f"{(g.theory / g.sim_mean - 1).abs().median():.2%}",
+                         med_rel_gap_inf=f"{(g.theory_srf / g.sim_mean - 1).abs().median():.2%}",
                          med_rel_gap_p=f"{(g.theory_p / g.sim_mean - 1).abs().median():.2%}"))
     return pd.DataFrame(rows)
 
@@ -307,7 +307,8 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
             "",
             "Every point of `validation/data/matrix_summary.csv` (written by "
             "`python -m validation.matrix`) with the finite-p theory at the simulated "
-            "p = beta d beside the p = infinity theory the matrix report uses (`theory`, `z`). "
+            "p = beta d beside the p = infinity sRF theory (`theory_srf`, `z_srf`; for srf rows "
+            "also `theory`, `z`). "
             "Per point: `validation/reports/data/finite_width_matrix.csv`.",
             "",
             _md(matrix_summary(matrix)),
