@@ -57,7 +57,7 @@ class Features:
     """Feature map of one variant: ``kind`` 'exact' (sigma(W x)) or 'get' (cGET given kappa)."""
 
     def __init__(self, W: np.ndarray, sigma, kind: str, v: np.ndarray, seed: int = 0,
-                 het: bool = False):
+                 het: str = "", t: np.ndarray | None = None):
         self.W, self.sigma, self.kind, self.v = W, sigma, kind, v
         self.p = W.shape[0]
         if kind == "get":
@@ -70,6 +70,9 @@ class Features:
             self.tab = _tables(sigma, self.r, self.c)
             # per-neuron bulk variance c_k = |Pi w_k|^2: first order in c_k - c of mu0(k; c_k)
             self.eps = np.einsum("ij,ij->i", WP, WP) - self.c if het else None
+            if het in ("v", "vt"):  # only the part of eps along Bv (and Bt): row_channel()
+                lv, lt, _ = row_channel(W, v, t)
+                self.eps = lv * self.delta + (lt * (W @ t) if het == "vt" else 0.0)
             if het:
                 h = 1e-3 * self.c
                 up, dn = _tables(sigma, self.r, self.c + h), _tables(sigma, self.r, self.c - h)
@@ -128,12 +131,62 @@ def renormalise(W: np.ndarray, v: np.ndarray) -> np.ndarray:
     return B + np.outer(Wv, v)
 
 
+def row_channel(W: np.ndarray, v: np.ndarray, t: np.ndarray) -> tuple[float, float, float]:
+    """Least squares eps_k = lam_v (Bv)_k + lam_t (Bt)_k + eps_perp,k of the bulk variances
+    eps_k = c_k - c on the two channel vectors; returns (lam_v, lam_t, p |eps_perp|^2/... as
+    sum eps_perp^2)."""
+    Wv = W @ v
+    B = W - np.outer(Wv, v)
+    eps = np.einsum("ij,ij->i", B, B)
+    eps -= eps.mean()
+    X = np.column_stack([Wv - Wv.mean(), W @ t])
+    coef, *_ = np.linalg.lstsq(X, eps, rcond=None)
+    res = eps - X @ coef
+    return float(coef[0]), float(coef[1]), float(res @ res)
+
+
+def row_channel_risk(alpha: float, kw: dict, measure, lam_v: float) -> float:
+    """Semi-empirical theory with the bulk-variance channel folded into the v channel: the
+    mean function k mu1(k) of the Bv channel becomes k mu1(k) + lam_v nu(k), nu = d mu0/dc =
+    E sigma''(r k + sqrt(c) z)/2 (the kernels use kappa only through kappa mu1, so this is
+    kappa -> kappa + lam_v nu/mu1). Ignores the part of eps along Bt and orthogonal to both."""
+    from dataclasses import replace
+
+    prob = A.build_problem(measure=measure, **kw)
+    k, sp = prob.coefficients, prob.spike
+    h = 1e-4 * sp.c
+    up, dn = (A.conditional_coefficients(prob.sigma, prob.target, r=sp.r, c=sp.c + s,
+                                         gamma=sp.gamma) for s in (h, -h))
+    if not (np.allclose(up.kappa, k.kappa) and np.allclose(dn.kappa, k.kappa)):
+        raise RuntimeError("kappa nodes differ between c and c +- h")
+    nu = (up.mu0 - dn.mu0) / (2 * h)
+    ratio = np.divide(nu, k.mu1, out=np.zeros_like(nu), where=np.abs(k.mu1) > 1e-200)
+    kap = k.kappa + lam_v * ratio
+    prob = replace(prob, coefficients=replace(k, kappa=kap))
+    return A.solve_point(prob, alpha).risk
+
+
 def spread(W: np.ndarray, v: np.ndarray, theta: np.ndarray) -> dict:
+    """Per-neuron spread: spike (W v)_k, teacher projection (W theta)_k, bulk variance
+    c_k = |Pi w_k|^2, and the regression slope of c_k on (W theta)_k with its correlation."""
     Wv, Wth = W @ v, W @ theta
     B = W - np.outer(Wv, v)
     n2 = np.einsum("ij,ij->i", B, B)
-    return {"r": Wv.mean(), "sd(Wv)": Wv.std(), "sd(Wtheta)": Wth.std(), "c": n2.mean(),
-            "sd|b|^2": n2.std()}
+    x, y = Wth - Wth.mean(), n2 - n2.mean()
+    return {"r": float(Wv.mean()), "sd(Wv)": float(Wv.std()), "sd(Wtheta)": float(Wth.std()),
+            "c": float(n2.mean()), "sd(c_k)": float(n2.std()),
+            "slope c_k~Wtheta": float(x @ y / (x @ x)),
+            "corr c_k,Wtheta": float(x @ y / math.sqrt((x @ x) * (y @ y)))}
+
+
+def row_scale_slope(sigma, target, eta: float) -> float:
+    """Predicted slope 2a of c_k against (W0 theta*)_k, a = eta c2 mu1*: the He2 part of sigma'
+    (c2 = E[sigma'(z) He2(z)]) makes the step add eta c2 mu1* (w0_k . theta*) w0_k to row k."""
+    z, w = np.polynomial.hermite_e.hermegauss(201)
+    w = w / w.sum()
+    c2 = float(w @ (sigma.derivative(z) * (z * z - 1.0)))
+    mu1s = float(w @ (z * target(z)))
+    return 2.0 * eta * c2 * mu1s
 
 
 def main(argv=None) -> None:
@@ -149,7 +202,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-test", type=int, default=20000)
-    ap.add_argument("--variants", default="net,net_get,net_get_het,net_rot,net_renorm,srf,srf_get,srf_gauss")
+    ap.add_argument("--variants", default="net,net_get,net_get_het,net_get_het_v,net_get_het_vt,net_rot,net_renorm,srf,srf_get,srf_gauss,srf_scaled")
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     sig, tgt = get_function(args.sigma), get_function(args.target)
@@ -159,6 +212,8 @@ def main(argv=None) -> None:
               lam=args.lam, beta=args.beta)
     th_srf = A.risk(args.alpha, **kw).risk
     th_net = A.risk(args.alpha, model="network", **kw).risk
+    print(f"predicted slope of c_k on (W theta)_k: 2 eta c2 mu1* = "
+          f"{row_scale_slope(sig, tgt, args.eta):.4f}")
     print(f"{args.sigma}/{args.target} beta={args.beta} alpha0={args.alpha0} eta={args.eta} "
           f"alpha={args.alpha} lam={args.lam} d={args.d}: sRF theory {th_srf:.5f}, "
           f"network theory {th_net:.5f}")
@@ -191,9 +246,34 @@ def main(argv=None) -> None:
             if name in variants:
                 row[name] = ridge_and_test(Features(W, sig, "exact", v), Xr, yr, Xt, gt,
                                            args.lam)
-            if f"{name}_get_het" in variants:
-                row[f"{name}_get_het"] = ridge_and_test(
-                    Features(W, sig, "get", v, seed=i, het=True), Xr, yr, Xt, gt, args.lam)
+            t = theta - (theta @ v) * v
+            t /= np.linalg.norm(t)
+            lv, lt, eperp = row_channel(W, v, t)
+            row[f"{name}:lam_v"], row[f"{name}:lam_t"] = lv, lt
+            row[f"{name}:|eps|^2"] = float(np.var(np.einsum("ij,ij->i", W, W)
+                                                  - (W @ v) ** 2) * W.shape[0])
+            row[f"{name}:|eps_perp|^2"] = eperp
+            if name == "net":
+                row["net_semi_row"] = row_channel_risk(
+                    args.alpha, kw, A.from_weights(W, v, theta), lv)
+            for het in ("", "v", "vt"):
+                key = f"{name}_get_het{het and '_' + het}"
+                if key in variants:
+                    row[key] = ridge_and_test(Features(W, sig, "get", v, seed=i,
+                                                       het=het or "full", t=t),
+                                              Xr, yr, Xt, gt, args.lam)
+            if name == "srf" and "srf_scaled" in variants:
+                # sRF with the predicted row scaling 1 + a (w0_k . theta*): the mechanism alone
+                a = row_scale_slope(sig, tgt, args.eta) / 2.0
+                W0 = (W - np.outer(np.full(W.shape[0], row["srf:r"]), v))  # sqrt(c) W0 (+ O(1/d))
+                Wsc = (1.0 + a * (W0 @ theta) / math.sqrt(row["srf:c"]))[:, None] * W0
+                Wsc += np.outer(np.full(W.shape[0], row["srf:r"]), v)
+                row["srf_scaled_semi"] = A.risk(args.alpha, measure=A.from_weights(Wsc, v, theta),
+                                                **kw).risk
+                row["srf_scaled"] = ridge_and_test(Features(Wsc, sig, "exact", v), Xr, yr, Xt, gt,
+                                                   args.lam)
+                for key, val in spread(Wsc, v, theta).items():
+                    row[f"srf_scaled:{key}"] = val
             if name == "srf" and "srf_gauss" in variants:  # Gaussian rows instead of spherical
                 Wg = math.sqrt(row["srf:c"]) * rng.standard_normal(W.shape) / math.sqrt(args.d)
                 Wg += np.outer(np.full(W.shape[0], row["srf:r"]), v)
@@ -205,8 +285,6 @@ def main(argv=None) -> None:
                 row[f"{name}_get"] = ridge_and_test(Features(W, sig, "get", v, seed=i), Xr, yr,
                                                     Xt, gt, args.lam)
             if name == "net":
-                t = theta - (theta @ v) * v
-                t /= np.linalg.norm(t)
                 if "net_rot" in variants:
                     Wr = rotate_fixing(W, [np.ones(W.shape[0]), W @ v, W @ t], rng)
                     row["net_rot"] = ridge_and_test(Features(Wr, sig, "exact", v), Xr, yr, Xt,
@@ -230,8 +308,10 @@ def main(argv=None) -> None:
         se = x.std(ddof=1) / math.sqrt(x.size) if x.size > 1 else float("nan")
         print(f"{k:<22} {x.mean():9.5f} {se:9.5f}")
     for a, b in (("net", "net_get"), ("net", "net_semi"), ("net", "net_rot"),
-                 ("net", "net_renorm"), ("net", "net_get_het"), ("srf", "srf_get"),
-                 ("srf", "srf_gauss"), ("srf_gauss", "srf_gauss_semi"), ("net", "srf")):
+                 ("net", "net_renorm"), ("net", "net_get_het"), ("net", "net_get_het_vt"),
+                 ("net", "net_get_het_v"), ("net", "net_semi_row"), ("srf", "srf_get"),
+                 ("srf", "srf_gauss"), ("srf_gauss", "srf_gauss_semi"), ("srf", "srf_scaled"),
+                 ("srf_scaled", "srf_scaled_semi"), ("net", "srf")):
         if a in rows[0] and b in rows[0]:
             dlt = np.array([r[a] - r[b] for r in rows])
             se = dlt.std(ddof=1) / math.sqrt(dlt.size) if dlt.size > 1 else float("nan")
