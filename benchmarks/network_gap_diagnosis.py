@@ -33,10 +33,13 @@ import time
 import numpy as np
 
 import asymptotics as A
+import asymptotics.row_channel  # noqa: F401  (A.row_channel)
 from asymptotics.functions import get_function
 from validation.simulator import Setting, first_layer
 
 CHUNK = 4000
+VARIANTS = ("net", "net_get", "net_get_het", "net_get_het_v", "net_get_het_vt", "net_rot",
+            "net_renorm", "srf", "srf_get", "srf_gauss", "srf_scaled")
 
 
 def _tables(sigma, r: float, c: float, kmax: float = 9.0, nk: int = 3601, nq: int = 121):
@@ -172,21 +175,22 @@ def spread(W: np.ndarray, v: np.ndarray, theta: np.ndarray) -> dict:
     Wv, Wth = W @ v, W @ theta
     B = W - np.outer(Wv, v)
     n2 = np.einsum("ij,ij->i", B, B)
-    x, y = Wth - Wth.mean(), n2 - n2.mean()
-    return {"r": float(Wv.mean()), "sd(Wv)": float(Wv.std()), "sd(Wtheta)": float(Wth.std()),
-            "c": float(n2.mean()), "sd(c_k)": float(n2.std()),
-            "slope c_k~Wtheta": float(x @ y / (x @ x)),
-            "corr c_k,Wtheta": float(x @ y / math.sqrt((x @ x) * (y @ y)))}
+    out = {"r": float(Wv.mean()), "sd(Wv)": float(Wv.std()), "sd(Wtheta)": float(Wth.std()),
+           "c": float(n2.mean()), "sd(c_k)": float(n2.std())}
+    y = n2 - n2.mean()
+    for name, x in (("Wv", Wv), ("Wtheta", Wth)):
+        x = x - x.mean()
+        out[f"corr c_k,{name}"] = float(x @ y / math.sqrt((x @ x) * (y @ y)))
+    return out
 
 
-def row_scale_slope(sigma, target, eta: float) -> float:
-    """Predicted slope 2a of c_k against (W0 theta*)_k, a = eta c2 mu1*: the He2 part of sigma'
-    (c2 = E[sigma'(z) He2(z)]) makes the step add eta c2 mu1* (w0_k . theta*) w0_k to row k."""
-    z, w = np.polynomial.hermite_e.hermegauss(201)
-    w = w / w.sum()
-    c2 = float(w @ (sigma.derivative(z) * (z * z - 1.0)))
-    mu1s = float(w @ (z * target(z)))
-    return 2.0 * eta * c2 * mu1s
+def row_scale_slope(sigma, target, alpha0: float, eta: float) -> float:
+    """Predicted slope of c_k against (W0 v)_k: 2 a, a = eta c2 s |u| (asymptotics.row_channel:
+    the He2 part of sigma' makes the step add a (w0_k . v) w0_k to row k)."""
+    from asymptotics.row_channel import he2_coefficient
+
+    sp = A.srf_mapping(sigma, target, alpha0=alpha0, eta=eta)
+    return 2.0 * eta * he2_coefficient(sigma) * sp.scale * sp.u_norm
 
 
 def main(argv=None) -> None:
@@ -202,7 +206,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-test", type=int, default=20000)
-    ap.add_argument("--variants", default="net,net_get,net_get_het,net_get_het_v,net_get_het_vt,net_rot,net_renorm,srf,srf_get,srf_gauss,srf_scaled")
+    ap.add_argument("--variants", default=",".join(VARIANTS))
     args = ap.parse_args(argv)
     variants = args.variants.split(",")
     sig, tgt = get_function(args.sigma), get_function(args.target)
@@ -212,11 +216,13 @@ def main(argv=None) -> None:
               lam=args.lam, beta=args.beta)
     th_srf = A.risk(args.alpha, **kw).risk
     th_net = A.risk(args.alpha, model="network", **kw).risk
-    print(f"predicted slope of c_k on (W theta)_k: 2 eta c2 mu1* = "
-          f"{row_scale_slope(sig, tgt, args.eta):.4f}")
+    th_net_p = A.risk(args.alpha, model="network", p=args.beta * args.d, **kw).risk
+    lam_v = A.row_channel.row_variance_slope(sig, tgt, alpha0=args.alpha0, eta=args.eta)
+    print(f"predicted: slope of c_k on (W0 v)_k 2 eta c2 s |u| = "
+          f"{row_scale_slope(sig, tgt, args.alpha0, args.eta):.4f}, lam_v = {lam_v:.4f}")
     print(f"{args.sigma}/{args.target} beta={args.beta} alpha0={args.alpha0} eta={args.eta} "
           f"alpha={args.alpha} lam={args.lam} d={args.d}: sRF theory {th_srf:.5f}, "
-          f"network theory {th_net:.5f}")
+          f"network theory {th_net:.5f} (p = beta d: {th_net_p:.5f})")
     rows = []
     for i in range(args.seeds):
         t0 = time.perf_counter()
@@ -263,10 +269,10 @@ def main(argv=None) -> None:
                                                        het=het or "full", t=t),
                                               Xr, yr, Xt, gt, args.lam)
             if name == "srf" and "srf_scaled" in variants:
-                # sRF with the predicted row scaling 1 + a (w0_k . theta*): the mechanism alone
-                a = row_scale_slope(sig, tgt, args.eta) / 2.0
+                # sRF with the predicted row scaling 1 + a (w0_k . v): the mechanism alone
+                a = row_scale_slope(sig, tgt, args.alpha0, args.eta) / 2.0
                 W0 = (W - np.outer(np.full(W.shape[0], row["srf:r"]), v))  # sqrt(c) W0 (+ O(1/d))
-                Wsc = (1.0 + a * (W0 @ theta) / math.sqrt(row["srf:c"]))[:, None] * W0
+                Wsc = (1.0 + a * (W0 @ v) / math.sqrt(row["srf:c"]))[:, None] * W0
                 Wsc += np.outer(np.full(W.shape[0], row["srf:r"]), v)
                 row["srf_scaled_semi"] = A.risk(args.alpha, measure=A.from_weights(Wsc, v, theta),
                                                 **kw).risk
