@@ -1,27 +1,36 @@
 """Diagnosis of the gap between the trained network and its (semi-empirical) theory at large
-alpha0 for odd activations (docs/DERIVATIONS.md §7, "Beyond the measure").
+alpha0 for odd activations: the bulk-variance channel (docs/DERIVATIONS.md §7).
 
 For each repetition, ONE network first layer W1 (the giant step of THEORY.md §1) and the sRF first
 layer of the same seed (same W0 and theta*), then, on the SAME ridge inputs and the SAME test
 inputs (paired comparisons), the test error of the ridge readout on:
 
-- ``net``      the network's features sigma(W1 x);
-- ``net_get``  their conditional Gaussian equivalent given kappa = <v, x> (THEORY.md §4):
-               mu0(k) + mu1(k) ((W1 v - r)_k k + (W1 Pi x)_k) + mu_star(k) xi_k, with the
-               (r, c) of from_weights(W1) and xi i.i.d. N(0, 1): the object the semi-empirical
-               theory solves;
-- ``net_rot``  sigma(O W1 x), O a Haar rotation of neuron space that fixes 1, W1 v and W1 t (so
-               Omega's spectrum and the three channels are unchanged; entrywise structure is
-               scrambled);
-- ``net_renorm`` the network's rows rescaled so that every row has the bulk norm sqrt(c)
-               outside v (spike (W1 v)_k kept): removes the row-norm spread only;
-- ``srf``, ``srf_get`` the same two for the sRF first layer;
+- ``net``            the network's features sigma(W1 x);
+- ``net_get``        their conditional Gaussian equivalent given kappa = <v, x> (THEORY.md §4):
+                     mu0(k) + mu1(k) ((W1 v - r)_k k + (W1 Pi x)_k) + mu_star(k) xi_k, with the
+                     (r, c) of from_weights(W1) and xi i.i.d. N(0, 1): the object the
+                     semi-empirical theory solves;
+- ``net_get_het``    the same plus the per-neuron bulk variance to first order,
+                     + (c_k - c) d mu0/dc (k); ``_v``: only the part lam_v (Bv)_k of c_k - c,
+                     ``_vt``: the parts along Bv and Bt (least squares over neurons);
+- ``net_rot``        sigma(O W1 x), O a Haar rotation of neuron space that fixes 1, W1 v and W1 t
+                     (Omega's spectrum and the three channels unchanged, entrywise structure
+                     scrambled);
+- ``net_renorm``     the network's rows rescaled so that every row has the bulk norm sqrt(c)
+                     outside v (spike (W1 v)_k kept): removes the row-norm spread only;
+- ``srf``, ``srf_get`` the same two for the sRF first layer; ``srf_gauss``: sRF with Gaussian
+                     instead of spherical rows (a norm spread not aligned with anything);
+                     ``srf_scaled``: sRF with the predicted rescaling 1 + eta c2 s |u| (w0_k . v)
+                     of the rows (asymptotics.row_channel);
 
 and the semi-empirical theory of each first layer (``risk(..., measure=from_weights(W1, v,
-theta))``). Also prints the per-neuron spread of the first layer.
+theta))``), for the network also with the bulk-variance channel at the measured lam_v
+(``net_semi_row``). Also prints the per-neuron spread of the first layers (sd of c_k, its
+correlation with (W v)_k and (W theta*)_k, lam_v, lam_t, |eps|^2, the top eigenvalues of Omega).
 
-Run: python -m benchmarks.network_gap_diagnosis [--d 1000 --seeds 2 ...]; cost at the default
-setting and d = 1000: about 2.5 core-minutes per repetition.
+Run: python -m benchmarks.network_gap_diagnosis [--d 1000 --seeds 2 --variants ...]; cost at the
+default setting: about 1.5 core-minutes per repetition at d = 1000 with every variant, 5 at
+d = 2000 with six.
 """
 
 from __future__ import annotations
