@@ -15,6 +15,7 @@ Zero when c2 = 0 (relu, linear) and at eta = 0; the sRF model has no such channe
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -43,10 +44,15 @@ def row_variance_slope(
     """lam_v = d Cov(eps_k, (Bv)_k)/sigma_vv: the regression of the bulk variances c_k - c of
     the trained rows on the spike fluctuations (Bv)_k (module docstring). With
     eps_k = 2 eta c2 s |u| (w0_k . v) and d Cov(w0_k . v, (Bv)_k) = v.L v (L = I + eta c1 M on
-    the plane of docs/DERIVATIONS.md §7), lam_v = 2 eta c2 s |u| (v.L v)/sigma_vv."""
+    the plane of docs/DERIVATIONS.md §7), lam_v = 2 eta c2 s |u| (v.L v)/sigma_vv. Cached."""
+    return _slope(get_function(sigma), get_function(target), float(alpha0), float(eta),
+                  float(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _slope(s: Function, g: Function, alpha0: float, eta: float, delta: float) -> float:
     from .network import step_covariances  # lazy: network pulls in the heavier measure code
 
-    s, g = get_function(sigma), get_function(target)
     c2 = he2_coefficient(s)
     if eta == 0.0 or abs(c2) < 1e-12:  # relu, linear: c2 = 0 up to rounding
         return 0.0
@@ -83,14 +89,24 @@ def kappa_shift(coefficients: ConditionalCoefficients, sigma: Function, target: 
     nu = d mu0/dc at (r, c) by a central difference of the cGET tables (relative step 1e-4)."""
     if lam_v == 0.0:
         return None
-    h = 1e-4 * spike.c
-    up, dn = (conditional_coefficients(sigma, target, r=spike.r, c=spike.c + d,
-                                       gamma=spike.gamma, n_kappa=n_kappa) for d in (h, -h))
-    if not (np.allclose(up.kappa, coefficients.kappa)
-            and np.allclose(dn.kappa, coefficients.kappa)):
+    ratio = _nu_over_mu1(sigma, target, float(spike.r), float(spike.c), float(spike.gamma),
+                         int(n_kappa))
+    if ratio.shape != coefficients.kappa.shape:
+        raise RuntimeError("the kappa rule of the bulk-variance channel differs from the tables'")
+    return lam_v * ratio
+
+
+@functools.lru_cache(maxsize=256)
+def _nu_over_mu1(s: Function, g: Function, r: float, c: float, gamma: float,
+                 n_kappa: int) -> np.ndarray:
+    base = conditional_coefficients(s, g, r=r, c=c, gamma=gamma, n_kappa=n_kappa)
+    h = 1e-4 * c
+    up, dn = (conditional_coefficients(s, g, r=r, c=c + d, gamma=gamma, n_kappa=n_kappa)
+              for d in (h, -h))
+    if not (np.allclose(up.kappa, base.kappa) and np.allclose(dn.kappa, base.kappa)):
         raise RuntimeError("the kappa rule moved with c; the bulk-variance channel needs fixed "
                            "nodes")
     nu = (up.mu0 - dn.mu0) / (2.0 * h)
-    mu1 = coefficients.mu1
-    ratio = np.divide(nu, mu1, out=np.zeros_like(nu), where=np.abs(mu1) > 1e-200)
-    return lam_v * ratio
+    out = np.divide(nu, base.mu1, out=np.zeros_like(nu), where=np.abs(base.mu1) > 1e-200)
+    out.flags.writeable = False
+    return out
