@@ -66,6 +66,9 @@ class Problem:
     measure: SpectralMeasure
     model: str = "srf"
     p: float | None = None  # finite width (docs/DERIVATIONS.md §8); None: the p -> infinity limit
+    # the network's bulk-variance channel (docs/DERIVATIONS.md §7): lam_v nu(k)/mu1(k) on the
+    # kappa nodes, added to kappa in the kernels (they use kappa only through kappa mu1); None: 0
+    kappa_shift: np.ndarray | None = None
 
     @property
     def p_inv(self) -> float:
@@ -74,7 +77,8 @@ class Problem:
     def map_args(self, alpha: float, lam: float | None = None) -> tuple:
         """The arguments of the kernels of ``fixed_point`` (and ``solver_kernels``) at alpha."""
         k, ms = self.coefficients, self.measure
-        return (k.weights, k.kappa, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
+        kap = k.kappa if self.kappa_shift is None else k.kappa + self.kappa_shift
+        return (k.weights, kap, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
                 alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
                 ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv)
 
@@ -113,12 +117,19 @@ def build_problem(
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if model == "rf" and eta != 0:
         raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
+    lam_v = 0.0
     if model == "network" and measure is None and spike is None and eta > 0:
         # network theory: the population covariance of the step's bulk rows, generalised MP
         # bulk and weighted channels (DERIVATIONS.md §7)
         from .network import population_measure
 
         measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+    if model == "network" and spike is None and eta > 0 and measure.kind != "weights":
+        # the network's bulk-variance channel (DERIVATIONS.md §7), with any theory measure of
+        # the step; a measure from given weights (semi-empirical) stays the cGET of those weights
+        from .row_channel import row_variance_slope
+
+        lam_v = row_variance_slope(s, g, alpha0=alpha0, eta=eta, delta=delta)
     if spike is None and measure is not None and math.isfinite(measure.r):
         # a measure built from a first layer fixes the spike it implies (docs/DERIVATIONS.md §6)
         gm = measure.gamma
@@ -145,6 +156,12 @@ def build_problem(
                                       n_kappa=n_kappa)
     if measure is None:
         measure = marchenko_pastur(beta, spike.c)
-    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model, p)
+    shift = None
+    if lam_v != 0.0:
+        from .row_channel import kappa_shift
+
+        shift = kappa_shift(coeffs, s, g, spike=spike, lam_v=lam_v, n_kappa=n_kappa)
+    return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model, p,
+                   shift)
 
 

@@ -7,7 +7,9 @@ p = infinity and at the simulated width p = beta d (``p=``, docs/DERIVATIONS.md 
 the share of points within 3 s.e., the median and max |relative gap|, per model and per alpha0,
 the worst points, and the cost of a theory point.
 "network" is the default network theory (population measure), "rank-one" the earlier MP bulk with
-rank-one channels; the mean time of the first row of a measure includes its cached device.
+rank-one channels (both with the bulk-variance channel of asymptotics/row_channel.py, which
+model="network" adds to any theory measure); the mean time of the first row of a measure
+includes its cached device.
 Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
 [--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0]
 """
