@@ -243,8 +243,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
-    Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
-    the heavy run needs nothing beyond numpy/scipy on the machine that does it)."""
+    Workers: :func:`validation.pool.run_tasks` (spawned processes, one BLAS thread each)."""
     def by_cost(t):
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
@@ -275,8 +274,6 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
 
     t_end = time.time() + time_budget
     todo = make_todo(read_store(store_path))
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
     replan = REPLAN_SECONDS if target_se > 0 and not confirm_seeds else math.inf
     while todo:
         print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
@@ -305,35 +302,28 @@ def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
     return sorted(todo, key=lambda t: (cost[t[:3]], t[0].key, t[1], t[3]))
 
 
+def _repetition(job: tuple) -> list[dict]:
+    """:func:`_task` of one ``(setting, model, d, rep, estimator)`` (a pool task)."""
+    return _task(*job)
+
+
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
              estimator: str) -> bool:
-    """Run ``todo`` in ``n_jobs`` spawned workers, appending each repetition to the store as it
-    finishes. After ``t_end`` nothing new starts and the running ones are finished and kept;
-    False when that left some of ``todo`` undone."""
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    """Run ``todo`` on ``n_jobs`` workers (:func:`validation.pool.run_tasks`: one BLAS thread
+    each, ended with this process), appending each repetition to the store as it finishes.
+    After ``t_end`` nothing new starts and the running ones are finished and kept; False when
+    that left some of ``todo`` undone."""
+    from .pool import run_tasks
 
-    from asymptotics._cli import watch_parent
-
-    done, t0, stopped, last = 0, time.time(), False, time.time()
-    # workers end when this process dies (a SIGKILL leaves no orphans)
-    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"),
-                             initializer=watch_parent, initargs=(os.getpid(),)) as pool:
-        queue = iter(todo)
-        running = {pool.submit(_task, *t, estimator) for t in itertools.islice(queue, n_jobs)}
-        while running:
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for f in finished:
-                _append(store_path, f.result())
-                done += 1
-            stopped = stopped or time.time() > t_end
-            if not stopped:
-                for t in itertools.islice(queue, len(finished)):
-                    running.add(pool.submit(_task, *t, estimator))
-            if done % 10 == 0 or not running or time.time() - last >= 20:
-                last = time.time()
-                print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
-                      file=sys.stderr, flush=True)
+    done, t0, last = 0, time.time(), time.time()
+    jobs = [(*t, estimator) for t in todo]
+    for _, rows in run_tasks(_repetition, jobs, n_jobs, stop=lambda: time.time() > t_end):
+        _append(store_path, rows)
+        done += 1
+        if done % 10 == 0 or done == len(todo) or time.time() - last >= 20:
+            last = time.time()
+            print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
     return done == len(todo)
 
 
