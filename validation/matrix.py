@@ -16,21 +16,20 @@ child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give t
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .simulator import Setting, simulate_grid_once
+from .store import Layout, Store, frame, read_blocks
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -122,29 +121,19 @@ def _task(ms: MatrixSetting, model: str, d: int, rep: int,
             for i, a in enumerate(ALPHAS) for j, lam in enumerate(LAMS)]
 
 
+#: the store's blocks: one repetition (all alphas x lams) of a (setting, model, d)
+LAYOUT = Layout(block=lambda row: "|".join(row[c] for c in ("key", "model", "d", "rep")),
+                size=lambda row: len(ALPHAS) * len(LAMS))
+
+
 def read_store(path: Path):
-    """The store as a DataFrame; a torn last line (killed mid-write) is dropped."""
+    """The store's complete repetitions as a DataFrame (read only: a torn end is skipped)."""
     import pandas as pd
 
     if not path.exists() or path.stat().st_size == 0:
         return pd.DataFrame(columns=FIELDS)
-    lines = path.read_text().splitlines()
-    good = [ln for ln in lines[1:] if ln.count(",") == len(FIELDS) - 1]
-    from io import StringIO
-
-    return pd.read_csv(StringIO("\n".join([lines[0], *good])))
-
-
-def _append(path: Path, rows: Iterable[dict]) -> None:
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
-        if new:
-            w.writeheader()
-        for r in rows:
-            w.writerow(r)
-        fh.flush()
-        os.fsync(fh.fileno())
+    blocks = read_blocks(path, FIELDS, LAYOUT)
+    return frame(FIELDS, [ln for b in blocks.values() for ln in b])
 
 
 def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
@@ -317,13 +306,14 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
 
     done, t0, last = 0, time.time(), time.time()
     jobs = [(*t, estimator) for t in todo]
-    for _, rows in run_tasks(_repetition, jobs, n_jobs, stop=lambda: time.time() > t_end):
-        _append(store_path, rows)
-        done += 1
-        if done % 10 == 0 or done == len(todo) or time.time() - last >= 20:
-            last = time.time()
-            print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
-                  file=sys.stderr, flush=True)
+    with Store(store_path, FIELDS, LAYOUT, owner="matrix run") as store:
+        for _, rows in run_tasks(_repetition, jobs, n_jobs, stop=lambda: time.time() > t_end):
+            store.add(rows)
+            done += 1
+            if done % 10 == 0 or done == len(todo) or time.time() - last >= 20:
+                last = time.time()
+                print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
+                      file=sys.stderr, flush=True)
     return done == len(todo)
 
 
