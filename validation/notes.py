@@ -11,8 +11,9 @@ Numbers that do not come from the store (a benchmark, a test) are named with the
 Names an expression can use (:func:`namespace`): the frames ``main`` (the planned repetitions
 at ``d``, one row per point: ``sim_mean``, ``sim_se``, ``theory``, ``z``, ``rel_gap``),
 ``misses`` (its srf/rf points with ``|z| > 3``), ``confirm`` (the confirmation repetitions),
-``pooled`` (every repetition at ``d``), the helpers below and ``len, min, max, abs, all, any,
-round, sorted, set, sum, int, float, str, zip``.
+``pooled`` (every repetition at ``d``), ``agg`` (the planned repetitions at every d), the
+helpers of :class:`Context` and ``len, min, max, abs, all, any, round, sorted, set, sum, int,
+float, str, zip``.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ class Context:
         conf = store[(store["rep"] >= seeds) & (store["d"] == d)]
         self.confirm = aggregate(conf) if len(conf) else self.main.iloc[:0]
         self.pooled = aggregate(store[store["d"] == d])
+        self.agg = agg
         first = agg.drop_duplicates(["key", "alpha", "lam"])
         self.theory = {(r.key, r.alpha, r.lam): r.theory for r in first.itertuples()}
 
@@ -153,12 +155,16 @@ class Context:
             raise ValueError(f"no confirmation repetitions of {key!r}")
         return np.array(out)
 
-    def gamma(self, key: str) -> float:
-        """The spike overlap gamma of the sRF mapping of a setting (THEORY.md §3)."""
+    def spike(self, key: str):
+        """The sRF mapping ``(r, c, gamma, rho, ...)`` of a setting (THEORY.md §3)."""
         from asymptotics import srf_mapping
 
-        r = self.main[self.main["key"] == key].iloc[0]
-        return srf_mapping(r.sigma, r.target, alpha0=r.alpha0, eta=r.eta).gamma
+        r = self.agg[self.agg["key"] == key].iloc[0]
+        return srf_mapping(r.sigma, r.target, alpha0=r.alpha0, eta=r.eta)
+
+    def gamma(self, key: str) -> float:
+        """The spike overlap gamma of the sRF mapping of a setting (THEORY.md §3)."""
+        return self.spike(key).gamma
 
     def core_hours(self, estimator: str | None = None, target=None, d: int | None = None
                    ) -> float:
@@ -192,6 +198,7 @@ class Context:
 
         names: dict[str, Any] = dict(
             main=self.main, misses=self.misses, confirm=self.confirm, pooled=self.pooled,
+            agg=self.agg, spike=self.spike,
             d=self.d, seeds=self.seeds, gap=self.gap, has=self.has, pct=pct, num=num,
             gap_table=self.gap_table, miss_settings=self.miss_settings, sel=sel, one=one,
             mean_gap=self.mean_gap, confz=self.confz, gamma=self.gamma,
