@@ -128,7 +128,7 @@ def test_committed_experiment_data_are_complete_blocks_of_the_store(name):
     mod = importlib.import_module(f"validation.experiments.{name}")
     for path in sorted((ROOT / "validation" / "reports" / "data").glob(f"{name}_*.csv")):
         cols = header_of(path)
-        layout = mod.SPECTRUM_LAYOUT if path.name == "spectra_spectrum.csv" else mod.LAYOUT
+        layout = mod.SPECTRUM_LAYOUT if path.name.endswith("_spectrum.csv") else mod.LAYOUT
         blocks = read_blocks(path, cols, layout)
         rows = sum(1 for _ in path.open()) - 1
         assert sum(map(len, blocks.values())) == rows, f"{path.name}: rows outside blocks"
