@@ -5,10 +5,13 @@ Two steps, so the heavy part can run where there are cores and the report where 
     python -m validation.matrix run    --store validation/data/matrix_runs.csv --n-jobs 16
     python -m validation.matrix report --store validation/data/matrix_runs.csv
 
-``run`` appends one row per (setting, model, seed) repetition to a CSV store (all parameters,
-the per-point risks, timings) and skips the repetitions already there, so it can be stopped and
-resumed. A first round gives every setting ``--seeds`` repetitions; ``--target-se`` adds
-repetitions to the settings whose standard error is still above it (up to ``--max-seeds``).
+``run`` appends the rows of each (setting, model, d, seed) repetition, one row per point (all
+parameters, the risk, timings), to a CSV store and skips the repetitions already there, so it can
+be stopped and resumed: a :class:`validation.store.Store` (one block per repetition, written in
+one atomic append, locked while a run holds it, a torn last block cut on reopening) fed by
+:func:`validation.pool.run_tasks`. A first round gives every setting ``--seeds``
+repetitions; ``--target-se`` adds repetitions to the settings whose standard error is still
+above it (up to ``--max-seeds``).
 ``report`` aggregates, solves the theory and writes ``validation/REPORT.md`` and its figures.
 Repetition ``i`` of a setting uses ``SeedSequence(setting_seed, spawn_key=(i,))`` (the ``i``-th
 child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give the same values.
