@@ -86,3 +86,15 @@ def test_context_gap_is_the_mean_over_repetitions_of_the_relative_gap(store):
     g = ctx.gap(key, "srf", 1000)
     assert g.n == len(per_rep) and g.mean == pytest.approx(per_rep.mean(), rel=1e-12)
     assert g.se == pytest.approx(per_rep.std(ddof=1) / np.sqrt(len(per_rep)), rel=1e-12)
+
+
+def test_report_with_unsupported_notes_writes_nothing(store, tmp_path, monkeypatch):
+    moved = store.copy()
+    tt = (moved["key"] == "tanh/tanh beta=0.5 alpha0=20 eta=1") & (moved["model"] == "srf")
+    moved.loc[tt, "risk"] *= 0.95
+    path = tmp_path / "runs.csv"
+    moved.to_csv(path, index=False)
+    monkeypatch.setattr(report, "FIG_DIR", tmp_path / "figures")
+    with pytest.raises(ValueError, match="report_notes_d2000.md: the numbers no longer support"):
+        report.write_report(path, tmp_path / "REPORT.md", d=2000, seeds=16)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.csv"]
