@@ -36,7 +36,7 @@ def test_committed_report_is_regenerated_from_committed_data(name, monkeypatch):
     def no_simulation(*args, **kwargs):
         raise AssertionError("a committed row is missing: the report would need a simulation")
 
-    monkeypatch.setattr(data_mod, "simulate_row" if name == "spectra" else "run_multistep",
+    monkeypatch.setattr(data_mod, "simulate_row" if name == "spectra" else "run_repetitions",
                         no_simulation)
     plan = data_mod.plan_for(False)
     data = {n: data_mod.load_or_run(n, plan, log=_silent) for n in data_mod.EXPERIMENTS}

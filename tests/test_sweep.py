@@ -78,7 +78,7 @@ def test_resume_of_a_complete_store_computes_nothing(tmp_path, monkeypatch, theo
     def boom(task):
         raise AssertionError("a stored task was recomputed")
 
-    monkeypatch.setattr(S.schedulers, "run_task", boom)  # where the schedulers look it up
+    monkeypatch.setattr(S.runner, "run_task", boom)  # where the runner looks it up
     again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
     same_rows(again, first)
     assert store.stat().st_size == size

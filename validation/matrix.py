@@ -5,10 +5,13 @@ Two steps, so the heavy part can run where there are cores and the report where 
     python -m validation.matrix run    --store validation/data/matrix_runs.csv --n-jobs 16
     python -m validation.matrix report --store validation/data/matrix_runs.csv
 
-``run`` appends one row per (setting, model, seed) repetition to a CSV store (all parameters,
-the per-point risks, timings) and skips the repetitions already there, so it can be stopped and
-resumed. A first round gives every setting ``--seeds`` repetitions; ``--target-se`` adds
-repetitions to the settings whose standard error is still above it (up to ``--max-seeds``).
+``run`` appends the rows of each (setting, model, d, seed) repetition, one row per point (all
+parameters, the risk, timings), to a CSV store and skips the repetitions already there, so it can
+be stopped and resumed: a :class:`validation.store.Store` (one block per repetition, written in
+one atomic append, locked while a run holds it, a torn last block cut on reopening) fed by
+:func:`validation.pool.run_tasks`. A first round gives every setting ``--seeds``
+repetitions; ``--target-se`` adds repetitions to the settings whose standard error is still
+above it (up to ``--max-seeds``).
 ``report`` aggregates, solves the theory and writes ``validation/REPORT.md`` and its figures.
 Repetition ``i`` of a setting uses ``SeedSequence(setting_seed, spawn_key=(i,))`` (the ``i``-th
 child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give the same values.
@@ -16,21 +19,20 @@ child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give t
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import itertools
 import json
 import math
-import os
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .simulator import Setting, simulate_grid_once
+from .store import Layout, Store, frame, read_blocks
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -122,29 +124,19 @@ def _task(ms: MatrixSetting, model: str, d: int, rep: int,
             for i, a in enumerate(ALPHAS) for j, lam in enumerate(LAMS)]
 
 
+#: the store's blocks: one repetition (all alphas x lams) of a (setting, model, d)
+LAYOUT = Layout(block=lambda row: "|".join(row[c] for c in ("key", "model", "d", "rep")),
+                size=lambda row: len(ALPHAS) * len(LAMS))
+
+
 def read_store(path: Path):
-    """The store as a DataFrame; a torn last line (killed mid-write) is dropped."""
+    """The store's complete repetitions as a DataFrame (read only: a torn end is skipped)."""
     import pandas as pd
 
     if not path.exists() or path.stat().st_size == 0:
         return pd.DataFrame(columns=FIELDS)
-    lines = path.read_text().splitlines()
-    good = [ln for ln in lines[1:] if ln.count(",") == len(FIELDS) - 1]
-    from io import StringIO
-
-    return pd.read_csv(StringIO("\n".join([lines[0], *good])))
-
-
-def _append(path: Path, rows: Iterable[dict]) -> None:
-    new = not path.exists() or path.stat().st_size == 0
-    with open(path, "a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
-        if new:
-            w.writeheader()
-        for r in rows:
-            w.writerow(r)
-        fh.flush()
-        os.fsync(fh.fileno())
+    blocks = read_blocks(path, FIELDS, LAYOUT)
+    return frame(FIELDS, [ln for b in blocks.values() for ln in b])
 
 
 def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
@@ -255,8 +247,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
-    Workers are spawned processes with one BLAS thread each (stdlib ``concurrent.futures``, so
-    the heavy run needs nothing beyond numpy/scipy on the machine that does it)."""
+    Workers: :func:`validation.pool.run_tasks` (spawned processes, one BLAS thread each)."""
     def by_cost(t):
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
@@ -287,8 +278,6 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
 
     t_end = time.time() + time_budget
     todo = make_todo(read_store(store_path))
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = "1"
     replan = REPLAN_SECONDS if target_se > 0 and not confirm_seeds else math.inf
     while todo:
         print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
@@ -317,32 +306,26 @@ def _cheapest_groups_first(todo: list[tuple], store) -> list[tuple]:
     return sorted(todo, key=lambda t: (cost[t[:3]], t[0].key, t[1], t[3]))
 
 
+def _repetition(job: tuple) -> list[dict]:
+    """:func:`_task` of one ``(setting, model, d, rep, estimator)`` (a pool task)."""
+    return _task(*job)
+
+
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
              estimator: str) -> bool:
-    """Run ``todo`` in ``n_jobs`` spawned workers, appending each repetition to the store as it
-    finishes. After ``t_end`` nothing new starts and the running ones are finished and kept;
-    False when that left some of ``todo`` undone."""
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    """Run ``todo`` on ``n_jobs`` workers (:func:`validation.pool.run_tasks`: one BLAS thread
+    each, ended with this process), appending each repetition to the store as it finishes.
+    After ``t_end`` nothing new starts and the running ones are finished and kept; False when
+    that left some of ``todo`` undone."""
+    from .pool import run_tasks
 
-    from asymptotics._cli import watch_parent
-
-    done, t0, stopped, last = 0, time.time(), False, time.time()
-    # workers end when this process dies (a SIGKILL leaves no orphans)
-    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"),
-                             initializer=watch_parent, initargs=(os.getpid(),)) as pool:
-        queue = iter(todo)
-        running = {pool.submit(_task, *t, estimator) for t in itertools.islice(queue, n_jobs)}
-        while running:
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for f in finished:
-                _append(store_path, f.result())
-                done += 1
-            stopped = stopped or time.time() > t_end
-            if not stopped:
-                for t in itertools.islice(queue, len(finished)):
-                    running.add(pool.submit(_task, *t, estimator))
-            if done % 10 == 0 or not running or time.time() - last >= 20:
+    done, t0, last = 0, time.time(), time.time()
+    jobs = [(*t, estimator) for t in todo]
+    with Store(store_path, FIELDS, LAYOUT, owner="matrix run") as store:
+        for _, rows in run_tasks(_repetition, jobs, n_jobs, stop=lambda: time.time() > t_end):
+            store.add(rows)
+            done += 1
+            if done % 10 == 0 or done == len(todo) or time.time() - last >= 20:
                 last = time.time()
                 print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
                       file=sys.stderr, flush=True)

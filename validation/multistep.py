@@ -40,7 +40,7 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -308,6 +308,25 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
                         time.perf_counter() - t0)
 
 
+def _run_indexed(config: MultiStepConfig, job: tuple) -> MultiStepRun:
+    return run_once(config, *job)
+
+
+def run_repetitions(config: MultiStepConfig, children: Sequence[np.random.SeedSequence],
+                    repetitions: Iterable[int], n_jobs: int = 1) -> list[MultiStepRun]:
+    """:func:`run_once` for the given repetitions (repetition ``i`` from ``children[i]``), on
+    ``n_jobs`` workers of :func:`validation.pool.run_tasks`; in the order of ``repetitions``."""
+    from functools import partial
+
+    from .pool import run_tasks
+
+    jobs = [(children[i], i) for i in repetitions]
+    runs: list = [None] * len(jobs)
+    for k, run in run_tasks(partial(_run_indexed, config), jobs, n_jobs):
+        runs[k] = run
+    return runs
+
+
 def run_multistep(config: MultiStepConfig, *, seeds: int = 5, seed: int = 0, n_jobs: int = 1,
                   keep_runs: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, list]:
     """``seeds`` repetitions (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, the
@@ -316,13 +335,7 @@ def run_multistep(config: MultiStepConfig, *, seeds: int = 5, seed: int = 0, n_j
     seed = _integer("seed", seed, 0)
     n_jobs = _integer("n_jobs", n_jobs, 1)
     children = np.random.SeedSequence(seed).spawn(seeds)
-    if n_jobs == 1:
-        runs = [run_once(config, c, i) for i, c in enumerate(children)]
-    else:
-        from joblib import Parallel, delayed
-
-        runs = Parallel(n_jobs=n_jobs)(delayed(run_once)(config, c, i)
-                                       for i, c in enumerate(children))
+    runs = run_repetitions(config, children, range(seeds), n_jobs)
     df = pd.concat([r.table() for r in runs], ignore_index=True)
     df["seed"] = seed
     return (df, runs) if keep_runs else df

@@ -23,6 +23,7 @@ from .matrix import (  # noqa: F401  (aggregate, naive_spike: re-exported)
     read_store,
     scaling_settings,
 )
+from .notes import Context, render
 
 FIG_DIR = Path("validation/figures")
 SCALING_KEYS = {ms.key for ms, _, _ in scaling_settings()}
@@ -100,6 +101,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
     if store.empty:
         raise ValueError(f"the store {store_path} is empty; run `python -m validation.matrix run`")
     agg = aggregate(store, first_reps=seeds)
+    notes_text = notes(store, agg, d, seeds)  # before any file is written: its claims must hold
     confirm = store[(store["rep"] >= seeds) & (store["d"] == d)]
     confirm = aggregate(confirm) if len(confirm) else None
     agg.to_csv(store_path.with_name("matrix_summary.csv"), index=False, float_format="%.8g")
@@ -134,7 +136,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
             f"{(sub['z'].abs() <= 3).mean():.1%} | {sub['rel_gap'].abs().median():.2%} | "
             f"{sub['rel_gap'].abs().max():.2%} |")
     lines += ["", f"![overview](figures/matrix_overview_d{d}.png)", ""]
-    lines += _misses_section(main, confirm, seeds)
+    lines += _misses_section(main, confirm, seeds, notes_text)
     lines += _network_section(full[full["key"].isin(keys)], pooled)
     lines += _mu0_section(main)
     lines += _scaling_section(agg, d)
@@ -190,7 +192,22 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
     return lines
 
 
-def _misses_section(main, confirm, seeds: int) -> list[str]:
+def notes_path(d: int) -> Path:
+    """The notes template of the report at ``d`` (:mod:`validation.notes`)."""
+    return Path(__file__).with_name(f"report_notes_d{int(d)}.md")
+
+
+def notes(store, agg, d: int, seeds: int) -> str | None:
+    """The investigation notes at ``d`` rendered from the store (every number computed, every
+    claim checked: :mod:`validation.notes`), or None if there are none."""
+    path = notes_path(d)
+    if not path.exists():
+        return None
+    return render(path.read_text(), Context(store, agg, d, seeds).namespace(),
+                  source=str(path.name)).strip()
+
+
+def _misses_section(main, confirm, seeds: int, notes_text: str | None = None) -> list[str]:
     from scipy import stats
 
     srf = main[main["model"] != "network"]
@@ -220,9 +237,8 @@ def _misses_section(main, confirm, seeds: int) -> list[str]:
             lines.append(f"| {r.key} | {r.model} | {r.alpha:g} | {r.lam:g} | {_fmt(r.theory)} | "
                          f"{_fmt(r.sim_mean)} ± {_fmt(r.sim_se)} | {r.z:+.1f} | "
                          f"{r.rel_gap:+.2%} | {ctext} |")
-    notes = Path(__file__).with_name(f"report_notes_d{int(main['d'].iloc[0])}.md")
-    if notes.exists():  # the investigation, written by hand after reading the numbers
-        lines += ["", notes.read_text().strip()]
+    if notes_text:  # the investigation: prose around numbers computed from the store
+        lines += ["", notes_text]
     return lines + [""]
 
 

@@ -370,9 +370,10 @@ def simulate_curve(
     ``[setting.lam]``): one :class:`SimulationResult` per (alpha, lam), alpha-major.
 
     Repetition ``i`` uses child ``i`` of ``SeedSequence(seed)``, so the values do not depend on
-    ``n_jobs`` (joblib processes; 1 runs here). Within a repetition all points share the first
-    layer and the test inputs and use nested ridge batches: each point's seeds are independent,
-    points of one curve are correlated. ``progress(k)`` is called as repetitions finish.
+    ``n_jobs`` (worker processes of :func:`validation.pool.run_tasks`; 1 runs here). Within a
+    repetition all points share the first layer and the test inputs and use nested ridge
+    batches: each point's seeds are independent, points of one curve are correlated.
+    ``progress(k)`` is called as repetitions finish.
     """
     _check_runs(seeds, seed, n_jobs)
     alphas = [_positive("alpha", a) for a in alphas]
@@ -382,16 +383,14 @@ def simulate_curve(
     check_memory(setting, [max(1, int(round(a * setting.d))) for a in alphas], n_jobs)
     children = np.random.SeedSequence(int(seed)).spawn(int(seeds))
     t0 = time.perf_counter()
-    if n_jobs == 1:
-        runs = (simulate_grid_once(setting, alphas, lams, c) for c in children)
-    else:
-        from joblib import Parallel, delayed
+    from functools import partial
 
-        runs = Parallel(n_jobs=n_jobs, return_as="generator")(
-            delayed(simulate_grid_once)(setting, alphas, lams, c) for c in children)
-    values = []
-    for v in runs:
-        values.append(v)
+    from .pool import run_tasks
+
+    values: list = [None] * len(children)
+    for i, v in run_tasks(partial(simulate_grid_once, setting, alphas, lams), children,
+                          int(n_jobs)):
+        values[i] = v
         if progress is not None:
             progress(1)
     seconds = time.perf_counter() - t0

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from asymptotics.api import build_problem, solve_point
+from validation.store import Layout, Store
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 RUNS = REPORTS / "data" / "finite_width_runs.csv"
@@ -65,21 +66,29 @@ def _load() -> pd.DataFrame:
     return pd.DataFrame(columns=COLUMNS)
 
 
+#: the runs' blocks (validation.store): one repetition of one (pair, d, r sqrt(p)), one row
+LAYOUT = Layout(block=lambda row: "|".join(
+    f"{float(row[k]):.10g}" if k == "rsqp" else row[k] for k in ("sigma", "target", "d", "rsqp",
+                                                                  "rep")), size=lambda row: 1)
+
+
 def simulate(ds: list[int], seeds: int, budget_s: float) -> None:
     """Run the missing repetitions (cheapest sizes first) until done or out of budget."""
+    with Store(RUNS, COLUMNS, LAYOUT) as store:
+        _simulate(store, ds, seeds, budget_s)
+
+
+def _simulate(store: Store, ds: list[int], seeds: int, budget_s: float) -> None:
     from validation.simulator import Setting, simulate_grid_once
 
-    RUNS.parent.mkdir(parents=True, exist_ok=True)
-    df = _load()
-    done = {(r.sigma, r.target, int(r.d), float(r.rsqp), int(r.rep)) for r in df.itertuples()}
     children = np.random.SeedSequence(SEED).spawn(seeds)
     t_start = time.perf_counter()
     for rep in range(seeds):
         for d in sorted(ds):
             for pair in PAIRS:
                 for rsqp in RSQP:
-                    key = (pair["sigma"], pair["target"], d, rsqp, rep)
-                    if key in done:
+                    key = LAYOUT.key_of(dict(pair, d=d, rsqp=rsqp, rep=rep))
+                    if key in store.blocks:
                         continue
                     if time.perf_counter() - t_start > budget_s:
                         print("budget spent", flush=True)
@@ -96,8 +105,7 @@ def simulate(ds: list[int], seeds: int, budget_s: float) -> None:
                                alpha0=pair["alpha0"], lam=pair["lam"], beta=pair["beta"], d=d,
                                p=p, eta=eta, rsqp=rsqp, alpha=ALPHA, rep=rep, risk=value,
                                seconds=time.perf_counter() - t0)
-                    pd.DataFrame([row], columns=COLUMNS).to_csv(
-                        RUNS, mode="a", header=not RUNS.exists(), index=False)
+                    store.add([row])
                     print(f"d={d} {pair['sigma']}/{pair['target']} r*sqrt(p)={rsqp} rep={rep}: "
                           f"{value:.5f} ({row['seconds']:.1f} s)", flush=True)
 

@@ -38,8 +38,9 @@ import pandas as pd
 
 from asymptotics.hermite import hermite_expansion
 from asymptotics.staircase import staircase
-from validation.multistep import MultiStepConfig, run_multistep
+from validation.multistep import MultiStepConfig, run_repetitions
 from validation.paths import data_file
+from validation.store import Layout, TableCache, g10_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "erf(z-1)"
@@ -113,18 +114,21 @@ KEYS = ["d", "target", "sigma", "steps", "alpha0", "kappa", "beta", "eta", "read
         "ridge_alpha", "seed"]
 
 
-def _norm(value) -> str:
-    """Cache-key form of a parameter: numbers as ``%.10g`` (the CSV's format), else text."""
+def _norm(text: str) -> str:
+    """Cache-key form of a cell: numbers as ``%.10g`` (the CSV's format), else the text."""
     try:
-        return f"{float(value):.10g}"
-    except (TypeError, ValueError):
-        return str(value)
+        return f"{float(text):.10g}"
+    except ValueError:
+        return text
 
 
-def _key(config: MultiStepConfig, seed: int) -> tuple:
-    rec = config.record()
-    rec["seed"] = seed
-    return tuple(_norm(rec[k]) for k in KEYS)
+#: the data's blocks: one repetition of one configuration, ``(steps + 1) k`` rows
+LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in (*KEYS, "repetition")),
+                size=lambda row: (int(row["steps"]) + 1) * int(row["k"]), cell=g10_cell)
+
+
+def _key(config: MultiStepConfig, seed: int, repetition: int) -> str:
+    return LAYOUT.key_of({**config.record(), "seed": seed, "repetition": repetition})
 
 
 def seeds_for(name: str, plan: Plan) -> int:
@@ -134,30 +138,31 @@ def seeds_for(name: str, plan: Plan) -> int:
 
 def load_or_run(name: str, plan: Plan, *, force: bool = False,
                 log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Per-repetition rows of experiment ``name``. A configuration whose rows (with ``plan``'s
-    number of repetitions) are in the CSV cache is read from it, the others are simulated; the
-    cache is rewritten after every configuration, so an interrupted run resumes."""
+    """Per-repetition rows of experiment ``name``: the repetitions in the data (the package's
+    row store, :class:`validation.store.TableCache`, one block per repetition) are read, the
+    others simulated and appended as each configuration finishes, so an interrupted run
+    resumes. ``force``: simulate everything afresh."""
     path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     seeds = seeds_for(name, plan)
-    cached: dict[tuple, pd.DataFrame] = {}
-    if path.exists() and not force:
-        old = pd.read_csv(path)
-        for key, grp in old.groupby(KEYS, sort=False):
-            cached[tuple(_norm(v) for v in key)] = grp
-    frames: list[pd.DataFrame] = []
-    for config, seed in configs(name, plan):
-        grp = cached.get(_key(config, seed))
-        if grp is not None and grp["repetition"].nunique() >= seeds:
-            frames.append(grp[grp["repetition"] < seeds])
-            log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout}: cached")
-            continue
-        t0 = time.perf_counter()
-        frames.append(run_multistep(config, seeds=seeds, seed=seed))
-        log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout} "
-            f"kappa={config.kappa:g} n={config.n}: {time.perf_counter() - t0:.1f} s")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        pd.concat(frames, ignore_index=True).to_csv(out, index=False, float_format="%.10g")
-    return pd.concat(frames, ignore_index=True)
+    keys: list[str] = []
+    with TableCache(path, out, LAYOUT, fresh=force, what="experiment data") as cache:
+        for config, seed in configs(name, plan):
+            want = [_key(config, seed, i) for i in range(seeds)]
+            missing = [i for i, k in enumerate(want) if cache.get(k) is None]
+            keys += want
+            if not missing:
+                log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout}: "
+                    "cached")
+                continue
+            t0 = time.perf_counter()
+            children = np.random.SeedSequence(seed).spawn(seeds)
+            for run in run_repetitions(config, children, missing):
+                table = run.table()
+                table["seed"] = seed
+                cache.add(table.to_dict("records"))
+            log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout} "
+                f"kappa={config.kappa:g} n={config.n}: {time.perf_counter() - t0:.1f} s")
+        return cache.frame(keys)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 import pathlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +48,7 @@ from validation.spectrum import (
     simulate,
     singular_values,
 )
+from validation.store import Layout, TableCache, g10_cell, g12_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "tanh(z+0.5)"
@@ -143,21 +144,23 @@ KEYS = ["d", "steps", "a1", "a2", "beta", "alpha0", "sigma", "target", "eta1", "
         "readout", "seed"]
 
 
-def _key_of(values: Sequence) -> tuple:
-    out = []
-    for v in values:
-        if isinstance(v, float) and math.isnan(v):
-            out.append("nan")
-        elif isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
-            out.append(f"{float(v):.10g}")
-        else:
-            out.append(str(v))
-    return tuple(out)
+def _norm(text: str) -> str:
+    """Cache-key form of a cell: numbers as ``%.10g`` (the CSV's format), else the text."""
+    try:
+        return f"{float(text):.10g}"
+    except ValueError:
+        return text
 
 
-def _config_key(c: StepConfig) -> tuple:
-    return _key_of([c.d, c.steps, c.a1, math.nan if c.a2 is None else c.a2, c.beta, c.alpha0,
-                    c.sigma, c.target, c.eta1, c.eta2, c.batch, c.readout, c.seed])
+#: the data's blocks: one row per configuration
+LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in KEYS), size=lambda row: 1,
+                cell=g10_cell)
+
+
+def _config_key(c: StepConfig) -> str:
+    values = [c.d, c.steps, c.a1, c.a2, c.beta, c.alpha0, c.sigma, c.target, c.eta1, c.eta2,
+              c.batch, c.readout, c.seed]
+    return LAYOUT.key_of(dict(zip(KEYS, values, strict=True)))
 
 
 def simulate_row(config: StepConfig, *, taylor: bool = False) -> dict:
@@ -223,30 +226,23 @@ def taylor_amplitudes(config: StepConfig, k_max: int = 4) -> tuple[np.ndarray, f
 
 def load_or_run(name: str, plan: Plan, *, force: bool = False,
                 log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Rows of experiment ``name``: from the CSV cache where present, the missing ones simulated
-    and appended to the cache."""
+    """Rows of experiment ``name`` (in the order of the data): from the package's row store
+    (:class:`validation.store.TableCache`, one block per configuration) where present, the
+    missing ones simulated and appended one by one. ``force``: simulate everything afresh."""
     path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     wanted = configs(name, plan)
-    cached = pd.read_csv(path) if path.exists() and not force else pd.DataFrame()
-    have = set()
-    if len(cached):
-        have = {_key_of(list(r)) for r in cached[KEYS].itertuples(index=False)}
-    todo = [c for c in wanted if _config_key(c) not in have]
-    if not todo:
-        log(f"[{name}] cached: {path}")
-    rows = []
-    for i, c in enumerate(todo):
-        rows.append(simulate_row(c, taylor=name == "taylor"))
-        log(f"[{name}] {i + 1}/{len(todo)} d={c.d} a1={c.a1:g} a2={c.a2} batch={c.batch} "
-            f"target={c.target} seed={c.seed}: measured={rows[-1]['measured']} "
-            f"predicted={rows[-1]['predicted']} ({rows[-1]['seconds']:.1f} s)")
-    df = pd.concat([cached, pd.DataFrame(rows)], ignore_index=True) if rows else cached
-    if rows:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(out, index=False, float_format="%.10g")
-    keys = {_config_key(c) for c in wanted}
-    mask = [_key_of(list(r)) in keys for r in df[KEYS].itertuples(index=False)]
-    return df[np.asarray(mask, dtype=bool)].reset_index(drop=True)
+    with TableCache(path, out, LAYOUT, fresh=force, what="experiment data") as cache:
+        todo = [c for c in wanted if cache.get(_config_key(c)) is None]
+        if not todo:
+            log(f"[{name}] cached: {path}")
+        for i, c in enumerate(todo):
+            row = simulate_row(c, taylor=name == "taylor")
+            cache.add([row])
+            log(f"[{name}] {i + 1}/{len(todo)} d={c.d} a1={c.a1:g} a2={c.a2} batch={c.batch} "
+                f"target={c.target} seed={c.seed}: measured={row['measured']} "
+                f"predicted={row['predicted']} ({row['seconds']:.1f} s)")
+        keys = {_config_key(c) for c in wanted}
+        return cache.frame([k for k in cache.blocks if k in keys])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -371,22 +367,25 @@ def reuse_theory(a1: float, a2: float) -> pd.DataFrame:
 # the data of the spectrum figure
 
 
+#: the spectrum data: one block, the singular values of W0, W1, W2 of one configuration
+SPECTRUM_KEYS = ("d", "p", "a1", "a2", "eta1", "eta2", "sigma", "readout", "seed")
+SPECTRUM_LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in SPECTRUM_KEYS),
+                         size=lambda row: 3 * min(int(row["p"]), int(row["d"])), cell=g12_cell)
+
+
 def _spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
     plan = plan_for(quick)
     path, out = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
     a1, a2 = REPRESENTATIVE
     cfg = _two_step(plan.spectrum_d, a1, a2, 0)
-    if path.exists() and not force:
-        df = pd.read_csv(path)
-        if len(df) and int(df.d.iloc[0]) == cfg.d:
-            return df
-    sim = simulate(cfg)
-    frames = [pd.DataFrame(dict(matrix=name, index=np.arange(min(cfg.p, cfg.d)),
-                                s=singular_values(M), d=cfg.d, p=cfg.p, a1=a1, a2=a2,
-                                eta1=cfg.eta1, eta2=cfg.eta2, sigma=cfg.sigma,
-                                readout=cfg.readout, seed=cfg.seed))
-              for name, M in (("W0", sim.W0), ("W1", sim.W1), ("W2", sim.W2))]
-    df = pd.concat(frames, ignore_index=True)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    df.to_csv(out, index=False, float_format="%.12g")
-    return df
+    common = dict(d=cfg.d, p=cfg.p, a1=a1, a2=a2, eta1=cfg.eta1, eta2=cfg.eta2, sigma=cfg.sigma,
+                  readout=cfg.readout, seed=cfg.seed)
+    key = SPECTRUM_LAYOUT.key_of(common)
+    with TableCache(path, out, SPECTRUM_LAYOUT, fresh=force, what="experiment data") as cache:
+        if cache.get(key) is None:
+            sim = simulate(cfg)
+            frames = [pd.DataFrame(dict(matrix=name, index=np.arange(min(cfg.p, cfg.d)),
+                                        s=singular_values(M), **common))
+                      for name, M in (("W0", sim.W0), ("W1", sim.W1), ("W2", sim.W2))]
+            cache.add(pd.concat(frames, ignore_index=True).to_dict("records"))
+        return cache.frame([key])

@@ -18,10 +18,11 @@ simulation parameters (all but ``alpha`` and ``lam``, ``seed`` a salt; not the m
 Each task runs with one BLAS thread, so results are bit-identical whatever the scheduler and
 worker count (on the same BLAS build).
 
-Schedulers: ``local`` (default) is joblib's loky process pool sized to the machine (``n_jobs``
-workers; ``n_jobs = 1`` runs in this process); ``dask`` runs on ``dask.distributed``: a
-``LocalCluster`` of ``n_jobs`` single-threaded worker processes, or the existing cluster at
-``address`` (optional extra ``giantstep[dask]``; remote workers need giantstep installed).
+Schedulers (:func:`validation.pool.run_tasks`, the package's one scheduler): ``local``
+(default) is a pool of ``n_jobs`` spawned processes (default: all cores; ``n_jobs = 1`` runs in
+this process); ``dask`` runs on ``dask.distributed``, a local cluster of ``n_jobs``
+single-threaded worker processes or the existing cluster at ``address`` (optional extra
+``giantstep[dask]``; remote workers need giantstep installed).
 
 Store (``store=path.csv``): one CSV row per point, appended atomically per task (one ``write``
 of the task's whole block of rows, then ``fsync``), under an exclusive lock. Columns: ``key``
@@ -37,7 +38,7 @@ block short of ``task_rows``) is cut off with a warning and its task recomputed.
 by good rows is not a torn write and raises ``ValueError``.
 
 Modules: :mod:`.params` (kinds, parameters, grid parsing), :mod:`.tasks` (hashing, planning,
-running one task), :mod:`.store` (the CSV store), :mod:`.schedulers`, :mod:`.runner`
+running one task), :mod:`.store` (the CSV store), :mod:`.runner`
 (:func:`sweep`, :func:`summarize`), :mod:`.heatmap` and :mod:`.cli` (the ``sweep`` subcommand).
 """
 

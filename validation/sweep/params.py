@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-
+from validation.pool import SCHEDULERS  # noqa: F401  (re-exported: the sweep's schedulers)
 
 KINDS = ("theory", "network", "srf", "rf")
-SCHEDULERS = ("local", "dask")
 THEORY_PARAMS = ("sigma", "target", "beta", "alpha0", "eta", "delta", "lam", "alpha")
 SIM_PARAMS = ("sigma", "target", "beta", "alpha0", "eta", "delta", "d", "n_test", "seed", "lam",
               "alpha")

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+from validation.pool import run_tasks
+
 from .params import SCHEDULERS, SIM_PARAMS, columns
-from .schedulers import _dask_results, _local_results
 from .store import Store, _frame, format_rows
-from .tasks import plan
+from .tasks import plan, run_task
 
 
 def sweep(
@@ -38,7 +39,7 @@ def sweep(
     parameter. Simulations: one row per repetition (``summary=False``) or, by default, per point
     with ``risk`` (mean over ``seeds`` repetitions), ``se``, ``seeds`` and the ``values``.
     ``store``: resumable CSV (see the module docstring). ``n_jobs``: workers (default: all
-    cores). ``scheduler``: ``local`` (loky pool) or ``dask`` (``LocalCluster``, or ``address``).
+    cores). ``scheduler``: ``local`` (process pool) or ``dask`` (a local cluster, or ``address``).
     """
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
@@ -61,12 +62,12 @@ def sweep(
         if todo:
             from asymptotics._cli import Progress
 
-            results = (_local_results(todo, int(n_jobs)) if scheduler == "local"
-                       else _dask_results(todo, int(n_jobs), address))
+            results = run_tasks(run_task, todo, int(n_jobs), scheduler=scheduler,
+                                address=address, name=lambda t: f"sweep-{t.key}")
             bar = Progress(len(tasks), f"sweep {kind}", unit="task", enabled=progress,
                            initial=len(tasks) - len(todo))
             with bar:
-                for key, rows, _ in results:
+                for _, (key, rows, _) in results:
                     lines = format_rows(rows, cols)
                     if db is not None:
                         db.append(key, lines)
