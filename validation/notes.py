@@ -97,7 +97,8 @@ class Context:
         self.pooled = aggregate(store[store["d"] == d])
         self.agg = agg
         first = agg.drop_duplicates(["key", "alpha", "lam"])
-        self.theory = {(r.key, r.alpha, r.lam): r.theory for r in first.itertuples()}
+        # the sRF theory (p = infinity) of every point: the notes measure each model against it
+        self.theory = {(r.key, r.alpha, r.lam): r.theory_srf for r in first.itertuples()}
 
     def gap(self, key: str, model: str = "srf", d: int | None = None,
             reps: str = "all") -> Gap:
