@@ -154,28 +154,95 @@ def _population_atoms(
     ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
     for _ in range(batches):
         X = rng.standard_normal((n0, d))
-        theta = np.zeros(d)
-        theta[0] = 1.0
         e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
-        u = X.T @ e / n0
-        v = u / np.linalg.norm(u)
-        M = (X.T * e) @ X / n0
-        Q = (X.T * (e * e)) @ X / n0
-        L = np.eye(d) + eta * k.c1 * M
-        C = L @ L + eta * eta * ezeta2 * Q / alpha0
-        Pi = np.eye(d) - np.outer(v, v)
-        lam, E = np.linalg.eigh(Pi @ C @ Pi)
-        keep = lam > 1e-9 * lam.max()
-        lam, E = lam[keep], E[:, keep]
-        proj = E.T @ (Pi @ C @ v)
-        t = theta - (v @ theta) * v
-        t /= np.linalg.norm(t)
+        batch = _population_batch if n0 < d - 1 else _population_batch_direct
+        lam, a_, t_, ep = batch(X, e, eta * k.c1, eta * eta * ezeta2 / alpha0)
         lams.append(lam)
-        avals.append(proj / lam)
-        tvals.append(E.T @ t)
-        eps.append(max(float(v @ C @ v - np.sum(proj * proj / lam)), 0.0))
+        avals.append(a_)
+        tvals.append(t_)
+        eps.append(ep)
     lam = np.concatenate(lams)
     w = 1.0 / math.sqrt(batches)  # each batch's columns carry weight 1/batches
     F = np.concatenate([[float(np.mean(eps))], w * np.concatenate(avals)])
     G = w * np.concatenate(tvals)
     return lam, F, G
+
+
+def _weighted_gram(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """X^T diag(w) X for real weights of either sign, as two symmetric rank-k products
+    (BLAS syrk: half the flops of a general product)."""
+    r = np.sqrt(np.abs(w))[:, None] * X
+    pos = w > 0
+    P, N = r[pos], r[~pos]
+    out = P.T @ P
+    if N.shape[0]:
+        out -= N.T @ N
+    return out
+
+
+def _population_batch_direct(
+    X: np.ndarray, e: np.ndarray, a: float, bq: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One batch of the device in the full dimension d (theta* = the first coordinate):
+    C = (I + a M)^2 + bq Q, Sigma = Pi C Pi; returns the nonzero eigenvalues lam_j of Sigma,
+    b.e_j, t.e_j and Var eps (docs/DERIVATIONS.md §7)."""
+    n0, d = X.shape
+    theta = np.zeros(d)
+    theta[0] = 1.0
+    u = X.T @ e / n0
+    v = u / np.linalg.norm(u)
+    M = _weighted_gram(X, e) / n0
+    Q = _weighted_gram(X, e * e) / n0
+    L = np.eye(d) + a * M
+    C = L @ L + bq * Q
+    return _compressed_spectrum(C, v, theta, 0.0)
+
+
+def _population_batch(
+    X: np.ndarray, e: np.ndarray, a: float, bq: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """The same batch as :func:`_population_batch_direct` when n0 < d - 1, exactly, in the
+    n0-dimensional row space S of X: M, Q and v live in S and C = I on its complement, so
+    Sigma has the eigenvalue 1 with multiplicity d - n0 there, which carries only the part of t
+    outside S (weight 1 - |P_S theta*|^2 before normalisation) and none of b (docs/DERIVATIONS.md
+    §7). The eigenproblem is n0 x n0 instead of d x d."""
+    n0, d = X.shape
+    U, T = np.linalg.qr(X.T)  # X^T = U T, U: d x n0 orthonormal
+    u = T @ e / n0
+    v = u / np.linalg.norm(u)
+    M = _weighted_gram(T.T, e) / n0  # U^T M U = T diag(e) T^T / n0
+    Q = _weighted_gram(T.T, e * e) / n0
+    L = np.eye(n0) + a * M
+    C = L @ L + bq * Q
+    theta = U[0].copy()  # U^T theta*
+    rest = max(1.0 - float(theta @ theta), 0.0)  # |theta* outside S|^2
+    lam, avals, tvals, ep = _compressed_spectrum(C, v, theta, rest)
+    tn = math.sqrt(max(1.0 - float(v @ theta) ** 2, 0.0))
+    ones = d - n0
+    lam = np.concatenate([lam, np.ones(ones)])
+    avals = np.concatenate([avals, np.zeros(ones)])
+    tout = np.zeros(ones)
+    tout[0] = math.sqrt(rest) / tn
+    tvals = np.concatenate([tvals, tout])
+    return lam, avals, tvals, ep
+
+
+def _compressed_spectrum(
+    C: np.ndarray, v: np.ndarray, theta: np.ndarray, rest: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Eigen-decomposition of Sigma = Pi C Pi (Pi = I - v v^T) and the weights of
+    b = Sigma^+ Pi C v and of t, the unit part of theta orthogonal to v (``rest``: the squared
+    norm of theta outside the space of C, which only enters t's normalisation)."""
+    n = C.shape[0]
+    Cv = C @ v
+    PC = C - np.outer(v, v @ C)  # Pi C
+    Sig = PC - np.outer(PC @ v, v)  # Pi C Pi
+    lam, E = np.linalg.eigh(Sig)
+    keep = lam > 1e-9 * lam.max()
+    lam, E = lam[keep], E[:, keep]
+    proj = E.T @ (Cv - (v @ Cv) * v)
+    t = theta - (v @ theta) * v
+    tn = math.sqrt(float(t @ t) + rest)
+    del n
+    return (lam, proj / lam, E.T @ t / tn,
+            max(float(v @ Cv - np.sum(proj * proj / lam)), 0.0))
