@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -145,18 +146,14 @@ def _population_atoms(
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sampled device of :func:`population_measure` (independent of beta, cached): the
-    population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j)."""
+    population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j).
+    The draws and M, Q (which do not depend on eta) come from :func:`_population_samples`."""
     k = ge_coefficients(s, g)
-    rng = np.random.default_rng(seed)
-    d = int(size)
-    n0 = max(int(round(alpha0 * d)), 1)
-    lams, avals, tvals, eps = [], [], [], []
     ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
-    for _ in range(batches):
-        X = rng.standard_normal((n0, d))
-        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
-        batch = _population_batch if n0 < d - 1 else _population_batch_direct
-        lam, a_, t_, ep = batch(X, e, eta * k.c1, eta * eta * ezeta2 / alpha0)
+    a, bq = eta * k.c1, eta * eta * ezeta2 / alpha0
+    lams, avals, tvals, eps = [], [], [], []
+    for sample in _population_samples(s, g, alpha0, delta, size, batches, seed):
+        lam, a_, t_, ep = _batch_atoms(sample, a, bq)
         lams.append(lam)
         avals.append(a_)
         tvals.append(t_)
@@ -166,6 +163,39 @@ def _population_atoms(
     F = np.concatenate([[float(np.mean(eps))], w * np.concatenate(avals)])
     G = w * np.concatenate(tvals)
     return lam, F, G
+
+
+@dataclass(frozen=True)
+class _BatchSample:
+    """One first batch of the device, reduced to what the step's covariance needs: M and Q on a
+    space of dimension ``M.shape[0]`` holding v (unit), and theta* there (``theta``), with
+    ``rest`` = |theta*|^2 outside it and ``ones`` further dimensions where C = I."""
+
+    M: np.ndarray
+    Q: np.ndarray
+    v: np.ndarray
+    theta: np.ndarray
+    rest: float
+    ones: int
+
+
+@functools.lru_cache(maxsize=8)
+def _population_samples(
+    s: Function, g: Function, alpha0: float, delta: float, size: int, batches: int, seed: int,
+) -> tuple[_BatchSample, ...]:
+    """The fixed-seed first batches of the device (x_i ~ N(0, I_size), theta* the first
+    coordinate, e_i = g(theta*.x_i) - mu0 + sqrt(delta) xi_i) as :class:`_BatchSample` (cached:
+    they depend on sigma only through mu0, and not on eta)."""
+    k = ge_coefficients(s, g)
+    rng = np.random.default_rng(seed)
+    d = int(size)
+    n0 = max(int(round(alpha0 * d)), 1)
+    out = []
+    for _ in range(batches):
+        X = rng.standard_normal((n0, d))
+        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
+        out.append(_batch_sample(X, e, reduce=n0 < d - 1))
+    return tuple(out)
 
 
 def _weighted_gram(X: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -180,69 +210,55 @@ def _weighted_gram(X: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def _population_batch_direct(
-    X: np.ndarray, e: np.ndarray, a: float, bq: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """One batch of the device in the full dimension d (theta* = the first coordinate):
-    C = (I + a M)^2 + bq Q, Sigma = Pi C Pi; returns the nonzero eigenvalues lam_j of Sigma,
-    b.e_j, t.e_j and Var eps (docs/DERIVATIONS.md §7)."""
+def _batch_sample(X: np.ndarray, e: np.ndarray, *, reduce: bool) -> _BatchSample:
+    """M = n0^-1 X^T diag(e) X, Q = n0^-1 X^T diag(e^2) X and v = unit(X^T e) of one batch,
+    in the full dimension d (``reduce=False``) or, exactly, in the n0-dimensional row space S
+    of X (n0 < d): X^T = U T, and M, Q, v live in S, where they are T diag(e) T^T / n0, ... in
+    the basis U; C = (I + a M)^2 + b Q is the identity on the d - n0 dimensions outside S
+    (docs/DERIVATIONS.md §7)."""
     n0, d = X.shape
-    theta = np.zeros(d)
-    theta[0] = 1.0
-    u = X.T @ e / n0
-    v = u / np.linalg.norm(u)
-    M = _weighted_gram(X, e) / n0
-    Q = _weighted_gram(X, e * e) / n0
-    L = np.eye(d) + a * M
-    C = L @ L + bq * Q
-    return _compressed_spectrum(C, v, theta, 0.0)
+    if reduce:
+        U, T = np.linalg.qr(X.T)  # X^T = U T, U: d x n0 orthonormal
+        u = T @ e / n0
+        theta = U[0].copy()  # U^T theta*
+        M = _weighted_gram(T.T, e) / n0
+        Q = _weighted_gram(T.T, e * e) / n0
+        rest, ones = max(1.0 - float(theta @ theta), 0.0), d - n0
+    else:
+        u = X.T @ e / n0
+        theta = np.zeros(d)
+        theta[0] = 1.0
+        M = _weighted_gram(X, e) / n0
+        Q = _weighted_gram(X, e * e) / n0
+        rest, ones = 0.0, 0
+    return _BatchSample(M, Q, u / np.linalg.norm(u), theta, rest, ones)
 
 
-def _population_batch(
-    X: np.ndarray, e: np.ndarray, a: float, bq: float,
+def _batch_atoms(
+    sample: _BatchSample, a: float, bq: float,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """The same batch as :func:`_population_batch_direct` when n0 < d - 1, exactly, in the
-    n0-dimensional row space S of X: M, Q and v live in S and C = I on its complement, so
-    Sigma has the eigenvalue 1 with multiplicity d - n0 there, which carries only the part of t
-    outside S (weight 1 - |P_S theta*|^2 before normalisation) and none of b (docs/DERIVATIONS.md
-    §7). The eigenproblem is n0 x n0 instead of d x d."""
-    n0, d = X.shape
-    U, T = np.linalg.qr(X.T)  # X^T = U T, U: d x n0 orthonormal
-    u = T @ e / n0
-    v = u / np.linalg.norm(u)
-    M = _weighted_gram(T.T, e) / n0  # U^T M U = T diag(e) T^T / n0
-    Q = _weighted_gram(T.T, e * e) / n0
-    L = np.eye(n0) + a * M
+    """One batch's atoms: C = (I + a M)^2 + bq Q, Sigma = Pi C Pi (Pi = I - v v^T); the
+    nonzero eigenvalues lam_j of Sigma, b.e_j with b = Sigma^+ Pi C v, t.e_j with t the unit
+    part of theta* orthogonal to v, and Var eps = v.C.v - sum_j (b.e_j)^2 lam_j
+    (docs/DERIVATIONS.md §7). On the ``ones`` dimensions where C = I, Sigma has the eigenvalue 1,
+    which carries none of b and, on one eigenvector, the part of t outside the reduced space."""
+    M, Q, v, theta = sample.M, sample.Q, sample.v, sample.theta
+    L = np.eye(M.shape[0]) + a * M
     C = L @ L + bq * Q
-    theta = U[0].copy()  # U^T theta*
-    rest = max(1.0 - float(theta @ theta), 0.0)  # |theta* outside S|^2
-    lam, avals, tvals, ep = _compressed_spectrum(C, v, theta, rest)
-    tn = math.sqrt(max(1.0 - float(v @ theta) ** 2, 0.0))
-    ones = d - n0
-    lam = np.concatenate([lam, np.ones(ones)])
-    avals = np.concatenate([avals, np.zeros(ones)])
-    tout = np.zeros(ones)
-    tout[0] = math.sqrt(rest) / tn
-    tvals = np.concatenate([tvals, tout])
-    return lam, avals, tvals, ep
-
-
-def _compressed_spectrum(
-    C: np.ndarray, v: np.ndarray, theta: np.ndarray, rest: float,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Eigen-decomposition of Sigma = Pi C Pi (Pi = I - v v^T) and the weights of
-    b = Sigma^+ Pi C v and of t, the unit part of theta orthogonal to v (``rest``: the squared
-    norm of theta outside the space of C, which only enters t's normalisation)."""
-    n = C.shape[0]
     Cv = C @ v
     PC = C - np.outer(v, v @ C)  # Pi C
-    Sig = PC - np.outer(PC @ v, v)  # Pi C Pi
-    lam, E = np.linalg.eigh(Sig)
+    lam, E = np.linalg.eigh(PC - np.outer(PC @ v, v))  # Pi C Pi
     keep = lam > 1e-9 * lam.max()
     lam, E = lam[keep], E[:, keep]
     proj = E.T @ (Cv - (v @ Cv) * v)
     t = theta - (v @ theta) * v
-    tn = math.sqrt(float(t @ t) + rest)
-    del n
-    return (lam, proj / lam, E.T @ t / tn,
-            max(float(v @ Cv - np.sum(proj * proj / lam)), 0.0))
+    tn = math.sqrt(float(t @ t) + sample.rest)
+    avals, tvals = proj / lam, E.T @ t / tn
+    ep = max(float(v @ Cv - np.sum(proj * proj / lam)), 0.0)
+    if sample.ones:
+        lam = np.concatenate([lam, np.ones(sample.ones)])
+        avals = np.concatenate([avals, np.zeros(sample.ones)])
+        tout = np.zeros(sample.ones)
+        tout[0] = math.sqrt(sample.rest) / tn
+        tvals = np.concatenate([tvals, tout])
+    return lam, avals, tvals, ep
