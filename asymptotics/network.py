@@ -24,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import ndtri
 
 from .cget import ge_coefficients
 from .functions import Function, get_function
@@ -103,7 +104,7 @@ def network_measure(
 def population_measure(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
     delta: float = 0.0, size: int | None = None, batches: int | None = None, seed: int = 0,
-    mp_bulk: bool = False,
+    mp_bulk: bool = False, stratify: bool = False,
 ) -> SpectralMeasure:
     """Measure of the network's first layer from the population covariance of its bulk rows,
     C = (I + eta c1 M)^2 + eta^2 E zeta^2 Q/alpha0 (docs/DERIVATIONS.md §7, 'the exact
@@ -131,7 +132,7 @@ def population_measure(
     if int(size) < 2 or int(batches) < 1:
         raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
     lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
-                                  int(batches), int(seed))
+                                  int(batches), int(seed), bool(stratify))
     c = float(lam.mean())
     if mp_bulk:
         return SpectralMeasure("channels", float(beta), c, _EMPTY, F, lam, G, r=sp.r,
@@ -143,7 +144,7 @@ def population_measure(
 @functools.lru_cache(maxsize=64)
 def _population_atoms(
     s: Function, g: Function, alpha0: float, eta: float, delta: float, size: int, batches: int,
-    seed: int,
+    seed: int, stratify: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The sampled device of :func:`population_measure` (independent of beta, cached): the
     population eigenvalues lam_j and the weights F = (Var eps, b.e_j), G = (t.e_j).
@@ -152,7 +153,7 @@ def _population_atoms(
     ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
     a, bq = eta * k.c1, eta * eta * ezeta2 / alpha0
     lams, avals, tvals, eps = [], [], [], []
-    for sample in _population_samples(s, g, alpha0, delta, size, batches, seed):
+    for sample in _population_samples(s, g, alpha0, delta, size, batches, seed, stratify):
         lam, a_, t_, ep = _batch_atoms(sample, a, bq)
         lams.append(lam)
         avals.append(a_)
@@ -182,6 +183,7 @@ class _BatchSample:
 @functools.lru_cache(maxsize=8)
 def _population_samples(
     s: Function, g: Function, alpha0: float, delta: float, size: int, batches: int, seed: int,
+    stratify: bool = False,
 ) -> tuple[_BatchSample, ...]:
     """The fixed-seed first batches of the device (x_i ~ N(0, I_size), theta* the first
     coordinate, e_i = g(theta*.x_i) - mu0 + sqrt(delta) xi_i) as :class:`_BatchSample` (cached:
@@ -193,7 +195,13 @@ def _population_samples(
     out = []
     for _ in range(batches):
         X = rng.standard_normal((n0, d))
-        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * rng.standard_normal(n0)
+        if stratify:  # the n0 quantile midpoints of N(0, 1) (label noise: shuffled midpoints)
+            mid = ndtri((np.arange(n0) + 0.5) / n0)
+            X[:, 0] = mid
+            xi = mid[rng.permutation(n0)]
+        else:
+            xi = rng.standard_normal(n0)
+        e = g(X[:, 0]) - k.mu0 + math.sqrt(delta) * xi
         out.append(_batch_sample(X, e, reduce=n0 < d - 1))
     return tuple(out)
 
@@ -262,3 +270,50 @@ def _batch_atoms(
         tout[0] = math.sqrt(sample.rest) / tn
         tvals = np.concatenate([tvals, tout])
     return lam, avals, tvals, ep
+
+
+def population_bulk_stieltjes(
+    sigma: str | Function, target: str | Function, *, alpha0: float, eta: float,
+    zeta: complex | np.ndarray, delta: float = 0.0, tol: float = 1e-13, maxiter: int = 5000,
+) -> np.ndarray:
+    """Deterministic (d -> infinity) Stieltjes transform tr((C - zeta)^-1)/d of the bulk of the
+    step's population covariance C = (I + a M)^2 + bq Q, M = W^T D W, Q = W^T D^2 W (a = eta c1,
+    bq = eta^2 E zeta^2/alpha0, D = diag(e_i), W Gaussian of ratio 1/alpha0): the Gaussian
+    fixed point of a linear pencil of C (docs/DERIVATIONS.md §7, 'the bulk in closed form'):
+        g = (L0 - E_e[Lam^T gamma Lam])^-1,  gamma(e) = P (-I - psi Lam g Lam^T P)^-1,
+    g 2 x 2, gamma(e) 3 x 3, Lam(e) = [[sqrt(bq) e, 0], [1, 0], [0, 1]], P(e) = diag(1, [[0, a e],
+    [a e, 0]]), L0 = [[-zeta, 1], [1, -1]], psi = 1/alpha0; the transform is g_11. Damped
+    iteration, vectorised over ``zeta`` (Im zeta >= 0, or real outside the spectrum); NaN where
+    it did not converge. Independent of the sampled device (a check of its bulk, and the first
+    step of a deterministic population measure)."""
+    s, g = get_function(sigma), get_function(target)
+    k = ge_coefficients(s, g)
+    zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
+    e, w = g(zq[0]) - k.mu0, wq[0]
+    if delta > 0.0:
+        gh, wh = gauss_hermite(12)
+        e = (e[:, None] + math.sqrt(delta) * gh[None, :]).ravel()
+        w = (w[:, None] * wh[None, :]).ravel()
+    w = w / w.sum()
+    a, bq = eta * k.c1, eta * eta * max(k.s2 - k.c1 * k.c1, 0.0) / alpha0
+    psi = 1.0 / alpha0
+    z = np.atleast_1d(np.asarray(zeta, dtype=np.complex128))
+    lam = np.zeros((e.size, 3, 2))
+    lam[:, 0, 0], lam[:, 1, 0], lam[:, 2, 1] = math.sqrt(bq) * e, 1.0, 1.0
+    P = np.zeros((e.size, 3, 3))
+    P[:, 0, 0], P[:, 1, 2], P[:, 2, 1] = 1.0, a * e, a * e
+    L0 = np.zeros((z.size, 2, 2), np.complex128)
+    L0[:, 0, 0], L0[:, 0, 1], L0[:, 1, 0], L0[:, 1, 1] = -z, 1.0, 1.0, -1.0
+    G = np.linalg.inv(L0)
+    err = np.inf
+    for _ in range(maxiter):
+        Sn = psi * np.einsum("eab,zbc,edc->zead", lam, G, lam)
+        gam = np.einsum("eab,zebc->zeac", P, np.linalg.inv(-np.eye(3) - Sn @ P[None]))
+        Gn = np.linalg.inv(L0 - np.einsum("e,eba,zebc,ecd->zad", w, lam, gam, lam))
+        err = np.max(np.abs(Gn - G), axis=(1, 2))
+        G = 0.5 * (G + Gn)
+        if np.all(err < tol):
+            break
+    out = G[:, 0, 0].copy()
+    out[~(err < np.sqrt(tol))] = np.nan
+    return out.reshape(np.shape(zeta))
