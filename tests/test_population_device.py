@@ -129,10 +129,10 @@ def test_device_bulk_against_the_closed_form_trace(sigma, target, alpha0, eta):
 def test_bulk_stieltjes_against_sampled_spectra(sigma, target, alpha0, eta):
     """The deterministic bulk of the step's population covariance (linear-pencil fixed point,
     docs/DERIVATIONS.md §7) against the spectra of two independently sampled first batches at
-    d = 600: tr((Sigma - zeta)^-1)/d on and off the real axis. theta*.x_i are the n0 quantile
-    midpoints of N(0, 1) (the rest of x_i Gaussian): with i.i.d. theta*.x_i the empirical law of
-    the weights e_i fluctuates at O(n0^-1/2) and so does the bulk (0.7% s.d. at d = 800 for
-    relu/relu), with the midpoints at O(1/d)."""
+    d = 600: tr((Sigma - zeta)^-1)/d on and off the real axis. theta*.x_i are stratified (one
+    uniform draw per quantile cell of N(0, 1); the rest of x_i Gaussian): with i.i.d. theta*.x_i
+    the empirical law of the weights e_i fluctuates at O(n0^-1/2) and so does the bulk (0.7% s.d.
+    at d = 800 for relu/relu)."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     a, bq = eta * k.c1, eta * eta * max(k.s2 - k.c1**2, 0.0) / alpha0
@@ -144,7 +144,7 @@ def test_bulk_stieltjes_against_sampled_spectra(sigma, target, alpha0, eta):
     emp = []
     for _ in range(2):
         X = rng.standard_normal((n0, d))
-        X[:, 0] = ndtri((np.arange(n0) + 0.5) / n0)  # stratified theta*.x: see the docstring
+        X[:, 0] = ndtri((np.arange(n0) + rng.random(n0)) / n0)  # stratified: see the docstring
         lam = N._batch_atoms(N._batch_sample(X, g(X[:, 0]) - k.mu0, reduce=n0 < d - 1),
                              a, bq)[0]
         lam = np.concatenate([lam, np.zeros(d - 1 - lam.size)])
