@@ -125,7 +125,8 @@ def population_measure(
     fluctuation of the empirical law of the weights e_i (``False``: the i.i.d. device of the
     first releases). ``size=None``: 400 for alpha0 <= 20, 400 (20/alpha0)^(1/3) (at
     least 100) above, which caps the cost 2 alpha0 size^3 of M and Q at that of alpha0 = 20;
-    ``batches=None``: min(8, max(2, ceil(8/alpha0))), more batches where they are cheap.
+    ``batches=None``: min(8, max(2, ceil(8/alpha0))), more batches where they are cheap, and 1
+    for 8 <= alpha0 <= 20 (stratified, one 400-batch there is more accurate than two i.i.d.).
     For n0 < size the eigenproblem is solved in the row space of the batch (exactly); the
     draws, M and Q do not depend on eta and are cached apart from it.
     The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
@@ -137,7 +138,7 @@ def population_measure(
     if size is None:
         size = 400 if alpha0 <= 20.0 else max(100, round(400 * (20.0 / alpha0) ** (1 / 3)))
     if batches is None:
-        batches = min(8, max(2, math.ceil(8.0 / alpha0)))
+        batches = 1 if 8.0 <= alpha0 <= 20.0 else min(8, max(2, math.ceil(8.0 / alpha0)))
     if int(size) < 2 or int(batches) < 1:
         raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
     lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
