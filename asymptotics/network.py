@@ -15,9 +15,9 @@ span(v, t) and the non-MP bulk of small alpha0). The default network theory,
 :func:`population_measure`, keeps the whole population covariance C of the bulk rows: a
 generalised MP bulk of its spectrum and channels weighted over its eigenvectors, evaluated on a
 fixed-seed sampled first batch (a numerical-integration device with stratified theta*.x, cached
-per setting). :func:`population_bulk_stieltjes` gives the bulk of that spectrum in closed form
-(a linear-pencil fixed point), a check of the device and the first step of a deterministic
-measure.
+per setting). :func:`population_resolvent` gives the resolvent of that covariance in closed
+form (a linear-pencil fixed point: the bulk and the forms on theta* and u), a check of the
+device and the first steps of a deterministic measure.
 """
 
 from __future__ import annotations
@@ -282,48 +282,95 @@ def _batch_atoms(
     return lam, avals, tvals, ep
 
 
-def population_bulk_stieltjes(
+
+@dataclass(frozen=True)
+class PopulationResolvent:
+    """Deterministic (d -> infinity) resolvent R = (C - zeta)^-1 of the step's population
+    covariance C (docs/DERIVATIONS.md §7): ``trace`` = tr(R)/d (the bulk) and the quadratic
+    forms of R on theta* and on u = n0^-1 sum_i e_i x_i (not normalised; |u|^2 = ``u_norm2``,
+    theta*.u = ``mu1``), with the parameters that produced them."""
+
+    sigma: str
+    target: str
+    alpha0: float
+    eta: float
+    delta: float
+    zeta: np.ndarray
+    trace: np.ndarray
+    theta_theta: np.ndarray
+    theta_u: np.ndarray
+    u_u: np.ndarray
+    mu1: float
+    u_norm2: float
+    converged: bool
+
+
+def population_resolvent(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float,
     zeta: complex | np.ndarray, delta: float = 0.0, tol: float = 1e-13, maxiter: int = 5000,
-) -> np.ndarray:
-    """Deterministic (d -> infinity) Stieltjes transform tr((C - zeta)^-1)/d of the bulk of the
-    step's population covariance C = (I + a M)^2 + bq Q, M = W^T D W, Q = W^T D^2 W (a = eta c1,
-    bq = eta^2 E zeta^2/alpha0, D = diag(e_i), W Gaussian of ratio 1/alpha0): the Gaussian
-    fixed point of a linear pencil of C (docs/DERIVATIONS.md §7, 'the bulk in closed form'):
+) -> PopulationResolvent:
+    """The resolvent of C = (I + a M)^2 + bq Q (a = eta c1, bq = eta^2 E zeta^2/alpha0, M, Q
+    the weighted Wishart matrices of the first batch) from the Gaussian fixed point of a linear
+    pencil of C (docs/DERIVATIONS.md §7, 'the bulk in closed form'). Bulk: with psi = 1/alpha0,
         g = (L0 - E_e[Lam^T gamma Lam])^-1,  gamma(e) = P (-I - psi Lam g Lam^T P)^-1,
-    g 2 x 2, gamma(e) 3 x 3, Lam(e) = [[sqrt(bq) e, 0], [1, 0], [0, 1]], P(e) = diag(1, [[0, a e],
-    [a e, 0]]), L0 = [[-zeta, 1], [1, -1]], psi = 1/alpha0; the transform is g_11. Damped
-    iteration, vectorised over ``zeta`` (Im zeta >= 0, or real outside the spectrum); NaN where
-    it did not converge. Independent of the sampled device (a check of its bulk, and the first
-    step of a deterministic population measure)."""
+    g 2 x 2, gamma(e) 3 x 3, Lam(e) = [[sqrt(bq) e, 0], [1, 0], [0, 1]], P(e) = diag(1,
+    [[0, a e], [a e, 0]]), L0 = [[-zeta, 1], [1, -1]]; tr(R)/d = g_11. Forms on (theta*, u): the
+    3 x 3 matrix K = K0 - E_{z,e}[X^T gamma X], X = [z Lam, -psi e (Lam g)_{:,1}],
+    K0 = [[-zeta, 1, mu1], [1, -1, 0], [mu1, 0, -1 - psi E e^2 g_11]] (theta*'s coordinate and a
+    unit probe block for u), and G = K^-1 gives u.R.u = -1/G_33 - 1, theta*.R.u = -G_13/G_33,
+    theta*.R.theta* = G_11 - (theta*.R.u)^2 G_33. Damped iteration, vectorised over ``zeta``
+    (Im zeta >= 0, or real outside the spectrum); NaN where it did not converge."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
-    e, w = g(zq[0]) - k.mu0, wq[0]
+    zn, w = zq[0], wq[0]
+    e = g(zn) - k.mu0
     if delta > 0.0:
         gh, wh = gauss_hermite(12)
         e = (e[:, None] + math.sqrt(delta) * gh[None, :]).ravel()
+        zn = np.repeat(zn, gh.size)
         w = (w[:, None] * wh[None, :]).ravel()
     w = w / w.sum()
     a, bq = eta * k.c1, eta * eta * max(k.s2 - k.c1 * k.c1, 0.0) / alpha0
     psi = 1.0 / alpha0
-    z = np.atleast_1d(np.asarray(zeta, dtype=np.complex128))
+    z = np.atleast_1d(np.asarray(zeta, dtype=np.complex128)).ravel()
     lam = np.zeros((e.size, 3, 2))
     lam[:, 0, 0], lam[:, 1, 0], lam[:, 2, 1] = math.sqrt(bq) * e, 1.0, 1.0
     P = np.zeros((e.size, 3, 3))
     P[:, 0, 0], P[:, 1, 2], P[:, 2, 1] = 1.0, a * e, a * e
     L0 = np.zeros((z.size, 2, 2), np.complex128)
     L0[:, 0, 0], L0[:, 0, 1], L0[:, 1, 0], L0[:, 1, 1] = -z, 1.0, 1.0, -1.0
-    G = np.linalg.inv(L0)
-    err = np.inf
-    for _ in range(maxiter):
+
+    def gamma(G: np.ndarray) -> np.ndarray:
         Sn = psi * np.einsum("eab,zbc,edc->zead", lam, G, lam)
-        gam = np.einsum("eab,zebc->zeac", P, np.linalg.inv(-np.eye(3) - Sn @ P[None]))
-        Gn = np.linalg.inv(L0 - np.einsum("e,eba,zebc,ecd->zad", w, lam, gam, lam))
+        return np.einsum("eab,zebc->zeac", P, np.linalg.inv(-np.eye(3) - Sn @ P[None]))
+
+    G = np.linalg.inv(L0)
+    err = np.full(z.size, np.inf)
+    for _ in range(maxiter):
+        Gn = np.linalg.inv(L0 - np.einsum("e,eba,zebc,ecd->zad", w, lam, gamma(G), lam))
         err = np.max(np.abs(Gn - G), axis=(1, 2))
         G = 0.5 * (G + Gn)
         if np.all(err < tol):
             break
-    out = G[:, 0, 0].copy()
-    out[~(err < np.sqrt(tol))] = np.nan
-    return out.reshape(np.shape(zeta))
+    ok = err < math.sqrt(tol)
+    gam = gamma(G)
+    mu1, ee2 = float(w @ (e * zn)), float(w @ (e * e))
+    X = np.zeros((z.size, e.size, 3, 3), np.complex128)
+    X[:, :, :, :2] = (zn[:, None, None] * lam)[None]
+    X[:, :, :, 2] = -psi * e[None, :, None] * np.einsum("erc,zc->zer", lam, G[:, :, 0])
+    K = np.zeros((z.size, 3, 3), np.complex128)
+    K[:, 0, 0], K[:, 0, 1], K[:, 1, 0], K[:, 1, 1] = -z, 1.0, 1.0, -1.0
+    K[:, 0, 2] = K[:, 2, 0] = mu1
+    K[:, 2, 2] = -1.0 - psi * ee2 * G[:, 0, 0]
+    Gf = np.linalg.inv(K - np.einsum("e,zeba,zebc,zecd->zad", w, X, gam, X))
+    g33 = Gf[:, 2, 2]
+    uu = -1.0 / g33 - 1.0
+    tu = -Gf[:, 0, 2] / g33
+    tt = Gf[:, 0, 0] - tu * tu * g33
+    nan = np.where(ok, 1.0, np.nan)
+    shape = np.shape(zeta)
+    return PopulationResolvent(
+        s.name, g.name, float(alpha0), float(eta), float(delta), z.reshape(shape),
+        (G[:, 0, 0] * nan).reshape(shape), (tt * nan).reshape(shape), (tu * nan).reshape(shape),
+        (uu * nan).reshape(shape), mu1, mu1 * mu1 + psi * ee2, bool(np.all(ok)))

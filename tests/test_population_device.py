@@ -126,30 +126,42 @@ def test_device_bulk_against_the_closed_form_trace(sigma, target, alpha0, eta):
 
 @pytest.mark.parametrize("sigma,target,alpha0,eta", [("relu", "relu", 2.0, 3.0),
                                                      ("erf", "sin", 0.5, 3.0)])
-def test_bulk_stieltjes_against_sampled_spectra(sigma, target, alpha0, eta):
-    """The deterministic bulk of the step's population covariance (linear-pencil fixed point,
-    docs/DERIVATIONS.md §7) against the spectra of two independently sampled first batches at
-    d = 600: tr((Sigma - zeta)^-1)/d on and off the real axis. theta*.x_i are stratified (one
-    uniform draw per quantile cell of N(0, 1); the rest of x_i Gaussian): with i.i.d. theta*.x_i
-    the empirical law of the weights e_i fluctuates at O(n0^-1/2) and so does the bulk (0.7% s.d.
-    at d = 800 for relu/relu)."""
+def test_resolvent_against_sampled_covariances(sigma, target, alpha0, eta):
+    """The deterministic resolvent of the step's population covariance C (linear-pencil fixed
+    point, docs/DERIVATIONS.md §7) against C sampled at d = 600 (four first batches):
+    tr((C - zeta)^-1)/d on and off the real axis, and the forms on theta* and u at zeta = -1.
+    theta*.x_i are stratified (one uniform draw per quantile cell of N(0, 1); the rest of x_i
+    Gaussian): with i.i.d. theta*.x_i the empirical law of the weights e_i fluctuates at
+    O(n0^-1/2) and so does the bulk (0.7% s.d. at d = 800 for relu/relu). The forms of a sampled
+    C fluctuate at O(d^-1/2) (about 1.5% here for the mean of four)."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     a, bq = eta * k.c1, eta * eta * max(k.s2 - k.c1**2, 0.0) / alpha0
     zs = np.array([-1.0, -0.2, 0.5 + 0.5j, 2.0 + 0.3j])
-    m = N.population_bulk_stieltjes(s, g, alpha0=alpha0, eta=eta, zeta=zs)
+    res = N.population_resolvent(s, g, alpha0=alpha0, eta=eta, zeta=zs)
+    assert res.converged and res.trace.shape == zs.shape
     rng = np.random.default_rng(5)
     d = 600
     n0 = int(alpha0 * d)
-    emp = []
-    for _ in range(2):
+    tr, forms = [], []
+    for _ in range(4):
         X = rng.standard_normal((n0, d))
-        X[:, 0] = ndtri((np.arange(n0) + rng.random(n0)) / n0)  # stratified: see the docstring
-        lam = N._batch_atoms(N._batch_sample(X, g(X[:, 0]) - k.mu0, reduce=n0 < d - 1),
-                             a, bq)[0]
-        lam = np.concatenate([lam, np.zeros(d - 1 - lam.size)])
-        emp.append(np.mean(1.0 / (lam[None, :] - zs[:, None]), axis=1))
-    np.testing.assert_allclose(m, np.mean(emp, axis=0), rtol=0.01)  # O(1/d) near the axis
-    # no step: C = I, the transform of a point mass at 1
-    assert N.population_bulk_stieltjes(s, g, alpha0=alpha0, eta=0.0, zeta=-1.0) == \
-        pytest.approx(0.5, abs=1e-12)
+        X[:, 0] = ndtri((np.arange(n0) + rng.random(n0)) / n0)
+        e = g(X[:, 0]) - k.mu0
+        L = np.eye(d) + a * N._weighted_gram(X, e) / n0
+        lam, E = np.linalg.eigh(L @ L + bq * N._weighted_gram(X, e * e) / n0)
+        th, u = E[0], E.T @ (X.T @ e / n0)
+        tr.append(np.mean(1.0 / (lam[None, :] - zs[:, None]), axis=1))
+        r = 1.0 / (lam + 1.0)
+        forms.append([r @ (th * th), r @ (th * u), r @ (u * u), u @ u, th @ (E.T @ (X.T @ e / n0))])
+    np.testing.assert_allclose(res.trace, np.mean(tr, axis=0), rtol=0.01)  # O(1/d) near the axis
+    emp = np.mean(forms, axis=0)
+    np.testing.assert_allclose([res.theta_theta[0].real, res.theta_u[0].real, res.u_u[0].real],
+                               emp[:3], rtol=0.03)
+    assert res.u_norm2 == pytest.approx(emp[3], rel=0.02)
+    assert res.mu1 == pytest.approx(emp[4], rel=0.05)
+    # no step: C = I, R = 1/(1 - zeta) on every vector
+    free = N.population_resolvent(s, g, alpha0=alpha0, eta=0.0, zeta=-1.0)
+    assert free.trace == pytest.approx(0.5, abs=1e-12)
+    assert free.theta_theta == pytest.approx(0.5, abs=1e-12)
+    assert free.u_u == pytest.approx(0.5 * free.u_norm2, abs=1e-12)
