@@ -11,7 +11,7 @@ rank-one channels (both with the bulk-variance channel of asymptotics/row_channe
 model="network" adds to any theory measure); the mean time of the first row of a measure
 includes its cached device.
 Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
-[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0]
+[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0 --pop-iid]
 """
 
 from __future__ import annotations
@@ -40,6 +40,8 @@ def main() -> None:
                     help="device size of the network measure (default: population_measure's)")
     ap.add_argument("--pop-batches", type=int, default=None, help="its device batches")
     ap.add_argument("--pop-seed", type=int, default=0, help="its device seed")
+    ap.add_argument("--pop-iid", action="store_true",
+                    help="i.i.d. theta*.x in the device (population_measure(stratify=False))")
     ap.add_argument("--pop-mp-bulk", action="store_true",
                     help="also the population channels with an MP(c) bulk")
     args = ap.parse_args()
@@ -84,7 +86,8 @@ def main() -> None:
                 from asymptotics.network import population_measure
                 extra = dict(measure=population_measure(
                     sg, tg, alpha0=a0, eta=eta, beta=beta, size=args.pop_size,
-                    batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp"))
+                    batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp",
+                    stratify=not args.pop_iid))
             df = A.risk_curve(alphas, sigma=sg, target=tg, alpha0=a0, eta=eta, lam=lam,
                               beta=beta, model=model, progress=False,
                               p=beta * args.d if finite else None, **extra)
