@@ -78,7 +78,8 @@ def test_context_gap_is_the_mean_over_repetitions_of_the_relative_gap(store):
     ctx = Context(store, agg, 2000, 16)
     key = "erf/relu beta=0.5 alpha0=20 eta=1"
     s = store[(store["key"] == key) & (store["model"] == "srf") & (store["d"] == 1000)]
-    th = agg.drop_duplicates(["key", "alpha", "lam"]).set_index(["key", "alpha", "lam"])["theory"]
+    th = agg.drop_duplicates(["key", "alpha", "lam"]).set_index(["key", "alpha", "lam"])[
+        "theory_srf"]
     rel = [(r.risk - th[(r.key, r.alpha, r.lam)]) / th[(r.key, r.alpha, r.lam)]
            for r in s.itertuples()]
     per_rep = np.array([np.mean([v for v, rep in zip(rel, s["rep"], strict=True) if rep == k])
