@@ -42,19 +42,30 @@ def test_each_model_is_compared_with_its_own_theory():
 
 
 def test_he2_trend_recovers_a_power_law():
-    """Synthetic points whose gap is exactly -2 d^-0.7 at every alpha: the fit returns 0.7."""
-    rows = []
+    """Repetitions whose gap is -2 d^-0.7 (1 +- 0.05, alternating) at every point: the per-d mean
+    is exact, the s.e. is that of the repetition means, and the fit returns 0.7."""
+    agg, store = [], []
     for d in (1000, 2000, 4000, 8000):
         gap = -2.0 * d ** -0.7
         for a in (1.0, 5.0):
-            rows.append(dict(key=HE2_TREND, model="network", d=d, alpha=a, seeds=4,
-                             theory=3.0, sim_mean=3.0 * (1 + gap), sim_se=0.01 * d ** -0.5))
-    tab, rate = he2_trend(pd.DataFrame(rows))
+            agg.append(dict(key=HE2_TREND, model="network", d=d, alpha=a, lam=0.01, theory=3.0))
+            for rep, f in enumerate((0.95, 1.05, 0.95, 1.05)):
+                store.append(dict(key=HE2_TREND, model="network", d=d, alpha=a, lam=0.01,
+                                  rep=rep, risk=3.0 * (1 + gap * f)))
+    agg, store = pd.DataFrame(agg), pd.DataFrame(store)
+    tab, rate = he2_trend(agg, store)
     assert list(tab["d"]) == [1000, 2000, 4000, 8000]
-    assert tab["mean_rel_gap"].iloc[0] == pytest.approx(-2.0 * 1000 ** -0.7)
+    assert list(tab["seeds"]) == [4, 4, 4, 4]
+    g = 2.0 * 1000 ** -0.7
+    assert tab["mean_rel_gap"].iloc[0] == pytest.approx(-g, rel=1e-12)
+    assert tab["se"].iloc[0] == pytest.approx(np.std([0.95 * g, 1.05 * g] * 2, ddof=1) / 2,
+                                              rel=1e-12)
     assert rate == pytest.approx(0.7, abs=1e-10)
+    # one repetition at a d: no s.e. there, and that d stays out of the fit
+    one = store[(store["d"] != 8000) | (store["rep"] == 0)]
+    tab1, rate1 = he2_trend(agg, one)
+    assert tab1["seeds"].iloc[-1] == 1 and math.isnan(tab1["se"].iloc[-1])
+    assert rate1 == pytest.approx(0.7, abs=1e-10)
     # a gap that does not keep one sign has no rate
-    bad = pd.DataFrame(rows).assign(sim_mean=lambda f: f["theory"] * (1 + 0.01 * np.sign(
-        f["d"] - 3000)))
-    assert he2_trend(bad)[1] is None
-    assert math.isfinite(tab["se"].iloc[0])
+    flip = store.assign(risk=np.where(store["d"] > 3000, 3.03, 2.97))
+    assert he2_trend(agg, flip)[1] is None

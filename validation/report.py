@@ -137,7 +137,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
             f"{sub['rel_gap'].abs().max():.2%} |")
     lines += ["", f"![overview](figures/matrix_overview_d{d}.png)", ""]
     lines += _misses_section(main, confirm, seeds, notes_text)
-    lines += _network_section(full[full["key"].isin(keys)], pooled)
+    lines += _network_section(full[full["key"].isin(keys)], pooled, store)
     lines += _mu0_section(main)
     lines += _scaling_section(agg, d)
     lines += _full_table(main)
@@ -245,7 +245,7 @@ def _misses_section(main, confirm, seeds: int, notes_text: str | None = None) ->
 HE2_TREND = "relu/he2 beta=2 alpha0=20 eta=3"
 
 
-def _network_section(main, pooled) -> list[str]:
+def _network_section(main, pooled, store) -> list[str]:
     """The trained network against the network theory (model="network" at p = beta d) and against
     the sRF theory, by first-batch size; then the relu/he2 gap over d with its fitted rate."""
     net = main[main["model"] == "network"]
@@ -280,45 +280,55 @@ def _network_section(main, pooled) -> list[str]:
     lines += [f"| {r.key} | {r.alpha:g} | {r.lam:g} | {_fmt(r.theory)} | {_fmt(r.sim_mean)} ± "
               f"{_fmt(r.sim_se)} | {r.z:+.1f} | {r.rel_gap:+.2%} |"
               for r in worst.head(8).itertuples()]
-    lines += [""] + _he2_trend(pooled)
+    lines += [""] + _he2_trend(pooled, store)
     return lines
 
 
-def he2_trend(agg):
-    """Per d: the mean signed relative gap of the relu/he2 network (HE2_TREND) to the network
-    theory over its alpha x lambda points, with its s.e. (from the points' s.e.), and the fitted
-    power law |gap| ~ C d^-k (least squares in log-log, weights 1/var of log |gap|)."""
+def he2_trend(agg, store):
+    """Per d: the gap of the relu/he2 network (HE2_TREND) to the network theory, (sim - theory) /
+    theory averaged over the alpha x lambda points of each repetition, then mean and s.e. over the
+    repetitions (points of one repetition share a network, so they are not independent); and the
+    fitted power law |gap| ~ C d^-k (least squares in log-log, weights 1/s.e. of log |gap|, over
+    the d with at least two repetitions; None with fewer than three such d or a gap of either
+    sign)."""
     import pandas as pd
 
-    sub = agg[(agg["key"] == HE2_TREND) & (agg["model"] == "network")]
+    a = agg[(agg["key"] == HE2_TREND) & (agg["model"] == "network")]
+    theory = {(int(r.d), r.alpha, r.lam): r.theory for r in a.itertuples()}
+    runs = store[(store["key"] == HE2_TREND) & (store["model"] == "network")]
     rows = []
-    for dim, s in sub.groupby("d"):
-        rel = (s["sim_mean"] - s["theory"]) / s["theory"]
-        rel_se = s["sim_se"] / s["theory"]
-        rows.append(dict(d=int(dim), points=len(s), seeds=int(s["seeds"].min()),
-                         mean_rel_gap=float(rel.mean()),
-                         se=float(np.sqrt((rel_se**2).sum()) / len(s))))
-    tab = pd.DataFrame(rows)
+    for dim, s in runs.groupby("d"):
+        th = np.array([theory[(int(dim), al, lam)] for al, lam in zip(s["alpha"], s["lam"],
+                                                                      strict=True)])
+        per_rep = ((s["risk"].to_numpy() - th) / th)
+        per_rep = pd.Series(per_rep, index=s.index).groupby(s["rep"]).mean()
+        n = len(per_rep)
+        rows.append(dict(d=int(dim), points=int(s.groupby(["alpha", "lam"]).ngroups), seeds=n,
+                         mean_rel_gap=float(per_rep.mean()),
+                         se=float(per_rep.std(ddof=1) / np.sqrt(n)) if n > 1 else math.nan))
+    tab = pd.DataFrame(rows, columns=["d", "points", "seeds", "mean_rel_gap", "se"])
     rate = None
-    if len(tab) >= 3 and (tab["mean_rel_gap"] < 0).all():
-        x, y = np.log(tab["d"].to_numpy(float)), np.log(-tab["mean_rel_gap"].to_numpy())
-        w = (tab["mean_rel_gap"].abs() / tab["se"]).to_numpy() ** 2
-        slope, _ = np.polyfit(x, y, 1, w=np.sqrt(w))
+    fit = tab[(tab["seeds"] >= 2) & np.isfinite(tab["se"])]
+    if len(fit) >= 3 and (fit["mean_rel_gap"] < 0).all():
+        x, y = np.log(fit["d"].to_numpy(float)), np.log(-fit["mean_rel_gap"].to_numpy())
+        w = (fit["mean_rel_gap"].abs() / fit["se"]).to_numpy()  # 1 / s.e. of log |gap|
+        slope, _ = np.polyfit(x, y, 1, w=w)
         rate = -float(slope)
     return tab, rate
 
 
-def _he2_trend(agg) -> list[str]:
-    tab, rate = he2_trend(agg)
+def _he2_trend(agg, store) -> list[str]:
+    tab, rate = he2_trend(agg, store)
     lines = [f"### relu/he2 over d ({HE2_TREND}, network)", ""]
     if not len(tab):
         return lines + ["(no runs in the store)", ""]
     lines += ["With g = He2 and relu the trained network does better than the d = infinity "
               "network theory at d of a few thousand; the gap shrinks with d (a finite-d effect "
               "beyond conditional Gaussian equivalence, docs/DERIVATIONS.md §7). Mean signed "
-              "relative gap over the alpha x lambda points (every repetition pooled):", "",
+              "relative gap over the alpha x lambda points, mean ± s.e. over the repetitions:", "",
               "| d | points | seeds | mean (sim − theory)/theory ± s.e. |", "|---|---|---|---|"]
-    lines += [f"| {r.d} | {r.points} | {r.seeds} | {r.mean_rel_gap:+.1%} ± {r.se:.1%} |"
+    lines += [f"| {r.d} | {r.points} | {r.seeds} | {r.mean_rel_gap:+.1%} ± "
+              + (f"{r.se:.1%} |" if np.isfinite(r.se) else "– (one repetition) |")
               for r in tab.itertuples()]
     if rate is not None:
         lines += ["", f"Fitted |gap| ~ d^-{rate:.2f} (weighted least squares in log-log over "
