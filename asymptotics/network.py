@@ -36,6 +36,33 @@ from .quadrature import gauss_hermite, gaussian_nodes
 from .srf import srf_mapping
 
 
+def step_plane(
+    sigma: str | Function, target: str | Function, *, alpha0: float, delta: float = 0.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The step's moments on the plane (theta*, n) of docs/DERIVATIONS.md §7, with the self-terms
+    of the first batch: (Mx, Q, selfn), Mx_ab = E[e x_a x_b], Q_ab = E[e^2 x_a x_b] with
+    x.theta* = z, x.n = e/(alpha0 nu) + g (nu^2 = E e^2/alpha0), and selfn = the parts of
+    n.M theta*, n.M n from the sample's own term in u. None when E e^2 = 0."""
+    s, g = get_function(sigma), get_function(target)
+    k = ge_coefficients(s, g)
+    zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
+    gh, wh = gauss_hermite(12)  # exact for the polynomials in (xi, g) below
+    # tensor grid over (z, label noise xi, g): e = g(z) - mu0 + sqrt(delta) xi
+    z = zq[0][:, None, None]
+    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * gh[None, :, None]
+    gg = gh[None, None, :]
+    w = wq[0][:, None, None] * wh[None, :, None] * wh[None, None, :]
+    E = lambda f: float(np.sum(w * f))  # noqa: E731
+    nu = math.sqrt(E(e * e) / alpha0)
+    if nu == 0.0:
+        return None
+    an = alpha0 * nu
+    X = (z, e / an + gg)  # x.n with the self-term of the sample in u
+    Mx = np.array([[E(e * X[a] * X[b]) for b in range(2)] for a in range(2)])
+    Q = np.array([[E(e * e * X[a] * X[b]) for b in range(2)] for a in range(2)])
+    return Mx, Q, np.array([E(e * e * z) / an, E(e**3) / (an * an)])
+
+
 def step_covariances(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float,
     delta: float = 0.0,
@@ -46,28 +73,14 @@ def step_covariances(
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
-    zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
-    gh, wh = gauss_hermite(12)  # exact for the polynomials in (xi, g) below
-    # tensor grid over (z, label noise xi, g): e = g(z) - mu0 + sqrt(delta) xi
-    z = zq[0][:, None, None]
-    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * gh[None, :, None]
-    gg = gh[None, None, :]
-    w = wq[0][:, None, None] * wh[None, :, None] * wh[None, None, :]
-    E = lambda f: float(np.sum(w * f))  # noqa: E731
-    e2 = E(e * e)
-    nu = math.sqrt(e2 / alpha0)
-    if nu == 0.0 or eta == 0.0:
+    plane = step_plane(s, g, alpha0=alpha0, delta=delta)
+    if plane is None or eta == 0.0:
         return sp.c, 0.0, sp.c, None
-    an = alpha0 * nu
-    xn = e / an + gg  # x.n with the self-term of the sample in u
-    X = (z, xn)
-    Mx = np.array([[E(e * X[a] * X[b]) for b in range(2)] for a in range(2)])
-    Q = np.array([[E(e * e * X[a] * X[b]) for b in range(2)] for a in range(2)])
+    Mx, Q, selfn = plane
     L = np.eye(2) + eta * k.c1 * Mx
     # the spread of M a outside the plane, Gram Q/alpha0 over all directions orthogonal to
     # theta*, already holds the self-term components along n that Mx carries: remove them
     # (selfn = the parts of n.M theta*, n.M n coming from the sample's own term in u)
-    selfn = np.array([E(e * e * z) / an, E(e**3) / (an * an)])
     Grest = Q / alpha0 - np.outer(selfn, selfn)
     ezeta2 = max(k.s2 - k.c1 * k.c1, 0.0)
     Sig = L @ L + (eta * k.c1) ** 2 * Grest + eta * eta * ezeta2 * Q / alpha0

@@ -16,7 +16,6 @@ Zero when c2 = 0 (relu, linear) and at eta = 0; the sRF model has no such channe
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
@@ -66,19 +65,11 @@ def _slope(s: Function, g: Function, alpha0: float, eta: float, delta: float) ->
 def _vlv(s: Function, g: Function, k, sp: SpikeMapping, *, alpha0: float, eta: float,
          delta: float) -> float:
     """v.(I + eta c1 Mx) v on the plane (theta*, n) of docs/DERIVATIONS.md §7 (Mx with the
-    self-terms of the first batch), v = gamma theta* + rho n."""
-    from .quadrature import gauss_hermite
+    self-terms of the first batch, :func:`asymptotics.network.step_plane`),
+    v = gamma theta* + rho n."""
+    from .network import step_plane
 
-    zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
-    gh, wh = gauss_hermite(12)
-    z = zq[0][:, None, None]
-    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * gh[None, :, None]
-    gg = gh[None, None, :]
-    w = wq[0][:, None, None] * wh[None, :, None] * wh[None, None, :]
-    an = alpha0 * math.sqrt(float(np.sum(w * e * e)) / alpha0)
-    xn = e / an + gg
-    X = (z, xn)
-    Mx = np.array([[float(np.sum(w * e * X[a] * X[b])) for b in range(2)] for a in range(2)])
+    Mx = step_plane(s, g, alpha0=alpha0, delta=delta)[0]
     vv = np.array([sp.gamma, sp.rho])
     return float(vv @ (np.eye(2) + eta * k.c1 * Mx) @ vv)
 
