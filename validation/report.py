@@ -332,7 +332,8 @@ def _he2_trend(agg, store) -> list[str]:
               for r in tab.itertuples()]
     if rate is not None:
         lines += ["", f"Fitted |gap| ~ d^-{rate:.2f} (weighted least squares in log-log over "
-                  f"d = {', '.join(str(x) for x in tab['d'])})."]
+                  f"d = {', '.join(str(r.d) for r in tab.itertuples() if r.seeds >= 2)}; "
+                  "the d with two or more repetitions)."]
     return lines + [""]
 
 
