@@ -84,7 +84,7 @@ def one(frame):
 class Context:
     """The aggregated store at ``d`` and the helpers the notes use."""
 
-    def __init__(self, store, agg, d: int, seeds: int) -> None:
+    def __init__(self, store, agg, d: int, seeds: int, pooled=None) -> None:
         from .matrix import aggregate, matrix_settings
 
         self.store, self.d, self.seeds = store, d, seeds
@@ -94,7 +94,9 @@ class Context:
         self.misses = srf[srf["z"].abs() > 3]
         conf = store[(store["rep"] >= seeds) & (store["d"] == d)]
         self.confirm = aggregate(conf) if len(conf) else self.main.iloc[:0]
-        self.pooled = aggregate(store[store["d"] == d])
+        # every repetition at d (``pooled``: the caller's aggregate of the whole store, reused)
+        self.pooled = (aggregate(store[store["d"] == d]) if pooled is None
+                       else pooled[pooled["d"] == d])
         self.agg = agg
         first = agg.drop_duplicates(["key", "alpha", "lam"])
         # the sRF theory (p = infinity) of every point: the notes measure each model against it

@@ -101,7 +101,8 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
     if store.empty:
         raise ValueError(f"the store {store_path} is empty; run `python -m validation.matrix run`")
     agg = aggregate(store, first_reps=seeds)
-    notes_text = notes(store, agg, d, seeds)  # before any file is written: its claims must hold
+    pooled = aggregate(store)  # every repetition in the store
+    notes_text = notes(store, agg, d, seeds, pooled)  # before any file is written: claims hold
     confirm = store[(store["rep"] >= seeds) & (store["d"] == d)]
     confirm = aggregate(confirm) if len(confirm) else None
     agg.to_csv(store_path.with_name("matrix_summary.csv"), index=False, float_format="%.8g")
@@ -120,7 +121,6 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
              f"- {len(store)} simulated points in the store; CPU time "
              f"{store.drop_duplicates(['key', 'model', 'd', 'rep'])['seconds'].sum() / 3600:.2f}"
              " core-hours.", ""]
-    pooled = aggregate(store)  # every repetition in the store
     full = pooled[pooled["d"] == d]
     lines += _precision_section(full[full["key"].isin(keys)], store, d)
     lines += ["## Summary (planned repetitions)", "",
@@ -197,13 +197,13 @@ def notes_path(d: int) -> Path:
     return Path(__file__).with_name(f"report_notes_d{int(d)}.md")
 
 
-def notes(store, agg, d: int, seeds: int) -> str | None:
+def notes(store, agg, d: int, seeds: int, pooled=None) -> str | None:
     """The investigation notes at ``d`` rendered from the store (every number computed, every
     claim checked: :mod:`validation.notes`), or None if there are none."""
     path = notes_path(d)
     if not path.exists():
         return None
-    return render(path.read_text(), Context(store, agg, d, seeds).namespace(),
+    return render(path.read_text(), Context(store, agg, d, seeds, pooled).namespace(),
                   source=str(path.name)).strip()
 
 
