@@ -33,6 +33,7 @@ MEASURE_MP = 0
 MEASURE_ATOMS = 1
 MEASURE_CHANNELS = 2
 MEASURE_POPULATION = 3
+MEASURE_QUADRATURE = 4
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -136,9 +137,15 @@ def measure_moments(
             out[j] /= n
         return out
     if kind == 3:
-        _population_bulk(out, beta, rho, s0, s1)
+        _population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1)
         if not math.isnan(out[0]):
             _special_columns(out, beta, F, G, H, s1)
+        return out
+    if kind == 4:
+        n = rho.shape[0] // 5
+        _population_bulk(out, beta, rho[:n], F[:n], s0, s1)
+        if not math.isnan(out[0]):
+            _quadrature_columns(out, beta, rho, F, H[0], s1, n)
         return out
     u = s1 * c
     if s1 < 0.0 or s0 < 0.0 or (s0 == 0.0 and (u == 0.0 or beta >= 1.0)):
@@ -185,13 +192,15 @@ def measure_moments(
 
 @numba.njit(cache=True, error_model="numpy")
 def _population_bulk(
-    out: np.ndarray, beta: float, lam: np.ndarray, s0: float, s1: float
+    out: np.ndarray, beta: float, lam: np.ndarray, wts: np.ndarray, s0: float, s1: float
 ) -> None:
     """Kernel: the bulk averages out[0:5] of Omega = B B^T (p x p) when the d columns of B have
     population variances lam_j / d (generalised Marchenko-Pastur law, Silverstein and Bai 1995;
     docs/DERIVATIONS.md §7). m = <1/S> solves 1 = s0 m + <g(s1 m lam)>, g(y) = y/(1 + beta y)
     (the leave-one-column-out identity), by safeguarded Newton; the other averages are its
-    derivatives in s0, s1. NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist)."""
+    derivatives in s0, s1. ``wts``: the weight of each lam_j (sum 1; 1/d for the d population
+    variances of a sampled device, Gauss weights for a quadrature of the population law).
+    NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist)."""
     n = lam.shape[0]
     if s0 < 0.0 or s1 < 0.0 or (s0 == 0.0 and s1 == 0.0):
         out[0:5] = np.nan
@@ -199,10 +208,8 @@ def _population_bulk(
     mean1 = 0.0
     mean2 = 0.0
     for j in range(n):
-        mean1 += lam[j]
-        mean2 += lam[j] * lam[j]
-    mean1 /= n
-    mean2 /= n
+        mean1 += wts[j] * lam[j]
+        mean2 += wts[j] * lam[j] * lam[j]
     if s1 == 0.0:
         g1 = 1.0 / s0
         out[0] = g1
@@ -218,7 +225,7 @@ def _population_bulk(
         phi = s0 * hi - 1.0
         for j in range(n):
             y = s1 * hi * lam[j]
-            phi += y / (1.0 + beta * y) / n
+            phi += wts[j] * y / (1.0 + beta * y)
         if phi >= 0.0:
             break
         lo = hi
@@ -233,8 +240,8 @@ def _population_bulk(
         for j in range(n):
             y = s1 * m * lam[j]
             den = 1.0 + beta * y
-            phi += y / den / n
-            dphi += s1 * lam[j] / (den * den) / n
+            phi += wts[j] * y / den
+            dphi += wts[j] * s1 * lam[j] / (den * den)
         if phi > 0.0:
             hi = m
         else:
@@ -252,15 +259,15 @@ def _population_bulk(
     B = 0.0
     for j in range(n):
         den = 1.0 + beta * lam[j] * w
-        A += lam[j] / den / n
-        B += lam[j] / (den * den) / n
+        A += wts[j] * lam[j] / den
+        B += wts[j] * lam[j] / (den * den)
     D = s0 + s1 * B
     m2 = m / D  # <1/S^2> = -dm/ds0
     mr2 = m * B / D  # <rho/S^2> = -dm/ds1
     x2 = 0.0  # <rho^2/S^2> = -d(m A)/ds1
     for j in range(n):
         den = 1.0 + beta * lam[j] * w
-        x2 += lam[j] * (beta * lam[j] * m * m + mr2) / (den * den) / n
+        x2 += wts[j] * lam[j] * (beta * lam[j] * m * m + mr2) / (den * den)
     out[0] = m
     out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
     out[2] = m2
@@ -311,6 +318,38 @@ def _special_columns(
     out[13] = fvtr
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _quadrature_columns(
+    out: np.ndarray, beta: float, nodes: np.ndarray, wts: np.ndarray, var_eps: float,
+    s1: float, n: int,
+) -> None:
+    """Kernel: the channel averages (out[5:14]) of :func:`_special_columns` when the spectral
+    measures of b (Bv = (B Pi) b + e, Var e = ``var_eps``) and t against the population
+    covariance are given by Gauss rules of n nodes each (docs/DERIVATIONS.md §7, 'A
+    deterministic measure'): the rules of |b.e_j|^2, |t.e_j|^2, |(b + t).e_j|^2 and
+    |(b - t).e_j|^2 are blocks 1-4 of (``nodes``, ``wts``) (block 0 is the bulk), and the
+    cross channel is the polarisation (b + t, b - t)/4."""
+    m, m2, mr2 = out[0], out[2], out[3]
+    acc = np.zeros((4, 3))
+    for r in range(4):
+        for j in range((r + 1) * n, (r + 2) * n):
+            lam = nodes[j]
+            x = beta * lam * m
+            den = 1.0 + s1 * x
+            acc[r, 0] += wts[j] * x / den
+            acc[r, 1] += wts[j] * beta * lam * m2 / (den * den)
+            acc[r, 2] += wts[j] * (beta * lam * mr2 + x * x) / (den * den)
+    out[5] = beta * var_eps * m + acc[0, 0]
+    out[6] = acc[1, 0]
+    out[7] = beta * var_eps * m2 + acc[0, 1]
+    out[8] = beta * var_eps * mr2 + acc[0, 2]
+    out[9] = acc[1, 1]
+    out[10] = acc[1, 2]
+    out[11] = 0.25 * (acc[2, 0] - acc[3, 0])
+    out[12] = 0.25 * (acc[2, 1] - acc[3, 1])
+    out[13] = 0.25 * (acc[2, 2] - acc[3, 2])
+
+
 @dataclass(frozen=True)
 class SpectralMeasure:
     """Spectral measure for the overlap equations: MP (``kind='mp'``) or atoms
@@ -333,7 +372,8 @@ class SpectralMeasure:
     @property
     def code(self) -> int:
         return {"mp": MEASURE_MP, "channels": MEASURE_CHANNELS,
-                "population": MEASURE_POPULATION}.get(self.kind, MEASURE_ATOMS)
+                "population": MEASURE_POPULATION,
+                "quadrature": MEASURE_QUADRATURE}.get(self.kind, MEASURE_ATOMS)
 
     def moments(self, s0: float, s1: float) -> np.ndarray:
         """The averages of :func:`measure_moments`."""

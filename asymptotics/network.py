@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -120,7 +121,7 @@ def network_measure(
 def population_measure(
     sigma: str | Function, target: str | Function, *, alpha0: float, eta: float, beta: float,
     delta: float = 0.0, size: int | None = None, batches: int | None = None, seed: int = 0,
-    mp_bulk: bool = False, stratify: bool = True,
+    mp_bulk: bool = False, stratify: bool = True, method: str | None = None,
 ) -> SpectralMeasure:
     """Measure of the network's first layer from the population covariance of its bulk rows,
     C = (I + eta c1 M)^2 + eta^2 E zeta^2 Q/alpha0 (docs/DERIVATIONS.md §7, 'the exact
@@ -142,12 +143,34 @@ def population_measure(
     for 8 <= alpha0 <= 20 (stratified, one 400-batch there is more accurate than two i.i.d.).
     For n0 < size the eigenproblem is solved in the row space of the batch (exactly); the
     draws, M and Q do not depend on eta and are cached apart from it.
-    The spike (r, gamma) is the sRF one, c = tr(Sigma)/size."""
+    The spike (r, gamma) is the sRF one, c = tr(Sigma)/size.
+
+    ``method``: ``'resolvent'`` (the default unless a device option is given) evaluates the same
+    measure without sampling, from the resolvent of C (:mod:`asymptotics.population_quadrature`,
+    docs/DERIVATIONS.md §7, 'A deterministic measure'); where its checks fail it falls back to
+    the device with a warning (the measure's ``kind`` says which: ``'quadrature'`` or
+    ``'population'``). ``'device'``: the sampled device described above."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
     sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=k)
     if eta == 0.0:
         return channel_measure(beta, sp.c, sp.c, 0.0, sp.c, r=sp.r, gamma=sp.gamma)
+    device_options = (size, batches, seed, mp_bulk, stratify) != (None, None, 0, False, True)
+    if method is None:
+        method = "device" if device_options else "resolvent"
+    if method not in ("resolvent", "device"):
+        raise ValueError(f"method must be 'resolvent' or 'device', got {method!r}")
+    if method == "resolvent":
+        if device_options:
+            raise ValueError("size, batches, seed, mp_bulk and stratify are options of the "
+                             "sampled device: use them with method='device'")
+        from .population_quadrature import QuadratureError, resolvent_measure
+
+        try:
+            return resolvent_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+        except QuadratureError as err:
+            warnings.warn(f"{err}; using the sampled device instead", RuntimeWarning,
+                          stacklevel=2)
     if size is None:
         size = 400 if alpha0 <= 20.0 else max(100, round(400 * (20.0 / alpha0) ** (1 / 3)))
     if batches is None:
