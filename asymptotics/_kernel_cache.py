@@ -23,6 +23,7 @@ KERNEL_MODULES = [
     "asymptotics.marchenko_pastur",
     "asymptotics.fixed_point",
     "asymptotics.solver_kernels",
+    "asymptotics.resolvent_kernels",
 ]
 
 

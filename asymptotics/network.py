@@ -44,15 +44,25 @@ def step_plane(
     of the first batch: (Mx, Q, selfn), Mx_ab = E[e x_a x_b], Q_ab = E[e^2 x_a x_b] with
     x.theta* = z, x.n = e/(alpha0 nu) + g (nu^2 = E e^2/alpha0), and selfn = the parts of
     n.M theta*, n.M n from the sample's own term in u. None when E e^2 = 0."""
-    s, g = get_function(sigma), get_function(target)
+    return _step_plane(get_function(sigma), get_function(target), float(alpha0), float(delta))
+
+
+@functools.lru_cache(maxsize=256)
+def _step_plane(
+    s: Function, g: Function, alpha0: float, delta: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Cached body of :func:`step_plane` (read-only arrays)."""
     k = ge_coefficients(s, g)
     zq, wq = gaussian_nodes(np.zeros(1), np.ones(1), tuple(g.kinks))
-    gh, wh = gauss_hermite(12)  # exact for the polynomials in (xi, g) below
-    # tensor grid over (z, label noise xi, g): e = g(z) - mu0 + sqrt(delta) xi
+    # tensor grid over (z, label noise xi, g): e = g(z) - mu0 + sqrt(delta) xi; the integrands
+    # below are polynomials of degree <= 4 in xi and <= 2 in g, which 3 Gauss-Hermite nodes
+    # integrate exactly (one node xi = 0 without label noise)
+    gh, wh = gauss_hermite(3)
+    xh, wx = (gh, wh) if delta > 0.0 else (np.zeros(1), np.ones(1))
     z = zq[0][:, None, None]
-    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * gh[None, :, None]
+    e = (g(zq[0]) - k.mu0)[:, None, None] + math.sqrt(delta) * xh[None, :, None]
     gg = gh[None, None, :]
-    w = wq[0][:, None, None] * wh[None, :, None] * wh[None, None, :]
+    w = wq[0][:, None, None] * wx[None, :, None] * wh[None, None, :]
     E = lambda f: float(np.sum(w * f))  # noqa: E731
     nu = math.sqrt(E(e * e) / alpha0)
     if nu == 0.0:
@@ -61,7 +71,10 @@ def step_plane(
     X = (z, e / an + gg)  # x.n with the self-term of the sample in u
     Mx = np.array([[E(e * X[a] * X[b]) for b in range(2)] for a in range(2)])
     Q = np.array([[E(e * e * X[a] * X[b]) for b in range(2)] for a in range(2)])
-    return Mx, Q, np.array([E(e * e * z) / an, E(e**3) / (an * an)])
+    out = (Mx, Q, np.array([E(e * e * z) / an, E(e**3) / (an * an)]))
+    for arr in out:
+        arr.flags.writeable = False
+    return out
 
 
 def step_covariances(

@@ -24,12 +24,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.linalg import eigh_tridiagonal
 
 from .cget import ge_coefficients
 from .functions import Function, get_function
 from .marchenko_pastur import _EMPTY, SpectralMeasure
 from .quadrature import gauss_hermite, gaussian_nodes
-from .resolvent_kernels import dyson_forms
+from .resolvent_kernels import chebyshev_jacobi, dyson_forms
 from .srf import srf_mapping
 
 N_NODES = 16  # Gauss nodes per measure (exact to degree 31 in log lam)
@@ -82,32 +83,11 @@ def law_nodes(
 
 def gauss_from_chebyshev(mom: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Gauss rule (nodes in [-1, 1], weights) of a positive measure from its Chebyshev moments
-    mom[k] = int T_k, k < 2n (modified Chebyshev algorithm, Gautschi 2004, with the monic
-    Chebyshev recurrence). The rule stops early, padded with zero weights, where the measure is
-    resolved to rounding (prod 4 beta_k < 1e-10: a few atoms) or the recurrence breaks down."""
-    nu = np.array(mom[: 2 * n], dtype=np.float64)
-    nu[1:] *= 2.0 ** (1 - np.arange(1, 2 * n))
-    b = np.full(2 * n, 0.25)
-    b[0], b[1] = 0.0, 0.5
-    alpha = np.zeros(n)
-    beta = np.zeros(n)
-    alpha[0], beta[0] = nu[1] / nu[0], nu[0]
-    prev, sig = np.zeros(2 * n), nu
-    k_ok, prod = n, 1.0
-    for k in range(1, n):
-        new = np.zeros(2 * n)
-        ll = np.arange(k, 2 * n - k)
-        new[ll] = sig[ll + 1] - alpha[k - 1] * sig[ll] - beta[k - 1] * prev[ll] + b[ll] * sig[ll - 1]
-        beta[k] = new[k] / sig[k - 1]
-        alpha[k] = new[k + 1] / new[k] - sig[k] / sig[k - 1] if new[k] != 0 else math.nan
-        prod *= 4.0 * beta[k]
-        if not beta[k] > 0.0 or prod < 1e-10 or not math.isfinite(alpha[k]):
-            k_ok = k
-            break
-        prev, sig = sig, new
-    alpha, beta = alpha[:k_ok], beta[:k_ok]
-    J = np.diag(alpha) + np.diag(np.sqrt(beta[1:]), 1) + np.diag(np.sqrt(beta[1:]), -1)
-    x, Q = np.linalg.eigh(J)
+    mom[k] = int T_k, k < 2n (:func:`asymptotics.resolvent_kernels.chebyshev_jacobi`, then the
+    eigenvalues of the Jacobi matrix, Golub and Welsch 1969). The rule stops early, padded with
+    zero weights, where the measure is resolved to rounding or the recurrence breaks down."""
+    alpha, beta, m = chebyshev_jacobi(np.ascontiguousarray(mom, dtype=np.float64), int(n))
+    x, Q = eigh_tridiagonal(alpha[:m], np.sqrt(beta[1:m]))
     w = beta[0] * Q[0] ** 2
     pad = n - x.size
     return np.concatenate([x, np.full(pad, x[-1])]), np.concatenate([w, np.zeros(pad)])

@@ -96,62 +96,71 @@ def _phi(zt, x, out, e, w, sb, a, psi, gam, A, Ai) -> bool:
 
 
 @numba.njit(cache=True)
-def _newton(zt, x, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, damped) -> tuple[bool, int]:
-    """Solve x = Phi(x) by Newton's method with a forward-difference Jacobian (3 complex
-    unknowns), from x; falls back to the damped iteration x <- (x + Phi(x))/2 when a Newton step
-    does not reduce the residual, or from the start with ``damped`` (the iteration that finds
-    the physical root from g = L0^-1). Returns (converged, evaluations of Phi)."""
-    f = np.empty(3, np.complex128)
+def _jacobian(zt, x, f, Ji, e, w, sb, a, psi, gam, A, Ai) -> bool:
+    """Ji = (I - dPhi/dx)^-1 at x (f = Phi(x)) by forward differences; False if singular."""
     fp = np.empty(3, np.complex128)
     xp = np.empty(3, np.complex128)
     J = np.empty((3, 3), np.complex128)
-    Ji = np.empty((3, 3), np.complex128)
+    for j in range(3):
+        h = 1e-7 * (abs(x[j]) + 1e-3)
+        for i in range(3):
+            xp[i] = x[i]
+        xp[j] += h
+        if not _phi(zt, xp, fp, e, w, sb, a, psi, gam, A, Ai):
+            return False
+        for i in range(3):
+            J[i, j] = (1.0 if i == j else 0.0) - (fp[i] - f[i]) / h
+    return _inv3(J, Ji)
+
+
+@numba.njit(cache=True)
+def _newton(zt, x, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, damped, Ji, have_j):
+    """Solve x = Phi(x) from x by a chord-Newton method: steps x <- x - Ji (x - Phi(x)) with
+    the inverse Jacobian ``Ji`` kept from earlier points (``have_j``) and recomputed (forward
+    differences) when the residual does not fall by 4x; the damped iteration
+    x <- (x + Phi(x))/2 when steps diverge, or from the start with ``damped`` (the iteration
+    that finds the physical root from g = L0^-1). Returns (converged, evaluations of Phi,
+    whether Ji holds a Jacobian)."""
+    f = np.empty(3, np.complex128)
     r = np.empty(3, np.complex128)
     evals = 0
+    res_old = np.inf
+    fresh = False
     for _ in range(maxiter):
         if not _phi(zt, x, f, e, w, sb, a, psi, gam, A, Ai):
-            return False, evals
+            return False, evals, have_j
         evals += 1
         for i in range(3):
             r[i] = x[i] - f[i]
         res = max(abs(r[0]), abs(r[1]), abs(r[2]))
         if res < tol * (1.0 + abs(x[0])):
-            return True, evals
+            return True, evals, have_j
         if damped:
             for i in range(3):
                 x[i] = 0.5 * (x[i] + f[i])
             continue
-        ok = True
-        for j in range(3):
-            h = 1e-7 * (abs(x[j]) + 1e-3)
-            for i in range(3):
-                xp[i] = x[i]
-            xp[j] += h
-            if not _phi(zt, xp, fp, e, w, sb, a, psi, gam, A, Ai):
-                ok = False
-                break
-            evals += 1
-            for i in range(3):
-                J[i, j] = (1.0 if i == j else 0.0) - (fp[i] - f[i]) / h
-        if not ok or not _inv3(J, Ji):
-            damped = True
-            continue
-        for i in range(3):
-            step = Ji[i, 0] * r[0] + Ji[i, 1] * r[1] + Ji[i, 2] * r[2]
-            xp[i] = x[i] - step
-        if not _phi(zt, xp, fp, e, w, sb, a, psi, gam, A, Ai):
-            damped = True
-            continue
-        evals += 1
-        rn = 0.0
-        for i in range(3):
-            rn = max(rn, abs(xp[i] - fp[i]))
-        if rn < res:
-            for i in range(3):
-                x[i] = xp[i]
+        if res > 0.25 * res_old or not have_j:
+            if fresh and res > res_old:  # a step with a fresh Jacobian diverged
+                damped = True
+                for i in range(3):
+                    x[i] = 0.5 * (x[i] + f[i])
+                continue
+            if not _jacobian(zt, x, f, Ji, e, w, sb, a, psi, gam, A, Ai):
+                damped = True
+                continue
+            evals += 3
+            have_j = True
+            fresh = True
         else:
-            damped = True
-    return False, evals
+            fresh = False
+        res_old = res
+        s0 = Ji[0, 0] * r[0] + Ji[0, 1] * r[1] + Ji[0, 2] * r[2]
+        s1 = Ji[1, 0] * r[0] + Ji[1, 1] * r[1] + Ji[1, 2] * r[2]
+        s2 = Ji[2, 0] * r[0] + Ji[2, 1] * r[1] + Ji[2, 2] * r[2]
+        x[0] -= s0
+        x[1] -= s1
+        x[2] -= s2
+    return False, evals, have_j
 
 
 @numba.njit(cache=True)
@@ -186,6 +195,8 @@ def dyson_forms(
     x[0], x[1], x[2] = g11, g12, g22
     xprev = x.copy()
     have_prev = False
+    Ji = np.empty((3, 3), np.complex128)
+    have_j = False
     for m in range(M):
         zt = zeta[m]
         start = x.copy()
@@ -195,10 +206,12 @@ def dyson_forms(
         guess = start.copy()
         # the first point by the damped iteration from L0^-1 (the physical root), the next ones
         # by Newton from the extrapolated previous solutions (continuation along the contour)
-        conv, nev = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, m == 0)
+        conv, nev, have_j = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol, maxiter,
+                                    m == 0, Ji, have_j)
         if not conv:  # damped, from the previous solution
             guess = x.copy()
-            conv, nev2 = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, True)
+            conv, nev2, have_j = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol,
+                                         maxiter, True, Ji, have_j)
             nev += nev2
         its[m] = nev
         if not conv or not _gammas(zt, guess[0], guess[1], guess[2], e, sb, a, psi, gam, A,
@@ -251,3 +264,48 @@ def dyson_forms(
         out[m, 3] = -1.0 / g33 - 1.0
         ok[m] = True
     return out, its, ok
+
+
+@numba.njit(cache=True)
+def chebyshev_jacobi(mom: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Kernel: the recurrence coefficients (alpha_k, beta_k), k < n, of the orthogonal
+    polynomials of a positive measure on [-1, 1] from its Chebyshev moments mom[k] = int T_k,
+    k < 2n (modified Chebyshev algorithm, Gautschi 2004, with the monic Chebyshev recurrence
+    a_k = 0, b_1 = 1/2, b_k = 1/4). Returns (alpha, beta, m): only the first m are valid; m < n
+    where the measure is resolved to rounding (prod_k 4 beta_k < 1e-10: a few atoms) or the
+    recurrence breaks down."""
+    nn = 2 * n
+    nu = np.empty(nn)
+    scale = 1.0
+    for k in range(nn):
+        nu[k] = mom[k] * scale
+        if k >= 1:
+            scale *= 0.5
+    b = np.full(nn, 0.25)
+    b[0] = 0.0
+    if nn > 1:
+        b[1] = 0.5
+    alpha = np.zeros(n)
+    beta = np.zeros(n)
+    alpha[0] = nu[1] / nu[0]
+    beta[0] = nu[0]
+    prev = np.zeros(nn)
+    sig = nu.copy()
+    new = np.zeros(nn)
+    prod = 1.0
+    for k in range(1, n):
+        for ll in range(k, nn - k):
+            new[ll] = (sig[ll + 1] - alpha[k - 1] * sig[ll] - beta[k - 1] * prev[ll]
+                       + b[ll] * sig[ll - 1])
+        beta[k] = new[k] / sig[k - 1]
+        if not beta[k] > 0.0:
+            return alpha, beta, k
+        alpha[k] = new[k + 1] / new[k] - sig[k] / sig[k - 1]
+        prod *= 4.0 * beta[k]
+        if prod < 1e-10 or not np.isfinite(alpha[k]):
+            return alpha, beta, k
+        for ll in range(nn):
+            prev[ll] = sig[ll]
+            sig[ll] = new[ll]
+            new[ll] = 0.0
+    return alpha, beta, n

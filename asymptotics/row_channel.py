@@ -29,8 +29,12 @@ _C2_NODES = 201
 
 def he2_coefficient(sigma: str | Function) -> float:
     """c2 = E[sigma'(z) He2(z)] = E[sigma(z) He3(z)] (Stein), z ~ N(0, 1), by quadrature split
-    at the kinks of sigma (the He3 form needs no derivative)."""
-    s = get_function(sigma)
+    at the kinks of sigma (the He3 form needs no derivative). Cached per sigma."""
+    return _he2(get_function(sigma))
+
+
+@functools.lru_cache(maxsize=64)
+def _he2(s: Function) -> float:
     z, w = gaussian_nodes(np.zeros(1), np.ones(1), tuple(s.kinks), n_smooth=_C2_NODES)
     z, w = z[0], w[0]
     return float(np.sum(w * s(z) * (z**3 - 3.0 * z)))
@@ -80,24 +84,24 @@ def kappa_shift(coefficients: ConditionalCoefficients, sigma: Function, target: 
     nu = d mu0/dc at (r, c) by a central difference of the cGET tables (relative step 1e-4)."""
     if lam_v == 0.0:
         return None
-    ratio = _nu_over_mu1(sigma, target, float(spike.r), float(spike.c), float(spike.gamma),
-                         int(n_kappa))
-    if ratio.shape != coefficients.kappa.shape:
+    kappa, nu = _nu(sigma, target, float(spike.r), float(spike.c), float(spike.gamma),
+                    int(n_kappa))
+    if not np.allclose(kappa, coefficients.kappa):
         raise RuntimeError("the kappa rule of the bulk-variance channel differs from the tables'")
-    return lam_v * ratio
+    mu1 = coefficients.mu1
+    return lam_v * np.divide(nu, mu1, out=np.zeros_like(nu), where=np.abs(mu1) > 1e-200)
 
 
 @functools.lru_cache(maxsize=256)
-def _nu_over_mu1(s: Function, g: Function, r: float, c: float, gamma: float,
-                 n_kappa: int) -> np.ndarray:
-    base = conditional_coefficients(s, g, r=r, c=c, gamma=gamma, n_kappa=n_kappa)
+def _nu(s: Function, g: Function, r: float, c: float, gamma: float,
+        n_kappa: int) -> tuple[np.ndarray, np.ndarray]:
+    """(kappa nodes, nu = d mu0/dc on them) by a central difference of two cGET tables."""
     h = 1e-4 * c
     up, dn = (conditional_coefficients(s, g, r=r, c=c + d, gamma=gamma, n_kappa=n_kappa)
               for d in (h, -h))
-    if not (np.allclose(up.kappa, base.kappa) and np.allclose(dn.kappa, base.kappa)):
+    if not np.allclose(up.kappa, dn.kappa):
         raise RuntimeError("the kappa rule moved with c; the bulk-variance channel needs fixed "
                            "nodes")
     nu = (up.mu0 - dn.mu0) / (2.0 * h)
-    out = np.divide(nu, base.mu1, out=np.zeros_like(nu), where=np.abs(base.mu1) > 1e-200)
-    out.flags.writeable = False
-    return out
+    nu.flags.writeable = False
+    return up.kappa, nu
