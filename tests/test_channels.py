@@ -209,7 +209,9 @@ def test_population_measure_is_deterministic():
 
     kw = dict(alpha0=2.0, eta=1.0, beta=2.0)
     a, b = population_measure("relu", "tanh", **kw), population_measure("relu", "tanh", **kw)
-    assert a.kind == "population" and np.array_equal(a.F, b.F) and np.array_equal(a.rho, b.rho)
+    assert a.kind == "quadrature" and np.array_equal(a.F, b.F) and np.array_equal(a.rho, b.rho)
+    c, d = (population_measure("relu", "tanh", method="device", **kw) for _ in range(2))
+    assert c.kind == "population" and np.array_equal(c.F, d.F) and np.array_equal(c.rho, d.rho)
     assert A.risk(5.0, sigma="relu", target="tanh", lam=0.01, model="network", **kw).risk == \
         A.risk(5.0, sigma="relu", target="tanh", lam=0.01, measure=b, **kw).risk
 
@@ -218,7 +220,7 @@ def test_model_argument():
     kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)
     srf, net = A.risk(5.0, **kw), A.risk(5.0, **kw, model="network")
     assert srf.model == "srf" and srf.measure == "mp"
-    assert net.model == "network" and net.measure == "population" and net.converged
+    assert net.model == "network" and net.measure == "quadrature" and net.converged
     assert net.risk < srf.risk  # the network learns more than its sRF surrogate here
     df = A.risk_curve([1.0, 5.0], **kw, model="network", progress=False)
     assert (df["model"] == "network").all() and df["risk"].iloc[1] == pytest.approx(net.risk)

@@ -103,7 +103,7 @@ def test_device_bulk_against_the_closed_form_trace(sigma, target, alpha0, eta):
     sampling of four d = 800 (500 at alpha0 = 20) first batches (independent seeds)."""
     s, g = get_function(sigma), get_function(target)
     k = ge_coefficients(s, g)
-    m = N.population_measure(s, g, alpha0=alpha0, eta=eta, beta=1.0)
+    m = N.population_measure(s, g, alpha0=alpha0, eta=eta, beta=1.0, method="device")
     zq, wq = np.polynomial.hermite_e.hermegauss(120)
     wq = wq / wq.sum()
     e = g(zq) - k.mu0
