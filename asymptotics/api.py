@@ -57,7 +57,7 @@ def risk(
     solver: SolverConfig = SolverConfig(),
     strict: bool = False,
     engine: str = "compiled",
-    model: str = "srf",
+    model: str = "network",
     p: float | None = None,
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
@@ -70,12 +70,14 @@ def risk(
     (``asymptotics.grid``; the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if
     it sits at a bound).
 
-    ``model``: "srf" (default) describes the spiked-random-features surrogate of the step;
-    "network" the trained network itself, through the deterministic network theory
-    (docs/DERIVATIONS.md §7: the population covariance of the step's bulk rows, a generalised
-    MP bulk with the F_vv, F_vt, F_tt channels; ``population_measure``) or, with
+    ``model``: "network" (default) describes the trained network itself, through the
+    deterministic network theory (docs/DERIVATIONS.md §7: the population covariance of the
+    step's bulk rows, a generalised MP bulk with the F_vv, F_vt, F_tt channels and the
+    bulk-variance channel; ``population_measure``) or, with
     ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
-    "rf" is random features (requires eta = 0).
+    "srf" the spiked-random-features surrogate of the step, which the equations describe
+    exactly (the model of the papers' figures); "rf" is random features (requires eta = 0).
+    At eta = 0 the three coincide.
 
     ``p``: the width of the finite-p theory (docs/DERIVATIONS.md §8: the mean channel's price,
     which matters unless r sqrt(p) >> 1; eta = 0 stays random features at every p); None is the
@@ -121,7 +123,7 @@ def risk_curve(
     strict: bool = False,
     progress: bool | None = None,
     engine: str = "compiled",
-    model: str = "srf",
+    model: str = "network",
     p: float | None = None,
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per

@@ -156,11 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
                        default=parse_grid("0.2:5:50"),
                        help="sample ratios n/d: a list 0.2,1,3 or START:STOP:NUM "
                             "(default: 0.2:5:50)")
-    curve.add_argument("--model", choices=("srf", "network", "rf"), default="srf",
-                       help="which trained model the curve describes: srf = the spiked random "
-                            "features surrogate of the step (default), network = the trained "
-                            "network (deterministic network theory, docs/DERIVATIONS.md §7), "
-                            "rf = random features (eta = 0, --eta ignored)")
+    curve.add_argument("--model", choices=("srf", "network", "rf"), default="network",
+                       help="which trained model the curve describes: network = the trained "
+                            "network (deterministic network theory, docs/DERIVATIONS.md §7; "
+                            "default), srf = the spiked random features surrogate of the step "
+                            "(exact for that model; the papers' figures), rf = random features "
+                            "(eta = 0, --eta ignored)")
     curve.add_argument("--p", type=_width, default=None,
                        help="width p = beta d for the finite-p theory (docs/DERIVATIONS.md §8), "
                             "a number >= 1 or inf (default: inf, the p -> infinity limit)")

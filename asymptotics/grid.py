@@ -56,11 +56,12 @@ def risk_grid(
     delta: float | Iterable[float] = 0.0,
     solver: SolverConfig = SolverConfig(),
     n_jobs: int | None = 1,
+    model: str = "network",
 ) -> pd.DataFrame:
     """The theory on the Cartesian product of the given values (each parameter a scalar or a
     sequence), one row per point: alpha varies fastest (a warm-started path), the other
     parameters in the order of the signature. ``n_jobs`` threads solve the paths in parallel
-    (None: all cores); the numbers do not depend on it."""
+    (None: all cores); the numbers do not depend on it. ``model`` as in :func:`risk`."""
     import pandas as pd
 
 
@@ -70,7 +71,7 @@ def risk_grid(
                                                    delta=delta).items()}
     combos = [dict(zip(others, vals, strict=True))
               for vals in itertools.product(*others.values())]
-    problems = [build_problem(**kw) for kw in combos]  # validates every value up front
+    problems = [build_problem(model=model, **kw) for kw in combos]  # validates every value
     a = np.asarray(alphas, dtype=np.float64)
 
     def run(i: int) -> pd.DataFrame:
@@ -144,6 +145,7 @@ def optimal_lam(
     lam_bounds: tuple[float, float] = (1e-6, 1e3),
     n_grid: int = 28,
     solver: SolverConfig = SolverConfig(),
+    model: str = "network",
     **overrides: Any,
 ) -> pd.DataFrame:
     """min over lam in ``lam_bounds`` (log scale) of the risk at each alpha: a ``n_grid``-point
@@ -160,7 +162,7 @@ def optimal_lam(
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")
     prob = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lo, beta=beta,
-                         delta=delta, **overrides)
+                         delta=delta, model=model, **overrides)
     u = np.linspace(math.log10(lo), math.log10(hi), n_grid)
     order = np.concatenate([u if i % 2 == 0 else u[::-1] for i in range(a.size)])
     A_path = np.repeat(a, n_grid)
@@ -223,6 +225,7 @@ def optimal_eta(
     eta_bounds: tuple[float, float] = (0.0, 5.0),
     n_grid: int = 26,
     solver: SolverConfig = SolverConfig(),
+    model: str = "network",
     **overrides: Any,
 ) -> pd.DataFrame:
     """min over eta_tilde in ``eta_bounds`` of the risk at each alpha: a linear grid of
@@ -242,7 +245,7 @@ def optimal_eta(
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")
     kw = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, delta=delta,
-              **overrides)
+              model=model, **overrides)
     etas = np.linspace(lo, hi, n_grid)
     risks = np.empty((n_grid, a.size))
     states = np.empty((n_grid, a.size, 7))

@@ -118,6 +118,14 @@ def build_problem(
     if model == "rf" and eta != 0:
         raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
     lam_v = 0.0
+    overflow = ValueError(
+        f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
+        f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values")
+    if model == "network" and spike is None and eta > 0:
+        try:  # the network theory builds on the one-step mapping: check it first
+            srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
+        except (OverflowError, FloatingPointError, ZeroDivisionError):
+            raise overflow from None
     if model == "network" and measure is None and spike is None and eta > 0:
         # network theory: the population covariance of the step's bulk rows, generalised MP
         # bulk and weighted channels (DERIVATIONS.md §7)
@@ -141,10 +149,7 @@ def build_problem(
             spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
                                 ge=ge_coefficients(s, g))
         except (OverflowError, FloatingPointError, ZeroDivisionError):
-            raise ValueError(
-                f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
-                f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
-            ) from None
+            raise overflow from None
     if gamma is not None:
         gamma = float(gamma)
         if not -1.0 <= gamma <= 1.0:

@@ -65,8 +65,8 @@ def main() -> None:
     ratios = []
     for s, g, a0, eta in SETTINGS:
         kw = dict(sigma=s, target=g, alpha0=a0, eta=eta, **POINT)
-        A.risk(**kw)
-        t_srf = best(lambda kw=kw: A.risk(**kw), 5 * args.repeat)
+        A.risk(model="srf", **kw)
+        t_srf = best(lambda kw=kw: A.risk(model="srf", **kw), 5 * args.repeat)
 
         def net(kw=kw) -> None:
             A.risk(model="network", **kw)

@@ -27,7 +27,7 @@ import numpy as np
 import asymptotics as A
 from asymptotics.grid import optimal_lam, risk_grid
 
-KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01)
+KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, model="srf")
 
 
 def best_of(fn, repeat: int = 5) -> float:
@@ -57,7 +57,7 @@ def curve_figures() -> None:
 
 def grid_figures() -> None:
     alphas, etas = np.linspace(0.2, 5.0, 50), np.linspace(0.0, 3.0, 50)
-    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01)
+    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01, model="srf")
 
     def old() -> None:
         for e in etas:
@@ -75,7 +75,7 @@ def optimal_figures() -> None:
     from scipy.optimize import minimize_scalar
 
     alphas = np.linspace(0.2, 5.0, 100)
-    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=1.0)
+    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=1.0, model="srf")
     optimal_lam(alphas[:2], **kw)
     tc = best_of(lambda: optimal_lam(alphas, **kw), repeat=3)
     problem = A.build_problem(lam=1.0, **kw)
@@ -98,7 +98,8 @@ def identity_figures() -> None:
     for sigma, target, beta, alpha0, eta, lam in itertools.product(
             ("tanh", "erf", "relu"), ("tanh", "sin", "relu", "he2"), (0.5, 1.0, 2.0),
             (0.5, 2.0, 20.0), (0.0, 1.0, 3.0), (0.01, 0.1)):
-        kw = dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam, beta=beta)
+        kw = dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam, beta=beta,
+                  model="srf")
         a = [0.2, 1.0, 2.5, 5.0]
         f = A.risk_curve(a, progress=False, **kw)
         p = A.risk_curve(a, progress=False, engine="python", **kw)
@@ -112,7 +113,7 @@ def identity_figures() -> None:
         kw = dict(sigma=str(rng.choice(names)), target=str(rng.choice(names)),
                   alpha0=float(10 ** rng.uniform(-0.7, 1.7)), eta=float(rng.uniform(0, 5)),
                   lam=float(10 ** rng.uniform(-4, 1)), beta=float(10 ** rng.uniform(-0.7, 0.7)),
-                  delta=float(rng.uniform(0, 1)))
+                  delta=float(rng.uniform(0, 1)), model="srf")
         a = float(10 ** rng.uniform(-1.3, 1.3))
         f, p = A.risk(a, **kw), A.risk(a, engine="python", **kw)
         agree += f.converged == p.converged

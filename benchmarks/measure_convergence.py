@@ -25,14 +25,14 @@ SETTINGS = [
 def empirical_gap(setting: dict, d: int, seed: int) -> float:
     kw = dict(setting)
     alpha = kw.pop("alpha")
-    det = A.risk(alpha, **kw, strict=True)
+    det = A.risk(alpha, **kw, strict=True, model="srf")
     rng = np.random.default_rng(np.random.SeedSequence([seed, d]))
     p = int(round(kw["beta"] * d))
     W0 = rng.standard_normal((p, d))
     W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
     q, _ = np.linalg.qr(rng.standard_normal((d, 2)))
     measure = A.empirical_measure(W0, q[:, 0], q[:, 1], det.c)
-    emp = A.risk(alpha, **kw, measure=measure, strict=True)
+    emp = A.risk(alpha, **kw, measure=measure, strict=True, model="srf")
     return emp.risk - det.risk
 
 

@@ -223,7 +223,7 @@ def main(argv=None) -> None:
                 eta=args.eta, lam=args.lam, beta=args.beta, d=args.d)
     kw = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, eta=args.eta,
               lam=args.lam, beta=args.beta)
-    th_srf = A.risk(args.alpha, **kw).risk
+    th_srf = A.risk(args.alpha, model="srf", **kw).risk
     th_net = A.risk(args.alpha, model="network", **kw).risk
     th_net_p = A.risk(args.alpha, model="network", p=args.beta * args.d, **kw).risk
     lam_v = A.row_channel.row_variance_slope(sig, tgt, alpha0=args.alpha0, eta=args.eta)

@@ -66,17 +66,18 @@ def main() -> None:
     a = ap.parse_args()
     kw = dict(sigma=a.sigma, target=a.target, alpha0=a.alpha0, eta=a.eta, lam=a.lam,
               beta=a.beta)
+    srf = dict(kw, model="srf")
     summ = pd.read_csv(SUMMARY)
     row = summ[(summ.sigma == a.sigma) & (summ.target == a.target) & (summ.beta == a.beta)
                & (summ.alpha0 == a.alpha0) & (summ.eta == a.eta) & (summ.model == "network")
                & (summ.d == 2000) & (summ.alpha == a.alpha) & (summ.lam == a.lam)]
     sim = f"{row.sim_mean.iloc[0]:.5f} +- {row.sim_se.iloc[0]:.5f}" if len(row) else "n/a"
     rng = np.random.default_rng(0)
-    pop = [A.risk(a.alpha, **kw, measure=population_measure(
+    pop = [A.risk(a.alpha, **srf, measure=population_measure(
         a.sigma, a.target, a.alpha0, a.eta, a.beta, a.d, rng)).risk for _ in range(a.reps)]
     print(f"{a.sigma}/{a.target} beta={a.beta:g} alpha0={a.alpha0:g} eta={a.eta:g} "
           f"alpha={a.alpha:g} lam={a.lam:g}: network (d=2000 store) {sim} | sRF "
-          f"{A.risk(a.alpha, **kw).risk:.5f} | network theory "
+          f"{A.risk(a.alpha, **srf).risk:.5f} | network theory "
           f"{A.risk(a.alpha, **kw, model='network').risk:.5f} | population channels (d={a.d}) "
           + ", ".join(f"{p:.5f}" for p in pop))
 

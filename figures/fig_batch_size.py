@@ -28,7 +28,7 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     alphas = np.linspace(0.1, 5.0, q.points)
     fig, axes = style.figure()
     ax = axes[0, 0]
-    common = dict(sigma=SIGMA, target=TARGET, lam=LAM, beta=BETA)
+    common = dict(sigma=SIGMA, target=TARGET, lam=LAM, beta=BETA, model="srf")
     rf = risk_curve(alphas, alpha0=1.0, eta=0.0, progress=False, **common)
     ax.plot(rf["alpha"], rf["risk"], color="0.2", ls="-.", label=r"RF, $\tilde\eta=0$")
     s = Setting(model="rf", target=TARGET, sigma=SIGMA, alpha=1.0, alpha0=1.0, eta=0.0, lam=LAM,

@@ -36,7 +36,7 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     ax = axes[0, 0]
     for color, lam in zip(style.PALETTE, LAMS, strict=False):
         th = risk_curve(alphas, sigma=SIGMA, target=TARGET, alpha0=1.0, eta=1.0, lam=lam,
-                        beta=BETA, spike=spike, progress=False)
+                        beta=BETA, spike=spike, progress=False, model="srf")
         ax.plot(th["alpha"], th["risk"], color=color, label=rf"theory, $\lambda={lam:g}$")
         s = Setting(model="srf", sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=1.0, eta=1.0,
                     lam=lam, beta=BETA, d=min(q.d, 600), n_test=q.n_test, spike=(R, 1.0, 1.0))

@@ -33,7 +33,7 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
         markers = tuple(beta * m for m in ((0.5, 0.9, 1.1, 2.0, 3.5) if not quick else (0.5, 2)))
         for color, lam in zip(style.PALETTE, LAMS, strict=False):
             th = risk_curve(alphas, sigma=SIGMA, target=TARGET, alpha0=1.0, eta=0.0, lam=lam,
-                            beta=beta, progress=False)
+                            beta=beta, progress=False, model="srf")
             ax.plot(th["alpha"], th["risk"], color=color, label=rf"$\lambda={lam:g}$")
         s = Setting(model="rf", sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=1.0, eta=0.0,
                     lam=LAMS[0], beta=beta, d=min(q.d, 500), n_test=q.n_test)

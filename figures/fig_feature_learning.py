@@ -31,7 +31,7 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     ax = axes[0, 0]
     for color, eta in zip(style.PALETTE, ETAS, strict=False):
         th = risk_curve(alphas, sigma=SIGMA, target=TARGET, alpha0=ALPHA0, eta=eta, lam=LAM,
-                        beta=BETA, progress=False)
+                        beta=BETA, progress=False, model="srf")
         label = r"RF, $\tilde\eta=0$" if eta == 0 else rf"$\tilde\eta={eta:g}$"
         ax.plot(th["alpha"], th["risk"], color=color, label=label)
         for model, filled in (("srf", True), ("network", False)):

@@ -27,7 +27,7 @@ def test_srf_simulation_within_four_standard_errors(sigma, target, beta, alpha0,
                    lam=LAMS[0], beta=beta, d=800, n_test=8000)
     sims = simulate_curve(base, ALPHAS, LAMS, seeds=6, seed=2026)
     theory = risk_curve(ALPHAS, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
-                        lam=LAMS[0], beta=beta, progress=False)
+                        lam=LAMS[0], beta=beta, progress=False, model="srf")
     assert theory["converged"].all()
     z = [(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)]
     assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}, theory = {theory['risk'].tolist()}, " \
@@ -49,7 +49,7 @@ def test_simulation_agrees_at_d2000(model, sigma, target, beta, alpha0, eta):
                    lam=LAMS[0], beta=beta, d=2000)
     sims = simulate_curve(base, alphas, LAMS, seeds=8, seed=7)
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
-                        lam=LAMS[0], beta=beta, progress=False)
+                        lam=LAMS[0], beta=beta, progress=False, model="srf")
     z = np.array([(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)])
     rel = np.array([s.mean / t - 1 for s, t in zip(sims, theory["risk"], strict=True)])
     if model == "srf":

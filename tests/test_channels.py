@@ -49,7 +49,7 @@ EMPIRICAL_REFERENCE = (
 
 @pytest.mark.parametrize("kw,risk,state", REFERENCE)
 def test_srf_closures_reproduce_the_srf_code(kw, risk, state):
-    r = A.risk(**kw)
+    r = A.risk(model="srf", **kw)
     assert r.converged
     assert r.risk == pytest.approx(risk, rel=1e-10, abs=1e-12)
     np.testing.assert_allclose(r.state, state, rtol=1e-10, atol=1e-12)
@@ -67,7 +67,7 @@ def _atoms(seed: int = 5, d: int = 300):
     return W0, v, t
 
 
-KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, beta=1.0)
+KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, beta=1.0, model="srf")
 
 
 def test_empirical_atoms_without_cross_channel_reproduce_the_srf_code():
@@ -146,7 +146,7 @@ def test_from_weights_recovers_the_srf_spike_and_risk():
         res = A.risk(5.0, **kw, measure=m)
         assert res.converged
         assert res.r == m.r and res.gamma == m.gamma
-        assert res.risk == pytest.approx(A.risk(5.0, **kw).risk, rel=0.05)
+        assert res.risk == pytest.approx(A.risk(5.0, model="srf", **kw).risk, rel=0.05)
 
 
 def test_from_weights_rejects_bad_input():
@@ -218,8 +218,8 @@ def test_population_measure_is_deterministic():
 
 def test_model_argument():
     kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)
-    srf, net = A.risk(5.0, **kw), A.risk(5.0, **kw, model="network")
-    assert srf.model == "srf" and srf.measure == "mp"
+    srf, net = A.risk(5.0, **kw, model="srf"), A.risk(5.0, **kw)
+    assert srf.model == "srf" and srf.measure == "mp"  # the default is the network
     assert net.model == "network" and net.measure == "quadrature" and net.converged
     assert net.risk < srf.risk  # the network learns more than its sRF surrogate here
     df = A.risk_curve([1.0, 5.0], **kw, model="network", progress=False)
@@ -276,7 +276,7 @@ def test_semi_empirical_and_network_theory_predict_the_network():
     mean = float(np.mean(net))
     assert np.mean(semi) == pytest.approx(mean, rel=0.04)
     assert A.risk(5.0, **kw, model="network").risk == pytest.approx(mean, rel=0.04)
-    assert A.risk(5.0, **kw).risk > 1.1 * mean
+    assert A.risk(5.0, model="srf", **kw).risk > 1.1 * mean
 
 
 def test_population_measure_closes_the_network_families():

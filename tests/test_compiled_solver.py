@@ -127,26 +127,28 @@ def test_optimal_lam_at_bound_is_flagged():
 
 def test_risk_curve_optimal_options():
     df = A.risk_curve([1.0, 3.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0,
-                      lam="optimal")
+                      lam="optimal", model="srf")
     assert {"lam", "interior"} <= set(df.columns) and df.converged.all()
     de = A.risk_curve([1.0, 3.0], sigma="tanh", target="tanh", alpha0=2.0, eta="optimal",
-                      lam=0.01)
+                      lam=0.01, model="srf")
     assert de.converged.all() and (de.eta > 0).all()
     for a, e, r in zip(de.alpha, de.eta, de.risk, strict=True):
         # no eta on a coarse scan beats the optimum
-        scan = [A.risk(a, sigma="tanh", target="tanh", alpha0=2.0, eta=float(x), lam=0.01).risk
+        scan = [A.risk(a, sigma="tanh", target="tanh", alpha0=2.0, eta=float(x), lam=0.01,
+                       model="srf").risk
                 for x in np.linspace(0, 5, 41)]
         assert r <= min(scan) + 1e-9
-        assert abs(A.risk(a, sigma="tanh", target="tanh", alpha0=2.0, eta=e, lam=0.01).risk
+        assert abs(A.risk(a, sigma="tanh", target="tanh", alpha0=2.0, eta=e, lam=0.01,
+                          model="srf").risk
                    - r) <= 1e-10
     with pytest.raises(ValueError, match="'optimal'"):
-        A.risk_curve([1.0], sigma="tanh", target="tanh", alpha0=2, eta=1, lam="best")
+        A.risk_curve([1.0], sigma="tanh", target="tanh", alpha0=2, eta=1, lam="best", model="srf")
     with pytest.raises(ValueError, match="both"):
         A.risk_curve([1.0], sigma="tanh", target="tanh", alpha0=2, eta="optimal",
-                     lam="optimal")
+                     lam="optimal", model="srf")
     with pytest.raises(ValueError, match="engine"):
         A.risk_curve([1.0], sigma="tanh", target="tanh", alpha0=2, eta=1, lam=0.1,
-                     engine="fortran")
+                     engine="fortran", model="srf")
 
 
 def test_optimal_eta_bounds_checked():
@@ -155,8 +157,8 @@ def test_optimal_eta_bounds_checked():
 
 
 def test_risk_point_optimal():
-    r = A.risk(2.0, sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam="optimal")
-    ref = optimal_lam([2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0)
+    r = A.risk(2.0, sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam="optimal", model="srf")
+    ref = optimal_lam([2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, model="srf")
     assert r.converged and r.lam == pytest.approx(float(ref.lam[0]), abs=0)
     assert r.risk == pytest.approx(float(ref.risk[0]), abs=1e-12)
 

@@ -25,7 +25,8 @@ RF_CASES = [
 @pytest.mark.parametrize("sigma,target,beta,lam,alpha", RF_CASES)
 def test_random_features_equal_independent_ridge_formula(sigma, target, beta, lam, alpha):
     """eta_tilde = 0: the equations reduce to classic random-features ridge (THEORY.md §7)."""
-    res = A.risk(alpha, sigma=sigma, target=target, alpha0=1.0, eta=0.0, lam=lam, beta=beta)
+    res = A.risk(alpha, sigma=sigma, target=target, alpha0=1.0, eta=0.0, lam=lam, beta=beta,
+                 model="srf")
     assert res.converged
     ref = rf_ridge_risk(alpha, sigma=sigma, target=target, lam=lam, beta=beta)
     assert res.risk == pytest.approx(ref, abs=1e-9)
@@ -48,7 +49,7 @@ def test_linear_activation_is_plain_ridge():
     df2 = 1 / alpha / (1 + kap) ** 2
     ref = (kap**2 / (1 + kap) ** 2 + delta * df2) / (1 - df2)
     res = A.risk(alpha, sigma="linear", target="linear", alpha0=1, eta=0, lam=lam, beta=beta,
-                 delta=delta)
+                 delta=delta, model="srf")
     assert res.risk == pytest.approx(ref, rel=1e-3)  # O(1/beta) difference to the isotropic limit
 
 
@@ -57,13 +58,14 @@ def test_linear_activation_is_plain_ridge():
 def test_risk_at_eta_zero_does_not_depend_on_gamma(sigma, target, beta):
     """THEORY.md §5 open point: at eta_tilde = 0 the split of theta* between v and t is free."""
     risks = [A.risk(3.0, sigma=sigma, target=target, alpha0=1, eta=0, lam=0.01, beta=beta,
-                    gamma=g).risk for g in (0.0, 0.3, 0.7, 1.0)]
+                    gamma=g, model="srf").risk for g in (0.0, 0.3, 0.7, 1.0)]
     assert max(risks) - min(risks) < 1e-8
 
 
 def test_large_lambda_limit():
     for sigma, target, eta in [("tanh", "sin", 1.0), ("tanh", "sin", 0.0), ("relu", "relu", 0.0)]:
-        res = A.risk(2.0, sigma=sigma, target=target, alpha0=1, eta=eta, lam=1e7, beta=1)
+        res = A.risk(2.0, sigma=sigma, target=target, alpha0=1, eta=eta, lam=1e7, beta=1,
+                     model="srf")
         lim = large_lambda_limit(sigma, target, r=res.r, c=res.c, gamma=res.gamma)
         assert res.risk == pytest.approx(lim, abs=1e-5)
     # odd sigma at eta = 0: the limit is E g^2 (THEORY.md §7)
@@ -78,12 +80,12 @@ def test_large_alpha_between_bounds():
     assert b.lower < b.upper
     for beta in (0.5, 1.0, 4.0):
         res = A.risk(1e4, sigma="tanh", target="sin", alpha0=1, eta=1, lam=1e-4, beta=beta,
-                     spike=sp)
+                     spike=sp, model="srf")
         assert b.lower - 1e-6 <= res.risk <= b.upper + 1e-3
 
 
 def test_converged_results_have_small_residual_and_all_fields():
-    res = A.risk(1.5, sigma="tanh", target="tanh", alpha0=0.5, eta=1, lam=0.01, beta=2)
+    res = A.risk(1.5, sigma="tanh", target="tanh", alpha0=0.5, eta=1, lam=0.01, beta=2, model="srf")
     assert res.converged and res.residual <= 1e-10
     d = res.as_dict()
     for key in ("alpha", "risk", "converged", "iterations", "residual", "q1", "q2", "V1", "V2",
@@ -93,14 +95,15 @@ def test_converged_results_have_small_residual_and_all_fields():
 
 
 def test_interpolation_peak_without_ridge_is_flagged_not_reported():
-    res = A.risk(1.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0)
+    res = A.risk(1.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0, model="srf")
     assert not res.converged and math.isnan(res.risk) and math.isnan(res.q1)
     with pytest.raises(A.ConvergenceError):
-        A.risk(1.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0, strict=True)
+        A.risk(1.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0, strict=True,
+               model="srf")
 
 
 def test_ridgeless_away_from_peak_converges():
-    res = A.risk(3.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0)
+    res = A.risk(3.0, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0, model="srf")
     assert res.converged
     ref = rf_ridge_risk(3.0, sigma="tanh", target="tanh", lam=1e-9, beta=1.0)
     assert res.risk == pytest.approx(ref, abs=1e-6)
@@ -108,7 +111,7 @@ def test_ridgeless_away_from_peak_converges():
 
 def test_max_iter_is_reported_as_unconverged():
     res = A.risk(2.0, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=0.01,
-                 solver=A.SolverConfig(max_iter=1, anderson=0))
+                 solver=A.SolverConfig(max_iter=1, anderson=0), model="srf")
     assert not res.converged and math.isnan(res.risk) and res.status == "max_iter"
 
 
@@ -129,17 +132,18 @@ def test_bad_input(kw, match):
 
 def test_user_function_returning_nan_is_an_error():
     with pytest.raises(ValueError, match="non-finite"):
-        A.risk(2.0, sigma=lambda z: np.log(z), target="tanh", alpha0=1, eta=1, lam=0.01)
+        A.risk(2.0, sigma=lambda z: np.log(z), target="tanh", alpha0=1, eta=1, lam=0.01,
+               model="srf")
 
 
 def test_curve_dataframe_and_warm_starts():
     alphas = np.linspace(0.2, 5, 25)
     df = A.risk_curve(alphas, sigma="tanh", target="tanh", alpha0=2, eta=1, lam=0.01, beta=1,
-                      progress=False)
+                      progress=False, model="srf")
     assert list(df.columns[:4]) == ["alpha", "risk", "converged", "iterations"]
     np.testing.assert_allclose(df["alpha"], alphas)
     assert df["converged"].all()
-    one = A.risk(alphas[7], sigma="tanh", target="tanh", alpha0=2, eta=1, lam=0.01)
+    one = A.risk(alphas[7], sigma="tanh", target="tanh", alpha0=2, eta=1, lam=0.01, model="srf")
     assert df["risk"].iloc[7] == pytest.approx(one.risk, abs=1e-9)
 
 
@@ -150,10 +154,11 @@ def test_feature_learning_beats_random_features_for_single_index():
 
 def test_ridgeless_interpolating_regime_is_the_small_lam_limit():
     """lam = 0 with alpha < beta: reported as the lam -> 0+ limit, consistent with small lam."""
-    res = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=0.0, beta=1.0)
+    res = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=0.0, beta=1.0, model="srf")
     assert res.converged and "ridgeless" in res.message
-    small = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=1e-7, beta=1.0)
+    small = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=1, lam=1e-7, beta=1.0,
+                   model="srf")
     assert res.risk == pytest.approx(small.risk, abs=1e-5)
     ref = rf_ridge_risk(0.5, sigma="tanh", target="tanh", lam=1e-7, beta=1.0)
-    rf0 = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0)
+    rf0 = A.risk(0.5, sigma="tanh", target="tanh", alpha0=1, eta=0, lam=0.0, beta=1.0, model="srf")
     assert rf0.risk == pytest.approx(ref, abs=1e-5)

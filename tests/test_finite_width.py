@@ -9,7 +9,7 @@ import asymptotics as A
 from asymptotics.api import check_width
 from asymptotics.rf_ridge import rf_ridge_risk
 
-TT = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01, beta=1.0)
+TT = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01, beta=1.0, model="srf")
 
 
 @pytest.mark.parametrize("eta", [0.003, 0.1, 1.0])
@@ -31,14 +31,15 @@ def test_large_p_is_the_limit(eta):
                                             ("relu", "tanh", 300)])
 def test_eta_zero_is_random_features_at_every_p(sigma, target, p):
     """eta = 0 and a centred target (b0h = 0): m = 0, the independent RF ridge formula."""
-    res = A.risk(1.5, sigma=sigma, target=target, alpha0=2.0, eta=0.0, lam=0.05, beta=1.0, p=p)
+    res = A.risk(1.5, sigma=sigma, target=target, alpha0=2.0, eta=0.0, lam=0.05, beta=1.0, p=p,
+                 model="srf")
     ref = rf_ridge_risk(1.5, sigma=sigma, target=target, lam=0.05, beta=1.0)
     assert res.risk == pytest.approx(ref, abs=1e-9)
 
 
 def test_eta_zero_with_a_mean_is_an_order_one_over_p_correction():
     """relu/relu at eta = 0: the constant is learned at the ridge price, a 1/p correction."""
-    kw = dict(sigma="relu", target="relu", alpha0=2.0, eta=0.0, lam=0.01, beta=1.0)
+    kw = dict(sigma="relu", target="relu", alpha0=2.0, eta=0.0, lam=0.01, beta=1.0, model="srf")
     r_inf = A.risk(2.0, **kw).risk
     gaps = [A.risk(2.0, p=p, **kw).risk - r_inf for p in (100, 1000, 10000)]
     assert gaps[0] > 0
@@ -99,7 +100,7 @@ def test_linear_srf_monte_carlo_follows_the_finite_p_theory():
     the crossover (p = infinity and RF are each > 20 s.e. away)."""
     d, beta, alpha, lam = 400, 0.5, 1.0, 0.01
     p, n = int(beta * d), int(alpha * d)
-    kw = dict(sigma="linear", target="linear", alpha0=2.0, lam=lam, beta=beta)
+    kw = dict(sigma="linear", target="linear", alpha0=2.0, lam=lam, beta=beta, model="srf")
     eta = 1.0 / (math.sqrt(p) * A.build_problem(eta=1.0, **kw).spike.r)
     sp = A.build_problem(eta=eta, **kw).spike
     mean, se = _linear_srf_mc(d, p, n, lam, sp.r, sp.c, sp.gamma, reps=100, seed=5)
@@ -133,7 +134,9 @@ def test_cli_width(capsys):
     assert main(["curve", "--alpha", "2", "--eta", "0.1", "--p", "1000", "--quiet"]) == 0
     out = capsys.readouterr().out
     value = float(out.splitlines()[1].split(",")[1])
-    assert value == pytest.approx(A.risk(2.0, eta=0.1, p=1000, **TT).risk, rel=1e-10)
+    # the command line's default model is the network
+    assert value == pytest.approx(A.risk(2.0, eta=0.1, p=1000, **dict(TT, model="network")).risk,
+                                  rel=1e-10)
     with pytest.raises(SystemExit) as exc:
         main(["curve", "--alpha", "2", "--p", "0.5"])
     assert exc.value.code == 2

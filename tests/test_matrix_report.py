@@ -33,7 +33,7 @@ def test_each_model_is_compared_with_its_own_theory():
     kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0)
     assert net["theory"] == pytest.approx(risk(a, model="network", p=1000.0, **kw).risk,
                                           rel=1e-12)
-    assert srf["theory"] == pytest.approx(risk(a, **kw).risk, rel=1e-12)
+    assert srf["theory"] == pytest.approx(risk(a, model="srf", **kw).risk, rel=1e-12)
     # the sRF theory stands beside the network's own, with its z
     assert net["theory_srf"] == srf["theory"]
     assert net["theory"] != net["theory_srf"]

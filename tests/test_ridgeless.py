@@ -22,7 +22,8 @@ FINITE = [  # (sigma, beta, alpha) on both sides of the peak, some close to it
 
 @pytest.mark.parametrize("sigma,beta,alpha", FINITE)
 def test_ridgeless_random_features_match_the_closed_form(sigma, beta, alpha):
-    r = risk(alpha, sigma=sigma, target="tanh", alpha0=2.0, eta=0.0, lam=0.0, beta=beta)
+    r = risk(alpha, sigma=sigma, target="tanh", alpha0=2.0, eta=0.0, lam=0.0, beta=beta,
+             model="srf")
     assert r.converged and r.status == "converged"
     ref = rf_ridge_risk(alpha, sigma=sigma, target="tanh", lam=1e-11, beta=beta)
     assert r.risk == pytest.approx(ref, rel=2e-5)
@@ -30,7 +31,7 @@ def test_ridgeless_random_features_match_the_closed_form(sigma, beta, alpha):
 
 @pytest.mark.parametrize("alpha,beta", [(0.5, 1.0), (0.95, 1.0), (1.9, 2.0), (0.25, 0.5)])
 def test_ridgeless_one_step_is_the_limit_of_the_regularised_risk(alpha, beta):
-    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=beta)
+    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=beta, model="srf")
     r0 = risk(alpha, lam=0.0, **kw)
     assert r0.converged
     r7, r8 = risk(alpha, lam=1e-7, **kw).risk, risk(alpha, lam=1e-8, **kw).risk
@@ -44,19 +45,19 @@ def test_ridgeless_one_step_is_the_limit_of_the_regularised_risk(alpha, beta):
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0])
 @pytest.mark.parametrize("eta", [0.0, 1.0])
 def test_interpolation_peak_is_reported_as_divergent(sigma, beta, eta):
-    r = risk(beta, sigma=sigma, target="tanh", alpha0=2.0, eta=eta, lam=0.0, beta=beta)
+    r = risk(beta, sigma=sigma, target="tanh", alpha0=2.0, eta=eta, lam=0.0, beta=beta, model="srf")
     assert math.isnan(r.risk) and not r.converged
     assert r.status == "diverged"
     assert "interpolation peak" in r.message
     # the regularised risk at the peak does grow as lam -> 0+ (independent of the ladder)
     grow = [risk(beta, sigma=sigma, target="tanh", alpha0=2.0, eta=eta, lam=lam,
-                 beta=beta).risk for lam in (1e-4, 1e-6)]
+                 beta=beta, model="srf").risk for lam in (1e-4, 1e-6)]
     assert grow[1] > 3 * grow[0]
 
 
 def test_interpolation_peak_strict_raises_naming_the_divergence():
     with pytest.raises(ConvergenceError, match="diverg"):
-        risk(1.0, lam=0.0, strict=True)
+        risk(1.0, lam=0.0, strict=True, model="srf")
 
 
 def test_cli_curve_at_the_peak_prints_no_number(capsys):

@@ -112,10 +112,10 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
 
 def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
     """Options shared by the simulation command lines (model, size, seeds, workers)."""
-    p.add_argument("--model", choices=MODELS, default="srf",
-                   help="network: the real two-layer network after one step; srf: the spiked "
-                        "random-features model of the theory; rf: random features at init "
-                        "(default: srf)")
+    p.add_argument("--model", choices=MODELS, default="network",
+                   help="network: the real two-layer network after one step (default), "
+                        "compared with the network theory; srf: the spiked random-features "
+                        "model, compared with its exact equations; rf: random features at init")
     p.add_argument("--d", type=integer("d", 2), default=1000,
                    help="input dimension (default: 1000)")
     p.add_argument("--seeds", type=integer("seeds", 1), default=10,

@@ -181,9 +181,10 @@ def aggregate(store, first_reps: int | None = None):
             ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
         key = (sigma, target, beta, alpha0, eta, lam)
         common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, eta=eta)
-        curve(theory, key, **common)
+        curve(theory, key, model="srf", **common)
         if eta > 0 and sigma == "relu":
-            curve(naive, key, spike=naive_spike(sigma, target, alpha0, eta), **common)
+            curve(naive, key, spike=naive_spike(sigma, target, alpha0, eta), model="srf",
+                  **common)
         for d in sorted(sub.loc[sub["model"] == "network", "d"].unique()):
             curve(network, key + (int(d),), model="network", p=float(beta) * int(d), **common)
 

@@ -230,11 +230,11 @@ def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
     pair = PAIRS[0]
     alphas = np.linspace(0.2, 5.0, n)
     etas = np.geomspace(1e-3, 3.0, n)
-    rf = risk_curve(alphas, eta=0.0, progress=False, **pair)["risk"].to_numpy()
+    rf = risk_curve(alphas, eta=0.0, progress=False, model="srf", **pair)["risk"].to_numpy()
     widths = (1e3, 1e4, None)
     gains = []
     for p in widths:
-        gains.append(np.array([rf - risk_curve(alphas, eta=e, progress=False, p=p,
+        gains.append(np.array([rf - risk_curve(alphas, eta=e, progress=False, p=p, model="srf",
                                                **pair)["risk"].to_numpy() for e in etas]))
     span = max(float(np.nanmax(np.abs(g))) for g in gains)
     fig = Figure(figsize=(13, 3.8), constrained_layout=True)

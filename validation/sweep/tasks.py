@@ -127,7 +127,8 @@ def _theory_rows(task: Task) -> list[dict]:
     from asymptotics import risk_curve
 
     params = dict(task.params)
-    df = risk_curve(list(task.alphas), progress=False, **params)
+    # theory sweeps are the sRF equations (the model the sweeps' keys and stored rows describe)
+    df = risk_curve(list(task.alphas), progress=False, model="srf", **params)
     rows = []
     for rec, a in zip(df.to_dict("records"), task.alphas, strict=True):
         rec.update(params, alpha=a)  # the parameters as given (sigma spec, not its display name)
