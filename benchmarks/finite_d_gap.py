@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +44,7 @@ from validation.simulator import (
     fit_readouts,
 )
 
+STORE = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_runs.csv"
 ALPHAS = (0.2, 1.0, 2.5, 5.0)
 LAMS = (0.01, 0.1)
 VARIANTS = ("net", "net_nof", "net_fix", "srf", "srf_shrunk")
@@ -72,6 +74,47 @@ def own_step(W0, theta, sigma, target, setting: Setting, seed) -> tuple[np.ndarr
     return W0 + rate * G, W0 + rate * Gn, {"u_y": uy / n0, "u_f": uf / n0}
 
 
+def store_gaps(args) -> None:
+    """The stored repetitions of the matrix (validation/data/matrix_runs.csv) of this setting:
+    per repetition, the relative gap to a theory averaged over its (alpha, lam) points; mean and
+    s.e. over repetitions, per model and d."""
+    import pandas as pd
+
+    from validation.matrix import read_store
+
+    store = read_store(STORE)
+    sub = store[(store["sigma"] == args.sigma) & (store["target"] == args.target)
+                & (store["beta"] == args.beta) & (store["alpha0"] == args.alpha0)
+                & (store["eta"] == args.eta)]
+    if sub.empty:
+        raise SystemExit(f"no stored runs of {args.sigma}/{args.target} beta={args.beta} "
+                         f"alpha0={args.alpha0} eta={args.eta}")
+    kw = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, eta=args.eta,
+              beta=args.beta)
+    theories = {"srf": [("sRF p=inf", dict()), ("sRF p=bd", dict(finite=True))],
+                "network": [("network p=bd", dict(finite=True, model="network")),
+                            ("network p=bd + common row",
+                             dict(finite=True, model="network", common_row="network"))]}
+    print(f"stored repetitions of {args.sigma}/{args.target} beta={args.beta} "
+          f"alpha0={args.alpha0} eta={args.eta}: mean relative gap (sim - theory)/theory over "
+          f"the (alpha, lam) points of a repetition, mean +- s.e. over repetitions")
+    for (model, d), runs in sub.groupby(["model", "d"]):
+        p = args.beta * int(d)
+        pts = runs[["alpha", "lam"]].drop_duplicates().itertuples(index=False)
+        pts = list(pts)
+        for label, spec in theories.get(model, []):
+            spec = dict(spec)
+            extra = dict(model=spec.pop("model", "srf"), common_row=spec.pop("common_row", None),
+                         p=p if spec.pop("finite", False) else None)
+            th = {(a, lam): A.risk(a, lam=lam, **extra, **kw).risk for a, lam in pts}
+            rel = runs.apply(lambda r, th=th: r["risk"] / th[(r["alpha"], r["lam"])] - 1, axis=1)
+            per = pd.Series(rel.to_numpy(), index=runs.index).groupby(
+                [runs["seed_root"], runs["rep"]]).mean()
+            se = per.std(ddof=1) / math.sqrt(per.size)
+            print(f"  {model:8s} d={int(d):5d} ({per.size:3d} reps)  {label:28s} "
+                  f"{100 * per.mean():+6.2f}% +- {100 * se:.2f}%")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sigma", default="tanh")
@@ -84,7 +127,16 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-test", type=int, default=20000)
     ap.add_argument("--variants", default=",".join(VARIANTS))
+    ap.add_argument("--semi", action="store_true",
+                    help="also the semi-empirical theory (from_weights at p = beta d) of the net, "
+                         "srf and srf_shrunk first layers, with omega = 1 and the measured omega")
+    ap.add_argument("--store", action="store_true",
+                    help="instead: the stored matrix repetitions of the setting against the "
+                         "theories (no simulation)")
     args = ap.parse_args(argv)
+    if args.store:
+        store_gaps(args)
+        return
     variants = args.variants.split(",")
     sig, tgt = get_function(args.sigma), get_function(args.target)
     base = dict(sigma=args.sigma, target=args.target, alpha=1.0, alpha0=args.alpha0,
@@ -113,13 +165,15 @@ def main(argv=None) -> None:
     rows = []
     for i in range(args.seeds):
         t0 = time.perf_counter()
-        seed = np.random.SeedSequence(args.seed).spawn(args.seeds)[i]
-        W1s, theta, _ = first_layer(Setting(model="srf", **base), seed, sig, tgt)
-        children = mc.streams(seed, STREAMS)
+        def seed(i=i):  # repetition i of the simulator's seeding (spawn is stateful: anew)
+            return np.random.SeedSequence(args.seed).spawn(args.seeds)[i]
+
+        W1s, theta, _ = first_layer(Setting(model="srf", **base), seed(), sig, tgt)
+        children = mc.streams(seed(), STREAMS)
         W0 = mc.sphere_rows(mc.BlockRows(children["weights"], args.d), p, args.d)
-        W1, W1n, us = own_step(W0, theta, sig, tgt, st, seed)
+        W1, W1n, us = own_step(W0, theta, sig, tgt, st, seed())
         if args.d <= 1000:  # the recomputed step is the simulator's (it costs one more step)
-            W1ref, theta_ref, _ = first_layer(st, seed, sig, tgt)
+            W1ref, theta_ref, _ = first_layer(st, seed(), sig, tgt)
             assert np.allclose(theta, theta_ref)
             err = float(np.abs(W1 - W1ref).max())
             assert err < 1e-9, f"own step differs from the simulator's by {err:g}"
@@ -132,6 +186,29 @@ def main(argv=None) -> None:
                   "srf": W1s,
                   "srf_shrunk": W1s - (1.0 - math.sqrt(omega)) * math.sqrt(sp.c)
                   * np.outer(np.ones(p), wbar0)}
+        # the spike direction independent of W0: the sRF's v, the network's u_y/|u_y| (the
+        # label part of the step's m1 row); the measured omega = p |Pi wbar|^2 / c around it
+        vs = {"srf": W1s.mean(axis=0) - math.sqrt(sp.c) * wbar0,
+              "net": us["u_y"].copy()}
+        vs["srf_shrunk"] = vs["srf"]
+        for name, v in vs.items():
+            if name not in variants:
+                continue
+            v = v / np.linalg.norm(v)
+            W = layers[name]
+            wb = W.mean(axis=0)
+            wb -= (wb @ v) * v
+            WP = W - np.outer(W @ v, v)
+            c_w = float(np.einsum("ij,ij->", WP, WP) / p)
+            out[f"{name}:omega"] = float(p * (wb @ wb) / c_w)
+            out[f"{name}:gamma"] = float(v @ theta)
+            if args.semi:
+                meas = A.from_weights(W, v, theta)
+                for a in ALPHAS:
+                    for lam in LAMS:
+                        for tag, om in (("semi", None), ("semi_om", out[f"{name}:omega"])):
+                            out[(f"{name}_{tag}", a, lam)] = A.risk(
+                                a, lam=lam, p=p, measure=meas, common_row=om, **kw).risk
         for name in variants:
             W = layers[name]
             Ar = fit_readouts(W, theta, sig, tgt, ns=ns, lams=LAMS, delta=0.0,
@@ -143,8 +220,9 @@ def main(argv=None) -> None:
                 out[(name, a, lam)] = float(err[j])
         out["sec"] = time.perf_counter() - t0
         rows.append(out)
+        oms = ", ".join(f"omega[{k}] {out[k + ':omega']:.4f}" for k in vs if k + ":omega" in out)
         print(f"rep {i}: s_meas {out['s_meas']:.4f}, p|u_f - mu1 wbar0|^2 "
-              f"{out['p|u_f - mu1 wbar0|^2']:.4f}, {out['sec']:.1f} s", flush=True)
+              f"{out['p|u_f - mu1 wbar0|^2']:.4f}, {oms}, {out['sec']:.1f} s", flush=True)
 
     def mse(key):
         x = np.array([r[key] for r in rows])
@@ -152,12 +230,21 @@ def main(argv=None) -> None:
 
     print(f"\nmeasured shrink s: {mse('s_meas')[0]:.4f} +- {mse('s_meas')[1]:.4f} "
           f"(predicted {shrink:.4f}); p|u_f - mu1 wbar0|^2 {mse('p|u_f - mu1 wbar0|^2')[0]:.4f}"
-          f" (predicted E sigma^2 / alpha0 = "
+          f" (predicted (mu1^2 + mu_star^2) / alpha0 = "
           f"{(ge.mu1 ** 2 + ge.mu_star ** 2) / args.alpha0:.4f})")
+    for k in ("net", "srf", "srf_shrunk"):
+        if f"{k}:omega" in rows[0]:
+            m, se = mse(f"{k}:omega")
+            g, gse = mse(f"{k}:gamma")
+            print(f"{k}: measured omega {m:.4f} +- {se:.4f}, gamma = <v, theta*> {g:.5f} +- "
+                  f"{gse:.5f}")
     print(f"\n{'alpha':>5} {'lam':>5} " + " ".join(f"{v:>16}" for v in variants)
           + "   srf_p  srf_p_om  net_p  net_p_om")
     rel = {k: [] for k in ("net-srf", "net_nof-srf", "net_fix-srf", "net-srf_shrunk",
-                           "srf/srf_p", "net/net_p", "net/net_p_om", "srf_shrunk/srf_p_om")}
+                           "srf/srf_p", "net/net_p", "net/net_p_om", "srf_shrunk/srf_p_om",
+                           "srf-srf_semi", "srf-srf_semi_om", "net-net_semi", "net-net_semi_om",
+                           "srf_shrunk-srf_shrunk_semi", "srf_shrunk-srf_shrunk_semi_om")}
+    have = set(variants) | {k[0] for k in rows[0] if isinstance(k, tuple)}
     for a in ALPHAS:
         for lam in LAMS:
             cells = []
@@ -175,7 +262,7 @@ def main(argv=None) -> None:
                     if x in variants:
                         rel[key].append(np.array([r[(x, a, lam)] for r in rows])
                                         / theory[(tkey, a, lam)] - 1)
-                elif x in variants and y in variants:
+                elif x in have and y in have:
                     rel[key].append(np.array([r[(x, a, lam)] / r[(y, a, lam)] - 1
                                               for r in rows]))
     print("\nrelative differences averaged over the 8 (alpha, lam) points, mean +- s.e. over "
