@@ -19,7 +19,11 @@ At finite width p (``p_inv = 1/p > 0``; docs/DERIVATIONS.md §8) the mean channe
 m = mhat p V2 with mhat = A E_k[mu0 (h - b)/(1+V)], i.e. (E_k[mu0^2/(1+V)] + eps) m =
 E_k[mu0 (h - mu1 k zeta)/(1+V)] with eps = 1/(A p V2), and the readout's component along 1_p adds
 its variance p mhat^2 to N (q1 += p mhat^2 <rho/S^2>, q2 += p mhat^2 <1/S^2>). ``p_inv = 0`` is
-the p -> infinity closure above, computed by the very same operations.
+the p -> infinity closure above, computed by the very same operations. ``omega`` (1: the closure
+above) is the optional mean-row ratio of the trained network (docs/DERIVATIONS.md §8, "The
+network's initial output"): with omega != 1 the forms u^T S^-1 u, u^T S^-2 u, u^T S^-1 Omega S^-1 u
+of u = 1_p/sqrt(p) that replace V2, <1/S^2>, <rho/S^2> in these two finite-p terms are
+``mean_row_forms``; nothing else depends on it.
 
 Kernels: ``fixed_point_map`` applies the equations above verbatim (its residual at the answer is
 what is reported); ``v_update`` is the closed (V1, V2) subsystem that the solver iterates;

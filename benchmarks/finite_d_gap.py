@@ -19,8 +19,14 @@ then the ridge readouts of the (alpha, lam) grid of the matrix on the SAME ridge
 shrink ``s = (wbar1 . wbar0)/|wbar0|^2`` of the step's f-part, and the theories at p = beta d
 (sRF, and with the common-row ratio omega).
 
-Run: ``python -m benchmarks.finite_d_gap --d 500 --seeds 4`` (one core: about 10 s per repetition at
-d = 500, 40 s at d = 1000, 3 min at d = 2000).
+``--semi`` adds the semi-empirical theory (``from_weights`` at p = beta d) of the net, srf and
+srf_shrunk first layers, around the spike direction independent of W0 (sRF: v; network:
+u_y/|u_y|), with omega = 1 and with the measured omega; ``--store`` compares the stored matrix
+repetitions of the setting with the theories instead (no simulation, ~2 s).
+
+Run: ``python -m benchmarks.finite_d_gap --d 500 --seeds 16 --semi`` (one core, every variant and
+--semi: about 1.7 s per repetition at d = 500, 7 s at d = 1000, 28 s at d = 2000; with
+``--variants net,srf,srf_shrunk`` 22 s at d = 2000 and 2 min at d = 4000).
 """
 
 from __future__ import annotations
