@@ -161,3 +161,18 @@ def test_network_simulation_follows_the_mean_row_correction():
     m1, se1 = gaps["network"]
     assert m0 < -3 * se0
     assert abs(m1) < 3 * se1
+
+
+def test_cli_common_row(capsys):
+    from asymptotics.cli import main
+
+    args = ["curve", "--alpha", "2", "--sigma", "tanh", "--target", "tanh", "--alpha0", "20",
+            "--beta", "0.5", "--model", "network", "--p", "250", "--quiet"]
+    assert main(args + ["--common-row", "network"]) == 0
+    value = float(capsys.readouterr().out.splitlines()[1].split(",")[1])
+    ref = A.risk(2.0, model="network", p=250, common_row="network", **TT)
+    assert value == pytest.approx(ref.risk, rel=1e-10)
+    for bad in ("foo", "0"):
+        with pytest.raises(SystemExit) as exc:
+            main(args + ["--common-row", bad])
+        assert exc.value.code == 2
