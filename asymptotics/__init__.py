@@ -6,15 +6,15 @@ from .cget import conditional_coefficients, ge_coefficients
 from .functions import Function, available, get_function
 from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
 from .solver import SolverConfig
-from .srf import SpikeMapping, srf_mapping
+from .srf import SpikeMapping, common_row_ratio, srf_mapping
 
 _guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline
 
 __all__ = [
     "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpectralMeasure", "SpikeMapping",
-    "available", "build_problem", "conditional_coefficients", "empirical_measure", "from_weights",
-    "ge_coefficients", "get_function", "marchenko_pastur", "risk", "risk_curve",
-    "solve_point", "srf_mapping", "__version__",
+    "available", "build_problem", "common_row_ratio", "conditional_coefficients",
+    "empirical_measure", "from_weights", "ge_coefficients", "get_function", "marchenko_pastur",
+    "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
 ]
 
 def _version() -> str:

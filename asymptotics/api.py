@@ -59,6 +59,7 @@ def risk(
     engine: str = "compiled",
     model: str = "network",
     p: float | None = None,
+    common_row: float | str | None = None,
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
@@ -81,14 +82,16 @@ def risk(
 
     ``p``: the width of the finite-p theory (docs/DERIVATIONS.md §8: the mean channel's price,
     which matters unless r sqrt(p) >> 1; eta = 0 stays random features at every p); None is the
-    p -> infinity limit."""
+    p -> infinity limit. ``common_row``: optional finite-d correction of the finite-p theory
+    (docs/DERIVATIONS.md §8, "The network's initial output"; ``"network"`` for the trained
+    network, see :func:`build_problem`); None (default) leaves the numbers of §8 unchanged."""
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)
         best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                               lam=lam, beta=beta, delta=delta, solver=solver,
                               overrides=dict(spike=spike, gamma=gamma, measure=measure,
-                                             model=model, p=p))
+                                             model=model, p=p, common_row=common_row))
         if not bool(best.converged[0]):
             if strict:
                 raise ConvergenceError(f"no converged optimum at alpha={alpha:g}")
@@ -99,7 +102,7 @@ def risk(
         note = str(best.message[0]) if bool(best.converged[0]) else None
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
-                            model=model, p=p)
+                            model=model, p=p, common_row=common_row)
     res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
     if note is not None and res.converged:
         res = replace(res, message=note)
@@ -125,6 +128,7 @@ def risk_curve(
     engine: str = "compiled",
     model: str = "network",
     p: float | None = None,
+    common_row: float | str | None = None,
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
@@ -138,7 +142,8 @@ def risk_curve(
     alphas = [_check("alpha", a, positive=True) for a in alphas]
     if not alphas:
         raise ValueError("alphas must contain at least one value")
-    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p)
+    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
+                     common_row=common_row)
     if isinstance(lam, str) or isinstance(eta, str):
         df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, solver=solver, overrides=overrides)

@@ -88,13 +88,27 @@ def _width(text: str) -> float | None:
     return v
 
 
+def _common_row(text: str) -> str | float:
+    """--common-row: 'network' or a ratio > 0 (docs/DERIVATIONS.md §8)."""
+    if text.strip() == "network":
+        return "network"
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"common-row must be 'network' or a number > 0, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"common-row must be a finite number > 0, got {text}")
+    return v
+
+
 def _curve(args: argparse.Namespace) -> int:
     from .api import risk_curve
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
-                  beta=args.beta, delta=args.delta, p=args.p)
+                  beta=args.beta, delta=args.delta, p=args.p, common_row=args.common_row)
     eta = 0.0 if args.model == "rf" else args.eta
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
@@ -165,6 +179,11 @@ def build_parser() -> argparse.ArgumentParser:
     curve.add_argument("--p", type=_width, default=None,
                        help="width p = beta d for the finite-p theory (docs/DERIVATIONS.md §8), "
                             "a number >= 1 or inf (default: inf, the p -> infinity limit)")
+    curve.add_argument("--common-row", type=_common_row, default=None,
+                       help="optional finite-d correction of the finite-p theory (with --p): "
+                            "'network' for the trained network's shrunk mean row, or the ratio "
+                            "omega (docs/DERIVATIONS.md §8, the network's initial output; "
+                            "default: none, omega = 1)")
     curve.add_argument("--out", help="also write the CSV to this file")
     curve.add_argument("--plot", help="write a figure (.png, .svg or .pdf) of risk vs alpha "
                                       "(random features dashed; the CSV then also holds the "

@@ -19,7 +19,11 @@ At finite width p (``p_inv = 1/p > 0``; docs/DERIVATIONS.md §8) the mean channe
 m = mhat p V2 with mhat = A E_k[mu0 (h - b)/(1+V)], i.e. (E_k[mu0^2/(1+V)] + eps) m =
 E_k[mu0 (h - mu1 k zeta)/(1+V)] with eps = 1/(A p V2), and the readout's component along 1_p adds
 its variance p mhat^2 to N (q1 += p mhat^2 <rho/S^2>, q2 += p mhat^2 <1/S^2>). ``p_inv = 0`` is
-the p -> infinity closure above, computed by the very same operations.
+the p -> infinity closure above, computed by the very same operations. ``omega`` (1: the closure
+above) is the optional mean-row ratio of the trained network (docs/DERIVATIONS.md §8, "The
+network's initial output"): with omega != 1 the forms u^T S^-1 u, u^T S^-2 u, u^T S^-1 Omega S^-1 u
+of u = 1_p/sqrt(p) that replace V2, <1/S^2>, <rho/S^2> in these two finite-p terms are
+``mean_row_forms``; nothing else depends on it.
 
 Kernels: ``fixed_point_map`` applies the equations above verbatim (its residual at the answer is
 what is reported); ``v_update`` is the closed (V1, V2) subsystem that the solver iterates;
@@ -46,6 +50,24 @@ from .marchenko_pastur import measure_moments
 N_STATE = 7
 STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
 HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
+
+
+@numba.njit(cache=True, error_model="numpy")
+def mean_row_forms(mom: np.ndarray, s0: float, s1: float, omega: float) -> tuple:
+    """Kernel: the three forms of the mean direction u = 1_p/sqrt(p) at finite width,
+    (u^T S^-1 u, u^T S^-2 u, u^T S^-1 Omega S^-1 u), S = s0 + s1 Omega (docs/DERIVATIONS.md §8,
+    "The network's initial output"). The component of the rows' mean outside v has p times its
+    squared norm equal to omega c (omega = 1: a generic direction, the forms are <1/S>, <1/S^2>,
+    <rho/S^2>); by the Schur complement onto u, u^T S^-1 u = 1/(s0 + omega (1/<1/S> - s0)),
+    and the other two are its derivatives in -s0 and -s1."""
+    if omega == 1.0:
+        return mom[0], mom[2], mom[3]
+    g = mom[0]
+    den = s0 + omega * (1.0 / g - s0)
+    gu = 1.0 / den
+    gu2 = (1.0 - omega + omega * mom[2] / (g * g)) * gu * gu
+    gu1 = omega * mom[3] / (g * g) * gu * gu
+    return gu, gu2, gu1
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -107,6 +129,7 @@ def fixed_point_map(
     H: np.ndarray,
     G: np.ndarray,
     p_inv: float,
+    omega: float,
 ) -> np.ndarray:
     """Kernel: one application of the map, x -> overlaps(conjugates(x)) (7 numbers)."""
     hat = conjugates(x, w, kap, mu0, mu1, ms2, h, h1, h2, A, delta)
@@ -133,14 +156,15 @@ def fixed_point_map(
         den += w[j] * mu0[j] * mu0[j] * iv
     # finite width (docs/DERIVATIONS.md §8): m = mhat p V2, i.e. (b00 + eps) m = ..., with
     # eps = 1/(A p V2); p_inv = 0 is the p -> infinity closure
+    gu, gu2, gu1 = mean_row_forms(mom, lam + vh2, vh1, omega)
     if p_inv > 0.0:
-        den += p_inv / (A * mom[0])
+        den += p_inv / (A * gu)
     m = num / den if den > 1e-300 else 0.0
     out[6] = m
     if p_inv > 0.0:
-        pm2 = m * m * p_inv / (mom[0] * mom[0])  # the mean channel's variance p mhat^2
-        out[0] += pm2 * mom[3]
-        out[1] += pm2 * mom[2]
+        pm2 = m * m * p_inv / (gu * gu)  # the mean channel's variance p mhat^2
+        out[0] += pm2 * gu1
+        out[1] += pm2 * gu2
     return out
 
 
@@ -160,6 +184,7 @@ def v_update(
     H: np.ndarray,
     G: np.ndarray,
     p_inv: float,
+    omega: float,
 ) -> np.ndarray:
     """Kernel: the closed (V1, V2) subsystem, (V1, V2) -> (<rho/S>, <1/S>) with
     S = lam + Vhat1 rho + Vhat2 and Vhat from V."""
@@ -200,6 +225,7 @@ def complete_state(
     H: np.ndarray,
     G: np.ndarray,
     p_inv: float,
+    omega: float,
 ) -> np.ndarray:
     """Kernel: given (V1, V2), the rest of the state (q1, q2, V1, V2, zeta, psi, m) solved exactly:
     (zeta, m) and (q1, q2) from their 2x2 linear systems. NaN q's where the q-system has no
@@ -239,8 +265,9 @@ def complete_state(
     # only, so the system is triangular: zeta first (one linear equation), then m, then psi.
     g = A * mom[5]
     cross = ph * mom[11]
+    gu, gu2, gu1 = mean_row_forms(mom, lam + vh2, vh1, omega)
     if p_inv > 0.0:  # finite width: b00 + eps, eps = 1/(A p V2) (docs/DERIVATIONS.md §8)
-        b_00 += p_inv / (A * mom[0])
+        b_00 += p_inv / (A * gu)
     if b_00 > 1e-300:
         num = g * (a_kh - a_k0 * b_0h / b_00) + cross
         den = 1.0 + g * (a_kk - a_k0 * a_k0 / b_00)
@@ -273,9 +300,9 @@ def complete_state(
     cq1 = zh * zh * mom[8] + zp2 * mom[13] + ph * ph * mom[10]
     cq2 = zh * zh * mom[7] + zp2 * mom[12] + ph * ph * mom[9]
     if p_inv > 0.0:
-        pm2 = m * m * p_inv / (mom[0] * mom[0])  # the mean channel's variance p mhat^2
-        cq1 += pm2 * mom[3]
-        cq2 += pm2 * mom[2]
+        pm2 = m * m * p_inv / (gu * gu)  # the mean channel's variance p mhat^2
+        cq1 += pm2 * gu1
+        cq2 += pm2 * gu2
     m11 = 1.0 - A * (p11 * k11 + p12 * k12)
     m12 = -A * (p11 * k12 + p12 * k22)
     m21 = -A * (p12 * k11 + p22 * k12)

@@ -88,6 +88,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
     for j, name in enumerate(HAT_NAMES):
         cols[name] = np.where(conv, hats[:, j], np.nan)
     cols["p"] = np.full(n, math.inf if problem.p is None else problem.p)
+    cols["common_row"] = np.full(n, problem.common_row)
     return pd.DataFrame(cols)
 
 

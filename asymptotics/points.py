@@ -77,6 +77,8 @@ class RiskResult:
     psihat: float
     state: tuple[float, ...] = field(repr=False, compare=False)
     p: float = math.inf  # width of the finite-p theory (docs/DERIVATIONS.md §8); inf: the limit
+    # omega of the mean row at finite p (docs/DERIVATIONS.md §8, "The network's initial output")
+    common_row: float = 1.0
 
     def as_dict(self) -> dict:
         out = asdict(self)
@@ -237,6 +239,7 @@ def solve_point(
         message=message, iterations=n_iter, residual=residual,
         **vals, **hats, state=tuple(float(v) for v in x),
         p=math.inf if problem.p is None else problem.p,
+        common_row=problem.common_row,
     )
 
 

@@ -46,6 +46,27 @@ def check_width(p: float | None) -> float | None:
     return v
 
 
+def check_common_row(common_row: float | str | None, sigma: Function, target: Function, *,
+                     alpha0: float, eta: float, delta: float) -> float:
+    """Validate ``common_row`` of :func:`build_problem` and return the ratio omega (> 0)."""
+    if common_row is None:
+        return 1.0
+    if isinstance(common_row, str):
+        if common_row != "network":
+            raise ValueError(f"common_row must be None, 'network' or a number > 0, "
+                             f"got {common_row!r}")
+        from .srf import common_row_ratio
+
+        return common_row_ratio(sigma, target, alpha0=alpha0, eta=eta, delta=delta)
+    if isinstance(common_row, bool) or not isinstance(
+            common_row, (int, float, np.integer, np.floating)):
+        raise TypeError(f"common_row must be None, 'network' or a number > 0, got {common_row!r}")
+    v = float(common_row)
+    if not (math.isfinite(v) and v > 0):
+        raise ValueError(f"common_row must be a finite number > 0, got {v:g}")
+    return v
+
+
 def _name(fn: Function) -> str:
     return fn.name
 
@@ -69,6 +90,9 @@ class Problem:
     # the network's bulk-variance channel (docs/DERIVATIONS.md §7): lam_v nu(k)/mu1(k) on the
     # kappa nodes, added to kappa in the kernels (they use kappa only through kappa mu1); None: 0
     kappa_shift: np.ndarray | None = None
+    # the network's initial output (docs/DERIVATIONS.md §8): p |Pi wbar|^2 / c of the rows' mean
+    # outside v, 1 for a generic mean row (the default closure; sRF); only used at finite p
+    common_row: float = 1.0
 
     @property
     def p_inv(self) -> float:
@@ -80,7 +104,7 @@ class Problem:
         kap = k.kappa if self.kappa_shift is None else k.kappa + self.kappa_shift
         return (k.weights, kap, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
                 alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
-                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv)
+                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv, self.common_row)
 
 
 def build_problem(
@@ -98,6 +122,7 @@ def build_problem(
     n_kappa: int = 120,
     model: str = "srf",
     p: float | None = None,
+    common_row: float | str | None = None,
 ) -> Problem:
     """Validate parameters and precompute what does not depend on alpha.
 
@@ -105,7 +130,14 @@ def build_problem(
     THEORY.md §7);
     ``gamma`` overrides only the split of theta* between v and t (at eta = 0 the risk must not
     depend on it: a test of the equations). ``p``: the width of the finite-p theory
-    (docs/DERIVATIONS.md §8, :func:`check_width`); None is the p -> infinity limit."""
+    (docs/DERIVATIONS.md §8, :func:`check_width`); None is the p -> infinity limit.
+    ``common_row``: an optional finite-d correction of the finite-p theory (docs/DERIVATIONS.md
+    §8, "The network's initial output"): the ratio omega = p |Pi wbar|^2 / c of the rows' mean
+    outside v to a generic one; "network" is the trained network's
+    (:func:`asymptotics.srf.common_row_ratio`: the step's residual contains the network's
+    initial output, which shrinks the mean row of W0), a number is used as given; None (the
+    default) is omega = 1, the closure of §8, so that the default numbers stay those of §8.
+    It changes nothing at p = infinity."""
     alpha0 = _check("alpha0", alpha0, positive=True)
     eta = _check("eta", eta)
     lam = _check("lam", lam)
@@ -166,7 +198,8 @@ def build_problem(
         from .row_channel import kappa_shift
 
         shift = kappa_shift(coeffs, s, g, spike=spike, lam_v=lam_v, n_kappa=n_kappa)
+    omega = check_common_row(common_row, s, g, alpha0=alpha0, eta=eta, delta=delta)
     return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model, p,
-                   shift)
+                   shift, omega)
 
 

@@ -53,12 +53,12 @@ def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv):
-    return v_update(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv)
+def _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega):
+    return v_update(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
 
 
 @numba.njit(cache=True, error_model="numpy")
-def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
+def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega,
                rtol, floor, max_iter, damping, m_hist, blowup):
     """Kernel: damped Picard + Anderson(m_hist) on (V1, V2) -> v_update(V1, V2), with the
     safeguards of ``solver.solve`` and V >= 0 enforced. Returns (V, status, n_iter, residual)."""
@@ -69,7 +69,7 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
     nh = 0
     best = np.inf
     res = np.inf
-    fx = _vmap(x, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv)
+    fx = _vmap(x, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
     for it in range(1, max_iter + 1):
         if not _ok(fx, blowup):
             return x, NON_FINITE, it, np.inf
@@ -127,7 +127,7 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
         for i in range(n):
             if x_new[i] < 0.0:
                 x_new[i] = 0.0
-        fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv)
+        fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
         if accelerated:
             if not _ok(fx_new, blowup) or _relres(x_new, fx_new, floor) > 10.0 * best:
                 Xh[0] = Xh[nh - 1]
@@ -137,7 +137,8 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
                 for i in range(n):
                     if x_new[i] < 0.0:
                         x_new[i] = 0.0
-                fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv)
+                fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
+                               omega)
         x = x_new
         fx = fx_new
     return x, MAX_ITER, max_iter, res
@@ -145,7 +146,8 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
 
 @numba.njit(cache=True, error_model="numpy")
 def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, delta,
-                       kind, beta, c, rho, F, H, G, p_inv, rtol, floor, max_iter, damping, m_hist):
+                       kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
+                       m_hist):
     """Kernel: one point. Returns (state[7], hat[7] = conjugates + risk, status, n_iter,
     residual)."""
     blowup = 1e12
@@ -153,26 +155,26 @@ def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, del
     cold = np.array([V_COLD0, V_COLD1])
     start = x0[2:4].copy() if has_x0 else cold.copy()
     v, status, n_iter, _ = anderson_v(start, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G,
-                                      p_inv, vr, floor, max_iter, damping, m_hist, blowup)
+                                      p_inv, omega, vr, floor, max_iter, damping, m_hist, blowup)
     if status != CONVERGED and has_x0:
         v2, s2, n2, _ = anderson_v(cold.copy(), w, mu1, ms2, A, lam, kind, beta, c, rho, F, H,
-                                   G, p_inv, vr, floor, max_iter, damping, m_hist, blowup)
+                                   G, p_inv, omega, vr, floor, max_iter, damping, m_hist, blowup)
         if s2 == CONVERGED:
             v, status, n_iter = v2, s2, n2
     if status != CONVERGED and damping > 0.2:
         v3, s3, n3, _ = anderson_v(cold.copy(), w, mu1, ms2, A, lam, kind, beta, c, rho, F, H,
-                                   G, p_inv, vr, floor, max_iter, 0.2, m_hist, blowup)
+                                   G, p_inv, omega, vr, floor, max_iter, 0.2, m_hist, blowup)
         if s3 == CONVERGED:
             v, status, n_iter = v3, s3, n3
     if status == CONVERGED:
         for _ in range(3):
-            v_next = _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv)
+            v_next = _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
             fin = math.isfinite(v_next[0]) and math.isfinite(v_next[1])
             if not fin:
                 break
             v = v_next
     x = complete_state(v, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, delta, kind, beta, c,
-                       rho, F, H, G, p_inv)
+                       rho, F, H, G, p_inv, omega)
     residual = np.inf
     if status == CONVERGED:
         bad = False
@@ -186,7 +188,7 @@ def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, del
             status = OUT_OF_DOMAIN
         else:
             fx = fixed_point_map(x, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, delta, kind, beta,
-                                 c, rho, F, H, G, p_inv)
+                                 c, rho, F, H, G, p_inv, omega)
             residual = _relres(x, fx, floor)
             if not residual <= rtol:
                 status = MAX_ITER
@@ -196,7 +198,8 @@ def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, del
 
 @numba.njit(cache=True, error_model="numpy", nogil=True)
 def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
-                      kind, beta, c, rho, F, H, G, p_inv, rtol, floor, max_iter, damping, m_hist):
+                      kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
+                      m_hist):
     """Kernel: the points (A_i = alpha_i / beta, lam_i) in the given order, warm starts from the
     last converged point and, on a failure, the halving continuation (fractions 1/2, 3/4, 7/8, 1
     of the way from the last converged point, linear in A and lam).
@@ -216,7 +219,7 @@ def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
         lam = lams[i]
         x, hat, st, it, rs = solve_point_kernel(
             x_prev, have_prev, w, kap, mu0, mu1, ms2, h, h1, h2, a, lam, delta,
-            kind, beta, c, rho, F, H, G, p_inv, rtol, floor, max_iter, damping, m_hist)
+            kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping, m_hist)
         if st != CONVERGED and have_prev:
             x_walk = x_prev.copy()
             for frac in (0.5, 0.75, 0.875, 1.0):
@@ -224,7 +227,8 @@ def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
                 lm = l_prev + frac * (lam - l_prev)
                 xm, hm, sm, im, rm = solve_point_kernel(
                     x_walk, True, w, kap, mu0, mu1, ms2, h, h1, h2, am, lm, delta,
-                    kind, beta, c, rho, F, H, G, p_inv, rtol, floor, max_iter, damping, m_hist)
+                    kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
+                    m_hist)
                 if sm != CONVERGED:
                     break
                 x_walk = xm.copy()

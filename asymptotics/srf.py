@@ -75,3 +75,32 @@ def srf_mapping(
         residual_second_moment=float(ee2),
         u_norm=float(u_norm),
     )
+
+
+def common_row_ratio(
+    sigma: str | Function,
+    target: str | Function,
+    *,
+    alpha0: float,
+    eta: float,
+    delta: float = 0.0,
+    ge: GECoefficients | None = None,
+) -> float:
+    """omega = p |Pi wbar1_rand|^2 / c: the random part of the trained network's mean row (outside
+    the spike v), relative to that of rows drawn independently with the bulk variance c
+    (omega = 1, the closure of the finite-p theory and the sRF surrogate). docs/DERIVATIONS.md §8,
+    "The network's initial output": the residual of the step is ``y - f(x; a0, W0)`` and the
+    linear part ``mu1 <wbar0, x>`` of the initial output f adds ``-eta m1^2 wbar0`` to every row
+    (m1 = E sigma'), so the mean row of the bulk is ``(s - eta m1^2) wbar0`` instead of
+    ``s wbar0``; the fluctuation of ``n0^-1 sum_i f_i x_i`` adds a common row of squared norm
+    ``eta^2 m1^2 (E sigma^2 - mu0^2) / (alpha0 p)``, and the row noise of the step averages to
+    ``(c - s^2)/p``:
+
+        omega = [(s - eta m1^2)^2 + c - s^2 + eta^2 m1^2 (mu1^2 + mu_star^2) / alpha0] / c,
+
+    with (s, c) = (scale, c) of :func:`srf_mapping`. Leading order in 1/p; eta = 0 gives 1."""
+    k = ge if ge is not None else ge_coefficients(sigma, target)
+    m = srf_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, ge=k)
+    shrink = m.scale - eta * k.dmu1 ** 2
+    noise = eta ** 2 * k.dmu1 ** 2 * (k.mu1 ** 2 + k.mu_star ** 2) / alpha0
+    return float((shrink ** 2 + m.c - m.scale ** 2 + noise) / m.c)

@@ -10,8 +10,12 @@ the worst points, and the cost of a theory point.
 rank-one channels (both with the bulk-variance channel of asymptotics/row_channel.py, which
 model="network" adds to any theory measure); the mean time of the first row of a measure
 includes its cached device.
+"network p=bd+row" (``--common-row``) adds the optional mean-row correction of the finite-p
+theory (``common_row="network"``, docs/DERIVATIONS.md §8: the network's initial output in the
+step's residual).
 Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
-[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0 --pop-iid]
+[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0 --pop-iid] [--common-row]
+[--network-only]
 """
 
 from __future__ import annotations
@@ -44,6 +48,12 @@ def main() -> None:
                     help="i.i.d. theta*.x in the device (population_measure(stratify=False))")
     ap.add_argument("--pop-mp-bulk", action="store_true",
                     help="also the population channels with an MP(c) bulk")
+    ap.add_argument("--common-row", action="store_true",
+                    help="also the network theory at p = beta d with the mean-row correction "
+                         "common_row='network' (docs/DERIVATIONS.md §8, the network's initial "
+                         "output)")
+    ap.add_argument("--network-only", action="store_true",
+                    help="only the network theories (population measure)")
     args = ap.parse_args()
     store = pd.read_csv(STORE)
     net = store[(store["model"] == "network") & (store["d"] == args.d)]
@@ -66,7 +76,11 @@ def main() -> None:
         theories += [("rank-one+rest p=bd", "network", True, "rest")]
     if args.pop_mp_bulk:
         theories += [("pop, MP bulk p=bd", "network", True, "popmp")]
+    if args.network_only:
+        theories = []
     theories += [("network", "network", False, "pop"), ("network p=bd", "network", True, "pop")]
+    if args.common_row:
+        theories += [("network p=bd+row", "network", True, "pop+row")]
     models = [t[0] for t in theories]
     for label, model, finite, rest in theories:
         vals, t = {}, 0.0
@@ -82,12 +96,14 @@ def main() -> None:
                 from asymptotics.network import network_measure
                 extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta,
                                                      with_rest=True))
-            elif rest in ("pop", "popmp"):
+            elif rest in ("pop", "popmp", "pop+row"):
                 from asymptotics.network import population_measure
                 extra = dict(measure=population_measure(
                     sg, tg, alpha0=a0, eta=eta, beta=beta, size=args.pop_size,
                     batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp",
                     stratify=not args.pop_iid))
+                if rest == "pop+row":
+                    extra["common_row"] = "network"
             df = A.risk_curve(alphas, sigma=sg, target=tg, alpha0=a0, eta=eta, lam=lam,
                               beta=beta, model=model, progress=False,
                               p=beta * args.d if finite else None, **extra)
