@@ -84,7 +84,8 @@ def risk(
     which matters unless r sqrt(p) >> 1; eta = 0 stays random features at every p); None is the
     p -> infinity limit. ``common_row``: optional finite-d correction of the finite-p theory
     (docs/DERIVATIONS.md §8, "The network's initial output"; ``"network"`` for the trained
-    network, see :func:`build_problem`); None (default) leaves the numbers of §8 unchanged."""
+    network, see :func:`build_problem`); None (default): "network" for the network theory at
+    finite p, omega = 1 (the numbers of §8) otherwise."""
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)

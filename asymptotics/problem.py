@@ -136,8 +136,9 @@ def build_problem(
     outside v to a generic one; "network" is the trained network's
     (:func:`asymptotics.srf.common_row_ratio`: the step's residual contains the network's
     initial output, which shrinks the mean row of W0), a number is used as given; None (the
-    default) is omega = 1, the closure of §8, so that the default numbers stay those of §8.
-    It changes nothing at p = infinity."""
+    default) is "network" for the network theory at finite p (``model="network"``, eta > 0, a
+    theory measure of the step, not one ``from_weights``) and omega = 1, the closure of §8,
+    otherwise (sRF, random features). It changes nothing at p = infinity."""
     alpha0 = _check("alpha0", alpha0, positive=True)
     eta = _check("eta", eta)
     lam = _check("lam", lam)
@@ -198,6 +199,9 @@ def build_problem(
         from .row_channel import kappa_shift
 
         shift = kappa_shift(coeffs, s, g, spike=spike, lam_v=lam_v, n_kappa=n_kappa)
+    if (common_row is None and model == "network" and p is not None and eta > 0
+            and measure.kind != "weights"):
+        common_row = "network"  # the network's own mean row (docs/DERIVATIONS.md §8)
     omega = check_common_row(common_row, s, g, alpha0=alpha0, eta=eta, delta=delta)
     return Problem(s, g, alpha0, eta, lam, beta, delta, spike, coeffs, measure, model, p,
                    shift, omega)

@@ -6,15 +6,16 @@ by setting and point (all repetitions pooled: mean, s.e. = sd/sqrt(n)), and comp
 p = infinity and at the simulated width p = beta d (``p=``, docs/DERIVATIONS.md §8). Prints
 the share of points within 3 s.e., the median and max |relative gap|, per model and per alpha0,
 the worst points, and the cost of a theory point.
-"network" is the default network theory (population measure), "rank-one" the earlier MP bulk with
-rank-one channels (both with the bulk-variance channel of asymptotics/row_channel.py, which
-model="network" adds to any theory measure); the mean time of the first row of a measure
-includes its cached device.
-"network p=bd+row" (``--common-row``) adds the optional mean-row correction of the finite-p
-theory (``common_row="network"``, docs/DERIVATIONS.md §8: the network's initial output in the
-step's residual).
+"network" is the default network theory (population measure, deterministic unless a device
+option is given), "rank-one" the earlier MP bulk with rank-one channels (both with the
+bulk-variance channel of asymptotics/row_channel.py, which model="network" adds to any theory
+measure); the mean time of the first row of a measure includes building it.
+At finite p the network theory includes by default the mean-row correction of
+docs/DERIVATIONS.md §8 (the network's initial output in the step's residual);
+"network p=bd, omega=1" (``--no-common-row``) is the network theory without it
+(``common_row=1.0``).
 Run: python -m benchmarks.network_theory_matrix [--d 2000] [--exclude relu/he2] [--with-rest]
-[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0 --pop-iid] [--common-row]
+[--pop-mp-bulk] [--pop-size N --pop-batches B --pop-seed 0 --pop-iid] [--no-common-row]
 [--network-only]
 """
 
@@ -48,10 +49,10 @@ def main() -> None:
                     help="i.i.d. theta*.x in the device (population_measure(stratify=False))")
     ap.add_argument("--pop-mp-bulk", action="store_true",
                     help="also the population channels with an MP(c) bulk")
-    ap.add_argument("--common-row", action="store_true",
-                    help="also the network theory at p = beta d with the mean-row correction "
-                         "common_row='network' (docs/DERIVATIONS.md §8, the network's initial "
-                         "output)")
+    ap.add_argument("--no-common-row", action="store_true",
+                    help="also the network theory at p = beta d without the mean-row "
+                         "correction (common_row=1.0; docs/DERIVATIONS.md §8, the network's "
+                         "initial output)")
     ap.add_argument("--network-only", action="store_true",
                     help="only the network theories (population measure)")
     args = ap.parse_args()
@@ -79,8 +80,8 @@ def main() -> None:
     if args.network_only:
         theories = []
     theories += [("network", "network", False, "pop"), ("network p=bd", "network", True, "pop")]
-    if args.common_row:
-        theories += [("network p=bd+row", "network", True, "pop+row")]
+    if args.no_common_row:
+        theories += [("network p=bd, omega=1", "network", True, "pop+row")]
     models = [t[0] for t in theories]
     for label, model, finite, rest in theories:
         vals, t = {}, 0.0
@@ -103,7 +104,7 @@ def main() -> None:
                     batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp",
                     stratify=not args.pop_iid))
                 if rest == "pop+row":
-                    extra["common_row"] = "network"
+                    extra["common_row"] = 1.0
             df = A.risk_curve(alphas, sigma=sg, target=tg, alpha0=a0, eta=eta, lam=lam,
                               beta=beta, model=model, progress=False,
                               p=beta * args.d if finite else None, **extra)

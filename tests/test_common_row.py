@@ -17,10 +17,15 @@ TT = dict(sigma="tanh", target="tanh", alpha0=20.0, eta=1.0, lam=0.01, beta=0.5)
 
 @pytest.mark.parametrize("model", ["srf", "network"])
 def test_default_numbers_are_unchanged(model):
-    """common_row None and 1.0 give the numbers of §8 bit for bit; at p = infinity the mean row
-    does not enter at all."""
-    base = A.risk(1.0, p=250, model=model, **TT)
-    assert A.risk(1.0, p=250, model=model, common_row=1.0, **TT).risk == base.risk
+    """common_row 1.0 gives the numbers of §8 bit for bit, as does the default None for the sRF
+    model; for the network theory at finite p the default is the network's own ratio; at
+    p = infinity the mean row does not enter at all."""
+    base = A.risk(1.0, p=250, model=model, common_row=1.0, **TT)
+    default = A.risk(1.0, p=250, model=model, **TT)
+    if model == "srf":
+        assert default.risk == base.risk and default.common_row == 1.0
+    else:
+        assert default.risk == A.risk(1.0, p=250, model=model, common_row="network", **TT).risk
     assert base.common_row == 1.0
     inf = A.risk(1.0, model=model, **TT).risk
     assert A.risk(1.0, model=model, common_row="network", **TT).risk == inf
@@ -34,6 +39,7 @@ def test_default_numbers_are_unchanged(model):
 def test_risk_curve_carries_common_row():
     df = A.risk_curve([0.5, 2.0], p=250, common_row=0.5, **TT)
     py = A.risk_curve([0.5, 2.0], p=250, common_row=0.5, engine="python", **TT)
+    assert (A.risk_curve([2.0], p=250, **TT)["common_row"] != 1.0).all()  # network default
     assert (df["common_row"] == 0.5).all()
     assert np.allclose(df["risk"], py["risk"], rtol=1e-10, atol=0)
     assert df["risk"][1] == pytest.approx(A.risk(2.0, p=250, common_row=0.5, **TT).risk,
@@ -152,12 +158,12 @@ def test_network_simulation_follows_the_mean_row_correction():
     kw = dict(sigma="tanh", target="tanh", alpha0=20.0, eta=1.0, beta=0.5, model="network",
               p=250)
     gaps = {}
-    for row in (None, "network"):
+    for row in (1.0, "network"):
         th = np.array([[A.risk(a, lam=lam, common_row=row, **kw).risk for lam in lams]
                        for a in alphas])
         per_rep = (sims / th[None] - 1).mean(axis=(1, 2))
         gaps[row] = (per_rep.mean(), per_rep.std(ddof=1) / math.sqrt(per_rep.size))
-    m0, se0 = gaps[None]
+    m0, se0 = gaps[1.0]
     m1, se1 = gaps["network"]
     assert m0 < -3 * se0
     assert abs(m1) < 3 * se1
