@@ -98,8 +98,9 @@ def store_gaps(args) -> None:
     kw = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, eta=args.eta,
               beta=args.beta)
     theories = {"srf": [("sRF p=inf", dict()), ("sRF p=bd", dict(finite=True))],
-                "network": [("network p=bd", dict(finite=True, model="network")),
-                            ("network p=bd + common row",
+                "network": [("network p=bd, omega=1",
+                             dict(finite=True, model="network", common_row=1.0)),
+                            ("network p=bd (+ common row)",
                              dict(finite=True, model="network", common_row="network"))]}
     print(f"stored repetitions of {args.sigma}/{args.target} beta={args.beta} "
           f"alpha0={args.alpha0} eta={args.eta}: mean relative gap (sim - theory)/theory over "
@@ -161,10 +162,11 @@ def main(argv=None) -> None:
     theory = {}
     for a in ALPHAS:
         for lam in LAMS:
-            theory[("srf_p", a, lam)] = A.risk(a, lam=lam, p=p, **kw).risk
+            theory[("srf_p", a, lam)] = A.risk(a, lam=lam, p=p, model="srf", **kw).risk
             theory[("srf_p_omega", a, lam)] = A.risk(a, lam=lam, p=p, common_row=omega,
-                                                     **kw).risk
-            theory[("net_p", a, lam)] = A.risk(a, lam=lam, p=p, model="network", **kw).risk
+                                                     model="srf", **kw).risk
+            theory[("net_p", a, lam)] = A.risk(a, lam=lam, p=p, model="network",
+                                               common_row=1.0, **kw).risk
             theory[("net_p_omega", a, lam)] = A.risk(a, lam=lam, p=p, model="network",
                                                      common_row=omega, **kw).risk
     ns = [int(round(a * args.d)) for a in ALPHAS]

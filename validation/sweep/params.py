@@ -37,8 +37,9 @@ def _theory_result_columns() -> tuple[str, ...]:
 
     from asymptotics.api import RiskResult
 
-    # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit
-    skip = set(THEORY_PARAMS) | {"state", "p"}
+    # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit,
+    # where the mean-row ratio "common_row" does not enter either
+    skip = set(THEORY_PARAMS) | {"state", "p", "common_row"}
     first = ("risk", "converged", "iterations", "residual")
     rest = tuple(f.name for f in fields(RiskResult) if f.name not in skip and f.name not in first)
     return first + rest
