@@ -1,4 +1,5 @@
-"""Public API: the asymptotic test error of one giant step (sRF) and of random features.
+"""Public API: the asymptotic test error of one giant step (the trained network by default, or
+its sRF surrogate) and of random features.
 
 ``risk(alpha, sigma=..., target=..., alpha0=..., eta=..., lam=..., beta=..., delta=...)`` maps one
 giant step to spiked random features (THEORY.md §3, asymptotics.srf), computes the cGET

@@ -143,8 +143,9 @@ def plot_curve(df, rf, path: str) -> None:
     fig = Figure(figsize=(5.5, 3.8), constrained_layout=True)
     ax = fig.subplots()
     eta_text = r"optimal $\tilde\eta$" if eta_opt else rf"$\tilde\eta={row['eta']:g}$"
-    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2",
-            label=f"one giant step, {eta_text}{width}")
+    who = {"network": "network after one giant step", "srf": "sRF model, one giant step"}.get(
+        str(row.get("model", "")), "one giant step")
+    ax.plot(df["alpha"], df["risk"], "-", color="#0072B2", label=f"{who}, {eta_text}{width}")
     if rf is not None:
         ax.plot(rf["alpha"], rf["risk"], "--", color="#D55E00",
                 label=r"random features, $\tilde\eta=0$")
