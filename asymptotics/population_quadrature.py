@@ -99,20 +99,37 @@ def population_rules(
     n_contour: int = N_CONTOUR, n_law: int = N_LAW,
 ) -> PopulationRules:
     """The Gauss rules of the population measure at one setting (cached; module docstring).
-    Raises :class:`QuadratureError` when a check fails."""
+    The contour's lower end is tried at 10^-3 and, if a check fails there (a spectrum reaching
+    below it), at 10^-7. Raises :class:`QuadratureError` when a check fails."""
+    try:
+        return _rules(s, g, alpha0, eta, delta, n, n_contour, n_law, 1e-3)
+    except QuadratureError:
+        k = ge_coefficients(s, g)
+        if abs(eta * k.c1) < 1e-12:  # C >= I: the lower end was not the problem
+            raise
+        return _rules(s, g, alpha0, eta, delta, n, n_contour, n_law, 1e-7)
+
+
+def _rules(
+    s: Function, g: Function, alpha0: float, eta: float, delta: float, n: int, n_contour: int,
+    n_law: int, lo_any: float,
+) -> PopulationRules:
+    """:func:`population_rules` with the contour's lower end ``lo_any`` where C >= I does not
+    hold."""
     k = ge_coefficients(s, g)
     z, e, w = law_nodes(g, k.mu0, delta, n_law)
     a = eta * k.c1
     bq = eta * eta * max(k.s2 - k.c1 * k.c1, 0.0) / alpha0
     psi = 1.0 / alpha0
-    # the spectrum of C lies in [lo, hi]: C >= I when a = 0, C >= 0 always (lo = 1e-3 is then
+    # the spectrum of C lies in [lo, hi]: C >= I when a = 0, C >= 0 always (lo_any is then
     # checked a posteriori by the masses); |M| <= max|e| (1 + sqrt psi)^2, Q likewise. The
-    # contour must stay away from the spectrum (an atom at 1 when alpha0 < 1)
+    # contour must stay away from the spectrum (an atom at 1 when alpha0 < 1, C = I when
+    # bq = a = 0): a margin on both ends
     E = float(np.max(np.abs(e)))
     edge = (1.0 + math.sqrt(psi)) ** 2
-    hi = (1.0 + abs(a) * E * edge) ** 2 + bq * E * E * edge
-    lo = 0.5 if abs(a) < 1e-12 else 1e-3  # a margin below the spectrum
-    hi = max(hi, lo * 1.5)
+    hi = 1.25 * ((1.0 + abs(a) * E * edge) ** 2 + bq * E * E * edge)
+    lo = 0.5 if abs(a) < 1e-12 else lo_any
+    hi = max(hi, lo * 2.5)
     Xlo, Xhi = math.log(lo), math.log(hi)
     mid, hw = 0.5 * (Xlo + Xhi), 0.5 * (Xhi - Xlo)
     # the transforms are analytic in the log plane off the spectrum and its copies at
@@ -158,7 +175,9 @@ def population_rules(
     integrand = transforms * (zeta * dX)[None, :]
     mom = -(np.real(integrand @ Tk.T / 1j) * 2.0) / (2.0 * half)
     masses = mom[:, 0]
-    bounded = np.all(np.abs(mom) <= masses[:, None] * (1.0 + 1e-6) + 1e-12)
+    # a measure of zero mass (b when the step leaves C = I: a = bq = 0) has no rule
+    zero = np.abs(masses) < 1e-12 * max(1.0, float(np.max(np.abs(masses))))
+    bounded = np.all((np.abs(mom) <= masses[:, None] * (1.0 + 1e-6) + 1e-12)[~zero])
     if abs(masses[0] - 1.0) > MASS_TOL or abs(masses[2] - 1.0) > MASS_TOL or not bounded:
         raise QuadratureError(
             f"the spectrum is not inside the contour [{lo:.3g}, {hi:.3g}] or the contour "
@@ -168,6 +187,9 @@ def population_rules(
     nodes = np.empty((5, n))
     weights = np.empty((5, n))
     for j in range(5):
+        if zero[j]:
+            nodes[j], weights[j] = 1.0, 0.0
+            continue
         x, wj = gauss_from_chebyshev(mom[j], n)
         out_ = np.abs(x) > 1.0 + 1e-9
         if np.any(wj[out_] > 1e-6 * masses[j]):
