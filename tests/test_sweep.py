@@ -288,3 +288,26 @@ def test_asymptotics_import_path_stays_light():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_theory_kinds_are_the_srf_equations_and_the_network_theory(tmp_path):
+    """kind "theory" sweeps the sRF equations (the stored sweeps and figures), kind
+    "theory-network" the network theory: each equals risk_curve of that model, they differ at
+    eta > 0, share a store's columns, and are keyed apart in one store."""
+    import asymptotics as A
+
+    grid = {"alpha": [0.5, 2.0], "eta": [0.0, 1.0]}
+    fixed = dict(sigma="relu", target="tanh", alpha0=2.0, lam=0.01)
+    store = tmp_path / "s.csv"
+    srf = S.sweep("theory", grid, n_jobs=1, progress=False, **fixed)
+    net = S.sweep("theory-network", grid, n_jobs=1, progress=False, store=store, **fixed)
+    assert list(srf.columns) == list(net.columns)
+    for df, model in ((srf, "srf"), (net, "network")):
+        for eta, sub in df.groupby("eta"):
+            ref = A.risk_curve([0.5, 2.0], eta=float(eta), model=model, progress=False, **fixed)
+            np.testing.assert_allclose(sub["risk"].to_numpy(), ref["risk"].to_numpy(),
+                                       rtol=1e-12)
+    on = net["eta"] > 0
+    assert (net.loc[on, "model"] == "network").all() and (srf["model"] == "srf").all()
+    assert not np.allclose(net.loc[on, "risk"], srf.loc[srf["eta"] > 0, "risk"])
+    assert set(net["key"]).isdisjoint(set(srf["key"]))

@@ -5,8 +5,10 @@ parameter of the theory or of the simulations) with the ``fixed`` ones, and retu
 
 Units of work (tasks):
 
-- ``theory``: one curve along alpha (``asymptotics.risk_curve``: warm starts and continuation
-  along the grid's alphas), one task per combination of the other parameters;
+- ``theory``: one curve along alpha of the sRF equations (``asymptotics.risk_curve(...,
+  model="srf")``: warm starts and continuation along the grid's alphas), one task per combination
+  of the other parameters; ``theory-network``: the same for the network theory
+  (``model="network"``);
 - ``network`` / ``srf`` / ``rf``: one Monte Carlo repetition
   (``validation.simulator.simulate_grid_once``: one first layer, nested ridge batches along alpha,
   every lam), one task per combination of the other parameters and repetition ``rep < seeds``.

@@ -43,7 +43,8 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
     names = THEORY_PARAMS if theory_only else SIM_PARAMS
     if not theory_only:
         p.add_argument("--kind", choices=KINDS, default="network",
-                       help="theory curves, or a simulated model (default: network)")
+                       help="theory: the sRF equations; theory-network: the network theory; "
+                            "or a simulated model: network, srf, rf (default: network)")
     p.add_argument("--grid", action="append", type=parse_grid_spec, default=[],
                    metavar="NAME=VALUES",
                    help=f"a grid axis, repeatable; NAME one of {', '.join(names)} "

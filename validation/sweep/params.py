@@ -13,7 +13,15 @@ if TYPE_CHECKING:
 
 from validation.pool import SCHEDULERS  # noqa: F401  (re-exported: the sweep's schedulers)
 
-KINDS = ("theory", "network", "srf", "rf")
+KINDS = ("theory", "theory-network", "network", "srf", "rf")
+# the theory kinds: "theory" is the sRF equations (the model of the stored sweeps and figures),
+# "theory-network" the network theory (asymptotics, model="network")
+THEORY_KINDS = ("theory", "theory-network")
+
+
+def is_theory(kind: str) -> bool:
+    """Whether a sweep kind is a theory (no simulation parameters, one row per point)."""
+    return kind in THEORY_KINDS
 THEORY_PARAMS = ("sigma", "target", "beta", "alpha0", "eta", "delta", "lam", "alpha")
 SIM_PARAMS = ("sigma", "target", "beta", "alpha0", "eta", "delta", "d", "n_test", "seed", "lam",
               "alpha")
@@ -48,12 +56,12 @@ def _theory_result_columns() -> tuple[str, ...]:
 def params_of(kind: str) -> tuple[str, ...]:
     """The parameters a sweep of ``kind`` takes (grid or fixed), in their canonical order."""
     _check_kind(kind)
-    return THEORY_PARAMS if kind == "theory" else SIM_PARAMS
+    return THEORY_PARAMS if is_theory(kind) else SIM_PARAMS
 
 
 def columns(kind: str) -> tuple[str, ...]:
     """The store's columns for ``kind`` (its header line)."""
-    result = _theory_result_columns() if kind == "theory" else SIM_RESULT
+    result = _theory_result_columns() if is_theory(kind) else SIM_RESULT
     return META + params_of(kind) + result + TAIL
 
 

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 from validation.pool import run_tasks
 
-from .params import SCHEDULERS, SIM_PARAMS, columns
+from .params import SCHEDULERS, SIM_PARAMS, columns, is_theory
 from .store import Store, _frame, format_rows
 from .tasks import plan, run_task
 
@@ -77,7 +77,7 @@ def sweep(
         if db is not None:
             db.close()
     df = _frame(cols, [ln for t in tasks for ln in blocks[t.key]])
-    if kind != "theory" and summary:
+    if not is_theory(kind) and summary:
         df = summarize(df)
     return _reorder(df)
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from .params import _check_kind, _normalise_grid, params_of
+from .params import _check_kind, _normalise_grid, is_theory, params_of
 
 
 def _digest(obj: Any) -> str:
@@ -37,7 +37,7 @@ class Task:
     def key(self) -> str:
         body: dict[str, Any] = dict(kind=self.kind, params=dict(self.params),
                                     alphas=list(self.alphas))
-        if self.kind != "theory":
+        if not is_theory(self.kind):
             body.update(lams=list(self.lams), rep=self.rep)
         return _digest(body)[:20]
 
@@ -51,13 +51,13 @@ class Task:
         if lam is not None:
             params["lam"] = lam
         body: dict[str, Any] = dict(kind=self.kind, params=params)
-        if self.kind != "theory":
+        if not is_theory(self.kind):
             body["rep"] = self.rep
         return _digest(body)[:20]
 
     @property
     def n_rows(self) -> int:
-        return len(self.alphas) * (len(self.lams) if self.kind != "theory" else 1)
+        return len(self.alphas) * (len(self.lams) if not is_theory(self.kind) else 1)
 
 
 def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = 4,
@@ -67,16 +67,16 @@ def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = 4,
     if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
     g, base = _normalise_grid(kind, grid, fixed)
-    inner = ("alpha",) if kind == "theory" else ("lam", "alpha")
+    inner = ("alpha",) if is_theory(kind) else ("lam", "alpha")
     axes_of = {n: g[n] if n in g else [base[n]] for n in params_of(kind)}
     alphas = tuple(axes_of["alpha"])
-    lams = tuple(axes_of["lam"]) if kind != "theory" else ()
+    lams = tuple(axes_of["lam"]) if not is_theory(kind) else ()
     outer = [n for n in params_of(kind) if n not in inner]
     axes = [axes_of[n] for n in outer]
     tasks = []
     for combo in itertools.product(*axes):
         params = tuple(zip(outer, combo, strict=True))
-        if kind == "theory":
+        if is_theory(kind):
             tasks.append(Task(kind, params, alphas))
         else:
             _check_setting(kind, dict(params), alphas, lams)
@@ -109,15 +109,15 @@ def run_task(task: Task) -> tuple[str, list[dict], float]:
     """Compute one task (in a worker): ``(task key, rows, wall seconds)``; one BLAS thread."""
     from threadpoolctl import threadpool_limits
 
-    if task.kind != "theory":
+    if not is_theory(task.kind):
         import validation.simulator  # noqa: F401  (load scipy's BLAS before limiting it)
     t0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1):
-        rows = _theory_rows(task) if task.kind == "theory" else _simulation_rows(task)
+        rows = _theory_rows(task) if is_theory(task.kind) else _simulation_rows(task)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     version = package_version()
     for r in rows:
-        r.update(key=task.point_key(r["alpha"], r.get("lam") if task.kind != "theory" else None),
+        r.update(key=task.point_key(r["alpha"], r.get("lam") if not is_theory(task.kind) else None),
                  task=task.key, task_rows=task.n_rows, kind=task.kind, seconds=seconds,
                  cpu_seconds=cpu, version=version)
     return task.key, rows, seconds
@@ -127,8 +127,10 @@ def _theory_rows(task: Task) -> list[dict]:
     from asymptotics import risk_curve
 
     params = dict(task.params)
-    # theory sweeps are the sRF equations (the model the sweeps' keys and stored rows describe)
-    df = risk_curve(list(task.alphas), progress=False, model="srf", **params)
+    # kind "theory" is the sRF equations (the model the stored sweeps and figures describe),
+    # "theory-network" the network theory
+    model = "network" if task.kind == "theory-network" else "srf"
+    df = risk_curve(list(task.alphas), progress=False, model=model, **params)
     rows = []
     for rec, a in zip(df.to_dict("records"), task.alphas, strict=True):
         rec.update(params, alpha=a)  # the parameters as given (sigma spec, not its display name)
