@@ -151,14 +151,19 @@ def build_problem(
     if model == "rf" and eta != 0:
         raise ValueError(f"model 'rf' is random features (eta = 0), got eta={eta:g}")
     lam_v = 0.0
-    overflow = ValueError(
-        f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
-        f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values")
-    if model == "network" and spike is None and eta > 0:
-        try:  # the network theory builds on the one-step mapping: check it first
-            srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta, ge=ge_coefficients(s, g))
+
+    def one_step() -> SpikeMapping:
+        try:
+            return srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
+                               ge=ge_coefficients(s, g))
         except (OverflowError, FloatingPointError, ZeroDivisionError):
-            raise overflow from None
+            raise ValueError(
+                f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
+                f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
+            ) from None
+
+    # the network theory builds on the one-step mapping: check it before its measure
+    mapping = one_step() if model == "network" and spike is None and eta > 0 else None
     if model == "network" and measure is None and spike is None and eta > 0:
         # network theory: the population covariance of the step's bulk rows, generalised MP
         # bulk and weighted channels (DERIVATIONS.md §7)
@@ -178,11 +183,7 @@ def build_problem(
         spike = SpikeMapping(measure.r, measure.c, gm, math.sqrt(max(1 - gm * gm, 0.0)),
                              nan, nan, nan, nan)
     if spike is None:
-        try:
-            spike = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
-                                ge=ge_coefficients(s, g))
-        except (OverflowError, FloatingPointError, ZeroDivisionError):
-            raise overflow from None
+        spike = mapping if mapping is not None else one_step()
     if gamma is not None:
         gamma = float(gamma)
         if not -1.0 <= gamma <= 1.0:

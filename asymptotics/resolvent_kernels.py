@@ -38,7 +38,7 @@ def _inv3(A: np.ndarray, out: np.ndarray) -> bool:
 
 
 @numba.njit(cache=True)
-def _gammas(zeta, g11, g12, g22, e, sb, a, psi, gam, A, Ai):
+def _gammas(g11, g12, g22, e, sb, a, psi, gam, A, Ai):
     """gamma(e_i) (3 x 3) for every node at the bulk block g; False if a block is singular."""
     for i in range(e.shape[0]):
         ei = e[i]
@@ -72,7 +72,7 @@ def _gammas(zeta, g11, g12, g22, e, sb, a, psi, gam, A, Ai):
 @numba.njit(cache=True)
 def _phi(zt, x, out, e, w, sb, a, psi, gam, A, Ai) -> bool:
     """out = Phi(x) = (L0 - E_e[Lam^T gamma Lam])^-1 at the bulk block x = (g11, g12, g22)."""
-    if not _gammas(zt, x[0], x[1], x[2], e, sb, a, psi, gam, A, Ai):
+    if not _gammas(x[0], x[1], x[2], e, sb, a, psi, gam, A, Ai):
         return False
     h00 = 0j
     h01 = 0j
@@ -187,23 +187,20 @@ def dyson_forms(
     for i in range(ne):
         mu1 += w[i] * e[i] * z[i]
         ee2 += w[i] * e[i] * e[i]
-    # start: g = L0^-1 at the first zeta
-    zt = zeta[0]
-    det = -zt * -1.0 - 1.0
-    g11, g12, g22 = -1.0 / det + 0j, -1.0 / det + 0j, -zt / det
+    # start: g = L0^-1 = [[-1, -1], [-1, -zeta]]/(zeta - 1) at the first zeta
     x = np.empty(3, np.complex128)
-    x[0], x[1], x[2] = g11, g12, g22
+    det = zeta[0] - 1.0
+    x[0], x[1], x[2] = -1.0 / det, -1.0 / det, -zeta[0] / det
     xprev = x.copy()
     have_prev = False
     Ji = np.empty((3, 3), np.complex128)
     have_j = False
     for m in range(M):
         zt = zeta[m]
-        start = x.copy()
+        guess = x.copy()
         if have_prev and m < M - 1:  # linear extrapolation along the contour
             for i in range(3):
-                start[i] = 2.0 * x[i] - xprev[i]
-        guess = start.copy()
+                guess[i] = 2.0 * x[i] - xprev[i]
         # the first point by the damped iteration from L0^-1 (the physical root), the next ones
         # by Newton from the extrapolated previous solutions (continuation along the contour)
         conv, nev, have_j = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol, maxiter,
@@ -214,14 +211,14 @@ def dyson_forms(
                                          maxiter, True, Ji, have_j)
             nev += nev2
         its[m] = nev
-        if not conv or not _gammas(zt, guess[0], guess[1], guess[2], e, sb, a, psi, gam, A,
+        if not conv or not _gammas(guess[0], guess[1], guess[2], e, sb, a, psi, gam, A,
                                    Ai):
             out[m, :] = np.nan
             continue
         xprev[:] = x
         x[:] = guess
         have_prev = True
-        g11, g12, g22 = x[0], x[1], x[2]
+        g11, g12 = x[0], x[1]
         # forms: K = K0 - E[X^T gamma X], X = [z Lam, -psi e (Lam g)_{:,0}]
         K = np.zeros((3, 3), np.complex128)
         X = np.zeros((3, 3), np.complex128)
