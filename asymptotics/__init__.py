@@ -1,5 +1,6 @@
 """giantstep.asymptotics: sharp asymptotics of two-layer networks after one giant step."""
 
+from . import _numba_cache  # noqa: F401  (first: kernels are cached outside the package)
 from ._kernel_cache import guard as _guard_kernel_cache
 from .api import ConvergenceError, RiskResult, build_problem, risk, risk_curve, solve_point
 from .cget import conditional_coefficients, ge_coefficients

@@ -8,9 +8,10 @@ the giant step of THEORY.md §1 needs: ``sigma'``), and the points where it is n
 from __future__ import annotations
 
 import ast
+import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import special
@@ -35,6 +36,11 @@ class Function:
     expression: str | None = None
     fdf: Callable[[Array], tuple[Array, Array]] | None = field(default=None, repr=False,
                                                                compare=False)
+    # what identifies the computation beyond the name: None for registered functions and
+    # expressions (the name/expression determines them); for a user callable the callable
+    # itself (by identity, kept alive here) and a fingerprint of its values, so that two
+    # callables of one name never share a cache entry (every cache is keyed on Function)
+    identity: CallableIdentity | None = field(default=None, repr=False)
 
     def __call__(self, z: Array) -> Array:
         return np.asarray(self.f(np.asarray(z, dtype=np.float64)), dtype=np.float64)
@@ -55,34 +61,224 @@ class Function:
         *,
         name: str | None = None,
         df: Callable[[Array], Array] | None = None,
-        kinks: Sequence[float] = (),
+        kinks: Sequence[float] | None = None,
     ) -> Function:
-        """Wrap a user callable. Without ``df`` the derivative is a 5-point finite difference."""
+        """Wrap a user callable (vectorised over numpy arrays). Without ``df`` the derivative is
+        a 5-point finite difference, one-sided next to a kink. Without ``kinks`` the points
+        where f or f' jumps are located numerically on [-12, 12] (:func:`find_kinks`); either
+        way the Gaussian moments are checked against an adaptive rule
+        (:func:`resolve_quadrature`: refined, or a warning naming the fix)."""
         if not callable(f):
             raise TypeError(f"function must be callable, got {type(f).__name__}")
 
         label = name or getattr(f, "__name__", "user")
 
         def fv(z: Array) -> Array:
-            out = _real_values(f(z), label)
+            try:
+                raw = f(z)
+            except TypeError as exc:
+                if np.ndim(z) == 0:
+                    raise
+                raise ValueError(
+                    f"function {label!r} must accept numpy arrays (it raised "
+                    f"{type(exc).__name__}: {exc}); use a numpy function (np.tanh, not "
+                    "math.tanh) or wrap it with numpy.vectorize") from None
+            out = _real_values(raw, label)
             return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
+        if kinks is None:
+            kinks = find_kinks(fv)
+        kinks = tuple(sorted(float(k) + 0.0 for k in kinks))
         if df is None:
-            h = 1e-3
-
-            def dfv(z: Array) -> Array:
-                return (
-                    -fv(z + 2 * h) + 8 * fv(z + h) - 8 * fv(z - h) + fv(z - 2 * h)
-                ) / (12 * h)
+            dfv = _finite_difference(fv, kinks)
         else:
 
             def dfv(z: Array) -> Array:
                 out = _real_values(df(z), f"derivative of {label}")
                 return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
-        fn = cls(label, fv, dfv, tuple(float(k) for k in kinks))
+        fn = cls(label, fv, dfv, kinks)
         check_finite(fn)
+        fn = resolve_quadrature(fn)
+        return replace(fn, identity=CallableIdentity.of(f, df, fn))
+
+
+FD_STEP = 1e-3  # step of the finite-difference derivative of a user callable
+
+
+def _finite_difference(fv: Callable[[Array], Array], kinks: tuple[float, ...]
+                       ) -> Callable[[Array], Array]:
+    """f' by the central 5-point rule (error ~ h^4 f^(5)), one-sided 5-point within 2h of a kink
+    so that the stencil never straddles it (the side of z; at the kink itself, the right)."""
+    h = FD_STEP
+
+    def dfv(z: Array) -> Array:
+        z = np.asarray(z, dtype=np.float64)
+        out = (-fv(z + 2 * h) + 8 * fv(z + h) - 8 * fv(z - h) + fv(z - 2 * h)) / (12 * h)
+        for k in kinks:
+            near = np.abs(z - k) < 2 * h
+            if np.any(near):
+                zn = z[near]
+                step = np.where(zn >= k, h, -h)
+                one_sided = (-25 * fv(zn) + 48 * fv(zn + step) - 36 * fv(zn + 2 * step)
+                             + 16 * fv(zn + 3 * step) - 3 * fv(zn + 4 * step)) / (12 * step)
+                out = np.array(out, dtype=np.float64)
+                out[near] = one_sided
+        return out
+
+    return dfv
+
+
+KINK_GRID = np.linspace(-12.0, 12.0, 24001)  # spacing 1e-3
+MAX_KINKS = 16
+
+
+def find_kinks(fv: Callable[[Array], Array]) -> tuple[float, ...]:
+    """Points of [-12, 12] where f or f' jumps, located numerically (user callables).
+
+    On a grid of spacing h the second difference of f is O(h^2 f'') where f is smooth, O(h J)
+    at a jump J of f' and O(J) at a jump of f. Its local maxima above 0.1 h max(1, max|f'|)
+    are candidates; each is placed by intersecting the straight lines through
+    the two grid points on either side (exact for piecewise-linear pieces, error O(h^2)
+    otherwise), or by bisection where f itself jumps. A spurious kink of a steep smooth
+    function costs only quadrature nodes."""
+    z = KINK_GRID
+    h = z[1] - z[0]
+    with np.errstate(all="ignore"):
+        f = fv(z)
+    if not np.all(np.isfinite(f)):
+        return ()
+    slope = max(1.0, float(np.max(np.abs(np.diff(f)))) / h)
+    scale = max(1.0, float(np.max(np.abs(f))))
+    d2 = np.abs(f[2:] - 2.0 * f[1:-1] + f[:-2])
+    thresh = 0.1 * slope * h  # a jump of f' of 10% of the largest slope; f'' < 100 slope passes
+    idx = [i + 1 for i in range(1, d2.size - 1)
+           if d2[i] > thresh and d2[i] >= d2[i - 1] and d2[i] > d2[i + 1]]
+    kinks: list[float] = []
+    for i in idx[: MAX_KINKS + 1]:
+        if i < 3 or i > z.size - 4:
+            continue
+        sl = (f[i - 1] - f[i - 2]) / h
+        sr = (f[i + 3] - f[i + 2]) / h if i + 3 < z.size else (f[i + 2] - f[i + 1]) / h
+        left = f[i - 1] + sl * (z[i] - z[i - 1])  # the left line at z[i]
+        right = f[i + 2] + sr * (z[i] - z[i + 2])
+        if abs(left - right) > 4.0 * abs(sl - sr) * h + 1e-9 * scale:  # f jumps: bisect
+            a, b = z[i - 1], z[i + 1]
+            fa = f[i - 1]
+            for _ in range(60):
+                mid = 0.5 * (a + b)
+                fm = float(fv(np.array([mid]))[0])
+                if abs(fm - fa) < abs(fm - f[i + 1]):
+                    a, fa = mid, fm
+                else:
+                    b = mid
+            kinks.append(0.5 * (a + b))
+        elif sl != sr:  # f' jumps: intersect the two lines
+            zk = (f[i + 2] - sr * z[i + 2] - f[i - 1] + sl * z[i - 1]) / (sl - sr)
+            kinks.append(float(min(max(zk, z[i - 1]), z[i + 1])))
+    if len(kinks) > MAX_KINKS:
+        return ()  # an oscillating or noisy function: no split, check_quadrature decides
+    return tuple(sorted(kinks))
+
+
+QUADRATURE_RTOL = 1e-8  # agreement of the two rules, relative to sqrt(E f^2)
+#: break points added where a smooth user function is not resolved by Gauss-Hermite (steep or
+#: with complex singularities near the real axis, e.g. tanh(4 z)): Gauss-Legendre pieces of
+#: length <= 3 near the bulk of the Gaussian
+REFINE_POINTS = (-6.0, -3.0, -1.5, 0.0, 1.5, 3.0, 6.0)
+
+
+class QuadratureWarning(UserWarning):
+    """The Gaussian moments of a user function are not resolved by the package's rules."""
+
+
+def quadrature_error(fn: Function) -> float:
+    """Largest difference, relative to sqrt(E f^2), of (E f, E z f, E f^2) and the same for f'
+    (z ~ N(0, 1), and at the shifted, scaled argument 0.7 + 0.6 z) between the package's rule
+    (Gauss-Hermite, or Gauss-Legendre pieces split at ``fn.kinks``: ``gauss_rules``) and scipy's
+    adaptive quadrature with the kinks as break points."""
+    import warnings
+
+    from scipy import integrate
+
+    from .gauss_rules import gaussian_nodes
+
+    worst = 0.0
+    for shift, scale in ((0.0, 1.0), (0.7, 0.6)):
+        z, w = gaussian_nodes(np.array([shift]), np.array([scale]), fn.kinks)
+        for g in (fn, fn.derivative):
+            v = g(shift + scale * z[0])
+            ours = np.array([np.sum(w[0] * v), np.sum(w[0] * v * z[0]), np.sum(w[0] * v * v)])
+            pts = sorted({(k - shift) / scale for k in fn.kinks if abs(k - shift) < 12 * scale})
+
+            def moment(j: int, g=g, shift=shift, scale=scale, pts=pts) -> float:
+                def integrand(t: float) -> float:
+                    val = float(g(np.array([shift + scale * t]))[0])
+                    base = val * math.exp(-0.5 * t * t) / math.sqrt(2.0 * math.pi)
+                    return base * (1.0, t, val)[j]
+
+                out, _ = integrate.quad(integrand, -12.0, 12.0, points=pts or None, limit=400,
+                                        epsabs=1e-15, epsrel=1e-13)
+                return out
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", integrate.IntegrationWarning)
+                ref = np.array([moment(j) for j in range(3)])
+            norm = math.sqrt(max(abs(ref[2]), 1e-300))
+            diff = np.abs(ours - ref)
+            worst = max(worst, float(np.max(diff[:2])) / norm, float(diff[2]) / (2.0 * norm))
+    return worst
+
+
+def resolve_quadrature(fn: Function) -> Function:
+    """``fn`` if the package's rule resolves its Gaussian moments (:func:`quadrature_error` <=
+    :data:`QUADRATURE_RTOL`); else ``fn`` with the :data:`REFINE_POINTS` added as break points
+    if that resolves them; else ``fn`` unchanged with a :class:`QuadratureWarning` naming the
+    fix."""
+    import warnings
+
+    err = quadrature_error(fn)
+    if err <= QUADRATURE_RTOL:
         return fn
+    refined = replace(fn, kinks=tuple(sorted(set(fn.kinks) | set(REFINE_POINTS))))
+    err_refined = quadrature_error(refined)
+    if err_refined <= QUADRATURE_RTOL:
+        return refined
+    warnings.warn(
+        f"the Gaussian moments of function {fn.name!r} differ by {min(err, err_refined):.2g} "
+        f"(relative) between the package's quadrature and an adaptive rule (tolerance "
+        f"{QUADRATURE_RTOL:g}; kinks located at {list(fn.kinks) or 'none'}): if it has kinks, "
+        "give them exactly with Function.from_callable(f, kinks=[...]) (and df= for the "
+        "derivative) or write it as an expression in z; if it oscillates fast, its moments "
+        "need more nodes than the rules have", QuadratureWarning, stacklevel=4)
+    return fn
+
+
+class CallableIdentity:
+    """Cache key of a user callable: the callable objects (compared by identity and kept alive,
+    so an id is never reused while a cache holds the key) and the bytes of its values and
+    derivative on a probe grid (a closure whose captured variables changed is a new function).
+    """
+
+    __slots__ = ("objects", "fingerprint")
+
+    def __init__(self, objects: tuple, fingerprint: bytes) -> None:
+        self.objects = objects
+        self.fingerprint = fingerprint
+
+    @classmethod
+    def of(cls, f: Callable, df: Callable | None, fn: Function) -> CallableIdentity:
+        with np.errstate(all="ignore"):
+            values = np.concatenate([fn(_PROBE), fn.derivative(_PROBE)])
+        return cls((f, df), values.tobytes())
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, CallableIdentity) and self.fingerprint == other.fingerprint
+                and len(self.objects) == len(other.objects)
+                and all(a is b for a, b in zip(self.objects, other.objects, strict=True)))
+
+    def __hash__(self) -> int:
+        return hash((tuple(id(o) for o in self.objects), self.fingerprint))
 
 
 def _real_values(out: object, label: str) -> Array:
@@ -333,9 +529,11 @@ def _kinks_of(expr, z) -> tuple[float, ...]:
     return tuple(sorted(points))
 
 
+@functools.lru_cache(maxsize=256)
 def parse_expression(text: str) -> Function:
     """A :class:`Function` from an expression in ``z`` (derivative by sympy, kinks located
-    where an ``abs``/``sign``/``relu`` argument vanishes)."""
+    where an ``abs``/``sign``/``relu`` argument vanishes; quadrature checked by
+    :func:`resolve_quadrature`). Cached by text: an expression determines its function."""
     import sympy as sp
 
     expr, symbols = to_sympy(text)
@@ -354,4 +552,4 @@ def parse_expression(text: str) -> Function:
 
     fn = Function(text, f, df, _kinks_of(expr, z), expression=text)
     check_finite(fn)
-    return fn
+    return resolve_quadrature(fn)

@@ -192,6 +192,41 @@ def _ridgeless_limit(problem: Problem, alpha: float, solver: SolverConfig) -> tu
         f"(R = {risks[-1]:.6g} there)")
 
 
+PEAK_RTOL = 1e-12  # |alpha - alpha_peak| <= PEAK_RTOL alpha_peak is the peak itself
+
+
+def interpolation_threshold(problem: Problem) -> float:
+    """The alpha at which ridgeless regression on the features interpolates exactly (n equals
+    the rank of the feature covariance; docs/THEORY.md §7): alpha = beta when sigma has a
+    nonlinear part (mu_*^2 = E_k mu_*(k)^2 > 0 makes the features' covariance full rank p),
+    alpha = min(beta, 1) for an affine sigma (features of rank min(p, d))."""
+    k = problem.coefficients
+    second = float(np.dot(k.weights, k.mu0**2 + k.mu1**2 * problem.spike.c + k.mu_star2))
+    nonlinear = float(np.dot(k.weights, k.mu_star2)) > 1e-12 * max(second, 1e-300)
+    return problem.beta if nonlinear else min(problem.beta, 1.0)
+
+
+def ridgeless_verdict(problem: Problem, alpha: float) -> tuple[Status, str] | None:
+    """At lam = 0, the analytic answer where one exists, else None (solve).
+
+    At the interpolation threshold (:func:`interpolation_threshold`) the minimum-norm
+    interpolant's norm, and with it the risk, diverges as lam -> 0+ (R ~ lam^(-1/2)) whenever
+    the labels are not identically zero: the square feature matrix has singular values down to
+    0 and any label component along them is amplified without bound. With labels identically
+    zero (E g^2 = 0, delta = 0) the interpolant is a = 0 and the risk is 0."""
+    peak = interpolation_threshold(problem)
+    if abs(alpha - peak) > PEAK_RTOL * peak:
+        return None
+    k = problem.coefficients
+    if float(np.dot(k.weights, k.h2)) + problem.delta <= 0.0:
+        return Status.CONVERGED, ("converged: lam = 0 with labels identically zero: the "
+                                  "minimum-norm interpolant is 0, risk 0")
+    return Status.DIVERGED, (
+        f"lam = 0 at the interpolation threshold alpha = {peak:g} (n equals the rank of the "
+        "features): the ridgeless risk diverges (R ~ lam^(-1/2) as lam -> 0+), the "
+        "interpolation peak of ridgeless regression; use lam > 0 or another alpha")
+
+
 def solve_point(
     problem: Problem,
     alpha: float,
@@ -206,7 +241,13 @@ def solve_point(
     "python" (the same algorithm orchestrated in Python; kept for comparison)."""
     alpha = _check("alpha", alpha, positive=True)
     _check_engine(engine)
-    if engine == "compiled" and problem.lam > 0:
+    verdict = ridgeless_verdict(problem, alpha) if problem.lam == 0.0 else None
+    if verdict is not None:  # decided from the equations, not from the iterates
+        status, message = verdict
+        x = np.zeros(len(STATE_NAMES))
+        hat = np.zeros(len(HAT_NAMES) + 1)  # the risk is 0 where the verdict is "converged"
+        n_iter, residual = 0, (0.0 if status == Status.CONVERGED else math.inf)
+    elif engine == "compiled" and problem.lam > 0:
         from .paths import solve_path
 
         a = np.array([alpha])
@@ -214,11 +255,12 @@ def solve_point(
             _solve_one_warm(problem, alpha, x0, solver)
         x, hat, status, n_iter, residual = states[0], hats[0], Status(int(st[0])), int(its[0]), \
             float(res[0])
+        message = status.message
     else:
         x, status, residual, n_iter, hat = _solve_state(problem, alpha, problem.lam, x0, solver)
-    message = status.message
-    if status != Status.CONVERGED and problem.lam == 0.0:
-        x, status, residual, n_iter, hat, message = _ridgeless_limit(problem, alpha, solver)
+        message = status.message
+        if status != Status.CONVERGED and problem.lam == 0.0:
+            x, status, residual, n_iter, hat, message = _ridgeless_limit(problem, alpha, solver)
     converged = status == Status.CONVERGED
     risk_value = float(hat[6]) if converged else math.nan
     if strict and not converged:
@@ -227,8 +269,9 @@ def solve_point(
             f"(status {status.name.lower()}, iterations={n_iter}, residual={residual:.3g})"
         )
     nan = math.nan
-    vals = dict(zip(STATE_NAMES, (float(v) if converged else nan for v in x), strict=True))
-    hats = dict(zip(HAT_NAMES, (float(v) if converged else nan for v in hat[:6]), strict=True))
+    known = converged and verdict is None  # a verdict gives the risk, not the order parameters
+    vals = dict(zip(STATE_NAMES, (float(v) if known else nan for v in x), strict=True))
+    hats = dict(zip(HAT_NAMES, (float(v) if known else nan for v in hat[:6]), strict=True))
     sp = problem.spike
     return RiskResult(
         alpha=alpha, sigma=_name(problem.sigma), target=_name(problem.target),

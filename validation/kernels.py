@@ -22,6 +22,8 @@ from collections.abc import Callable
 import numba as nb
 import numpy as np
 
+import asymptotics._numba_cache  # noqa: F401  (kernels cached outside the package)
+
 
 @nb.njit(inline="always")
 def _tanh(z: float) -> float:
