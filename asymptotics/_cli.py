@@ -67,6 +67,24 @@ class Parser(argparse.ArgumentParser):
         return super().add_subparsers(**kwargs)
 
 
+def one_line_warnings() -> None:
+    """Show Python warnings as ``warning: message`` on one line of stderr (no file path, no
+    source line): what a command-line user needs, numpy's floating-point warnings included.
+    Each distinct message once."""
+    import warnings
+
+    seen: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if text not in seen:
+            seen.add(text)
+            print(f"warning: {text}", file=file or sys.stderr, flush=True)
+
+    warnings.showwarning = show
+    warnings.simplefilter("default")
+
+
 def fail(message: str) -> int:
     """Print ``error: message`` (one line) on stderr; return the exit status 2."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import checks
 from .functions import Function
 from .marchenko_pastur import SpectralMeasure
 from .points import (  # noqa: F401  (re-exported: the public names of the theory's API)
@@ -87,6 +88,7 @@ def risk(
     (docs/DERIVATIONS.md §8, "The network's initial output"; ``"network"`` for the trained
     network, see :func:`build_problem`); None (default): "network" for the network theory at
     finite p, omega = 1 (the numbers of §8) otherwise."""
+    checks.flag("strict", strict)
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)
@@ -95,13 +97,24 @@ def risk(
                               overrides=dict(spike=spike, gamma=gamma, measure=measure,
                                              model=model, p=p, common_row=common_row))
         if not bool(best.converged[0]):
+            what = "lam" if isinstance(lam, str) else "eta"
             if strict:
-                raise ConvergenceError(f"no converged optimum at alpha={alpha:g}")
+                raise ConvergenceError(f"no converged optimum over {what} at alpha={alpha:g}")
+            # a point at some lam would be a number for a question not asked: NaN, with a reason
             lam = 1.0 if isinstance(lam, str) else lam
             eta = 0.0 if isinstance(eta, str) else eta
-        else:
-            lam, eta = float(best.lam[0]), float(best.eta[0])
-        note = str(best.message[0]) if bool(best.converged[0]) else None
+            problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                                    beta=beta, delta=delta, spike=spike, gamma=gamma,
+                                    measure=measure, model=model, p=p, common_row=common_row)
+            res = solve_point(problem, alpha, solver=solver, engine=engine)
+            nan = float("nan")
+            return replace(res, risk=nan, converged=False, status="max_iter",
+                           lam=nan if what == "lam" else res.lam,
+                           eta=nan if what == "eta" else res.eta,
+                           message=f"the search for the optimal {what} did not converge at "
+                                   f"alpha={alpha:g}: {best.message[0]}")
+        lam, eta = float(best.lam[0]), float(best.eta[0])
+        note = str(best.message[0])
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
                             model=model, p=p, common_row=common_row)
@@ -141,9 +154,9 @@ def risk_curve(
     import pandas as pd
 
     _check_engine(engine)
-    alphas = [_check("alpha", a, positive=True) for a in alphas]
-    if not alphas:
-        raise ValueError("alphas must contain at least one value")
+    checks.flag("strict", strict)
+    checks.optional_flag("progress", progress)
+    alphas = [_check("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)
     if isinstance(lam, str) or isinstance(eta, str):

@@ -18,7 +18,7 @@ def real(name: str, value: object, lo: float = -math.inf, hi: float = math.inf, 
          lo_open: bool = False, hi_open: bool = False) -> float:
     """``float(value)`` if it is a finite real number in the interval; TypeError for something that
     is not a number, ValueError (naming ``name`` and the interval) for one outside it."""
-    if isinstance(value, bool):
+    if isinstance(value, (bool, str, bytes)):  # float("2") would accept a string
         raise TypeError(f"{name} must be a real number, got {value!r}")
     try:
         v = float(value)  # type: ignore[arg-type]
@@ -47,3 +47,33 @@ def integer(name: str, value: object, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
         raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
     return int(value)
+
+
+def flag(name: str, value: object) -> bool:
+    """A bool (True or False; not a string such as "yes", not a number)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def optional_flag(name: str, value: object) -> bool | None:
+    """None, True or False (e.g. ``progress``: None = automatic)."""
+    if value is None:
+        return None
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True, False or None, got {value!r}")
+    return value
+
+
+def sequence(name: str, values: object) -> list:
+    """A non-empty sequence of values (a list, tuple or array; not a string, not a scalar)."""
+    import numpy as np
+
+    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+        raise TypeError(f"{name} must be a sequence of numbers such as [0.5, 1, 2], got "
+                        f"{values!r}")
+    out = list(np.asarray(values, dtype=object).ravel()) if isinstance(values, np.ndarray) \
+        else list(values)  # type: ignore[arg-type]
+    if not out:
+        raise ValueError(f"{name} must contain at least one value")
+    return out

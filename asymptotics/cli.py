@@ -12,6 +12,7 @@ from ._cli import (
     Parser,
     check_writable,
     fail,
+    one_line_warnings,
     parse_grid,
     real,
     save_figure,
@@ -113,13 +114,14 @@ def _curve(args: argparse.Namespace) -> int:
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
     rf = None
-    if args.plot and (eta == "optimal" or eta > 0):
-        # the plotted random-features baseline is part of the CSV too
-        rf = risk_curve(args.alpha, eta=0.0, progress=False, model="rf", **common)
+    if eta == "optimal" or eta > 0:
+        # the random-features baseline: in the table, the plot and the CSV (risk_rf)
+        rf_common = dict(common, common_row=None)
+        rf = risk_curve(args.alpha, eta=0.0, progress=False, model="rf", **rf_common)
         df = df.assign(risk_rf=rf["risk"].to_numpy(), converged_rf=rf["converged"].to_numpy(),
                        status_rf=rf["status"].to_numpy())
     text = df.to_csv(index=False, float_format="%.12g")
-    sys.stdout.write(text)
+    sys.stdout.write(text if args.csv else compact_table(df))
     if args.out:
         with open(args.out, "w") as fh:
             fh.write(text)
@@ -131,6 +133,22 @@ def _curve(args: argparse.Namespace) -> int:
     if args.plot:
         plot_curve(df, rf, args.plot)
     return 0
+
+
+def compact_table(df) -> str:
+    """The terminal view of a curve: alpha, risk, the random-features risk (when computed) and
+    the status of points without a finite risk; the full table is ``--csv`` / ``--out``."""
+    cols = ["alpha", "risk"] + (["risk_rf"] if "risk_rf" in df else [])
+    extra = "lam" if df["lam"].nunique() > 1 else ("eta" if df["eta"].nunique() > 1 else None)
+    if extra:
+        cols.insert(1, extra)
+    lines = ["  ".join(f"{c:>12s}" for c in cols) + "  status"]
+    for _, row in df.iterrows():
+        cells = ["" if not math.isfinite(float(row[c])) else f"{float(row[c]):.6g}"
+                 for c in cols]
+        status = "" if bool(row["converged"]) else str(row["status"])
+        lines.append("  ".join(f"{v if v else 'nan':>12s}" for v in cells) + "  " + status)
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def plot_curve(df, rf, path: str) -> None:
@@ -164,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                      description="Sharp asymptotics of two-layer networks after one giant step.",
                      epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    curve = sub.add_parser("curve", help="risk along alpha (CSV on stdout)", epilog=CONVENTIONS,
+    curve = sub.add_parser("curve", help="risk along alpha (a table on stdout; --csv, --out)",
+                           epilog=CONVENTIONS,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
     add_model_arguments(curve, optimal=True)
     curve.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
@@ -185,10 +204,13 @@ def build_parser() -> argparse.ArgumentParser:
                             "'network' for the trained network's shrunk mean row, or the ratio "
                             "omega (docs/DERIVATIONS.md §8, the network's initial output; "
                             "default: none, omega = 1)")
-    curve.add_argument("--out", help="also write the CSV to this file")
+    curve.add_argument("--out", help="write the full CSV (every parameter, order parameter and "
+                                     "status; the baseline as risk_rf) to this file")
+    curve.add_argument("--csv", action="store_true",
+                       help="print the full CSV on stdout instead of the compact table "
+                            "(alpha, risk, random-features risk)")
     curve.add_argument("--plot", help="write a figure (.png, .svg or .pdf) of risk vs alpha "
-                                      "(random features dashed; the CSV then also holds the "
-                                      "baseline as risk_rf)")
+                                      "(random features dashed)")
     curve.add_argument("--quiet", action="store_true", help="no progress bar")
     curve.set_defaults(func=_curve)
     from . import hermite_cli
@@ -202,6 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    one_line_warnings()
     try:
         if args.command == "hermite":
             from . import hermite_cli

@@ -23,7 +23,8 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, default=None,
                    help="Gauss-Hermite nodes per axis for non-polynomial targets")
     p.add_argument("--tol", type=float, default=1e-9,
-                   help="relative threshold below which a coefficient counts as zero")
+                   help="relative threshold below which a coefficient counts as zero "
+                        "(default: 1e-9)")
     p.set_defaults(func=run_cli)
     return p
 

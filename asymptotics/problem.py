@@ -25,6 +25,38 @@ from .srf import SpikeMapping, srf_mapping
 MODELS = ("srf", "network", "rf")
 
 
+#: beyond these, at p = infinity, the limit is no longer a description of a finite network
+#: (:func:`warn_limits`)
+LAM_LIMIT = 1e4
+BETA_LIMIT = 1e-3
+
+
+class LimitWarning(UserWarning):
+    """The p -> infinity theory is asked for a number outside the regime it describes."""
+
+
+def warn_limits(lam: float, beta: float, p: float | None) -> None:
+    """At p = infinity the theory's mean channel is unpenalised (docs/DERIVATIONS.md §8): as lam
+    grows its risk tends to that of the mean channel alone, below E g^2, while every finite
+    network tends to E g^2 once lam >~ p. Warn, with the fix, where lam > :data:`LAM_LIMIT` or
+    beta < :data:`BETA_LIMIT` without a width."""
+    import warnings
+
+    if p is not None:
+        return
+    if lam > LAM_LIMIT:
+        warnings.warn(
+            f"lam = {lam:g} at p = infinity: the limit keeps the features' mean channel "
+            "unpenalised, so its risk stays below E g^2 however large lam is, unlike any finite "
+            f"network (where lam >~ p switches every channel off); above lam = {LAM_LIMIT:g} "
+            "pass the width of your network, p=... (--p)", LimitWarning, stacklevel=3)
+    if beta < BETA_LIMIT:
+        warnings.warn(
+            f"beta = {beta:g} at p = infinity: p = beta d neurons with p -> infinity needs "
+            f"d >> 1/beta = {1 / beta:.3g}; for a network of a given width pass p=... (--p)",
+            LimitWarning, stacklevel=3)
+
+
 def _check(name: str, value: float, *, positive: bool = False, allow_zero: bool = True) -> float:
     """A finite real ``> 0`` (``positive``) or ``>= 0``: the one validator of ``checks``."""
     return checks.positive(name, value, allow_zero=allow_zero and not positive)
@@ -146,6 +178,15 @@ def build_problem(
     delta = _check("delta", delta)
     s, g = get_function(sigma), get_function(target)
     p = check_width(p)
+    warn_limits(lam, beta, p)
+    if common_row is not None and p is None:
+        raise ValueError(f"common_row={common_row!r} is a correction of the finite-p theory and "
+                         "needs a finite width p (p=...); at p = infinity it changes nothing")
+    if measure is not None and not isinstance(measure, SpectralMeasure):
+        raise TypeError("measure must be a SpectralMeasure (e.g. from_weights(W1, v, theta) or "
+                        f"marchenko_pastur(beta, c)) or None, got {measure!r}")
+    if spike is not None and not isinstance(spike, SpikeMapping):
+        raise TypeError(f"spike must be a SpikeMapping or None, got {spike!r}")
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if model == "rf" and eta != 0:
@@ -164,13 +205,17 @@ def build_problem(
 
     # the network theory builds on the one-step mapping: check it before its measure
     mapping = one_step() if model == "network" and spike is None and eta > 0 else None
-    if model == "network" and measure is None and spike is None and eta > 0:
+    # a residual identically zero (labels equal to the network's initial output, e.g. g = 0
+    # with mu0 = 0) makes the step null: the network stays random features at W0
+    stepped = mapping is None or mapping.u_norm > 1e-12
+    if model == "network" and measure is None and spike is None and eta > 0 and stepped:
         # network theory: the population covariance of the step's bulk rows, generalised MP
         # bulk and weighted channels (DERIVATIONS.md §7)
         from .network import population_measure
 
         measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
-    if model == "network" and spike is None and eta > 0 and measure.kind != "weights":
+    if (model == "network" and spike is None and eta > 0 and stepped
+            and measure.kind != "weights"):
         # the network's bulk-variance channel (DERIVATIONS.md §7), with any theory measure of
         # the step; a measure from given weights (semi-empirical) stays the cGET of those weights
         from .row_channel import row_variance_slope

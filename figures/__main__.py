@@ -53,16 +53,24 @@ def available() -> dict[str, str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
-    from asymptotics._cli import Parser, check_writable, fail
+def build_parser():
+    from asymptotics._cli import Parser
 
     p = Parser(prog="python -m figures", description="Render the papers' figures (PNG + PDF).")
     p.add_argument("names", nargs="*", help="figure names, or 'all' (see --list)")
     p.add_argument("--list", action="store_true", help="list the figures and exit")
-    p.add_argument("--outdir", type=Path, default=OUT_DIR, help=f"default: {OUT_DIR}")
+    p.add_argument("--outdir", type=Path, default=OUT_DIR,
+                   help=f"directory of the figures (default: {OUT_DIR})")
     p.add_argument("--quick", action="store_true",
                    help="small d and few seeds (smoke test; not for publication)")
     p.add_argument("--refresh", action="store_true", help="recompute cached simulation data")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from asymptotics._cli import check_writable, fail
+
+    p = build_parser()
     args = p.parse_args(argv)
     figs = available()
     if args.list or not args.names:

@@ -161,12 +161,19 @@ def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
 # ------------------------------------------------------------------------------------------------
 # report
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: run (or load) the experiments, draw the figures, write the report."""
-    parser = argparse.ArgumentParser(prog="python -m figures.multistep_report",
-                                     description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    from asymptotics._cli import Parser
+
+    parser = Parser(prog="python -m figures.multistep_report",
+                    description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--force", action="store_true", help="ignore the CSV cache")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run (or load) the experiments, draw the figures, write the report."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     plan = plan_for(args.quick)
     t0 = time.perf_counter()

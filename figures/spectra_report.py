@@ -209,15 +209,22 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path, plan: Plan
             *figure_spectrum(outdir, quick)]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line: run (or load) the experiments, draw the figures, write the report."""
-    parser = argparse.ArgumentParser(prog="python -m figures.spectra_report",
-                                     description=__doc__.splitlines()[0])
+def build_parser() -> argparse.ArgumentParser:
+    from asymptotics._cli import Parser
+
+    parser = Parser(prog="python -m figures.spectra_report",
+                    description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--force", action="store_true", help="ignore the CSV cache")
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS threads (default: the library's; 1 is fastest on a busy "
                              "machine)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: run (or load) the experiments, draw the figures, write the report."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")

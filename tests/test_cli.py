@@ -15,7 +15,8 @@ def run(*args):
 def test_curve_command_from_the_issue(tmp_path):
     out = tmp_path / "c.csv"
     png = tmp_path / "c.png"
-    p = run("curve", "--sigma", "tanh", "--target", "tanh", "--alpha0", "0.5", "--eta", "1",
+    p = run("curve", "--csv", "--sigma", "tanh", "--target", "tanh", "--alpha0", "0.5",
+            "--eta", "1",
             "--lam", "0.01", "--beta", "1", "--alpha", "0.2,1.1333,3", "--out", str(out),
             "--plot", str(png))
     assert p.returncode == 0, p.stderr
@@ -27,7 +28,7 @@ def test_curve_command_from_the_issue(tmp_path):
 
 
 def test_linspace_grid():
-    p = run("curve", "--alpha", "0.5:2:4", "--quiet")
+    p = run("curve", "--csv", "--alpha", "0.5:2:4", "--quiet")
     df = pd.read_csv(io.StringIO(p.stdout))
     assert list(df["alpha"]) == [0.5, 1.0, 1.5, 2.0]
 
@@ -47,7 +48,7 @@ def test_help_documents_conventions():
 
 
 def test_model_option():
-    base = ("curve", "--sigma", "relu", "--target", "relu", "--alpha0", "20", "--eta", "3",
+    base = ("curve", "--csv", "--sigma", "relu", "--target", "relu", "--alpha0", "20", "--eta", "3",
             "--alpha", "5", "--quiet")
     out = {}
     for model in ("srf", "network", "rf"):

@@ -172,7 +172,8 @@ def test_network_simulation_follows_the_mean_row_correction():
 def test_cli_common_row(capsys):
     from asymptotics.cli import main
 
-    args = ["curve", "--alpha", "2", "--sigma", "tanh", "--target", "tanh", "--alpha0", "20",
+    args = ["curve", "--csv", "--alpha", "2", "--sigma", "tanh", "--target", "tanh",
+            "--alpha0", "20",
             "--beta", "0.5", "--model", "network", "--p", "250", "--quiet"]
     assert main(args + ["--common-row", "network"]) == 0
     value = float(capsys.readouterr().out.splitlines()[1].split(",")[1])

@@ -170,7 +170,7 @@ def test_cli_lam_optimal(tmp_path, capsys):
 
     from asymptotics.cli import main
 
-    assert main(["curve", "--lam", "optimal", "--alpha", "1,2", "--quiet"]) == 0
+    assert main(["curve", "--csv", "--lam", "optimal", "--alpha", "1,2", "--quiet"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))
     ref = optimal_lam([1.0, 2.0], sigma="tanh", target="tanh", alpha0=2.0, eta=1.0)
     np.testing.assert_allclose(df.lam, ref.lam, rtol=1e-10)

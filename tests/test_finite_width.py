@@ -131,7 +131,7 @@ def test_risk_curve_carries_p():
 def test_cli_width(capsys):
     from asymptotics.cli import main
 
-    assert main(["curve", "--alpha", "2", "--eta", "0.1", "--p", "1000", "--quiet"]) == 0
+    assert main(["curve", "--csv", "--alpha", "2", "--eta", "0.1", "--p", "1000", "--quiet"]) == 0
     out = capsys.readouterr().out
     value = float(out.splitlines()[1].split(",")[1])
     # the command line's default model is the network

@@ -61,7 +61,7 @@ def test_interpolation_peak_strict_raises_naming_the_divergence():
 
 
 def test_cli_curve_at_the_peak_prints_no_number(capsys):
-    assert cli_main(["curve", "--lam", "0", "--alpha", "1", "--quiet"]) == 0
+    assert cli_main(["curve", "--csv", "--lam", "0", "--alpha", "1", "--quiet"]) == 0
     out, err = capsys.readouterr()
     row = out.splitlines()[1].split(",")
     header = out.splitlines()[0].split(",")

@@ -40,7 +40,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from asymptotics._cli import one_line_warnings
+
     args = build_parser().parse_args(argv)
+    one_line_warnings()
     try:
         return int(args.func(args) or 0)
     except (ValueError, TypeError, MemoryError, OverflowError, ZeroDivisionError,

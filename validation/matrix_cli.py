@@ -24,19 +24,25 @@ from .report import write_report
 from .test_error import ESTIMATORS
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m validation.matrix", description=matrix.__doc__,
                formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (or resume) the simulations into the store")
-    r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
-    r.add_argument("--d", type=i_("d", 2), default=2000)
+    r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"),
+                   help="the CSV store of repetitions, created or resumed "
+                        "(default: validation/data/matrix_runs.csv)")
+    r.add_argument("--d", type=i_("d", 2), default=2000,
+                   help="input dimension of the matrix settings (default: 2000)")
     r.add_argument("--seeds", type=i_("seeds", 1), default=8,
-                   help="first-round repetitions per setting")
-    r.add_argument("--max-seeds", type=i_("max-seeds", 1), default=48)
+                   help="first-round repetitions per setting (default: 8)")
+    r.add_argument("--max-seeds", type=i_("max-seeds", 1), default=48,
+                   help="at most this many repetitions per setting (default: 48)")
     r.add_argument("--target-se", type=r_("target-se", 0.0), default=2e-3,
-                   help="add repetitions until every point's s.e. is below this (0: off)")
-    r.add_argument("--n-jobs", type=i_("n-jobs", 1), default=os.cpu_count() or 1)
+                   help="add repetitions until every point's s.e. is below this (0: off; "
+                        "default: 0.002)")
+    r.add_argument("--n-jobs", type=i_("n-jobs", 1), default=os.cpu_count() or 1,
+                   help="worker processes (default: the number of cores)")
     r.add_argument("--no-scaling", action="store_true", help="skip the d-scaling settings")
     r.add_argument("--confirm-seeds", type=i_("confirm-seeds", 0), default=0,
                    help="after a first run: this many fresh repetitions (indices after --seeds) "
@@ -54,13 +60,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     r.add_argument("--scaling-seeds", type=i_("scaling-seeds", 1), default=4,
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=r_("time-budget", 0.0, strict_lo=True),
-                   default=math.inf, help="seconds, then stop")
+                   default=math.inf, help="stop after this many seconds (default: no limit)")
     rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
-    rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"))
-    rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"))
-    rep.add_argument("--d", type=i_("d", 2), default=2000)
+    rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"),
+                     help="the CSV store to report (default: validation/data/matrix_runs.csv)")
+    rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"),
+                     help="the report to write (default: validation/REPORT.md)")
+    rep.add_argument("--d", type=i_("d", 2), default=2000,
+                     help="input dimension of the reported settings (default: 2000)")
     rep.add_argument("--seeds", type=i_("seeds", 1), default=8,
-                     help="planned repetitions per setting")
+                     help="planned repetitions per setting (default: 8)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = build_parser()
     args = p.parse_args(argv)
     try:
         check_writable(args.store, "--store")

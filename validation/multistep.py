@@ -393,10 +393,11 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="label-noise variance (default 0)")
     p.add_argument("--ridge-alpha", type=r_("ridge-alpha"), default=0.0,
                    help="ridge readout on ridge_alpha*d samples after each step; 0 = off")
-    p.add_argument("--lam", type=r_("lam"), default=1e-3, help="ridge penalty (sum convention)")
+    p.add_argument("--lam", type=r_("lam"), default=1e-3,
+                   help="ridge penalty (sum convention; default: 0.001)")
     p.add_argument("--n-test", type=i_("n-test"), default=10_000,
-                   help="test inputs for the test error")
-    p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default 3)")
+                   help="test inputs for the test error (default: 10000)")
+    p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default: 3)")
     p.add_argument("--seed", type=i_("seed"), default=0,
                    help="root seed of SeedSequence (default 0)")
     p.add_argument("--out", help="also write every repetition's rows to this CSV")

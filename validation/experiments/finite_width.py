@@ -330,14 +330,24 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m validation.experiments.finite_width",
-                                     description=__doc__.split("\n\n")[0])
+def build_parser() -> argparse.ArgumentParser:
+    from asymptotics._cli import Parser
+
+    parser = Parser(prog="python -m validation.experiments.finite_width",
+                    description=__doc__.splitlines()[0])
     parser.add_argument("--simulate", action="store_true", help="run missing repetitions")
-    parser.add_argument("--ds", default="1000,2000", help="sizes d = p (comma list)")
-    parser.add_argument("--seeds", type=int, default=16, help="repetitions per point")
-    parser.add_argument("--budget-s", type=float, default=1800.0, help="wall budget of --simulate")
+    parser.add_argument("--ds", default="1000,2000",
+                        help="sizes d = p (comma list; default: 1000,2000)")
+    parser.add_argument("--seeds", type=int, default=16,
+                        help="repetitions per point (default: 16)")
+    parser.add_argument("--budget-s", type=float, default=1800.0,
+                        help="wall budget of --simulate in seconds (default: 1800)")
     parser.add_argument("--no-report", action="store_true", help="simulate only")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         ds = [int(v) for v in args.ds.split(",")]

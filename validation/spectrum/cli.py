@@ -47,7 +47,8 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                         "(at 1/2 the predicted count is unbounded) (default: 0.2)")
     p.add_argument("--a2", type=_cli_real("a2", 0.0, 0.5, hi_open=True), default=0.3,
                    help="exponent of the second step, in [0, 1/2) (default: 0.3)")
-    p.add_argument("--d", type=integer("d", 16), default=1000, help="input dimension")
+    p.add_argument("--d", type=integer("d", 16), default=1000,
+                   help="input dimension (default: 1000)")
     p.add_argument("--beta", type=_cli_real("beta", 1e-3, 64.0), default=0.5,
                    help="width ratio p/d (default: 0.5)")
     p.add_argument("--alpha0", type=_cli_real("alpha0", 1e-3, 64.0), default=1.0,
@@ -130,13 +131,20 @@ def run_cli(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Standalone entry point (``python -m validation.spectrum``) until the lead wires it."""
-
+def build_parser() -> argparse.ArgumentParser:
+    """The stand-alone parser (``python -m validation.spectrum``); the same subcommand is
+    ``python -m validation spectrum``."""
     from asymptotics._cli import Parser
 
-    parser = Parser(prog="python -m validation")
+    parser = Parser(prog="python -m validation.spectrum",
+                    description="One or two large steps in the Moniri et al. convention.")
     sub = parser.add_subparsers(dest="command", required=True)
     add_subparser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Standalone entry point (``python -m validation.spectrum``)."""
+
+    args = build_parser().parse_args(argv)
     return args.func(args)

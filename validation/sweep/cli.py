@@ -61,8 +61,9 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                        help="salt of the parameter-hash seeds (default: 0)")
     p.add_argument("--store", help="resumable CSV store: finished tasks are skipped on restart")
     p.add_argument("--out", help="write the result CSV here")
-    p.add_argument("--scheduler", choices=SCHEDULERS, default="local",
-                   help="local: loky process pool (default); dask: dask.distributed")
+    p.add_argument("--scheduler", choices=SCHEDULERS, default=None,
+                   help="local: a process pool; dask: dask.distributed (default: local, or dask "
+                        "with --scheduler-address)")
     p.add_argument("--scheduler-address", metavar="tcp://HOST:PORT",
                    help="an existing Dask scheduler (implies --scheduler dask)")
     p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=None,
@@ -90,7 +91,11 @@ def run_cli(args: argparse.Namespace) -> int:
         grid["alpha"] = parse_values("alpha", DEFAULT_ALPHAS)
     names = params_of(kind)
     fixed = {n: getattr(args, n) for n in names if n not in grid and hasattr(args, n)}
-    scheduler = "dask" if args.scheduler_address else args.scheduler
+    if args.scheduler_address and args.scheduler == "local":
+        raise ValueError("--scheduler local and --scheduler-address contradict each other: an "
+                         "address is a Dask scheduler (give --scheduler dask or leave "
+                         "--scheduler out)")
+    scheduler = "dask" if args.scheduler_address else (args.scheduler or "local")
     axes = grid_axes(grid) if args.plot else None
     t0 = time.perf_counter()
     try:
