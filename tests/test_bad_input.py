@@ -214,7 +214,7 @@ def test_complex_with_zero_imaginary_part_is_accepted():
 
 
 def test_api_defaults_are_the_cli_defaults(capsys):
-    assert asym_main(["curve", "--alpha", "2", "--quiet"]) == 0
+    assert asym_main(["curve", "--csv", "--alpha", "2", "--quiet"]) == 0
     out = capsys.readouterr().out.splitlines()
     cli_risk = float(out[1].split(",")[out[0].split(",").index("risk")])
     assert risk(2.0).risk == pytest.approx(cli_risk, rel=1e-10)
@@ -262,7 +262,8 @@ def test_compare_warns_when_d_or_seeds_are_too_small(capsys):
 @pytest.mark.parametrize("suffix", [".svg", ".pdf", ".png"])
 def test_curve_plot_every_format(tmp_path, capsys, suffix):
     path = tmp_path / f"x{suffix}"
-    assert asym_main(["curve", "--alpha", "0.5,1,2", "--quiet", "--plot", str(path)]) == 0
+    assert asym_main(["curve", "--csv", "--alpha", "0.5,1,2", "--quiet", "--plot",
+                      str(path)]) == 0
     out = capsys.readouterr().out
     assert path.stat().st_size > 1000
     assert not list(tmp_path.glob(".*tmp*"))  # no leftover temporary file

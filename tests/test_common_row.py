@@ -19,7 +19,7 @@ TT = dict(sigma="tanh", target="tanh", alpha0=20.0, eta=1.0, lam=0.01, beta=0.5)
 def test_default_numbers_are_unchanged(model):
     """common_row 1.0 gives the numbers of §8 bit for bit, as does the default None for the sRF
     model; for the network theory at finite p the default is the network's own ratio; at
-    p = infinity the mean row does not enter at all."""
+    p = infinity the mean row does not enter at all (asking for it there is an error)."""
     base = A.risk(1.0, p=250, model=model, common_row=1.0, **TT)
     default = A.risk(1.0, p=250, model=model, **TT)
     if model == "srf":
@@ -28,7 +28,8 @@ def test_default_numbers_are_unchanged(model):
         assert default.risk == A.risk(1.0, p=250, model=model, common_row="network", **TT).risk
     assert base.common_row == 1.0
     inf = A.risk(1.0, model=model, **TT).risk
-    assert A.risk(1.0, model=model, common_row="network", **TT).risk == inf
+    with pytest.raises(ValueError, match="needs a finite width p"):  # never silently ignored
+        A.risk(1.0, model=model, common_row="network", **TT)
     shrunk = A.risk(1.0, p=250, model=model, common_row="network", **TT)
     assert shrunk.converged and shrunk.residual < 1e-8
     assert shrunk.common_row == pytest.approx(A.common_row_ratio("tanh", "tanh", alpha0=20.0,

@@ -27,7 +27,11 @@ floor(a2/(1/2 - a1)); for --steps 1, the spikes of the features sigma(X W1^T) on
 def _cli_real(name: str, lo: float, hi: float = math.inf, hi_open: bool = False):
     def parse(text: str) -> float:
         try:
-            return _real(text, name, lo, hi, hi_open=hi_open)
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        try:
+            return _real(value, name, lo, hi, hi_open=hi_open)
         except (TypeError, ValueError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
