@@ -42,15 +42,17 @@ def _values(sigma, target) -> list[float]:
     return out
 
 
-def _fresh(src: str, role: str) -> list[float]:
+def _both_roles(f) -> list[float]:
+    return _values(f, "tanh") + _values("relu", f)
+
+
+def _fresh(src: str) -> list[float]:
     code = textwrap.dedent(f"""
         import json, numpy as np, sys
         sys.path.insert(0, {str(ROOT)!r})
         sys.path.insert(0, {str(ROOT / "tests")!r})
         import test_silent_numbers as t
-        f = {src}
-        sig, tgt = (f, "tanh") if {role!r} == "sigma" else ("relu", f)
-        print(json.dumps(t._values(sig, tgt)))
+        print(json.dumps(t._both_roles({src})))
     """)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
@@ -58,16 +60,14 @@ def _fresh(src: str, role: str) -> list[float]:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("role", ["sigma", "target"])
-def test_callables_of_one_name_never_share_a_cache(role):
+def test_callables_of_one_name_never_share_a_cache():
+    """As sigma and as target, every model and width: each callable, computed after the others
+    in this process (in both orders), equals a fresh process to 1e-12."""
     funcs = [eval(src, {"np": np}) for src in SOURCES]  # noqa: S307 - the test's own sources
     assert len({f.__name__ for f in funcs}) == 1
-    here = []
-    for f in funcs + funcs[::-1]:  # in one process, each after the others
-        sig, tgt = (f, "tanh") if role == "sigma" else ("relu", f)
-        here.append(_values(sig, tgt))
+    here = [_both_roles(f) for f in funcs + funcs[::-1]]
     for k, src in enumerate(SOURCES):
-        fresh = _fresh(src, role)
+        fresh = _fresh(src)
         for got in (here[k], here[len(SOURCES) * 2 - 1 - k]):
             assert np.all(np.isfinite(got)), got
             np.testing.assert_allclose(got, fresh, rtol=1e-12, atol=0)
@@ -119,7 +119,7 @@ def test_unresolvable_quadrature_warns_with_the_fix():
 @pytest.mark.parametrize("text", ["tanh(4*z)", "1/(1 + z**2)", "tanh(2*z) + 0.1*z**2"])
 def test_steep_smooth_functions_are_refined_until_resolved(text):
     """Gauss-Hermite alone misses these by 1e-6 or more; the refined rule must agree with the
-    adaptive one, for an expression and for the same formula as a callable."""
+    reference one, for an expression and for the same formula as a callable."""
     import sympy as sp
 
     from asymptotics.functions import REFINE_POINTS, to_sympy
