@@ -16,7 +16,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-TAU_TOL = 1e-15
+TAU_TOL = 1e-14
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -64,8 +64,8 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
 
 @numba.njit(cache=True, error_model="numpy")
 def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
-    """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), by Newton from
-    the lower bound 1/(lamg + M_gg) (the map is increasing in tau). NaN if it fails."""
+    """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
+    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails."""
     K = M.shape[0]
     tau = np.empty(K)
     for g in range(K):
@@ -75,7 +75,7 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
             return tau
         tau[g] = 1.0 / den
     eye = np.eye(K)
-    for _ in range(200):
+    for _ in range(2000):
         D = np.diag(beta * pi * tau)
         Km = M @ np.linalg.inv(eye + D @ M)
         F = np.empty(K)
@@ -85,14 +85,14 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
         for g in range(K):
             for h in range(K):
                 J[g, h] = F[g] * F[g] * Km[g, h] * Km[h, g] * beta * pi[h]
-        step = np.linalg.solve(eye - J, F - tau)
-        t = 1.0
-        new = tau + step
-        while np.any(new <= 0.0) and t > 1e-8:
-            t *= 0.5
-            new = tau + t * step
-        if not np.all(np.isfinite(new)) or np.any(new <= 0.0):
-            new = F  # plain (monotone) iteration
+        # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
+        # elsewhere the plain iteration, which increases monotonically to the fixed point
+        new = F
+        ones = np.linalg.solve(eye - J, np.ones(K))
+        if np.all(ones > 0.0):
+            cand = tau + np.linalg.solve(eye - J, F - tau)
+            if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
+                new = cand
         done = True
         for g in range(K):
             if abs(new[g] - tau[g]) > TAU_TOL * abs(new[g]):

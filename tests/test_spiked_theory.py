@@ -1,0 +1,183 @@
+"""The K-group, r-spike theory (docs/THEORY.md §10) against independent references: the one-spike
+sRF theory (K = r = 1, at p = infinity and at finite p), symmetries that must hold exactly (odd
+sigma with groups +u and -u, parallel loadings), random features (u = 0, the independent ridge
+formula of asymptotics.rf_ridge) and exact p x p linear algebra for the deterministic resolvent."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import asymptotics as A
+from asymptotics.points import ConvergenceError
+from asymptotics.rf_ridge import rf_ridge_risk
+from asymptotics.spiked import risk_spiked, risk_spiked_curve, spike_contributions
+from asymptotics.spiked.empirical import (
+    deterministic_quantities,
+    exact_quantities,
+    group_labels,
+    sphere_rows,
+)
+
+BASE = dict(lam=0.01, beta=1.0)
+
+
+@pytest.mark.parametrize("sigma,target,beta,alpha", [
+    ("tanh", "tanh", 1.0, 0.5), ("tanh", "tanh", 1.0, 2.0), ("relu", "tanh", 0.7, 1.5),
+    ("erf", "relu", 1.5, 2.5), ("relu", "relu", 1.0, 3.0), ("erf", "z**3 - 3*z", 2.0, 1.0),
+])
+def test_one_group_one_spike_is_the_srf_theory(sigma, target, beta, alpha):
+    """K = r = 1, loadings [[r]], bulk [c], overlaps [[gamma]] of the one-step mapping: the
+    sRF equations of THEORY.md §5 (asymptotics.risk(model="srf")) to 1e-8."""
+    ref = A.risk(alpha, sigma=sigma, target=target, alpha0=2.0, eta=1.0, lam=0.01, beta=beta,
+                 model="srf")
+    res = risk_spiked(alpha, sigma=sigma, target=target, loadings=[[ref.r]], bulk=[ref.c],
+                      fractions=[1.0], overlaps=[[ref.gamma]], lam=0.01, beta=beta)
+    assert ref.converged and res.converged
+    assert abs(res.risk - ref.risk) <= 1e-8
+
+
+@pytest.mark.parametrize("sigma,target,p", [("tanh", "tanh", 300), ("relu", "relu", 100)])
+def test_one_group_one_spike_at_finite_width(sigma, target, p):
+    """The finite-p closure of the mean channel (THEORY.md §10.6) at K = r = 1 is the one-spike
+    finite-width theory (docs/DERIVATIONS.md §8), omega = 1, at eta_tilde = 0.1 (r sqrt p ~ 1)."""
+    ref = A.risk(2.0, sigma=sigma, target=target, alpha0=2.0, eta=0.1, lam=0.01, beta=1.0,
+                 model="srf", p=p)
+    res = risk_spiked(2.0, sigma=sigma, target=target, loadings=[[ref.r]], bulk=[ref.c],
+                      fractions=[1.0], overlaps=[[ref.gamma]], lam=0.01, beta=1.0, p=p)
+    inf = A.risk(2.0, sigma=sigma, target=target, alpha0=2.0, eta=0.1, lam=0.01, beta=1.0,
+                 model="srf")
+    assert abs(res.risk - ref.risk) <= 1e-8
+    assert abs(ref.risk - inf.risk) > 1e-3  # the finite-p effect is there
+
+
+def test_gamma_override_is_the_unlearned_one_spike_part():
+    """Gamma = 0 (the target entirely outside the learned directions): K = 1, r = 2 with loadings
+    u is r = 1 along u/|u|, and that is the sRF theory at gamma = 0."""
+    ref = A.risk(1.5, sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0,
+                 model="srf", gamma=0.0)
+    u = ref.r * np.array([0.6, 0.8])
+    res = risk_spiked(1.5, sigma="tanh", target="tanh", loadings=[u], bulk=[ref.c],
+                      fractions=[1.0], overlaps=[[0.0], [0.0]], lam=0.01, beta=1.0)
+    assert abs(res.risk - ref.risk) <= 1e-8
+
+
+@pytest.mark.parametrize("sigma", ["tanh", "erf"])
+def test_odd_sigma_with_opposite_groups_is_one_group(sigma):
+    """Odd sigma: ridge is invariant under flipping the sign of features, and sigma(-u.k + ...)
+    = -sigma(u.k - ...); groups +u and -u are one group with loadings u (r = 2, k = 2)."""
+    u = [0.7, -0.4]
+    kw = dict(sigma=sigma, target="z1*z2 + tanh(z1)", bulk=[1.1, 1.1],
+              overlaps=[[0.8, 0.1], [0.3, 0.6]], **BASE)
+    two = risk_spiked(1.2, loadings=[u, [-0.7, 0.4]], fractions=[0.3, 0.7], **kw)
+    one = risk_spiked(1.2, loadings=[u], fractions=[1.0], **{**kw, "bulk": [1.1]})
+    assert two.converged and one.converged
+    assert abs(two.risk - one.risk) <= 1e-8
+
+
+def test_parallel_loadings_are_one_spike():
+    """All u_g parallel to a unit e of R^2: r = 1 along e with overlaps e^T Gamma; the direction
+    of V orthogonal to e becomes an unlearned one (through the zeta feedback, THEORY.md §10.5)."""
+    e = np.array([0.6, 0.8])
+    a = np.array([0.9, -0.3, 0.5])
+    gam = np.array([[0.5], [0.7]])
+    kw = dict(sigma="relu", target="tanh", bulk=[1.0, 1.3, 0.8], fractions=[0.5, 0.2, 0.3],
+              **BASE)
+    r2 = risk_spiked(1.7, loadings=np.outer(a, e), overlaps=gam, **kw)
+    r1 = risk_spiked(1.7, loadings=a[:, None], overlaps=[[float(e @ gam[:, 0])]], **kw)
+    assert r2.converged and r1.converged
+    assert abs(r2.risk - r1.risk) <= 1e-8
+
+
+@pytest.mark.parametrize("sigma,target", [("tanh", "tanh"), ("erf", "sin(2*z)")])
+def test_no_loadings_is_random_features(sigma, target):
+    """u = 0 (three groups, two spikes, any Gamma): random features, the independent ridge formula
+    of asymptotics.rf_ridge (THEORY.md §7); and the risk does not depend on Gamma."""
+    ref = rf_ridge_risk(1.3, sigma=sigma, target=target, lam=0.05, beta=1.2)
+    out = []
+    for gam in ([[0.0], [0.0]], [[0.6], [0.7]]):
+        res = risk_spiked(1.3, sigma=sigma, target=target, loadings=np.zeros((3, 2)),
+                          bulk=[1.0] * 3, fractions=[0.2, 0.5, 0.3], overlaps=gam, lam=0.05,
+                          beta=1.2)
+        out.append(res.risk)
+        assert abs(res.risk - ref) <= 1e-7
+    assert abs(out[0] - out[1]) <= 1e-10
+
+
+def _draw(K, r, k, d, beta, seed, lam=0.05):
+    rng = np.random.default_rng(seed)
+    p = int(beta * d)
+    labels = group_labels(rng.dirichlet(np.ones(K) * 3), p)
+    pi = np.bincount(labels, minlength=K) / p
+    C = rng.standard_normal((K, K))
+    C2 = rng.standard_normal((K, K))
+    kw = dict(lam=lam, Vhat1=0.7 * C @ C.T, Vhat2=rng.uniform(0.2, 1.0, K),
+              Qhat1=0.3 * C2 @ C2.T, Qhat2=rng.uniform(0.1, 0.5, K),
+              zetahat=rng.standard_normal((K, r)), psihat=rng.standard_normal((K, k)))
+    return rng, labels, pi, kw
+
+
+@pytest.mark.parametrize("K,r,k,beta", [(2, 2, 1, 1.0), (3, 2, 2, 0.7), (3, 1, 2, 1.5)])
+def test_deterministic_resolvent_against_exact_p_by_p(K, r, k, beta):
+    """THEORY.md §10.4 against §10.3 computed exactly with sampled bulks (rows on the sphere):
+    the self-averaging traces (V1, V2, and Q without the spike fields) within 10/d relative (their
+    finite-d bias is O(1/d)); the fields' channels (zeta, psi, Q) on average over draws within
+    four standard errors plus 10/d."""
+    d, draws = 300, 4
+    rng, labels, pi, kw = _draw(K, r, k, d, beta, seed=10 * K + r)
+    det = deterministic_quantities(beta=beta, fractions=pi, **kw)
+    quiet = {**kw, "zetahat": 0 * kw["zetahat"], "psihat": 0 * kw["psihat"]}
+    det0 = deterministic_quantities(beta=beta, fractions=pi, **quiet)
+    runs = []
+    for _ in range(draws):
+        G = sphere_rows(rng, int(beta * d), d)
+        Q, _ = np.linalg.qr(rng.standard_normal((d, r + k)))
+        ex0 = exact_quantities(G, labels, Q[:, :r], Q[:, r:], **quiet)
+        for name in ("V1", "V2", "Q1", "Q2"):
+            err = np.max(np.abs(ex0[name] - det0[name])) / np.max(np.abs(det0[name]))
+            assert err <= 10 / d, (name, err)
+        runs.append(exact_quantities(G, labels, Q[:, :r], Q[:, r:], **kw))
+    for name in ("Q1", "Q2", "zeta", "psi"):
+        arr = np.array([x[name] for x in runs])
+        se = arr.std(axis=0, ddof=1) / math.sqrt(draws)
+        scale = np.max(np.abs(det[name]))
+        assert np.all(np.abs(arr.mean(0) - det[name]) <= 4 * se + 10 / d * scale), name
+
+
+def test_curve_contributions_and_strict():
+    """The curve has one row per alpha with every parameter; zeroing a learned direction changes
+    the risk; an unconverged point is NaN (max_iter = 1), and strict=True raises."""
+    kw = dict(sigma="tanh", target="z1 + z1*z2", loadings=[[0.8, 0.0], [0.0, 0.8]],
+              bulk=[1.0, 1.0], fractions=[0.5, 0.5], overlaps=[[1.0, 0.0], [0.0, 1.0]], **BASE)
+    df = risk_spiked_curve([0.5, 1.0, 2.0], **kw)
+    assert list(df.alpha) == [0.5, 1.0, 2.0] and df.converged.all()
+    assert {"loadings", "bulk", "fractions", "overlaps", "lam", "beta", "delta", "p"} <= set(df)
+    contrib = spike_contributions(2.0, **kw)
+    assert contrib["all"] < contrib["without_2"] < contrib["none"]
+    from asymptotics.solver import SolverConfig
+
+    bad = risk_spiked(2.0, solver=SolverConfig(max_iter=1), **kw)
+    assert not bad.converged and math.isnan(bad.risk)
+    with pytest.raises(ConvergenceError):
+        risk_spiked(2.0, solver=SolverConfig(max_iter=1), strict=True, **kw)
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(fractions=[0.5, 0.4]), "fractions must sum to 1, got 0.9"),
+    (dict(bulk=[1.0, -1.0]), "bulk must be >= 0"),
+    (dict(bulk=[1.0]), "bulk must have K = 2 entries"),
+    (dict(overlaps=[[0.9], [0.9]]), "|Gamma_1| = 1.27279"),
+    (dict(overlaps=[[0.9, 0.1]]), "overlaps must be r x k = 2 x 1"),
+    (dict(lam=-1.0), "lam must be >= 0"),
+    (dict(beta=0.0), "beta must be > 0"),
+    (dict(loadings=[1.0, 2.0]), "loadings must be a K x r matrix"),
+])
+def test_clear_errors(change, message):
+    kw = dict(sigma="tanh", target="tanh", loadings=[[0.5, 0.1], [0.2, 0.3]], bulk=[1.0, 1.0],
+              fractions=[0.5, 0.5], overlaps=[[0.6], [0.3]], **BASE)
+    with pytest.raises(ValueError, match=message.replace("|", r"\|").replace(".", r"\.")):
+        risk_spiked(1.0, **{**kw, **change})
+    with pytest.raises(ValueError, match="alpha must be > 0"):
+        risk_spiked(0.0, **kw)
