@@ -23,10 +23,12 @@ from ..functions import Function
 from ..quadrature import gauss_hermite, gaussian_moments, kappa_rule
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
-KAPPA_NODES = {1: 120, 2: 40, 3: 20}
+KAPPA_NODES = {1: 120, 2: 24, 3: 12}
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
-OMEGA_NODES = {1: 60, 2: 30, 3: 16}
-PRUNE = 1e-15  # tensor nodes whose weight is below PRUNE * max weight are dropped
+OMEGA_NODES = {1: 40, 2: 16, 3: 10}
+PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
+#: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
+INNER_NODES = dict(n_smooth=96, n_piece=40)
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
         nk = n if n is not None else KAPPA_NODES[1]
         k, w = kappa_rule(tuple(sorted(set(kinks))), n=nk if not kinks else 60)
         return np.ascontiguousarray(k[:, None]), np.ascontiguousarray(w)
-    return tensor_rule(r, n if n is not None else KAPPA_NODES.get(r, 12))
+    return tensor_rule(r, n if n is not None else KAPPA_NODES.get(r, 8))
 
 
 def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
@@ -88,7 +90,8 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
-        ms = gaussian_moments(sigma, t, np.full_like(t, sq))
+        kw = INNER_NODES if loadings.shape[1] > 1 else {}
+        ms = gaussian_moments(sigma, t, np.full_like(t, sq), **kw)
         scale = float(np.max(ms[:, 2])) + 1e-300
         mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
         mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
@@ -109,7 +112,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]
-        m = n_omega if n_omega is not None else OMEGA_NODES.get(len(free), 10)
+        m = n_omega if n_omega is not None else OMEGA_NODES.get(len(free), 8)
         if free:
             om, wo = tensor_rule(len(free), m)
         else:
@@ -117,17 +120,20 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
         h, h2 = np.zeros(n), np.zeros(n)
         h1 = np.zeros((n, k))
         chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))
+        wom = wo[:, None] * om  # (m, k'): weights times the free omegas
         for s in range(0, n, chunk):
-            Z = np.repeat(shift[s:s + chunk, None, :], om.shape[0], axis=1)
+            e = min(n, s + chunk)
+            Z = np.empty((e - s, om.shape[0], k))
+            Z[...] = shift[s:e, None, :]
             for i, j in enumerate(free):
                 Z[:, :, j] += rho[j] * om[None, :, i]
             gv = np.asarray(target(Z), dtype=np.float64)
             if not np.all(np.isfinite(gv)):
                 raise ValueError("target returned non-finite values at quadrature nodes")
-            h[s:s + chunk] = gv @ wo
-            h2[s:s + chunk] = (gv * gv) @ wo
-            for i, j in enumerate(free):
-                h1[s:s + chunk, j] = (gv * om[None, :, i]) @ wo
+            h[s:e] = gv @ wo
+            h2[s:e] = (gv * gv) @ wo
+            if free:
+                h1[s:e][:, free] = gv @ wom
     g_scale = float(np.max(h2)) + 1e-300
     return (flush(h, math.sqrt(g_scale)), flush(np.asarray(h1), math.sqrt(g_scale)),
             np.array(h2, dtype=np.float64))

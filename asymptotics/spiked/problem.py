@@ -8,6 +8,7 @@ import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -67,6 +68,12 @@ def _matrix(name: str, value: object, ndim: int) -> np.ndarray:
     return a
 
 
+@lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """The target parser's vectorised g and k, cached (sympy parsing costs milliseconds)."""
+    return target_callable(text)
+
+
 def resolve_target(target: str | Function | Callable) -> tuple[Function | Callable, int, str]:
     """(g, k, name): a Function (single index, kinks known) or a vectorised g(Z), Z (..., k)."""
     if isinstance(target, Function):
@@ -75,7 +82,7 @@ def resolve_target(target: str | Function | Callable) -> tuple[Function | Callab
         try:
             return get_function(target), 1, target
         except ValueError:
-            g, k = target_callable(target)
+            g, k = _parsed(target)
             return g, k, target
     if callable(target):
         try:
