@@ -156,6 +156,12 @@ def test_curve_contributions_and_strict():
     assert {"loadings", "bulk", "fractions", "overlaps", "lam", "beta", "delta", "p"} <= set(df)
     contrib = spike_contributions(2.0, **kw)
     assert contrib["all"] < contrib["without_2"] < contrib["none"]
+    # four groups whose mu0_g(k) are nearly collinear once a direction is removed: the mean
+    # channel is an ill-conditioned least-squares problem, solved stably
+    four = dict(kw, target="z1*z2 + tanh(z1)", loadings=[[0.8, 0.1], [-0.5, 0.6], [0.2, -0.7],
+                                                        [0.4, 0.4]],
+                bulk=[1.0, 1.1, 0.9, 1.2], fractions=[0.25] * 4, overlaps=[[0.8, 0.1], [0.2, 0.7]])
+    assert all(np.isfinite(v) for v in spike_contributions(0.5, **four).values())
     from asymptotics.solver import SolverConfig
 
     bad = risk_spiked(2.0, solver=SolverConfig(max_iter=1), **kw)

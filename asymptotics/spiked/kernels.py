@@ -189,11 +189,36 @@ def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.nda
 
 
 @numba.njit(cache=True, error_model="numpy")
-def mean_solve(Bm: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Kernel: minimum-norm solution of the (possibly singular) mean-channel system."""
-    if Bm.shape[0] == 0 or np.max(np.abs(Bm)) == 0.0:
-        return np.zeros(rhs.shape[0])
-    return np.linalg.lstsq(Bm, rhs, 1e-12)[0]
+def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
+    """Kernel: the weighted designs of the mean channel, sq = sqrt(w/(1+V)):
+    Phi = [sq mu0; diag(sqrt(eps))] ((n + K) x K), Psi = [sq mub1_g k_a; 0] ((n + K) x K r) and
+    [sq h; 0], so that Phi^T Phi = E[mu0 mu0^T/(1+V)] + diag(eps) and the mean channel is a
+    least-squares problem solved stably (docs/THEORY.md §10.5)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    Phi = np.zeros((n + K, K))
+    Psi = np.zeros((n + K, K * r))
+    ht = np.zeros(n + K)
+    for j in range(n):
+        sq = np.sqrt(w[j] * iv[j])
+        ht[j] = sq * h[j]
+        for g in range(K):
+            Phi[j, g] = sq * mu0[j, g]
+            for i in range(r):
+                Psi[j, g * r + i] = sq * mb1[j, g] * kap[j, i]
+    for g in range(K):
+        Phi[n + g, g] = np.sqrt(eps[g])
+    return Phi, Psi, ht
+
+
+@numba.njit(cache=True, error_model="numpy")
+def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest are a
+    null space: only mu0(k) . m is determined there, and only it enters)."""
+    K = Phi.shape[1]
+    if np.max(np.abs(Phi)) == 0.0:
+        return np.zeros(K)
+    return np.linalg.lstsq(Phi, rhs, 1e-12)[0]
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -220,25 +245,6 @@ def _hats(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _mean_system(iv, w, kap, mu0, mb1, h, zeta):
-    """Kernel: (B00, rhs) of E[mu0 mu0^T/(1+V)] m = E[mu0 (h - sum_g mub1_g zeta_g.k)/(1+V)]."""
-    n, K = mb1.shape
-    zk = kap @ zeta.T
-    B = np.zeros((K, K))
-    rhs = np.zeros(K)
-    for j in range(n):
-        a = w[j] * iv[j]
-        t = h[j]
-        for g in range(K):
-            t -= mb1[j, g] * zk[j, g]
-        for g in range(K):
-            rhs[g] += a * mu0[j, g] * t
-            for l in range(K):
-                B[g, l] += a * mu0[j, g] * mu0[j, l]
-    return B, rhs
-
-
-@numba.njit(cache=True, error_model="numpy")
 def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: the literal map of all unknowns (its residual at the answer is what is reported)."""
     n, K = mb1.shape
@@ -251,11 +257,11 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
     for g in range(K):
         zeta[g] = beta * pi[g] * tau[g] * zh[g]
     psi = beta * (V1.T @ ph)
-    B, rhs = _mean_system(1.0 / (1.0 + V), w, kap, mu0, mb1, h, zeta)
+    eps = np.zeros(K)
     if p_inv > 0.0:
-        for g in range(K):
-            B[g, g] += p_inv / (A * V2[g])
-    m = mean_solve(B, rhs)
+        eps = p_inv / (A * V2)
+    Phi, Psi, ht = mean_design(1.0 / (1.0 + V), w, kap, mu0, mb1, h, eps)
+    m = mean_lstsq(Phi, ht - Psi @ zeta.ravel())
     X1 = Q1h + beta * (ph @ ph.T)
     X2 = Q2h.copy()
     for g in range(K):
@@ -286,55 +292,46 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
     M, v2 = vhats(iv, w, mb1, ms2, A)
     tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
-    nz = K * r
-    S = np.zeros((nz + K, nz + K))
-    y0 = np.zeros(nz + K)
+    eps = np.zeros(K)
+    if p_inv > 0.0:
+        eps = p_inv / (A * V2)
+    Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
     ph = np.zeros((K, k))
     for j in range(n):
         a = w[j] * iv[j]
         for g in range(K):
             for i in range(k):
                 ph[g, i] += a * mb1[j, g] * h1[j, i]
-            for i in range(r):
-                gi = g * r + i
-                f = a * mb1[j, g] * kap[j, i]
-                y0[gi] += f * h[j]
-                for l in range(K):
-                    for s in range(r):
-                        S[gi, l * r + s] += f * mb1[j, l] * kap[j, s]
-                    S[gi, nz + l] += f * mu0[j, l]
-            for l in range(K):
-                S[nz + g, nz + l] += a * mu0[j, g] * mu0[j, l]
-            y0[nz + g] += a * mu0[j, g] * h[j]
     ph *= A
-    C = S[:nz, :].copy()  # zetahat = A (y0 - C y) for the zeta rows
-    Sys = np.zeros((nz + K, nz + K))
-    rhs = np.zeros(nz + K)
+    # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
+    # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
+    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) as in full_map
+    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    nk = 0
+    for i in range(sv.shape[0]):
+        if sv[i] > 1e-12 * sv[0]:
+            nk += 1
+    Qb = np.ascontiguousarray(U[:, :nk])
+    Psr = Psi - Qb @ (Qb.T @ Psi)
+    htr = ht - Qb @ (Qb.T @ ht)
+    Sys = Psr.T @ Psr
+    rhs = Psr.T @ htr
     for g in range(K):
         dl = A * beta * pi[g] * tau[g]
         for i in range(r):
             gi = g * r + i
-            Sys[gi, :] = dl * S[gi, :]
+            Sys[gi, :] *= dl
+            rhs[gi] *= dl
             Sys[gi, gi] += 1.0
-            rhs[gi] = dl * y0[gi]
-        Sys[nz + g, :nz] = S[:nz, nz + g]
-        Sys[nz + g, nz:] = S[nz + g, nz:]
-        if p_inv > 0.0:
-            Sys[nz + g, nz + g] += p_inv / (A * V2[g])
-        rhs[nz + g] = y0[nz + g]
-    if np.max(np.abs(Sys[nz:, nz:])) == 0.0:  # no mean channel: m = 0
-        y = np.zeros(nz + K)
-        y[:nz] = np.linalg.solve(Sys[:nz, :nz], rhs[:nz])
-    else:
-        y = np.linalg.lstsq(Sys, rhs, 1e-12)[0]
-    zh = A * (y0[:nz] - C @ y)
+    zeta = np.linalg.solve(Sys, rhs)
+    m = mean_lstsq(Phi, ht - Psi @ zeta)
+    zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
     state[o_v2:o_z] = V2in
-    state[o_z:o_p] = y[:nz]
+    state[o_z:o_p] = zeta
     state[o_p:o_m] = (beta * (V1.T @ ph)).ravel()
-    state[o_m:] = y[nz:]
-    m = y[nz:]
+    state[o_m:] = m
     # Q: Qhat = r0 + Kq Q, Q = L(Qhat + extra), L = -dV
     b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
     iv2 = iv * iv

@@ -111,8 +111,8 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
             v = v_map(v, *vargs)
         state, ok = complete(v, *a)
         fx = full_map(state, *a)
-        resid = relative_residual(state, fx, solver.scale_floor)
         o = sizes(K, *prob.loadings.shape[1:], prob.k)
+        resid = relative_residual(state, fx, solver.scale_floor)
         q_ok = ok and np.all(np.isfinite(state)) and np.all(state[o[1]:o[2]] >= 0)
         q_ok = q_ok and np.all(np.diag(state[:o[1]].reshape(K, K)) >= 0)
         if not q_ok:
