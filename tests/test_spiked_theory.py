@@ -187,3 +187,18 @@ def test_clear_errors(change, message):
         risk_spiked(1.0, **{**kw, **change})
     with pytest.raises(ValueError, match="alpha must be > 0"):
         risk_spiked(0.0, **kw)
+
+
+@pytest.mark.parametrize("alpha,beta", [(0.5, 1.0), (2.0, 1.0), (0.5, 2.0), (2.0, 2.0)])
+def test_ridgeless_limit_is_the_srf_one(alpha, beta):
+    """lam = 0: directly where the equations have a finite solution, else the lam -> 0+ ladder
+    (Richardson) or the divergence at the interpolation peak alpha = beta, as the one-spike
+    solver (asymptotics.points) decides."""
+    ref = A.risk(alpha, model="srf", lam=0.0, beta=beta)
+    res = risk_spiked(alpha, sigma="tanh", target="tanh", loadings=[[ref.r]], bulk=[ref.c],
+                      fractions=[1.0], overlaps=[[ref.gamma]], lam=0.0, beta=beta)
+    assert res.status == ref.status and res.converged == ref.converged
+    if ref.converged:
+        assert abs(res.risk - ref.risk) <= 1e-8
+    else:
+        assert math.isnan(res.risk)

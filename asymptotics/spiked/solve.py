@@ -120,6 +120,16 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
         elif not resid <= solver.rtol:
             status = Status.MAX_ITER
     conv = status == Status.CONVERGED
+    if not conv and prob.lam == 0.0:  # the ridgeless limit lam -> 0+ (docs/THEORY.md §10.5)
+        from .ridgeless import ridgeless_limit
+
+        lim = ridgeless_limit(prob, alpha, solver,
+                              lambda pr, al, sv, x: solve_spiked(pr, al, sv, x0=x))
+        if lim is not None:
+            if strict and not lim.converged:
+                raise ConvergenceError(f"K-group equations at lam = 0, alpha={alpha:g}: "
+                                       f"{lim.message}")
+            return lim
     risk = risk_of(state, *a[:8]) if conv else math.nan
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
