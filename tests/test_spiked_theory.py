@@ -64,13 +64,14 @@ def test_gamma_override_is_the_unlearned_one_spike_part():
     assert abs(res.risk - ref.risk) <= 1e-8
 
 
-@pytest.mark.parametrize("sigma", ["tanh", "erf"])
-def test_odd_sigma_with_opposite_groups_is_one_group(sigma):
+@pytest.mark.parametrize("sigma,p", [("tanh", None), ("erf", None), ("tanh", 100)])
+def test_odd_sigma_with_opposite_groups_is_one_group(sigma, p):
     """Odd sigma: ridge is invariant under flipping the sign of features, and sigma(-u.k + ...)
-    = -sigma(u.k - ...); groups +u and -u are one group with loadings u (r = 2, k = 2)."""
+    = -sigma(u.k - ...); groups +u and -u are one group with loadings u (r = 2, k = 2), at any
+    width (the finite-p closure of THEORY.md §10.6 keeps the symmetry)."""
     u = [0.7, -0.4]
     kw = dict(sigma=sigma, target="z1*z2 + tanh(z1)", bulk=[1.1, 1.1],
-              overlaps=[[0.8, 0.1], [0.3, 0.6]], **BASE)
+              overlaps=[[0.8, 0.1], [0.3, 0.6]], p=p, **BASE)
     two = risk_spiked(1.2, loadings=[u, [-0.7, 0.4]], fractions=[0.3, 0.7], **kw)
     one = risk_spiked(1.2, loadings=[u], fractions=[1.0], **{**kw, "bulk": [1.1]})
     assert two.converged and one.converged
@@ -104,6 +105,15 @@ def test_no_loadings_is_random_features(sigma, target):
         out.append(res.risk)
         assert abs(res.risk - ref) <= 1e-7
     assert abs(out[0] - out[1]) <= 1e-10
+
+
+def test_callable_target_is_the_expression():
+    """A callable of k arguments is the same target as the expression in z1..zk."""
+    kw = dict(sigma="tanh", loadings=[[0.3, -0.2]], bulk=[1.1], fractions=[1.0],
+              overlaps=[[0.8, 0.1], [0.3, 0.6]], **BASE)
+    a = risk_spiked(1.2, target=lambda z1, z2: z1 * z2 + np.tanh(z1), **kw)
+    b = risk_spiked(1.2, target="z1*z2 + tanh(z1)", **kw)
+    assert a.converged and a.risk == pytest.approx(b.risk, abs=1e-12)
 
 
 def _draw(K, r, k, d, beta, seed, lam=0.05):
@@ -207,8 +217,8 @@ def test_ridgeless_limit_is_the_srf_one(alpha, beta):
 def _linear_ridge_risk(W, Theta, grad, Eg2, alpha, lam):
     """Independent reference for sigma(z) = z: ridge on the Gaussian features W x, by the
     deterministic equivalent of linear ridge with population covariance Sigma = W W^T (Hastie,
-    Montanari, Rosset, Tibshirani 2022), the target's nonlinear part acting as noise;
-    E[x g] = Theta E[grad g] (Stein)."""
+    Montanari, Rosset, Tibshirani 2022, arXiv 1903.08560), the target's nonlinear part acting
+    as noise; E[x g] = Theta E[grad g] (Stein)."""
     from scipy.optimize import brentq
 
     p, d = W.shape
