@@ -45,13 +45,16 @@ class Tables:
     h2: np.ndarray  # (n,)
 
 
-def tensor_rule(r: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned."""
-    x, w = gauss_hermite(n)
+def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
+    ``n`` nodes per dimension, or a tuple of counts."""
+    counts = (n,) * r if isinstance(n, int) else tuple(n)
     if r == 1:
+        x, w = gauss_hermite(counts[0])
         return x[:, None].copy(), w.copy()
-    pts = np.array(list(itertools.product(x, repeat=r)))
-    wts = np.prod(np.array(list(itertools.product(w, repeat=r))), axis=1)
+    rules = [gauss_hermite(m) for m in counts]
+    pts = np.array(list(itertools.product(*[x for x, _ in rules])))
+    wts = np.prod(np.array(list(itertools.product(*[w for _, w in rules]))), axis=1)
     keep = wts > PRUNE * wts.max()
     wts = wts[keep]
     return np.ascontiguousarray(pts[keep]), wts / wts.sum()
@@ -100,10 +103,12 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
-                  kappa: np.ndarray, overlaps: np.ndarray,
-                  n_omega: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  kappa: np.ndarray, overlaps: np.ndarray, n_omega: int | None = None,
+                  degrees: tuple[int | None, ...] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h, h1, h2) on the kappa nodes; ``target`` is a Function (k = 1) or a vectorised g(Z),
-    Z of shape (..., k)."""
+    Z of shape (..., k). ``degrees``: per variable, the target's degree as a polynomial in it
+    (None: not one); such a dimension gets degree + 1 nodes, exact for h, h1, h2."""
     shift = kappa @ overlaps  # (n, k)
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
@@ -113,8 +118,10 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     else:
         free = [j for j in range(k) if rho[j] > 0]
         m = n_omega if n_omega is not None else OMEGA_NODES.get(len(free), 8)
+        counts = tuple(m if degrees is None or degrees[j] is None else min(m, degrees[j] + 1)
+                       for j in free)
         if free:
-            om, wo = tensor_rule(len(free), m)
+            om, wo = tensor_rule(len(free), counts)
         else:
             om, wo = np.zeros((1, 0)), np.ones(1)
         h, h2 = np.zeros(n), np.zeros(n)
@@ -141,11 +148,12 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
 
 def build_tables(sigma: Function, target: Function | Callable, k: int, loadings: np.ndarray,
                  bulk: np.ndarray, overlaps: np.ndarray, *, n_kappa: int | None = None,
-                 n_omega: int | None = None) -> Tables:
+                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None
+                 ) -> Tables:
     """All tables of a problem (docs/THEORY.md §10.2)."""
     kinks = target.kinks if isinstance(target, Function) else ()
     kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps)
     mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk)
-    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega)
+    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees)
     c = np.ascontiguousarray
     return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import checks
 from ..functions import Function, get_function
-from ..targets import target_callable
+from ..targets import parse_target, target_callable
 from .coefficients import Tables, build_tables
 
 SUM_TOL = 1e-9
@@ -72,6 +72,21 @@ def _matrix(name: str, value: object, ndim: int) -> np.ndarray:
 def _parsed(text: str) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
     """The target parser's vectorised g and k, cached (sympy parsing costs milliseconds)."""
     return target_callable(text)
+
+
+@lru_cache(maxsize=64)
+def target_degrees(text: str) -> tuple[int | None, ...]:
+    """Per variable z_j, the degree of the target as a polynomial in z_j (the others fixed), or
+    None where it is not one: Gauss-Hermite with degree + 1 nodes is then exact in omega_j for
+    h, h1 and h2 (docs/THEORY.md §10.2)."""
+    expr, syms = parse_target(text)
+    out: list[int | None] = []
+    for z in syms:
+        try:
+            out.append(int(expr.as_poly(z).degree()) if expr.is_polynomial(z) else None)
+        except Exception:  # noqa: BLE001 (sympy raises many kinds on non-polynomials)
+            out.append(None)
+    return tuple(out)
 
 
 def resolve_target(target: str | Function | Callable) -> tuple[Function | Callable, int, str]:
@@ -145,5 +160,7 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
     delta = checks.positive("delta", delta, allow_zero=True)
     if p is not None:
         p = None if p == math.inf else checks.real("p", p, 1.0)
-    tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega)
+    degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
+        g, Function) else None
+    tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega, degrees=degrees)
     return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)
