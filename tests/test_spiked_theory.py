@@ -13,7 +13,12 @@ import pytest
 import asymptotics as A
 from asymptotics.points import ConvergenceError
 from asymptotics.rf_ridge import rf_ridge_risk
-from asymptotics.spiked import risk_spiked, risk_spiked_curve, spike_contributions
+from asymptotics.spiked import (
+    risk_spiked,
+    risk_spiked_curve,
+    risk_spiked_grid,
+    spike_contributions,
+)
 from asymptotics.spiked.empirical import (
     deterministic_quantities,
     exact_quantities,
@@ -51,6 +56,16 @@ def test_one_group_one_spike_at_finite_width(sigma, target, p):
                  model="srf")
     assert abs(res.risk - ref.risk) <= 1e-8
     assert abs(ref.risk - inf.risk) > 1e-3  # the finite-p effect is there
+
+
+@pytest.mark.parametrize("alpha", [0.5, 2.0])
+def test_one_group_one_spike_with_label_noise(alpha):
+    """Label noise Delta enters the training residual only (E + Delta in Qhat): the sRF theory
+    with delta = 0.3 (its mapping includes the noise too)."""
+    ref = A.risk(alpha, model="srf", lam=0.01, beta=1.0, delta=0.3)
+    res = risk_spiked(alpha, sigma="tanh", target="tanh", loadings=[[ref.r]], bulk=[ref.c],
+                      fractions=[1.0], overlaps=[[ref.gamma]], lam=0.01, beta=1.0, delta=0.3)
+    assert abs(res.risk - ref.risk) <= 1e-8
 
 
 def test_gamma_override_is_the_unlearned_one_spike_part():
@@ -162,6 +177,8 @@ def test_curve_contributions_and_strict():
     the risk; an unconverged point is NaN (max_iter = 1), and strict=True raises."""
     kw = dict(sigma="tanh", target="z1 + z1*z2", loadings=[[0.8, 0.0], [0.0, 0.8]],
               bulk=[1.0, 1.0], fractions=[0.5, 0.5], overlaps=[[1.0, 0.0], [0.0, 1.0]], **BASE)
+    grid = risk_spiked_grid([0.5, 1.0], [0.01, 0.1], **kw)
+    assert len(grid) == 4 and list(grid.lam) == [0.01, 0.01, 0.1, 0.1] and grid.converged.all()
     df = risk_spiked_curve([0.5, 1.0, 2.0], **kw)
     assert list(df.alpha) == [0.5, 1.0, 2.0] and df.converged.all()
     assert {"loadings", "bulk", "fractions", "overlaps", "lam", "beta", "delta", "p"} <= set(df)
