@@ -113,8 +113,14 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
         fx = full_map(state, *a)
         o = sizes(K, *prob.loadings.shape[1:], prob.k)
         resid = relative_residual(state, fx, solver.scale_floor)
-        q_ok = ok and np.all(np.isfinite(state)) and np.all(state[o[1]:o[2]] >= 0)
-        q_ok = q_ok and np.all(np.diag(state[:o[1]].reshape(K, K)) >= 0)
+        # the physical domain Q2 >= 0, diag Q1 >= 0, up to round-off (a perfect fit has Q = 0)
+        tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if np.all(
+            np.isfinite(state)) else 0.0
+        q1d = np.diag(state[:o[1]].reshape(K, K))
+        q_ok = ok and np.all(np.isfinite(state)) and np.all(state[o[1]:o[2]] >= -tiny)
+        q_ok = q_ok and np.all(q1d >= -tiny)
+        if q_ok:
+            state[o[1]:o[2]] = np.maximum(state[o[1]:o[2]], 0.0)
         if not q_ok:
             status = Status.OUT_OF_DOMAIN
         elif not resid <= solver.rtol:
