@@ -93,6 +93,16 @@ def test_odd_sigma_with_opposite_groups_is_one_group(sigma, p):
     assert abs(two.risk - one.risk) <= 1e-8
 
 
+def test_identical_groups_are_one_group():
+    """Splitting one group into three identical ones (fractions 0.2, 0.5, 0.3) changes nothing."""
+    kw = dict(sigma="relu", target="z1 + z1*z2", overlaps=[[0.6, 0.2], [0.3, 0.7]], **BASE)
+    one = risk_spiked(1.4, loadings=[[0.5, -0.4]], bulk=[1.2], fractions=[1.0], **kw)
+    three = risk_spiked(1.4, loadings=[[0.5, -0.4]] * 3, bulk=[1.2] * 3,
+                        fractions=[0.2, 0.5, 0.3], **kw)
+    assert one.converged and three.converged
+    assert abs(one.risk - three.risk) <= 1e-8
+
+
 def test_parallel_loadings_are_one_spike():
     """All u_g parallel to a unit e of R^2: r = 1 along e with overlaps e^T Gamma; the direction
     of V orthogonal to e becomes an unlearned one (through the zeta feedback, THEORY.md §10.5)."""
