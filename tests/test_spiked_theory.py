@@ -58,6 +58,19 @@ def test_one_group_one_spike_at_finite_width(sigma, target, p):
     assert abs(ref.risk - inf.risk) > 1e-3  # the finite-p effect is there
 
 
+@pytest.mark.parametrize("c", [0.02, 0.5])
+def test_one_group_one_spike_given_spike(c):
+    """A spike (r, c, gamma) given directly, down to a nearly empty bulk (the kappa rule is split
+    at relu's kink, as the one-spike rule does for c < 0.05)."""
+    from asymptotics.srf import SpikeMapping
+
+    sp = SpikeMapping(0.9, c, 0.8, 0.6, math.nan, math.nan, math.nan, math.nan)
+    ref = A.risk(1.5, sigma="relu", target="tanh", model="srf", spike=sp, lam=0.01, beta=1.0)
+    res = risk_spiked(1.5, sigma="relu", target="tanh", loadings=[[0.9]], bulk=[c],
+                      fractions=[1.0], overlaps=[[0.8]], lam=0.01, beta=1.0)
+    assert abs(res.risk - ref.risk) <= 1e-8
+
+
 @pytest.mark.parametrize("alpha", [0.5, 2.0])
 def test_one_group_one_spike_with_label_noise(alpha):
     """Label noise Delta enters the training residual only (E + Delta in Qhat): the sRF theory

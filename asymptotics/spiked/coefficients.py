@@ -61,14 +61,21 @@ def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarra
 
 
 def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
-                overlaps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.cget`` (split at the
-    target's kinks in kappa when a target direction is fully learned)."""
+                overlaps: np.ndarray, sigma_kinks: tuple[float, ...] = (),
+                loadings: np.ndarray | None = None,
+                bulk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.cget``: split at the
+    target's kinks in kappa when a target direction is fully learned, and at sigma's kinks
+    t / u_g of a group whose bulk is nearly zero (c_g < 0.05)."""
     if r == 1:
         kinks: list[float] = []
         gam = overlaps[0]
         if target_kinks and gam.shape[0] == 1 and gam[0] != 0.0:
             kinks = [t / gam[0] for t in target_kinks]
+        if sigma_kinks and loadings is not None and bulk is not None:
+            for u, c in zip(loadings[:, 0], bulk, strict=True):
+                if u != 0.0 and c < 0.05:
+                    kinks += [t / u for t in sigma_kinks]
         nk = n if n is not None else KAPPA_NODES[1]
         k, w = kappa_rule(tuple(sorted(set(kinks))), n=nk if not kinks else 60)
         return np.ascontiguousarray(k[:, None]), np.ascontiguousarray(w)
@@ -152,7 +159,7 @@ def build_tables(sigma: Function, target: Function | Callable, k: int, loadings:
                  ) -> Tables:
     """All tables of a problem (docs/THEORY.md §10.2)."""
     kinks = target.kinks if isinstance(target, Function) else ()
-    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps)
+    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
     mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk)
     h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees)
     c = np.ascontiguousarray
