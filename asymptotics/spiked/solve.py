@@ -15,7 +15,8 @@ import numpy as np
 from .. import checks
 from ..functions import Function
 from ..points import ConvergenceError
-from ..solver import SolverConfig, Status, relative_residual, solve
+from ..solver import SolverConfig, Status, relative_residual
+from .anderson import anderson
 from .kernels import complete, full_map, risk_of, sizes, v_map
 from .problem import SpikedProblem, build_spiked_problem
 
@@ -75,6 +76,14 @@ def _unpack(prob: SpikedProblem, x: np.ndarray) -> dict:
             for i, (n, s) in enumerate(zip(STATE_NAMES, shapes, strict=True))}
 
 
+class _Solved:
+    """The outcome of the V-subsystem solve (the fields of ``solver.SolverResult`` used here)."""
+
+    def __init__(self, x: np.ndarray, status: Status, n_iter: int, residual: float) -> None:
+        self.x, self.status, self.n_iter, self.residual = x, status, n_iter, residual
+        self.converged = status == Status.CONVERGED
+
+
 def cold_start(prob: SpikedProblem) -> np.ndarray:
     """(V1, V2) to start from: 0.5 diag(pi), 0.5 pi."""
     pi = prob.fractions
@@ -93,15 +102,18 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     attempts = [x0] if x0 is not None else []
     attempts += [cold_start(prob), cold_start(prob)]
     res = None
+    nn = np.array(nonneg, dtype=np.int64)
     for i, start in enumerate(attempts):
         cfg = solver if i < len(attempts) - 1 else SolverConfig(
             solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
-        cfg = SolverConfig(cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
-                           cfg.anderson)
-        res = solve(lambda x: v_map(x, *vargs), start, cfg, nonneg=nonneg)
-        if res.converged:
+        x, code, n_it, rr = anderson(np.asarray(start, dtype=np.float64), nn, *vargs,
+                                     cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
+                                     cfg.anderson)
+        res = (x, Status(int(code)), int(n_it), float(rr))
+        if res[1] == Status.CONVERGED:
             break
     assert res is not None
+    res = _Solved(*res)
     status, n_iter = res.status, res.n_iter
     state = np.full(sizes(K, *prob.loadings.shape[1:], prob.k)[-1], np.nan)
     resid = res.residual
