@@ -16,6 +16,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,7 +49,13 @@ class Tables:
 def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
     ``n`` nodes per dimension, or a tuple of counts."""
-    counts = (n,) * r if isinstance(n, int) else tuple(n)
+    pts, wts = _tensor_rule((n,) * r if isinstance(n, int) else tuple(n))
+    return pts.copy(), wts.copy()
+
+
+@lru_cache(maxsize=32)
+def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    r = len(counts)
     if r == 1:
         x, w = gauss_hermite(counts[0])
         return x[:, None].copy(), w.copy()
