@@ -17,6 +17,7 @@ K = r = 1 with ``loadings = [[r]]``, ``bulk = [c]``, ``overlaps = [[gamma]]`` is
 sRF theory, ``asymptotics.risk(model="srf")`` with the spike (r, c, gamma).
 """
 
+from .._kernel_cache import guard as _guard_kernel_cache
 from .problem import SpikedProblem, build_spiked_problem
 from .solve import (
     SpikedResult,
@@ -26,6 +27,9 @@ from .solve import (
     solve_spiked,
     spike_contributions,
 )
+
+# anderson inlines kernels.v_map: cached kernels never outlive an edit of a kernel they inline
+_guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson"])
 
 __all__ = ["SpikedProblem", "SpikedResult", "build_spiked_problem", "risk_spiked",
            "risk_spiked_curve", "risk_spiked_grid", "solve_spiked", "spike_contributions"]
