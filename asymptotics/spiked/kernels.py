@@ -1,14 +1,15 @@
 """Numba kernels of the K-group, r-spike equations (docs/THEORY.md §10.3-§10.5).
 
-Unknowns: V1, Q1 (K x K), V2, Q2, m (K), zeta (K x r), psi (K x k); the state vector is their
-concatenation in that order (``pack``). On every kappa node,
+Unknowns: V1, Q1 (K x K), V2, Q2, m (K), zeta (K x r), psi (K x k); the state vector is the
+concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On every kappa node,
     V(k) = mub1^T V1 mub1 + mus2 . V2,   q(k) = mub1^T Q1 mub1 + mus2 . Q2,
     b(k) = mu0 . m + sum_g mub1_g zeta_g . k,
     E(k) = h2 - 2 b h + b^2 - 2 sum_g mub1_g psi_g . h1 + q(k)   (E + Delta in the conjugates).
 The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
 D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
 X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
-psi_g = beta sum_h V1_hg psihat_h; m from its K x K linear system (§10.5, finite p in §10.6).
+psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, finite p in
+§10.6).
 """
 
 from __future__ import annotations
@@ -281,8 +282,9 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
 @numba.njit(cache=True, error_model="numpy")
 def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
-    system (the -b feedback of zetahat), psi, then (Q1, Q2) from theirs (Qhat is affine in Q).
-    Returns (state, ok); ok False where the Q-system has no physical solution (det <= 0)."""
+    system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
+    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok); ok False
+    where the Q-system has no physical solution (det <= 0 or a non-positive diagonal)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
