@@ -331,3 +331,14 @@ def test_finite_width_against_linear_ridge():
     se = np.std(ex, ddof=1) / math.sqrt(len(ex))
     assert fin.converged and fin.risk > 0.03
     assert abs(fin.risk - np.mean(ex)) <= 4 * se + 10 / d * fin.risk
+
+
+def test_ridgeless_peak_diverges():
+    """At lam = 0 and alpha = beta the Q-system is singular: status "diverged", risk NaN (the
+    numbers next to it, alpha = 1.001 and 2, are finite)."""
+    kw = dict(sigma="relu", target="z1*z2", loadings=[[0.8, 0.2], [0.1, -0.9]], bulk=[1.0, 1.2],
+              fractions=[0.6, 0.4], overlaps=[[0.9, 0.1], [0.1, 0.9]], lam=0.0, beta=1.0)
+    peak = risk_spiked(1.0, **kw)
+    assert not peak.converged and peak.status == "diverged" and math.isnan(peak.risk)
+    near, far = risk_spiked(1.001, **kw), risk_spiked(2.0, **kw)
+    assert near.converged and far.converged and near.risk > 100 * far.risk

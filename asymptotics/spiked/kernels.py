@@ -18,6 +18,9 @@ import numba
 import numpy as np
 
 TAU_TOL = 1e-14
+#: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
+#: regression; a determinant below DET_MIN (a risk ~ 1/det above ~1e10) is no physical solution
+DET_MIN = 1e-10
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -284,7 +287,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
     system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
     design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok); ok False
-    where the Q-system has no physical solution (det <= 0 or a non-positive diagonal)."""
+    where the Q-system has no physical solution (det <= DET_MIN or a non-positive
+    diagonal)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -362,7 +366,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
         e1, e2 = dresolvent(M, tau, beta, pi, K1, K2)
         Mq[:K * K, col] += e1.ravel()
         Mq[K * K:, col] += e2
-    ok = np.linalg.det(Mq) > 0.0
+    ok = np.linalg.det(Mq) > DET_MIN
     for i in range(nq):
         ok = ok and Mq[i, i] > 0.0
     qv = np.linalg.solve(Mq, c0)
