@@ -342,3 +342,54 @@ def test_ridgeless_peak_diverges():
     assert not peak.converged and peak.status == "diverged" and math.isnan(peak.risk)
     near, far = risk_spiked(1.001, **kw), risk_spiked(2.0, **kw)
     assert near.converged and far.converged and near.risk > 100 * far.risk
+
+
+def test_semi_empirical_one_group_is_the_one_spike_semi_empirical_theory():
+    """The semi-empirical form (THEORY.md §10.3) on a given first layer W = sqrt(c) G + r 1 v^T,
+    K = r = 1, is the one-spike theory of that layer (asymptotics.risk(model="srf",
+    measure=from_weights(W, v, theta)); its spike r = mean(W v), c = tr(W Pi W^T)/p and the
+    centred bulk), to 1e-8."""
+    from asymptotics.marchenko_pastur import from_weights
+    from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
+
+    rng = np.random.default_rng(0)
+    d = p = 200
+    Q = np.linalg.qr(rng.standard_normal((d, 2)))[0]
+    v, t = Q[:, 0], Q[:, 1]
+    W = math.sqrt(1.1) * sphere_rows(rng, p, d) + 0.6 * np.outer(np.ones(p), v)
+    theta = 0.7 * v + math.sqrt(1 - 0.49) * t
+    meas = from_weights(W, v, theta)
+    r_e = float(np.mean(W @ v))
+    B = W - np.outer(W @ v, v)
+    c_e = float(np.sum(B * B) / p)
+    G = (W - r_e * np.outer(np.ones(p), v)) / math.sqrt(c_e)
+    for alpha in (0.5, 2.0):
+        ref = A.risk(alpha, sigma="tanh", target="tanh", model="srf", measure=meas, lam=0.01,
+                     beta=1.0)
+        res = risk_spiked_semi_empirical(alpha, G=G, labels=np.zeros(p, dtype=int),
+                                         V=v[:, None], T=t[:, None], sigma="tanh",
+                                         target="tanh", loadings=[[r_e]], bulk=[c_e],
+                                         overlaps=[[meas.gamma]], lam=0.01)
+        assert res.converged and abs(res.risk - ref.risk) <= 1e-8
+
+
+def test_semi_empirical_opposite_groups_on_one_bulk():
+    """Semi-empirical, odd sigma: groups +u and -u on a bulk G are one group with u on the bulk
+    whose second group's rows are negated (exactly, for the sampled G)."""
+    from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
+
+    rng = np.random.default_rng(1)
+    d = p = 160
+    G = sphere_rows(rng, p, d)
+    Q = np.linalg.qr(rng.standard_normal((d, 4)))[0]
+    lab = group_labels(np.array([0.4, 0.6]), p)
+    u = np.array([0.7, -0.4])
+    kw = dict(sigma="tanh", target="z1*z2 + tanh(z1)", overlaps=[[0.8, 0.1], [0.3, 0.6]],
+              lam=0.01, V=Q[:, :2], T=Q[:, 2:])
+    two = risk_spiked_semi_empirical(1.2, G=G, labels=lab, loadings=[u, -u], bulk=[1.1, 1.1],
+                                     **kw)
+    flipped = G * np.where(lab == 1, -1.0, 1.0)[:, None]
+    one = risk_spiked_semi_empirical(1.2, G=flipped, labels=np.zeros(p, dtype=int),
+                                     loadings=[u], bulk=[1.1], **kw)
+    assert two.converged and one.converged
+    assert abs(two.risk - one.risk) <= 1e-8

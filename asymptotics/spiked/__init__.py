@@ -19,6 +19,7 @@ sRF theory, ``asymptotics.risk(model="srf")`` with the spike (r, c, gamma).
 
 from .._kernel_cache import guard as _guard_kernel_cache
 from .problem import SpikedProblem, build_spiked_problem
+from .semi_empirical import risk_spiked_semi_empirical
 from .solve import (
     SpikedResult,
     risk_spiked,
@@ -32,4 +33,5 @@ from .solve import (
 _guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson"])
 
 __all__ = ["SpikedProblem", "SpikedResult", "build_spiked_problem", "risk_spiked",
-           "risk_spiked_curve", "risk_spiked_grid", "solve_spiked", "spike_contributions"]
+           "risk_spiked_curve", "risk_spiked_grid", "risk_spiked_semi_empirical", "solve_spiked",
+           "spike_contributions"]
