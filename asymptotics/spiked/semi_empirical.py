@@ -1,9 +1,10 @@
 """The semi-empirical K-group theory (docs/THEORY.md §10.3): the equations solved with the exact
 p x p resolvent of a given bulk G (rows of group g: sqrt(c_g) G_i + V u_g), its learned basis V
 and the unlearned target directions T, instead of the deterministic block resolvent (§10.4).
-Costs a p x p inverse per iteration (a second or so at p = 1000); p -> infinity closure of the
-mean channel. With K = r = 1 it is the one-spike semi-empirical theory of a given first layer
-(``asymptotics.risk(model="srf", measure=from_weights(W, v, theta))``), exactly.
+Costs a p x p inverse per iteration and K^4 block traces (about 10 s a point at p = 900); the
+p -> infinity closure of the mean channel. With K = r = 1 it is the one-spike semi-empirical
+theory of a given first layer (``asymptotics.risk(model="srf", measure=from_weights(W, v,
+theta))``), exactly.
 
 Units: Omega = G Pi G^T (Pi = I - V V^T), fields s = sum_g P_g G (V zetahat_g + T psihat_g), and
 V1_gh = tr(P_g Omega P_h R)/p, V2_g = tr(P_g R)/p, zeta = Zm zetahat + Xm psihat,
