@@ -7,6 +7,7 @@ from .cget import conditional_coefficients, ge_coefficients
 from .functions import Function, available, get_function
 from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
 from .solver import SolverConfig
+from .spiked import risk_spiked as risk_spiked
 from .srf import SpikeMapping, common_row_ratio, srf_mapping
 
 _guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline

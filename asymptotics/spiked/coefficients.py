@@ -1,0 +1,173 @@
+"""Quadrature tables of the K-group, r-spike theory (docs/THEORY.md §10.2): the cGET
+coefficients of each group on r-dimensional kappa nodes and the target's conditional moments.
+
+For group g and a node kappa (xi ~ N(0, 1)), with t = u_g . kappa:
+    mu0_g = E sigma(t + sqrt(c_g) xi),  mub1_g = E[xi sigma(t + sqrt(c_g) xi)]  (not / sqrt c),
+    mus2_g = E sigma(t + sqrt(c_g) xi)^2 - mu0_g^2 - mub1_g^2,
+and for the target, with z_j = Gamma_j . kappa + rho_j omega_j, omega ~ N(0, I_k):
+    h = E g(z),  h1_j = E[omega_j g(z)],  h2 = E g(z)^2.
+The kappa rule is a tensor Gauss-Hermite rule pruned of negligible weights; for r = 1 it is the
+rule of the one-spike theory (``asymptotics.cget``), split at the target's kinks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..functions import Function
+from ..quadrature import gauss_hermite, gaussian_moments, kappa_rule
+
+#: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
+KAPPA_NODES = {1: 120, 2: 24, 3: 12}
+#: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
+OMEGA_NODES = {1: 40, 2: 16, 3: 10}
+PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
+#: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
+INNER_NODES = dict(n_smooth=96, n_piece=40)
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Everything the kernels need on the kappa nodes (arrays C-contiguous, float64)."""
+
+    kappa: np.ndarray  # (n, r)
+    weights: np.ndarray  # (n,), sum 1
+    mu0: np.ndarray  # (n, K)
+    mub1: np.ndarray  # (n, K)
+    mus2: np.ndarray  # (n, K)
+    h: np.ndarray  # (n,)
+    h1: np.ndarray  # (n, k)
+    h2: np.ndarray  # (n,)
+
+
+def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
+    ``n`` nodes per dimension, or a tuple of counts."""
+    pts, wts = _tensor_rule((n,) * r if isinstance(n, int) else tuple(n))
+    return pts.copy(), wts.copy()
+
+
+@lru_cache(maxsize=32)
+def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    r = len(counts)
+    if r == 1:
+        x, w = gauss_hermite(counts[0])
+        return x[:, None].copy(), w.copy()
+    rules = [gauss_hermite(m) for m in counts]
+    pts = np.array(list(itertools.product(*[x for x, _ in rules])))
+    wts = np.prod(np.array(list(itertools.product(*[w for _, w in rules]))), axis=1)
+    keep = wts > PRUNE * wts.max()
+    wts = wts[keep]
+    return np.ascontiguousarray(pts[keep]), wts / wts.sum()
+
+
+def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
+                overlaps: np.ndarray, sigma_kinks: tuple[float, ...] = (),
+                loadings: np.ndarray | None = None,
+                bulk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.cget``: split at the
+    target's kinks in kappa when a target direction is fully learned, and at sigma's kinks
+    t / u_g of a group whose bulk is nearly zero (c_g < 0.05)."""
+    if r == 1:
+        kinks: list[float] = []
+        gam = overlaps[0]
+        if target_kinks and gam.shape[0] == 1 and gam[0] != 0.0:
+            kinks = [t / gam[0] for t in target_kinks]
+        if sigma_kinks and loadings is not None and bulk is not None:
+            for u, c in zip(loadings[:, 0], bulk, strict=True):
+                if u != 0.0 and c < 0.05:
+                    kinks += [t / u for t in sigma_kinks]
+        nk = n if n is not None else KAPPA_NODES[1]
+        k, w = kappa_rule(tuple(sorted(set(kinks))), n=nk if not kinks else 60)
+        return np.ascontiguousarray(k[:, None]), np.ascontiguousarray(w)
+    return tensor_rule(r, n if n is not None else KAPPA_NODES.get(r, 8))
+
+
+def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
+    """Exact zeros for round-off (as ``asymptotics.cget``): empty channels stay exactly empty."""
+    out = np.array(values, dtype=np.float64)
+    if out.size and np.max(np.abs(out)) <= rel * scale:
+        out[...] = 0.0
+    else:
+        out[np.abs(out) <= 1e-15 * scale] = 0.0
+    return out
+
+
+def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
+                   bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
+    n, K = kappa.shape[0], loadings.shape[0]
+    mu0, mb1, ms2 = (np.zeros((n, K)) for _ in range(3))
+    for g in range(K):
+        t = kappa @ loadings[g]
+        sq = math.sqrt(bulk[g])
+        kw = INNER_NODES if loadings.shape[1] > 1 else {}
+        ms = gaussian_moments(sigma, t, np.full_like(t, sq), **kw)
+        scale = float(np.max(ms[:, 2])) + 1e-300
+        mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
+        mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
+        ms2[:, g] = np.maximum(flush(ms[:, 2] - ms[:, 0] ** 2 - ms[:, 1] ** 2, scale), 0.0)
+    return mu0, mb1, ms2
+
+
+def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
+                  kappa: np.ndarray, overlaps: np.ndarray, n_omega: int | None = None,
+                  degrees: tuple[int | None, ...] | None = None
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(h, h1, h2) on the kappa nodes; ``target`` is a Function (k = 1) or a vectorised g(Z),
+    Z of shape (..., k). ``degrees``: per variable, the target's degree as a polynomial in it
+    (None: not one); such a dimension gets degree + 1 nodes, exact for h, h1, h2."""
+    shift = kappa @ overlaps  # (n, k)
+    rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
+    n = kappa.shape[0]
+    if isinstance(target, Function):
+        mg = gaussian_moments(target, shift[:, 0], np.full(n, rho[0]))
+        h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
+    else:
+        free = [j for j in range(k) if rho[j] > 0]
+        m = n_omega if n_omega is not None else OMEGA_NODES.get(len(free), 8)
+        counts = tuple(m if degrees is None or degrees[j] is None else min(m, degrees[j] + 1)
+                       for j in free)
+        if free:
+            om, wo = tensor_rule(len(free), counts)
+        else:
+            om, wo = np.zeros((1, 0)), np.ones(1)
+        h, h2 = np.zeros(n), np.zeros(n)
+        h1 = np.zeros((n, k))
+        chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))
+        wom = wo[:, None] * om  # (m, k'): weights times the free omegas
+        for s in range(0, n, chunk):
+            e = min(n, s + chunk)
+            Z = np.empty((e - s, om.shape[0], k))
+            Z[...] = shift[s:e, None, :]
+            for i, j in enumerate(free):
+                Z[:, :, j] += rho[j] * om[None, :, i]
+            gv = np.asarray(target(Z), dtype=np.float64)
+            if not np.all(np.isfinite(gv)):
+                raise ValueError("target returned non-finite values at quadrature nodes")
+            h[s:e] = gv @ wo
+            h2[s:e] = (gv * gv) @ wo
+            if free:
+                h1[s:e][:, free] = gv @ wom
+    g_scale = float(np.max(h2)) + 1e-300
+    return (flush(h, math.sqrt(g_scale)), flush(np.asarray(h1), math.sqrt(g_scale)),
+            np.array(h2, dtype=np.float64))
+
+
+def build_tables(sigma: Function, target: Function | Callable, k: int, loadings: np.ndarray,
+                 bulk: np.ndarray, overlaps: np.ndarray, *, n_kappa: int | None = None,
+                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None
+                 ) -> Tables:
+    """All tables of a problem (docs/THEORY.md §10.2)."""
+    kinks = target.kinks if isinstance(target, Function) else ()
+    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
+    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk)
+    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees)
+    c = np.ascontiguousarray
+    return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))

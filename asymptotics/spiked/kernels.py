@@ -1,0 +1,382 @@
+"""Numba kernels of the K-group, r-spike equations (docs/THEORY.md §10.3-§10.5).
+
+Unknowns: V1, Q1 (K x K), V2, Q2, m (K), zeta (K x r), psi (K x k); the state vector is the
+concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On every kappa node,
+    V(k) = mub1^T V1 mub1 + mus2 . V2,   q(k) = mub1^T Q1 mub1 + mus2 . Q2,
+    b(k) = mu0 . m + sum_g mub1_g zeta_g . k,
+    E(k) = h2 - 2 b h + b^2 - 2 sum_g mub1_g psi_g . h1 + q(k)   (E + Delta in the conjugates).
+The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
+D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
+X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
+psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, finite p in
+§10.6).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+TAU_TOL = 1e-14
+#: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
+#: regression; a determinant below DET_MIN (a risk ~ 1/det above ~1e10) is no physical solution
+DET_MIN = 1e-10
+
+
+@numba.njit(cache=True, error_model="numpy")
+def sizes(K: int, r: int, k: int) -> tuple:
+    """Offsets (Q1, Q2, V1, V2, zeta, psi, m, end) of the state vector."""
+    o_q1 = 0
+    o_q2 = o_q1 + K * K
+    o_v1 = o_q2 + K
+    o_v2 = o_v1 + K * K
+    o_z = o_v2 + K
+    o_p = o_z + K * r
+    o_m = o_p + K * k
+    return o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, o_m + K
+
+
+@numba.njit(cache=True, error_model="numpy")
+def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) -> np.ndarray:
+    """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node."""
+    n, K = mb1.shape
+    out = np.zeros(n)
+    for j in range(n):
+        s = 0.0
+        for g in range(K):
+            s += ms2[j, g] * V2[g]
+            for h in range(K):
+                s += mb1[j, g] * V1[g, h] * mb1[j, h]
+        out[j] = s
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float) -> tuple:
+    """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V))."""
+    n, K = mb1.shape
+    M = np.zeros((K, K))
+    v2 = np.zeros(K)
+    for j in range(n):
+        a = w[j] * iv[j]
+        for g in range(K):
+            v2[g] += a * ms2[j, g]
+            for h in range(K):
+                M[g, h] += a * mb1[j, g] * mb1[j, h]
+    return A * M, A * v2
+
+
+@numba.njit(cache=True, error_model="numpy")
+def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
+    """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
+    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails."""
+    K = M.shape[0]
+    tau = np.empty(K)
+    for g in range(K):
+        den = lamg[g] + M[g, g]
+        if not den > 0.0:
+            tau[:] = np.nan
+            return tau
+        tau[g] = 1.0 / den
+    eye = np.eye(K)
+    for _ in range(2000):
+        D = np.diag(beta * pi * tau)
+        Km = M @ np.linalg.inv(eye + D @ M)
+        F = np.empty(K)
+        for g in range(K):
+            F[g] = 1.0 / (lamg[g] + Km[g, g])
+        J = np.empty((K, K))
+        for g in range(K):
+            for h in range(K):
+                J[g, h] = F[g] * F[g] * Km[g, h] * Km[h, g] * beta * pi[h]
+        # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
+        # elsewhere the plain iteration, which increases monotonically to the fixed point
+        new = F
+        ones = np.linalg.solve(eye - J, np.ones(K))
+        if np.all(ones > 0.0):
+            cand = tau + np.linalg.solve(eye - J, F - tau)
+            if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
+                new = cand
+        done = True
+        for g in range(K):
+            if abs(new[g] - tau[g]) > TAU_TOL * abs(new[g]):
+                done = False
+        tau = new
+        if done:
+            return tau
+    tau[:] = np.nan
+    return tau
+
+
+@numba.njit(cache=True, error_model="numpy")
+def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
+    """Kernel: (tau, V1, V2) of the deterministic block resolvent (docs/THEORY.md §10.4)."""
+    tau = tau_solve(M, lamg, beta, pi)
+    K = M.shape[0]
+    D = np.diag(beta * pi * tau)
+    V1 = D @ np.linalg.inv(np.eye(K) + M @ D) / beta
+    V1 = 0.5 * (V1 + V1.T)
+    return tau, V1, pi * tau
+
+
+@numba.njit(cache=True, error_model="numpy")
+def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
+               X2: np.ndarray) -> tuple:
+    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
+    (implicit differentiation of the tau equation)."""
+    K = M.shape[0]
+    eye = np.eye(K)
+    D = np.diag(beta * pi * tau)
+    Ai = np.linalg.inv(eye + M @ D)
+    Bi = np.linalg.inv(eye + D @ M)
+    Km = M @ Bi
+    Y = Ai @ X1 @ Bi
+    J = np.empty((K, K))
+    b = np.empty(K)
+    for g in range(K):
+        t2 = tau[g] * tau[g]
+        b[g] = -t2 * (X2[g] + Y[g, g])
+        for h in range(K):
+            J[g, h] = t2 * Km[g, h] * Km[h, g] * beta * pi[h]
+    dtau = np.linalg.solve(eye - J, b)
+    dD = np.diag(beta * pi * dtau)
+    dV1 = (dD @ Ai - D @ Ai @ (X1 @ D + M @ dD) @ Ai) / beta
+    return 0.5 * (dV1 + dV1.T), pi * dtau
+
+
+@numba.njit(cache=True, error_model="numpy")
+def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float, lam: float,
+          beta: float, pi: np.ndarray) -> np.ndarray:
+    """Kernel: the closed (V1, V2) subsystem, x = (V1 flat, V2) -> resolvent(Vhat(x))."""
+    K = pi.shape[0]
+    V1 = x[:K * K].reshape((K, K))
+    V2 = x[K * K:]
+    iv = 1.0 / (1.0 + channel_v(V1, V2, mb1, ms2))
+    M, v2 = vhats(iv, w, mb1, ms2, A)
+    tau, nV1, nV2 = resolvent(M, lam + v2, beta, pi)
+    out = np.empty(K * K + K)
+    out[:K * K] = nV1.ravel()
+    out[K * K:] = nV2
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.ndarray,
+                ms2: np.ndarray, h: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> tuple:
+    """Kernel: per node (b, E0, q, V): E(k) = E0 + q (noiseless), b the mean prediction."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, _ = sizes(K, r, k)
+    Q1 = state[o_q1:o_q2].reshape((K, K))
+    Q2 = state[o_q2:o_v1]
+    V1 = state[o_v1:o_v2].reshape((K, K))
+    V2 = state[o_v2:o_z]
+    Z = state[o_z:o_p].reshape((K, r))
+    P = state[o_p:o_m].reshape((K, k))
+    m = state[o_m:]
+    zk = kap @ Z.T  # (n, K): zeta_g . kappa
+    ph = h1 @ P.T  # (n, K): psi_g . h1
+    b = np.zeros(n)
+    E0 = np.zeros(n)
+    for j in range(n):
+        bj = 0.0
+        c = 0.0
+        for g in range(K):
+            bj += mu0[j, g] * m[g] + mb1[j, g] * zk[j, g]
+            c += mb1[j, g] * ph[j, g]
+        b[j] = bj
+        E0[j] = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+    q = channel_v(Q1, Q2, mb1, ms2)
+    V = channel_v(V1, V2, mb1, ms2)
+    return b, E0, q, V
+
+
+@numba.njit(cache=True, error_model="numpy")
+def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
+    """Kernel: the weighted designs of the mean channel, sq = sqrt(w/(1+V)):
+    Phi = [sq mu0; diag(sqrt(eps))] ((n + K) x K), Psi = [sq mub1_g k_a; 0] ((n + K) x K r) and
+    [sq h; 0], so that Phi^T Phi = E[mu0 mu0^T/(1+V)] + diag(eps) and the mean channel is a
+    least-squares problem solved stably (docs/THEORY.md §10.5)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    Phi = np.zeros((n + K, K))
+    Psi = np.zeros((n + K, K * r))
+    ht = np.zeros(n + K)
+    for j in range(n):
+        sq = np.sqrt(w[j] * iv[j])
+        ht[j] = sq * h[j]
+        for g in range(K):
+            Phi[j, g] = sq * mu0[j, g]
+            for i in range(r):
+                Psi[j, g * r + i] = sq * mb1[j, g] * kap[j, i]
+    for g in range(K):
+        Phi[n + g, g] = np.sqrt(eps[g])
+    return Phi, Psi, ht
+
+
+@numba.njit(cache=True, error_model="numpy")
+def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest are a
+    null space: only mu0(k) . m is determined there, and only it enters)."""
+    K = Phi.shape[1]
+    if np.max(np.abs(Phi)) == 0.0:
+        return np.zeros(K)
+    return np.linalg.lstsq(Phi, rhs, 1e-12)[0]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _hats(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
+    """Kernel: all conjugates at a state: (Vhat1, Vhat2, Qhat1, Qhat2, zetahat, psihat, E, V)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    iv = 1.0 / (1.0 + V)
+    M, v2 = vhats(iv, w, mb1, ms2, A)
+    Q1h, Q2h = vhats(iv * iv * (E0 + q + delta), w, mb1, ms2, A)
+    zh = np.zeros((K, r))
+    ph = np.zeros((K, k))
+    for j in range(n):
+        a = w[j] * iv[j]
+        res = h[j] - b[j]
+        for g in range(K):
+            for i in range(r):
+                zh[g, i] += a * mb1[j, g] * kap[j, i] * res
+            for i in range(k):
+                ph[g, i] += a * mb1[j, g] * h1[j, i]
+    return M, v2, Q1h, Q2h, A * zh, A * ph, E0 + q, V
+
+
+@numba.njit(cache=True, error_model="numpy")
+def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+    """Kernel: the literal map of all unknowns (its residual at the answer is what is reported)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
+    M, v2, Q1h, Q2h, zh, ph, E, V = _hats(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
+    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+    zeta = np.empty((K, r))
+    for g in range(K):
+        zeta[g] = beta * pi[g] * tau[g] * zh[g]
+    psi = beta * (V1.T @ ph)
+    eps = np.zeros(K)
+    if p_inv > 0.0:
+        eps = p_inv / (A * V2)
+    Phi, Psi, ht = mean_design(1.0 / (1.0 + V), w, kap, mu0, mb1, h, eps)
+    m = mean_lstsq(Phi, ht - Psi @ zeta.ravel())
+    X1 = Q1h + beta * (ph @ ph.T)
+    X2 = Q2h.copy()
+    for g in range(K):
+        X2[g] += beta * np.sum(zh[g] ** 2) + m[g] * m[g] * p_inv / (V2[g] * V2[g])
+    dV1, dV2 = dresolvent(M, tau, beta, pi, X1, X2)
+    out = np.empty(end)
+    out[o_q1:o_q2] = -dV1.ravel()
+    out[o_q2:o_v1] = -dV2
+    out[o_v1:o_v2] = V1.ravel()
+    out[o_v2:o_z] = V2
+    out[o_z:o_p] = zeta.ravel()
+    out[o_p:o_m] = psi.ravel()
+    out[o_m:] = m
+    return out
+
+
+@numba.njit(cache=True, error_model="numpy")
+def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+    """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
+    system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
+    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok); ok False
+    where the Q-system has no physical solution (det <= DET_MIN or a non-positive
+    diagonal)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
+    V1in = v[:K * K].reshape((K, K))
+    V2in = v[K * K:]
+    iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
+    M, v2 = vhats(iv, w, mb1, ms2, A)
+    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+    eps = np.zeros(K)
+    if p_inv > 0.0:
+        eps = p_inv / (A * V2)
+    Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
+    ph = np.zeros((K, k))
+    for j in range(n):
+        a = w[j] * iv[j]
+        for g in range(K):
+            for i in range(k):
+                ph[g, i] += a * mb1[j, g] * h1[j, i]
+    ph *= A
+    # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
+    # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
+    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) as in full_map
+    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    nk = 0
+    for i in range(sv.shape[0]):
+        if sv[i] > 1e-12 * sv[0]:
+            nk += 1
+    Qb = np.ascontiguousarray(U[:, :nk])
+    Psr = Psi - Qb @ (Qb.T @ Psi)
+    htr = ht - Qb @ (Qb.T @ ht)
+    Sys = Psr.T @ Psr
+    rhs = Psr.T @ htr
+    for g in range(K):
+        dl = A * beta * pi[g] * tau[g]
+        for i in range(r):
+            gi = g * r + i
+            Sys[gi, :] *= dl
+            rhs[gi] *= dl
+            Sys[gi, gi] += 1.0
+    zeta = np.linalg.solve(Sys, rhs)
+    m = mean_lstsq(Phi, ht - Psi @ zeta)
+    zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
+    state = np.zeros(end)
+    state[o_v1:o_v2] = V1in.ravel()
+    state[o_v2:o_z] = V2in
+    state[o_z:o_p] = zeta
+    state[o_p:o_m] = (beta * (V1.T @ ph)).ravel()
+    state[o_m:] = m
+    # Q: Qhat = r0 + Kq Q, Q = L(Qhat + extra), L = -dV
+    b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    iv2 = iv * iv
+    R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
+    X1 = R1 + beta * (ph @ ph.T)
+    X2 = R2.copy()
+    for g in range(K):
+        zz = 0.0
+        for i in range(r):
+            zz += zh[g * r + i] ** 2
+        X2[g] += beta * zz + m[g] * m[g] * p_inv / (V2[g] * V2[g])
+    nq = K * K + K
+    dV1, dV2 = dresolvent(M, tau, beta, pi, X1, X2)
+    c0 = np.empty(nq)
+    c0[:K * K] = -dV1.ravel()
+    c0[K * K:] = -dV2
+    Mq = np.eye(nq)
+    qi = np.empty(n)
+    for col in range(nq):
+        for j in range(n):
+            if col < K * K:
+                qi[j] = mb1[j, col // K] * mb1[j, col % K]
+            else:
+                qi[j] = ms2[j, col - K * K]
+        K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
+        e1, e2 = dresolvent(M, tau, beta, pi, K1, K2)
+        Mq[:K * K, col] += e1.ravel()
+        Mq[K * K:, col] += e2
+    ok = np.linalg.det(Mq) > DET_MIN
+    for i in range(nq):
+        ok = ok and Mq[i, i] > 0.0
+    qv = np.linalg.solve(Mq, c0)
+    state[o_q1:o_q2] = qv[:K * K]
+    state[o_q2:o_v1] = qv[K * K:]
+    return state, ok
+
+
+@numba.njit(cache=True, error_model="numpy")
+def risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2) -> float:
+    """Kernel: R = E_k E(k) (noiseless test error)."""
+    b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    return float(np.sum(w * (E0 + q)))

@@ -1,0 +1,166 @@
+"""Validated parameters of the K-group, r-spike theory and the tables that do not depend on
+alpha (docs/THEORY.md §10.1-§10.2). Errors name the parameter and say what is allowed."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from .. import checks
+from ..functions import Function, get_function
+from ..targets import parse_target, target_callable
+from .coefficients import Tables, build_tables
+
+SUM_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class SpikedProblem:
+    """Everything but alpha: the model's parameters (arrays float64) and the quadrature tables."""
+
+    sigma: Function
+    target_name: str
+    target: Function | Callable = field(repr=False)
+    k: int
+    loadings: np.ndarray  # (K, r)
+    bulk: np.ndarray  # (K,)
+    fractions: np.ndarray  # (K,)
+    overlaps: np.ndarray  # (r, k)
+    lam: float
+    beta: float
+    delta: float
+    p: float | None
+    tables: Tables = field(repr=False)
+
+    @property
+    def p_inv(self) -> float:
+        return 0.0 if self.p is None else 1.0 / self.p
+
+    def params(self) -> dict:
+        """Every parameter as plain values (lists for matrices)."""
+        return dict(sigma=self.sigma.name, target=self.target_name,
+                    loadings=self.loadings.tolist(), bulk=self.bulk.tolist(),
+                    fractions=self.fractions.tolist(), overlaps=self.overlaps.tolist(),
+                    lam=self.lam, beta=self.beta, delta=self.delta,
+                    p=math.inf if self.p is None else self.p)
+
+    def params_json(self) -> dict:
+        """As :meth:`params`, with lists and matrices as JSON strings (DataFrame columns)."""
+        return {k: json.dumps(v) if isinstance(v, list) else v for k, v in self.params().items()}
+
+
+def _matrix(name: str, value: object, ndim: int) -> np.ndarray:
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from None
+    if a.ndim != ndim:
+        shape = "a K x r matrix" if ndim == 2 else "a list of K numbers"
+        raise ValueError(f"{name} must be {shape}, got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    return a
+
+
+@lru_cache(maxsize=64)
+def _parsed(text: str) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
+    """The target parser's vectorised g and k, cached (sympy parsing costs milliseconds)."""
+    return target_callable(text)
+
+
+@lru_cache(maxsize=64)
+def target_degrees(text: str) -> tuple[int | None, ...]:
+    """Per variable z_j, the degree of the target as a polynomial in z_j (the others fixed), or
+    None where it is not one: Gauss-Hermite with degree + 1 nodes is then exact in omega_j for
+    h, h1 and h2 (docs/THEORY.md §10.2)."""
+    expr, syms = parse_target(text)
+    out: list[int | None] = []
+    for z in syms:
+        try:
+            out.append(int(expr.as_poly(z).degree()) if expr.is_polynomial(z) else None)
+        except Exception:  # noqa: BLE001 (sympy raises many kinds on non-polynomials)
+            out.append(None)
+    return tuple(out)
+
+
+def resolve_target(target: str | Function | Callable) -> tuple[Function | Callable, int, str]:
+    """(g, k, name): a Function (single index, kinks known) or a vectorised g(Z), Z (..., k)."""
+    if isinstance(target, Function):
+        return target, 1, target.name
+    if isinstance(target, str):
+        try:
+            return get_function(target), 1, target
+        except ValueError:
+            g, k = _parsed(target)
+            return g, k, target
+    if callable(target):
+        try:
+            sig = inspect.signature(target)
+            k = sum(1 for p in sig.parameters.values()
+                    if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                    and p.default is p.empty)
+        except (TypeError, ValueError):
+            k = 1
+        if k < 1:
+            raise ValueError("target callable must take k >= 1 positional arguments z1..zk")
+        name = getattr(target, "__name__", "user")
+        if k == 1:
+            return Function.from_callable(target, name=name), 1, name
+
+        def g(Z: np.ndarray) -> np.ndarray:
+            out = target(*[Z[..., j] for j in range(k)])
+            return np.broadcast_to(np.asarray(out, dtype=np.float64), Z.shape[:-1])
+
+        return g, k, name
+    raise TypeError(f"target must be an expression in z1..zk, a name or a callable, got {target!r}")
+
+
+def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Function | Callable,
+                         loadings: object, bulk: object, fractions: object, overlaps: object,
+                         lam: float, beta: float, delta: float = 0.0, p: float | None = None,
+                         n_kappa: int | None = None, n_omega: int | None = None
+                         ) -> SpikedProblem:
+    """Validate (docs/THEORY.md §10.1) and precompute the tables (§10.2)."""
+    s = get_function(sigma)
+    g, k, tname = resolve_target(target)
+    U = _matrix("loadings", loadings, 2)
+    K, r = U.shape
+    if K < 1 or r < 1:
+        raise ValueError(f"loadings must be K x r with K, r >= 1, got shape {U.shape}")
+    c = _matrix("bulk", bulk, 1)
+    pi = _matrix("fractions", fractions, 1)
+    for name, a in (("bulk", c), ("fractions", pi)):
+        if a.shape[0] != K:
+            raise ValueError(f"{name} must have K = {K} entries (one per row of loadings), "
+                             f"got {a.shape[0]}")
+    if np.any(c < 0):
+        raise ValueError(f"bulk must be >= 0 (the groups' bulk variances c_g), got {c.tolist()}")
+    if np.any(pi <= 0):
+        raise ValueError(f"fractions must be > 0, got {pi.tolist()}")
+    if abs(pi.sum() - 1.0) > SUM_TOL:
+        raise ValueError(f"fractions must sum to 1, got {pi.sum():g}")
+    G = _matrix("overlaps", overlaps, 2)
+    if G.shape != (r, k):
+        raise ValueError(f"overlaps must be r x k = {r} x {k} (r = columns of loadings, k = "
+                         f"variables of the target), got shape {G.shape}")
+    norms = np.sqrt(np.sum(G**2, axis=0))
+    if np.any(norms > 1.0 + 1e-12):
+        j = int(np.argmax(norms))
+        raise ValueError(f"overlaps: column {j + 1} has norm |Gamma_{j + 1}| = {norms[j]:g}; the "
+                         "target directions are unit vectors, so |Gamma_j| <= 1")
+    G = G / np.maximum(norms, 1.0)[None, :]  # round-off above 1
+    lam = checks.positive("lam", lam, allow_zero=True)
+    beta = checks.positive("beta", beta)
+    delta = checks.positive("delta", delta, allow_zero=True)
+    if p is not None:
+        p = None if p == math.inf else checks.real("p", p, 1.0)
+    degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
+        g, Function) else None
+    tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega, degrees=degrees)
+    return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)

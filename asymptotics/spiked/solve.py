@@ -1,0 +1,225 @@
+"""Solving the K-group, r-spike equations at one alpha, along alpha, and the per-direction
+contributions (docs/THEORY.md §10.5): Anderson-accelerated damped Picard on the closed
+(V1, V2) subsystem (``asymptotics.solver``), exact completion of (zeta, m, psi, Q) and the
+relative residual of the literal map over all unknowns at ``rtol``. Unconverged: risk NaN."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .. import checks
+from ..functions import Function
+from ..points import ConvergenceError
+from ..solver import SolverConfig, Status, relative_residual
+from .anderson import anderson
+from .kernels import complete, full_map, risk_of, sizes, v_map
+from .problem import SpikedProblem, build_spiked_problem
+
+STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
+
+
+@dataclass(frozen=True)
+class SpikedResult:
+    """One point of the K-group, r-spike theory with every parameter (docs/THEORY.md §10).
+    ``risk`` is E_x (g - f)^2 on noiseless inputs; NaN unless ``converged``."""
+
+    alpha: float
+    risk: float
+    converged: bool
+    status: str
+    message: str
+    iterations: int
+    residual: float
+    sigma: str
+    target: str
+    loadings: list
+    bulk: list
+    fractions: list
+    overlaps: list
+    lam: float
+    beta: float
+    delta: float
+    p: float
+    order: dict = field(repr=False, compare=False)  # the order parameters (lists)
+    state: tuple = field(repr=False, compare=False)
+
+    def as_dict(self) -> dict:
+        """Flat record; lists, matrices and the order parameters as JSON strings."""
+        out = {}
+        for k, v in asdict(self).items():
+            if k == "state":
+                continue
+            if k == "order":
+                for name, val in v.items():
+                    out[name] = json.dumps(val)
+            else:
+                out[k] = json.dumps(v) if isinstance(v, list) else v
+        return out
+
+
+def _args(prob: SpikedProblem, alpha: float) -> tuple:
+    t = prob.tables
+    return (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
+            prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
+
+
+def _unpack(prob: SpikedProblem, x: np.ndarray) -> dict:
+    K, r = prob.loadings.shape
+    o = sizes(K, r, prob.k)
+    shapes = ((K, K), (K,), (K, K), (K,), (K, r), (K, prob.k), (K,))
+    return {n: x[o[i]:o[i + 1]].reshape(s).tolist()
+            for i, (n, s) in enumerate(zip(STATE_NAMES, shapes, strict=True))}
+
+
+class _Solved:
+    """The outcome of the V-subsystem solve (the fields of ``solver.SolverResult`` used here)."""
+
+    def __init__(self, x: np.ndarray, status: Status, n_iter: int, residual: float) -> None:
+        self.x, self.status, self.n_iter, self.residual = x, status, n_iter, residual
+        self.converged = status == Status.CONVERGED
+
+
+def cold_start(prob: SpikedProblem) -> np.ndarray:
+    """(V1, V2) to start from: 0.5 diag(pi), 0.5 pi."""
+    pi = prob.fractions
+    return np.concatenate([0.5 * np.diag(pi).ravel(), 0.5 * pi])
+
+
+def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = SolverConfig(),
+                 x0: np.ndarray | None = None, strict: bool = False) -> SpikedResult:
+    """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2)."""
+    alpha = checks.positive("alpha", alpha)
+    a = _args(prob, alpha)
+    t = prob.tables
+    K = prob.fractions.shape[0]
+    vargs = (t.weights, t.mub1, t.mus2, alpha / prob.beta, prob.lam, prob.beta, prob.fractions)
+    nonneg = tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K))
+    attempts = [x0] if x0 is not None else []
+    attempts += [cold_start(prob), cold_start(prob)]
+    res = None
+    nn = np.array(nonneg, dtype=np.int64)
+    for i, start in enumerate(attempts):
+        cfg = solver if i < len(attempts) - 1 else SolverConfig(
+            solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
+        x, code, n_it, rr = anderson(np.asarray(start, dtype=np.float64), nn, *vargs,
+                                     cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
+                                     cfg.anderson)
+        res = (x, Status(int(code)), int(n_it), float(rr))
+        if res[1] == Status.CONVERGED:
+            break
+    assert res is not None
+    res = _Solved(*res)
+    status, n_iter = res.status, res.n_iter
+    state = np.full(sizes(K, *prob.loadings.shape[1:], prob.k)[-1], np.nan)
+    resid = res.residual
+    if res.converged:
+        v = res.x
+        for _ in range(3):  # polish: contraction steps
+            v = v_map(v, *vargs)
+        state, ok = complete(v, *a)
+        fx = full_map(state, *a)
+        o = sizes(K, *prob.loadings.shape[1:], prob.k)
+        resid = relative_residual(state, fx, solver.scale_floor)
+        # the physical domain Q2 >= 0, diag Q1 >= 0, up to round-off (a perfect fit has Q = 0)
+        tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if np.all(
+            np.isfinite(state)) else 0.0
+        q1d = np.diag(state[:o[1]].reshape(K, K))
+        q_ok = ok and np.all(np.isfinite(state)) and np.all(state[o[1]:o[2]] >= -tiny)
+        q_ok = q_ok and np.all(q1d >= -tiny)
+        if q_ok:
+            state[o[1]:o[2]] = np.maximum(state[o[1]:o[2]], 0.0)
+        if not q_ok:
+            status = Status.OUT_OF_DOMAIN
+        elif not resid <= solver.rtol:
+            status = Status.MAX_ITER
+    conv = status == Status.CONVERGED
+    if not conv and prob.lam == 0.0:  # the ridgeless limit lam -> 0+ (docs/THEORY.md §10.5)
+        from .ridgeless import ridgeless_limit
+
+        lim = ridgeless_limit(prob, alpha, solver,
+                              lambda pr, al, sv, x: solve_spiked(pr, al, sv, x0=x))
+        if lim is not None:
+            if strict and not lim.converged:
+                raise ConvergenceError(f"K-group equations at lam = 0, alpha={alpha:g}: "
+                                       f"{lim.message}")
+            return lim
+    risk = risk_of(state, *a[:8]) if conv else math.nan
+    if strict and not conv:
+        raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
+                               f"{status.message}")
+    pr = prob.params()
+    return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
+                        status=status.name.lower(), message=status.message,
+                        iterations=int(n_iter), residual=float(resid),
+                        order=_unpack(prob, state), state=tuple(state.tolist()), **pr)
+
+
+def risk_spiked(alpha: float, *, sigma: str | Function | Callable,
+                target: str | Function | Callable, loadings: object, bulk: object,
+                fractions: object, overlaps: object, lam: float,
+                beta: float, delta: float = 0.0, p: float | None = None, strict: bool = False,
+                solver: SolverConfig = SolverConfig(), n_kappa: int | None = None,
+                n_omega: int | None = None) -> SpikedResult:
+    """Asymptotic test error of ridge on the features of K neuron groups with r learned
+    directions (docs/THEORY.md §10): rows of group g (fraction ``fractions[g]`` of the p neurons)
+    are ``sqrt(bulk[g]) G_i + V loadings[g]``; the target ``g(z1..zk)`` reads
+    ``theta_j = V overlaps[:, j] + rho_j t_j``. ``p``: finite width (§10.6), None the limit.
+    ``n_kappa`` / ``n_omega``: Gauss-Hermite nodes per kappa / unlearned target dimension."""
+    alpha = checks.positive("alpha", alpha)
+    prob = build_spiked_problem(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
+                                fractions=fractions, overlaps=overlaps, lam=lam, beta=beta,
+                                delta=delta, p=p, n_kappa=n_kappa, n_omega=n_omega)
+    return solve_spiked(prob, alpha, solver, strict=strict)
+
+
+def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
+                      solver: SolverConfig = SolverConfig(), **params):
+    """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, every parameter
+    and order parameter as columns (lists and matrices as JSON strings)."""
+    import pandas as pd
+
+    alphas = [checks.positive("alpha", a) for a in alphas]
+    if not alphas:
+        raise ValueError("alphas must contain at least one value")
+    prob = build_spiked_problem(**params)
+    rows, x0 = [], None
+    K = prob.fractions.shape[0]
+    for a in alphas:
+        res = solve_spiked(prob, a, solver, x0=x0, strict=strict)
+        if res.converged:
+            o = sizes(K, *prob.loadings.shape[1:], prob.k)
+            x0 = np.array(res.state[o[2]:o[4]])
+        rows.append(res.as_dict())
+    return pd.DataFrame(rows)
+
+
+def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], **params):
+    """Risk on an (alpha, lam) grid: the curves along alpha for each lam, concatenated."""
+    import pandas as pd
+
+    lams = list(lams)
+    if not lams:
+        raise ValueError("lams must contain at least one value")
+    alphas = list(alphas)
+    params.pop("lam", None)
+    return pd.concat([risk_spiked_curve(alphas, lam=lam, **params) for lam in lams],
+                     ignore_index=True)
+
+
+def spike_contributions(alpha: float, **params) -> dict:
+    """What each learned direction buys: the risk with all loadings (``"all"``) and with the
+    loadings along direction a zeroed in every group (``"without_<a+1>"``), plus the random-features
+    risk with every loading zeroed (``"none"``). Same parameters as :func:`risk_spiked`."""
+    U = np.array(params["loadings"], dtype=np.float64)
+    out = {"all": risk_spiked(alpha, **params).risk}
+    for a in range(U.shape[1]):
+        V = U.copy()
+        V[:, a] = 0.0
+        out[f"without_{a + 1}"] = risk_spiked(alpha, **{**params, "loadings": V}).risk
+    out["none"] = risk_spiked(alpha, **{**params, "loadings": np.zeros_like(U)}).risk
+    return out
