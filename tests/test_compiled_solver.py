@@ -46,11 +46,13 @@ def test_matrix_settings_identical(sigma, target):
         _same(fast, slow)
 
 
-def test_fuzzed_points_identical():
+@pytest.mark.parametrize("n_points", [
+    30, pytest.param(120, marks=pytest.mark.slow)])  # the full fuzz: ~200 CPU-s, slow suite
+def test_fuzzed_points_identical(n_points):
     rng = np.random.default_rng(17)
     names = ("tanh", "erf", "relu", "sign", "sin", "he2", "softplus", "sigmoid")
     n_conv = 0
-    for _ in range(120):
+    for _ in range(n_points):
         kw = dict(sigma=str(rng.choice(names)), target=str(rng.choice(names)),
                   alpha0=float(10 ** rng.uniform(-0.7, 1.7)), eta=float(rng.uniform(0, 5)),
                   lam=float(10 ** rng.uniform(-4, 1)), beta=float(10 ** rng.uniform(-0.7, 0.7)),
@@ -65,7 +67,7 @@ def test_fuzzed_points_identical():
         assert pf.converged == ps.converged
         if ps.converged:
             assert abs(pf.risk - ps.risk) <= 1e-10
-    assert n_conv >= 0.9 * 360  # the fuzzed sample is mostly solvable: the check has teeth
+    assert n_conv >= 0.9 * 3 * n_points  # mostly solvable: the check has teeth
 
 
 def test_unconverged_is_nan_in_both():

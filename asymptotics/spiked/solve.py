@@ -171,6 +171,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable,
     ``theta_j = V overlaps[:, j] + rho_j t_j``. ``p``: finite width (§10.6), None the limit.
     ``n_kappa`` / ``n_omega``: Gauss-Hermite nodes per kappa / unlearned target dimension."""
     alpha = checks.positive("alpha", alpha)
+    checks.flag("strict", strict)
     prob = build_spiked_problem(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                                 fractions=fractions, overlaps=overlaps, lam=lam, beta=beta,
                                 delta=delta, p=p, n_kappa=n_kappa, n_omega=n_omega)
@@ -183,9 +184,8 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     and order parameter as columns (lists and matrices as JSON strings)."""
     import pandas as pd
 
-    alphas = [checks.positive("alpha", a) for a in alphas]
-    if not alphas:
-        raise ValueError("alphas must contain at least one value")
+    checks.flag("strict", strict)
+    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     prob = build_spiked_problem(**params)
     rows, x0 = [], None
     K = prob.fractions.shape[0]
