@@ -7,7 +7,14 @@ from .cget import conditional_coefficients, ge_coefficients
 from .functions import Function, available, get_function
 from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
 from .solver import SolverConfig
-from .spiked import risk_spiked as risk_spiked
+from .spiked import (
+    SpikedResult,
+    risk_spiked,
+    risk_spiked_curve,
+    risk_spiked_grid,
+    risk_spiked_semi_empirical,
+    spike_contributions,
+)
 from .srf import SpikeMapping, common_row_ratio, srf_mapping
 
 _guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline
@@ -17,6 +24,8 @@ __all__ = [
     "available", "build_problem", "common_row_ratio", "conditional_coefficients",
     "empirical_measure", "from_weights", "ge_coefficients", "get_function", "marchenko_pastur",
     "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
+    "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
+    "risk_spiked_semi_empirical", "spike_contributions",
 ]
 
 def _version() -> str:

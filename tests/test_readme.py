@@ -16,3 +16,14 @@ def test_readme_python_block_runs():
     exec(compile(code.replace("seeds=8)", "seeds=2)"), "README.md", "exec"), namespace)
     assert namespace["res"].converged and namespace["df"].converged.all()
     assert bool(namespace["grid"].converged.all()) and len(namespace["grid"]) == 3 * 4 * 2
+
+
+def test_readme_spiked_block_runs():
+    text = (ROOT / "README.md").read_text()
+    start = text.index("```python", text.index("## Several directions")) + len("```python")
+    code = text[start:text.index("```", start)]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    res, parts = namespace["res"], namespace["parts"]
+    assert res.converged and parts["all"] == res.risk
+    assert parts["all"] < parts["without_1"] and parts["all"] < parts["none"]
