@@ -89,6 +89,7 @@ def risk(
     network, see :func:`build_problem`); None (default): "network" for the network theory at
     finite p, omega = 1 (the numbers of §8) otherwise."""
     checks.flag("strict", strict)
+    _check_solver(solver)
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = _check("alpha", alpha, positive=True)
@@ -156,6 +157,7 @@ def risk_curve(
     _check_engine(engine)
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
+    _check_solver(solver)
     alphas = [_check("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)
@@ -196,3 +198,9 @@ def _optimal_curve(alphas, *, eta, lam, overrides, **kw) -> pd.DataFrame:
     if isinstance(lam, str):
         return optimal_lam(alphas, eta=eta, **kw, **overrides)
     return optimal_eta(alphas, lam=lam, **kw, **overrides)
+
+
+def _check_solver(solver: object) -> None:
+    if not isinstance(solver, SolverConfig):
+        raise TypeError(f"solver must be a SolverConfig (e.g. SolverConfig(rtol=1e-10)), got "
+                        f"{solver!r}")

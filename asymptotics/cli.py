@@ -63,8 +63,9 @@ def add_model_arguments(p: argparse.ArgumentParser, *, optimal: bool = False) ->
                    help="target g of <theta*, x>: a name or an expression in z (default: tanh)")
     p.add_argument("--alpha0", type=_real("alpha0", positive=True), default=2.0,
                    help="first-batch ratio n0/d of the giant step, > 0 (default: 2)")
-    p.add_argument("--eta", type=wrap(_real("eta", positive=False)), default=1.0,
-                   help=f"eta_tilde = eta / p, >= 0{also}; 0 gives random features (default: 1)")
+    p.add_argument("--eta", type=wrap(_real("eta", positive=False)), default=None,
+                   help=f"eta_tilde = eta / p, >= 0{also}; 0 gives random features (default: 1; "
+                        "0 with --model rf)")
     p.add_argument("--lam", type=wrap(_real("lam", positive=False)), default=0.01,
                    help=f"ridge penalty lam >= 0 of the sum-loss convention{also} "
                         "(default: 0.01)")
@@ -72,6 +73,21 @@ def add_model_arguments(p: argparse.ArgumentParser, *, optimal: bool = False) ->
                    help="width ratio p/d, > 0 (default: 1)")
     p.add_argument("--delta", type=_real("delta", positive=False), default=0.0,
                    help="label-noise variance Delta >= 0 (default: 0)")
+
+
+DEFAULT_ETA = 1.0
+
+
+def resolve_eta(args: argparse.Namespace) -> float | str:
+    """``--eta`` given the model: the default 1 (0 for ``--model rf``, random features); an
+    ``--eta`` other than 0 with ``--model rf`` is a contradiction, not silently dropped."""
+    model = getattr(args, "model", None)
+    if model == "rf":
+        if args.eta not in (None, 0.0):
+            raise ValueError(f"--model rf is random features (eta = 0); --eta {args.eta} "
+                             "contradicts it (leave --eta out, or use --model srf / network)")
+        return 0.0
+    return DEFAULT_ETA if args.eta is None else args.eta
 
 
 def _width(text: str) -> float | None:
@@ -110,7 +126,7 @@ def _curve(args: argparse.Namespace) -> int:
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
                   beta=args.beta, delta=args.delta, p=args.p, common_row=args.common_row)
-    eta = 0.0 if args.model == "rf" else args.eta
+    eta = resolve_eta(args)
     df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
                     model=args.model, **common)
     rf = None

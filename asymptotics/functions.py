@@ -83,6 +83,9 @@ class Function:
                     f"function {label!r} must accept numpy arrays (it raised "
                     f"{type(exc).__name__}: {exc}); use a numpy function (np.tanh, not "
                     "math.tanh) or wrap it with numpy.vectorize") from None
+            except Exception as exc:  # the user's code failed: say so, in one line
+                raise ValueError(f"function {label!r} raised {type(exc).__name__}: {exc}"
+                                 ) from None
             out = _real_values(raw, label)
             return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 

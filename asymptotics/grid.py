@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import checks
 from .paths import FIRST, _solver_args, path_frame, solve_path
 from .points import _curve_results
 from .problem import _check, build_problem
@@ -82,7 +83,7 @@ def risk_grid(
         lams = np.full(a.shape[0], prob.lam)
         return path_frame(prob, a, lams, solve_path(prob, a, lams, solver))
 
-    workers = (os.cpu_count() or 1) if n_jobs is None else max(1, int(n_jobs))
+    workers = (os.cpu_count() or 1) if n_jobs is None else checks.integer("n_jobs", n_jobs, 1)
     if workers == 1 or len(problems) == 1:
         frames = [run(i) for i in range(len(problems))]
     else:
@@ -158,7 +159,8 @@ def optimal_lam(
     lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
     if n_grid < 3:
         raise ValueError(f"n_grid must be >= 3, got {n_grid}")
-    a = np.asarray([_check("alpha", x, positive=True) for x in alphas], dtype=np.float64)
+    a = np.asarray([_check("alpha", x, positive=True)
+                    for x in checks.sequence("alphas", alphas)], dtype=np.float64)
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")
     prob = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lo, beta=beta,
@@ -241,7 +243,8 @@ def optimal_eta(
         raise ValueError(f"n_grid must be >= 3, got {n_grid}")
     if lam == 0:
         raise ValueError("eta='optimal' needs lam > 0 (the ridgeless limit is not searched)")
-    a = np.asarray([_check("alpha", x, positive=True) for x in alphas], dtype=np.float64)
+    a = np.asarray([_check("alpha", x, positive=True)
+                    for x in checks.sequence("alphas", alphas)], dtype=np.float64)
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")
     kw = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, delta=delta,

@@ -453,10 +453,21 @@ def channel_measure(
                            r=float(r), gamma=float(gamma))
 
 
+def _real_matrix(name: str, x: object) -> np.ndarray:
+    """``x`` as a float64 array; complex input refused (its imaginary part would be dropped)."""
+    raw = np.asarray(x)
+    if np.iscomplexobj(raw):
+        raise ValueError(f"{name} must be real, got complex entries")
+    try:
+        return np.asarray(raw, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be an array of real numbers, got {raw.dtype}") from None
+
+
 def _unit(name: str, x: np.ndarray | None, d: int, tol: float) -> np.ndarray | None:
     if x is None:
         return None
-    x = np.asarray(x, dtype=np.float64)
+    x = _real_matrix(name, x)
     if x.shape != (d,):
         raise ValueError(f"{name} must be a vector of length d = {d} (the columns of W), "
                          f"got shape {x.shape}")
@@ -483,11 +494,16 @@ def from_weights(
     channels are F_vv,i = p (u_i . Bv)^2, F_vt,i = p (u_i . Bv)(u_i . Bt), F_tt,i = p (u_i . Bt)^2
     over the eigenpairs (rho_i, u_i) of Omega, t = (theta - gamma v)/|theta - gamma v|.
     Costs one p x p eigen-decomposition (about 0.3 s at p = 1000, 2 s at p = 2000)."""
-    W = np.asarray(W, dtype=np.float64)
+    W = _real_matrix("W", W)
+    if theta is None:
+        raise ValueError("theta (the teacher direction, a unit vector of length d) is required")
     if W.ndim != 2 or W.shape[0] < 2 or W.shape[1] < 2:
         raise ValueError(f"W must be a p x d matrix with p, d >= 2, got shape {W.shape}")
     if not np.all(np.isfinite(W)):
         raise ValueError("W must have finite entries (found NaN or inf)")
+    if float(np.max(np.abs(W))) > 1e100:
+        raise ValueError(f"W has entries up to {float(np.max(np.abs(W))):.3g}: its Gram matrix "
+                         "would overflow float64 (allowed: |W_ij| <= 1e100)")
     p, d = W.shape
     theta = _unit("theta", theta, d, tol)
     v = _unit("v", v, d, tol)

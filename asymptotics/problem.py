@@ -99,6 +99,14 @@ def check_common_row(common_row: float | str | None, sigma: Function, target: Fu
     return v
 
 
+def _function(name: str, spec: object) -> Function:
+    """``get_function(spec)``, its errors prefixed with the parameter's name."""
+    try:
+        return get_function(spec)
+    except (ValueError, TypeError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+
+
 def _name(fn: Function) -> str:
     return fn.name
 
@@ -176,7 +184,7 @@ def build_problem(
     lam = _check("lam", lam)
     beta = _check("beta", beta, positive=True)
     delta = _check("delta", delta)
-    s, g = get_function(sigma), get_function(target)
+    s, g = _function("sigma", sigma), _function("target", target)
     p = check_width(p)
     warn_limits(lam, beta, p)
     if common_row is not None and p is None:

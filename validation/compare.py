@@ -179,13 +179,15 @@ def z_caveat(d: int, seeds: int) -> str | None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
+    from asymptotics.cli import resolve_eta
+
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     caveat = z_caveat(args.d, args.seeds)
     if caveat:
         print(f"warning: {caveat}", file=sys.stderr)
     df = compare(args.model, args.alpha, sigma=args.sigma, target=args.target,
-                 alpha0=args.alpha0, eta=args.eta, lam=args.lam, beta=args.beta,
+                 alpha0=args.alpha0, eta=resolve_eta(args), lam=args.lam, beta=args.beta,
                  delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
                  n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
                  estimator=args.estimator, progress=False if args.quiet else None)

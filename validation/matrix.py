@@ -240,6 +240,23 @@ def plan(store, target_se: float, seeds: int, max_seeds: int,
     return todo
 
 
+def check_selection(models: Sequence[str], targets: Sequence[str], only: Sequence[str]) -> None:
+    """Refuse a selection that names no model, target or setting of the matrix (it would
+    otherwise run the whole matrix or nothing without a word)."""
+    known_models = ("srf", "network", "rf")
+    bad = [m for m in models if m not in known_models]
+    if bad:
+        raise ValueError(f"unknown model {', '.join(bad)}; choose from {', '.join(known_models)}")
+    bad = [t for t in targets if t not in TARGETS]
+    if bad:
+        raise ValueError(f"unknown target {', '.join(bad)}; choose from {', '.join(TARGETS)}")
+    keys = {ms.key for ms in matrix_settings()} | {ms.key for ms, _, _ in scaling_settings()}
+    bad = [o for o in only if o not in keys]
+    if bad:
+        raise ValueError(f"no matrix setting {bad[0]!r}; keys look like "
+                         f"{sorted(keys)[0]!r}")
+
+
 def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: float,
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
         confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf"),
@@ -252,6 +269,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     def by_cost(t):
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
+    check_selection(models, targets, only)
     store_path.parent.mkdir(parents=True, exist_ok=True)
     groups = [(ms, m, d) for ms in matrix_settings() for m in ms.models()
               if m in models and ms.target in targets and (not only or ms.key in only)]

@@ -90,6 +90,13 @@ class Setting:
             _positive(name, getattr(self, name))
         for name in ("eta", "lam", "delta"):
             _positive(name, getattr(self, name), allow_zero=True)
+        if self.model == "rf" and self.eta != 0:
+            raise ValueError(f"model 'rf' is random features (eta = 0), got eta={self.eta:g}")
+        if isinstance(self.d, bool) or not isinstance(self.d, (int, float, np.integer)):
+            raise TypeError(f"d must be an integer >= 2, got {self.d!r}")
+        if not (math.isfinite(self.d) and self.beta * self.d < 1e9 and self.d < 1e9):
+            raise ValueError(f"d = {self.d:g} with beta = {self.beta:g} is beyond what a "
+                             "simulation can hold (p = beta d and d below 1e9)")
         if int(self.d) != self.d or self.d < 2:
             raise ValueError(f"d must be an integer >= 2, got {self.d}")
         if self.estimator not in test_error.ESTIMATORS:
@@ -375,8 +382,10 @@ def simulate_curve(
     batches: each point's seeds are independent, points of one curve are correlated.
     ``progress(k)`` is called as repetitions finish.
     """
+    if not isinstance(setting, Setting):
+        raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
     _check_runs(seeds, seed, n_jobs)
-    alphas = [_positive("alpha", a) for a in alphas]
+    alphas = [_positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     lams = [setting.lam] if lams is None else [_positive("lam", v, allow_zero=True) for v in lams]
     if not alphas or not lams:
         raise ValueError("alphas and lams must be non-empty")

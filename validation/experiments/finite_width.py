@@ -355,6 +355,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.exit(2, f"error: --ds must be a comma list of integers, got {args.ds!r}\n")
     if args.seeds < 1 or any(d < 10 for d in ds):
         parser.exit(2, "error: --seeds must be >= 1 and every d >= 10\n")
+    if not (args.budget_s > 0 and math.isfinite(args.budget_s)):
+        parser.exit(2, f"error: --budget-s must be > 0 and finite, got {args.budget_s:g}\n")
     for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ.setdefault(k, "1")
     if args.simulate:

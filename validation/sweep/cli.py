@@ -77,6 +77,7 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
 def run_cli(args: argparse.Namespace) -> int:
     """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
     from asymptotics._cli import PLOT_SUFFIXES, check_writable
+    from asymptotics.cli import DEFAULT_ETA
 
     check_writable(args.store, "--store")
     check_writable(args.out, "--out")
@@ -91,6 +92,8 @@ def run_cli(args: argparse.Namespace) -> int:
         grid["alpha"] = parse_values("alpha", DEFAULT_ALPHAS)
     names = params_of(kind)
     fixed = {n: getattr(args, n) for n in names if n not in grid and hasattr(args, n)}
+    if "eta" in fixed and fixed["eta"] is None:
+        fixed["eta"] = DEFAULT_ETA
     if args.scheduler_address and args.scheduler == "local":
         raise ValueError("--scheduler local and --scheduler-address contradict each other: an "
                          "address is a Dask scheduler (give --scheduler dask or leave "
