@@ -1,2 +1,2 @@
-"""Monte Carlo of the K-group, r-spike spiked random-features model (neuron groups that share r
-learned directions): the simulator, its campaign and report against the theory, a reference solver."""
+"""Monte Carlo of the K-group, r-spike spiked random-features model (neuron groups sharing r
+learned directions): simulator, campaign, report against the theory, a reference solver."""

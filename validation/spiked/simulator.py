@@ -20,8 +20,8 @@ Seeds: repetition ``i`` is child ``i`` of ``SeedSequence(seed)``; inside it the 
 :data:`validation.simulator.STREAMS` (the same names and order): ``weights`` the bulk ``G``
 (random stream 2, :class:`validation.montecarlo.BlockRows`), ``teacher`` the basis ``V``,
 ``step`` the directions ``T``, ``ridge``/``ridge_noise`` the readout batch, ``test`` the test
-inputs. With ``K = r = k = 1`` and ``Gamma = +-1`` the repetition is the sRF repetition of
-:func:`validation.simulator.simulate` with ``spike = (|u|, c, sign(u) Gamma)`` number for number
+inputs. With ``K = r = k = 1`` and ``Gamma = 1`` the repetition is the sRF repetition of
+:func:`validation.simulator.simulate` with ``spike = (|u|, c, sign(u))`` number for number
 (``tests/test_spiked_simulator.py``); for other ``Gamma`` the two draw the plane of
 ``(v, theta)`` differently and agree in law.
 """
