@@ -65,7 +65,8 @@ def test_weights_and_directions_follow_the_model():
     s = _setting(loadings=[[1.0, 0.5], [-1.0, 0.0]], bulk=[0.5, 2.0], fractions=[0.5, 0.5],
                  target="z1*z2", overlaps=[[0.6, 0.0], [0.0, 0.8]], d=200)
     rng = np.random.default_rng(0)
-    V, theta = directions(s, rng, rng)
+    V, T, theta = directions(s, rng, rng)
+    assert np.allclose(T.T @ T, np.eye(2), atol=1e-12) and np.allclose(V.T @ T, 0, atol=1e-12)
     assert np.allclose(V.T @ V, np.eye(2), atol=1e-12)
     assert np.allclose(np.linalg.norm(theta, axis=0), 1.0, atol=1e-12)
     assert np.allclose(V.T @ theta, np.asarray(s.overlaps), atol=1e-12)

@@ -205,10 +205,10 @@ class SpikedSetting:
 
 
 def directions(setting: SpikedSetting, teacher: np.random.Generator,
-               step: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """``(V, Theta)``: the ``d x r`` orthonormal spike basis (Haar, from ``teacher``) and the
-    ``d x k`` target directions ``Theta = V Gamma + T diag(rho)``, ``T`` orthonormal and
-    orthogonal to ``V`` (from ``step``)."""
+               step: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(V, T, Theta)``: the ``d x r`` orthonormal spike basis (Haar, from ``teacher``), ``d x k``
+    orthonormal directions ``T`` orthogonal to ``V`` (from ``step``) and the target directions
+    ``Theta = V Gamma + T diag(rho)``."""
     d, r, k = setting.d, setting.r, setting.k
     V = mc.teacher_directions(teacher, r, d).T
     T = step.standard_normal((d, k))
@@ -217,7 +217,7 @@ def directions(setting: SpikedSetting, teacher: np.random.Generator,
     q, rr = np.linalg.qr(T)
     T = q * np.sign(np.diag(rr))
     theta = V @ np.asarray(setting.overlaps) + T * setting.rho[None, :]
-    return V, theta
+    return V, T, theta
 
 
 def spiked_weights(G: np.ndarray, V: np.ndarray, setting: SpikedSetting) -> np.ndarray:
@@ -241,7 +241,7 @@ def first_layer(setting: SpikedSetting, seed: np.random.SeedSequence
     for name in ("weights", "ridge", "test"):
         rngs[name] = mc.BlockRows(children[name], setting.d)
     G = mc.sphere_rows(rngs["weights"], setting.p, setting.d)
-    V, theta = directions(setting, rngs["teacher"], rngs["step"])
+    V, _, theta = directions(setting, rngs["teacher"], rngs["step"])
     return spiked_weights(G, V, setting), theta, rngs
 
 
