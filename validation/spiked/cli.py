@@ -1,7 +1,8 @@
-"""Command line: ``python -m validation.spiked {run,report}``.
+"""Command line: ``python -m validation.spiked {run,reference,report}``.
 
 ``run`` simulates the campaign settings missing from the store (resumable, one progress line per
-setting); ``report`` compares the stored points with the theory and writes ``SPIKED.md``.
+setting); ``reference`` solves the semi-empirical reference equations at the campaign points;
+``report`` compares the stored points with the theory and writes ``SPIKED.md``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="repetitions per setting (default 16)")
     run.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
     run.add_argument("--list", action="store_true", help="list the settings and exit")
+    ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
+                         description="Solve the semi-empirical equations (numpy reference) on "
+                                     "the bulk of repetition 0 of each setting (resumable).")
+    ref.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
+                     help="comma-separated setting names (default: all with p <= --max-p)")
+    ref.add_argument("--max-p", type=integer("--max-p", 2), default=1000,
+                     help="skip settings wider than this (default 1000)")
     rep = sub.add_parser("report", help="write the report from the store",
                          description="Compare every stored point with the theory and write "
                                      "SPIKED.md.")
@@ -62,6 +70,14 @@ def run_cli(args: argparse.Namespace) -> int:
                 return fail(str(exc))
         campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
                      store=args.store)
+        return 0
+    if args.command == "reference":
+        from . import reference_runs
+
+        unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
+        if unknown:
+            return fail(f"--names: unknown settings {', '.join(unknown)}")
+        reference_runs.run(args.names, max_p=args.max_p)
         return 0
     from . import report
 
