@@ -145,3 +145,57 @@ def test_campaign_setting_agrees_with_the_theory(name):
         theory = float(getattr(theory, "risk", theory))
         z = (res.mean[j] - theory) / res.se[j]
         assert abs(z) < 4, (name, alpha, res.mean[j], res.se[j], theory, z)
+
+
+# ------------------------------------------------------------------------------------------------
+# the semi-empirical reference (validation.spiked.reference)
+
+
+def _bulk(p: int, d: int, r: int, k: int, seed: int):
+    rng = np.random.default_rng(seed)
+    G = rng.standard_normal((p, d))
+    G /= np.linalg.norm(G, axis=1, keepdims=True)
+    q, _ = np.linalg.qr(rng.standard_normal((d, r + k)))
+    return G, q[:, :r], q[:, r:]
+
+
+def test_reference_at_K1_r1_is_the_srf_solver_on_the_same_measure():
+    """K = r = 1 on a given bulk: the reference equals the project's sRF equations on the
+    semi-empirical measure of the same first layer (asymptotics.marchenko_pastur.from_weights)."""
+    from asymptotics.api import build_problem, solve_point
+    from asymptotics.marchenko_pastur import from_weights
+    from validation.spiked.reference import Reference
+
+    d = 120
+    G, V, T = _bulk(d, d, 1, 1, 3)
+    v, t = V[:, 0], T[:, 0]
+    W = math.sqrt(1.2) * G + 0.9 * v[None, :]
+    theta = 0.8 * v + 0.6 * t
+    # the sRF form of W exactly: r = mean(W v), bulk centred along v
+    r_emp = float((W @ v).mean())
+    B = W - r_emp * v[None, :]
+    WP = W - np.outer(W @ v, v)
+    c_emp = float(np.trace(WP @ WP.T) / d)
+    s = _setting(loadings=[[r_emp]], bulk=[c_emp], overlaps=[[0.8]], d=d)
+    ref = Reference(s, B / math.sqrt(c_emp), V, T)
+    prob = build_problem(sigma="tanh", target="tanh", lam=0.01, beta=1.0,
+                         measure=from_weights(W, v, theta))
+    for alpha in (0.5, 2.0):
+        assert ref.solve(alpha).risk == pytest.approx(solve_point(prob, alpha).risk, rel=1e-7)
+
+
+def test_reference_opposite_groups_of_an_odd_sigma_are_one_group():
+    """sigma odd, groups +u and -u: flipping the bulk rows of the second group gives one group
+    with loading u (ridge is invariant to the signs of features), number for number."""
+    from validation.spiked.reference import Reference
+
+    d, p = 80, 80
+    G, V, T = _bulk(p, d, 2, 2, 4)
+    two = _setting(sigma="erf", target="tanh(z1) + z1*z2", loadings=[[1.0, 0.5], [-1.0, -0.5]],
+                   bulk=[0.8, 0.8], fractions=[0.5, 0.5], overlaps=[[0.8, 0.0], [0.0, 0.6]], d=d)
+    one = two.with_(loadings=[[1.0, 0.5]], bulk=[0.8], fractions=[1.0])
+    flipped = G.copy()
+    flipped[two.group_sizes[0]:] *= -1
+    r2 = Reference(two, G, V, T).solve(1.5).risk
+    r1 = Reference(one, flipped, V, T).solve(1.5).risk
+    assert r2 == pytest.approx(r1, rel=1e-8)
