@@ -177,7 +177,8 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
         "at other d (below).",
         "- d = p >= 1000 holds for beta >= 1; the beta = 0.5 settings run at d = 1000, p = 500 "
         "(the input dimension kept at 1000, the width halved).",
-        f"- CPU time of the stored runs: {core_h:.2f} core-hours (one thread).",
+        f"- Compute of the stored runs: {core_h:.2f} core-hours (wall time of the repetitions, "
+        "one thread each; an upper bound on CPU time on a shared machine).",
         "- Theory: `asymptotics.spiked.risk_spiked` at p = infinity (the deterministic block "
         "resolvent) and at the simulated p (its finite-width form, `p=`). NaN/n/a: not "
         "converged (never reported as a number).",
@@ -226,6 +227,14 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
                              f"{r['seeds']} | {_f(r['theory'])} | {_f(r['theory_p'])} | "
                              f"{_pm(r['mean'], r['se'])} | {_z(r['z'])} | {_pc(r['gap'])} | "
                              f"{_z(r['z_p'])} | {_pc(r['gap_p'])} |")
+    miss_p = base[~(np.abs(base["z_p"]) <= Z_MISS)] if finite_p else base.iloc[:0]
+    if finite_p:
+        lines += ["", f"Against the theory at the simulated p, {len(miss_p)} of {len(base)} points "
+                  f"at d = {campaign.D} miss"
+                  + (": " + "; ".join(f"{r['name']} at alpha = {r['alpha']:g} (z = "
+                                      f"{r['z_p']:+.1f}, {100 * r['gap_p']:+.2f}%)"
+                                      for _, r in miss_p.iterrows()) if len(miss_p) else "")
+                  + "."]
     other_d = pts[(pts["d"] != campaign.D) & ~pts["name"].isin(set(miss["name"]))]
     if len(other_d):
         lines += ["", "Other settings re-run at another d:", ""]
