@@ -131,9 +131,11 @@ def test_campaign_settings_are_valid_and_cover_the_plan():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["K2r2-tanh-add", "K2r1-relu-pm"])
+@pytest.mark.parametrize("name", ["K2r2-erf-prod", "K2r1-relu-pm"])
 def test_campaign_setting_agrees_with_the_theory(name):
-    """Re-run a campaign setting (d = 1000, 16 repetitions) and compare with the theory."""
+    """Re-run a campaign setting (d = 1000, 16 repetitions) and compare with the p = infinity
+    theory: two settings where the spikes matter (Gamma = I; opposite groups of a relu). The
+    small-risk settings, where the p = infinity theory floors, are the report's misses."""
     spiked = pytest.importorskip("asymptotics.spiked")
     c = campaign.BY_NAME[name]
     s = c.setting
