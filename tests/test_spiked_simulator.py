@@ -201,3 +201,31 @@ def test_reference_opposite_groups_of_an_odd_sigma_are_one_group():
     r2 = Reference(two, G, V, T).solve(1.5).risk
     r1 = Reference(one, flipped, V, T).solve(1.5).risk
     assert r2 == pytest.approx(r1, rel=1e-8)
+
+
+# ------------------------------------------------------------------------------------------------
+# the store and the report (with a stand-in theory)
+
+
+def test_campaign_store_resumes_and_the_report_lists_a_miss(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from validation.spiked import report
+
+    store = tmp_path / "runs.csv"
+    name = "K1r1-tanh-tanh"
+    assert campaign.run([name], d=60, seeds=3, store=store, log=lambda m: None) == 1
+    assert campaign.run([name], d=60, seeds=3, store=store, log=lambda m: None) == 0
+    runs = campaign.load(store)
+    assert len(runs) == 3 * 2 and set(runs["rep"]) == {0, 1, 2}
+    pts = report.summarize(runs)
+    assert list(pts["seeds"]) == [3, 3]
+
+    def fake(alpha, p=None, n_kappa=None, **kw):  # the theory: exact at alpha 3, far at 0.5
+        mean = float(pts.loc[pts["alpha"] == alpha, "mean"].iloc[0])
+        return SimpleNamespace(risk=mean if alpha == 3 else 10 * mean, status="converged")
+
+    monkeypatch.setattr(report, "theory_function", lambda: fake)
+    monkeypatch.setattr(campaign, "D", 60)
+    text = report.build_report(runs)
+    assert "1 points with |z| > 3" in text and "| 2 | 2 | 50.00% |" in text
