@@ -227,12 +227,13 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
         lines.append(f"{len(miss)} points with |z| > {Z_MISS:g} (or no converged theory) "
                      f"against the p = infinity theory at d = {campaign.D}. Each missing setting "
                      "is re-run at the other d in the store (same seeds, same settings, only d "
-                     "changed; p = beta d):")
+                     "changed; p = beta d). The column p (sim - theory p=∞) is constant in d "
+                     "where the gap is a 1/p finite-width effect; p (theory at p - theory p=∞) is "
+                     "the part of it the finite-width theory accounts for.")
         lines.append("")
-        lines += ["", "The column p (sim - theory p=∞) is constant in d where the gap is a 1/p "
-                  "finite-width effect.", ""]
         head = ("| setting | α | d | p | seeds | theory p=∞ | theory at p | sim ± s.e. | z | "
-                "rel gap | p (sim - theory p=∞) | z (p) | rel gap (p) |")
+                "rel gap | p (sim - theory p=∞) | p (theory at p - theory p=∞) | z (p) | "
+                "rel gap (p) |")
         lines += [head, "|" + "---|" * (head.count("|") - 1)]
         for _, m in miss.iterrows():
             trend = pts[(pts["name"] == m["name"]) & (pts["alpha"] == m["alpha"])]
@@ -241,7 +242,9 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
                              f"{r['seeds']} | {_f(r['theory'])} | {_f(r['theory_p'])} | "
                              f"{_pm(r['mean'], r['se'])} | {_z(r['z'])} | {_pc(r['gap'])} | "
                              f"{r['p'] * (r['mean'] - r['theory']):.3g} ± "
-                             f"{r['p'] * r['se']:.2g} | {_z(r['z_p'])} | {_pc(r['gap_p'])} |")
+                             f"{r['p'] * r['se']:.2g} | "
+                             f"{_f(r['p'] * (r['theory_p'] - r['theory']), 3)} | "
+                             f"{_z(r['z_p'])} | {_pc(r['gap_p'])} |")
     miss_p = base[~(np.abs(base["z_p"]) <= Z_MISS)] if finite_p else base.iloc[:0]
     if finite_p:
         lines += ["", f"Against the theory at the simulated p, {len(miss_p)} of {len(base)} points "
