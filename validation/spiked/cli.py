@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
                                      "the bulk of repetition 0 of each setting (resumable).")
     ref.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                      help="comma-separated setting names (default: all with p <= --max-p)")
+    ref.add_argument("--reps", type=lambda t: [int(v) for v in split_list(t, "--reps")],
+                     default=[0], help="repetitions whose bulk is used (default 0)")
     ref.add_argument("--max-p", type=integer("--max-p", 2), default=1000,
                      help="skip settings wider than this (default 1000)")
     rep = sub.add_parser("report", help="write the report from the store",
@@ -77,7 +79,7 @@ def run_cli(args: argparse.Namespace) -> int:
         unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)}")
-        reference_runs.run(args.names, max_p=args.max_p)
+        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps)
         return 0
     from . import report
 

@@ -1,6 +1,7 @@
 """The semi-empirical reference values of the campaign points (:mod:`.reference` on the bulk of
-repetition 0 of each setting), kept in ``validation/reports/data/spiked_reference.csv``
-(:mod:`validation.store`, one block per point; resumable)."""
+repetition 0 of each setting, and of a few more repetitions where one bulk is noisy), kept in
+``validation/reports/data/spiked_reference.csv`` (:mod:`validation.store`, one block per point
+and repetition; resumable)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ from .reference import Reference, ReferenceError
 COMMITTED = campaign.COMMITTED.with_name("spiked_reference.csv")
 COLUMNS = ["name", "d", "p", "alpha", "seed", "rep", "risk", "iterations", "residual",
            "seconds"]
-LAYOUT = Layout(block=lambda row: f"{row['name']}|{row['d']}|{float(row['alpha']):.10g}",
-                size=lambda row: 1)
+LAYOUT = Layout(block=lambda row: (f"{row['name']}|{row['d']}|{float(row['alpha']):.10g}|"
+                                   f"{row['rep']}"), size=lambda row: 1)
 
 
 def load(path: str | Path | None = None):
@@ -36,9 +37,11 @@ def load(path: str | Path | None = None):
 
 
 def run(names: Sequence[str] | None = None, *, d: int = campaign.D, max_p: int = 1000,
-        store: str | Path | None = None, log: Callable[[str], None] | None = None) -> int:
+        reps: Sequence[int] = (0,), store: str | Path | None = None,
+        log: Callable[[str], None] | None = None) -> int:
     """Solve the reference at every alpha of the settings ``names`` (default: all with
-    p <= ``max_p``) that the store lacks; one line per point."""
+    p <= ``max_p``) on the bulks of repetitions ``reps`` that the store lacks; one line per
+    point."""
     log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
     chosen = list(campaign.SETTINGS) if not names else [campaign.BY_NAME[n] for n in names]
     chosen = [c for c in chosen if c.at(d).p <= max_p]
@@ -46,12 +49,12 @@ def run(names: Sequence[str] | None = None, *, d: int = campaign.D, max_p: int =
                                                            "data")[1]
     done = 0
     with Store(path, COLUMNS, LAYOUT, what="reference store") as st:
-        for c in chosen:
+        for c, rep in [(c, rep) for c in chosen for rep in reps]:
             s = c.at(d)
-            todo = [a for a in c.alphas if f"{c.name}|{d}|{a:.10g}" not in st.blocks]
+            todo = [a for a in c.alphas if f"{c.name}|{d}|{a:.10g}|{rep}" not in st.blocks]
             if not todo:
                 continue
-            child = np.random.SeedSequence(campaign.SEED).spawn(1)[0]
+            child = np.random.SeedSequence(campaign.SEED).spawn(rep + 1)[rep]
             ref = Reference.sampled(s, child)
             for a in todo:
                 t0 = time.perf_counter()
@@ -62,9 +65,9 @@ def run(names: Sequence[str] | None = None, *, d: int = campaign.D, max_p: int =
                     risk, iters, resid = float("nan"), -1, float("nan")
                     log(f"{c.name} alpha={a:g}: {exc}")
                 sec = time.perf_counter() - t0
-                st.add([dict(name=c.name, d=d, p=s.p, alpha=a, seed=campaign.SEED, rep=0,
+                st.add([dict(name=c.name, d=d, p=s.p, alpha=a, seed=campaign.SEED, rep=rep,
                              risk=risk, iterations=iters, residual=resid, seconds=sec)])
                 done += 1
-                log(f"reference {c.name} d={d} p={s.p} alpha={a:g}: {risk:.6g} "
+                log(f"reference {c.name} d={d} p={s.p} alpha={a:g} rep={rep}: {risk:.6g} "
                     f"({iters} iterations, {sec:.0f} s)")
     return done

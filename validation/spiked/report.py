@@ -305,26 +305,32 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
 
 
 def reference_lines(reference: pd.DataFrame, pts: pd.DataFrame) -> list[str]:
-    """The semi-empirical reference (numpy, on the bulk of one repetition) beside the
+    """The semi-empirical reference (numpy, on the bulks of one or a few repetitions) beside the
     deterministic theory and the simulation."""
     lines = ["`validation.spiked.reference` solves the semi-empirical equations (the exact p x p "
              "resolvent of one sampled bulk G at the simulated d, written independently of the "
-             "theory package) on the bulk of repetition 0; the deterministic theory is its "
-             "d -> infinity limit, so the two differ by the fluctuation of one sampled bulk.",
+             "theory package) on the bulk of repetition 0 (and of repetitions 1-3 where the "
+             "column bulks says so; then their mean ± s.e.). The deterministic theory is its "
+             "d -> infinity limit, so the two differ by the fluctuation of a sampled bulk.",
              "",
-             "| setting | α | d | p | reference (one bulk) | theory p=∞ | theory at p | "
-             "ref / theory - 1 | sim ± s.e. |", "|---|---|---|---|---|---|---|---|---|"]
+             "| setting | α | d | p | bulks | reference | theory p=∞ | theory at p | "
+             "ref / theory - 1 | sim ± s.e. |", "|---|---|---|---|---|---|---|---|---|---|"]
+    ref = reference[np.isfinite(reference["risk"].astype(float))]
+    g = ref.groupby(["name", "d", "alpha"], sort=False)["risk"]
+    stats = pd.DataFrame(dict(n=g.size(), mean=g.mean(), sd=g.std(ddof=1))).reset_index()
     rel = []
-    for _, r in reference.iterrows():
+    for _, r in stats.iterrows():
         m = pts[(pts["name"] == r["name"]) & (pts["alpha"] == r["alpha"])
                 & (pts["d"] == r["d"])]
         if not len(m):
             continue
         m = m.iloc[0]
-        rg = r["risk"] / m["theory"] - 1 if math.isfinite(m["theory"]) else math.nan
+        rg = r["mean"] / m["theory"] - 1 if math.isfinite(m["theory"]) else math.nan
         rel.append(rg)
-        lines.append(f"| {r['name']} | {r['alpha']:g} | {r['d']} | {m['p']} | "
-                     f"{_f(r['risk'], 5)} | {_f(m['theory'], 5)} | {_f(m['theory_p'], 5)} | "
+        val = (_f(r["mean"], 5) if r["n"] == 1
+               else f"{r['mean']:.5g} ± {r['sd'] / math.sqrt(r['n']):.2g}")
+        lines.append(f"| {r['name']} | {r['alpha']:g} | {r['d']} | {m['p']} | {r['n']} | "
+                     f"{val} | {_f(m['theory'], 5)} | {_f(m['theory_p'], 5)} | "
                      f"{_pc(rg)} | {_pm(m['mean'], m['se'])} |")
     a = np.abs(np.asarray(rel, dtype=float))
     a = a[np.isfinite(a)]
