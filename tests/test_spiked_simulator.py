@@ -137,13 +137,16 @@ def test_campaign_setting_agrees_with_the_theory(name):
     theory: two settings where the spikes matter (Gamma = I; opposite groups of a relu). The
     small-risk settings, where the p = infinity theory floors, are the report's misses."""
     spiked = pytest.importorskip("asymptotics.spiked")
+    from validation.spiked.report import THEORY_NODES
+
     c = campaign.BY_NAME[name]
     s = c.setting
     res = simulate_spiked(s, c.alphas, seeds=campaign.SEEDS, seed=campaign.SEED)
     for j, alpha in enumerate(c.alphas):
         theory = spiked.risk_spiked(alpha, sigma=s.sigma, target=s.target, loadings=s.loadings,
                                     bulk=s.bulk, fractions=s.fractions, overlaps=s.overlaps,
-                                    lam=s.lam, beta=s.beta, delta=s.delta)
+                                    lam=s.lam, beta=s.beta, delta=s.delta,
+                                    n_kappa=THEORY_NODES[s.r])
         theory = float(getattr(theory, "risk", theory))
         z = (res.mean[j] - theory) / res.se[j]
         assert abs(z) < 4, (name, alpha, res.mean[j], res.se[j], theory, z)
