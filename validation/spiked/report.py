@@ -245,6 +245,23 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
                              f"{r['p'] * r['se']:.2g} | "
                              f"{_f(r['p'] * (r['theory_p'] - r['theory']), 3)} | "
                              f"{_z(r['z_p'])} | {_pc(r['gap_p'])} |")
+    if len(miss) and finite_p:
+        lines += ["", "The 1/p coefficient of each missing point, pooled over d (inverse-variance "
+                  "mean of p (sim - theory p=∞)), against the finite-width theory's p (theory at "
+                  "p - theory p=∞) at the largest simulated p:", "",
+                  "| setting | α | β | d simulated | p (sim - theory p=∞) | finite-p theory | "
+                  "share accounted for |", "|---|---|---|---|---|---|---|"]
+        for _, m in miss.iterrows():
+            tr = pts[(pts["name"] == m["name"]) & (pts["alpha"] == m["alpha"])]
+            coef, err = tr["p"] * (tr["mean"] - tr["theory"]), tr["p"] * tr["se"]
+            wts = 1.0 / err**2
+            c = float(np.sum(wts * coef) / np.sum(wts))
+            ce = float(1.0 / np.sqrt(np.sum(wts)))
+            top = tr.loc[tr["p"].idxmax()]
+            tc = float(top["p"] * (top["theory_p"] - top["theory"]))
+            lines.append(f"| {m['name']} | {m['alpha']:g} | {m['beta']:g} | "
+                         f"{', '.join(str(v) for v in sorted(tr['d']))} | {c:.3g} ± {ce:.2g} | "
+                         f"{tc:.3g} | {100 * tc / c:.0f}% |")
     miss_p = base[~(np.abs(base["z_p"]) <= Z_MISS)] if finite_p else base.iloc[:0]
     if finite_p:
         lines += ["", f"Against the theory at the simulated p, {len(miss_p)} of {len(base)} points "
