@@ -90,7 +90,10 @@ def run_cli(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if args.store is not None and not Path(args.store).is_file():
         return fail(f"--store: no such file {args.store!r}")
-    path = report.write_report(out, store=args.store, finite_p=not args.no_finite_p)
+    try:
+        path = report.write_report(out, store=args.store, finite_p=not args.no_finite_p)
+    except (ImportError, ValueError) as exc:
+        return fail(str(exc))
     print(path)
     return 0
 

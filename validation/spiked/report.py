@@ -49,12 +49,25 @@ def _theory_kwargs(row) -> dict:
 
 def theory_function() -> Callable:
     """``asymptotics.spiked.risk_spiked`` (ImportError with a clear message if it is missing)."""
+    return theory_module().risk_spiked
+
+
+def theory_module():
+    """``asymptotics.spiked``, checked to belong to the imported ``asymptotics`` (an editable
+    install can otherwise serve it from another checkout than the rest of the package)."""
+    import asymptotics
+
     try:
-        from asymptotics.spiked import risk_spiked
+        import asymptotics.spiked as spiked
     except ImportError as exc:  # pragma: no cover - depends on the installed theory
         raise ImportError("the report needs the K-group theory asymptotics.spiked.risk_spiked; "
                           f"it could not be imported ({exc})") from None
-    return risk_spiked
+    root = Path(asymptotics.__file__).resolve().parent
+    here = Path(spiked.__file__).resolve().parent.parent
+    if here != root:
+        raise ImportError(f"asymptotics.spiked comes from {here}, the rest of asymptotics from "
+                          f"{root} (a mixed installation); put one checkout first on the path")
+    return spiked
 
 
 def add_theory(points: pd.DataFrame, finite_p: bool = True) -> pd.DataFrame:
