@@ -201,7 +201,8 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
         f"{', '.join(map(str, seeds))} repetitions per point; the settings that miss are re-run "
         "at other d (below).",
         "- d = p >= 1000 holds for beta >= 1; the beta = 0.5 settings run at d = 1000, p = 500 "
-        "(the input dimension kept at 1000, the width halved).",
+        "(the input dimension kept at 1000, the width halved), and again at d = 2000, p = 1000 "
+        "where the store has them (\"Other settings re-run at another d\", below).",
         f"- Compute of the stored runs: {core_h:.2f} core-hours (wall time of the repetitions, "
         "one thread each; an upper bound on CPU time on a shared machine).",
         "- Theory: `asymptotics.spiked.risk_spiked` at p = infinity (the deterministic block "
