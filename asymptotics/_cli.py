@@ -59,7 +59,18 @@ class Parser(argparse.ArgumentParser):
             self.add_argument("--version", action="version",
                               version=f"giantstep {version()}")
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        if "arguments are required" in message:  # name an unknown option first, if any
+            known = set(self._option_string_actions)
+            unknown = [a for a in getattr(self, "_seen", [])
+                       if a.startswith("-") and not _NEGATIVE.match(a)
+                       and a.split("=", 1)[0] not in known]
+            if unknown:
+                message = f"unrecognized arguments: {' '.join(unknown)}"
         self.exit(2, f"error: {' '.join(message.split())}\n")
 
     def add_subparsers(self, **kwargs):  # type: ignore[override]

@@ -35,6 +35,7 @@ from .problem import (  # noqa: F401  (re-exported)
     _check,
     build_problem,
     check_width,
+    warn_small_alpha,
 )
 from .solver import SolverConfig
 from .srf import SpikeMapping
@@ -119,6 +120,7 @@ def risk(
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
                             model=model, p=p, common_row=common_row)
+    warn_small_alpha([alpha], problem.p)
     res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
     if note is not None and res.converged:
         res = replace(res, message=note)
@@ -170,6 +172,7 @@ def risk_curve(
         return df
     problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                             beta=beta, delta=delta, **overrides)
+    warn_small_alpha(alphas, problem.p)
     first = ["alpha", "risk", "converged", "iterations", "residual"]
     if engine == "compiled" and problem.lam > 0:
         from .paths import path_frame, solve_path

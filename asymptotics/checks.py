@@ -69,11 +69,16 @@ def sequence(name: str, values: object) -> list:
     """A non-empty sequence of values (a list, tuple or array; not a string, not a scalar)."""
     import numpy as np
 
-    if isinstance(values, (str, bytes)) or np.ndim(values) == 0:
+    if isinstance(values, (str, bytes, dict)) or (isinstance(values, np.ndarray)
+                                                  and values.ndim == 0):
         raise TypeError(f"{name} must be a sequence of numbers such as [0.5, 1, 2], got "
                         f"{values!r}")
-    out = list(np.asarray(values, dtype=object).ravel()) if isinstance(values, np.ndarray) \
-        else list(values)  # type: ignore[arg-type]
+    try:
+        out = list(np.asarray(values, dtype=object).ravel()) if isinstance(values, np.ndarray) \
+            else list(values)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of numbers such as [0.5, 1, 2], got "
+                        f"{values!r}") from None
     if not out:
         raise ValueError(f"{name} must contain at least one value")
     return out

@@ -29,10 +29,25 @@ MODELS = ("srf", "network", "rf")
 #: (:func:`warn_limits`)
 LAM_LIMIT = 1e4
 BETA_LIMIT = 1e-3
+ALPHA_LIMIT = 1e-3
 
 
 class LimitWarning(UserWarning):
     """The p -> infinity theory is asked for a number outside the regime it describes."""
+
+
+def warn_small_alpha(alphas, p: float | None) -> None:
+    """At p = infinity with almost no samples (alpha < :data:`ALPHA_LIMIT`) the unpenalised mean
+    channel still fits the target's mean along the spike, which n -> 0 samples cannot: warn."""
+    import warnings
+
+    small = [a for a in alphas if a < ALPHA_LIMIT]
+    if p is None and small:
+        warnings.warn(
+            f"alpha = {min(small):g} at p = infinity: with n = alpha d -> 0 samples the limit "
+            "still fits the features' unpenalised mean channel, which no finite network can; "
+            f"below alpha = {ALPHA_LIMIT:g} pass the width of your network, p=... (--p)",
+            LimitWarning, stacklevel=3)
 
 
 def warn_limits(lam: float, beta: float, p: float | None) -> None:
@@ -238,9 +253,7 @@ def build_problem(
     if spike is None:
         spike = mapping if mapping is not None else one_step()
     if gamma is not None:
-        gamma = float(gamma)
-        if not -1.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma must be in [-1, 1], got {gamma}")
+        gamma = checks.real("gamma", gamma, -1.0, 1.0)
         spike = SpikeMapping(spike.r, spike.c, gamma, math.sqrt(1 - gamma * gamma),
                              spike.scale, spike.residual_mean, spike.residual_second_moment,
                              spike.u_norm)

@@ -246,14 +246,16 @@ def check_selection(models: Sequence[str], targets: Sequence[str], only: Sequenc
     known_models = ("srf", "network", "rf")
     bad = [m for m in models if m not in known_models]
     if bad:
-        raise ValueError(f"unknown model {', '.join(bad)}; choose from {', '.join(known_models)}")
+        raise ValueError(f"models (--models): unknown model {', '.join(bad)}; choose from "
+                         f"{', '.join(known_models)}")
     bad = [t for t in targets if t not in TARGETS]
     if bad:
-        raise ValueError(f"unknown target {', '.join(bad)}; choose from {', '.join(TARGETS)}")
+        raise ValueError(f"targets (--targets): unknown target {', '.join(bad)}; choose from "
+                         f"{', '.join(TARGETS)}")
     keys = {ms.key for ms in matrix_settings()} | {ms.key for ms, _, _ in scaling_settings()}
     bad = [o for o in only if o not in keys]
     if bad:
-        raise ValueError(f"no matrix setting {bad[0]!r}; keys look like "
+        raise ValueError(f"only (--only): no matrix setting {bad[0]!r}; keys look like "
                          f"{sorted(keys)[0]!r}")
 
 

@@ -80,9 +80,10 @@ def _single_threaded_environment():
 
 
 def _worker_init(parent: int) -> None:
-    from asymptotics._cli import watch_parent
+    from asymptotics._cli import one_line_warnings, watch_parent
 
     watch_parent(parent)
+    one_line_warnings()  # a worker's warnings read like its parent's: one line, no file path
 
 
 def _call(fn: Callable, task: Any) -> Any:

@@ -418,6 +418,8 @@ def simulate(
 ) -> SimulationResult:
     """``seeds`` independent repetitions of ``setting``: mean, standard error, per-seed values
     (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``)."""
+    if not isinstance(setting, Setting):
+        raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
     return simulate_curve(setting, [setting.alpha], seeds=seeds, seed=seed, n_jobs=n_jobs,
                           progress=progress)[0]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import time
 from pathlib import Path
@@ -94,6 +95,10 @@ def run_cli(args: argparse.Namespace) -> int:
     fixed = {n: getattr(args, n) for n in names if n not in grid and hasattr(args, n)}
     if "eta" in fixed and fixed["eta"] is None:
         fixed["eta"] = DEFAULT_ETA
+    if args.scheduler_address and not re.fullmatch(r"[a-z]+://\S+",
+                                                   args.scheduler_address.strip()):
+        raise ValueError(f"--scheduler-address must look like tcp://HOST:PORT, got "
+                         f"{args.scheduler_address!r}")
     if args.scheduler_address and args.scheduler == "local":
         raise ValueError("--scheduler local and --scheduler-address contradict each other: an "
                          "address is a Dask scheduler (give --scheduler dask or leave "
