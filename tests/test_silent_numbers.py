@@ -234,3 +234,11 @@ def test_install_uninstall_reinstall_round_trip(tmp_path):
     run(py, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT))
     out = run(py, "-c", "import asymptotics; print(asymptotics.__file__, asymptotics.risk)")
     assert str(ROOT) in out
+
+
+def test_a_failed_optimal_search_is_nan_not_a_point_at_some_lam():
+    r = A.risk(2.0, lam="optimal", model="srf", solver=A.SolverConfig(max_iter=2))
+    assert not r.converged and math.isnan(r.risk) and math.isnan(r.lam)
+    assert "optimal lam did not converge" in r.message
+    with pytest.raises(A.ConvergenceError, match="no converged optimum"):
+        A.risk(2.0, lam="optimal", model="srf", solver=A.SolverConfig(max_iter=2), strict=True)
