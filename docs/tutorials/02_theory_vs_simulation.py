@@ -110,12 +110,12 @@ print(f"network: largest |z_p| = {np.abs(cmp.z_p).max():.2f}, largest relative g
 # ## Scaling up
 #
 # The s.e. falls like $1/\sqrt{\text{seeds}}$, the finite-size corrections like $1/\sqrt d$ or
-# faster, and a repetition costs about $d^3$ operations (the ridge system). Here:
+# faster. At large $d$ a repetition costs about $d^3$ operations (the step and the ridge
+# system); at the small $d$ of quick mode fixed costs dominate. Here:
 
 # %%
 per_rep = sims[0].seconds / SEEDS
-print(f"one repetition (4 alphas) at d = {D}: {per_rep:.2f} s; at d = 2000 expect roughly "
-      f"{per_rep * (2000 / D) ** 3:.0f} s")
+print(f"one repetition ({len(alphas)} alphas) at d = {D}: {per_rep:.2f} s")
 
 # %% [markdown]
 # - **More seeds, larger d**: `simulate_curve(Setting(..., d=2000), alphas, seeds=16)`.
