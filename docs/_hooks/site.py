@@ -1,0 +1,76 @@
+"""MkDocs hooks of the documentation site (``hooks:`` in mkdocs.yml).
+
+The figure gallery is generated at build time from the registry of ``python -m figures``
+(figures/__main__.py) and the images in figures/out/: it never shows a figure that is not
+registered and never misses one. Images are added to the site from where they live; nothing is
+written into docs/.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "figures" / "out"
+GALLERY = "gallery.md"
+# registered figures whose image files do not start with the figure's name
+PREFIX = {"staircase": "multistep_", "outliers": "spectra_"}
+# figures made by other commands than ``python -m figures``: (title, image, command, caption)
+EXTRA = [
+    ("finite_width", ROOT / "validation" / "reports" / "figures" / "finite_width_crossover.png",
+     "python -m validation.experiments.finite_width",
+     "the risk of sRF simulations at d = p = 1000, 2000, 4000 moves from random features to the "
+     "p = infinity theory as r sqrt(p) grows; the finite-width theory follows them "
+     "(validation/reports/FINITE_WIDTH.md)"),
+]
+
+
+def registered_figures() -> dict[str, str]:
+    """``python -m figures --list``: name -> one-line description."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from figures.__main__ import available
+
+    return available()
+
+
+def figure_images(name: str) -> list[Path]:
+    """The PNG files of figure ``name`` in figures/out/."""
+    return sorted(OUT.glob(f"{PREFIX.get(name, name + '.')}*png"))
+
+
+def gallery_markdown() -> tuple[str, list[Path]]:
+    """The gallery page and the images it shows."""
+    lines = [
+        "# Figure gallery", "",
+        "Every figure of the project, with the command that makes it. Lines are theory, markers",
+        "are simulations (±1 standard error). `python -m figures all` renders them all into",
+        "`figures/out/` (PNG and PDF) from the theory and the committed simulation data",
+        "(`--quick`: a smoke run in seconds; `--refresh`: re-run the Monte Carlo, long);",
+        "`python -m figures --list` names them.", "",
+        "This page is generated when the site is built (`docs/_hooks/site.py`).", "",
+    ]
+    images: list[Path] = []
+    entries = [(name, figure_images(name), f"python -m figures {name}", desc)
+               for name, desc in registered_figures().items()]
+    entries += [(name, [path], cmd, caption) for name, path, cmd, caption in EXTRA]
+    for name, paths, cmd, caption in entries:
+        lines += [f"## {name}", "", f"{caption[:1].upper()}{caption[1:]}.", "", "```bash", cmd,
+                  "```", ""]
+        if not paths:
+            lines += ["*(not rendered yet: run the command above)*", ""]
+        for path in paths:
+            lines += [f"![{path.stem}](gallery/{path.name})", ""]
+            images.append(path)
+    return "\n".join(lines), images
+
+
+def on_files(files: Files, config) -> Files:
+    text, images = gallery_markdown()
+    files.append(File.generated(config, GALLERY, content=text))
+    for path in images:
+        files.append(File.generated(config, f"gallery/{path.name}", abs_src_path=str(path)))
+    return files
