@@ -8,6 +8,7 @@ written into docs/.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -66,6 +67,13 @@ def gallery_markdown() -> tuple[str, list[Path]]:
             lines += [f"![{path.stem}](gallery/{path.name})", ""]
             images.append(path)
     return "\n".join(lines), images
+
+
+def on_config(config):
+    # executed tutorials (GIANTSTEP_DOCS_EXECUTE=true) draw their plots inline in the kernel: a
+    # non-interactive MPLBACKEND (Agg) inherited from the shell would swallow them
+    os.environ.pop("MPLBACKEND", None)
+    return config
 
 
 def on_files(files: Files, config) -> Files:
