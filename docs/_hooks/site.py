@@ -1,9 +1,9 @@
 """MkDocs hooks of the documentation site (``hooks:`` in mkdocs.yml).
 
-The figure gallery is generated at build time from the registry of ``python -m figures``
-(figures/__main__.py) and the images in figures/out/: it never shows a figure that is not
-registered and never misses one. Images are added to the site from where they live; nothing is
-written into docs/.
+The figure sections of the gallery (docs/gallery.md) are generated at build time from the
+registry of ``python -m figures`` (figures/__main__.py) and the images in figures/out/: the page
+never shows a figure that is not registered and never misses one. Images are added to the site
+from where they live; nothing is written into docs/.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from mkdocs.structure.files import File, Files
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "figures" / "out"
 GALLERY = "gallery.md"
+MARKER = "<!-- the figures are inserted here when the site is built -->"
 # registered figures whose image files do not start with the figure's name
 PREFIX = {"staircase": "multistep_", "outliers": "spectra_"}
 # figures made by other commands than ``python -m figures``: (title, image, command, caption)
@@ -44,16 +45,8 @@ def figure_images(name: str) -> list[Path]:
 
 
 def gallery_markdown() -> tuple[str, list[Path]]:
-    """The gallery page and the images it shows."""
-    lines = [
-        "# Figure gallery", "",
-        "Every figure of the project, with the command that makes it. Lines are theory, markers",
-        "are simulations (±1 standard error). `python -m figures all` renders them all into",
-        "`figures/out/` (PNG and PDF) from the theory and the committed simulation data",
-        "(`--quick`: a smoke run in seconds; `--refresh`: re-run the Monte Carlo, long);",
-        "`python -m figures --list` names them.", "",
-        "This page is generated when the site is built (`docs/_hooks/site.py`).", "",
-    ]
+    """The figure sections of the gallery page and the images they show."""
+    lines: list[str] = []
     images: list[Path] = []
     entries = [(name, figure_images(name), f"python -m figures {name}", desc)
                for name, desc in registered_figures().items()]
@@ -77,8 +70,15 @@ def on_config(config):
 
 
 def on_files(files: Files, config) -> Files:
-    text, images = gallery_markdown()
-    files.append(File.generated(config, GALLERY, content=text))
+    _, images = gallery_markdown()
     for path in images:
         files.append(File.generated(config, f"gallery/{path.name}", abs_src_path=str(path)))
     return files
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    if page.file.src_uri != GALLERY:
+        return markdown
+    if MARKER not in markdown:
+        raise ValueError(f"docs/{GALLERY} lacks the line {MARKER!r} where the figures go")
+    return markdown.replace(MARKER, gallery_markdown()[0])
