@@ -2,7 +2,8 @@
 
 Prints, warm (numba caches loaded, best of several), the time of
 - one sRF point, ``asymptotics.risk(alpha, model="srf")`` (the reference, parameters included);
-- one K-group point, ``risk_spiked(alpha, ...)`` in full (tables + solve) and the solve alone
+- one K-group point, ``risk_spiked(alpha, ...)`` in full (tables + solve, on every kappa rule
+  of the accuracy ladder it climbs, ``KAPPA_LADDER``) and the solve alone
   (``solve_spiked`` on a prepared problem, as along a curve), for K <= 4, r <= 2 (target 10x the
   sRF point) and r = 3 (target 100x);
 and the ratios. Run: python benchmarks/bench_spiked.py   (about half a minute)
@@ -63,11 +64,13 @@ def main() -> None:
         t_solve = best_of(lambda prob=prob: [solve_spiked(prob, a) for a in ALPHAS], 5)
         t_solve /= len(ALPHAS)
         conv = all(r.converged for r in res)
+        nodes = sorted({r.n_kappa for r in res})
         print(f"{name:14s} ({prob.tables.weights.shape[0]:5d} kappa nodes, sRF "
               f"{t_srf * 1e3:.2f} ms): point "
               f"{t_full * 1e3:7.1f} ms = {t_full / t_srf:6.1f}x sRF, solve alone "
               f"{t_solve * 1e3:6.2f} ms = {t_solve / t_srf:6.1f}x (target {target}x); "
-              f"converged {conv}, iterations {[r.iterations for r in res]}")
+              f"converged {conv}, iterations {[r.iterations for r in res]}, "
+              f"kappa rule settled at {nodes} nodes/dim (0: r = 1 rule)")
 
 
 if __name__ == "__main__":

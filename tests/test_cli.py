@@ -52,7 +52,8 @@ def test_model_option():
             "--alpha", "5", "--quiet")
     out = {}
     for model in ("srf", "network", "rf"):
-        p = run(*base, "--model", model)
+        args = base if model != "rf" else tuple(a for a in base if a not in ("--eta", "3"))
+        p = run(*args, "--model", model)
         assert p.returncode == 0, p.stderr
         df = pd.read_csv(io.StringIO(p.stdout))
         assert df["model"].iloc[0] == model
@@ -61,3 +62,5 @@ def test_model_option():
     assert out["network"]["risk"].iloc[0] != out["srf"]["risk"].iloc[0]
     p = run(*base, "--model", "nn")
     assert p.returncode == 2 and "model" in p.stderr
+    p = run(*base, "--model", "rf")  # an eta for random features is a contradiction
+    assert p.returncode == 2 and "--model rf" in p.stderr

@@ -21,6 +21,7 @@ COMMANDS = {
     "validation.cli": "python -m validation",
     "validation.matrix_cli": "python -m validation.matrix_cli",
     "validation.spectrum.cli": "python -m validation.spectrum",
+    "validation.spiked.cli": "python -m validation.spiked",
     "validation.experiments.finite_width": "python -m validation.experiments.finite_width",
     "figures.__main__": "python -m figures",
     "figures.multistep_report": "python -m figures.multistep_report",

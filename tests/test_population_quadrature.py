@@ -121,6 +121,7 @@ def test_bulk_and_channel_against_sampled_first_batches(sigma, target, alpha0, e
     assert tch == pytest.approx(np.sum(dev.G**2 * dev.H / (1.0 + dev.H)), rel=0.01)
 
 
+@pytest.mark.slow  # ~50 s: independent sampled devices averaged (slow suite)
 def test_network_risk_from_the_rules_against_sampled_devices():
     """The network theory's risk with the deterministic measure against the sampled device
     (relu/relu, alpha0 = 2, eta = 3, the device's noisiest setting: ~1% per first batch) at

@@ -221,7 +221,7 @@ def test_install_uninstall_reinstall_round_trip(tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         return out.stdout
 
-    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", str(ROOT))
+    run(py, "-m", "pip", "install", "-q", "--no-deps", str(ROOT))
     site = Path(run(py, "-c", "import asymptotics, os; print(os.path.dirname(asymptotics.__file__))"
                     ).strip())
     assert site != ROOT / "asymptotics"
@@ -231,6 +231,6 @@ def test_install_uninstall_reinstall_round_trip(tmp_path):
     assert any((tmp_path / "cache" / "giantstep" / "numba").rglob("*.nbi"))
     run(py, "-m", "pip", "uninstall", "-y", "-q", "giantstep")
     assert not site.exists()
-    run(py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(ROOT))
+    run(py, "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT))
     out = run(py, "-c", "import asymptotics; print(asymptotics.__file__, asymptotics.risk)")
     assert str(ROOT) in out

@@ -1,0 +1,104 @@
+"""Command line: ``python -m validation.spiked {run,reference,report}``.
+
+``run`` simulates the campaign settings missing from the store (resumable, one progress line per
+setting); ``reference`` solves the semi-empirical reference equations at the campaign points;
+``report`` compares the stored points with the theory and writes ``SPIKED.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from asymptotics._cli import Parser, check_writable, fail, integer, split_list
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="python -m validation.spiked",
+                    description="Monte Carlo of the K-group, r-spike spiked random-features "
+                                "model against its theory: run the campaign, write the report.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="simulate the campaign settings missing from the store",
+                         description="Simulate the campaign settings missing from the store "
+                                     "(resumable; one progress line per setting).")
+    run.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
+                     help="comma-separated setting names (default: all; see --list)")
+    run.add_argument("--d", type=integer("--d", 10), default=None,
+                     help="input dimension (default 1000; p = beta d)")
+    run.add_argument("--seeds", type=integer("--seeds", 2), default=None,
+                     help="repetitions per setting (default 16)")
+    run.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    run.add_argument("--list", action="store_true", help="list the settings and exit")
+    ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
+                         description="Solve the semi-empirical equations (numpy reference) on "
+                                     "the bulk of repetition 0 of each setting (resumable).")
+    ref.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
+                     help="comma-separated setting names (default: all with p <= --max-p)")
+    ref.add_argument("--reps", type=lambda t: [int(v) for v in split_list(t, "--reps")],
+                     default=[0], help="repetitions whose bulk is used (default 0)")
+    ref.add_argument("--max-p", type=integer("--max-p", 2), default=1000,
+                     help="skip settings wider than this (default 1000)")
+    rep = sub.add_parser("report", help="write the report from the store",
+                         description="Compare every stored point with the theory and write "
+                                     "SPIKED.md.")
+    rep.add_argument("--out", default=None,
+                     help="directory of the report (default: validation/reports)")
+    rep.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    rep.add_argument("--no-finite-p", action="store_true",
+                     help="skip the finite-width theory column")
+    return parser
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    from . import campaign
+
+    if args.command == "run":
+        if args.list:
+            for c in campaign.SETTINGS:
+                s = c.setting
+                print(f"{c.name}: K={s.K} r={s.r} sigma={s.sigma} target={s.target!r} "
+                      f"beta={s.beta:g} lam={s.lam:g} alphas={','.join(map(str, c.alphas))}"
+                      + (f"  ({c.purpose})" if c.purpose else ""))
+            return 0
+        unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
+        if unknown:
+            return fail(f"--names: unknown settings {', '.join(unknown)} (see --list)")
+        if args.store is not None:
+            try:
+                check_writable(args.store, "--store", suffixes=(".csv",))
+            except ValueError as exc:
+                return fail(str(exc))
+        campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
+                     store=args.store)
+        return 0
+    if args.command == "reference":
+        from . import reference_runs
+
+        unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
+        if unknown:
+            return fail(f"--names: unknown settings {', '.join(unknown)}")
+        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps)
+        return 0
+    from . import report
+
+    out = Path(args.out) if args.out else report.DEFAULT_OUT
+    try:
+        check_writable(out, "--out", directory=True)
+    except ValueError as exc:
+        return fail(str(exc))
+    if args.store is not None and not Path(args.store).is_file():
+        return fail(f"--store: no such file {args.store!r}")
+    try:
+        path = report.write_report(out, store=args.store, finite_p=not args.no_finite_p)
+    except (ImportError, ValueError) as exc:
+        return fail(str(exc))
+    print(path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+    args = build_parser().parse_args(argv)
+    return run_cli(args)
