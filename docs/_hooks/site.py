@@ -34,8 +34,11 @@ def registered_figures() -> dict[str, str]:
     """``python -m figures --list``: name -> one-line description."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from figures.__main__ import available
+    before = os.environ.get("MPLBACKEND")
+    from figures.__main__ import available  # sets MPLBACKEND=Agg for its own command line
 
+    if before is None:  # ... which would reach the kernels of executed tutorials: undo it
+        os.environ.pop("MPLBACKEND", None)
     return available()
 
 
