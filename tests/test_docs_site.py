@@ -48,11 +48,8 @@ def test_api_reference_covers_asymptotics_all() -> None:
         assert name in documented, name
 
 
-@pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    _needs_site_tools()
-    out = tmp_path_factory.mktemp("site")
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", GIANTSTEP_DOCS_EXECUTE="false")
+def _build(out: Path, execute: bool) -> Path:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", GIANTSTEP_DOCS_EXECUTE=str(execute).lower())
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     t0 = time.perf_counter()
     # run from the temporary directory: the notebook plugin's cache lands there, not in the tree
@@ -63,6 +60,22 @@ def site(tmp_path_factory) -> Path:
     pages = sorted((out / "html").rglob("index.html"))
     print(f"site: {len(pages)} pages in {time.perf_counter() - t0:.1f} s")
     return out / "html"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    _needs_site_tools()
+    return _build(tmp_path_factory.mktemp("site"), execute=False)
+
+
+@pytest.mark.slow
+def test_executed_tutorials_show_their_plots(tmp_path: Path) -> None:
+    """GIANTSTEP_DOCS_EXECUTE=true: every tutorial page carries its outputs and its plot."""
+    _needs_site_tools()
+    html = _build(tmp_path, execute=True)
+    for page in sorted((html / "tutorials").glob("0*/index.html")):
+        text = page.read_text(encoding="utf-8")
+        assert "<img" in text and "data:image/png;base64" in text, page.parent.name
 
 
 def test_site_builds_strict(site: Path) -> None:
