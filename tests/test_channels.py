@@ -176,6 +176,7 @@ def test_special_columns_reduce_to_the_srf_closures():
         np.testing.assert_allclose(b, a, rtol=1e-10, atol=1e-14)
 
 
+@pytest.mark.slow  # ~20 s of sampled first layers: the slow suite
 def test_population_bulk_is_generalised_marchenko_pastur():
     """Kind 'population' (docs/DERIVATIONS.md §7): with equal population variances the bulk
     averages are MP(beta) scaled by c to 1e-10 (closed form); with two variances they match the
@@ -232,6 +233,7 @@ def test_model_argument():
     assert rf.model == "rf" and rf.risk == A.risk(5.0, **dict(kw, eta=0.0)).risk
 
 
+@pytest.mark.slow  # ~18 s of sampled first layers: the slow suite
 def test_step_covariances_match_the_sampled_first_layer():
     """The deterministic (svv, svt, stt) of one giant step (docs/DERIVATIONS.md §7) against the
     network's sampled W1 (validation simulator, relu/relu, alpha0 = 20, eta = 3, d = p = 600,
