@@ -1,7 +1,7 @@
 """The optional mean-row correction of the finite-p theory (docs/DERIVATIONS.md §8, "The
 network's initial output"): defaults unchanged, the Schur-complement forms against direct linear
 algebra, the predicted ratio omega against a sampled giant step, and the risk against the network
-simulation at d = 500 (16 repetitions, about 5 s)."""
+simulation at d = 500 (16 repetitions; slow suite)."""
 
 import math
 
@@ -144,6 +144,7 @@ def test_common_row_ratio_against_a_sampled_step():
     assert abs(np.mean(vals) - 1.0) > 0.4
 
 
+@pytest.mark.slow  # ~30 s of network Monte Carlo (16 repetitions at d = 500): the slow suite
 def test_network_simulation_follows_the_mean_row_correction():
     """tanh/tanh beta = 0.5, alpha0 = 20, eta = 1, d = 500 (p = 250), 16 repetitions of the
     network simulator on the (alpha, lam) grid of the matrix: the mean relative gap to the

@@ -4,9 +4,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from figures.__main__ import available
 
 
+@pytest.mark.slow  # ~15 s (every figure, with quick simulations); the default suite keeps the
+# render of the full figures from the committed data
 def test_every_figure_renders_in_quick_mode(tmp_path):
     names = list(available())
     assert names == ["feature_learning", "batch_size", "bounds", "double_descent", "spectrum",
