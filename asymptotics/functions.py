@@ -89,9 +89,16 @@ class Function:
             out = _real_values(raw, label)
             return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
-        if kinks is None:
-            kinks = find_kinks(fv)
-        kinks = tuple(sorted(float(k) + 0.0 for k in kinks))
+        given = None if kinks is None else tuple(sorted(float(k) + 0.0 for k in kinks))
+        with np.errstate(all="ignore"):
+            key = CallableIdentity((f, df, given), fv(_PROBE).tobytes())
+        known = _RESOLVED.get(key)  # a callable seen before: its kinks and rule, not redone
+        if known is not None:
+            kinks, rule = known
+        elif given is None:
+            kinks = tuple(sorted(float(k) + 0.0 for k in find_kinks(fv)))
+        else:
+            kinks = given
         if df is None:
             dfv = _finite_difference(fv, kinks)
         else:
@@ -101,10 +108,19 @@ class Function:
                 return np.broadcast_to(out, np.shape(z)).astype(np.float64)
 
         fn = cls(label, fv, dfv, kinks)
-        check_finite(fn)
-        fn = resolve_quadrature(fn)
+        if known is None:
+            check_finite(fn)
+            rule = resolve_quadrature(fn).kinks
+            if len(_RESOLVED) >= 256:
+                _RESOLVED.pop(next(iter(_RESOLVED)))
+            _RESOLVED[key] = (kinks, rule)
+        fn = replace(fn, kinks=rule)
         return replace(fn, identity=CallableIdentity.of(f, df, fn))
 
+
+#: the kinks located and the quadrature break points chosen for each user callable seen (keyed
+#: by the callable objects and their values): a loop of risk() calls does not redo them
+_RESOLVED: dict = {}
 
 FD_STEP = 1e-3  # step of the finite-difference derivative of a user callable
 
