@@ -1,13 +1,28 @@
 """giantstep.asymptotics: sharp asymptotics of two-layer networks after one giant step."""
 
-from . import _numba_cache  # noqa: F401  (first: kernels are cached outside the package)
-from ._kernel_cache import guard as _guard_kernel_cache
-from .api import ConvergenceError, RiskResult, build_problem, risk, risk_curve, solve_point
-from .cget import conditional_coefficients, ge_coefficients
-from .functions import Function, available, get_function
-from .marchenko_pastur import SpectralMeasure, empirical_measure, from_weights, marchenko_pastur
-from .solver import SolverConfig
-from .spiked import (
+# isort: off
+from asymptotics.core import numba_cache  # noqa: F401  (first: kernels are cached outside the package)
+# isort: on
+from asymptotics.api.risk import (
+    ConvergenceError,
+    RiskResult,
+    build_problem,
+    risk,
+    risk_curve,
+    solve_point,
+)
+from asymptotics.coefficients.callables import QuadratureWarning
+from asymptotics.coefficients.cget import conditional_coefficients, ge_coefficients
+from asymptotics.coefficients.functions import Function, available, get_function
+from asymptotics.core.kernel_cache import guard as _guard_kernel_cache
+from asymptotics.equations.solver import SolverConfig
+from asymptotics.measures.spectral import (
+    SpectralMeasure,
+    empirical_measure,
+    from_weights,
+    marchenko_pastur,
+)
+from asymptotics.spiked import (
     SpikedResult,
     risk_spiked,
     risk_spiked_curve,
@@ -15,12 +30,13 @@ from .spiked import (
     risk_spiked_semi_empirical,
     spike_contributions,
 )
-from .srf import SpikeMapping, common_row_ratio, srf_mapping
+from asymptotics.step.srf import SpikeMapping, common_row_ratio, srf_mapping
 
 _guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline
 
 __all__ = [
-    "ConvergenceError", "Function", "RiskResult", "SolverConfig", "SpectralMeasure", "SpikeMapping",
+    "ConvergenceError", "Function", "QuadratureWarning", "RiskResult", "SolverConfig",
+    "SpectralMeasure", "SpikeMapping",
     "available", "build_problem", "common_row_ratio", "conditional_coefficients",
     "empirical_measure", "from_weights", "ge_coefficients", "get_function", "marchenko_pastur",
     "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
@@ -29,7 +45,7 @@ __all__ = [
 ]
 
 def _version() -> str:
-    from ._cli import version
+    from asymptotics.core.meta import version
 
     return version()
 

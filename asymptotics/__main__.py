@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from asymptotics.cli.curve import main
 
 sys.exit(main())

@@ -22,7 +22,9 @@ import argparse
 import time
 
 import asymptotics as A
-from asymptotics import network, population_quadrature, row_channel
+from asymptotics.measures import population as network
+from asymptotics.measures import population_quadrature
+from asymptotics.step import row_channel
 
 SETTINGS = [("relu", "relu", 0.5, 3.0), ("relu", "tanh", 2.0, 1.0), ("relu", "relu", 2.0, 3.0),
             ("erf", "sin", 20.0, 3.0), ("tanh", "sin", 20.0, 1.0), ("relu", "relu", 20.0, 3.0),

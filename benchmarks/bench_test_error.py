@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from asymptotics.functions import get_function
+from asymptotics.coefficients.functions import get_function
 from validation.matrix import ALPHAS, LAMS
 from validation.simulator import Setting, _batches, chunk_rows, first_layer, fit_readouts
 from validation.test_error import ESTIMATORS, estimate_test_error

@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 import asymptotics as A
-from asymptotics.grid import optimal_lam, risk_grid
+from asymptotics.api.grid import optimal_lam, risk_grid
 
 KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, model="srf")
 

@@ -11,7 +11,7 @@ For each repetition, ONE first batch (the simulator's stream) and ONE W0, theta*
 - ``net_fix``    ``net`` with the mean row of W0 put back: ``W1 + eta mu1^2 1 wbar0^T``;
 - ``srf``        ``sqrt(c) W0 + r 1 v^T`` (the simulator's sRF first layer, same W0, theta*);
 - ``srf_shrunk`` ``srf`` with the component ``sqrt(c) 1 wbar0^T`` of its bulk scaled by
-                 ``sqrt(omega)``, omega the predicted common-row ratio (asymptotics.srf:
+                 ``sqrt(omega)``, omega the predicted common-row ratio (asymptotics.step.srf:
                  ``common_row_ratio``);
 
 then the ridge readouts of the (alpha, lam) grid of the matrix on the SAME ridge and test inputs
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 import asymptotics as A
-from asymptotics.functions import get_function
+from asymptotics.coefficients.functions import get_function
 from validation import montecarlo as mc
 from validation.simulator import (
     STREAMS,

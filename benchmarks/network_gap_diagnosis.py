@@ -21,7 +21,7 @@ inputs (paired comparisons), the test error of the ridge readout on:
 - ``srf``, ``srf_get`` the same two for the sRF first layer; ``srf_gauss``: sRF with Gaussian
                      instead of spherical rows (a norm spread not aligned with anything);
                      ``srf_scaled``: sRF with the predicted rescaling 1 + eta c2 s |u| (w0_k . v)
-                     of the rows (asymptotics.row_channel);
+                     of the rows (asymptotics.step.row_channel);
 
 and the semi-empirical theory of each first layer (``risk(..., measure=from_weights(W1, v,
 theta))``), for the network also with the bulk-variance channel at the measured lam_v
@@ -42,8 +42,8 @@ import time
 import numpy as np
 
 import asymptotics as A
-import asymptotics.row_channel  # noqa: F401  (A.row_channel)
-from asymptotics.functions import get_function
+import asymptotics.step.row_channel  # noqa: F401  (A.row_channel)
+from asymptotics.coefficients.functions import get_function
 from validation.simulator import Setting, first_layer
 
 CHUNK = 4000
@@ -194,9 +194,9 @@ def spread(W: np.ndarray, v: np.ndarray, theta: np.ndarray) -> dict:
 
 
 def row_scale_slope(sigma, target, alpha0: float, eta: float) -> float:
-    """Predicted slope of c_k against (W0 v)_k: 2 a, a = eta c2 s |u| (asymptotics.row_channel:
+    """Predicted slope of c_k against (W0 v)_k: 2 a, a = eta c2 s |u| (asymptotics.step.row_channel:
     the He2 part of sigma' makes the step add a (w0_k . v) w0_k to row k)."""
-    from asymptotics.row_channel import he2_coefficient
+    from asymptotics.step.row_channel import he2_coefficient
 
     sp = A.srf_mapping(sigma, target, alpha0=alpha0, eta=eta)
     return 2.0 * eta * he2_coefficient(sigma) * sp.scale * sp.u_norm

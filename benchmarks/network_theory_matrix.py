@@ -8,7 +8,7 @@ the share of points within 3 s.e., the median and max |relative gap|, per model 
 the worst points, and the cost of a theory point.
 "network" is the default network theory (population measure, deterministic unless a device
 option is given), "rank-one" the earlier MP bulk with rank-one channels (both with the
-bulk-variance channel of asymptotics/row_channel.py, which model="network" adds to any theory
+bulk-variance channel of asymptotics/step/row_channel.py, which model="network" adds to any theory
 measure); the mean time of the first row of a measure includes building it.
 At finite p the network theory includes by default the mean-row correction of
 docs/DERIVATIONS.md §8 (the network's initial output in the step's residual);
@@ -91,14 +91,14 @@ def main() -> None:
             t0 = time.perf_counter()
             extra = {}
             if rest == "rank1":
-                from asymptotics.network import network_measure
+                from asymptotics.measures.population import network_measure
                 extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta))
             elif rest == "rest":
-                from asymptotics.network import network_measure
+                from asymptotics.measures.population import network_measure
                 extra = dict(measure=network_measure(sg, tg, alpha0=a0, eta=eta, beta=beta,
                                                      with_rest=True))
             elif rest in ("pop", "popmp", "pop+row"):
-                from asymptotics.network import population_measure
+                from asymptotics.measures.population import population_measure
                 extra = dict(measure=population_measure(
                     sg, tg, alpha0=a0, eta=eta, beta=beta, size=args.pop_size,
                     batches=args.pop_batches, seed=args.pop_seed, mp_bulk=rest == "popmp",

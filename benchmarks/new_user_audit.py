@@ -3,7 +3,7 @@
 A catalogue of inputs a new user might give -- wrong types, out-of-range values, unknown names,
 user callables and expressions, the interpolation peak, abbreviated options, missing output
 directories, ``--help`` / ``--version`` of every command -- over the Python API
-(``asymptotics.risk``, ``risk_curve``, ``asymptotics.grid.risk_grid``, ``optimal_lam``,
+(``asymptotics.risk``, ``risk_curve``, ``asymptotics.api.grid.risk_grid``, ``optimal_lam``,
 ``optimal_eta``, ``get_function``, ``from_weights``, ``validation.simulator.Setting`` /
 ``simulate``) and every command line (``python -m asymptotics``, ``python -m validation``,
 ``python -m validation.matrix_cli``, ``python -m figures``, the report commands,
@@ -463,7 +463,7 @@ def api_entries() -> list[Entry]:
           "lam -> infinity: risk -> E g^2", rule="below_eg2"))
     a(api("api.risk_curve.engine_x", "result = risk_curve([1.0], engine='x')", E, "engine"))
     # --- risk_grid, optimal_lam, optimal_eta ------------------------------------------------
-    g = "from asymptotics.grid import risk_grid, optimal_lam, optimal_eta\n"
+    g = "from asymptotics.api.grid import risk_grid, optimal_lam, optimal_eta\n"
     grid = {
         "basic": ("alpha=[1.0, 2.0], eta=[0.0, 1.0], model='srf'", K, ""),
         "alpha_str": ("alpha='12', model='srf'", E, "a string is not a number"),
@@ -600,7 +600,7 @@ def cli_entries() -> list[Entry]:
     a = out.append
     commands = {
         "asymptotics": "asymptotics", "asymptotics.curve": "asymptotics curve",
-        "asymptotics.hermite": "asymptotics hermite", "validation": "validation",
+        "asymptotics.coefficients.hermite": "asymptotics hermite", "validation": "validation",
         "validation.compare": "validation compare", "validation.sweep": "validation sweep",
         "validation.spectrum": "validation spectrum",
         "validation.multistep": "validation multistep", "matrix_cli": "validation.matrix_cli",

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 import asymptotics as A
-from asymptotics.cget import ge_coefficients
-from asymptotics.functions import get_function
-from asymptotics.marchenko_pastur import _EMPTY, SpectralMeasure
+from asymptotics.coefficients.cget import ge_coefficients
+from asymptotics.coefficients.functions import get_function
+from asymptotics.measures.spectral import EMPTY, SpectralMeasure
 
 SUMMARY = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_summary.csv"
 
@@ -27,7 +27,8 @@ SUMMARY = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_
 def population_measure(sig, tgt, alpha0, eta, beta, d, rng) -> SpectralMeasure:
     s, g = get_function(sig), get_function(tgt)
     k = ge_coefficients(s, g)
-    sp = A.build_problem(sigma=s, target=g, alpha0=alpha0, eta=eta, lam=0.01, beta=beta).spike
+    sp = A.build_problem(model="srf", sigma=s, target=g, alpha0=alpha0, eta=eta, lam=0.01,
+                         beta=beta).spike
     n0 = int(round(alpha0 * d))
     X = rng.standard_normal((n0, d))
     theta = rng.standard_normal(d)
@@ -50,7 +51,7 @@ def population_measure(sig, tgt, alpha0, eta, beta, d, rng) -> SpectralMeasure:
     t = theta - gam * v
     t /= np.linalg.norm(t)
     c = float(lam.sum() / d)
-    return SpectralMeasure("channels", beta, c, _EMPTY,
+    return SpectralMeasure("channels", beta, c, EMPTY,
                            np.concatenate([[max(var_eps, 0.0)], proj / lam]), lam, E.T @ t,
                            r=sp.r, gamma=gam)
 

@@ -54,7 +54,7 @@ def available() -> dict[str, str]:
 
 
 def build_parser():
-    from asymptotics._cli import Parser
+    from asymptotics.cli.common import Parser
 
     p = Parser(prog="python -m figures", description="Render the papers' figures (PNG + PDF).")
     p.add_argument("names", nargs="*", help="figure names, or 'all' (see --list)")
@@ -68,7 +68,7 @@ def build_parser():
 
 
 def main(argv: list[str] | None = None) -> int:
-    from asymptotics._cli import check_writable, fail
+    from asymptotics.cli.common import check_writable, fail
 
     p = build_parser()
     args = p.parse_args(argv)

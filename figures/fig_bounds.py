@@ -23,7 +23,7 @@ LAMS = (0.001, 0.1)
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import SpikeMapping, risk_curve
-    from asymptotics.bounds import risk_bounds
+    from asymptotics.models.bounds import risk_bounds
     from validation.simulator import Setting
 
     q = quality(quick)

@@ -162,7 +162,7 @@ def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
 # report
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics._cli import Parser
+    from asymptotics.cli.common import Parser
 
     parser = Parser(prog="python -m figures.multistep_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))

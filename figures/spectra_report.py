@@ -18,20 +18,20 @@ import time
 import numpy as np
 import pandas as pd
 
-from asymptotics.marchenko_pastur import mp_median, mp_singular_density
+from asymptotics.measures.marchenko_pastur import mp_median, mp_singular_density
 from validation.experiments.spectra import (  # noqa: F401
     EXPERIMENTS,
     REPORTS,
     REUSE_TARGETS,
     Plan,
-    _signal,
-    _spectrum_data,
     counts_vs_d,
     exponent_table,
     grid_table,
     load_or_run,
     plan_for,
     reuse_table,
+    signal_share,
+    spectrum_data,
 )
 from validation.experiments.spectra_text import build_report
 from validation.paths import output_dir
@@ -113,7 +113,7 @@ def draw_counts_vs_d(counts: pd.DataFrame, scaling: pd.DataFrame, exps: pd.DataF
     ax = axes[1]
     for i, ((a1, a2), t) in enumerate(scaling.groupby(["a1", "a2"], sort=True)):
         for k, mk in ((1, "o"), (2, "s")):
-            s = t.assign(sig=_signal(t, k + 1)).groupby("p")["sig"].mean()
+            s = t.assign(sig=signal_share(t, k + 1)).groupby("p")["sig"].mean()
             if (s > 0).sum() < 2:
                 continue
             e = exps[(exps.a1 == a1) & (exps.a2 == a2) & (exps.k == k)].iloc[0]
@@ -150,7 +150,7 @@ def figure_spectrum(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
     """
     plt = _style()
     plan = plan_for(quick)
-    df = _spectrum_data(quick)
+    df = spectrum_data(quick)
     p, d = int(df.p.iloc[0]), int(df.d.iloc[0])
     beta = p / d
     fig, axes = plt.subplots(1, 2, figsize=(8.4, 3.3), constrained_layout=True)
@@ -210,7 +210,7 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path, plan: Plan
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics._cli import Parser
+    from asymptotics.cli.common import Parser
 
     parser = Parser(prog="python -m figures.spectra_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> tuple[dict[str, pd.DataFrame], list[pathlib.Path]]:
         data = {name: load_or_run(name, plan, force=args.force) for name in EXPERIMENTS}
         if args.force:
-            _spectrum_data(args.quick, force=True)
+            spectrum_data(args.quick, force=True)
         figdir = output_dir(REPORTS, "reports") / "figures"
         return data, draw_figures(data, figdir, plan, args.quick)
 

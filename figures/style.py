@@ -9,7 +9,7 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt  # the command lines choose the backend (Agg): no import-time use()
 
-from asymptotics._cli import save_figure  # noqa: E402
+from asymptotics.cli.common import save_figure  # noqa: E402
 
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442",
            "#000000"]

@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from asymptotics import get_function, risk, risk_curve
-from asymptotics._cli import Progress, parse_grid
-from asymptotics.cli import main as asym_main
-from asymptotics.functions import Function, to_sympy
-from asymptotics.hermite import hermite_expansion, monomial_to_hermite
-from asymptotics.solver import SolverConfig
+from asymptotics.cli.common import parse_grid
+from asymptotics.cli.curve import main as asym_main
+from asymptotics.coefficients.functions import Function, to_sympy
+from asymptotics.coefficients.hermite import hermite_expansion, monomial_to_hermite
+from asymptotics.core.progress import Progress
+from asymptotics.equations.solver import SolverConfig
 from figures.__main__ import main as fig_main
 from validation.cli import main as val_main
 from validation.matrix_cli import main as matrix_main
@@ -224,7 +225,7 @@ def test_api_defaults_are_the_cli_defaults(capsys):
 def test_degree_twenty_monomials_are_fast_and_exact(n):
     t0 = time.perf_counter()
     ex = hermite_expansion(f"z1**{n}")
-    from asymptotics.staircase import report
+    from asymptotics.multiindex.staircase import report
 
     text = report(f"z1**{n}")
     elapsed = time.perf_counter() - t0

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.marchenko_pastur import SpectralMeasure, empirical_measure
+from asymptotics.measures.spectral import SpectralMeasure, empirical_measure
 
 REFERENCE = [
     (dict(alpha=3.0, sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, beta=1.0),
@@ -168,7 +168,7 @@ def test_from_weights_rejects_bad_input():
 def test_special_columns_reduce_to_the_srf_closures():
     """MP leave-one-out identity: a bulk column's channel x/(1 + s1 x), x = beta c <1/S>, equals
     beta <rho/S> (and its s0, s1 derivatives), so channel_measure(c, 0, c) is the sRF measure."""
-    from asymptotics.marchenko_pastur import channel_measure, marchenko_pastur
+    from asymptotics.measures.spectral import channel_measure, marchenko_pastur
 
     for beta, c, s0, s1 in [(1.0, 1.03, 0.3, 0.8), (2.0, 2.1, 0.01, 1.5), (0.5, 1.0, 1e-3, 3.0)]:
         a = marchenko_pastur(beta, c).moments(s0, s1)
@@ -181,7 +181,7 @@ def test_population_bulk_is_generalised_marchenko_pastur():
     """Kind 'population' (docs/DERIVATIONS.md §7): with equal population variances the bulk
     averages are MP(beta) scaled by c to 1e-10 (closed form); with two variances they match the
     spectrum of a sampled p x d Gram matrix B B^T, B = G diag(lam/d)^(1/2), to ~1% (d = 1500)."""
-    from asymptotics.marchenko_pastur import _EMPTY, marchenko_pastur, measure_moments
+    from asymptotics.measures.spectral import EMPTY, marchenko_pastur, measure_moments
 
     z = np.zeros(0)
     for beta, c, s0, s1 in [(0.5, 1.7, 0.1, 1.0), (1.0, 0.8, 1.0, 0.3), (2.0, 1.2, 0.05, 2.0),
@@ -202,11 +202,11 @@ def test_population_bulk_is_generalised_marchenko_pastur():
                    np.mean(rho**2 / S**2)]
             th = measure_moments(3, beta, 1.0, lam, np.zeros(1), z, z, s0, s1)[:5]
             np.testing.assert_allclose(th, emp, rtol=0.015)
-    assert _EMPTY.shape == (1,)
+    assert EMPTY.shape == (1,)
 
 
 def test_population_measure_is_deterministic():
-    from asymptotics.network import population_measure
+    from asymptotics.measures.population import population_measure
 
     kw = dict(alpha0=2.0, eta=1.0, beta=2.0)
     a, b = population_measure("relu", "tanh", **kw), population_measure("relu", "tanh", **kw)
@@ -238,8 +238,8 @@ def test_step_covariances_match_the_sampled_first_layer():
     """The deterministic (svv, svt, stt) of one giant step (docs/DERIVATIONS.md §7) against the
     network's sampled W1 (validation simulator, relu/relu, alpha0 = 20, eta = 3, d = p = 600,
     3 seeds): d times the row covariances of the centred bulk along (v, t)."""
-    from asymptotics.functions import get_function
-    from asymptotics.network import step_covariances
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.step.plane import step_covariances
     from validation.simulator import Setting, first_layer
 
     s = get_function("relu")
@@ -252,7 +252,8 @@ def test_step_covariances_match_the_sampled_first_layer():
         got.append((m.F.mean(), m.G.mean(), m.H.mean()))
     svv, svt, stt = np.mean(got, axis=0)
     pv, pt_, ptt, _ = step_covariances("relu", "relu", alpha0=20.0, eta=3.0)
-    c = A.build_problem(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01).spike.c
+    c = A.build_problem(model="srf", sigma="relu", target="relu", alpha0=20.0, eta=3.0,
+                        lam=0.01).spike.c
     assert svv == pytest.approx(pv, rel=0.08) and abs(svv - c) > 1.0  # sRF would say c
     assert stt == pytest.approx(ptt, rel=0.08)
     assert svt == pytest.approx(pt_, abs=0.08) and pt_ < -0.1
@@ -264,7 +265,7 @@ def test_semi_empirical_and_network_theory_predict_the_network():
     surrogate is 20% above the trained network (0.0571 against ~0.047); the semi-empirical theory
     of each sampled W1 and the deterministic network theory must be within 4% of the network
     mean (three repetitions, s.e. ~ 1%)."""
-    from asymptotics.functions import get_function
+    from asymptotics.coefficients.functions import get_function
     from validation.simulator import Setting, first_layer, simulate_grid_once
 
     s = get_function("relu")
@@ -291,7 +292,7 @@ def test_population_measure_closes_the_network_families():
 
     import pandas as pd
 
-    from asymptotics.network import network_measure
+    from asymptotics.measures.population import network_measure
 
     store = pd.read_csv(Path(__file__).resolve().parents[1] / "validation" / "data"
                         / "matrix_runs.csv")

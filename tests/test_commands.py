@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: module of each command -> how it is run
 COMMANDS = {
-    "asymptotics.cli": "python -m asymptotics",
+    "asymptotics.cli.curve": "python -m asymptotics",
     "validation.cli": "python -m validation",
     "validation.matrix_cli": "python -m validation.matrix_cli",
     "validation.spectrum.cli": "python -m validation.spectrum",

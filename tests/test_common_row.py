@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.fixed_point import mean_row_forms
-from asymptotics.marchenko_pastur import measure_moments
+from asymptotics.equations.fixed_point import mean_row_forms
+from asymptotics.measures.spectral import measure_moments
 
 TT = dict(sigma="tanh", target="tanh", alpha0=20.0, eta=1.0, lam=0.01, beta=0.5)
 
@@ -172,7 +172,7 @@ def test_network_simulation_follows_the_mean_row_correction():
 
 
 def test_cli_common_row(capsys):
-    from asymptotics.cli import main
+    from asymptotics.cli.curve import main
 
     args = ["curve", "--csv", "--alpha", "2", "--sigma", "tanh", "--target", "tanh",
             "--alpha0", "20",

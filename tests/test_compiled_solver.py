@@ -1,6 +1,7 @@
-"""The compiled solver (asymptotics.solver_kernels, asymptotics.grid) against the Python path.
+"""The compiled solver (asymptotics.equations.solver_kernels, asymptotics.api.grid) against the
+Python path.
 
-The Python orchestration of asymptotics.solver + asymptotics.api is an independent
+The Python orchestration of asymptotics.equations.solver + asymptotics.api.risk is an independent
 implementation of the same algorithm (kept as ``engine="python"``); both must give the same
 points: the same convergence verdict and |dR| <= 1e-10. The optimal-lam search is checked
 against a dense brute-force scan of the Python path."""
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.grid import optimal_eta, optimal_lam, risk_grid
+from asymptotics.api.grid import optimal_eta, optimal_lam, risk_grid
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -170,7 +171,7 @@ def test_cli_lam_optimal(tmp_path, capsys):
 
     import pandas as pd
 
-    from asymptotics.cli import main
+    from asymptotics.cli.curve import main
 
     assert main(["curve", "--csv", "--lam", "optimal", "--alpha", "1,2", "--quiet"]) == 0
     df = pd.read_csv(io.StringIO(capsys.readouterr().out))

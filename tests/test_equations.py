@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.bounds import large_lambda_limit, risk_bounds
-from asymptotics.rf_ridge import rf_ridge_risk
-from asymptotics.srf import SpikeMapping
+from asymptotics.models.bounds import large_lambda_limit, risk_bounds
+from asymptotics.models.rf_ridge import rf_ridge_risk
+from asymptotics.step.srf import SpikeMapping
 
 RF_CASES = [
     ("tanh", "tanh", 1.0, 0.01, 3.0),

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.api import check_width
-from asymptotics.rf_ridge import rf_ridge_risk
+from asymptotics.api.risk import check_width
+from asymptotics.models.rf_ridge import rf_ridge_risk
 
 TT = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01, beta=1.0, model="srf")
 
@@ -129,7 +129,7 @@ def test_risk_curve_carries_p():
 
 
 def test_cli_width(capsys):
-    from asymptotics.cli import main
+    from asymptotics.cli.curve import main
 
     assert main(["curve", "--csv", "--alpha", "2", "--eta", "0.1", "--p", "1000", "--quiet"]) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,5 @@
-"""Hermite analysis (asymptotics.hermite) against hand-computed expansions and Dandi et al.'s (2023)
+"""Hermite analysis (asymptotics.coefficients.hermite) against hand-computed expansions and Dandi
+et al.'s (2023)
 examples. Expected values are worked out by hand in the comments, not read from the code."""
 
 import math
@@ -7,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from asymptotics.cli import main as asymptotics_main
-from asymptotics.hermite import hermite_expansion, monomial_to_hermite
-from asymptotics.staircase import staircase
-from asymptotics.targets import parse_target, target_callable
+from asymptotics.cli.curve import main as asymptotics_main
+from asymptotics.coefficients.hermite import hermite_expansion, monomial_to_hermite
+from asymptotics.coefficients.targets import parse_target, target_callable
+from asymptotics.multiindex.staircase import staircase
 
 
 def terms(text):

@@ -5,13 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from asymptotics.marchenko_pastur import (
-    empirical_measure,
-    marchenko_pastur,
-    measure_moments,
-    mp_expectation,
-    mp_moments,
-)
+from asymptotics.measures.marchenko_pastur import mp_expectation, mp_moments
+from asymptotics.measures.spectral import empirical_measure, marchenko_pastur, measure_moments
 
 
 @pytest.mark.parametrize("beta", [0.3, 0.9, 1.0, 1.7, 4.0])

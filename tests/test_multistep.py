@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from asymptotics.functions import get_function
+from asymptotics.coefficients.functions import get_function
 from validation.multistep import (
     MultiStepConfig,
     descent_direction,

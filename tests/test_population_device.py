@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from scipy.special import ndtri
 
-from asymptotics import network as N
-from asymptotics.cget import ge_coefficients
-from asymptotics.functions import get_function
+from asymptotics.coefficients.cget import ge_coefficients
+from asymptotics.coefficients.functions import get_function
+from asymptotics.measures import population as N
 
 
 def direct_channels(X, e, a, bq, fns):

@@ -1,4 +1,5 @@
-"""The deterministic population measure of the network theory (asymptotics.population_quadrature,
+"""The deterministic population measure of the network theory
+(asymptotics.measures.population_quadrature,
 docs/DERIVATIONS.md §7, 'A deterministic measure from the resolvent'), checked against closed
 forms, an independent numpy implementation of the resolvent, the plane moments of the step and
 sampled first batches."""
@@ -12,12 +13,12 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics import network as N
-from asymptotics import population_quadrature as PQ
-from asymptotics.cget import ge_coefficients
-from asymptotics.functions import get_function
-from asymptotics.marchenko_pastur import _EMPTY, SpectralMeasure, measure_moments
-from asymptotics.resolvent_kernels import dyson_forms
+from asymptotics.coefficients.cget import ge_coefficients
+from asymptotics.coefficients.functions import get_function
+from asymptotics.measures import population as N
+from asymptotics.measures import population_quadrature as PQ
+from asymptotics.measures.resolvent_kernels import dyson_forms
+from asymptotics.measures.spectral import EMPTY, SpectralMeasure, measure_moments
 
 SETTINGS = [("relu", "relu", 2.0, 3.0), ("relu", "tanh", 0.5, 1.0), ("erf", "sin", 20.0, 3.0),
             ("tanh", "he2", 2.0, 3.0)]
@@ -99,10 +100,10 @@ def test_quadrature_kernel_equals_the_atoms_kernel():
     n = lam.size
     nodes = np.tile(lam, 5)
     wts = np.concatenate([np.full(n, 1.0 / n), b * b, t * t, (b + t) ** 2, (b - t) ** 2])
-    q = SpectralMeasure("quadrature", dev.beta, dev.c, nodes, wts, np.array([dev.F[0]]), _EMPTY)
+    q = SpectralMeasure("quadrature", dev.beta, dev.c, nodes, wts, np.array([dev.F[0]]), EMPTY)
     for s0, s1 in [(0.3, 0.7), (0.05, 1.2), (1.0, 0.0)]:
         np.testing.assert_allclose(q.moments(s0, s1), dev.moments(s0, s1), rtol=1e-11)
-    assert measure_moments(4, 1.5, 1.0, nodes, wts, np.ones(1), _EMPTY, 0.3, 0.7).shape == (14,)
+    assert measure_moments(4, 1.5, 1.0, nodes, wts, np.ones(1), EMPTY, 0.3, 0.7).shape == (14,)
 
 
 @pytest.mark.parametrize("sigma,target,alpha0,eta", [("relu", "relu", 2.0, 3.0),

@@ -81,7 +81,7 @@ def test_a_risk_is_a_finite_nonnegative_number_or_nan_with_a_status(kw):
 def test_at_finite_width_the_risk_tends_to_the_target_power_as_lam_grows(kw):
     """lam large in the features' own units: 1e8 times their second moment E sigma^2 (which
     reaches 1e5 for he3 after a large step)."""
-    from asymptotics.problem import build_problem
+    from asymptotics.models.problem import build_problem
 
     kw = dict(kw, p=kw["p"] or 500.0)
     with warnings.catch_warnings():

@@ -7,9 +7,9 @@ import pytest
 from scipy.special import erf
 from scipy.stats import norm
 
-from asymptotics.cget import conditional_coefficients, ge_coefficients
-from asymptotics.functions import get_function
-from asymptotics.quadrature import gaussian_moments
+from asymptotics.coefficients.cget import conditional_coefficients, ge_coefficients
+from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.quadrature import gaussian_moments
 
 B = np.array([-2.5, -0.7, 0.0, 0.3, 1.9, 6.0])
 C = np.array([0.2, 1.2, 1.0, 1.2, 2.5, 0.9])

@@ -1,6 +1,7 @@
 """lam = 0: the ridgeless limit lam -> 0+ where it is finite, divergence (NaN, status diverged) at
 the interpolation peak alpha = beta. Independent values: the random-features ridge closed form
-of asymptotics.rf_ridge at eta = 0 (a separate deterministic-equivalent computation) at a tiny
+of asymptotics.models.rf_ridge at eta = 0 (a separate deterministic-equivalent computation) at a
+tiny
 lam, and the lam -> 0+ trend of the regularised equations for eta > 0."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import math
 import pytest
 
 from asymptotics import ConvergenceError, risk
-from asymptotics.cli import main as cli_main
-from asymptotics.rf_ridge import rf_ridge_risk
+from asymptotics.cli.curve import main as cli_main
+from asymptotics.models.rf_ridge import rf_ridge_risk
 
 FINITE = [  # (sigma, beta, alpha) on both sides of the peak, some close to it
     ("tanh", 1.0, 0.5), ("tanh", 1.0, 0.95), ("tanh", 1.0, 1.05), ("tanh", 1.0, 3.0),

@@ -1,4 +1,4 @@
-"""The network's bulk-variance channel (asymptotics/row_channel.py, docs/DERIVATIONS.md §7)."""
+"""The network's bulk-variance channel (asymptotics/step/row_channel.py, docs/DERIVATIONS.md §7)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import asymptotics as A
-from asymptotics.functions import get_function
-from asymptotics.points import solve_point
-from asymptotics.row_channel import he2_coefficient, row_variance_slope
+from asymptotics.api.points import solve_point
+from asymptotics.coefficients.functions import get_function
+from asymptotics.step.row_channel import he2_coefficient, row_variance_slope
 from validation.simulator import Setting, first_layer
 
 STORE = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_runs.csv"

@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.functions import Function, QuadratureWarning, find_kinks, quadrature_error
+from asymptotics.coefficients.callables import QuadratureWarning, find_kinks, quadrature_error
+from asymptotics.coefficients.functions import Function
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,7 +123,8 @@ def test_steep_smooth_functions_are_refined_until_resolved(text):
     reference one, for an expression and for the same formula as a callable."""
     import sympy as sp
 
-    from asymptotics.functions import REFINE_POINTS, to_sympy
+    from asymptotics.coefficients.callables import REFINE_POINTS
+    from asymptotics.coefficients.functions import to_sympy
 
     expr, symbols = to_sympy(text)
     f = sp.lambdify(symbols["z"], expr, "numpy")
@@ -184,8 +186,9 @@ def test_ridgeless_away_from_the_peak_is_the_lam_limit(sigma, beta, alpha):
 
 
 def test_kernels_are_cached_outside_the_package(tmp_path):
-    code = ("import asymptotics.quadrature as q, asymptotics.fixed_point as f, "
-            "validation.kernels as k\n"
+    code = ("import asymptotics.coefficients.quadrature as q\n"
+            "import asymptotics.equations.fixed_point as f\n"
+            "import validation.kernels as k\n"
             "for d in (q.weighted_moments, f.conjugates, k.tanh_features):\n"
             "    print(d._cache.cache_path)\n")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}

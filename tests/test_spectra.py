@@ -1,5 +1,5 @@
 """Spectra after one and two large steps: bulk edge, outlier detection, the predicted
-counts of ``asymptotics.spikes`` and the ``spectrum`` command.
+counts of ``asymptotics.multiindex.spikes`` and the ``spectrum`` command.
 
 Independent references: the Marchenko-Pastur edge ``1 + sqrt(beta)`` of a p x d matrix with
 entries of variance 1/d; the BBP transition of a rank-one additive perturbation ``theta u v^T``
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from asymptotics import spikes
+from asymptotics.multiindex import spikes
 from validation import spectrum as sp
 from validation.cli import main as cli_main
 

@@ -170,9 +170,9 @@ def _bulk(p: int, d: int, r: int, k: int, seed: int):
 
 def test_reference_at_K1_r1_is_the_srf_solver_on_the_same_measure():
     """K = r = 1 on a given bulk: the reference equals the project's sRF equations on the
-    semi-empirical measure of the same first layer (asymptotics.marchenko_pastur.from_weights)."""
-    from asymptotics.api import build_problem, solve_point
-    from asymptotics.marchenko_pastur import from_weights
+    semi-empirical measure of the same first layer (asymptotics.measures.spectral.from_weights)."""
+    from asymptotics.api.risk import build_problem, solve_point
+    from asymptotics.measures.spectral import from_weights
     from validation.spiked.reference import Reference
 
     d = 120
@@ -187,7 +187,7 @@ def test_reference_at_K1_r1_is_the_srf_solver_on_the_same_measure():
     c_emp = float(np.trace(WP @ WP.T) / d)
     s = _setting(loadings=[[r_emp]], bulk=[c_emp], overlaps=[[0.8]], d=d)
     ref = Reference(s, B / math.sqrt(c_emp), V, T)
-    prob = build_problem(sigma="tanh", target="tanh", lam=0.01, beta=1.0,
+    prob = build_problem(model="srf", sigma="tanh", target="tanh", lam=0.01, beta=1.0,
                          measure=from_weights(W, v, theta))
     for alpha in (0.5, 2.0):
         assert ref.solve(alpha).risk == pytest.approx(solve_point(prob, alpha).risk, rel=1e-7)

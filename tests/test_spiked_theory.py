@@ -1,7 +1,8 @@
 """The K-group, r-spike theory (docs/THEORY.md §10) against independent references: the one-spike
 sRF theory (K = r = 1, at p = infinity and at finite p), symmetries that must hold exactly (odd
 sigma with groups +u and -u, parallel loadings), random features (u = 0, the independent ridge
-formula of asymptotics.rf_ridge) and exact p x p linear algebra for the deterministic resolvent."""
+formula of asymptotics.models.rf_ridge) and exact p x p linear algebra for the deterministic
+resolvent."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ import numpy as np
 import pytest
 
 import asymptotics as A
-from asymptotics.points import ConvergenceError
-from asymptotics.rf_ridge import rf_ridge_risk
+from asymptotics.api.points import ConvergenceError
+from asymptotics.models.rf_ridge import rf_ridge_risk
 from asymptotics.spiked import (
     risk_spiked,
     risk_spiked_curve,
@@ -62,7 +63,7 @@ def test_one_group_one_spike_at_finite_width(sigma, target, p):
 def test_one_group_one_spike_given_spike(c):
     """A spike (r, c, gamma) given directly, down to a nearly empty bulk (the kappa rule is split
     at relu's kink, as the one-spike rule does for c < 0.05)."""
-    from asymptotics.srf import SpikeMapping
+    from asymptotics.step.srf import SpikeMapping
 
     sp = SpikeMapping(0.9, c, 0.8, 0.6, math.nan, math.nan, math.nan, math.nan)
     ref = A.risk(1.5, sigma="relu", target="tanh", model="srf", spike=sp, lam=0.01, beta=1.0)
@@ -133,7 +134,7 @@ def test_parallel_loadings_are_one_spike():
 @pytest.mark.parametrize("sigma,target", [("tanh", "tanh"), ("erf", "sin(2*z)")])
 def test_no_loadings_is_random_features(sigma, target):
     """u = 0 (three groups, two spikes, any Gamma): random features, the independent ridge formula
-    of asymptotics.rf_ridge (THEORY.md §7); and the risk does not depend on Gamma."""
+    of asymptotics.models.rf_ridge (THEORY.md §7); and the risk does not depend on Gamma."""
     ref = rf_ridge_risk(1.3, sigma=sigma, target=target, lam=0.05, beta=1.2)
     out = []
     for gam in ([[0.0], [0.0]], [[0.6], [0.7]]):
@@ -213,7 +214,7 @@ def test_curve_contributions_and_strict():
                                                         [0.4, 0.4]],
                 bulk=[1.0, 1.1, 0.9, 1.2], fractions=[0.25] * 4, overlaps=[[0.8, 0.1], [0.2, 0.7]])
     assert all(np.isfinite(v) for v in spike_contributions(0.5, **four).values())
-    from asymptotics.solver import SolverConfig
+    from asymptotics.equations.solver import SolverConfig
 
     bad = risk_spiked(2.0, solver=SolverConfig(max_iter=1), **kw)
     assert not bad.converged and math.isnan(bad.risk)
@@ -244,7 +245,7 @@ def test_clear_errors(change, message):
 def test_ridgeless_limit_is_the_srf_one(alpha, beta):
     """lam = 0: directly where the equations have a finite solution, else the lam -> 0+ ladder
     (Richardson) or the divergence at the interpolation peak alpha = beta, as the one-spike
-    solver (asymptotics.points) decides."""
+    solver (asymptotics.api.points) decides."""
     ref = A.risk(alpha, model="srf", lam=0.0, beta=beta)
     res = risk_spiked(alpha, sigma="tanh", target="tanh", loadings=[[ref.r]], bulk=[ref.c],
                       fractions=[1.0], overlaps=[[ref.gamma]], lam=0.0, beta=beta)
@@ -349,7 +350,7 @@ def test_semi_empirical_one_group_is_the_one_spike_semi_empirical_theory():
     K = r = 1, is the one-spike theory of that layer (asymptotics.risk(model="srf",
     measure=from_weights(W, v, theta)); its spike r = mean(W v), c = tr(W Pi W^T)/p and the
     centred bulk), to 1e-8."""
-    from asymptotics.marchenko_pastur import from_weights
+    from asymptotics.measures.spectral import from_weights
     from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
 
     rng = np.random.default_rng(0)

@@ -11,13 +11,13 @@ import argparse
 import importlib
 from collections.abc import Sequence
 
-from asymptotics._cli import Parser, fail
-from asymptotics._cli import integer as _integer
+from asymptotics.cli.common import Parser, fail
+from asymptotics.cli.common import integer as _integer
 
 SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep", "sweep")
 
 
-# the shared machinery (one parser class for every command line) lives in asymptotics._cli
+# the shared machinery (one parser class for every command line) lives in asymptotics.cli.common
 integer = _integer
 _Parser = Parser
 
@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from asymptotics._cli import one_line_warnings
+    from asymptotics.core.meta import one_line_warnings
 
     args = build_parser().parse_args(argv)
     one_line_warnings()

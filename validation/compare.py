@@ -18,7 +18,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from asymptotics._cli import PLOT_SUFFIXES, check_writable, integer
+from asymptotics.cli.common import PLOT_SUFFIXES, check_writable, integer
+from asymptotics.core.parameters import default
 
 from .simulator import MODELS, Setting, simulate
 from .test_error import ESTIMATORS
@@ -34,7 +35,9 @@ def theory_model(model: str) -> str:
 
 def compare(
     model: str, alphas: Sequence[float], *, sigma: str, target: str, alpha0: float, eta: float,
-    lam: float, beta: float = 1.0, delta: float = 0.0, d: int = 1000, seeds: int = 10,
+    lam: float, beta: float = default("beta"), delta: float = default("delta"),
+    d: int = default("d"),
+    seeds: int = default("seeds"),
     seed: int = 0, n_jobs: int = 1, n_test: int = 0, stream: int = 2, estimator: str = "cv",
     progress: bool | None = None,
 ):
@@ -43,7 +46,7 @@ def compare(
     import pandas as pd
 
     from asymptotics import risk_curve
-    from asymptotics._cli import Progress
+    from asymptotics.core.progress import Progress
 
     alphas = [float(a) for a in alphas]
     eta_theory = 0.0 if model == "rf" else eta
@@ -105,7 +108,7 @@ def plot_comparison(df, path: str, *, title: str | None = None) -> None:
     ax.set_title(title or default, fontsize=9)
     ax.legend(frameon=False)
     ax.grid(alpha=0.3)
-    from asymptotics._cli import save_figure
+    from asymptotics.cli.common import save_figure
 
     save_figure(fig, path, dpi=150)
 
@@ -116,9 +119,9 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
                    help="network: the real two-layer network after one step (default), "
                         "compared with the network theory; srf: the spiked random-features "
                         "model, compared with its exact equations; rf: random features at init")
-    p.add_argument("--d", type=integer("d", 2), default=1000,
+    p.add_argument("--d", type=integer("d", 2), default=default("d"),
                    help="input dimension (default: 1000)")
-    p.add_argument("--seeds", type=integer("seeds", 1), default=10,
+    p.add_argument("--seeds", type=integer("seeds", 1), default=default("seeds"),
                    help="independent repetitions (default: 10)")
     p.add_argument("--seed", type=integer("seed", 0), default=0,
                    help="root entropy of numpy SeedSequence; repetition i uses its child i "
@@ -138,7 +141,7 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Register ``compare``."""
-    from asymptotics.cli import CONVENTIONS, add_model_arguments, parse_grid
+    from asymptotics.cli.curve import CONVENTIONS, add_model_arguments, parse_grid
 
     p = subparsers.add_parser(
         "compare", help="theory vs Monte Carlo along alpha (CSV on stdout)",
@@ -179,7 +182,7 @@ def z_caveat(d: int, seeds: int) -> str | None:
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    from asymptotics.cli import resolve_eta
+    from asymptotics.cli.curve import resolve_eta
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)

@@ -3,7 +3,7 @@
 The simulator spends its non-BLAS time applying the activation to ``rows x p`` pre-activations
 (the readout, test and step passes). For activations registered here the pass is one in-place
 loop instead of numpy temporaries; every other activation takes the numpy path of
-:mod:`asymptotics.functions`, with the same results to rounding.
+:mod:`asymptotics.coefficients.functions`, with the same results to rounding.
 
 - ``features(Z, scale)``: ``Z <- scale * sigma(Z)``;
 - ``step_residual(Z, y)``: ``Z <- (y - mean_k sigma(Z_k)) sigma'(Z)`` row by row, the matrix
@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numba as nb
 import numpy as np
 
-import asymptotics._numba_cache  # noqa: F401  (kernels cached outside the package)
+import asymptotics.core.numba_cache  # noqa: F401  (kernels cached outside the package)
 
 
 @nb.njit(inline="always")

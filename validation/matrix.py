@@ -141,7 +141,7 @@ def read_store(path: Path):
 
 def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
     """THEORY.md §3 verbatim (residual taken as y, i.e. mu0 ignored): the mapping to compare
-    the mu0-aware one of ``asymptotics.srf`` against on activations with E sigma != 0."""
+    the mu0-aware one of ``asymptotics.step.srf`` against on activations with E sigma != 0."""
     from asymptotics import SpikeMapping, ge_coefficients
 
     k = ge_coefficients(sigma, target)

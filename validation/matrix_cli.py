@@ -14,9 +14,9 @@ import math  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from asymptotics._cli import Parser, check_writable, fail, split_list  # noqa: E402
-from asymptotics._cli import integer as i_  # noqa: E402
-from asymptotics._cli import real as r_  # noqa: E402
+from asymptotics.cli.common import Parser, check_writable, fail, split_list  # noqa: E402
+from asymptotics.cli.common import integer as i_  # noqa: E402
+from asymptotics.cli.common import real as r_  # noqa: E402
 
 from . import matrix
 from .matrix import ESTIMATOR, TARGETS, run

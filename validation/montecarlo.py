@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from scipy import linalg
 
-from asymptotics.functions import Function
+from asymptotics.coefficients.functions import Function
 
 from .kernels import KERNELS
 

@@ -4,7 +4,7 @@ Protocol (docs/THEORY.md §1 and §8; Dandi et al. 2023, arXiv:2305.18270, eq. 4
 
 * inputs ``x ~ N(0, I_d)``; labels ``y = g(<theta_1, x>, ..., <theta_k, x>) + sqrt(delta) xi`` with
   Haar-random orthonormal ``theta_j`` and ``g`` an expression in ``z1..zk`` (``He<n>(.)`` allowed,
-  see :func:`asymptotics.hermite.parse_target`);
+  see :func:`asymptotics.coefficients.hermite.parse_target`);
 * network ``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)``, ``p = round(beta d)``, rows of ``W0``
   uniform on the unit sphere; the readout is never trained by the steps: ``a_k = 1/sqrt p``
   (``readout='constant'``, THEORY.md §1) or ``a_k = +-1/sqrt p`` on two halves
@@ -46,9 +46,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import pandas as pd
 
-from asymptotics import checks
-from asymptotics.functions import Function, get_function
-from asymptotics.targets import target_callable
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.targets import target_callable
+from asymptotics.core import checks
 
 from . import montecarlo as mc
 from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)
@@ -358,15 +358,15 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ("d", "step", "direction")) 
 
 
 def _eta_list(text: str) -> tuple[float, ...]:
-    from asymptotics._cli import real_list
+    from asymptotics.cli.common import real_list
 
     return tuple(real_list("eta", 0.0)(text))
 
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Register ``multistep`` on an argparse subparsers object."""
-    from asymptotics._cli import integer as i_
-    from asymptotics._cli import real as r_
+    from asymptotics.cli.common import integer as i_
+    from asymptotics.cli.common import real as r_
 
     p = subparsers.add_parser(
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
@@ -407,7 +407,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run and print the summary CSV; bad input: one line on stderr, exit status 2."""
-    from asymptotics._cli import check_writable
+    from asymptotics.cli.common import check_writable
 
     try:
         check_writable(args.out, "--out")

@@ -10,7 +10,7 @@ Guarantees:
 - ``n_jobs > 1``: a pool of ``n_jobs`` spawned worker processes (stdlib ``concurrent.futures``);
   each worker runs with one BLAS / OpenMP / numba thread (the environment it is spawned with, and
   ``threadpoolctl`` around every task) and ends as soon as this process is gone
-  (``asymptotics._cli.watch_parent``: a SIGKILL of the command leaves no orphans);
+  (``asymptotics.core.progress.watch_parent``: a SIGKILL of the command leaves no orphans);
 - at most ``n_jobs`` tasks are in flight; ``stop()`` (optional) is asked before each new task is
   started: once it is true nothing new starts, the running tasks finish and are yielded;
 - results come as ``(index, result)`` pairs in completion order; a task's result depends only on
@@ -80,7 +80,8 @@ def _single_threaded_environment():
 
 
 def _worker_init(parent: int) -> None:
-    from asymptotics._cli import one_line_warnings, watch_parent
+    from asymptotics.core.meta import one_line_warnings
+    from asymptotics.core.progress import watch_parent
 
     watch_parent(parent)
     one_line_warnings()  # a worker's warnings read like its parent's: one line, no file path

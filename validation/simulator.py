@@ -33,9 +33,10 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 from scipy.linalg import blas
 
-from asymptotics import checks
-from asymptotics.functions import Function, get_function
-from asymptotics.srf import srf_mapping
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.core import checks
+from asymptotics.core.parameters import default
+from asymptotics.step.srf import srf_mapping
 
 from . import montecarlo as mc
 from . import test_error
@@ -75,13 +76,13 @@ class Setting:
     alpha0: float
     eta: float
     lam: float
-    beta: float = 1.0
-    delta: float = 0.0
-    d: int = 1000
+    beta: float = default("beta")
+    delta: float = default("delta")
+    d: int = default("d")
     n_test: int = 0  # 0: max(10000, 2 d)
     spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
     stream: int = 2  # random stream of the samples: 2 = BlockRows (parallel), 1 = sequential
-    estimator: str = "mc"  # test error: "mc", "split" or "cv" (validation.test_error)
+    estimator: str = default("estimator")  # test error: mc, split or cv (validation.test_error)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -368,7 +369,7 @@ def _check_runs(seeds: int, seed: int, n_jobs: int) -> None:
 
 def simulate_curve(
     setting: Setting, alphas: Sequence[float], lams: Sequence[float] | None = None, *,
-    seeds: int = 10, seed: int = 0, n_jobs: int = 1,
+    seeds: int = default("seeds"), seed: int = 0, n_jobs: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> list[SimulationResult]:
     """``seeds`` repetitions of ``setting`` along ``alphas`` (and ``lams``, default
@@ -413,7 +414,7 @@ def simulate_curve(
 
 
 def simulate(
-    setting: Setting, *, seeds: int = 10, seed: int = 0, n_jobs: int = 1,
+    setting: Setting, *, seeds: int = default("seeds"), seed: int = 0, n_jobs: int = 1,
     progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
     """``seeds`` independent repetitions of ``setting``: mean, standard error, per-seed values

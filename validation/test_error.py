@@ -9,7 +9,8 @@ all from ``n_test`` fresh inputs:
   and only ``E f^2`` sampled. ``z = <theta*, x>`` and ``h_k = <w_k, x> = m_k z + s_k xi`` with
   ``m_k = <w_k, theta*>``, ``s_k^2 = |w_k|^2 - m_k^2`` and ``xi`` independent of ``z``, so
   ``E[g(z) sigma(h_k)] = E_z[g(z) E_xi sigma(m_k z + s_k xi)]``: an outer rule in ``z`` split at
-  the kinks of g, an inner rule split at the kinks of sigma (:mod:`asymptotics.quadrature`).
+  the kinks of g, an inner rule split at the kinks of sigma
+  (:mod:`asymptotics.coefficients.quadrature`).
   Better than ``mc`` when ``f`` is small against ``g``, worse when ``f`` learns ``g``.
 - ``"cv"``: the sample mean of ``(g - f)^2`` with control variates of known mean:
   ``He_1(z)``, ``He_2(z)`` (mean 0), ``g^2`` (mean ``E g^2``) and ``g f`` (mean ``E[g f]``, as
@@ -26,8 +27,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from asymptotics.functions import Function
-from asymptotics.quadrature import gaussian_moments, gaussian_nodes
+from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.quadrature import gaussian_moments, gaussian_nodes
 
 from .montecarlo import features as _features
 

@@ -17,10 +17,10 @@ K = r = 1 with ``loadings = [[r]]``, ``bulk = [c]``, ``overlaps = [[gamma]]`` is
 sRF theory, ``asymptotics.risk(model="srf")`` with the spike (r, c, gamma).
 """
 
-from .._kernel_cache import guard as _guard_kernel_cache
-from .problem import SpikedProblem, build_spiked_problem
-from .semi_empirical import risk_spiked_semi_empirical
-from .solve import (
+from asymptotics.core.kernel_cache import guard as _guard_kernel_cache
+from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
+from asymptotics.spiked.solve import (
     SpikedResult,
     risk_spiked,
     risk_spiked_curve,

@@ -1,5 +1,6 @@
 """The solver of the closed (V1, V2) subsystem as one numba kernel (docs/THEORY.md §10.5): the
-algorithm of ``asymptotics.solver.solve`` verbatim (damped Picard with Anderson(m) mixing; an
+algorithm of ``asymptotics.equations.solver.solve`` verbatim (damped Picard with Anderson(m)
+mixing; an
 accelerated step that is non-finite, leaves V >= 0 or raises the residual tenfold over the best
 seen is rejected and the history reset; relative residual
 max_i |F(x)_i - x_i| / max(|x_i|, scale_floor)), without the Python overhead per iteration."""
@@ -11,7 +12,7 @@ import math
 import numba
 import numpy as np
 
-from .kernels import v_map
+from asymptotics.spiked.kernels import v_map
 
 CONVERGED, MAX_ITER, NON_FINITE = 0, 1, 2
 
@@ -38,7 +39,7 @@ def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, damping, m_hist,
              blowup=1e12):
     """Kernel: x = v_map(x) from x0; returns (x, status, n_iter, residual) with the status codes
-    of ``asymptotics.solver.Status`` (0 converged, 1 max_iter, 2 non-finite)."""
+    of ``asymptotics.equations.solver.Status`` (0 converged, 1 max_iter, 2 non-finite)."""
     n = x0.shape[0]
     x = x0.copy()
     Xh = np.zeros((m_hist + 2, n))

@@ -7,7 +7,7 @@ For group g and a node kappa (xi ~ N(0, 1)), with t = u_g . kappa:
 and for the target, with z_j = Gamma_j . kappa + rho_j omega_j, omega ~ N(0, I_k):
     h = E g(z),  h1_j = E[omega_j g(z)],  h2 = E g(z)^2.
 The kappa rule is a tensor Gauss-Hermite rule pruned of negligible weights; for r = 1 it is the
-rule of the one-spike theory (``asymptotics.cget``), split at the target's kinks.
+rule of the one-spike theory (``asymptotics.coefficients.cget``), split at the target's kinks.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..functions import Function
-from ..quadrature import gauss_hermite, gaussian_moments, kappa_rule
+from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments, kappa_rule
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
 KAPPA_NODES = {1: 120, 2: 24, 3: 12}
@@ -71,7 +71,8 @@ def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
                 overlaps: np.ndarray, sigma_kinks: tuple[float, ...] = (),
                 loadings: np.ndarray | None = None,
                 bulk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.cget``: split at the
+    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.coefficients.cget``: split
+    at the
     target's kinks in kappa when a target direction is fully learned, and at sigma's kinks
     t / u_g of a group whose bulk is nearly zero (c_g < 0.05)."""
     if r == 1:
@@ -90,7 +91,8 @@ def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
 
 
 def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
-    """Exact zeros for round-off (as ``asymptotics.cget``): empty channels stay exactly empty."""
+    """Exact zeros for round-off (as ``asymptotics.coefficients.cget``): empty channels stay
+    exactly empty."""
     out = np.array(values, dtype=np.float64)
     if out.size and np.max(np.abs(out)) <= rel * scale:
         out[...] = 0.0

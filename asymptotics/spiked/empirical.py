@@ -66,7 +66,7 @@ def deterministic_quantities(*, beta: float, fractions: np.ndarray, lam: float,
                              Vhat1: np.ndarray, Vhat2: np.ndarray, Qhat1: np.ndarray,
                              Qhat2: np.ndarray, zetahat: np.ndarray, psihat: np.ndarray) -> dict:
     """The same quantities from the deterministic block resolvent (docs/THEORY.md §10.4)."""
-    from .kernels import dresolvent, resolvent
+    from asymptotics.spiked.kernels import dresolvent, resolvent
 
     pi = np.asarray(fractions, dtype=np.float64)
     tau, V1, V2 = resolvent(Vhat1, lam + Vhat2, beta, pi)

@@ -226,7 +226,7 @@ def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _hats(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
+def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
     """Kernel: all conjugates at a state: (Vhat1, Vhat2, Qhat1, Qhat2, zetahat, psihat, E, V)."""
     n, K = mb1.shape
     r = kap.shape[1]
@@ -255,7 +255,7 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
-    M, v2, Q1h, Q2h, zh, ph, E, V = _hats(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
+    M, v2, Q1h, Q2h, zh, ph, E, V = hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
     tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
     zeta = np.empty((K, r))
     for g in range(K):

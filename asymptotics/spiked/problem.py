@@ -12,10 +12,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from .. import checks
-from ..functions import Function, get_function
-from ..targets import parse_target, target_callable
-from .coefficients import Tables, build_tables
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.targets import parse_target, target_callable
+from asymptotics.core import checks
+from asymptotics.spiked.coefficients import Tables, build_tables
 
 SUM_TOL = 1e-9
 

@@ -1,5 +1,6 @@
 """The ridgeless limit lam -> 0+ of the K-group theory (docs/THEORY.md §10.5), as the one-spike
-solver takes it (``asymptotics.points``): where the equations have no finite solution at lam = 0
+solver takes it (``asymptotics.api.points``): where the equations have no finite solution at lam =
+0
 (the interpolating regime, V ~ 1/lam), follow lam = 1e-2, 1e-3, ... with warm starts (V scaled by
 the step) and extrapolate the risk (Richardson), or report the divergence of the interpolation
 peak. Never a number from an unconverged ladder."""
@@ -11,8 +12,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..solver import SolverConfig, Status
-from .kernels import sizes
+from asymptotics.equations.solver import SolverConfig, Status
+from asymptotics.spiked.kernels import sizes
 
 LADDER = tuple(10.0**-k for k in range(2, 14))
 RTOL = 1e-6  # accepted error of the extrapolated lam = 0 risk, relative (as the one-spike solver)

@@ -19,11 +19,20 @@ import math
 
 import numpy as np
 
-from ..points import ConvergenceError
-from ..solver import SolverConfig, Status, relative_residual, solve
-from .kernels import _hats, channel_v, error_parts, mean_design, mean_lstsq, risk_of, sizes, vhats
-from .problem import SpikedProblem, build_spiked_problem
-from .solve import SpikedResult, _unpack, cold_start
+from asymptotics.api.points import ConvergenceError
+from asymptotics.equations.solver import SolverConfig, Status, relative_residual, solve
+from asymptotics.spiked.kernels import (
+    channel_v,
+    error_parts,
+    hats_of,
+    mean_design,
+    mean_lstsq,
+    risk_of,
+    sizes,
+    vhats,
+)
+from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 
 
 class Bulk:
@@ -129,7 +138,7 @@ def _overlaps(prob, bulk, res, zh, ph, Qh1, Qh2):
 def _full_map(prob: SpikedProblem, bulk: Bulk, A: float, x: np.ndarray) -> np.ndarray:
     t = prob.tables
     a = (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, A, prob.delta)
-    M, v2, Qh1, Qh2, zh, ph, E, V = _hats(x, *a)
+    M, v2, Qh1, Qh2, zh, ph, E, V = hats_of(x, *a)
     res = bulk.resolvent(prob.lam, M, v2)
     zeta, psi, Q1, Q2 = _overlaps(prob, bulk, res, zh, ph, Qh1, Qh2)
     K = prob.fractions.shape[0]
@@ -229,5 +238,5 @@ def risk_spiked_semi_empirical(alpha: float, *, G: np.ndarray, labels: np.ndarra
     return SpikedResult(alpha=float(alpha), risk=float(risk), converged=bool(conv),
                         status=status.name.lower(), message=status.message,
                         iterations=int(sol.n_iter), residual=float(resid),
-                        order=_unpack(prob, state), state=tuple(state.tolist()),
+                        order=unpack_state(prob, state), state=tuple(state.tolist()),
                         **prob.params())

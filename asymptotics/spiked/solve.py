@@ -1,6 +1,6 @@
 """Solving the K-group, r-spike equations at one alpha, along alpha, and the per-direction
 contributions (docs/THEORY.md §10.5): Anderson-accelerated damped Picard on the closed
-(V1, V2) subsystem (``asymptotics.solver``), exact completion of (zeta, m, psi, Q) and the
+(V1, V2) subsystem (``asymptotics.equations.solver``), exact completion of (zeta, m, psi, Q) and the
 relative residual of the literal map over all unknowns at ``rtol``. Unconverged: risk NaN."""
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from .. import checks
-from ..functions import Function
-from ..points import ConvergenceError
-from ..solver import SolverConfig, Status, relative_residual
-from .anderson import anderson
-from .kernels import complete, full_map, risk_of, sizes, v_map
-from .problem import SpikedProblem, build_spiked_problem
+from asymptotics.api.points import ConvergenceError
+from asymptotics.coefficients.functions import Function
+from asymptotics.core import checks
+from asymptotics.equations.solver import SolverConfig, Status, relative_residual
+from asymptotics.spiked.anderson import anderson
+from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
+from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
@@ -73,7 +73,7 @@ def _args(prob: SpikedProblem, alpha: float) -> tuple:
             prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
 
 
-def _unpack(prob: SpikedProblem, x: np.ndarray) -> dict:
+def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
     K, r = prob.loadings.shape
     o = sizes(K, r, prob.k)
     shapes = ((K, K), (K,), (K, K), (K,), (K, r), (K, prob.k), (K,))
@@ -144,7 +144,7 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
             status = Status.MAX_ITER
     conv = status == Status.CONVERGED
     if not conv and prob.lam == 0.0:  # the ridgeless limit lam -> 0+ (docs/THEORY.md §10.5)
-        from .ridgeless import ridgeless_limit
+        from asymptotics.spiked.ridgeless import ridgeless_limit
 
         lim = ridgeless_limit(prob, alpha, solver,
                               lambda pr, al, sv, x: solve_spiked(pr, al, sv, x0=x))
@@ -161,7 +161,7 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
                         status=status.name.lower(), message=status.message,
                         iterations=int(n_iter), residual=float(resid),
-                        order=_unpack(prob, state), state=tuple(state.tolist()), **pr)
+                        order=unpack_state(prob, state), state=tuple(state.tolist()), **pr)
 
 
 #: the kappa rules tried for r >= 2 until two successive risks agree to QUADRATURE_RTOL

@@ -20,7 +20,7 @@
 # against two independent computations:
 #
 # 1. at $\tilde\eta = 0$, the closed-form random-features ridge risk of
-#    `asymptotics.rf_ridge` (deterministic equivalents, no code shared with the solver);
+#    `asymptotics.models.rf_ridge` (deterministic equivalents, no code shared with the solver);
 # 2. at every $\tilde\eta$, the Monte Carlo behind the published figure, committed in
 #    `figures/data/` ($d = 1000$, 6 seeds per point; `GIANTSTEP_FULL=1` also re-simulates one
 #    curve from scratch).
@@ -44,7 +44,7 @@ import pandas as pd
 
 import asymptotics as A
 import figures
-from asymptotics.rf_ridge import rf_ridge_risk
+from asymptotics.models.rf_ridge import rf_ridge_risk
 
 FULL = os.environ.get("GIANTSTEP_FULL") == "1"
 SIGMA, TARGET, ALPHA0, LAM, BETA = "tanh", "tanh", 2.0, 0.01, 1.0
@@ -67,7 +67,7 @@ for eta in ETAS:
 # ## Check 1: random features against the closed form
 #
 # At $\tilde\eta = 0$ the model is random-features ridge, whose risk has an independent
-# closed form (`asymptotics.rf_ridge.rf_ridge_risk`, THEORY.md §7):
+# closed form (`asymptotics.models.rf_ridge.rf_ridge_risk`, THEORY.md §7):
 
 # %%
 closed = np.array([rf_ridge_risk(a, sigma=SIGMA, target=TARGET, lam=LAM, beta=BETA)

@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import asymptotics as A
-from asymptotics.grid import risk_grid
+from asymptotics.api.grid import risk_grid
 
 FULL = os.environ.get("GIANTSTEP_FULL") == "1"
 print("registered functions:", ", ".join(A.available()))
@@ -77,7 +77,7 @@ assert abs(res_callable.risk - res.risk) < 1e-8
 bent = A.Function.from_callable(
     lambda z: np.maximum(z, 0) - 0.3 * np.maximum(z - 1, 0), name="bent_relu", kinks=[0.0, 1.0])
 with warnings.catch_warnings():
-    warnings.simplefilter("error", A.functions.QuadratureWarning)  # fail loudly if unverified
+    warnings.simplefilter("error", A.QuadratureWarning)  # fail loudly if unverified
     net = A.risk(2.0, sigma=bent, target="relu", alpha0=2.0, eta=1.0, lam=0.01)
 print(f"bent relu, network theory: {net.risk:.4f} (converged: {net.converged})")
 assert net.converged

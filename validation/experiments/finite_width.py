@@ -26,7 +26,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from asymptotics.api import build_problem, solve_point
+from asymptotics.api.risk import build_problem, solve_point
 from validation.store import Layout, Store
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
@@ -138,7 +138,8 @@ def matrix_table() -> pd.DataFrame:
 
     @functools.cache
     def problem(sigma, target, beta, alpha0, eta, lam, p):
-        base = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+        base = build_problem(model="srf", sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                             lam=lam,
                              beta=beta)
         return dataclasses.replace(base, p=p)
 
@@ -225,7 +226,7 @@ def draw_phase(outdir: pathlib.Path, n: int = 30) -> pathlib.Path:
     from matplotlib.colors import TwoSlopeNorm
     from matplotlib.figure import Figure
 
-    from asymptotics.api import risk_curve
+    from asymptotics.api.risk import risk_curve
 
     pair = PAIRS[0]
     alphas = np.linspace(0.2, 5.0, n)
@@ -331,7 +332,7 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics._cli import Parser
+    from asymptotics.cli.common import Parser
 
     parser = Parser(prog="python -m validation.experiments.finite_width",
                     description=__doc__.splitlines()[0])

@@ -11,7 +11,7 @@ The data and analysis of the experiments (the figures and the command that write
 * ``activations``: (i) at one ``d`` with other activations / readout (why the activation matters);
 
 each over ``d`` and seeds, compares the measured overlaps with the prediction of
-:mod:`asymptotics.hermite`, caches the per-repetition rows as
+:mod:`asymptotics.coefficients.hermite`, caches the per-repetition rows as
 ``validation/reports/data/multistep_<name>.csv`` (reused when every needed row is there),
 and builds the text of ``validation/reports/MULTISTEP.md`` from the numbers (``--quick``: small
 sizes, files named ``multistep_quick_*``).
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from asymptotics.hermite import hermite_expansion
-from asymptotics.staircase import staircase
+from asymptotics.coefficients.hermite import hermite_expansion
+from asymptotics.multiindex.staircase import staircase
 from validation.multistep import MultiStepConfig, run_repetitions
 from validation.paths import data_file
 from validation.store import Layout, TableCache, g10_cell
@@ -208,7 +208,8 @@ def verdict(slope: float) -> str:
 
 def predicted_learned(target: str, steps: int, kappa: float) -> np.ndarray:
     """``(steps + 1) x k`` booleans: direction ``j`` predicted learned after step ``t`` by
-    :mod:`asymptotics.hermite` (staircase for ``kappa = 1``; one step with ``n ~ d^kappa``
+    :mod:`asymptotics.coefficients.hermite` (staircase for ``kappa = 1``; one step with ``n ~
+    d^kappa``
     reaches ``span(V_1..V_kappa)``; further steps at ``kappa > 1`` are not predicted here)."""
     ex = hermite_expansion(target)
     sc = staircase(ex)

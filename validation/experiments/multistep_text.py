@@ -10,7 +10,7 @@ import platform
 import numpy as np
 import pandas as pd
 
-from asymptotics.staircase import report
+from asymptotics.multiindex.staircase import report
 from validation.experiments.multistep import (
     ALPHA0,
     ETA3,
@@ -69,8 +69,8 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figures: list[pathli
       "`E O = sqrt(2/(pi d))` (0.100 at d=64, 0.025 at d=1024).\n"
       "- Scaling: `exponent` is the weighted least-squares slope of log(mean overlap) vs log(d) "
       f"over all d; 'order one' if > {ORDER_ONE}, 'vanishes' if < {VANISHING} (pure noise: "
-      "-0.5), else 'unclear'. 'predicted' comes from `asymptotics.hermite` (staircase for "
-      "`n ~ d`, one-step reach for `n ~ d^2`).\n"
+      "-0.5), else 'unclear'. 'predicted' comes from `asymptotics.coefficients.hermite` "
+      "(staircase for `n ~ d`, one-step reach for `n ~ d^2`).\n"
       "- Seeds: `SeedSequence(1000*experiment + d)` (+10*variant for the activation table), one "
       "child per repetition, separate streams for weights, teacher, each batch.\n")
     w("## Predictions (`python -m asymptotics hermite ...`)\n")

@@ -5,7 +5,7 @@ The data and analysis of the experiments (the figures and the command that write
 :mod:`figures.spectra_report`):
 
 * ``onestep``: the convention check, spikes of the features ``sigma(X W1^T)`` after one step vs
-  ``#{l: a > (l-1)/(2l)}`` (``asymptotics.spikes.one_step_spike_count``);
+  ``#{l: a > (l-1)/(2l)}`` (``asymptotics.multiindex.spikes.one_step_spike_count``);
 * ``grid``: the phase diagram, outliers of ``W2`` beyond the leading one over a grid of
   ``(a1, a2)`` at two sizes, vs Moniri & Hassani's ``floor(a2 / (1/2 - a1))``;
 * ``scaling``: counts vs ``d`` (up to 4000) at a few ``(a1, a2)``, with the amplitude of each
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from asymptotics.spikes import (
+from asymptotics.multiindex.spikes import (
     boundary_gap,
     learnable_directions,
     two_step_ratio,
@@ -194,8 +194,8 @@ def taylor_amplitudes(config: StepConfig, k_max: int = 4) -> tuple[np.ndarray, f
     ``eps_j = eta_tilde_1 E sigma' p^(a1 - 1/2) g_j``, ``kappa = X2 u``, ``u = X1^T (y1 - f0)/n``,
     ``v_k = X2^T ((y2 - f1) kappa^k)/n``, on the simulation's own samples; and the rms of
     ``eps_j kappa_i`` (the expansion parameter)."""
-    from asymptotics.functions import get_function
-    from asymptotics.spikes import hermite_coefficients, target_function
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.multiindex.spikes import hermite_coefficients, target_function
     from validation.spectrum import draw_batch, polynomial_amplitudes, rng_for
 
     sim = simulate(config)
@@ -281,7 +281,7 @@ def agreement_by_gap(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _signal(df: pd.DataFrame, m: int) -> np.ndarray:
+def signal_share(df: pd.DataFrame, m: int) -> np.ndarray:
     a, f = df[f"amp{m}"].to_numpy(), df[f"floor{m}"].to_numpy()
     return np.sqrt(np.clip(a * a - f * f, 0.0, None))
 
@@ -293,7 +293,7 @@ def exponent_table(df: pd.DataFrame, k_max: int = 3) -> pd.DataFrame:
     for (a1, a2), t in df.groupby(["a1", "a2"], sort=True):
         e = two_step_term_exponents(a1, a2, k_max)
         for k in range(k_max + 1):
-            s = t.assign(sig=_signal(t, k + 1)).groupby("p")["sig"].mean()
+            s = t.assign(sig=signal_share(t, k + 1)).groupby("p")["sig"].mean()
             ok = s > 0
             slope = (float(np.polyfit(np.log(s.index[ok]), np.log(s[ok]), 1)[0])
                      if ok.sum() >= 2 else math.nan)
@@ -373,7 +373,7 @@ SPECTRUM_LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in SPECT
                          size=lambda row: 3 * min(int(row["p"]), int(row["d"])), cell=g12_cell)
 
 
-def _spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
+def spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
     plan = plan_for(quick)
     path, out = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
     a1, a2 = REPRESENTATIVE

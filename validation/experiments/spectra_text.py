@@ -62,8 +62,8 @@ def _grid_matrix(table: pd.DataFrame, d: int) -> pd.DataFrame:
 def onestep_result(one: pd.DataFrame, check: bool = True) -> str:
     """The conclusion of section 1, written from the numbers; raises AssertionError when the data
     no longer support its verdict (order-1 spike everywhere, nothing beyond order 2)."""
-    from asymptotics.functions import get_function
-    from asymptotics.quadrature import gauss_hermite
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.quadrature import gauss_hermite
 
     sigma = get_function(str(one["sigma"].iloc[0]))
     z, w = gauss_hermite(160)
@@ -133,7 +133,7 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.P
         "`eta_t = eta_tilde_t p^(1/2 + a_t)`, so the first step adds a spike of norm `~p^a1` "
         "(left vector `a`, right vector `u = X^T y / n`) and the second step's Taylor term of "
         "order k (in the first step's perturbation) has left vector `a^(k+1)` and norm "
-        "`~p^(e_k)`, `e_k = a2 - k(1/2 - a1)` (`asymptotics/spikes.py`). "
+        "`~p^(e_k)`, `e_k = a2 - k(1/2 - a1)` (`asymptotics/multiindex/spikes.py`). "
         f"`sigma = {SIGMA}` (all Hermite coefficients nonzero), target `z1` unless stated, "
         f"`beta = p/d = {BETA:g}`, `alpha0 = n/d = {ALPHA0:g}`, `eta_tilde = ({ETA1:g}, "
         f"{ETA2:g})`. The measured count is the number of singular values of `W2` above the "
@@ -209,8 +209,8 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.P
         "",
         reuse_summary(reuse),
         "",
-        "Theory (`asymptotics.spikes.learnable_directions`: `E[g z_j kappa^k] != 0` for some "
-        "order k present, `kappa = <m1, z> + rho zeta (+ g/alpha0 if reused)`):",
+        "Theory (`asymptotics.multiindex.spikes.learnable_directions`: `E[g z_j kappa^k] != 0` "
+        "for some order k present, `kappa = <m1, z> + rho zeta (+ g/alpha0 if reused)`):",
         "",
         _md(theory),
         "",

@@ -21,7 +21,7 @@ THEORY.md §1 units so that one code path covers both:
   constant-step regime of those papers (an order-one spike, BBP-dependent) and ``a = 1/2`` with a
   constant readout is exactly THEORY.md §1 (``eta = eta_tilde p``). The convention is checked by
   the one-step count: the features ``sigma(X W1^T)`` on fresh inputs carry a spike of order ``l``
-  iff ``a > (l-1)/(2l)`` and ``E sigma^(l) != 0`` (``asymptotics.spikes``); see
+  iff ``a > (l-1)/(2l)`` and ``E sigma^(l) != 0`` (``asymptotics.multiindex.spikes``); see
   ``validation/reports/SPECTRA.md``.
 
 Finite size (measured, ``validation/reports/SPECTRA.md``): the first step moves each
@@ -58,9 +58,9 @@ spectra, alignments, amplitudes), :mod:`.run` (:func:`run_spectrum`), :mod:`.plo
 """
 
 # ruff: noqa: F401  (the package re-exports its modules' names)
-from asymptotics.functions import get_function
-from asymptotics.marchenko_pastur import mp_density, mp_median, mp_singular_density
-from asymptotics.spikes import target_function
+from asymptotics.coefficients.functions import get_function
+from asymptotics.measures.marchenko_pastur import mp_density, mp_median, mp_singular_density
+from asymptotics.multiindex.spikes import target_function
 
 from ..montecarlo import sphere_rows, teacher_directions
 from .analysis import (

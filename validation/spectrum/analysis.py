@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asymptotics.functions import Function, get_function
-from asymptotics.marchenko_pastur import (
-    mp_median,
-)
-from asymptotics.quadrature import gauss_hermite
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.quadrature import gauss_hermite
+from asymptotics.measures.marchenko_pastur import mp_median
 
 from .model import EDGE_METHODS, _real
 
@@ -241,7 +239,7 @@ def polynomial_amplitudes(
     ``r_j`` the rows of ``(I - P) delta_W`` (P the projector on 1, h_1, ...): what ``A_m`` would be
     if row j carried only its own residual, so ``sqrt(A_m^2 - F_m^2)`` estimates the signal on
     degree m. The second step's term of Taylor order k lives on degree k + 1 and grows like
-    ``p^(a2 - k (1/2 - a1))`` (``asymptotics.spikes``)."""
+    ``p^(a2 - k (1/2 - a1))`` (``asymptotics.multiindex.spikes``)."""
     H = readout_polynomials(readout, max_degree)
     ok = ~np.isnan(H[0])
     amps = np.full(max_degree, np.nan)

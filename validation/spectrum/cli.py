@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from asymptotics._cli import integer
+from asymptotics.cli.common import integer
 
 from .model import BATCHES, EDGE_METHODS, READOUTS, StepConfig, _real, simulate
 from .plot import plot_spectrum
@@ -86,7 +86,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Execute the ``spectrum`` subcommand; prints key=value lines. Returns the exit status."""
-    from asymptotics._cli import PLOT_SUFFIXES, check_writable
+    from asymptotics.cli.common import PLOT_SUFFIXES, check_writable
 
     try:
         check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
@@ -138,7 +138,7 @@ def run_cli(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The stand-alone parser (``python -m validation.spectrum``); the same subcommand is
     ``python -m validation spectrum``."""
-    from asymptotics._cli import Parser
+    from asymptotics.cli.common import Parser
 
     parser = Parser(prog="python -m validation.spectrum",
                     description="One or two large steps in the Moniri et al. convention.")

@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asymptotics import checks
-from asymptotics.functions import Function, get_function
-from asymptotics.spikes import (
-    target_function,
-)
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.core import checks
+from asymptotics.multiindex.spikes import target_function
 
 from .. import montecarlo as mc
 from ..montecarlo import sphere_rows, teacher_directions

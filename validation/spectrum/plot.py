@@ -6,10 +6,7 @@ import math
 
 import numpy as np
 
-from asymptotics.marchenko_pastur import (
-    mp_median,
-    mp_singular_density,
-)
+from asymptotics.measures.marchenko_pastur import mp_median, mp_singular_density
 
 from .analysis import WeightSpectrum
 
@@ -54,7 +51,7 @@ def plot_spectrum(
     if title:
         ax.set_title(title, fontsize=9)
     ax.legend(frameon=False, fontsize=8)
-    from asymptotics._cli import save_figure
+    from asymptotics.cli.common import save_figure
 
     save_figure(fig, path, dpi=150)
 

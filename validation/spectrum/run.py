@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from asymptotics.spikes import (
+from asymptotics.multiindex.spikes import (
     hermite_coefficients,
     one_step_spike_count,
     two_step_outlier_count,
@@ -82,7 +82,7 @@ def run_spectrum(
     max_degree: int = 5,
     simulation: Simulation | None = None,
 ) -> SpectrumRun:
-    """Simulate ``config`` and compare the outlier count with ``asymptotics.spikes``.
+    """Simulate ``config`` and compare the outlier count with ``asymptotics.multiindex.spikes``.
     ``features`` (default: True for one step) adds the feature-matrix analysis on
     ``n`` fresh inputs (stream 'test')."""
     import time

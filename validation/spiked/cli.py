@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from asymptotics._cli import Parser, check_writable, fail, integer, split_list
+from asymptotics.cli.common import Parser, check_writable, fail, integer, split_list
 
 
 def build_parser() -> argparse.ArgumentParser:

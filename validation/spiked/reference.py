@@ -38,8 +38,8 @@ import numpy as np
 from numpy.polynomial.hermite_e import hermegauss
 from scipy import linalg, special
 
-from asymptotics.functions import get_function
-from asymptotics.targets import target_callable
+from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.targets import target_callable
 
 from .. import montecarlo as mc
 from ..simulator import STREAMS

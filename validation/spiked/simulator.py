@@ -37,9 +37,9 @@ from functools import cached_property
 
 import numpy as np
 
-from asymptotics import checks
-from asymptotics.functions import get_function
-from asymptotics.targets import target_callable
+from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.targets import target_callable
+from asymptotics.core import checks
 
 from .. import montecarlo as mc
 from ..simulator import STREAMS, estimate_test_error, fit_readouts

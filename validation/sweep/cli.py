@@ -31,8 +31,8 @@ DEFAULT_ALPHAS = "0.2:5:50"
 def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
     """Register ``sweep``: ``python -m validation sweep`` (all kinds; ``--kind theory`` for the
     theory alone) or, with ``theory_only``, a parser restricted to the theory parameters."""
-    from asymptotics._cli import integer as i_
-    from asymptotics.cli import CONVENTIONS, add_model_arguments
+    from asymptotics.cli.common import integer as i_
+    from asymptotics.cli.curve import CONVENTIONS, add_model_arguments
 
     p = subparsers.add_parser(
         "sweep", help="parameter grids: local pool or Dask, resumable CSV store",
@@ -77,8 +77,8 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
 
 def run_cli(args: argparse.Namespace) -> int:
     """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
-    from asymptotics._cli import PLOT_SUFFIXES, check_writable
-    from asymptotics.cli import DEFAULT_ETA
+    from asymptotics.cli.common import PLOT_SUFFIXES, check_writable
+    from asymptotics.cli.curve import DEFAULT_ETA
 
     check_writable(args.store, "--store")
     check_writable(args.out, "--out")

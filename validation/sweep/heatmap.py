@@ -50,7 +50,7 @@ def plot_heatmap(df: pd.DataFrame, x: str, y: str, path: str | os.PathLike,
     n_bad = int(z.mask.sum()) if np.ma.is_masked(z) else 0
     if n_bad:
         ax.text(0.01, 0.01, f"grey: {n_bad} not converged", transform=ax.transAxes, fontsize=7)
-    from asymptotics._cli import save_figure
+    from asymptotics.cli.common import save_figure
 
     save_figure(fig, path, dpi=150)
 

@@ -43,7 +43,7 @@ STRING_COLUMNS = ("key", "task", "kind", "sigma", "target", "measure", "model", 
 def _theory_result_columns() -> tuple[str, ...]:
     from dataclasses import fields
 
-    from asymptotics.api import RiskResult
+    from asymptotics.api.risk import RiskResult
 
     # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit,
     # where the mean-row ratio "common_row" does not enter either
@@ -113,7 +113,7 @@ def check_value(name: str, value: Any) -> Any:
 
 @lru_cache(maxsize=256)
 def _function_ok(name: str, spec: str) -> None:
-    from asymptotics.functions import get_function
+    from asymptotics.coefficients.functions import get_function
 
     get_function(spec)  # raises ValueError naming the registered functions
 

@@ -60,7 +60,7 @@ def sweep(
             blocks.update({t.key: db.blocks[t.key] for t in tasks if t.key in db.blocks})
         todo = [t for t in tasks if t.key not in blocks]
         if todo:
-            from asymptotics._cli import Progress
+            from asymptotics.core.progress import Progress
 
             results = run_tasks(run_task, todo, int(n_jobs), scheduler=scheduler,
                                 address=address, name=lambda t: f"sweep-{t.key}")

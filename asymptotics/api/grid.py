@@ -1,0 +1,308 @@
+"""Batches of theory points through the compiled solver: curves, grids, optimal lam and eta_tilde.
+
+Built on the compiled paths of ``asymptotics.api.paths``. ``risk_grid`` takes any parameter as a
+scalar or a sequence and solves the Cartesian product, alpha the fastest-varying axis (one
+warm-started path per combination of the others; combinations in parallel threads, each
+independent, so the result does not depend on the number of threads). ``optimal_lam`` and
+``optimal_eta`` minimise the risk over lam (log scale) or eta_tilde at each alpha: a coarse grid,
+then bounded Brent around its best point; the minimiser is a column, and ``interior`` says
+whether the minimum lies strictly inside the bounds (at a bound the search cannot tell a
+minimum from a monotone risk, and says so in ``message``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from asymptotics.api.paths import FIRST, path_frame, solve_path, solver_args
+from asymptotics.api.points import ConvergenceError, curve_results
+from asymptotics.core import checks
+from asymptotics.core.parameters import check, default
+from asymptotics.equations.solver import SolverConfig
+from asymptotics.equations.solver_kernels import solve_point_kernel
+from asymptotics.models.problem import build_problem, check_value
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from asymptotics.models.problem import Problem
+
+GRID_PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta")
+
+
+def _as_values(name: str, value: Any) -> list:
+    if value is None or isinstance(value, str) or callable(value) or np.ndim(value) == 0:
+        return [value]
+    values = list(value)
+    if not values:
+        raise ValueError(f"{name} must contain at least one value")
+    return values
+
+
+def risk_grid(
+    *,
+    alpha: float | Iterable[float],
+    sigma: Any = default("sigma"),
+    target: Any = default("target"),
+    alpha0: float | Iterable[float] = default("alpha0"),
+    eta: float | Iterable[float] = default("eta"),
+    lam: float | Iterable[float] = default("lam"),
+    beta: float | Iterable[float] = default("beta"),
+    delta: float | Iterable[float] = default("delta"),
+    solver: SolverConfig = SolverConfig(),
+    n_jobs: int | None = 1,
+    model: str = default("model"),
+    p: float | Iterable[float] | None = default("p"),
+    common_row: float | str | None = default("common_row"),
+    strict: bool = False,
+    engine: str = default("engine"),
+) -> pd.DataFrame:
+    """The theory on the Cartesian product of the given values (each parameter a scalar or a
+    sequence; the width ``p`` too), one row per point: alpha varies fastest (a warm-started
+    path), the other parameters in the order of the signature. ``n_jobs`` threads solve the
+    paths in parallel (None: all cores); the numbers do not depend on it. ``model``, ``p``,
+    ``common_row``, ``strict`` and ``engine`` as in :func:`risk` (defaults: the parameter table,
+    :mod:`asymptotics.core.parameters`)."""
+    import pandas as pd
+
+
+    alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
+    checks.flag("strict", strict)
+    engine = check("engine", engine)
+    others = {k: _as_values(k, v) for k, v in dict(sigma=sigma, target=target, alpha0=alpha0,
+                                                   eta=eta, lam=lam, beta=beta,
+                                                   delta=delta, p=p).items()}
+    combos = [dict(zip(others, vals, strict=True))
+              for vals in itertools.product(*others.values())]
+    # validates every value
+    problems = [build_problem(model=model, common_row=common_row, **kw) for kw in combos]
+    a = np.asarray(alphas, dtype=np.float64)
+
+    def run(i: int) -> pd.DataFrame:
+        prob = problems[i]
+        if prob.lam == 0.0 or engine == "python":  # the ridgeless limit lives in the Python path
+            rows = [r.as_dict() for r in curve_results(prob, list(a), solver, False, False)]
+            return pd.DataFrame(rows)
+        lams = np.full(a.shape[0], prob.lam)
+        return path_frame(prob, a, lams, solve_path(prob, a, lams, solver))
+
+    workers = (os.cpu_count() or 1) if n_jobs is None else checks.integer("n_jobs", n_jobs, 1)
+    if workers == 1 or len(problems) == 1:
+        frames = [run(i) for i in range(len(problems))]
+    else:
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            frames = list(pool.map(run, range(len(problems))))
+    df = pd.concat(frames, ignore_index=True)
+    if strict and not df.converged.all():
+        bad = df.loc[~df.converged.astype(bool)].iloc[0]
+        raise ConvergenceError(f"{int((~df.converged.astype(bool)).sum())} of {len(df)} grid "
+                               f"points did not converge (first: alpha = {bad.alpha:g}, "
+                               f"status {bad.status}: {bad.message})")
+    return df[FIRST + [c for c in df.columns if c not in FIRST]]
+
+
+def _bounded_min(f, lo: float, hi: float, xatol: float) -> tuple[float, float]:
+    from scipy.optimize import minimize_scalar
+
+    res = minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": xatol})
+    return float(res.x), float(res.fun)
+
+
+def _point_risk(problem: Problem, alpha: float, lam: float, x0: np.ndarray | None,
+                solver: SolverConfig) -> tuple[float, np.ndarray]:
+    x0v = np.zeros(7) if x0 is None else x0
+    x, hat, status, _, _ = solve_point_kernel(x0v, x0 is not None, *problem.map_args(alpha, lam),
+                                              *solver_args(solver))
+    return (float(hat[6]) if status == 0 else math.nan), x
+
+
+def _check_bounds(name: str, lo: float, hi: float, positive: bool) -> tuple[float, float]:
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"{name} bounds must be finite with lower < upper, got ({lo}, {hi})")
+    if positive and lo <= 0:
+        raise ValueError(f"{name} bounds must be > 0 (log scale), got lower = {lo}")
+    if not positive and lo < 0:
+        raise ValueError(f"{name} bounds must be >= 0, got lower = {lo}")
+    return lo, hi
+
+
+def _finish(df: pd.DataFrame, name: str, best: list[dict]) -> pd.DataFrame:
+    extra = pd_frame(best)
+    df = df.copy()
+    for col in extra.columns:
+        df[col] = extra[col].to_numpy()
+    first = ["alpha", "risk", name, "interior", "converged", "iterations", "residual"]
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def pd_frame(rows: list[dict]) -> pd.DataFrame:
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def optimal_lam(
+    alphas: Sequence[float],
+    *,
+    sigma: Any = "tanh",
+    target: Any = "tanh",
+    alpha0: float = 2.0,
+    eta: float = 1.0,
+    beta: float = 1.0,
+    delta: float = 0.0,
+    lam_bounds: tuple[float, float] = (1e-6, 1e3),
+    n_grid: int = 28,
+    solver: SolverConfig = SolverConfig(),
+    model: str = "network",
+    **overrides: Any,
+) -> pd.DataFrame:
+    """min over lam in ``lam_bounds`` (log scale) of the risk at each alpha: a ``n_grid``-point
+    log grid solved as one snake-ordered warm-started path, then bounded Brent on log10(lam)
+    between the neighbours of the best grid point (xatol 1e-4 in log10 lam). Columns: those of
+    ``risk_curve`` at the minimiser, plus ``lam`` (the minimiser) and ``interior``; a minimum on
+    a bound keeps its risk, ``interior = False`` and says so in ``message``; an alpha with no
+    converged grid point is NaN."""
+
+    lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
+    if n_grid < 3:
+        raise ValueError(f"n_grid must be >= 3, got {n_grid}")
+    a = np.asarray([check_value("alpha", x, positive=True)
+                    for x in checks.sequence("alphas", alphas)], dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("alphas must contain at least one value")
+    prob = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lo, beta=beta,
+                         delta=delta, model=model, **overrides)
+    u = np.linspace(math.log10(lo), math.log10(hi), n_grid)
+    order = np.concatenate([u if i % 2 == 0 else u[::-1] for i in range(a.size)])
+    A_path = np.repeat(a, n_grid)
+    states, hats, status, _, _ = solve_path(prob, A_path, 10.0**order, solver)
+    risks = np.where(status == 0, hats[:, 6], np.nan).reshape(a.size, n_grid)
+    states = states.reshape(a.size, n_grid, 7)
+    best_rows, lam_best = [], np.empty(a.size)
+    for i in range(a.size):
+        row = risks[i] if i % 2 == 0 else risks[i][::-1]
+        st = states[i] if i % 2 == 0 else states[i][::-1]
+        if not np.any(np.isfinite(row)):
+            lam_best[i] = math.nan
+            best_rows.append({"interior": False})
+            continue
+        j = int(np.nanargmin(row))
+        interior = 0 < j < n_grid - 1
+        if interior:
+            x0 = st[j]
+
+            def f(ul: float, i: int = i, x0: np.ndarray = x0) -> float:
+                r, _ = _point_risk(prob, a[i], 10.0**ul, x0, solver)
+                return r if math.isfinite(r) else math.inf
+
+            ub, rb = _bounded_min(f, u[j - 1], u[j + 1], 1e-4)
+            lam_best[i] = 10.0**ub if rb <= row[j] else 10.0 ** u[j]
+        else:
+            lam_best[i] = 10.0 ** u[j]
+        best_rows.append({"interior": interior})
+    df = _solve_at(prob, a, lam_best, solver)
+    for i, b in enumerate(best_rows):
+        if not b["interior"] and math.isfinite(lam_best[i]):
+            df.loc[i, "message"] = (f"the minimum over lam sits at the bound lam = "
+                                    f"{lam_best[i]:.3g} of [{lo:g}, {hi:g}]: widen lam_bounds")
+    return _finish(df, "lam", best_rows)
+
+
+def _solve_at(prob: Problem, a: np.ndarray, lams: np.ndarray, solver: SolverConfig):
+    ok = np.isfinite(lams)
+    lam_fill = np.where(ok, lams, 1.0)
+    out = solve_path(prob, a, lam_fill, solver)
+    df = path_frame(prob, a, lams, out)
+    bad = ~ok
+    if np.any(bad):
+        df.loc[bad, "risk"] = np.nan
+        df.loc[bad, "converged"] = False
+        df.loc[bad, "status"] = "max_iter"
+        df.loc[bad, "message"] = "no converged point on the search grid"
+    return df
+
+
+def optimal_eta(
+    alphas: Sequence[float],
+    *,
+    sigma: Any = "tanh",
+    target: Any = "tanh",
+    alpha0: float = 2.0,
+    lam: float = 0.01,
+    beta: float = 1.0,
+    delta: float = 0.0,
+    eta_bounds: tuple[float, float] = (0.0, 5.0),
+    n_grid: int = 26,
+    solver: SolverConfig = SolverConfig(),
+    model: str = "network",
+    **overrides: Any,
+) -> pd.DataFrame:
+    """min over eta_tilde in ``eta_bounds`` of the risk at each alpha: a linear grid of
+    ``n_grid`` values (one problem and one alpha path each), then bounded Brent on eta between
+    the neighbours of the best grid point (xatol 1e-5). Columns as ``optimal_lam`` with ``eta``
+    the minimiser. (In the p -> infinity theory the risk jumps at eta_tilde = 0, the free mean
+    channel of docs/DERIVATIONS.md: eta = 0 is a grid point of its own.)"""
+    import pandas as pd
+
+
+    lo, hi = _check_bounds("eta", *eta_bounds, positive=False)
+    if n_grid < 3:
+        raise ValueError(f"n_grid must be >= 3, got {n_grid}")
+    if lam == 0:
+        raise ValueError("eta='optimal' needs lam > 0 (the ridgeless limit is not searched)")
+    a = np.asarray([check_value("alpha", x, positive=True)
+                    for x in checks.sequence("alphas", alphas)], dtype=np.float64)
+    if a.size == 0:
+        raise ValueError("alphas must contain at least one value")
+    kw = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, delta=delta,
+              model=model, **overrides)
+    etas = np.linspace(lo, hi, n_grid)
+    risks = np.empty((n_grid, a.size))
+    states = np.empty((n_grid, a.size, 7))
+    for k, e in enumerate(etas):
+        prob = build_problem(eta=float(e), **kw)
+        st, hats, status, _, _ = solve_path(prob, a, None, solver)
+        risks[k] = np.where(status == 0, hats[:, 6], np.nan)
+        states[k] = st
+    frames, best_rows = [], []
+    for i in range(a.size):
+        col = risks[:, i]
+        if not np.any(np.isfinite(col)):
+            prob = build_problem(eta=lo, **kw)
+            df = _solve_at(prob, a[i:i + 1], np.array([math.nan]), solver)
+            df["eta"] = math.nan
+            frames.append(df)
+            best_rows.append({"interior": False})
+            continue
+        j = int(np.nanargmin(col))
+        interior = 0 < j < n_grid - 1
+        e_best = float(etas[j])
+        if interior:
+            x0 = states[j, i]
+
+            def f(e: float, i: int = i, x0: np.ndarray = x0) -> float:
+                p = build_problem(eta=e, **kw)
+                r, _ = _point_risk(p, a[i], p.lam, x0, solver)
+                return r if math.isfinite(r) else math.inf
+
+            eb, rb = _bounded_min(f, float(etas[j - 1]), float(etas[j + 1]), 1e-5)
+            if rb <= col[j]:
+                e_best = eb
+        prob = build_problem(eta=e_best, **kw)
+        df = path_frame(prob, a[i:i + 1], np.array([lam]),
+                        solve_path(prob, a[i:i + 1], None, solver))
+        if not interior:
+            df.loc[0, "message"] = (f"the minimum over eta sits at the bound eta = {e_best:.3g} "
+                                    f"of [{lo:g}, {hi:g}]: widen eta_bounds")
+        frames.append(df)
+        best_rows.append({"interior": interior})
+    out = pd.concat(frames, ignore_index=True)
+    return _finish(out, "eta", best_rows)

@@ -1,0 +1,210 @@
+"""Public API: the asymptotic test error of one giant step (the trained network by default, or
+its sRF surrogate) and of random features.
+
+``risk(alpha, sigma=..., target=..., alpha0=..., eta=..., lam=..., beta=..., delta=...)`` maps one
+giant step to spiked random features (THEORY.md §3, asymptotics.step.srf), computes the cGET
+coefficients (§4, asymptotics.coefficients.cget), solves the self-consistent equations (§5,
+asymptotics.equations.fixed_point + asymptotics.equations.solver) against the spectral measure (§6,
+asymptotics.measures.spectral) and returns a frozen :class:`RiskResult`. ``eta = 0`` is the
+random-features baseline. An unconverged point has ``risk = nan`` and ``converged = False``
+(``strict=True`` raises :class:`ConvergenceError` instead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from asymptotics.api.points import (  # noqa: F401  (re-exported: the public names of the theory's API)
+    ENGINES,
+    ConvergenceError,
+    RiskResult,
+    check_engine,
+    curve_results,
+    solve_point,
+)
+from asymptotics.coefficients.functions import Function
+from asymptotics.core import checks
+from asymptotics.core.parameters import default
+from asymptotics.equations.solver import SolverConfig
+from asymptotics.measures.spectral import SpectralMeasure
+from asymptotics.models.problem import (  # noqa: F401  (re-exported)
+    MODELS,
+    Problem,
+    build_problem,
+    check_value,
+    check_width,
+    warn_small_alpha,
+)
+from asymptotics.step.srf import SpikeMapping
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def risk(
+    alpha: float,
+    *,
+    sigma: str | Function = default("sigma"),
+    target: str | Function = default("target"),
+    alpha0: float = default("alpha0"),
+    eta: float | str = default("eta"),
+    lam: float | str = default("lam"),
+    beta: float = default("beta"),
+    delta: float = default("delta"),
+    spike: SpikeMapping | None = None,
+    gamma: float | None = None,
+    measure: SpectralMeasure | None = None,
+    solver: SolverConfig = SolverConfig(),
+    strict: bool = False,
+    engine: str = default("engine"),
+    model: str = default("model"),
+    p: float | None = default("p"),
+    common_row: float | str | None = default("common_row"),
+) -> RiskResult:
+    """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
+    (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
+    ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. The defaults are those
+    of ``python -m asymptotics curve`` (tanh, tanh, alpha0 = 2, eta = 1, lam = 0.01, beta = 1).
+    At lam = 0 the ridgeless limit lam -> 0+ is taken; at the interpolation peak alpha = beta it
+    diverges: risk NaN, status ``diverged``.
+    ``lam="optimal"`` or ``eta="optimal"``: the point at the minimiser over lam or eta_tilde
+    (``asymptotics.api.grid``; the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if
+    it sits at a bound).
+
+    ``model``: "network" (default) describes the trained network itself, through the
+    deterministic network theory (docs/DERIVATIONS.md §7: the population covariance of the
+    step's bulk rows, a generalised MP bulk with the F_vv, F_vt, F_tt channels and the
+    bulk-variance channel; ``population_measure``) or, with
+    ``measure=from_weights(W1, v, theta)``, the semi-empirical theory of a given first layer;
+    "srf" the spiked-random-features surrogate of the step, which the equations describe
+    exactly (the model of the papers' figures); "rf" is random features (requires eta = 0).
+    At eta = 0 the three coincide.
+
+    ``p``: the width of the finite-p theory (docs/DERIVATIONS.md §8: the mean channel's price,
+    which matters unless r sqrt(p) >> 1; eta = 0 stays random features at every p); None is the
+    p -> infinity limit. ``common_row``: optional finite-d correction of the finite-p theory
+    (docs/DERIVATIONS.md §8, "The network's initial output"; ``"network"`` for the trained
+    network, see :func:`build_problem`); None (default): "network" for the network theory at
+    finite p, omega = 1 (the numbers of §8) otherwise."""
+    checks.flag("strict", strict)
+    _check_solver(solver)
+    note = None
+    if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
+        alpha = check_value("alpha", alpha, positive=True)
+        best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                              lam=lam, beta=beta, delta=delta, solver=solver,
+                              overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                             model=model, p=p, common_row=common_row))
+        if not bool(best.converged[0]):
+            what = "lam" if isinstance(lam, str) else "eta"
+            if strict:
+                raise ConvergenceError(f"no converged optimum over {what} at alpha={alpha:g}")
+            # a point at some lam would be a number for a question not asked: NaN, with a reason
+            lam = 1.0 if isinstance(lam, str) else lam
+            eta = 0.0 if isinstance(eta, str) else eta
+            problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                                    beta=beta, delta=delta, spike=spike, gamma=gamma,
+                                    measure=measure, model=model, p=p, common_row=common_row)
+            res = solve_point(problem, alpha, solver=solver, engine=engine)
+            nan = float("nan")
+            return replace(res, risk=nan, converged=False, status="max_iter",
+                           lam=nan if what == "lam" else res.lam,
+                           eta=nan if what == "eta" else res.eta,
+                           message=f"the search for the optimal {what} did not converge at "
+                                   f"alpha={alpha:g}: {best.message[0]}")
+        lam, eta = float(best.lam[0]), float(best.eta[0])
+        note = str(best.message[0])
+    problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
+                            model=model, p=p, common_row=common_row)
+    warn_small_alpha([alpha], problem.p)
+    res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
+    if note is not None and res.converged:
+        res = replace(res, message=note)
+    return res
+
+
+def risk_curve(
+    alphas: Iterable[float],
+    *,
+    sigma: str | Function = default("sigma"),
+    target: str | Function = default("target"),
+    alpha0: float = default("alpha0"),
+    eta: float | str = default("eta"),
+    lam: float | str = default("lam"),
+    beta: float = default("beta"),
+    delta: float = default("delta"),
+    spike: SpikeMapping | None = None,
+    gamma: float | None = None,
+    measure: SpectralMeasure | None = None,
+    solver: SolverConfig = SolverConfig(),
+    strict: bool = False,
+    progress: bool | None = None,
+    engine: str = default("engine"),
+    model: str = default("model"),
+    p: float | None = default("p"),
+    common_row: float | str | None = default("common_row"),
+) -> pd.DataFrame:
+    """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
+    alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
+    parameter, conjugate and input parameter. ``lam="optimal"`` or ``eta="optimal"``: the risk
+    minimised over lam (log scale) or eta_tilde at each alpha (``asymptotics.api.grid``), with the
+    minimiser as the ``lam`` / ``eta`` column and ``interior`` saying whether it lies inside the
+    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison)."""
+    import pandas as pd
+
+    check_engine(engine)
+    checks.flag("strict", strict)
+    checks.optional_flag("progress", progress)
+    _check_solver(solver)
+    alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
+                     common_row=common_row)
+    if isinstance(lam, str) or isinstance(eta, str):
+        df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                            beta=beta, delta=delta, solver=solver, overrides=overrides)
+        if strict and not df.converged.all():
+            bad = df.alpha[~df.converged].tolist()
+            raise ConvergenceError(f"no converged optimum at alpha={bad}")
+        return df
+    problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                            beta=beta, delta=delta, **overrides)
+    warn_small_alpha(alphas, problem.p)
+    first = ["alpha", "risk", "converged", "iterations", "residual"]
+    if engine == "compiled" and problem.lam > 0:
+        from asymptotics.api.paths import path_frame, solve_path
+
+        a = np.asarray(alphas, dtype=np.float64)
+        lams = np.full(a.shape[0], problem.lam)
+        df = path_frame(problem, a, lams, solve_path(problem, a, lams, solver))
+        if strict and not df.converged.all():
+            i = int(np.argmin(df.converged.to_numpy()))
+            raise ConvergenceError(f"equations did not converge at alpha={alphas[i]:g}: "
+                                   f"{df.message[i]}")
+        return df
+    rows = [r.as_dict() for r in curve_results(problem, alphas, solver, strict, progress)]
+    df = pd.DataFrame(rows)
+    return df[first + [c for c in df.columns if c not in first]]
+
+
+def _optimal_curve(alphas, *, eta, lam, overrides, **kw) -> pd.DataFrame:
+    from asymptotics.api.grid import optimal_eta, optimal_lam
+
+    for name, value in (("lam", lam), ("eta", eta)):
+        if isinstance(value, str) and value != "optimal":
+            raise ValueError(f"{name} must be a number >= 0 or 'optimal', got {value!r}")
+    if isinstance(lam, str) and isinstance(eta, str):
+        raise ValueError("lam and eta cannot both be 'optimal' (optimise one at a time)")
+    if isinstance(lam, str):
+        return optimal_lam(alphas, eta=eta, **kw, **overrides)
+    return optimal_eta(alphas, lam=lam, **kw, **overrides)
+
+
+def _check_solver(solver: object) -> None:
+    if not isinstance(solver, SolverConfig):
+        raise TypeError(f"solver must be a SolverConfig (e.g. SolverConfig(rtol=1e-10)), got "
+                        f"{solver!r}")

@@ -1,0 +1,63 @@
+"""Keep numba's on-disk cache of compiled kernels consistent with the sources they inline.
+
+numba (``cache=True``) re-compiles a cached kernel when the source file that defines it changes,
+but not when a kernel it calls, defined in another file, changes: after an edit of
+``spectral.measure_moments`` the cached ``fixed_point`` kernels would silently keep
+the old code. :func:`guard` hashes the source of every given kernel module; when the hash differs
+from the one stamped beside the cache, it flushes the cache index of every kernel of those modules
+(they recompile on first use) and writes the new stamp. A cache that cannot be written is left
+alone (numba then compiles in memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+from pathlib import Path
+
+STAMP = "giantstep-kernels.stamp"
+#: every module of the theory that defines numba kernels (tests/test_kernel_cache.py checks the
+#: list is complete)
+KERNEL_MODULES = [
+    "asymptotics.coefficients.quadrature",
+    "asymptotics.measures.marchenko_pastur",
+    "asymptotics.measures.channels",
+    "asymptotics.measures.spectral",
+    "asymptotics.equations.fixed_point",
+    "asymptotics.equations.solver_kernels",
+    "asymptotics.measures.resolvent_kernels",
+]
+
+
+def _dispatchers(module) -> list:
+    out = []
+    for value in vars(module).values():
+        cache = getattr(value, "_cache", None)
+        if cache is not None and hasattr(cache, "flush") and hasattr(cache, "cache_path"):
+            if getattr(value, "__module__", None) == module.__name__:
+                out.append(value)
+    return out
+
+
+def guard(module_names: list[str] = KERNEL_MODULES) -> bool:
+    """Flush the cached kernels of ``module_names`` if any of their sources changed since the
+    cache was stamped. Returns True when a flush happened."""
+    modules = [importlib.import_module(name) for name in module_names]
+    digest = hashlib.sha256()
+    for m in modules:
+        digest.update(Path(m.__file__).read_bytes())
+    stamp = digest.hexdigest()
+    dispatchers = [d for m in modules for d in _dispatchers(m)]
+    if not dispatchers:
+        return False
+    try:
+        path = Path(dispatchers[0]._cache.cache_path) / STAMP
+        if path.exists() and path.read_text().strip() == stamp:
+            return False
+        for d in dispatchers:
+            d._cache.flush()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(stamp + "\n")
+    except OSError:
+        return False
+    return True

@@ -1,0 +1,38 @@
+"""The distribution's version, and warnings shown as one line (commands and pool workers)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def version() -> str:
+    """The installed distribution's version (``giantstep``), or the source tree's fallback."""
+    try:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as _version
+
+        try:
+            return _version("giantstep")
+        except PackageNotFoundError:
+            pass
+    except ImportError:  # pragma: no cover
+        pass
+    return "0.1.0"
+
+
+def one_line_warnings() -> None:
+    """Show Python warnings as ``warning: message`` on one line of stderr (no file path, no
+    source line): what a command-line user needs, numpy's floating-point warnings included.
+    Each distinct message once."""
+    import warnings
+
+    seen: set[str] = set()
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        if text not in seen:
+            seen.add(text)
+            print(f"warning: {text}", file=file or sys.stderr, flush=True)
+
+    warnings.showwarning = show
+    warnings.simplefilter("default")

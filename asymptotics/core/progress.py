@@ -1,0 +1,135 @@
+"""Long work: progress reports and worker processes that end with their parent.
+
+:class:`Progress` is a tqdm bar when stderr is a terminal and rate-limited one-line progress
+reports on stderr otherwise (CI logs); :func:`watch_parent` ends a pool worker when the process
+that started it is gone. Bottom layer: used by the theory's grids and by every campaign.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+
+class Progress:
+    """Progress over ``total`` units: a tqdm bar when stderr is a terminal, otherwise one line
+    ``desc: done/total (x%), elapsed, ETA`` on stderr at most every ``interval`` seconds (and at
+    the end). ``enabled=False`` is silent. Use as a context manager; ``update(n)`` advances."""
+
+    def __init__(self, total: int | None, desc: str, *, unit: str = "it",
+                 enabled: bool | None = True, interval: float = 15.0, initial: int = 0,
+                 stream=None) -> None:
+        self.total, self.desc, self.unit = total, desc, unit
+        self.n = initial
+        self.interval = float(interval)
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled is not False
+        self._bar = None
+        self._t0 = time.monotonic()
+        self._last = self._t0
+        if self.enabled and _isatty(self.stream):
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False,
+                             file=self.stream)
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.enabled:
+            now = time.monotonic()
+            if now - self._last >= self.interval:
+                self._last = now
+                self._line()
+
+    def _line(self, final: bool = False) -> None:
+        el = time.monotonic() - self._t0
+        if self.total:
+            frac = self.n / self.total
+            eta = el / max(frac, 1e-12) * (1 - frac) if 0 < frac < 1 else 0.0
+            text = (f"{self.desc}: {self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), "
+                    f"{el:.0f} s elapsed" + ("" if final else f", ~{eta:.0f} s left"))
+        else:
+            text = f"{self.desc}: {self.n} {self.unit}, {el:.0f} s elapsed"
+        print(text, file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+        elif self.enabled and time.monotonic() - self._t0 >= self.interval:
+            self._line(final=True)
+        self.enabled = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress_iter(items: Iterable[T], total: int | None, desc: str, *, unit: str = "it",
+                  enabled: bool | None = True, interval: float = 15.0) -> Iterator[T]:
+    """Iterate ``items`` under a :class:`Progress`."""
+    with Progress(total, desc, unit=unit, enabled=enabled, interval=interval) as bar:
+        for item in items:
+            yield item
+            bar.update(1)
+
+
+# ------------------------------------------------------------------------------------------------
+# worker processes die with their parent
+
+_WATCHDOG: dict[str, int] = {}
+
+
+def watch_parent(parent_pid: int | None = None, interval: float = 0.25) -> None:
+    """In a pool worker: start (once) a daemon thread that ends this process as soon as the
+    process ``parent_pid`` (default: the current parent) is gone, so that a SIGKILL of the
+    command leaves no orphaned workers. Parent gone = this process was re-parented, or
+    ``parent_pid`` no longer exists. A no-op in the parent itself."""
+    import threading
+
+    me = os.getpid()
+    if _WATCHDOG.get("pid") == me:
+        return
+    pid = os.getppid() if parent_pid is None else int(parent_pid)
+    if pid == me:
+        return
+    first_ppid = os.getppid()
+    _WATCHDOG["pid"] = me
+
+    def gone() -> bool:
+        if first_ppid == pid and os.getppid() != pid:
+            return True
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
+        return False
+
+    def loop() -> None:
+        while True:
+            if gone():
+                os._exit(70)
+            time.sleep(interval)
+
+    if gone():
+        os._exit(70)
+    threading.Thread(target=loop, name="giantstep-parent-watchdog", daemon=True).start()

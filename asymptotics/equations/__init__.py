@@ -1,0 +1,2 @@
+"""The self-consistent equations (THEORY.md §5) and their solvers: the fixed-point map as numba
+kernels, the Python reference solver and the compiled point and path solver."""
