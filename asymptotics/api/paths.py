@@ -21,6 +21,11 @@ if TYPE_CHECKING:
     from asymptotics.models.problem import Problem
 
 FIRST = ["alpha", "risk", "converged", "iterations", "residual"]
+#: the columns of a theory point, in order: the one schema of ``risk_curve``, ``risk_grid`` and
+#: ``RiskResult.to_frame`` (grouped there as parameters, solution and diagnostics)
+RESULT_COLUMNS = [*FIRST, "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
+                  "measure", "r", "c", "gamma", "status", "message", *STATE_NAMES, *HAT_NAMES,
+                  "p", "common_row"]
 _MESSAGES = {int(s): s.message for s in Status}
 _NAMES = {int(s): s.name.lower() for s in Status}
 
@@ -89,6 +94,6 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
         cols[name] = np.where(conv, hats[:, j], np.nan)
     cols["p"] = np.full(n, math.inf if problem.p is None else problem.p)
     cols["common_row"] = np.full(n, problem.common_row)
-    return pd.DataFrame(cols)
+    return pd.DataFrame(cols)[RESULT_COLUMNS]
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asymptotics.api.paths import RESULT_COLUMNS
 from asymptotics.equations.fixed_point import (
     HAT_NAMES,
     STATE_NAMES,
@@ -28,6 +30,9 @@ from asymptotics.equations.fixed_point import (
 )
 from asymptotics.equations.solver import SolverConfig, Status, relative_residual, solve
 from asymptotics.models.problem import Problem, check_value, function_name
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 NONNEG = (0, 1, 2, 3)  # q1, q2, V1, V2
 V_COLD = np.array([0.5, 0.5])
@@ -81,10 +86,40 @@ class RiskResult:
     # omega of the mean row at finite p (docs/DERIVATIONS.md §8, "The network's initial output")
     common_row: float = 1.0
 
-    def as_dict(self) -> dict:
+    #: the three groups of fields: what produced the point, what the equations give, how the
+    #: solve went (``RESULT_COLUMNS`` is their one column order)
+    PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
+                  "measure", "p", "common_row")
+    SOLUTION = ("risk", "r", "c", "gamma", *STATE_NAMES, *HAT_NAMES)
+    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual")
+
+    @property
+    def parameters(self) -> dict:
+        """Every parameter that produced the point (and which model and measure it describes)."""
+        return {k: getattr(self, k) for k in self.PARAMETERS}
+
+    @property
+    def solution(self) -> dict:
+        """The risk, the step's spike (r, c, gamma) and the order parameters (THEORY.md §5)."""
+        return {k: getattr(self, k) for k in self.SOLUTION}
+
+    @property
+    def diagnostics(self) -> dict:
+        """Whether and how the solver converged."""
+        return {k: getattr(self, k) for k in self.DIAGNOSTICS}
+
+    def to_dict(self) -> dict:
+        """All fields but the raw solver state, in the order of ``RESULT_COLUMNS``."""
         out = asdict(self)
-        out.pop("state")
-        return out
+        return {k: out[k] for k in RESULT_COLUMNS}
+
+    as_dict = to_dict
+
+    def to_frame(self) -> pd.DataFrame:
+        """A one-row DataFrame with the columns of ``risk_curve`` (``RESULT_COLUMNS``)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()], columns=RESULT_COLUMNS)
 
 
 def _solve_state(

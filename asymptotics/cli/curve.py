@@ -17,7 +17,7 @@ from asymptotics.cli.common import (
     real,
     save_figure,
 )
-from asymptotics.core.parameters import PARAMETERS, default, help_text
+from asymptotics.core.parameters import PARAMETERS, check, default, help_text
 
 CONVENTIONS = """\
 conventions (THEORY.md §1): x ~ N(0, I_d); y = g(<theta*, x>) + sqrt(delta) xi; network
@@ -33,7 +33,17 @@ _Parser = Parser
 
 
 def _real(name: str, *, positive: bool):
-    return real(name, 0.0, strict_lo=positive)
+    """A number checked by the parameter table (the message every entry point gives)."""
+    parse = real(name)  # a number; its range is the table's (``positive`` kept for callers)
+
+    def checked(text: str) -> float:
+        value = parse(text)
+        try:
+            return float(check(name, value))
+        except (TypeError, ValueError) as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+
+    return checked
 
 
 def _or_optimal(parse):

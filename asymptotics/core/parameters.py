@@ -18,7 +18,8 @@ from asymptotics.core import checks
 @dataclass(frozen=True)
 class Parameter:
     """One parameter: ``kind`` is ``real`` (a float in [lo, hi], ``lo`` excluded when
-    ``open_lo``), ``integer`` (>= lo), ``choice`` (one of ``choices``) or ``function`` (a
+    ``open_lo``), ``width`` (the width p: a real >= 1, or None / inf for the limit p -> infinity),
+    ``integer`` (>= lo), ``choice`` (one of ``choices``) or ``function`` (a
     registered name, an expression in z or a callable; checked where it is parsed)."""
 
     name: str
@@ -36,6 +37,8 @@ class Parameter:
         """``value`` validated (and converted) with the message every entry point uses."""
         if isinstance(value, str) and value.strip() in self.words:
             return value.strip()
+        if self.kind == "width":
+            return _width(value)
         if self.kind == "real":
             return checks.real(self.name, value, self.lo, self.hi, lo_open=self.open_lo)
         if self.kind == "integer":
@@ -53,10 +56,32 @@ class Parameter:
             return " | ".join(self.choices)
         if self.kind == "integer":
             return f">= {int(self.lo)}"
+        if self.kind == "width":
+            return ">= 1 or inf"
         if self.kind == "real":
             low = f"> {self.lo:g}" if self.open_lo else f">= {self.lo:g}"
             return low if self.hi == math.inf else f"in [{self.lo:g}, {self.hi:g}]"
         return "a name, an expression in z or a callable"
+
+
+def _width(value: object) -> float | None:
+    """The width p of the finite-p theory: None or +inf (the limit), else a real p >= 1 (p = beta
+    d; the equations are continuous in p, so p need not be an integer)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, str, bytes)):
+        raise TypeError(f"p must be a real number >= 1 or None (the limit), got {value!r}")
+    try:
+        v = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"p must be a real number >= 1 or None (the limit), got {value!r}"
+                        ) from None
+    if v == math.inf:
+        return None
+    if not math.isfinite(v) or v < 1:
+        raise ValueError(f"p must be >= 1 (the width, p = beta d) or None for p -> infinity, "
+                         f"got {v:g}")
+    return v
 
 
 def _p(*args, **kwargs) -> Parameter:
@@ -79,7 +104,7 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
     _p("model", "choice", "network", "network (the trained network's theory), srf (its spiked "
        "random-features surrogate) or rf (random features, eta = 0)", "§3, §7",
        choices=("network", "srf", "rf")),
-    _p("p", "real", None, "width p = beta d of the finite-width theory (None: p -> infinity)",
+    _p("p", "width", None, "width p = beta d of the finite-width theory (None: p -> infinity)",
        "§7", lo=1.0),
     _p("common_row", "real", None, "ratio omega of the network's mean row at finite p: "
        "'network' (the trained network's), a number > 0, or None (network at finite p for "

@@ -20,7 +20,7 @@ from asymptotics.coefficients.cget import (
 )
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.core import checks
-from asymptotics.core.parameters import default
+from asymptotics.core.parameters import check, default
 from asymptotics.measures.spectral import SpectralMeasure, marchenko_pastur
 from asymptotics.step.srf import SpikeMapping, srf_mapping
 
@@ -84,19 +84,9 @@ def check_value(name: str, value: float, *, positive: bool = False,
 
 
 def check_width(p: float | None) -> float | None:
-    """Validate the width p of the finite-p theory: None or +inf (the limit), else a real p >= 1
-    (p = beta d; the equations are continuous in p, so p need not be an integer)."""
-    if p is None:
-        return None
-    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
-        raise TypeError(f"p must be a real number >= 1 or None (the limit), got {p!r}")
-    v = float(p)
-    if v == math.inf:
-        return None
-    if not math.isfinite(v) or v < 1:
-        raise ValueError(f"p must be >= 1 (the width, p = beta d) or None for p -> infinity, "
-                         f"got {v:g}")
-    return v
+    """Validate the width p of the finite-p theory (the parameter table's rule): None or +inf
+    (the limit), else a real p >= 1."""
+    return check("p", p)
 
 
 def check_common_row(common_row: float | str | None, sigma: Function, target: Function, *,
