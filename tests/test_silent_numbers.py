@@ -245,3 +245,15 @@ def test_a_failed_optimal_search_is_nan_not_a_point_at_some_lam():
     assert "optimal lam did not converge" in r.message
     with pytest.raises(A.ConvergenceError, match="no converged optimum"):
         A.risk(2.0, lam="optimal", model="srf", solver=A.SolverConfig(max_iter=2), strict=True)
+
+
+def test_an_unknown_measure_kind_is_an_error_not_atoms():
+    import numpy as np
+
+    from asymptotics.measures.spectral import SpectralMeasure, measure_moments
+
+    with pytest.raises(ValueError, match="kind must be one of"):
+        SpectralMeasure("atom", 1.0, 1.0, np.ones(3), np.ones(3), np.ones(3))
+    e = np.zeros(1)
+    out = measure_moments(9, 1.0, 1.0, np.ones(3), np.ones(3), np.ones(3), e, 1.0, 1.0)
+    assert np.all(np.isnan(out))

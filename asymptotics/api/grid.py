@@ -26,7 +26,7 @@ from asymptotics.api.points import ConvergenceError, curve_results
 from asymptotics.core import checks
 from asymptotics.core.parameters import check, default
 from asymptotics.equations.solver import SolverConfig
-from asymptotics.equations.solver_kernels import solve_point_kernel
+from asymptotics.equations.solver_kernels import CONVERGED, RISK, solve_point_kernel
 from asymptotics.models.problem import build_problem, check_value
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _point_risk(problem: Problem, alpha: float, lam: float, x0: np.ndarray | Non
     x0v = np.zeros(7) if x0 is None else x0
     x, hat, status, _, _ = solve_point_kernel(x0v, x0 is not None, *problem.map_args(alpha, lam),
                                               *solver_args(solver))
-    return (float(hat[6]) if status == 0 else math.nan), x
+    return (float(hat[RISK]) if status == CONVERGED else math.nan), x
 
 
 def _check_bounds(name: str, lo: float, hi: float, positive: bool) -> tuple[float, float]:
@@ -184,7 +184,7 @@ def optimal_lam(
     order = np.concatenate([u if i % 2 == 0 else u[::-1] for i in range(a.size)])
     A_path = np.repeat(a, n_grid)
     states, hats, status, _, _ = solve_path(prob, A_path, 10.0**order, solver)
-    risks = np.where(status == 0, hats[:, 6], np.nan).reshape(a.size, n_grid)
+    risks = np.where(status == CONVERGED, hats[:, RISK], np.nan).reshape(a.size, n_grid)
     states = states.reshape(a.size, n_grid, 7)
     best_rows, lam_best = [], np.empty(a.size)
     for i in range(a.size):
@@ -270,7 +270,7 @@ def optimal_eta(
     for k, e in enumerate(etas):
         prob = build_problem(eta=float(e), **kw)
         st, hats, status, _, _ = solve_path(prob, a, None, solver)
-        risks[k] = np.where(status == 0, hats[:, 6], np.nan)
+        risks[k] = np.where(status == CONVERGED, hats[:, RISK], np.nan)
         states[k] = st
     frames, best_rows = [], []
     for i in range(a.size):

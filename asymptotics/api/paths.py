@@ -13,7 +13,7 @@ import numpy as np
 
 from asymptotics.equations.fixed_point import HAT_NAMES, STATE_NAMES
 from asymptotics.equations.solver import SolverConfig, Status
-from asymptotics.equations.solver_kernels import solve_path_kernel
+from asymptotics.equations.solver_kernels import RISK, solve_path_kernel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -37,8 +37,7 @@ def solver_args(solver: SolverConfig) -> tuple:
 def _path_args(problem: Problem) -> tuple:
     """The kernel arguments of ``problem.map_args`` without (A, lam): the kappa tables, then
     delta and the measure."""
-    args = problem.map_args(1.0)
-    return args[:8] + args[10:]
+    return problem.map_args(1.0).without_point()
 
 
 def solve_path(
@@ -69,7 +68,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
     sp = problem.spike
     cols: dict[str, Any] = {
         "alpha": np.asarray(alphas, dtype=np.float64),
-        "risk": np.where(conv, hats[:, 6], np.nan),
+        "risk": np.where(conv, hats[:, RISK], np.nan),
         "converged": conv,
         "iterations": iters.astype(np.int64),
         "residual": resid,

@@ -29,6 +29,7 @@ from asymptotics.equations.fixed_point import (
     v_update,
 )
 from asymptotics.equations.solver import SolverConfig, Status, relative_residual, solve
+from asymptotics.equations.solver_kernels import RISK
 from asymptotics.models.problem import Problem, check_value, function_name
 
 if TYPE_CHECKING:
@@ -127,7 +128,7 @@ def _solve_state(
 ) -> tuple[np.ndarray, Status, float, int, np.ndarray]:
     """Anderson on the closed V-subsystem, exact completion, 7-variable residual check."""
     args = problem.map_args(alpha, lam)
-    v_args = (args[0], args[3], args[4], args[8], args[9]) + args[11:]
+    v_args = (args.weights, args.mu1, args.mu_star2, args.A, args.lam, *args.measure())
 
     def vmap(v: np.ndarray) -> np.ndarray:
         return v_update(v, *v_args)
@@ -192,10 +193,10 @@ def _ridgeless_limit(problem: Problem, alpha: float, solver: SolverConfig) -> tu
             x0[2:4] *= lams[-1] / lam
         x, status, residual, n_iter, hat = _solve_state(problem, alpha, lam, x0, solver)
         n_total += n_iter
-        if status != Status.CONVERGED or not math.isfinite(hat[6]):
+        if status != Status.CONVERGED or not math.isfinite(hat[RISK]):
             break
         lams.append(lam)
-        risks.append(float(hat[6]))
+        risks.append(float(hat[RISK]))
         out, x_prev = (x, status, residual, n_iter, hat), x
         if len(risks) >= 3:
             r1, r2, r3 = risks[-3:]
@@ -205,7 +206,7 @@ def _ridgeless_limit(problem: Problem, alpha: float, solver: SolverConfig) -> tu
                     RIDGELESS_RTOL * max(1.0, abs(est_now)):
                 x, status, residual, _, hat = out
                 hat = hat.copy()
-                hat[6] = est_now
+                hat[RISK] = est_now
                 return x, status, residual, n_total, hat, (
                     f"converged: ridgeless limit lam -> 0+ (Richardson over lam = "
                     f"{lams[-2]:g}, {lams[-1]:g}; order parameters at lam = {lams[-1]:g})")
@@ -298,7 +299,7 @@ def solve_point(
         if status != Status.CONVERGED and problem.lam == 0.0:
             x, status, residual, n_iter, hat, message = _ridgeless_limit(problem, alpha, solver)
     converged = status == Status.CONVERGED
-    risk_value = float(hat[6]) if converged else math.nan
+    risk_value = float(hat[RISK]) if converged else math.nan
     if strict and not converged:
         raise ConvergenceError(
             f"equations did not converge at alpha={alpha:g}: {message} "

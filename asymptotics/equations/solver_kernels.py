@@ -25,12 +25,22 @@ import math
 import numba
 import numpy as np
 
-from asymptotics.equations.fixed_point import complete_state, conjugates, fixed_point_map, v_update
+from asymptotics.equations.fixed_point import (
+    HAT_NAMES,
+    complete_state,
+    conjugates,
+    fixed_point_map,
+    v_update,
+)
+from asymptotics.equations.solver import Status
 
-CONVERGED = 0
-MAX_ITER = 1
-NON_FINITE = 2
-OUT_OF_DOMAIN = 3
+# the status codes of Status (the one list), as plain ints the kernels compile as constants
+CONVERGED = int(Status.CONVERGED)
+MAX_ITER = int(Status.MAX_ITER)
+NON_FINITE = int(Status.NON_FINITE)
+OUT_OF_DOMAIN = int(Status.OUT_OF_DOMAIN)
+#: column of the risk in the ``hats`` arrays the kernels return (after the six conjugates)
+RISK = len(HAT_NAMES)
 V_COLD0 = 0.5
 V_COLD1 = 0.5
 

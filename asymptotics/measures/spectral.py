@@ -26,6 +26,10 @@ MEASURE_ATOMS = 1
 MEASURE_CHANNELS = 2
 MEASURE_POPULATION = 3
 MEASURE_QUADRATURE = 4
+#: every kind of measure and its code in measure_moments: an unknown kind is an error
+KIND_CODES = {"mp": MEASURE_MP, "atoms": MEASURE_ATOMS, "weights": MEASURE_ATOMS,
+              "channels": MEASURE_CHANNELS, "population": MEASURE_POPULATION,
+              "quadrature": MEASURE_QUADRATURE}
 
 @numba.njit(cache=True, error_model="numpy")
 def measure_moments(
@@ -46,6 +50,9 @@ def measure_moments(
     kind = 0: MP(beta) scaled by c, with F = beta c, H = beta rho and G = 0; kind = 1: atoms
     (rho, F, H, G). Returns NaNs when an average diverges (S = 0 on an atom)."""
     out = np.empty(N_AVERAGES)
+    if kind < MEASURE_MP or kind > MEASURE_QUADRATURE:  # not a kind: no average, never atoms
+        out[:] = np.nan
+        return out
     if kind == 1:
         out[:] = 0.0
         n = rho.shape[0]
@@ -146,11 +153,15 @@ class SpectralMeasure:
     r: float = math.nan  # spike strength implied by the weights (from_weights only)
     gamma: float = math.nan  # <v, theta*> (from_weights only)
 
+    def __post_init__(self) -> None:
+        if self.kind not in KIND_CODES:
+            raise ValueError(f"spectral measure kind must be one of {', '.join(KIND_CODES)}, "
+                             f"got {self.kind!r}")
+
     @property
     def code(self) -> int:
-        return {"mp": MEASURE_MP, "channels": MEASURE_CHANNELS,
-                "population": MEASURE_POPULATION,
-                "quadrature": MEASURE_QUADRATURE}.get(self.kind, MEASURE_ATOMS)
+        """The kind's code in :func:`measure_moments` (``KIND_CODES``)."""
+        return KIND_CODES[self.kind]
 
     def moments(self, s0: float, s1: float) -> np.ndarray:
         """The averages of :func:`measure_moments`."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -122,6 +123,41 @@ def function_name(fn: Function) -> str:
     return fn.name
 
 
+class MapArgs(NamedTuple):
+    """The arguments of the kernels of ``equations.fixed_point`` and ``equations.solver_kernels``,
+    by name and in the kernels' order (a tuple, so ``*args`` passes them positionally): the
+    kappa tables, the point (A = alpha/beta, lam), the noise, the measure, the width channel."""
+
+    weights: np.ndarray
+    kappa: np.ndarray
+    mu0: np.ndarray
+    mu1: np.ndarray
+    mu_star2: np.ndarray
+    h: np.ndarray
+    h1: np.ndarray
+    h2: np.ndarray
+    A: float
+    lam: float
+    delta: float
+    measure_code: int
+    measure_beta: float
+    c: float
+    rho: np.ndarray
+    F: np.ndarray
+    H: np.ndarray
+    G: np.ndarray
+    p_inv: float
+    common_row: float
+
+    def measure(self) -> tuple:
+        """The measure and width arguments (``measure_code`` .. ``common_row``)."""
+        return tuple(self)[self._fields.index("measure_code"):]
+
+    def without_point(self) -> tuple:
+        """Every argument but (A, lam): what a path kernel takes besides its points."""
+        return tuple(self)[:self._fields.index("A")] + tuple(self)[self._fields.index("delta"):]
+
+
 @dataclass(frozen=True)
 class Problem:
     """Everything but alpha: functions, the sRF mapping, cGET tables and the spectral measure."""
@@ -149,13 +185,13 @@ class Problem:
     def p_inv(self) -> float:
         return 0.0 if self.p is None else 1.0 / self.p
 
-    def map_args(self, alpha: float, lam: float | None = None) -> tuple:
+    def map_args(self, alpha: float, lam: float | None = None) -> MapArgs:
         """The arguments of the kernels of ``fixed_point`` (and ``solver_kernels``) at alpha."""
         k, ms = self.coefficients, self.measure
         kap = k.kappa if self.kappa_shift is None else k.kappa + self.kappa_shift
-        return (k.weights, kap, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
-                alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
-                ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv, self.common_row)
+        return MapArgs(k.weights, kap, k.mu0, k.mu1, k.mu_star2, k.h, k.h1, k.h2,
+                       alpha / self.beta, self.lam if lam is None else lam, self.delta, ms.code,
+                       ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv, self.common_row)
 
 
 def build_problem(

@@ -12,9 +12,12 @@ import math
 import numba
 import numpy as np
 
+from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import v_map
 
-CONVERGED, MAX_ITER, NON_FINITE = 0, 1, 2
+# the status codes of Status (the one list), as plain ints the kernel compiles as constants
+CONVERGED, MAX_ITER, NON_FINITE = (int(Status.CONVERGED), int(Status.MAX_ITER),
+                                   int(Status.NON_FINITE))
 
 
 @numba.njit(cache=True, error_model="numpy")
