@@ -35,7 +35,7 @@ def main() -> None:
     alphas = np.linspace(0.2, 5.0, 100)
     worst = 0.0
     for kw in CASES:
-        base = A.build_problem(**kw)
+        base = A.build_problem(**kw, model="srf")
         fin = dataclasses.replace(base, p=1000.0)
         A.solve_point(fin, 2.0)  # compile / load caches
         A.solve_point(base, 2.0)

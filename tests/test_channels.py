@@ -134,7 +134,7 @@ def test_from_weights_recovers_the_srf_spike_and_risk():
     its risk agrees with the deterministic MP theory within the O(d^-1/2) noise of a sampled
     measure (docs/DERIVATIONS.md §2: |R_emp - R_MP| ~ 2-5e-3 at d ~ 1000)."""
     kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)
-    sp = A.build_problem(**kw).spike
+    sp = A.build_problem(**kw, model="srf").spike
     W, v, theta = _srf_weights(3, 800, 800, sp.r, sp.c, sp.gamma)
     for vv in (v, None):
         m = A.from_weights(W, vv, theta)

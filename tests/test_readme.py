@@ -1,4 +1,5 @@
-"""The README's Python block runs as written (with fewer seeds, to stay fast)."""
+"""The Python blocks of the README and of the user guide (docs/guide.md) run as written (with fewer
+seeds, to stay fast)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_readme_python_block_runs():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide.md").read_text()
     start = text.index("```python", text.index("## Python")) + len("```python")
     code = text[start:text.index("```", start)]
     assert "seeds=8)" in code
@@ -19,7 +20,7 @@ def test_readme_python_block_runs():
 
 
 def test_readme_spiked_block_runs():
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "guide.md").read_text()
     start = text.index("```python", text.index("## Several directions")) + len("```python")
     code = text[start:text.index("```", start)]
     namespace: dict = {}
@@ -27,3 +28,16 @@ def test_readme_spiked_block_runs():
     res, parts = namespace["res"], namespace["parts"]
     assert res.converged and parts["all"] == res.risk
     assert parts["all"] < parts["without_1"] and parts["all"] < parts["none"]
+
+
+def test_readme_first_number_block_runs():
+    text = (ROOT / "README.md").read_text()
+    start = text.index("```python", text.index("## A first number")) + len("```python")
+    code = text[start:text.index("```", start)]
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert 0 < namespace["df"]["risk"].min()
+
+
+def test_readme_is_short():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 120

@@ -35,7 +35,7 @@ def test_channel_only_in_the_network_theory_of_a_c2_activation():
     """sRF numbers are untouched (no shift), relu (c2 = 0) has no channel, a semi-empirical
     measure stays the cGET of its weights, and erf's network theory has one."""
     kw = dict(sigma="erf", target="sin", alpha0=20.0, eta=3.0, lam=0.01, beta=2.0)
-    assert A.build_problem(**kw).kappa_shift is None
+    assert A.build_problem(**kw, model="srf").kappa_shift is None
     assert A.build_problem(**kw, model="network").kappa_shift is not None
     relu = dict(kw, sigma="relu", target="relu", beta=1.0)
     assert A.build_problem(**relu, model="network").kappa_shift is None
