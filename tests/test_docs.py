@@ -90,7 +90,7 @@ def test_pending_entries_are_still_needed() -> None:
 
 
 def test_files_named_in_readme_and_architecture_exist() -> None:
-    """Every file the README, docs/guide.md or docs/ARCHITECTURE.md names in backticks exists (looked up from
+    """Every file the README, docs/guide.md or docs/ARCHITECTURE.md names in backticks exists
     the repository root, each package and each documentation folder; NAME is a placeholder)."""
     homes = [ROOT, ROOT / "docs", ROOT / "validation" / "reports"]
     for pkg in ("asymptotics", "validation", "figures"):
