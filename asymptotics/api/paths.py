@@ -7,7 +7,7 @@ the tidy DataFrame of ``risk_curve`` (same columns, NaN risk unless converged).
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -40,25 +40,36 @@ def _path_args(problem: Problem) -> tuple:
     return problem.map_args(1.0).without_point()
 
 
+class PathSolution(NamedTuple):
+    """What the compiled path solver returns, by name: per point the state (``STATE_NAMES``),
+    the conjugates with the risk last (``HAT_NAMES`` + risk, column ``RISK``), the status code
+    (``Status``), the iterations and the relative residual of the literal map."""
+
+    states: np.ndarray
+    hats: np.ndarray
+    status: np.ndarray
+    iterations: np.ndarray
+    residual: np.ndarray
+
+
 def solve_path(
     problem: Problem,
     alphas: np.ndarray,
     lams: np.ndarray | None = None,
     solver: SolverConfig = SolverConfig(),
-) -> tuple[np.ndarray, ...]:
-    """(states[n, 7], hats[n, 7] with the risk last, status[n], iterations[n], residual[n]) of
-    the points (alphas[i], lams[i]) solved in order with warm starts (lams default: the
+) -> PathSolution:
+    """The points (alphas[i], lams[i]) solved in order with warm starts (lams default: the
     problem's lam). lam = 0 is not handled here (the ridgeless limit is the Python path's)."""
     alphas = np.ascontiguousarray(alphas, dtype=np.float64)
     if lams is None:
         lams = np.full(alphas.shape[0], problem.lam)
     lams = np.ascontiguousarray(lams, dtype=np.float64)
-    return solve_path_kernel(alphas / problem.beta, lams, *_path_args(problem),
-                             *solver_args(solver))
+    return PathSolution(*solve_path_kernel(alphas / problem.beta, lams, *_path_args(problem),
+                                           *solver_args(solver)))
 
 
 def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
-               out: tuple[np.ndarray, ...]) -> pd.DataFrame:
+               out: PathSolution) -> pd.DataFrame:
     """The DataFrame of ``risk_curve`` (columns and order) from ``solve_path`` arrays."""
     import pandas as pd
 
