@@ -8,7 +8,7 @@ the neurons split into K groups by ``eps_j`` (Dandi, Pesce, Cui, Krzakala, Lu, L
 arXiv 2410.18938), one spike direction ``v`` shared by all groups:
 
     E e   = mu0_star - mu0 E[eps],
-    E e^2 = mu2_star + Delta - 2 mu0 E[eps] mu0_star + mu0^2 E[eps^2],
+    E e^2 = mu2_star + Delta - 2 mu0 E[eps] mu0_star + mu0^2 E[eps]^2,
     |u|^2 = mu1_star^2 + E e^2 / alpha0,      gamma = mu1_star / |u|,
     u_g   = eps_g eta_tilde E[sigma'] |u|       (the loading of group g along v),
     s_g   = 1 + eps_g eta_tilde E[z sigma'] E e,
@@ -99,6 +99,8 @@ def parse_readout(spec: object = "constant") -> Readout:
         weights.append(fw)
     if len(set(values)) != len(values):
         raise ValueError(f"readout values must be distinct, got {values}")
+    order = sorted(range(len(values)), key=lambda i: -values[i])  # canonical: descending
+    values, weights = [values[i] for i in order], [weights[i] for i in order]
     total = math.fsum(weights)
     if abs(total - 1.0) > SUM_TOL:
         raise ValueError(f"readout weights must sum to 1, got {total:g}")
@@ -145,18 +147,17 @@ def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: fl
     if not (delta >= 0 and math.isfinite(delta)):
         raise ValueError(f"delta must be >= 0 and finite, got {delta}")
     k = ge if ge is not None else ge_coefficients(sigma, target)
-    m1, m2 = ro.mean, ro.second_moment
+    m1 = ro.mean
     ee = k.mu0_star - k.mu0 * m1
-    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * m1 * k.mu0_star + k.mu0**2 * m2
-    inv_a0 = 0.0 if alpha0 == math.inf else 1.0 / alpha0
-    u_norm = math.sqrt(k.mu1_star**2 + ee2 * inv_a0)
+    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * m1 * k.mu0_star + k.mu0**2 * m1**2
+    u_norm = math.sqrt(k.mu1_star**2 + ee2 / alpha0)  # alpha0 = inf: / inf = 0
     r = eta * k.dmu1 * u_norm
     loadings, bulk, scales = [], [], []
     for e in ro.values:
         s = 1.0 + e * eta * k.c1 * ee
         loadings.append([float(e * r)])
         scales.append(float(s))
-        bulk.append(float(s**2 + e**2 * eta**2 * k.s2 * ee2 * inv_a0))
+        bulk.append(float(s**2 + e**2 * eta**2 * k.s2 * ee2 / alpha0))
     gamma = k.mu1_star / u_norm if u_norm > 0 else 0.0
     gamma = max(-1.0, min(1.0, gamma))
     return ReadoutMapping(readout=ro, loadings=loadings, bulk=bulk, fractions=list(ro.weights),
