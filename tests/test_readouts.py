@@ -155,6 +155,27 @@ def test_network_constant_readout_is_the_simulator():
     assert set(np.unique(eps)) == {-1.0, 1.0} and abs(eps.mean()) < 0.05
 
 
+def test_odd_network_pm1_step_is_the_constant_step_on_flipped_rows():
+    """Odd sigma (THEORY.md §11): the step of the pm1 network on W0 is the step of the constant
+    network on diag(eps) W0, row for row up to the sign eps_j (same batch), so the features differ
+    by signs the ridge absorbs. With relu the same comparison fails (mu0 != 0)."""
+    from asymptotics.functions import get_function
+    from validation import montecarlo as mc
+
+    d, p, n0 = 40, 30, 80
+    rng = np.random.default_rng(1)
+    W0 = mc.sphere_rows(rng, p, d)
+    theta = mc.unit_vector(rng, d)
+    eps = np.where(rng.random(p) < 0.5, 1.0, -1.0)
+    X = rng.standard_normal((n0, d))
+    for name, same in (("tanh", True), ("relu", False)):
+        sigma = get_function(name)
+        y = np.tanh(X @ theta)
+        pm, _ = mc.giant_step(W0, [(X, y)], sigma, rate=1.5 / n0, a=eps / math.sqrt(p))
+        const, _ = mc.giant_step(eps[:, None] * W0, [(X, y)], sigma, rate=1.5 / n0)
+        assert np.allclose(eps[:, None] * pm, const, rtol=0, atol=1e-12) == same, name
+
+
 @pytest.mark.slow  # ~1 min: 12 repetitions of the network and the sRF model at d = 300
 def test_pm1_monte_carlo_against_theory():
     from validation.spiked.readouts import ReadoutCase, simulate_case
