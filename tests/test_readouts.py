@@ -135,6 +135,23 @@ def test_readout_names_and_model():
         readout_mapping("tanh", "tanh", alpha0=0.0, eta=1.0, readout="pm1")
 
 
+def test_api_risk_readout_keyword():
+    """asymptotics.risk(readout=...): "constant" is today's path (the same object type and
+    numbers), other readouts route to the K-group solver with model="srf" only."""
+    base = A.risk(2.0, sigma="relu", target="tanh", model="srf", **KW)
+    same = A.risk(2.0, sigma="relu", target="tanh", model="srf", readout="constant", **KW)
+    assert same == base
+    pm = A.risk(2.0, sigma="relu", target="tanh", model="srf", readout="pm1", **KW)
+    ref = risk_readout(2.0, readout="pm1", sigma="relu", target="tanh", **KW)
+    assert pm.risk == ref.risk and pm.converged
+    with pytest.raises(ValueError, match="implemented for model='srf' only"):
+        A.risk(2.0, readout="pm1")  # the default model is the network theory
+    with pytest.raises(ValueError, match="does not support gamma"):
+        A.risk(2.0, model="srf", readout="pm1", gamma=0.5)
+    with pytest.raises(ValueError, match="readout weights must sum to 1"):
+        A.risk(2.0, model="srf", readout={1.0: 0.5})
+
+
 # ------------------------------------------------------------------------------------------------
 # the Monte Carlo
 

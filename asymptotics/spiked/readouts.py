@@ -212,3 +212,22 @@ def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
                            p=p, strict=strict, solver=solver, **mp.spiked_params())
     df.insert(1, "readout", ro.name)
     return df
+
+
+def api_readout_risk(alpha: float, readout: object, *, model: str, spike: object,
+                     gamma: object, measure: object, common_row: object, lam: object,
+                     eta: object, **kw):
+    """``asymptotics.risk(..., readout=...)``: None for the constant readout (the caller's own
+    path, unchanged), else :func:`risk_readout` after checking that nothing the K-group route
+    cannot honour was asked for."""
+    ro = parse_readout(readout)
+    if ro.is_constant:
+        return None
+    _check_model(model, ro)
+    given = [name for name, v in (("spike", spike), ("gamma", gamma), ("measure", measure),
+                                  ("common_row", common_row)) if v is not None]
+    given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if given:
+        raise ValueError(f"readout={ro.name!r} does not support {', '.join(given)} (the K-group "
+                         "sRF model of THEORY.md §11 is built from the step's parameters)")
+    return risk_readout(alpha, readout=ro, lam=lam, eta=eta, **kw)
