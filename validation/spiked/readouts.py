@@ -41,6 +41,7 @@ from .simulator import simulate_once as spiked_once
 ROOT = Path(__file__).resolve().parents[2]
 STORE = ROOT / "validation" / "reports" / "data" / "readouts_runs.csv"
 REPORT = ROOT / "validation" / "reports" / "READOUTS.md"
+FIGURE = ROOT / "validation" / "reports" / "figures" / "readouts.png"
 READOUT_STREAMS = (*STREAMS, "readout")
 
 D = 800
@@ -207,22 +208,24 @@ def run(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEEDS, s
 # the report
 
 
-def add_theory(points):
-    """``theory`` at every (setting, readout, alpha) of ``points`` (:func:`risk_readout`)."""
+def add_theory(points, finite_p: bool = False):
+    """``theory`` (p = infinity) or ``theory_p`` (the finite-width closure of THEORY.md §10.6 at
+    the simulated p) at every (setting, readout, alpha) of ``points`` (:func:`risk_readout`)."""
     from asymptotics.spiked.readouts import risk_readout
 
     cache: dict = {}
     out = []
     for row in points.itertuples(index=False):
+        p = int(round(row.beta * row.d)) if finite_p else None
         key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.readout,
-               row.alpha)
+               row.alpha, p)
         if key not in cache:
             cache[key] = risk_readout(row.alpha, readout=row.readout, sigma=row.sigma,
                                       target=row.target, alpha0=row.alpha0, eta=row.eta,
-                                      lam=row.lam, beta=row.beta).risk
+                                      lam=row.lam, beta=row.beta, p=p).risk
         out.append(cache[key])
     points = points.copy()
-    points["theory"] = out
+    points["theory_p" if finite_p else "theory"] = out
     return points
 
 
@@ -236,7 +239,32 @@ def summarize(runs):
     pts = add_theory(pts)
     pts["z"] = (pts["mean"] - pts.theory) / pts.se
     pts["gap"] = (pts["mean"] - pts.theory) / pts.theory
+    pts = add_theory(pts, finite_p=True)
+    pts["z_p"] = (pts["mean"] - pts.theory_p) / pts.se
     return pts
+
+
+def network_theory(points):
+    """``theory_net``: the project's network theory of the constant readout
+    (``asymptotics.risk(model="network")``, p = infinity) where ``readout == "constant"``, NaN
+    elsewhere (it has no K-group counterpart): context for the network's departures."""
+    import asymptotics as A
+
+    cache: dict = {}
+    out = []
+    for row in points.itertuples(index=False):
+        if row.readout != "constant":
+            out.append(math.nan)
+            continue
+        key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.alpha)
+        if key not in cache:
+            cache[key] = A.risk(row.alpha, sigma=row.sigma, target=row.target,
+                                alpha0=row.alpha0, eta=row.eta, lam=row.lam, beta=row.beta,
+                                model="network").risk
+        out.append(cache[key])
+    points = points.copy()
+    points["theory_net"] = out
+    return points
 
 
 def paired_differences(runs):
@@ -260,7 +288,7 @@ def _f(x: float, digits: int = 4) -> str:
 
 def build_report(runs) -> str:
     """The text of READOUTS.md from the per-repetition rows."""
-    pts = summarize(runs)
+    pts = network_theory(summarize(runs))
     lines = [
         "# One giant step with a finite-support readout: theory against Monte Carlo",
         "",
@@ -283,28 +311,43 @@ def build_report(runs) -> str:
               f"{hours:.2f} "
               "core-hours (wall-clock of each repetition, on a shared machine).", ""]
     lines += ["## Summary", "",
+              "Theory at p = infinity; the last column counts the points within 3 s.e. of the "
+              "finite-width theory at the simulated p (THEORY.md §10.6, each group's mean "
+              "channel priced).", "",
               "| setting | readout | model | within 3 s.e. | median abs. rel. gap | "
-              "max abs. rel. gap |", "|---|---|---|---|---|---|"]
-    for (name, readout, model), grp in pts.groupby(["name", "readout", "model"], sort=False):
-        within = int((grp.z.abs() <= 3).sum())
+              "max abs. rel. gap | within 3 s.e. (finite p) |", "|---|---|---|---|---|---|---|"]
+
+    def _row(label: str, readout: str, model: str, grp) -> str:
         gaps = grp.gap.abs()
-        lines.append(f"| {name} | {readout} | {model} | {within}/{len(grp)} | "
-                     f"{100 * gaps.median():.2f}% | {100 * gaps.max():.2f}% |")
+        return (f"| {label} | {readout} | {model} | {int((grp.z.abs() <= 3).sum())}/{len(grp)} | "
+                f"{100 * gaps.median():.2f}% | {100 * gaps.max():.2f}% | "
+                f"{int((grp.z_p.abs() <= 3).sum())}/{len(grp)} |")
+
+    for (name, readout, model), grp in pts.groupby(["name", "readout", "model"], sort=False):
+        lines.append(_row(name, readout, model, grp))
     for model in MODELS:
-        sub = pts[pts.model == model]
-        lines.append(f"| **all** | | {model} | {int((sub.z.abs() <= 3).sum())}/{len(sub)} | "
-                     f"{100 * sub.gap.abs().median():.2f}% | {100 * sub.gap.abs().max():.2f}% |")
+        lines.append(_row("**all**", "", model, pts[pts.model == model]))
     lines += ["", "## Points", "",
-              "| setting | readout | alpha | theory | network (z) | sRF (z) |",
-              "|---|---|---|---|---|---|"]
+              "Theory: p = infinity; at p: the finite-width closure at the simulated p; "
+              "network theory: `asymptotics.risk(model=\"network\")`, the project's theory of "
+              "the trained network (constant readout only; z of the network against it in "
+              "brackets).", "",
+              "| setting | readout | alpha | theory | theory at p | network (z) | sRF (z) | "
+              "network theory (z) |",
+              "|---|---|---|---|---|---|---|---|"]
     for (name, readout, alpha), grp in pts.groupby(["name", "readout", "alpha"], sort=False):
         cells = {}
         for model in MODELS:
             r = grp[grp.model == model]
             cells[model] = ("-" if r.empty else
                             f"{_f(r['mean'].iloc[0])} ± {_f(r.se.iloc[0])} ({r.z.iloc[0]:+.1f})")
+        net = grp[grp.model == "network"]
+        tn = float(grp.theory_net.iloc[0])
+        zn = ("-" if net.empty or not np.isfinite(tn) else
+              f"{_f(tn)} ({(net['mean'].iloc[0] - tn) / net.se.iloc[0]:+.1f})")
         lines.append(f"| {name} | {readout} | {alpha:g} | {_f(grp.theory.iloc[0])} | "
-                     f"{cells['network']} | {cells['srf']} |")
+                     f"{_f(grp.theory_p.iloc[0])} | {cells['network']} | {cells['srf']} | "
+                     f"{zn} |")
     diffs = paired_differences(runs)
     if not diffs.empty:
         th = pts.pivot_table(index=["name", "d", "alpha"], columns="readout",
@@ -336,13 +379,26 @@ def build_report(runs) -> str:
 
 
 def write_report(out: str | Path | None = None, store: str | Path | None = None,
-                 notes: str = "") -> Path:
-    """Write READOUTS.md (``notes``: a hand-written discussion appended at the end)."""
+                 notes: str = "", figure: bool = True) -> Path:
+    """Write READOUTS.md (``notes``: a hand-written discussion appended at the end) and, with
+    ``figure``, the figure beside it (``validation/reports/figures/readouts.png``)."""
     runs = load(store)
     if runs.empty:
         raise ValueError(f"no runs in {store or STORE}; run `python -m validation.spiked readouts "
                          "run` first")
     text = build_report(runs)
+    if figure:
+        from figures.fig_readouts import figure as draw
+        from figures.fig_readouts import save
+
+        fig_path = FIGURE if out is None else Path(out).with_suffix(".png")
+        fig_path.parent.mkdir(parents=True, exist_ok=True)
+        save(draw(summarize(runs)), fig_path)
+        rel = "figures/readouts.png" if out is None else fig_path.name
+        text += ("\n## Figure\n\nRisk vs alpha: theory (lines, p = infinity), network (filled "
+                 "circles) and K-group sRF model (open squares), mean ± 1 s.e. "
+                 "(`figures/fig_readouts.py`).\n\n"
+                 f"![risk vs alpha, constant vs pm1]({rel})\n")
     if notes:
         text += "\n" + notes
     path = Path(out) if out is not None else REPORT
