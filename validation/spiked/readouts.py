@@ -307,9 +307,9 @@ def build_report(runs) -> str:
     seeds = sorted(pts.seeds.unique())
     hours = runs.drop_duplicates(["name", "model", "readout", "d", "rep"]).seconds.sum() / 3600
     lines += [f"d = {', '.join(map(str, d_vals))}, beta = 1 (p = d), alpha0 = 2, lam = 0.01, "
-              f"seeds per point: {', '.join(map(str, seeds))}. Total simulated time "
-              f"{hours:.2f} "
-              "core-hours (wall-clock of each repetition, on a shared machine).", ""]
+              f"seeds per point: {', '.join(map(str, seeds))}. Simulation time: "
+              f"{hours:.2f} hours of wall-clock summed over the repetitions (BLAS on at most "
+              f"2 cores of a shared machine: at most {2 * hours:.2f} core-hours).", ""]
     lines += ["## Summary", "",
               "Theory at p = infinity; the last column counts the points within 3 s.e. of the "
               "finite-width theory at the simulated p (THEORY.md §10.6, each group's mean "
@@ -359,7 +359,7 @@ def build_report(runs) -> str:
                   "| setting | alpha | theory | network (z) | sRF (z) |", "|---|---|---|---|---|"]
         for (name, d, alpha), grp in diffs.groupby(["name", "d", "alpha"], sort=False):
             t = th.loc[(name, d, alpha)]
-            tdiff = float(t["pm1"] - t["constant"])
+            tdiff = round(float(t["pm1"] - t["constant"]), 10) + 0.0  # no "-0.0000"
             cells = {}
             for model in MODELS:
                 r = grp[grp.model == model]
