@@ -193,6 +193,17 @@ def test_odd_network_pm1_step_is_the_constant_step_on_flipped_rows():
         assert np.allclose(eps[:, None] * pm, const, rtol=0, atol=1e-12) == same, name
 
 
+def test_committed_report_is_regenerated_from_committed_data():
+    """validation/reports/READOUTS.md begins with what build_report writes from the committed
+    per-seed rows (no simulation; theory recomputed), so its tables cannot drift from the data."""
+    from validation.spiked import readouts as R
+
+    text = R.REPORT.read_text(encoding="utf-8")
+    built = R.build_report(R.load())
+    assert text.startswith(built)
+    assert "## Discussion" in text and "![risk vs alpha" in text
+
+
 @pytest.mark.slow  # ~1 min: 12 repetitions of the network and the sRF model at d = 300
 def test_pm1_monte_carlo_against_theory():
     from validation.spiked.readouts import ReadoutCase, simulate_case
