@@ -1,12 +1,17 @@
 """Risk vs alpha after one giant step with the constant and the pm1 initial readout
 (docs/THEORY.md §11): theory lines (``asymptotics.risk_readout_curve``) and Monte Carlo points with
 error bars (the network and the K-group sRF model of the mapping, from
-``validation/reports/data/readouts_runs.csv``). Drawn by ``python -m validation.spiked readouts
-report`` into ``validation/reports/figures/readouts.png``."""
+``validation/reports/data/readouts_runs.csv``): ``python -m figures.fig_readouts`` writes
+``validation/reports/figures/readouts.png``, shown by ``validation/reports/READOUTS.md``."""
 
 from __future__ import annotations
 
-import numpy as np
+import os
+
+# a command line: render off-screen unless the user chose a backend (before pyplot loads)
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+import numpy as np  # noqa: E402
 
 DESCRIPTION = "Risk vs alpha, constant vs pm1 initial readout: theory and Monte Carlo"
 COLORS = {"constant": "#0072B2", "pm1": "#D55E00"}
@@ -58,3 +63,21 @@ def figure(points, names=None, n_alpha: int = 40):
 def save(fig, path) -> None:
     """PNG (150 dpi) without timestamps."""
     fig.savefig(path, dpi=150, metadata={"Software": None})
+
+
+def main() -> int:
+    """Draw the figure of the committed rows into validation/reports/figures/readouts.png."""
+    from validation.spiked.readouts import FIGURE, load, summarize
+
+    runs = load()
+    if runs.empty:
+        print("no rows: run `python -m validation.spiked readouts run` first")
+        return 1
+    FIGURE.parent.mkdir(parents=True, exist_ok=True)
+    save(figure(summarize(runs)), FIGURE)
+    print(FIGURE)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -17,7 +17,8 @@ Two simulated models per setting, against the theory :func:`asymptotics.risk_rea
 
 ``python -m validation.spiked readouts run`` simulates the campaign (:data:`SETTINGS`) into
 ``validation/reports/data/readouts_runs.csv`` (one row per repetition and alpha; resumable by
-setting), ``python -m validation.spiked readouts report`` writes ``validation/reports/READOUTS.md``.
+setting), ``python -m validation.spiked readouts report`` writes ``validation/reports/READOUTS.md``
+and ``python -m figures.fig_readouts`` its figure.
 """
 
 from __future__ import annotations
@@ -380,25 +381,18 @@ def build_report(runs) -> str:
 
 def write_report(out: str | Path | None = None, store: str | Path | None = None,
                  notes: str = "", figure: bool = True) -> Path:
-    """Write READOUTS.md (``notes``: a hand-written discussion appended at the end) and, with
-    ``figure``, the figure beside it (``validation/reports/figures/readouts.png``)."""
+    """Write READOUTS.md (``notes``: a hand-written discussion appended at the end); ``figure``:
+    show ``validation/reports/figures/readouts.png`` (``python -m figures.fig_readouts``)."""
     runs = load(store)
     if runs.empty:
         raise ValueError(f"no runs in {store or STORE}; run `python -m validation.spiked readouts "
                          "run` first")
     text = build_report(runs)
-    if figure:
-        from figures.fig_readouts import figure as draw
-        from figures.fig_readouts import save
-
-        fig_path = FIGURE if out is None else Path(out).with_suffix(".png")
-        fig_path.parent.mkdir(parents=True, exist_ok=True)
-        save(draw(summarize(runs)), fig_path)
-        rel = "figures/readouts.png" if out is None else fig_path.name
+    if figure:  # drawn by the figures layer (python -m figures.fig_readouts), not from here
         text += ("\n## Figure\n\nRisk vs alpha: theory (lines, p = infinity), network (filled "
-                 "circles) and K-group sRF model (open squares), mean ± 1 s.e. "
-                 "(`figures/fig_readouts.py`).\n\n"
-                 f"![risk vs alpha, constant vs pm1]({rel})\n")
+                 "circles) and K-group sRF model (open squares), mean ± 1 s.e. Drawn from the "
+                 "same rows by `python -m figures.fig_readouts` (`figures/fig_readouts.py`)."
+                 "\n\n![risk vs alpha, constant vs pm1](figures/readouts.png)\n")
     if notes:
         text += "\n" + notes
     path = Path(out) if out is not None else REPORT
