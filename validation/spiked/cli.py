@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Monte Carlo of the network and of the K-group sRF model of "
                                     "one giant step with the constant and pm1 initial readouts "
                                     "(validation/spiked/readouts.py).")
-    ro.add_argument("action", choices=("run", "report"))
+    ro.add_argument("action", choices=("run", "report"),
+                    help="run: simulate the missing (setting, model, readout) triples into the "
+                         "store; report: write READOUTS.md from it")
     ro.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                     help="run: comma-separated setting names (default: all)")
     ro.add_argument("--d", type=integer("--d", 10), default=None,
