@@ -67,9 +67,10 @@ def save(fig, path) -> None:
 
 def main() -> int:
     """Draw the figure of the committed rows into validation/reports/figures/readouts.png."""
-    from validation.spiked.readouts import FIGURE, load, summarize
+    from validation.spiked.readouts import FIGURE, D, load, summarize
 
     runs = load()
+    runs = runs[runs.d == D] if not runs.empty else runs  # the main campaign, not the d-scan
     if runs.empty:
         print("no rows: run `python -m validation.spiked readouts run` first")
         return 1

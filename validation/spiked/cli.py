@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run: input dimension (default 800; p = beta d)")
     ro.add_argument("--seeds", type=integer("--seeds", 2), default=None,
                     help="run: repetitions per point (default 16)")
+    ro.add_argument("--models", type=lambda t: split_list(t, "--models"), default=None,
+                    help="run: comma-separated models among network, srf (default: both)")
     ro.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
     ro.add_argument("--out", default=None, help="report: the output file (default: "
                     "validation/reports/READOUTS.md)")
@@ -77,8 +79,11 @@ def _readouts_cli(args: argparse.Namespace) -> int:
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)} "
                         f"(known: {', '.join(readouts.BY_NAME)})")
+        bad = [m for m in args.models or [] if m not in readouts.MODELS]
+        if bad:
+            return fail(f"--models: unknown models {', '.join(bad)} (known: network, srf)")
         readouts.run(args.names, d=args.d or readouts.D, seeds=args.seeds or readouts.SEEDS,
-                     store=args.store)
+                     store=args.store, models=args.models or readouts.MODELS)
         return 0
     notes = readouts.REPORT.with_name("readouts_notes.md")
     print(readouts.write_report(args.out, store=args.store,
