@@ -24,6 +24,9 @@ from asymptotics.measures.spectral import (
 )
 from asymptotics.spiked import (
     SpikedResult,
+    readout_mapping,
+    risk_readout,
+    risk_readout_curve,
     risk_spiked,
     risk_spiked_curve,
     risk_spiked_grid,
@@ -41,7 +44,8 @@ __all__ = [
     "empirical_measure", "from_weights", "ge_coefficients", "get_function", "marchenko_pastur",
     "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
     "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
-    "risk_spiked_semi_empirical", "spike_contributions",
+    "risk_spiked_semi_empirical", "spike_contributions", "readout_mapping", "risk_readout",
+    "risk_readout_curve",
 ]
 
 def _version() -> str:

@@ -28,7 +28,13 @@ from asymptotics.equations.fixed_point import (
     fixed_point_map,
     v_update,
 )
-from asymptotics.equations.solver import SolverConfig, Status, relative_residual, solve
+from asymptotics.equations.solver import (  # noqa: F401  (ConvergenceError: re-exported)
+    ConvergenceError,
+    SolverConfig,
+    Status,
+    relative_residual,
+    solve,
+)
 from asymptotics.equations.solver_kernels import RISK
 from asymptotics.models.problem import Problem, check_value, function_name
 
@@ -37,10 +43,6 @@ if TYPE_CHECKING:
 
 NONNEG = (0, 1, 2, 3)  # q1, q2, V1, V2
 V_COLD = np.array([0.5, 0.5])
-
-
-class ConvergenceError(RuntimeError):
-    """Raised in strict mode when the self-consistent equations do not converge."""
 
 
 @dataclass(frozen=True)

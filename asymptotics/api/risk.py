@@ -64,6 +64,7 @@ def risk(
     model: str = default("model"),
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
+    readout: object = "constant",
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
@@ -72,8 +73,8 @@ def risk(
     At lam = 0 the ridgeless limit lam -> 0+ is taken; at the interpolation peak alpha = beta it
     diverges: risk NaN, status ``diverged``.
     ``lam="optimal"`` or ``eta="optimal"``: the point at the minimiser over lam or eta_tilde
-    (``asymptotics.api.grid``; the result's ``lam`` / ``eta`` is the minimiser, ``message`` says if
-    it sits at a bound).
+    (``asymptotics.api.grid``; the result's ``lam`` / ``eta`` is the minimiser, ``message``
+    says if it sits at a bound).
 
     ``model``: "network" (default) describes the trained network itself, through the
     deterministic network theory (docs/DERIVATIONS.md §7: the population covariance of the
@@ -89,9 +90,22 @@ def risk(
     p -> infinity limit. ``common_row``: optional finite-d correction of the finite-p theory
     (docs/DERIVATIONS.md §8, "The network's initial output"; ``"network"`` for the trained
     network, see :func:`build_problem`); None (default): "network" for the network theory at
-    finite p, omega = 1 (the numbers of §8) otherwise."""
+    finite p, omega = 1 (the numbers of §8) otherwise.
+
+    ``readout``: the initial second layer (THEORY.md §11): "constant" (default, §1), "pm1" or a
+    mapping value -> weight; other than "constant" it needs ``model="srf"`` and returns the
+    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_readout`."""
     checks.flag("strict", strict)
     _check_solver(solver)
+    if not (isinstance(readout, str) and readout == "constant"):
+        from asymptotics.spiked.readouts import api_readout_risk
+
+        res = api_readout_risk(alpha, readout, model=model, spike=spike, gamma=gamma,
+                               measure=measure, common_row=common_row, lam=lam, eta=eta,
+                               sigma=sigma, target=target, alpha0=alpha0, beta=beta,
+                               delta=delta, p=p, strict=strict, solver=solver)
+        if res is not None:
+            return res
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = check_value("alpha", alpha, positive=True)

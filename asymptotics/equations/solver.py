@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+class ConvergenceError(RuntimeError):
+    """Raised in strict mode when the self-consistent equations do not converge."""
+
+
 class Status(enum.IntEnum):
     CONVERGED = 0
     MAX_ITER = 1

@@ -19,6 +19,14 @@ sRF theory, ``asymptotics.risk(model="srf")`` with the spike (r, c, gamma).
 
 from asymptotics.core.kernel_cache import guard as _guard_kernel_cache
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.readouts import (
+    Readout,
+    ReadoutMapping,
+    parse_readout,
+    readout_mapping,
+    risk_readout,
+    risk_readout_curve,
+)
 from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
 from asymptotics.spiked.solve import (
     SpikedResult,
@@ -34,4 +42,5 @@ _guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson"
 
 __all__ = ["SpikedProblem", "SpikedResult", "build_spiked_problem", "risk_spiked",
            "risk_spiked_curve", "risk_spiked_grid", "risk_spiked_semi_empirical", "solve_spiked",
-           "spike_contributions"]
+           "spike_contributions", "Readout", "ReadoutMapping", "parse_readout", "readout_mapping",
+           "risk_readout", "risk_readout_curve"]

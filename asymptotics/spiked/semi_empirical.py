@@ -19,8 +19,13 @@ import math
 
 import numpy as np
 
-from asymptotics.api.points import ConvergenceError
-from asymptotics.equations.solver import SolverConfig, Status, relative_residual, solve
+from asymptotics.equations.solver import (
+    ConvergenceError,
+    SolverConfig,
+    Status,
+    relative_residual,
+    solve,
+)
 from asymptotics.spiked.kernels import (
     channel_v,
     error_parts,

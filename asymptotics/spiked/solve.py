@@ -12,10 +12,9 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
-from asymptotics.api.points import ConvergenceError
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
-from asymptotics.equations.solver import SolverConfig, Status, relative_residual
+from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem

@@ -1,8 +1,9 @@
-"""Command line: ``python -m validation.spiked {run,reference,report}``.
+"""Command line: ``python -m validation.spiked {run,reference,report,readouts}``.
 
 ``run`` simulates the campaign settings missing from the store (resumable, one progress line per
 setting); ``reference`` solves the semi-empirical reference equations at the campaign points;
-``report`` compares the stored points with the theory and writes ``SPIKED.md``.
+``report`` compares the stored points with the theory and writes ``SPIKED.md``;
+``readouts run|report`` is the finite-support readout campaign (``READOUTS.md``).
 """
 
 from __future__ import annotations
@@ -48,12 +49,54 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
     rep.add_argument("--no-finite-p", action="store_true",
                      help="skip the finite-width theory column")
+    ro = sub.add_parser("readouts", help="one giant step with a finite-support readout "
+                        "(THEORY.md §11): run the campaign or write READOUTS.md",
+                        description="Monte Carlo of the network and of the K-group sRF model of "
+                                    "one giant step with the constant and pm1 initial readouts "
+                                    "(validation/spiked/readouts.py).")
+    ro.add_argument("action", choices=("run", "report"),
+                    help="run: simulate the missing (setting, model, readout) triples into the "
+                         "store; report: write READOUTS.md from it")
+    ro.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
+                    help="run: comma-separated setting names (default: all)")
+    ro.add_argument("--d", type=integer("--d", 10), default=None,
+                    help="run: input dimension (default 800; p = beta d)")
+    ro.add_argument("--seeds", type=integer("--seeds", 2), default=None,
+                    help="run: repetitions per point (default 16)")
+    ro.add_argument("--models", type=lambda t: split_list(t, "--models"), default=None,
+                    help="run: comma-separated models among network, srf (default: both)")
+    ro.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    ro.add_argument("--out", default=None, help="report: the output file (default: "
+                    "validation/reports/READOUTS.md)")
     return parser
+
+
+def _readouts_cli(args: argparse.Namespace) -> int:
+    from . import readouts
+
+    if args.action == "run":
+        unknown = [n for n in args.names or [] if n not in readouts.BY_NAME]
+        if unknown:
+            return fail(f"--names: unknown settings {', '.join(unknown)} "
+                        f"(known: {', '.join(readouts.BY_NAME)})")
+        bad = [m for m in args.models or [] if m not in readouts.MODELS]
+        if bad:
+            return fail(f"--models: unknown models {', '.join(bad)} (known: network, srf)")
+        readouts.run(args.names, d=args.d or readouts.D, seeds=args.seeds or readouts.SEEDS,
+                     store=args.store, models=args.models or readouts.MODELS)
+        return 0
+    notes = readouts.REPORT.with_name("readouts_notes.md")
+    print(readouts.write_report(args.out, store=args.store,
+                                notes=notes.read_text(encoding="utf-8") if notes.is_file()
+                                else ""))
+    return 0
 
 
 def run_cli(args: argparse.Namespace) -> int:
     from . import campaign
 
+    if args.command == "readouts":
+        return _readouts_cli(args)
     if args.command == "run":
         if args.list:
             for c in campaign.SETTINGS:

@@ -1,0 +1,234 @@
+"""One giant step with a finite-support initial readout (docs/THEORY.md §11).
+
+The protocol of THEORY.md §1 with the initial second layer drawn i.i.d. from a finite set,
+``a0_j = eps_j / sqrt(p)`` with ``eps_j = eps_g`` with probability ``pi_g``: ``"constant"`` is
+``{1: 1}`` (THEORY.md §1 itself), ``"pm1"`` is ``{+1: 1/2, -1: 1/2}``. The step of row j is
+``eps_j`` times the step of the constant readout with the residual ``e = y - mu0 E[eps]``, so
+the neurons split into K groups by ``eps_j`` (Dandi, Pesce, Cui, Krzakala, Lu, Loureiro 2024,
+arXiv 2410.18938), one spike direction ``v`` shared by all groups:
+
+    E e   = mu0_star - mu0 E[eps],
+    E e^2 = mu2_star + Delta - 2 mu0 E[eps] mu0_star + mu0^2 E[eps]^2,
+    |u|^2 = mu1_star^2 + E e^2 / alpha0,      gamma = mu1_star / |u|,
+    u_g   = eps_g eta_tilde E[sigma'] |u|       (the loading of group g along v),
+    s_g   = 1 + eps_g eta_tilde E[z sigma'] E e,
+    c_g   = s_g^2 + eps_g^2 eta_tilde^2 s2 E e^2 / alpha0,
+
+the K-group model of THEORY.md §10 with r = 1 (``loadings = [[u_g]]``, ``bulk = [c_g]``,
+``fractions = [pi_g]``, ``overlaps = [[gamma]]``). ``{1: 1}`` is
+:func:`asymptotics.step.srf.srf_mapping`
+exactly; ``alpha0 = inf`` is the limit of an infinite first batch (``|u| = |mu1_star|``,
+``c_g = s_g^2``). :func:`risk_readout` solves it (``model="srf"``, the surrogate the equations
+describe exactly; the trained network with several groups is not covered by a theory here)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
+from asymptotics.coefficients.functions import Function
+from asymptotics.equations.solver import SolverConfig
+
+#: the named readouts: value (times sqrt p) -> weight
+NAMED_READOUTS = {"constant": {1.0: 1.0}, "pm1": {1.0: 0.5, -1.0: 0.5}}
+SUM_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class Readout:
+    """A finite-support initial readout: ``a0_j = values[g] / sqrt(p)`` w.p. ``weights[g]``."""
+
+    name: str
+    values: tuple[float, ...]
+    weights: tuple[float, ...]
+
+    @property
+    def mean(self) -> float:
+        """E[eps]."""
+        return math.fsum(w * v for v, w in zip(self.values, self.weights, strict=True))
+
+    @property
+    def second_moment(self) -> float:
+        """E[eps^2]."""
+        return math.fsum(w * v * v for v, w in zip(self.values, self.weights, strict=True))
+
+    @property
+    def is_constant(self) -> bool:
+        """The readout of THEORY.md §1 (every a0_j = 1/sqrt p)."""
+        return self.values == (1.0,)
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, (bool, str, bytes)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+
+
+def parse_readout(spec: object = "constant") -> Readout:
+    """A :class:`Readout` from ``"constant"``, ``"pm1"``, a mapping value -> weight (values
+    finite and nonzero, weights > 0 summing to 1) or a :class:`Readout`. Errors say what is
+    allowed."""
+    if isinstance(spec, Readout):
+        return spec
+    if isinstance(spec, str):
+        if spec not in NAMED_READOUTS:
+            raise ValueError(f"readout must be 'constant', 'pm1' or a mapping value -> weight, "
+                             f"got {spec!r}")
+        name, table = spec, NAMED_READOUTS[spec]
+    elif isinstance(spec, Mapping):
+        name, table = "", spec
+    else:
+        raise TypeError(f"readout must be 'constant', 'pm1' or a mapping value -> weight (e.g. "
+                        f"{{1: 0.5, -1: 0.5}}), got {spec!r}")
+    if len(table) == 0:
+        raise ValueError("readout must have at least one value, got an empty mapping")
+    values, weights = [], []
+    for v, w in table.items():
+        fv = _number("readout value", v)
+        if fv == 0.0 or not math.isfinite(fv):
+            raise ValueError("readout values must be finite and nonzero (a neuron with a0 = 0 "
+                             f"takes no step), got {fv:g}")
+        fw = _number("readout weight", w)
+        if not (fw > 0.0 and math.isfinite(fw)):
+            raise ValueError(f"readout weights must be > 0, got {fw:g} for value {fv:g}")
+        values.append(fv)
+        weights.append(fw)
+    if len(set(values)) != len(values):
+        raise ValueError(f"readout values must be distinct, got {values}")
+    order = sorted(range(len(values)), key=lambda i: -values[i])  # canonical: descending
+    values, weights = [values[i] for i in order], [weights[i] for i in order]
+    total = math.fsum(weights)
+    if abs(total - 1.0) > SUM_TOL:
+        raise ValueError(f"readout weights must sum to 1, got {total:g}")
+    if not name:
+        name = next((k for k, t in NAMED_READOUTS.items()
+                     if sorted(t.items()) == sorted(zip(values, weights, strict=True))),
+                    "{" + ", ".join(f"{v:g}: {w:g}" for v, w in zip(values, weights,
+                                                                     strict=True)) + "}")
+    return Readout(name, tuple(values), tuple(weights))
+
+
+@dataclass(frozen=True)
+class ReadoutMapping:
+    """The K-group sRF model of one giant step with a finite-support readout (THEORY.md §11):
+    group g (``fractions[g]``) has rows ``sqrt(bulk[g]) G_i + loadings[g][0] v``."""
+
+    readout: Readout
+    loadings: list  # K x 1
+    bulk: list
+    fractions: list
+    gamma: float
+    rho: float
+    scales: list  # s_g
+    residual_mean: float  # E e
+    residual_second_moment: float  # E e^2
+    u_norm: float  # |u|
+
+    def spiked_params(self) -> dict:
+        """The keyword arguments of :func:`asymptotics.spiked.risk_spiked` for this model."""
+        return dict(loadings=self.loadings, bulk=self.bulk, fractions=self.fractions,
+                    overlaps=[[self.gamma]])
+
+
+def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: float,
+                    eta: float, delta: float = 0.0, readout: object = "constant",
+                    ge: GECoefficients | None = None) -> ReadoutMapping:
+    """The groups of one giant step with eta = eta_tilde p on n0 = alpha0 d samples and the
+    initial readout ``readout`` (THEORY.md §11); ``alpha0 = inf``: an infinite first batch."""
+    ro = parse_readout(readout)
+    if not (alpha0 > 0):
+        raise ValueError(f"alpha0 must be > 0 (inf: an infinite first batch), got {alpha0}")
+    if not (eta >= 0 and math.isfinite(eta)):
+        raise ValueError(f"eta must be >= 0 and finite, got {eta}")
+    if not (delta >= 0 and math.isfinite(delta)):
+        raise ValueError(f"delta must be >= 0 and finite, got {delta}")
+    k = ge if ge is not None else ge_coefficients(sigma, target)
+    m1 = ro.mean
+    ee = k.mu0_star - k.mu0 * m1
+    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * m1 * k.mu0_star + k.mu0**2 * m1**2
+    u_norm = math.sqrt(k.mu1_star**2 + ee2 / alpha0)  # alpha0 = inf: / inf = 0
+    r = eta * k.dmu1 * u_norm
+    loadings, bulk, scales = [], [], []
+    for e in ro.values:
+        s = 1.0 + e * eta * k.c1 * ee
+        loadings.append([float(e * r)])
+        scales.append(float(s))
+        bulk.append(float(s**2 + e**2 * eta**2 * k.s2 * ee2 / alpha0))
+    gamma = k.mu1_star / u_norm if u_norm > 0 else 0.0
+    gamma = max(-1.0, min(1.0, gamma))
+    return ReadoutMapping(readout=ro, loadings=loadings, bulk=bulk, fractions=list(ro.weights),
+                          gamma=float(gamma), rho=math.sqrt(max(1.0 - gamma * gamma, 0.0)),
+                          scales=scales, residual_mean=float(ee),
+                          residual_second_moment=float(ee2), u_norm=float(u_norm))
+
+
+def _check_model(model: object, ro: Readout) -> None:
+    if model == "srf":
+        return
+    if model == "network":
+        raise ValueError(f"readout={ro.name!r} is implemented for model='srf' only (the K-group "
+                         "sRF model of the step, THEORY.md §11); the network theory covers the "
+                         "constant readout: asymptotics.risk(model='network')")
+    raise ValueError(f"model must be 'srf' for a finite-support readout, got {model!r}")
+
+
+def risk_readout(alpha: float, *, readout: object = "pm1",
+                 sigma: str | Function | Callable = "tanh",
+                 target: str | Function | Callable = "tanh", alpha0: float = 2.0,
+                 eta: float = 1.0, lam: float = 0.01, beta: float = 1.0, delta: float = 0.0,
+                 model: str = "srf", p: float | None = None, strict: bool = False,
+                 solver: SolverConfig = SolverConfig(), n_kappa: int | None = None):
+    """Asymptotic test error after one giant step whose initial readout has finite support
+    (THEORY.md §11): the K-group sRF model of :func:`readout_mapping` solved by
+    :func:`asymptotics.spiked.risk_spiked` (a :class:`~asymptotics.spiked.SpikedResult`).
+    Defaults as :func:`asymptotics.risk`; ``readout="constant"`` is
+    ``asymptotics.risk(model="srf")`` (to solver precision). ``p``: finite width (§10.6)."""
+    from asymptotics.spiked.solve import risk_spiked
+
+    ro = parse_readout(readout)
+    _check_model(model, ro)
+    mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
+    return risk_spiked(alpha, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta, p=p,
+                       strict=strict, solver=solver, n_kappa=n_kappa, **mp.spiked_params())
+
+
+def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
+                       sigma: str | Function | Callable = "tanh",
+                       target: str | Function | Callable = "tanh", alpha0: float = 2.0,
+                       eta: float = 1.0, lam: float = 0.01, beta: float = 1.0,
+                       delta: float = 0.0, model: str = "srf", p: float | None = None,
+                       strict: bool = False, solver: SolverConfig = SolverConfig()):
+    """:func:`risk_readout` along alpha (warm starts) as a DataFrame with a ``readout`` column."""
+    from asymptotics.spiked.solve import risk_spiked_curve
+
+    ro = parse_readout(readout)
+    _check_model(model, ro)
+    mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
+    df = risk_spiked_curve(alphas, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta,
+                           p=p, strict=strict, solver=solver, **mp.spiked_params())
+    df.insert(1, "readout", ro.name)
+    return df
+
+
+def api_readout_risk(alpha: float, readout: object, *, model: str, spike: object,
+                     gamma: object, measure: object, common_row: object, lam: object,
+                     eta: object, **kw):
+    """``asymptotics.risk(..., readout=...)``: None for the constant readout (the caller's own
+    path, unchanged), else :func:`risk_readout` after checking that nothing the K-group route
+    cannot honour was asked for."""
+    ro = parse_readout(readout)
+    if ro.is_constant:
+        return None
+    _check_model(model, ro)
+    given = [name for name, v in (("spike", spike), ("gamma", gamma), ("measure", measure),
+                                  ("common_row", common_row)) if v is not None]
+    given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if given:
+        raise ValueError(f"readout={ro.name!r} does not support {', '.join(given)} (the K-group "
+                         "sRF model of THEORY.md §11 is built from the step's parameters)")
+    return risk_readout(alpha, readout=ro, lam=lam, eta=eta, **kw)
