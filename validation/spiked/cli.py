@@ -1,8 +1,9 @@
 """Command line: ``python -m validation.spiked {run,reference,report}``.
 
-``run`` simulates the campaign settings missing from the store (resumable, one progress line per
-setting); ``reference`` solves the semi-empirical reference equations at the campaign points;
-``report`` compares the stored points with the theory and writes ``SPIKED.md``.
+``run`` simulates the campaign settings missing from the store (:mod:`validation.campaign`:
+resumable, parallel with ``--n-jobs``, a time budget) and exports the runs' CSV; ``reference``
+solves the semi-empirical reference equations at the campaign points; ``report`` compares the
+runs of the CSV with the theory and writes ``SPIKED.md`` (and its figure) into ``--out``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="input dimension (default 1000; p = beta d)")
     run.add_argument("--seeds", type=integer("--seeds", 2), default=None,
                      help="repetitions per setting (default 16)")
-    run.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    run.add_argument("--store", default=None,
+                     help="the SQLite store of the runs (default: spiked_runs.sqlite beside "
+                          "the CSV; it starts from the runs of the CSV)")
+    run.add_argument("--csv", default=None,
+                     help="the CSV every stored run is exported to (default: the committed "
+                          "validation/reports/data/spiked_runs.csv in a checkout)")
+    run.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                     help="worker processes (default 1)")
+    run.add_argument("--budget-s", type=float, default=None,
+                     help="start no setting after this many seconds (run again to go on)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--list", action="store_true", help="list the settings and exit")
     ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
                          description="Solve the semi-empirical equations (numpy reference) on "
@@ -44,8 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
                          description="Compare every stored point with the theory and write "
                                      "SPIKED.md.")
     rep.add_argument("--out", default=None,
-                     help="directory of the report (default: validation/reports)")
-    rep.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+                     help="directory of the report (default: validation/reports in a source "
+                          "checkout; required when the package is installed)")
+    rep.add_argument("--csv", default=None,
+                     help="the runs' CSV (default: the committed one)")
     rep.add_argument("--no-finite-p", action="store_true",
                      help="skip the finite-width theory column")
     return parser
@@ -65,13 +78,14 @@ def run_cli(args: argparse.Namespace) -> int:
         unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)} (see --list)")
-        if args.store is not None:
-            try:
-                check_writable(args.store, "--store", suffixes=(".csv",))
-            except ValueError as exc:
-                return fail(str(exc))
-        campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
-                     store=args.store)
+        try:
+            check_writable(args.store, "--store", suffixes=(".sqlite", ".db"))
+            check_writable(args.csv, "--csv", suffixes=(".csv",))
+            campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
+                         store=args.store, csv=args.csv, n_jobs=args.n_jobs,
+                         budget=args.budget_s, progress=not args.quiet)
+        except ValueError as exc:
+            return fail(str(exc))
         return 0
     if args.command == "reference":
         from . import reference_runs
@@ -81,17 +95,18 @@ def run_cli(args: argparse.Namespace) -> int:
             return fail(f"--names: unknown settings {', '.join(unknown)}")
         reference_runs.run(args.names, max_p=args.max_p, reps=args.reps)
         return 0
+    from ..campaign.report import report_dir
     from . import report
 
-    out = Path(args.out) if args.out else report.DEFAULT_OUT
     try:
+        out = report_dir(args.out)
         check_writable(out, "--out", directory=True)
     except ValueError as exc:
         return fail(str(exc))
-    if args.store is not None and not Path(args.store).is_file():
-        return fail(f"--store: no such file {args.store!r}")
+    if args.csv is not None and not Path(args.csv).is_file():
+        return fail(f"--csv: no such file {args.csv!r}")
     try:
-        path = report.write_report(out, store=args.store, finite_p=not args.no_finite_p)
+        path = report.write_report(out, runs=args.csv, finite_p=not args.no_finite_p)
     except (ImportError, ValueError) as exc:
         return fail(str(exc))
     print(path)
