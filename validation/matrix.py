@@ -44,7 +44,7 @@ ALPHAS = (0.2, 1.0, 2.5, 5.0)
 #: random stream of the samples (validation.simulator.Setting.stream): the store was drawn with
 #: the sequential stream 1, kept so that every stored repetition can be re-run exactly
 STREAM = 1
-#: test-error estimator of new repetitions (validation.test_error): control variates. The
+#: test-error estimator of new repetitions (validation.estimators): control variates. The
 #: repetitions of sessions 1-3 are plain Monte Carlo ("mc" in the store's estimator column); both
 #: estimate the same test error of the same trained network, so they pool (unequal noise does not
 #: bias the mean, nor the usual s.e. of it)

@@ -19,9 +19,9 @@ from asymptotics._cli import integer as i_  # noqa: E402
 from asymptotics._cli import real as r_  # noqa: E402
 
 from . import matrix
+from .estimators import ESTIMATORS
 from .matrix import ESTIMATOR, TARGETS, run
 from .report import write_report
-from .test_error import ESTIMATORS
 
 
 def build_parser() -> argparse.ArgumentParser:
