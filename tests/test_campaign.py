@@ -256,3 +256,29 @@ def test_committed_spiked_runs_are_the_export_of_their_store(tmp_path):
         st.import_csv(c, SC.COMMITTED)
         st.export_csv(c, tmp_path / "spiked_runs.csv")
     assert (tmp_path / "spiked_runs.csv").read_bytes() == SC.COMMITTED.read_bytes()
+
+
+def test_committed_finite_width_runs_are_the_export_of_their_store(tmp_path):
+    from validation.experiments import finite_width as FW
+
+    c = FW.campaign([1000], 1)
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.import_csv(c, FW.RUNS) == len(pd.read_csv(FW.RUNS))  # one task per repetition
+        st.export_csv(c, tmp_path / "runs.csv")
+    assert (tmp_path / "runs.csv").read_bytes() == FW.RUNS.read_bytes()
+
+
+def test_finite_width_tasks_are_its_committed_repetitions():
+    """A task re-run gives its committed row (d = 1000, the first point of repetition 0): the same
+    seed and eta; the risk to the last bits that BLAS thread counts move (a re-run with other
+    thread counts differs in the 16th digit, the old runner's too)."""
+    from validation.experiments import finite_width as FW
+
+    committed = pd.read_csv(FW.RUNS)
+    c = FW.campaign([1000], 1)
+    job = c.settings[0]
+    row = FW._task(job)[0]
+    want = committed[(committed.sigma == row["sigma"]) & (committed.d == 1000)
+                     & (committed.rsqp == row["rsqp"]) & (committed.rep == 0)].iloc[0]
+    assert row["eta"] == want["eta"] and row["p"] == want["p"]
+    assert row["risk"] == pytest.approx(want["risk"], rel=1e-12)

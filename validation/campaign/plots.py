@@ -23,13 +23,15 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 5.0, height: float = 4
 
 
 def errorbars(ax: Any, x: Sequence[float], mean: Sequence[float], se: Sequence[float], *,
-              k: int = 0, label: str | None = None, width: float = 2.0) -> None:
-    """Simulation means with ``width`` standard errors as bars, the ``k``-th marker and colour."""
+              k: int = 0, label: str | None = None, width: float = 2.0,
+              color: str | None = None) -> None:
+    """Simulation means with ``width`` standard errors as bars, the ``k``-th marker and colour
+    (or ``color``)."""
     import numpy as np
 
     ax.errorbar(np.asarray(x, float), np.asarray(mean, float),
                 yerr=width * np.asarray(se, float), fmt=MARKERS[k % len(MARKERS)], ms=4,
-                capsize=2, color=f"C{k % 10}", label=label, zorder=3)
+                capsize=2, color=color or f"C{k % 10}", label=label, zorder=3)
 
 
 def agreement(ax: Any, theory: Sequence[float], mean: Sequence[float], se: Sequence[float], *,

@@ -37,17 +37,21 @@ def cell_text(value: Any, fmt: Format | None = None) -> str:
 
 
 def table_lines(df: pd.DataFrame, formats: Mapping[str, Format] | None = None,
-                header: Mapping[str, str] | None = None) -> list[str]:
+                header: Mapping[str, str] | None = None, number: Format | None = None,
+                ) -> list[str]:
     """A markdown table of ``df`` (its columns in order, its index ignored): a header row (the
-    column names, or ``header[name]``), ``|---|`` per column, one line per row."""
+    column names, or ``header[name]``), ``|---|`` per column, one line per row. A cell is
+    written by its column's format in ``formats``, else a float by ``number`` (if given), else
+    by ``str``."""
     formats = formats or {}
     header = header or {}
     cols = list(df.columns)
     lines = ["| " + " | ".join(cell_text(header.get(c, c)) for c in cols) + " |",
              "|" + "---|" * len(cols)]
     for row in df.itertuples(index=False, name=None):
-        lines.append("| " + " | ".join(cell_text(v, formats.get(c))
-                                       for c, v in zip(cols, row, strict=True)) + " |")
+        lines.append("| " + " | ".join(
+            cell_text(v, formats.get(c, number if isinstance(v, float) else None))
+            for c, v in zip(cols, row, strict=True)) + " |")
     return lines
 
 
@@ -81,9 +85,11 @@ class Markdown:
         return self
 
     def table(self, df: pd.DataFrame, formats: Mapping[str, Format] | None = None,
-              header: Mapping[str, str] | None = None) -> Markdown:
+              header: Mapping[str, str] | None = None, number: Format | None = None,
+              ) -> Markdown:
+        """A table of ``df`` (:func:`table_lines`)."""
         self._gap()
-        self._lines += table_lines(df, formats, header)
+        self._lines += table_lines(df, formats, header, number)
         return self
 
     def lines(self, lines: Iterable[str]) -> Markdown:
