@@ -282,3 +282,31 @@ def test_finite_width_tasks_are_its_committed_repetitions():
                      & (committed.rsqp == row["rsqp"]) & (committed.rep == 0)].iloc[0]
     assert row["eta"] == want["eta"] and row["p"] == want["p"]
     assert row["risk"] == pytest.approx(want["risk"], rel=1e-12)
+
+
+def test_committed_multistep_data_are_the_export_of_their_stores(tmp_path):
+    from validation.experiments import multistep as MS
+
+    for name in MS.EXPERIMENTS:
+        c = MS.campaign(name, MS.FULL)
+        path = MS.REPORTS / "data" / f"multistep_{name}.csv"
+        with Store(tmp_path / f"{name}.sqlite") as st:
+            assert st.import_csv(c, path) == len(c.settings)  # one task per repetition
+            assert st.done(c) == {c.key_text(j) for j in c.settings}
+            st.export_csv(c, tmp_path / f"{name}.csv")
+        assert (tmp_path / f"{name}.csv").read_bytes() == path.read_bytes(), name
+
+
+def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch):
+    from validation.experiments import multistep as MS
+
+    monkeypatch.setattr(MS, "REPORTS", tmp_path / "reports")  # not a checkout: the cache
+    monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "cache"))
+    logs: list[str] = []
+    first = MS.load_or_run("he2_quadratic", MS.QUICK, log=logs.append)
+    assert "4 repetitions simulated" in logs[-1]
+    assert (tmp_path / "cache" / "reports" / "data" / "multistep_quick_he2_quadratic.csv").exists()
+    again = MS.load_or_run("he2_quadratic", MS.QUICK, log=logs.append)
+    assert logs[-1].endswith("cached")
+    pd.testing.assert_frame_equal(first, again)
+    assert list(first["d"].unique()) == list(MS.QUICK.ds_quadratic)

@@ -1,5 +1,6 @@
-"""The one row store (validation.store): the sweep, the validation matrix, the figures' cache and
-the experiments' data all go through it, and their committed files are blocks of it as they are."""
+"""The CSV row store (validation.store): the sweep, the validation matrix, the figures' cache, the
+spectra experiment's data and the spiked reference values go through it, and their committed
+files are blocks of it as they are (the ported campaigns: tests/test_campaign.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from validation.store import Layout, Store, TableCache, format_rows, header_of, 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX_STORE = ROOT / "validation" / "data" / "matrix_runs.csv"
 USERS = ["validation/matrix.py", "validation/sweep/store.py", "figures/cache.py",
-         "validation/experiments/multistep.py", "validation/experiments/spectra.py"]
+         "validation/experiments/spectra.py"]
 
 
 def _imported(path: Path) -> set[str]:
@@ -121,7 +122,7 @@ def test_figure_cache_writes_once_in_the_committed_format(tmp_path, monkeypatch)
                                                      seeds=2), first, check_exact=True)
 
 
-@pytest.mark.parametrize("name", ["multistep", "spectra"])
+@pytest.mark.parametrize("name", ["spectra"])  # multistep: tests/test_campaign.py
 def test_committed_experiment_data_are_complete_blocks_of_the_store(name):
     import importlib
 

@@ -156,7 +156,22 @@ class Campaign:
         return self.order or self.key_columns
 
     def key_text(self, setting: Any) -> str:
-        return key_text(tuple(self.key(setting)))
+        """The canonical text of a setting's key, its values in the key columns' types (so that
+        ``16`` and ``16.0`` in a float column are one key)."""
+        return self.row_key(dict(zip(self.key_columns, self.key(setting), strict=True)))
+
+    def row_key(self, row: Mapping[str, Any]) -> str:
+        """The key text of the task a row belongs to (its key columns, in their types)."""
+        types = dict(self.schema.columns)
+        out = []
+        for c in self.key_columns:
+            v = row[c]
+            t = types[c]
+            if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
+                v = v.item()
+            out.append(bool(v) if t is bool else int(v) if t is int else
+                       float(v) if t is float else v)
+        return key_text(tuple(out))
 
     def with_settings(self, settings: Sequence[Any]) -> Campaign:
         """The same campaign over another plan (a subset, another d, ...)."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..store import exact_cell
-from .spec import TYPES, Campaign, key_text
+from .spec import TYPES, Campaign
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -97,7 +97,7 @@ class Store:
     # -- tasks -----------------------------------------------------------------------------------
 
     def done(self, campaign: Campaign) -> set[str]:
-        """The key texts (:func:`~validation.campaign.spec.key_text`) of the stored tasks."""
+        """The key texts (:meth:`Campaign.row_key`) of the stored tasks."""
         return {k for (k,) in self.conn.execute(
             f"SELECT key FROM {TASKS} WHERE campaign = ?", (campaign.name,))}
 
@@ -107,13 +107,14 @@ class Store:
         nothing written) if the key is stored already. Every row must carry the key's values in
         the key columns."""
         self.ensure(campaign)
-        ktext = key if isinstance(key, str) else key_text(tuple(key))
+        ktext = key if isinstance(key, str) else campaign.row_key(
+            dict(zip(campaign.key_columns, key, strict=True)))
         values = [campaign.schema.coerce(r) for r in rows]
-        idx = [campaign.schema.names.index(c) for c in campaign.key_columns]
         for v in values:
-            if key_text(tuple(v[i] for i in idx)) != ktext:
+            row = dict(zip(campaign.schema.names, v, strict=True))
+            if campaign.row_key(row) != ktext:
                 raise ValueError(f"campaign {campaign.name}: a row of task {ktext} has key "
-                                 f"{tuple(v[i] for i in idx)!r}")
+                                 f"{campaign.row_key(row)}")
         cols = ", ".join(_q(c) for c in (*campaign.schema.sql_names, "_task"))
         marks = ", ".join("?" * (len(campaign.schema.names) + 1))
         c = self.conn
@@ -142,7 +143,8 @@ class Store:
         n = 0
         self.conn.execute("BEGIN IMMEDIATE")
         for k in keys:
-            ktext = k if isinstance(k, str) else key_text(tuple(k))
+            ktext = k if isinstance(k, str) else campaign.row_key(
+                dict(zip(campaign.key_columns, k, strict=True)))
             row = self.conn.execute(f"SELECT rowid FROM {TASKS} WHERE campaign = ? AND key = ?",
                                     (campaign.name, ktext)).fetchone()
             if row:
@@ -211,8 +213,7 @@ class Store:
         groups: dict[str, list[dict]] = {}
         for line in reader:
             row = {c: p(v) for c, p, v in zip(header, parse, line, strict=True)}
-            groups.setdefault(key_text(tuple(row[c] for c in campaign.key_columns)),
-                              []).append(row)
+            groups.setdefault(campaign.row_key(row), []).append(row)
         done = self.done(campaign)
         return sum(self.write(campaign, k, rows) for k, rows in groups.items() if k not in done)
 
