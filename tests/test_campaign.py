@@ -310,3 +310,16 @@ def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch
     assert logs[-1].endswith("cached")
     pd.testing.assert_frame_equal(first, again)
     assert list(first["d"].unique()) == list(MS.QUICK.ds_quadratic)
+
+
+@pytest.mark.parametrize("command", [["validation.spiked.cli", "report"],
+                                     ["validation.experiments.finite_width"],
+                                     ["figures.multistep_report"]])
+def test_installed_package_reports_need_out(command, monkeypatch, capsys):
+    import importlib
+
+    monkeypatch.setattr(R, "installed", lambda: True)
+    main = importlib.import_module(command[0]).main
+    assert main(command[1:]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "--out DIR" in err and len(err.splitlines()) == 1
