@@ -323,3 +323,14 @@ def test_installed_package_reports_need_out(command, monkeypatch, capsys):
     assert main(command[1:]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "--out DIR" in err and len(err.splitlines()) == 1
+
+
+def test_committed_phase_diagram_sweep_is_the_export_of_its_store(tmp_path):
+    from validation.sweep import campaign
+
+    path = next((ROOT / "figures" / "data").glob("phase_diagram_*.csv"))
+    c = campaign("theory")
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.import_csv(c, path) == 50  # one task per curve along alpha
+        st.export_csv(c, tmp_path / "pd.csv")
+    assert (tmp_path / "pd.csv").read_bytes() == path.read_bytes()

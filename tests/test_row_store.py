@@ -1,5 +1,5 @@
-"""The CSV row store (validation.store): the sweep, the validation matrix, the figures' cache, the
-spectra experiment's data and the spiked reference values go through it, and their committed
+"""The CSV row store (validation.store): the validation matrix, the figures' cache, the spectra
+experiment's data and the spiked reference values go through it, and their committed
 files are blocks of it as they are (the ported campaigns: tests/test_campaign.py)."""
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from validation.store import Layout, Store, TableCache, format_rows, header_of, 
 
 ROOT = Path(__file__).resolve().parents[1]
 MATRIX_STORE = ROOT / "validation" / "data" / "matrix_runs.csv"
-USERS = ["validation/matrix.py", "validation/sweep/store.py", "figures/cache.py",
-         "validation/experiments/spectra.py"]
+USERS = ["validation/matrix.py", "figures/cache.py", "validation/experiments/spectra.py"]
 
 
 def _imported(path: Path) -> set[str]:

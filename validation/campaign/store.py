@@ -37,21 +37,25 @@ def _q(name: str) -> str:
 
 
 class Store:
-    """A SQLite file holding campaigns (module docstring); ``fresh=True`` drops what it holds."""
+    """A SQLite file holding campaigns (module docstring); ``fresh=True`` drops what it holds;
+    ``path=None``: in memory (a run that keeps nothing)."""
 
-    def __init__(self, path: str | os.PathLike, *, timeout: float = 600.0,
+    def __init__(self, path: str | os.PathLike | None, *, timeout: float = 600.0,
                  fresh: bool = False) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if fresh:
+        self.path = Path(path) if path is not None else Path(":memory:")
+        if path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        if fresh and path is not None:
             for suffix in ("", "-wal", "-shm"):
                 Path(str(self.path) + suffix).unlink(missing_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        self.conn = sqlite3.connect(":memory:" if path is None else self.path, timeout=timeout,
+                                    isolation_level=None)
         try:
-            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-            if mode.lower() != "wal":  # pragma: no cover - a file system without shared memory
-                raise ValueError(f"{self.path}: SQLite cannot use WAL here (got {mode})")
-            self.conn.execute("PRAGMA synchronous=NORMAL")
+            if path is not None:
+                mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+                if mode.lower() != "wal":  # pragma: no cover - no shared memory here
+                    raise ValueError(f"{self.path}: SQLite cannot use WAL here (got {mode})")
+                self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS {TASKS} (campaign TEXT NOT NULL, "
                               "key TEXT NOT NULL, rows INTEGER NOT NULL, seconds REAL, "
                               "PRIMARY KEY (campaign, key))")
@@ -159,23 +163,37 @@ class Store:
     def rows(self, campaign: Campaign) -> Iterator[tuple]:
         """Every stored row as a tuple in schema order, sorted by ``campaign.sort_columns``, then
         the task key, then the task's own row order (independent of when tasks finished)."""
+        for _, row in self._select(campaign):
+            yield row
+
+    def _select(self, campaign: Campaign) -> Iterator[tuple[str, tuple]]:
+        """``(task key, row)`` in the order of :meth:`rows`."""
         self.ensure(campaign)
         sql = dict(zip(campaign.schema.names, campaign.schema.sql_names, strict=True))
         cols = ", ".join(f"r.{_q(c)}" for c in sql.values())
         order = ", ".join(f"r.{_q(sql[c])}" for c in campaign.sort_columns)
         cur = self.conn.execute(
-            f"SELECT {cols} FROM {_q(campaign.name)} r JOIN {TASKS} t ON t.rowid = r._task "
-            f"ORDER BY {order}, t.key, r.rowid")
+            f"SELECT t.key, {cols} FROM {_q(campaign.name)} r JOIN {TASKS} t "
+            f"ON t.rowid = r._task ORDER BY {order}, t.key, r.rowid")
         types = [t for _, t in campaign.schema.columns]
-        for raw in cur:
-            yield tuple(math.nan if (t is float and v is None) else bool(v) if t is bool else v
-                        for v, t in zip(raw, types, strict=True))
+        for key, *raw in cur:
+            yield key, tuple(math.nan if (t is float and v is None) else bool(v) if t is bool
+                             else v for v, t in zip(raw, types, strict=True))
 
-    def frame(self, campaign: Campaign) -> pd.DataFrame:
-        """The stored rows (sorted as :meth:`rows`) as a DataFrame with the schema's columns."""
+    def frame(self, campaign: Campaign, keys: Sequence[str] | None = None) -> pd.DataFrame:
+        """The stored rows as a DataFrame with the schema's columns: sorted as :meth:`rows`, or
+        the rows of the tasks ``keys`` (key texts) in that order (``KeyError`` for a key not
+        stored)."""
         import pandas as pd
 
-        return pd.DataFrame(list(self.rows(campaign)), columns=list(campaign.schema.names))
+        if keys is None:
+            rows = list(self.rows(campaign))
+        else:
+            by_task: dict[str, list[tuple]] = {}
+            for key, row in self._select(campaign):
+                by_task.setdefault(key, []).append(row)
+            rows = [r for k in keys for r in by_task[k]]
+        return pd.DataFrame(rows, columns=list(campaign.schema.names))
 
     def export_csv(self, campaign: Campaign, path: str | os.PathLike) -> int:
         """Write the campaign's rows as a CSV (header, then :meth:`rows`, cells by
