@@ -334,3 +334,25 @@ def test_committed_phase_diagram_sweep_is_the_export_of_its_store(tmp_path):
         assert st.import_csv(c, path) == 50  # one task per curve along alpha
         st.export_csv(c, tmp_path / "pd.csv")
     assert (tmp_path / "pd.csv").read_bytes() == path.read_bytes()
+
+
+def test_committed_spiked_reference_is_the_export_of_its_store(tmp_path):
+    from validation.spiked import reference_runs as RR
+
+    c = RR.campaign(reps=(0, 1, 2, 3))
+    with Store(tmp_path / "s.sqlite") as st:
+        st.import_csv(c, RR.COMMITTED)
+        st.export_csv(c, tmp_path / "ref.csv")
+    assert (tmp_path / "ref.csv").read_bytes() == RR.COMMITTED.read_bytes()
+
+
+@pytest.mark.slow
+def test_a_spiked_reference_task_gives_its_committed_values():
+    from validation.spiked import reference_runs as RR
+
+    committed = pd.read_csv(RR.COMMITTED)
+    job = next(j for j in RR.campaign().settings if j[0].name == "K1r1-tanh-tanh")
+    for row in RR._task(job):
+        want = committed[(committed["name"] == row["name"]) & (committed["rep"] == 0)
+                         & (committed["alpha"] == row["alpha"])].iloc[0]
+        assert row["risk"] == pytest.approx(want["risk"], rel=1e-9)

@@ -1,5 +1,5 @@
-"""The CSV row store (validation.store): the validation matrix, the figures' cache, the spectra
-experiment's data and the spiked reference values go through it, and their committed
+"""The CSV row store (validation.store): the validation matrix, the figures' cache and the
+spectra experiment's data go through it, and their committed
 files are blocks of it as they are (the ported campaigns: tests/test_campaign.py)."""
 
 from __future__ import annotations

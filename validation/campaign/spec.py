@@ -12,7 +12,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 #: the Python types a column may hold and their SQLite storage classes
@@ -140,7 +140,6 @@ class Campaign:
     key: Callable[[Any], tuple]
     order: tuple[str, ...] = ()
     cell: Callable[[Any], str] | None = None
-    describe: Callable[[Any], str] = field(default=lambda s: repr(s))
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name.startswith("_"):

@@ -145,11 +145,8 @@ def campaign(name: str, plan: Plan) -> Campaign:
     jobs = tuple((config, seed, rep) for config, seed in configs(name, plan)
                  for rep in range(seeds_for(name, plan)))
     return Campaign(f"{plan.prefix}_{name}", jobs, _task, SCHEMA,
-                    key_columns=(*KEYS, "repetition"),
-                    key=lambda j: (*(j[0].record()[k] for k in KEYS[:-1]), j[1], j[2]),
-                    cell=g10_cell,
-                    describe=lambda j: f"{name} d={j[0].d} sigma={j[0].sigma} "
-                                       f"readout={j[0].readout} rep={j[2]}")
+                    key_columns=(*KEYS, "repetition"), cell=g10_cell,
+                    key=lambda j: (*(j[0].record()[k] for k in KEYS[:-1]), j[1], j[2]))
 
 
 def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,

@@ -157,8 +157,7 @@ def campaign(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEE
     chosen = list(SETTINGS) if not names else [BY_NAME[n] for n in names]
     return Campaign(
         "spiked_runs", tuple((c, int(d), int(seeds), int(seed)) for c in chosen), _task, SCHEMA,
-        key_columns=("name", "d", "seed"), key=lambda job: (job[0].name, job[1], job[3]),
-        describe=lambda job: f"{job[0].name} d={job[1]} p={job[0].at(job[1]).p}")
+        key_columns=("name", "d", "seed"), key=lambda job: (job[0].name, job[1], job[3]))
 
 
 def store_paths() -> tuple[Path, Path]:

@@ -23,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate the campaign settings missing from the store",
                          description="Simulate the campaign settings missing from the store "
-                                     "(resumable; one progress line per setting).")
+                                     "(resumable, progress lines; then export the runs' CSV).")
     run.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                      help="comma-separated setting names (default: all; see --list)")
     run.add_argument("--d", type=integer("--d", 10), default=None,
@@ -44,13 +44,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--list", action="store_true", help="list the settings and exit")
     ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
                          description="Solve the semi-empirical equations (numpy reference) on "
-                                     "the bulk of repetition 0 of each setting (resumable).")
+                                     "the bulk of repetition 0 of each setting (resumable; "
+                                     "exported to validation/reports/data/"
+                                     "spiked_reference.csv).")
     ref.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                      help="comma-separated setting names (default: all with p <= --max-p)")
     ref.add_argument("--reps", type=lambda t: [int(v) for v in split_list(t, "--reps")],
                      default=[0], help="repetitions whose bulk is used (default 0)")
     ref.add_argument("--max-p", type=integer("--max-p", 2), default=1000,
                      help="skip settings wider than this (default 1000)")
+    ref.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                     help="worker processes (default 1)")
+    ref.add_argument("--quiet", action="store_true", help="no progress lines")
     rep = sub.add_parser("report", help="write the report from the store",
                          description="Compare every stored point with the theory and write "
                                      "SPIKED.md.")
@@ -93,7 +98,8 @@ def run_cli(args: argparse.Namespace) -> int:
         unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)}")
-        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps)
+        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps, n_jobs=args.n_jobs,
+                           progress=not args.quiet)
         return 0
     from ..campaign.report import report_dir
     from . import report

@@ -357,6 +357,9 @@ def reference_text(md: Markdown, reference: pd.DataFrame, pts: pd.DataFrame) -> 
     ref = reference[np.isfinite(reference["risk"].astype(float))]
     g = ref.groupby(["name", "d", "alpha"], sort=False)["risk"]
     stats = pd.DataFrame(dict(n=g.size(), mean=g.mean(), sd=g.std(ddof=1))).reset_index()
+    rank = {c.name: i for i, c in enumerate(campaign.SETTINGS)}  # the campaign's order
+    stats = stats.assign(_rank=stats["name"].map(lambda n: rank.get(n, len(rank)))).sort_values(
+        ["_rank", "d", "alpha"], kind="stable")
     rel, rows = [], []
     for _, r in stats.iterrows():
         m = pts[(pts["name"] == r["name"]) & (pts["alpha"] == r["alpha"])
