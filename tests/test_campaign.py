@@ -89,6 +89,9 @@ def test_completed_keys_are_skipped(toy, tmp_path):
         assert (second.ran, second.skipped) == (2, 4)
         assert run_campaign(small, st, progress=False).ran == 0
         assert len(calls) == 6 and len(st.done(small)) == 6
+        assert st.forget(small, [small.key(small.settings[0])]) == 1  # rows and mark, together
+        assert len(st.frame(small)) == 15
+        assert run_campaign(small, st, progress=False).ran == 1 and len(calls) == 7
 
 
 def test_rows_are_long_and_typed_and_a_task_is_one_transaction(toy, tmp_path):

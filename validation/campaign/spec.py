@@ -110,14 +110,6 @@ def key_text(key: Hashable) -> str:
     return json.dumps(plain(key if isinstance(key, tuple) else (key,)), separators=(",", ":"))
 
 
-def key_of_text(text: str) -> tuple:
-    """The key tuple back from :func:`key_text`."""
-    def tup(v: Any) -> Any:
-        return tuple(tup(x) for x in v) if isinstance(v, list) else v
-
-    return tup(json.loads(text))
-
-
 @dataclass(frozen=True)
 class Campaign:
     """A named plan of settings, a task function and a row schema.
