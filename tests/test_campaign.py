@@ -359,3 +359,53 @@ def test_a_spiked_reference_task_gives_its_committed_values():
         want = committed[(committed["name"] == row["name"]) & (committed["rep"] == 0)
                          & (committed["alpha"] == row["alpha"])].iloc[0]
         assert row["risk"] == pytest.approx(want["risk"], rel=1e-9)
+
+
+def test_committed_matrix_runs_are_the_export_of_their_store(tmp_path):
+    from validation import matrix as M
+
+    path = ROOT / "validation" / "data" / "matrix_runs.csv"
+    with Store(tmp_path / "s.sqlite") as st:
+        n = st.import_csv(M.campaign(), path)
+        st.export_csv(M.campaign(), tmp_path / "runs.csv")
+    assert (tmp_path / "runs.csv").read_bytes() == path.read_bytes()
+    df = M.read_store(path)
+    assert len(df) == 8 * n  # one task per repetition, all alphas x lams
+    pd.testing.assert_frame_equal(df, pd.read_csv(path), check_exact=True)
+
+
+def _fake_repetition(ms, model, d, rep, estimator="cv"):
+    from validation import matrix as M
+
+    return [dict(key=ms.key, sigma=ms.sigma, target=ms.target, beta=ms.beta, alpha0=ms.alpha0,
+                 eta=ms.eta, model=model, d=d, seed_root=M.setting_seed(ms, model, d), rep=rep,
+                 alpha=a, lam=lam, risk=0.25 + rep + a / 7, seconds=0.5, estimator=estimator)
+            for a in M.ALPHAS for lam in M.LAMS]
+
+
+def test_matrix_runner_stores_repetitions_resumes_and_keeps_its_budget(tmp_path, monkeypatch):
+    import math
+
+    from validation import matrix as M
+
+    monkeypatch.setattr(M, "_task", _fake_repetition)
+    ms = M.matrix_settings()[1]
+    store = tmp_path / "runs.csv"
+    todo = [(ms, "srf", 100, rep) for rep in (2, 0)]
+    assert M._execute(todo, store, 1, math.inf, "cv")
+    df = M.read_store(store)  # the CSV: the SQLite store's sorted export
+    assert len(df) == 16 and list(df["rep"].unique()) == [0, 2]
+    assert M.sqlite_path(store).exists()
+    todo_left = M.plan(df, 0.0, 3, 3, [(ms, "srf", 100)])
+    assert [t[3] for t in todo_left] == [1]
+    assert not M._execute(todo_left, store, 1, 0.0, "cv")  # the budget: nothing starts
+    assert len(M.read_store(store)) == 16
+    assert M._execute(todo_left, store, 1, math.inf, "cv")
+    full = M.read_store(store)
+    assert list(full["rep"].unique()) == [0, 1, 2]
+    assert full["risk"].tolist() == [r["risk"] for rep in range(3)
+                                     for r in _fake_repetition(ms, "srf", 100, rep)]
+    M.sqlite_path(store).unlink()  # the CSV alone resumes: its repetitions are not re-run
+    monkeypatch.setattr(M, "_task", lambda *a: pytest.fail("a stored repetition was re-run"))
+    assert M._execute([(ms, "srf", 100, rep) for rep in range(3)], store, 1, math.inf, "cv")
+    pd.testing.assert_frame_equal(M.read_store(store), full, check_exact=True)
