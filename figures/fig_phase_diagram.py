@@ -34,20 +34,23 @@ def grid(quick: bool) -> dict[str, list[float]]:
 
 
 def compute(quick: bool = False, refresh: bool = False):
-    """The grid's theory rows, from / into the sweep store
-    ``figures/data/[quick/]phase_diagram_*.csv`` (resumable: an interrupted run continues)."""
+    """The grid's theory rows, from / into the sweep's data
+    ``figures/data/[quick/]phase_diagram_*.csv`` (the export of a sweep store beside it, which
+    starts from the CSV; resumable: an interrupted run continues)."""
     from validation.sweep import sweep
 
     g = grid(quick)
     key = hashlib.sha256(json.dumps(dict(FIXED, **g), sort_keys=True).encode()).hexdigest()
     committed = (DATA_DIR / "quick" if quick else DATA_DIR) / f"{NAME}_{key[:12]}.csv"
-    read, store = data_file(committed, "figures", *(["quick"] * quick))
-    if refresh and store.exists():
-        store.unlink()
-    elif read != store and read.exists():  # installed: resume from a copy of the committed store
-        store.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(read, store)
-    return sweep("theory", g, store=store, progress=False, **FIXED)
+    read, csv = data_file(committed, "figures", *(["quick"] * quick))
+    store = csv.with_suffix(".sqlite")
+    if refresh:
+        for path in (csv, store, Path(f"{store}-wal"), Path(f"{store}-shm")):
+            path.unlink(missing_ok=True)
+    elif read != csv and read.exists() and not csv.exists():  # installed: from the committed
+        csv.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(read, csv)
+    return sweep("theory", g, store=store, csv=csv, progress=False, **FIXED)
 
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:

@@ -1,6 +1,7 @@
 """Figures of the multi-step experiments (validation.experiments.multistep) and the command that
-regenerates validation/reports/MULTISTEP.md: ``python -m figures.multistep_report [--quick]``
-(run or load the experiments, draw the figures, write the report from the numbers)."""
+regenerates validation/reports/MULTISTEP.md: ``python -m figures.multistep_report [--quick]
+[--out DIR]`` (run or load the experiments, draw the figures, write the report from the
+numbers into ``--out``, by default ``validation/reports`` in a source checkout)."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from validation.experiments.multistep import (  # noqa: F401
     summary,
 )
 from validation.experiments.multistep_text import build_report
-from validation.paths import output_dir
 
 
 def _style():
@@ -162,30 +162,43 @@ def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
 # report
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import Parser
+    from asymptotics.cli.common import Parser, integer
 
     parser = Parser(prog="python -m figures.multistep_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     parser.add_argument("--force", action="store_true", help="ignore the CSV cache")
+    parser.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                        help="worker processes for the repetitions to simulate (default 1)")
+    parser.add_argument("--out", default=None,
+                        help="directory of the report and its figures (default: "
+                             "validation/reports in a source checkout; required when the "
+                             "package is installed)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: run (or load) the experiments, draw the figures, write the report."""
+    from asymptotics.cli.common import check_writable, fail
+    from validation.campaign.report import report_dir, write_text
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        out = report_dir(args.out, REPORTS)
+        check_writable(out, "--out", directory=True)
+    except ValueError as exc:
+        return fail(str(exc))
     plan = plan_for(args.quick)
     t0 = time.perf_counter()
-    data = {name: load_or_run(name, plan, force=args.force) for name in EXPERIMENTS}
-    figs = draw_figures(data, output_dir(REPORTS, "reports") / "figures", plan.prefix)
+    data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
+            for name in EXPERIMENTS}
+    figs = draw_figures(data, out / "figures", plan.prefix)
     text, ok = build_report(data, plan, figs, time.perf_counter() - t0)
     if args.quick:
         print(text)
     else:
-        path = output_dir(REPORTS, "reports") / "MULTISTEP.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path = write_text(out, "MULTISTEP.md", text)
         print(f"wrote {path}; predictions {'agree' if ok else 'DISAGREE'}")
     return 0
 

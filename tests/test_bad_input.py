@@ -123,7 +123,7 @@ VALIDATION = [
     (["sweep", "--kind", "theory", "--grid", "alpha=1,2,"], "empty item"),
     (["sweep", "--kind", "theory", "--grid", "foo=1"], "grid parameter"),
     (["sweep", "--kind", "theory", "--grid", "alpha"], "NAME="),
-    (["sweep", "--kind", "theory", "--grid", "alpha=1", "--store", MISSING + "/s.csv"],
+    (["sweep", "--kind", "theory", "--grid", "alpha=1", "--store", MISSING + "/s.sqlite"],
      "--store"),
     (["sweep", "--kind", "theory", "--grid", "alpha=1", "--out", MISSING + "/s.csv"], "--out"),
     (["sweep", "--kind", "theory", "--n-jobs", "0"], "n-jobs"),

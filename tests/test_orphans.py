@@ -76,7 +76,7 @@ def run_trials(tmp_path: Path, reference: pd.DataFrame, n: int, seed: int) -> li
     rng = random.Random(seed)
     waits = []
     for i in range(n):
-        store = tmp_path / f"store{i}.csv"
+        store = tmp_path / f"store{i}.sqlite"
         waited, _ = kill_trial(store, rng.uniform(0.5, 6.0))
         waits.append(waited)
         assert waited <= SURVIVAL_LIMIT, f"trial {i}: processes survived the parent {waited} s"

@@ -1,5 +1,6 @@
-"""The one row store (validation.store): the sweep, the validation matrix, the figures' cache and
-the experiments' data all go through it, and their committed files are blocks of it as they are."""
+"""The CSV row store (validation.store): the figures' cache and the spectra experiment's data go
+through it, and their committed files are blocks of it as they are (the ported campaigns:
+tests/test_campaign.py)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from validation import matrix as M
-from validation.store import Layout, Store, TableCache, format_rows, header_of, read_blocks
+from validation.store import Layout, TableCache, header_of, read_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
-MATRIX_STORE = ROOT / "validation" / "data" / "matrix_runs.csv"
-USERS = ["validation/matrix.py", "validation/sweep/store.py", "figures/cache.py",
-         "validation/experiments/multistep.py", "validation/experiments/spectra.py"]
+USERS = ["figures/cache.py", "validation/experiments/spectra.py"]
 
 
 def _imported(path: Path) -> set[str]:
@@ -38,59 +36,6 @@ def test_every_cache_goes_through_the_one_store(rel):
     assert mods & {"validation.store", ".store", "validation"}, f"{rel} does not use the store"
     for own in ("to_csv(", "csv.writer", "DictWriter", 'open(path, "a"'):
         assert own not in text, f"{rel} writes rows itself ({own})"
-
-
-def test_matrix_store_is_the_store_format_byte_for_byte():
-    """Formatting the committed matrix rows through the store's layout gives the file back, and
-    the store reads exactly what a plain CSV reader reads: the format did not change."""
-    df = M.read_store(MATRIX_STORE)
-    plain = pd.read_csv(MATRIX_STORE)
-    pd.testing.assert_frame_equal(df, plain, check_exact=True)
-    text = "".join(format_rows(df.to_dict("records"), M.FIELDS, M.LAYOUT))
-    assert M.FIELDS == header_of(MATRIX_STORE)
-    assert text == MATRIX_STORE.read_text().split("\n", 1)[1]
-    blocks = read_blocks(MATRIX_STORE, M.FIELDS, M.LAYOUT)
-    assert sum(map(len, blocks.values())) == len(plain) and len(plain) == 8 * len(blocks)
-
-
-def _fake_repetition(ms, model, d, rep, estimator="cv"):
-    return [dict(key=ms.key, sigma=ms.sigma, target=ms.target, beta=ms.beta, alpha0=ms.alpha0,
-                 eta=ms.eta, model=model, d=d, seed_root=M.setting_seed(ms, model, d), rep=rep,
-                 alpha=a, lam=lam, risk=0.25 + rep + a / 7, seconds=0.5, estimator=estimator)
-            for a in M.ALPHAS for lam in M.LAMS]
-
-
-def test_matrix_runner_appends_blocks_resumes_and_cuts_a_torn_write(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(M, "_task", _fake_repetition)
-    ms = M.matrix_settings()[1]
-    store = tmp_path / "runs.csv"
-    todo = [(ms, "srf", 100, rep) for rep in range(3)]
-    assert M._execute(todo, store, 1, math.inf, "cv")
-    df = M.read_store(store)
-    assert len(df) == 24 and sorted(set(df["rep"])) == [0, 1, 2]
-    assert df["risk"].tolist() == [r["risk"] for t in todo for r in _fake_repetition(*t)]
-    # a kill in the middle of the last block: cut on the next open, that repetition missing
-    data = store.read_bytes()
-    store.write_bytes(data[: len(data) - 40])
-    assert len(M.read_store(store)) == 16
-    with Store(store, M.FIELDS, M.LAYOUT) as db:
-        assert len(db.blocks) == 2
-    assert "dropped a torn write" in capsys.readouterr().err
-    todo_left = M.plan(M.read_store(store), 0.0, 3, 3, [(ms, "srf", 100)])
-    assert [t[3] for t in todo_left] == [2]
-    # the time budget: nothing starts once it is spent
-    assert not M._execute(todo_left, store, 1, 0.0, "cv")
-    assert M._execute(todo_left, store, 1, math.inf, "cv")
-    pd.testing.assert_frame_equal(M.read_store(store), df, check_exact=True)
-    # a second writer is refused; damage followed by intact rows is not a torn write
-    with Store(store, M.FIELDS, M.LAYOUT):
-        with pytest.raises(ValueError, match="in use by another running"):
-            M._execute(todo, store, 1, math.inf, "cv")
-    lines = store.read_text().splitlines(keepends=True)
-    lines[3] = lines[3][:10] + "\n"
-    store.write_text("".join(lines))
-    with pytest.raises(ValueError, match="damaged at line 4"):
-        Store(store, M.FIELDS, M.LAYOUT)
 
 
 def test_figure_cache_writes_once_in_the_committed_format(tmp_path, monkeypatch):
@@ -121,7 +66,7 @@ def test_figure_cache_writes_once_in_the_committed_format(tmp_path, monkeypatch)
                                                      seeds=2), first, check_exact=True)
 
 
-@pytest.mark.parametrize("name", ["multistep", "spectra"])
+@pytest.mark.parametrize("name", ["spectra"])  # multistep: tests/test_campaign.py
 def test_committed_experiment_data_are_complete_blocks_of_the_store(name):
     import importlib
 

@@ -219,11 +219,11 @@ def test_campaign_store_resumes_and_the_report_lists_a_miss(tmp_path, monkeypatc
 
     from validation.spiked import report
 
-    store = tmp_path / "runs.csv"
+    store, csv = tmp_path / "runs.sqlite", tmp_path / "runs.csv"
     name = "K1r1-tanh-tanh"
-    assert campaign.run([name], d=60, seeds=3, store=store, log=lambda m: None) == 1
-    assert campaign.run([name], d=60, seeds=3, store=store, log=lambda m: None) == 0
-    runs = campaign.load(store)
+    assert campaign.run([name], d=60, seeds=3, store=store, csv=csv, progress=False) == 1
+    assert campaign.run([name], d=60, seeds=3, store=store, csv=csv, progress=False) == 0
+    runs = campaign.load(csv)
     assert len(runs) == 3 * 2 and set(runs["rep"]) == {0, 1, 2}
     pts = report.summarize(runs)
     assert list(pts["seeds"]) == [3, 3]

@@ -25,7 +25,7 @@ CASES = [
     ("relu", "sin", 0.5, 0.5, 3.0, "network", 6),
     ("erf", "relu", 0.5, 2.0, 0.0, "rf", 4),
 ]
-# a repetition of the precision rounds: control-variate test error (validation.test_error), d = 2000
+# a repetition of the precision rounds: control-variate test error (validation.estimators), d = 2000
 CASES_CV = [("relu", "sin", 0.5, 0.5, 3.0, "srf", 16, 2000)]
 
 

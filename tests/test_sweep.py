@@ -1,4 +1,4 @@
-"""The sweep runner: exact resume after SIGKILL, torn writes, schedulers, fuzzing of the theory."""
+"""The sweep runner: exact resume after SIGKILL, the store, schedulers, fuzzing of the theory."""
 
 from __future__ import annotations
 
@@ -38,14 +38,22 @@ def theory_reference() -> pd.DataFrame:
 
 
 def complete_tasks(path: Path) -> int:
+    import sqlite3
+
     if not path.exists():
         return 0
-    lines = path.read_bytes().splitlines(keepends=True)[1:]
-    return sum(1 for ln in lines if ln.endswith(b"\n")) // 5
+    try:
+        con = sqlite3.connect(path, timeout=5)
+        try:
+            return con.execute("SELECT count(*) FROM _tasks").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.OperationalError:  # not created yet
+        return 0
 
 
 def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_reference):
-    store = tmp_path / "sweep.csv"
+    store = tmp_path / "sweep.sqlite"
     cmd = [sys.executable, "-m", "validation", "sweep", "--kind", "theory",
            "--grid", "alpha=0.3,0.8,1.5,2.5,4", "--grid", "eta=0:3:16", "--sigma", "tanh",
            "--target", "tanh", "--alpha0", "2",
@@ -70,70 +78,45 @@ def test_sigkill_midway_then_resume_equals_uninterrupted(tmp_path, theory_refere
 
 
 def test_resume_of_a_complete_store_computes_nothing(tmp_path, monkeypatch, theory_reference):
-    store = tmp_path / "s.csv"
+    store = tmp_path / "s.sqlite"
     kw = dict(THEORY, grid={"alpha": THEORY["grid"]["alpha"], "eta": [0.0, 3.0]})
     first = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
-    size = store.stat().st_size
+    assert complete_tasks(store) == 2
 
     def boom(task):
         raise AssertionError("a stored task was recomputed")
 
-    monkeypatch.setattr(S.runner, "run_task", boom)  # where the runner looks it up
+    monkeypatch.setattr(S.tasks, "run_task", boom)  # where the campaign's task looks it up
     again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
     same_rows(again, first)
-    assert store.stat().st_size == size
+    assert complete_tasks(store) == 2
     ref = theory_reference[theory_reference["eta"].isin([0.0, 3.0])]
     same_rows(first, ref)
 
 
-@pytest.mark.parametrize("damage", ["cut_mid_line", "cut_at_newline", "bad_digit"])
-def test_torn_last_write_is_detected_and_recomputed(tmp_path, capsys, damage):
-    store = tmp_path / "s.csv"
-    kw = dict(THEORY, grid={"alpha": [0.5, 2.0], "eta": [0.0, 1.0, 2.0]})
-    full = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
-    data = store.read_bytes()
-    (tmp_path / "intact.csv").write_bytes(data)
-    last_start = data.rstrip(b"\n").rfind(b"\n") + 1
-    if damage == "cut_mid_line":  # killed inside the last line
-        torn = data[: last_start + 30]
-    elif damage == "cut_at_newline":  # killed between the two lines of the last block
-        torn = data[:last_start]
-    else:  # the last line complete but not what was written: the checksum catches it
-        line = data[last_start:].decode()
-        risk = str(full["risk"].iloc[-1])
-        assert risk in line
-        torn = data[:last_start] + line.replace(risk, "0.123456789", 1).encode()
-    store.write_bytes(torn)
-    assert len(S.read_store(store, "theory")) == len(full) - 2  # the torn block is not read
-    capsys.readouterr()
-    again = S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
-    assert "torn write" in capsys.readouterr().err
-    same_rows(again, full)
-    # the torn block cut and written again, nothing else: the same lines but for the timings
-    same_rows(S.read_store(store, "theory"), S.read_store(tmp_path / "intact.csv", "theory"))
-    assert store.read_bytes().count(b"\n") == data.count(b"\n")
-
-
-def test_damage_followed_by_intact_rows_is_an_error(tmp_path):
-    store = tmp_path / "s.csv"
-    kw = dict(THEORY, grid={"alpha": [0.5, 2.0], "eta": [0.0, 1.0]})
-    S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
-    lines = store.read_bytes().splitlines(keepends=True)
-    lines[1] = lines[1][:20] + b"\n"  # the first data line damaged, good rows after it
-    store.write_bytes(b"".join(lines))
-    with pytest.raises(ValueError, match="damaged at line 2"):
-        S.sweep("theory", store=store, n_jobs=1, progress=False, **kw)
-
-
-def test_store_of_another_kind_and_concurrent_use_are_refused(tmp_path):
-    store = tmp_path / "s.csv"
-    S.sweep("theory", store=store, n_jobs=1, progress=False,
-            **dict(THEORY, grid={"alpha": [1.0]}))
-    with pytest.raises(ValueError, match="other columns"):
-        S.sweep("rf", {"alpha": [1.0]}, store=store, d=20, n_test=100, seeds=1, n_jobs=1)
-    with S.Store(store, S.columns("theory")):
-        with pytest.raises(ValueError, match="in use by another running sweep"):
-            S.Store(store, S.columns("theory"))
+def test_store_keeps_kinds_apart_and_exports_the_committed_form(tmp_path):
+    store, csv = tmp_path / "s.sqlite", tmp_path / "s.csv"
+    theory = S.sweep("theory", store=store, csv=csv, n_jobs=1, progress=False,
+                     **dict(THEORY, grid={"alpha": [1.0, 2.0], "eta": [1.0, 0.0]}))
+    sim = S.sweep("rf", {"alpha": [1.0]}, store=store, d=20, n_test=100, seeds=1, n_jobs=1,
+                  progress=False)
+    assert len(S.read_store(store, "theory")) == 4 and len(S.read_store(store, "rf")) == 1
+    assert len(sim) == 1
+    exported = pd.read_csv(csv)
+    assert list(exported.columns) == list(S.columns("theory"))  # no checksum column
+    assert list(exported["eta"]) == [0.0, 0.0, 1.0, 1.0]  # sorted by the parameters
+    same = exported.sort_values(["eta", "alpha"]).reset_index(drop=True)
+    ref = theory.sort_values(["eta", "alpha"]).reset_index(drop=True)
+    np.testing.assert_array_equal(same["risk"].to_numpy(), ref["risk"].to_numpy())
+    fresh = tmp_path / "other.sqlite"  # a new store starts from the exported CSV
+    again = S.sweep("theory", store=fresh, csv=csv, n_jobs=1, progress=False,
+                    **dict(THEORY, grid={"alpha": [1.0, 2.0], "eta": [1.0, 0.0]}))
+    same_rows(again, theory)
+    assert complete_tasks(fresh) == 2
+    (tmp_path / "old.csv").write_text("key,task,crc\n")  # an old CSV store is not a store
+    with pytest.raises(ValueError, match="not a campaign store"):
+        S.sweep("theory", store=tmp_path / "old.csv", n_jobs=1, progress=False,
+                **dict(THEORY, grid={"alpha": [1.0]}))
 
 
 SIM = dict(grid={"alpha": [0.5, 2.0], "lam": [0.01, 0.1], "eta": [0.0, 1.0]}, d=40, n_test=400,
@@ -298,7 +281,7 @@ def test_theory_kinds_are_the_srf_equations_and_the_network_theory(tmp_path):
 
     grid = {"alpha": [0.5, 2.0], "eta": [0.0, 1.0]}
     fixed = dict(sigma="relu", target="tanh", alpha0=2.0, lam=0.01)
-    store = tmp_path / "s.csv"
+    store = tmp_path / "s.sqlite"
     srf = S.sweep("theory", grid, n_jobs=1, progress=False, **fixed)
     net = S.sweep("theory-network", grid, n_jobs=1, progress=False, store=store, **fixed)
     assert list(srf.columns) == list(net.columns)

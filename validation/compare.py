@@ -21,8 +21,8 @@ import numpy as np
 from asymptotics.cli.common import PLOT_SUFFIXES, check_writable, integer
 from asymptotics.core.parameters import default
 
+from .estimators import ESTIMATORS
 from .simulator import MODELS, Setting, simulate
-from .test_error import ESTIMATORS
 
 Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged",
              "theory_p", "z_p"]
@@ -134,7 +134,7 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
                    help="random stream of the samples: 2 = parallel blocks (default), "
                         "1 = sequential (the validation store's)")
     p.add_argument("--estimator", choices=ESTIMATORS, default="cv",
-                   help="test-error estimator (validation.test_error): cv = Monte Carlo with "
+                   help="test-error estimator (validation.estimators): cv = Monte Carlo with "
                         "control variates of known mean (default, least noise), mc = plain "
                         "Monte Carlo, split = exact E g^2 and E[g f], Monte Carlo E f^2")
 

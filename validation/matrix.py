@@ -5,13 +5,13 @@ Two steps, so the heavy part can run where there are cores and the report where 
     python -m validation.matrix run    --store validation/data/matrix_runs.csv --n-jobs 16
     python -m validation.matrix report --store validation/data/matrix_runs.csv
 
-``run`` appends the rows of each (setting, model, d, seed) repetition, one row per point (all
-parameters, the risk, timings), to a CSV store and skips the repetitions already there, so it can
-be stopped and resumed: a :class:`validation.store.Store` (one block per repetition, written in
-one atomic append, locked while a run holds it, a torn last block cut on reopening) fed by
-:func:`validation.pool.run_tasks`. A first round gives every setting ``--seeds``
-repetitions; ``--target-se`` adds repetitions to the settings whose standard error is still
-above it (up to ``--max-seeds``).
+``run`` stores the rows of each (setting, model, d, seed) repetition, one row per point (all
+parameters, the risk, timings), and skips the repetitions already stored, so it can be stopped
+and resumed: a :class:`validation.campaign.Campaign` (one task per repetition) run by
+:func:`validation.campaign.run_campaign` into a SQLite store beside the CSV (``--store``), which
+starts from the CSV's rows and is exported back to it, sorted, after each round. A first round
+gives every setting ``--seeds`` repetitions; ``--target-se`` adds repetitions to the settings
+whose standard error is still above it (up to ``--max-seeds``).
 ``report`` aggregates, solves the theory and writes ``validation/REPORT.md`` and its figures.
 Repetition ``i`` of a setting uses ``SeedSequence(setting_seed, spawn_key=(i,))`` (the ``i``-th
 child of ``SeedSequence(setting_seed)``), so rounds, workers and restarts give the same values.
@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .campaign import Campaign, Schema, Store, run_campaign
 from .simulator import Setting, simulate_grid_once
-from .store import Layout, Store, frame, read_blocks
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -44,7 +44,7 @@ ALPHAS = (0.2, 1.0, 2.5, 5.0)
 #: random stream of the samples (validation.simulator.Setting.stream): the store was drawn with
 #: the sequential stream 1, kept so that every stored repetition can be re-run exactly
 STREAM = 1
-#: test-error estimator of new repetitions (validation.test_error): control variates. The
+#: test-error estimator of new repetitions (validation.estimators): control variates. The
 #: repetitions of sessions 1-3 are plain Monte Carlo ("mc" in the store's estimator column); both
 #: estimate the same test error of the same trained network, so they pool (unequal noise does not
 #: bias the mean, nor the usual s.e. of it)
@@ -104,8 +104,11 @@ def setting_seed(ms: MatrixSetting, model: str, d: int) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:12], 16)
 
 
-FIELDS = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "seed_root",
-          "rep", "alpha", "lam", "risk", "seconds", "estimator"]
+#: the rows: one per point (alpha, lam) of a repetition of a (setting, model, d)
+SCHEMA = Schema.of(key=str, sigma=str, target=str, beta=float, alpha0=float, eta=float, model=str,
+                   d=int, seed_root=int, rep=int, alpha=float, lam=float, risk=float,
+                   seconds=float, estimator=str)
+FIELDS = list(SCHEMA.names)
 
 
 def _task(ms: MatrixSetting, model: str, d: int, rep: int,
@@ -124,19 +127,31 @@ def _task(ms: MatrixSetting, model: str, d: int, rep: int,
             for i, a in enumerate(ALPHAS) for j, lam in enumerate(LAMS)]
 
 
-#: the store's blocks: one repetition (all alphas x lams) of a (setting, model, d)
-LAYOUT = Layout(block=lambda row: "|".join(row[c] for c in ("key", "model", "d", "rep")),
-                size=lambda row: len(ALPHAS) * len(LAMS))
+def campaign(jobs: Sequence[tuple] = ()) -> Campaign:
+    """The repetitions ``jobs`` (``(setting, model, d, rep, estimator)``) as a campaign: one task
+    per repetition (all alphas x lams), keyed by (key, model, d, rep), exported in that order."""
+    return Campaign("matrix_runs", tuple(jobs), _repetition, SCHEMA,
+                    key_columns=("key", "model", "d", "rep"),
+                    key=lambda j: (j[0].key, j[1], j[2], j[3]))
+
+
+def sqlite_path(store_path: Path) -> Path:
+    """The SQLite store beside the CSV of the repetitions (not committed)."""
+    return Path(store_path).with_suffix(".sqlite")
 
 
 def read_store(path: Path):
-    """The store's complete repetitions as a DataFrame (read only: a torn end is skipped)."""
+    """The repetitions of the CSV (the store's export) as a DataFrame."""
     import pandas as pd
 
+    path = Path(path)
     if not path.exists() or path.stat().st_size == 0:
         return pd.DataFrame(columns=FIELDS)
-    blocks = read_blocks(path, FIELDS, LAYOUT)
-    return frame(FIELDS, [ln for b in blocks.values() for ln in b])
+    df = pd.read_csv(path)
+    if list(df.columns) != FIELDS:
+        raise ValueError(f"{path} has other columns than the matrix store's: "
+                         f"{list(df.columns)[:6]}...")
+    return df
 
 
 def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
@@ -334,23 +349,19 @@ def _repetition(job: tuple) -> list[dict]:
 
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
              estimator: str) -> bool:
-    """Run ``todo`` on ``n_jobs`` workers (:func:`validation.pool.run_tasks`: one BLAS thread
-    each, ended with this process), appending each repetition to the store as it finishes.
-    After ``t_end`` nothing new starts and the running ones are finished and kept; False when
-    that left some of ``todo`` undone."""
-    from .pool import run_tasks
-
-    done, t0, last = 0, time.time(), time.time()
-    jobs = [(*t, estimator) for t in todo]
-    with Store(store_path, FIELDS, LAYOUT, owner="matrix run") as store:
-        for _, rows in run_tasks(_repetition, jobs, n_jobs, stop=lambda: time.time() > t_end):
-            store.add(rows)
-            done += 1
-            if done % 10 == 0 or done == len(todo) or time.time() - last >= 20:
-                last = time.time()
-                print(f"{done}/{len(todo)} repetitions, {time.time() - t0:.0f} s",
-                      file=sys.stderr, flush=True)
-    return done == len(todo)
+    """Run ``todo`` on ``n_jobs`` workers (:func:`validation.campaign.run_campaign` on
+    :func:`validation.pool.run_tasks`: one BLAS thread each, ended with this process), storing
+    each repetition in one transaction as it finishes, then export the store to the CSV
+    ``store_path``. After ``t_end`` nothing new starts and the running ones are finished and
+    kept; False when that left some of ``todo`` undone."""
+    c = campaign([(*t, estimator) for t in todo])
+    budget = None if math.isinf(t_end) else max(0.0, t_end - time.time())
+    with Store(sqlite_path(store_path)) as st:
+        if Path(store_path).exists():
+            st.import_csv(c, store_path)
+        out = run_campaign(c, st, n_jobs=n_jobs, budget=budget, interval=20.0)
+        st.export_csv(c, store_path)
+    return out.complete
 
 
 if __name__ == "__main__":  # ``python -m validation.matrix``: the command line of matrix_cli

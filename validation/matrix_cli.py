@@ -19,9 +19,9 @@ from asymptotics.cli.common import integer as i_  # noqa: E402
 from asymptotics.cli.common import real as r_  # noqa: E402
 
 from . import matrix
+from .estimators import ESTIMATORS
 from .matrix import ESTIMATOR, TARGETS, run
 from .report import write_report
-from .test_error import ESTIMATORS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,8 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run (or resume) the simulations into the store")
     r.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"),
-                   help="the CSV store of repetitions, created or resumed "
-                        "(default: validation/data/matrix_runs.csv)")
+                   help="the CSV of repetitions, created or resumed: the export of the "
+                        "SQLite store beside it (default: validation/data/matrix_runs.csv)")
     r.add_argument("--d", type=i_("d", 2), default=2000,
                    help="input dimension of the matrix settings (default: 2000)")
     r.add_argument("--seeds", type=i_("seeds", 1), default=8,
@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=math.inf, help="stop after this many seconds (default: no limit)")
     rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
     rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"),
-                     help="the CSV store to report (default: validation/data/matrix_runs.csv)")
+                     help="the CSV of repetitions to report (default: "
+                          "validation/data/matrix_runs.csv)")
     rep.add_argument("--out", type=Path, default=Path("validation/REPORT.md"),
                      help="the report to write (default: validation/REPORT.md)")
     rep.add_argument("--d", type=i_("d", 2), default=2000,

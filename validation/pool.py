@@ -1,7 +1,8 @@
 """The one scheduler: independent picklable tasks on a process pool, results as they complete.
 
-:func:`run_tasks` is what every parallel loop of the package goes through: the sweep
-(:mod:`validation.sweep`), the validation matrix (:mod:`validation.matrix`), the repetitions of
+:func:`run_tasks` is what every parallel loop of the package goes through: the campaigns
+(:func:`validation.campaign.run_campaign`: the sweep, the validation matrix, the K-group,
+finite-width and multi-step campaigns), the repetitions of
 :func:`validation.simulator.simulate_curve` and :func:`validation.multistep.run_multistep`.
 
 Guarantees:

@@ -156,7 +156,7 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
     lines = ["## Precision", "",
              f"d = {d}, every repetition in the store pooled: "
              + ", ".join(f"{int(n)} with the `{e}` test-error estimator" for e, n in counts.items())
-             + " (`validation.test_error`: both estimate the test error of the same trained "
+             + " (`validation.estimators`: both estimate the test error of the same trained "
              "network, `cv` with control variates of known mean, so they pool; the s.e. of a "
              "mean of values of unequal noise is still sd/sqrt(n)). The validation target is "
              f"s.e. ≤ {target:g} at every point. `python -m validation.matrix run --target-se "

@@ -38,8 +38,8 @@ from asymptotics.core import checks
 from asymptotics.core.parameters import default
 from asymptotics.step.srf import srf_mapping
 
+from . import estimators
 from . import montecarlo as mc
-from . import test_error
 from .montecarlo import (  # noqa: F401  (re-exported: the simulator's building blocks)
     BlockRows,
     batches,
@@ -82,7 +82,7 @@ class Setting:
     n_test: int = 0  # 0: max(10000, 2 d)
     spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
     stream: int = 2  # random stream of the samples: 2 = BlockRows (parallel), 1 = sequential
-    estimator: str = default("estimator")  # test error: mc, split or cv (validation.test_error)
+    estimator: str = default("estimator")  # test error: mc, split or cv (validation.estimators)
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -98,8 +98,8 @@ class Setting:
                              "simulation can hold (p = beta d and d below 1e9)")
         if int(self.d) != self.d or self.d < 2:
             raise ValueError(f"d must be an integer >= 2, got {self.d}")
-        if self.estimator not in test_error.ESTIMATORS:
-            raise ValueError(f"estimator must be one of {', '.join(test_error.ESTIMATORS)}, "
+        if self.estimator not in estimators.ESTIMATORS:
+            raise ValueError(f"estimator must be one of {', '.join(estimators.ESTIMATORS)}, "
                              f"got {self.estimator!r}")
         if self.stream not in (1, 2):
             raise ValueError(f"stream must be 1 or 2, got {self.stream!r}")
@@ -250,13 +250,13 @@ def estimate_test_error(
     n_test: int, rng: np.random.Generator | BlockRows, estimator: str = "mc",
 ) -> np.ndarray | float:
     """``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on ``n_test`` fresh noiseless inputs,
-    by ``estimator`` (:mod:`validation.test_error`: ``mc``, ``split`` or ``cv``).
+    by ``estimator`` (:mod:`validation.estimators`: ``mc``, ``split`` or ``cv``).
 
     ``a`` may be ``p x k`` (k readouts on the same test inputs): then an array of k errors.
     """
     p, d = W1.shape
     A = a.reshape(p, -1)
-    out = test_error.estimate_test_error(W1, A, theta, sigma, target,
+    out = estimators.estimate_test_error(W1, A, theta, sigma, target,
                                          batches(rng, n_test, d, chunk_rows(p, n_test)), n_test,
                                          estimator)
     return float(out[0]) if a.ndim == 1 else out

@@ -1,12 +1,12 @@
-"""The one row store: a keyed, append-only, resumable CSV of blocks of rows.
+"""The CSV row store: a keyed, append-only, resumable CSV of blocks of rows.
 
-Every result the package keeps on disk goes through :class:`Store`: the sweep
-(:mod:`validation.sweep.store`), the validation matrix (:mod:`validation.matrix`), the figures'
-simulation cache (``figures/cache.py``) and the experiments' data
-(:mod:`validation.experiments`). A *block* is the rows of one unit of work (a task, a
-repetition, a configuration, a curve); a :class:`Layout` says which block a row belongs to
-(its key, from the row's own cells), how many rows a complete block has, and how cells are
-written. The store
+The caches and the runners not yet on :mod:`validation.campaign` (whose SQLite store replaces
+this one's locks, checksums and torn-write cuts with transactions) keep their rows through
+:class:`Store`: the figures' simulation cache (``figures/cache.py``) and the spectra
+experiment's data (:mod:`validation.experiments.spectra`). A *block* is the rows of one unit of
+work (a task, a repetition, a configuration, a curve); a :class:`Layout` says which block a row
+belongs to (its key, from the row's own cells), how many rows a complete block has, and how
+cells are written. The store
 
 - appends a block in one ``write`` followed by ``fsync``, under an exclusive lock held while the
   store is open (a second writer is refused);

@@ -11,8 +11,10 @@ The data and analysis of the experiments (the figures and the command that write
 * ``activations``: (i) at one ``d`` with other activations / readout (why the activation matters);
 
 each over ``d`` and seeds, compares the measured overlaps with the prediction of
-:mod:`asymptotics.coefficients.hermite`, caches the per-repetition rows as
-``validation/reports/data/multistep_<name>.csv`` (reused when every needed row is there),
+:mod:`asymptotics.coefficients.hermite`, keeps the per-repetition rows as a
+:class:`validation.campaign.Campaign` (one task per repetition, a SQLite store) exported sorted
+to ``validation/reports/data/multistep_<name>.csv`` (cells ``%.10g``; reused when every needed
+row is there),
 and builds the text of ``validation/reports/MULTISTEP.md`` from the numbers (``--quick``: small
 sizes, files named ``multistep_quick_*``).
 
@@ -38,9 +40,11 @@ import pandas as pd
 
 from asymptotics.coefficients.hermite import hermite_expansion
 from asymptotics.multiindex.staircase import staircase
+from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign.report import table_lines
 from validation.multistep import MultiStepConfig, run_repetitions
 from validation.paths import data_file
-from validation.store import Layout, TableCache, g10_cell
+from validation.store import g10_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "erf(z-1)"
@@ -112,23 +116,13 @@ def configs(name: str, plan: Plan) -> list[tuple[MultiStepConfig, int]]:
 EXPERIMENTS = ("staircase", "he2_linear", "he2_quadratic", "leap4", "activations")
 KEYS = ["d", "target", "sigma", "steps", "alpha0", "kappa", "beta", "eta", "readout",
         "ridge_alpha", "seed"]
-
-
-def _norm(text: str) -> str:
-    """Cache-key form of a cell: numbers as ``%.10g`` (the CSV's format), else the text."""
-    try:
-        return f"{float(text):.10g}"
-    except ValueError:
-        return text
-
-
-#: the data's blocks: one repetition of one configuration, ``(steps + 1) k`` rows
-LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in (*KEYS, "repetition")),
-                size=lambda row: (int(row["steps"]) + 1) * int(row["k"]), cell=g10_cell)
-
-
-def _key(config: MultiStepConfig, seed: int, repetition: int) -> str:
-    return LAYOUT.key_of({**config.record(), "seed": seed, "repetition": repetition})
+#: the rows of every experiment: one per (repetition, step, direction), every parameter
+SCHEMA = Schema.of(d=int, target=str, sigma=str, steps=int, alpha0=float, kappa=float,
+                   beta=float, eta=str, readout=str, delta=float, ridge_alpha=float, lam=float,
+                   n_test=int, p=int, n=int, k=int, repetition=int, step=int, direction=int,
+                   mean_overlap=float, max_overlap=float, median_overlap=float,
+                   subspace_fraction=float, weight_norm=float, train_loss=float,
+                   test_error=float, target_power=float, seconds=float, seed=int)
 
 
 def seeds_for(name: str, plan: Plan) -> int:
@@ -136,33 +130,66 @@ def seeds_for(name: str, plan: Plan) -> int:
     return {"activations": plan.side_seeds, "leap4": plan.leap4_seeds}.get(name, plan.seeds)
 
 
-def load_or_run(name: str, plan: Plan, *, force: bool = False,
+def _task(job: tuple[MultiStepConfig, int, int]) -> list[dict]:
+    """The rows of repetition ``rep`` of ``config`` (child ``rep`` of ``SeedSequence(seed)``)."""
+    config, seed, rep = job
+    (run,) = run_repetitions(config, np.random.SeedSequence(seed).spawn(rep + 1), [rep])
+    table = run.table()
+    table["seed"] = seed
+    return table.to_dict("records")
+
+
+def campaign(name: str, plan: Plan) -> Campaign:
+    """Experiment ``name`` of ``plan`` as a campaign: one task per repetition of a configuration
+    (``(steps + 1) k`` rows), keyed by the configuration's parameters, seed and repetition."""
+    jobs = tuple((config, seed, rep) for config, seed in configs(name, plan)
+                 for rep in range(seeds_for(name, plan)))
+    return Campaign(f"{plan.prefix}_{name}", jobs, _task, SCHEMA,
+                    key_columns=(*KEYS, "repetition"), cell=g10_cell,
+                    key=lambda j: (*(j[0].record()[k] for k in KEYS[:-1]), j[1], j[2]))
+
+
+def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
                 log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Per-repetition rows of experiment ``name``: the repetitions in the data (the package's
-    row store, :class:`validation.store.TableCache`, one block per repetition) are read, the
-    others simulated and appended as each configuration finishes, so an interrupted run
-    resumes. ``force``: simulate everything afresh."""
-    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
-    seeds = seeds_for(name, plan)
-    keys: list[str] = []
-    with TableCache(path, out, LAYOUT, fresh=force, what="experiment data") as cache:
-        for config, seed in configs(name, plan):
-            want = [_key(config, seed, i) for i in range(seeds)]
-            missing = [i for i, k in enumerate(want) if cache.get(k) is None]
-            keys += want
-            if not missing:
-                log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout}: "
-                    "cached")
-                continue
-            t0 = time.perf_counter()
-            children = np.random.SeedSequence(seed).spawn(seeds)
-            for run in run_repetitions(config, children, missing):
-                table = run.table()
-                table["seed"] = seed
-                cache.add(table.to_dict("records"))
-            log(f"[{name}] d={config.d} sigma={config.sigma} readout={config.readout} "
-                f"kappa={config.kappa:g} n={config.n}: {time.perf_counter() - t0:.1f} s")
-        return cache.frame(keys)
+    """Per-repetition rows of experiment ``name``, in the order of its configurations and
+    repetitions, from its CSV (``validation/reports/data/<prefix>_<name>.csv``) when that holds
+    every repetition; else the missing ones are simulated into the campaign's SQLite store
+    beside the CSV (which starts from the CSV's runs; :func:`validation.campaign.run_campaign`,
+    one transaction per repetition, so an interrupted run resumes) and the CSV is exported
+    again. ``force``: simulate everything afresh."""
+    read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
+    c = campaign(name, plan)
+    wanted = [c.key_text(j) for j in c.settings]
+    df = _ordered(read, c, wanted) if read.exists() and not force else None
+    if df is not None:
+        log(f"[{name}] cached")
+        return df
+    t0 = time.perf_counter()
+    with Store(write.with_suffix(".sqlite"), fresh=force) as st:
+        if not force:
+            for source in dict.fromkeys([write, read]):
+                if source.exists():
+                    st.import_csv(c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
+        st.export_csv(c, write)
+    log(f"[{name}] {out.ran} repetitions simulated: {time.perf_counter() - t0:.1f} s")
+    df = _ordered(write, c, wanted)
+    assert df is not None
+    return df
+
+
+def _ordered(path: pathlib.Path, c: Campaign, wanted: list[str]) -> pd.DataFrame | None:
+    """The rows of the tasks ``wanted`` in that order (each task's rows in the file's order),
+    or None if the CSV lacks one of them."""
+    df = pd.read_csv(path)
+    cells = pd.read_csv(path, dtype=str, keep_default_na=False, usecols=list(c.key_columns))
+    order = {k: i for i, k in enumerate(wanted)}
+    rank = pd.Series([order.get(c.row_key(r), -1) for r in cells.to_dict("records")],
+                     index=df.index)
+    if set(rank) - {-1} != set(range(len(wanted))):
+        return None
+    keep = rank[rank >= 0].sort_values(kind="stable").index
+    return df.loc[keep].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -261,14 +288,12 @@ def scaling_table(df: pd.DataFrame, target: str, kappa: float,
 
 
 def markdown(df: pd.DataFrame) -> str:
-    """A pipe table of ``df`` (columns starting with ``_`` dropped; ``d=`` columns sorted)."""
+    """A pipe table of ``df`` (columns starting with ``_`` dropped; ``d=`` columns sorted), by the
+    campaigns' markdown writer (:func:`validation.campaign.report.table_lines`)."""
     cols = [c for c in df.columns if not str(c).startswith("_")]
     dcols = sorted((c for c in cols if str(c).startswith("d=")), key=lambda c: int(c[2:]))
     if dcols:
         first = cols.index(next(c for c in cols if str(c).startswith("d=")))
         rest = [c for c in cols if not str(c).startswith("d=")]
         cols = rest[:first] + dcols + rest[first:]
-    lines = ["| " + " | ".join(map(str, cols)) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")
-    return "\n".join(lines)
+    return "\n".join(table_lines(df[cols].astype(object)))

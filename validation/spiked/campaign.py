@@ -6,31 +6,34 @@ loss, not scaled by n), two alphas each away from the interpolation point alpha 
 campaign runs at d = 1000 (p = beta d = 500, 1000, 2000); settings that miss are re-run at
 d = 2000 and 500 for the trend in d.
 
-Store: ``validation/reports/data/spiked_runs.csv`` (:mod:`validation.store`), one row per
-repetition and alpha, every parameter (matrices as JSON); one block per (setting, d, seed), so an
-interrupted run resumes at the first missing setting and a stored setting is never re-run.
+Runs: a :class:`validation.campaign.Campaign` (one task per (setting, d, seed)) in a SQLite store
+(:mod:`validation.campaign.store`), exported to ``validation/reports/data/spiked_runs.csv``
+(sorted by setting name, d, seed, then repetition and alpha), one row per repetition and alpha,
+every parameter (matrices as JSON); a killed run resumes at the first missing task and a stored
+task is never re-run.
 """
 
 from __future__ import annotations
 
 import math
-import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..campaign import Campaign, Schema, Store, run_campaign
 from ..paths import data_file
-from ..store import Layout, Store, frame, read_blocks
 from .simulator import SpikedSetting, simulate_spiked
 
 COMMITTED = Path(__file__).resolve().parents[1] / "reports" / "data" / "spiked_runs.csv"
 D = 1000
 SEEDS = 16
 SEED = 20260
-COLUMNS = ["name", "sigma", "target", "K", "r", "k", "loadings", "bulk", "fractions",
-           "overlaps", "lam", "beta", "d", "p", "delta", "n_test", "alpha", "n", "seed",
-           "seeds", "n_alphas", "rep", "risk", "seconds"]
+#: the rows: one per repetition and alpha, every parameter (matrices as JSON)
+SCHEMA = Schema.of(name=str, sigma=str, target=str, K=int, r=int, k=int, loadings=str, bulk=str,
+                   fractions=str, overlaps=str, lam=float, beta=float, d=int, p=int,
+                   delta=float, n_test=int, alpha=float, n=int, seed=int, seeds=int,
+                   n_alphas=int, rep=int, risk=float, seconds=float)
+COLUMNS = list(SCHEMA.names)
 
 
 @dataclass(frozen=True)
@@ -139,55 +142,66 @@ SETTINGS: tuple[CampaignSetting, ...] = (
 BY_NAME = {s.name: s for s in SETTINGS}
 
 
-def _block(row) -> str:
-    return f"{row['name']}|{row['d']}|{row['seed']}"
+def _task(job: tuple[CampaignSetting, int, int, int]) -> list[dict]:
+    """The rows of one run of a setting: ``(setting, d, seeds, seed)`` -> one row per repetition
+    and alpha (every parameter, matrices as JSON)."""
+    c, d, seeds, seed = job
+    res = simulate_spiked(c.at(d), c.alphas, seeds=seeds, seed=seed)
+    return [dict(r, name=c.name, seeds=seeds, n_alphas=len(c.alphas)) for r in res.rows()]
 
 
-#: one block per (setting, d, seed): all repetitions and alphas of a run of that setting
-LAYOUT = Layout(block=_block, size=lambda row: int(row["seeds"]) * int(row["n_alphas"]))
+def campaign(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEEDS,
+             seed: int = SEED) -> Campaign:
+    """The campaign over the settings ``names`` (default all) at ``d``: one task per
+    (setting, d, seed), keyed by those columns, with all ``seeds`` repetitions and alphas."""
+    chosen = list(SETTINGS) if not names else [BY_NAME[n] for n in names]
+    return Campaign(
+        "spiked_runs", tuple((c, int(d), int(seeds), int(seed)) for c in chosen), _task, SCHEMA,
+        key_columns=("name", "d", "seed"), key=lambda job: (job[0].name, job[1], job[3]))
 
 
 def store_paths() -> tuple[Path, Path]:
-    """``(read, write)`` paths of the campaign store."""
+    """``(read, write)`` paths of the campaign's CSV (the committed data, or a written copy)."""
     return data_file(COMMITTED, "validation", "reports", "data")
 
 
+def default_store() -> Path:
+    """The SQLite store of the runs: beside the CSV that is written (never committed)."""
+    return store_paths()[1].with_suffix(".sqlite")
+
+
 def load(path: str | Path | None = None):
-    """Every complete block of the store as one DataFrame (empty if there is none)."""
+    """The runs of the campaign's CSV (default: the committed one) as a DataFrame (empty if there
+    is none)."""
     import pandas as pd
 
     path = Path(path) if path is not None else store_paths()[0]
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
-    blocks = read_blocks(path, COLUMNS, LAYOUT)
-    return frame(COLUMNS, [ln for b in blocks.values() for ln in b])
+    df = pd.read_csv(path)
+    if list(df.columns) != COLUMNS:
+        raise ValueError(f"{path} has other columns than the spiked campaign's: "
+                         f"{list(df.columns)[:6]}...")
+    return df
 
 
 def run(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEEDS, seed: int = SEED,
-        store: str | Path | None = None, log: Callable[[str], None] | None = None) -> int:
-    """Simulate the settings ``names`` (default all) at ``d`` that the store lacks; one progress
-    line per setting. Returns the number of settings simulated."""
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    chosen = list(SETTINGS) if not names else [BY_NAME[n] for n in names]
-    path = Path(store) if store is not None else store_paths()[1]
-    done = 0
-    with Store(path, COLUMNS, LAYOUT, what="spiked store") as st:
-        todo = [c for c in chosen if f"{c.name}|{d}|{seed}" not in st.blocks]
-        log(f"spiked campaign: {len(chosen) - len(todo)} of {len(chosen)} settings stored at "
-            f"d = {d}, {len(todo)} to run ({seeds} seeds each) -> {path}")
-        t_all = time.perf_counter()
-        for i, c in enumerate(todo, 1):
-            t0 = time.perf_counter()
-            res = simulate_spiked(c.at(d), c.alphas, seeds=seeds, seed=seed)
-            rows = [dict(r, name=c.name, seeds=seeds, n_alphas=len(c.alphas))
-                    for r in res.rows()]
-            st.add(rows)
-            done += 1
-            summary = ", ".join(f"alpha={a:g}: {m:.4g} ± {s:.2g}"
-                                for a, m, s in zip(res.alphas, res.mean, res.se, strict=True))
-            log(f"[{i}/{len(todo)}] {c.name} d={d} p={c.at(d).p}: {summary} "
-                f"({time.perf_counter() - t0:.0f} s, total {time.perf_counter() - t_all:.0f} s)")
-    return done
+        store: str | Path | None = None, csv: str | Path | None = None, n_jobs: int = 1,
+        budget: float | None = None, progress: bool = True) -> int:
+    """Simulate the settings ``names`` (default all) at ``d`` that the store lacks
+    (:func:`validation.campaign.run_campaign`: ``n_jobs`` workers, a time ``budget``), then
+    export every stored run to ``csv`` (default: the committed CSV in a checkout). The store
+    (SQLite, default :func:`default_store`) starts from the runs of the CSV, so that what is
+    committed is never re-run. Returns the number of settings simulated."""
+    c = campaign(names, d=d, seeds=seeds, seed=seed)
+    csv_path = Path(csv) if csv is not None else store_paths()[1]
+    with Store(Path(store) if store is not None else default_store()) as st:
+        for source in dict.fromkeys([csv_path, *(() if csv is not None else store_paths()[:1])]):
+            if source.exists():
+                st.import_csv(c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, budget=budget, progress=progress)
+        st.export_csv(c, csv_path)
+    return out.ran
 
 
 def core_seconds(df) -> float:

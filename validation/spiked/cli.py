@@ -1,8 +1,9 @@
 """Command line: ``python -m validation.spiked {run,reference,report,readouts}``.
 
-``run`` simulates the campaign settings missing from the store (resumable, one progress line per
-setting); ``reference`` solves the semi-empirical reference equations at the campaign points;
-``report`` compares the stored points with the theory and writes ``SPIKED.md``;
+``run`` simulates the campaign settings missing from the store (:mod:`validation.campaign`:
+resumable, parallel with ``--n-jobs``, a time budget) and exports the runs' CSV; ``reference``
+solves the semi-empirical reference equations at the campaign points; ``report`` compares the
+runs of the CSV with the theory and writes ``SPIKED.md`` (and its figure) into ``--out``.
 ``readouts run|report`` is the finite-support readout campaign (``READOUTS.md``).
 """
 
@@ -23,30 +24,47 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate the campaign settings missing from the store",
                          description="Simulate the campaign settings missing from the store "
-                                     "(resumable; one progress line per setting).")
+                                     "(resumable, progress lines; then export the runs' CSV).")
     run.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                      help="comma-separated setting names (default: all; see --list)")
     run.add_argument("--d", type=integer("--d", 10), default=None,
                      help="input dimension (default 1000; p = beta d)")
     run.add_argument("--seeds", type=integer("--seeds", 2), default=None,
                      help="repetitions per setting (default 16)")
-    run.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    run.add_argument("--store", default=None,
+                     help="the SQLite store of the runs (default: spiked_runs.sqlite beside "
+                          "the CSV; it starts from the runs of the CSV)")
+    run.add_argument("--csv", default=None,
+                     help="the CSV every stored run is exported to (default: the committed "
+                          "validation/reports/data/spiked_runs.csv in a checkout)")
+    run.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                     help="worker processes (default 1)")
+    run.add_argument("--budget-s", type=float, default=None,
+                     help="start no setting after this many seconds (run again to go on)")
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
     run.add_argument("--list", action="store_true", help="list the settings and exit")
     ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
                          description="Solve the semi-empirical equations (numpy reference) on "
-                                     "the bulk of repetition 0 of each setting (resumable).")
+                                     "the bulk of repetition 0 of each setting (resumable; "
+                                     "exported to validation/reports/data/"
+                                     "spiked_reference.csv).")
     ref.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                      help="comma-separated setting names (default: all with p <= --max-p)")
     ref.add_argument("--reps", type=lambda t: [int(v) for v in split_list(t, "--reps")],
                      default=[0], help="repetitions whose bulk is used (default 0)")
     ref.add_argument("--max-p", type=integer("--max-p", 2), default=1000,
                      help="skip settings wider than this (default 1000)")
+    ref.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                     help="worker processes (default 1)")
+    ref.add_argument("--quiet", action="store_true", help="no progress lines")
     rep = sub.add_parser("report", help="write the report from the store",
                          description="Compare every stored point with the theory and write "
                                      "SPIKED.md.")
     rep.add_argument("--out", default=None,
-                     help="directory of the report (default: validation/reports)")
-    rep.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+                     help="directory of the report (default: validation/reports in a source "
+                          "checkout; required when the package is installed)")
+    rep.add_argument("--csv", default=None,
+                     help="the runs' CSV (default: the committed one)")
     rep.add_argument("--no-finite-p", action="store_true",
                      help="skip the finite-width theory column")
     ro = sub.add_parser("readouts", help="one giant step with a finite-support readout "
@@ -108,13 +126,14 @@ def run_cli(args: argparse.Namespace) -> int:
         unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)} (see --list)")
-        if args.store is not None:
-            try:
-                check_writable(args.store, "--store", suffixes=(".csv",))
-            except ValueError as exc:
-                return fail(str(exc))
-        campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
-                     store=args.store)
+        try:
+            check_writable(args.store, "--store", suffixes=(".sqlite", ".db"))
+            check_writable(args.csv, "--csv", suffixes=(".csv",))
+            campaign.run(args.names, d=args.d or campaign.D, seeds=args.seeds or campaign.SEEDS,
+                         store=args.store, csv=args.csv, n_jobs=args.n_jobs,
+                         budget=args.budget_s, progress=not args.quiet)
+        except ValueError as exc:
+            return fail(str(exc))
         return 0
     if args.command == "reference":
         from . import reference_runs
@@ -122,19 +141,21 @@ def run_cli(args: argparse.Namespace) -> int:
         unknown = [n for n in args.names or [] if n not in campaign.BY_NAME]
         if unknown:
             return fail(f"--names: unknown settings {', '.join(unknown)}")
-        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps)
+        reference_runs.run(args.names, max_p=args.max_p, reps=args.reps, n_jobs=args.n_jobs,
+                           progress=not args.quiet)
         return 0
+    from ..campaign.report import report_dir
     from . import report
 
-    out = Path(args.out) if args.out else report.DEFAULT_OUT
     try:
+        out = report_dir(args.out)
         check_writable(out, "--out", directory=True)
     except ValueError as exc:
         return fail(str(exc))
-    if args.store is not None and not Path(args.store).is_file():
-        return fail(f"--store: no such file {args.store!r}")
+    if args.csv is not None and not Path(args.csv).is_file():
+        return fail(f"--csv: no such file {args.csv!r}")
     try:
-        path = report.write_report(out, store=args.store, finite_p=not args.no_finite_p)
+        path = report.write_report(out, runs=args.csv, finite_p=not args.no_finite_p)
     except (ImportError, ValueError) as exc:
         return fail(str(exc))
     print(path)

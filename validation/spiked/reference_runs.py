@@ -1,27 +1,58 @@
 """The semi-empirical reference values of the campaign points (:mod:`.reference` on the bulk of
-repetition 0 of each setting, and of a few more repetitions where one bulk is noisy), kept in
-``validation/reports/data/spiked_reference.csv`` (:mod:`validation.store`, one block per point
-and repetition; resumable)."""
+repetition 0 of each setting, and of a few more repetitions where one bulk is noisy): a
+:class:`validation.campaign.Campaign`, one task per (setting, d, seed, repetition) with a row per
+alpha, exported sorted to ``validation/reports/data/spiked_reference.csv`` (resumable)."""
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from ..campaign import Campaign, Schema, Store, run_campaign
 from ..paths import data_file
-from ..store import Layout, Store, frame, read_blocks
-from . import campaign
+from . import campaign as spiked
 from .reference import Reference, ReferenceError
 
-COMMITTED = campaign.COMMITTED.with_name("spiked_reference.csv")
-COLUMNS = ["name", "d", "p", "alpha", "seed", "rep", "risk", "iterations", "residual",
-           "seconds"]
-LAYOUT = Layout(block=lambda row: (f"{row['name']}|{row['d']}|{float(row['alpha']):.10g}|"
-                                   f"{row['rep']}"), size=lambda row: 1)
+COMMITTED = spiked.COMMITTED.with_name("spiked_reference.csv")
+SCHEMA = Schema.of(name=str, d=int, p=int, alpha=float, seed=int, rep=int, risk=float,
+                   iterations=int, residual=float, seconds=float)
+COLUMNS = list(SCHEMA.names)
+
+
+def _task(job: tuple[spiked.CampaignSetting, int, int, int]) -> list[dict]:
+    """The reference at every alpha of a setting on the bulk of repetition ``rep`` (child
+    ``rep`` of ``SeedSequence(seed)``, the simulator's streams); NaN where it fails."""
+    c, d, rep, seed = job
+    s = c.at(d)
+    ref = Reference.sampled(s, np.random.SeedSequence(seed).spawn(rep + 1)[rep])
+    rows = []
+    for a in c.alphas:
+        t0 = time.perf_counter()
+        try:
+            out = ref.solve(a)
+            risk, iters, resid = out.risk, out.iterations, out.residual
+        except ReferenceError as exc:
+            risk, iters, resid = float("nan"), -1, float("nan")
+            print(f"reference {c.name} alpha={a:g}: {exc}", file=sys.stderr, flush=True)
+        rows.append(dict(name=c.name, d=d, p=s.p, alpha=a, seed=seed, rep=rep, risk=risk,
+                         iterations=iters, residual=resid, seconds=time.perf_counter() - t0))
+    return rows
+
+
+def campaign(names: Sequence[str] | None = None, *, d: int = spiked.D, max_p: int = 1000,
+             reps: Sequence[int] = (0,), seed: int = spiked.SEED) -> Campaign:
+    """The reference over the settings ``names`` (default: all with p <= ``max_p``) and the
+    bulks of repetitions ``reps``."""
+    chosen = list(spiked.SETTINGS) if not names else [spiked.BY_NAME[n] for n in names]
+    jobs = tuple((c, int(d), int(rep), int(seed)) for c in chosen if c.at(d).p <= max_p
+                 for rep in reps)
+    return Campaign("spiked_reference", jobs, _task, SCHEMA,
+                    key_columns=("name", "d", "seed", "rep"),
+                    key=lambda j: (j[0].name, j[1], j[3], j[2]))
 
 
 def load(path: str | Path | None = None):
@@ -32,42 +63,23 @@ def load(path: str | Path | None = None):
                                                          "data")[0]
     if not path.exists():
         return pd.DataFrame(columns=COLUMNS)
-    blocks = read_blocks(path, COLUMNS, LAYOUT)
-    return frame(COLUMNS, [ln for b in blocks.values() for ln in b])
+    return pd.read_csv(path)
 
 
-def run(names: Sequence[str] | None = None, *, d: int = campaign.D, max_p: int = 1000,
+def run(names: Sequence[str] | None = None, *, d: int = spiked.D, max_p: int = 1000,
         reps: Sequence[int] = (0,), store: str | Path | None = None,
-        log: Callable[[str], None] | None = None) -> int:
-    """Solve the reference at every alpha of the settings ``names`` (default: all with
-    p <= ``max_p``) on the bulks of repetitions ``reps`` that the store lacks; one line per
-    point."""
-    log = log or (lambda msg: print(msg, file=sys.stderr, flush=True))
-    chosen = list(campaign.SETTINGS) if not names else [campaign.BY_NAME[n] for n in names]
-    chosen = [c for c in chosen if c.at(d).p <= max_p]
-    path = Path(store) if store is not None else data_file(COMMITTED, "validation", "reports",
-                                                           "data")[1]
-    done = 0
-    with Store(path, COLUMNS, LAYOUT, what="reference store") as st:
-        for c, rep in [(c, rep) for c in chosen for rep in reps]:
-            s = c.at(d)
-            todo = [a for a in c.alphas if f"{c.name}|{d}|{a:.10g}|{rep}" not in st.blocks]
-            if not todo:
-                continue
-            child = np.random.SeedSequence(campaign.SEED).spawn(rep + 1)[rep]
-            ref = Reference.sampled(s, child)
-            for a in todo:
-                t0 = time.perf_counter()
-                try:
-                    out = ref.solve(a)
-                    risk, iters, resid = out.risk, out.iterations, out.residual
-                except ReferenceError as exc:
-                    risk, iters, resid = float("nan"), -1, float("nan")
-                    log(f"{c.name} alpha={a:g}: {exc}")
-                sec = time.perf_counter() - t0
-                st.add([dict(name=c.name, d=d, p=s.p, alpha=a, seed=campaign.SEED, rep=rep,
-                             risk=risk, iterations=iters, residual=resid, seconds=sec)])
-                done += 1
-                log(f"reference {c.name} d={d} p={s.p} alpha={a:g} rep={rep}: {risk:.6g} "
-                    f"({iters} iterations, {sec:.0f} s)")
-    return done
+        csv: str | Path | None = None, n_jobs: int = 1, progress: bool = True) -> int:
+    """Solve the reference for the settings and repetitions the store lacks
+    (:func:`validation.campaign.run_campaign`), then export every stored value to ``csv``
+    (default: the committed CSV in a checkout; the store, default beside it, starts from it).
+    Returns the number of (setting, repetition) tasks run."""
+    c = campaign(names, d=d, max_p=max_p, reps=reps)
+    read, write = data_file(COMMITTED, "validation", "reports", "data")
+    csv_path = Path(csv) if csv is not None else write
+    with Store(Path(store) if store is not None else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([csv_path, *(() if csv is not None else (read,))]):
+            if source.exists():
+                st.import_csv(c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=progress)
+        st.export_csv(c, csv_path)
+    return out.ran

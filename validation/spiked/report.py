@@ -2,7 +2,10 @@
 (:func:`asymptotics.spiked.risk_spiked`, at p = infinity and at the simulated width p), the
 aggregate agreement, every miss with its trend in d, the small-risk settings, and the
 cross-check of the theory's solver against the semi-empirical reference
-(:mod:`validation.spiked.reference`). Written to ``SPIKED.md`` (default ``validation/reports``).
+(:mod:`validation.spiked.reference`). A function of the runs' CSV, written with the campaigns'
+markdown writer and plots (:mod:`validation.campaign.report`, :mod:`validation.campaign.plots`)
+as ``SPIKED.md`` and ``figures/spiked_agreement.png`` into the directory the user chooses
+(``--out``; ``validation/reports`` by default in a source checkout).
 """
 
 from __future__ import annotations
@@ -15,11 +18,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..paths import output_dir
+from ..campaign import plots
+from ..campaign.report import Markdown, write_text
 from . import campaign
 
-DEFAULT_OUT = output_dir(Path(__file__).resolve().parents[1] / "reports", "validation",
-                         "reports")
 Z_MISS = 3.0
 #: Gauss-Hermite nodes per kappa dimension for the theory (r = 1: the theory's own default);
 #: the theory's defaults for r >= 2 are checked against these in the report
@@ -37,7 +39,12 @@ def summarize(runs: pd.DataFrame) -> pd.DataFrame:
     out["seeds"] = g["risk"].size()
     out["mean"] = g["risk"].mean()
     out["se"] = g["risk"].std(ddof=1) / np.sqrt(out["seeds"])
-    return out.reset_index()
+    out = out.reset_index()
+    # the campaign's order (settings as listed, then d, then alpha), whatever the rows' order
+    rank = {c.name: i for i, c in enumerate(campaign.SETTINGS)}
+    order = out["name"].map(lambda n: rank.get(n, len(rank)))
+    return out.assign(_rank=order).sort_values(["_rank", "d", "alpha"], kind="stable").drop(
+        columns="_rank").reset_index(drop=True)
 
 
 def _theory_kwargs(row) -> dict:
@@ -142,24 +149,30 @@ def _matrix_text(text: str) -> str:
     return "[" + " ".join(f"{v:.3g}" for v in m) + "]"
 
 
-def _point_table(points: pd.DataFrame, with_p: bool) -> list[str]:
-    head = ("| setting | K | r | σ | g | β | λ | α | seeds | theory p=∞ | sim ± s.e. | z | rel gap"
-            + (" | theory at p | z (p) | rel gap (p) |" if with_p else " |"))
-    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+POINT_COLUMNS = ["setting", "K", "r", "σ", "g", "β", "λ", "α", "seeds", "theory p=∞",
+                 "sim ± s.e.", "z", "rel gap"]
+SUMMARY_COLUMNS = ["theory", "points", "converged", "within 3 s.e.", "median abs rel gap",
+                   "max abs rel gap"]
+
+
+def _point_table(points: pd.DataFrame, with_p: bool) -> pd.DataFrame:
+    """One line per point, its cells as text."""
+    rows = []
     for _, r in points.iterrows():
-        line = (f"| {r['name']} | {r['K']} | {r['r']} | {r['sigma']} | `{r['target']}` | "
-                f"{r['beta']:g} | {r['lam']:g} | {r['alpha']:g} | {r['seeds']} | "
-                f"{_f(r['theory'])} | {_pm(r['mean'], r['se'])} | {_z(r['z'])} | "
-                f"{_pc(r['gap'])} |")
+        row = [r["name"], r["K"], r["r"], r["sigma"], f"`{r['target']}`", f"{r['beta']:g}",
+               f"{r['lam']:g}", f"{r['alpha']:g}", r["seeds"], _f(r["theory"]),
+               _pm(r["mean"], r["se"]), _z(r["z"]), _pc(r["gap"])]
         if with_p:
-            line += f" {_f(r['theory_p'])} | {_z(r['z_p'])} | {_pc(r['gap_p'])} |"
-        lines.append(line)
-    return lines
+            row += [_f(r["theory_p"]), _z(r["z_p"]), _pc(r["gap_p"])]
+        rows.append(row)
+    cols = POINT_COLUMNS + (["theory at p", "z (p)", "rel gap (p)"] if with_p else [])
+    return pd.DataFrame(rows, columns=cols)
 
 
-def _summary_lines(label: str, agg: dict) -> str:
-    return (f"| {label} | {agg['points']} | {agg['compared']} | {_apc(agg['within'])} | "
-            f"{_apc(agg['median_gap'])} | {_apc(agg['max_gap'])} |")
+def _summary(rows: list[tuple[str, dict]]) -> pd.DataFrame:
+    return pd.DataFrame([[label, agg["points"], agg["compared"], _apc(agg["within"]),
+                          _apc(agg["median_gap"]), _apc(agg["max_gap"])] for label, agg in rows],
+                        columns=SUMMARY_COLUMNS)
 
 
 def reference_table(path: Path | None = None) -> pd.DataFrame | None:
@@ -171,100 +184,94 @@ def reference_table(path: Path | None = None) -> pd.DataFrame | None:
 
 
 def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
-                 reference: pd.DataFrame | None = None) -> str:
-    """The markdown text of the report from the stored runs."""
+                 reference: pd.DataFrame | None = None, figure: str | None = None) -> str:
+    """The markdown text of the report from the stored runs (``figure``: the path of the
+    agreement figure relative to the report, linked when given)."""
     pts = add_theory(summarize(runs), finite_p=finite_p)
+    return build_text(runs, pts, finite_p=finite_p, reference=reference, figure=figure)
+
+
+def build_text(runs: pd.DataFrame, pts: pd.DataFrame, *, finite_p: bool = True,
+               reference: pd.DataFrame | None = None, figure: str | None = None) -> str:
+    """The report from the runs and their points with the theory (:func:`add_theory`)."""
     base = pts[pts["d"] == campaign.D]
     names = [c.name for c in campaign.SETTINGS if c.name in set(base["name"])]
     base = base.set_index("name").loc[names].reset_index()
     core_h = campaign.core_seconds(runs) / 3600
     seeds = sorted(set(base["seeds"]))
-    lines = [
-        "# K-group, r-spike spiked random features: theory vs Monte Carlo",
-        "",
-        "Generated by `python -m validation.spiked run` (simulations, resumable) then "
-        "`python -m validation.spiked report` (this file). Raw per-repetition risks: "
-        "`validation/reports/data/spiked_runs.csv` (one row per repetition and alpha, every "
-        "parameter, matrices as JSON).",
-        "",
-        "Model (`validation/spiked/simulator.py`): p = beta d neurons in K groups (group g: "
-        "round(pi_g p) rows, the last the remainder), rows `w_i = sqrt(c_g) G_i + V u_g` with "
-        "`G_i` uniform on the unit sphere, `V` a Haar d x r orthonormal basis, `u_g` the rows of "
-        "the loadings; target `g(theta_1.x, ..., theta_k.x)` with `theta_j = V Gamma[:, j] + "
-        "rho_j t_j`; ridge readout with the SUM loss `sum_i (y_i - f(x_i))^2 + lam |a|^2` on "
-        "n = alpha d fresh samples; risk `E (g - f)^2` on max(10^4, 2d) fresh noiseless inputs "
-        "(unbiased sample mean). Fresh bulk, V and T for every repetition.",
-        "",
-        f"- {len(names)} settings fixed before any comparison (`validation.spiked.campaign`), "
+    md = Markdown("K-group, r-spike spiked random features: theory vs Monte Carlo")
+    md.para("Generated by `python -m validation.spiked run` (simulations, resumable) then "
+            "`python -m validation.spiked report` (this file). Raw per-repetition risks: "
+            "`validation/reports/data/spiked_runs.csv` (one row per repetition and alpha, every "
+            "parameter, matrices as JSON).")
+    md.para("Model (`validation/spiked/simulator.py`): p = beta d neurons in K groups (group g: "
+            "round(pi_g p) rows, the last the remainder), rows `w_i = sqrt(c_g) G_i + V u_g` "
+            "with `G_i` uniform on the unit sphere, `V` a Haar d x r orthonormal basis, `u_g` the "
+            "rows of the loadings; target `g(theta_1.x, ..., theta_k.x)` with `theta_j = V "
+            "Gamma[:, j] + rho_j t_j`; ridge readout with the SUM loss `sum_i (y_i - f(x_i))^2 + "
+            "lam |a|^2` on n = alpha d fresh samples; risk `E (g - f)^2` on max(10^4, 2d) fresh "
+            "noiseless inputs (unbiased sample mean). Fresh bulk, V and T for every repetition.")
+    md.bullets([
+        f"{len(names)} settings fixed before any comparison (`validation.spiked.campaign`), "
         f"{len(base)} points at d = {campaign.D} (p = beta d = "
         f"{', '.join(str(int(p)) for p in sorted(set(base['p'])))}), "
         f"{', '.join(map(str, seeds))} repetitions per point; the settings that miss are re-run "
         "at other d (below).",
-        "- d = p >= 1000 holds for beta >= 1; the beta = 0.5 settings run at d = 1000, p = 500 "
+        "d = p >= 1000 holds for beta >= 1; the beta = 0.5 settings run at d = 1000, p = 500 "
         "(the input dimension kept at 1000, the width halved), and again at d = 2000, p = 1000 "
         "where the store has them (\"Other settings re-run at another d\", below).",
-        f"- Compute of the stored runs: {core_h:.2f} core-hours (wall time of the repetitions, "
+        f"Compute of the stored runs: {core_h:.2f} core-hours (wall time of the repetitions, "
         "one thread each; an upper bound on CPU time on a shared machine).",
-        "- Theory: `asymptotics.spiked.risk_spiked` at p = infinity (the deterministic block "
+        "Theory: `asymptotics.spiked.risk_spiked` at p = infinity (the deterministic block "
         "resolvent) and at the simulated p (its finite-width form, `p=`). NaN/n/a: not "
-        "converged (never reported as a number).",
-        "",
-        "## Summary",
-        "",
-        f"d = {campaign.D}, every point of the campaign; a miss is |z| > {Z_MISS:g} "
-        "(z = (simulation - theory) / s.e.).",
-        "",
-        "| theory | points | converged | within 3 s.e. | median abs rel gap | max abs rel gap |",
-        "|---|---|---|---|---|---|",
-        _summary_lines("p = infinity", aggregate(base)),
-    ]
-    if finite_p:
-        lines.append(_summary_lines("finite p (the simulated width)",
-                                    aggregate(base, "z_p", "gap_p")))
+        "converged (never reported as a number)."])
+    md.heading("Summary")
+    md.para(f"d = {campaign.D}, every point of the campaign; a miss is |z| > {Z_MISS:g} "
+            "(z = (simulation - theory) / s.e.).")
+    md.table(_summary([("p = infinity", aggregate(base))]
+                      + ([("finite p (the simulated width)", aggregate(base, "z_p", "gap_p"))]
+                         if finite_p else [])))
     small = base[base["name"].str.startswith("small-")]
     rest = base[~base["name"].str.startswith("small-")]
-    lines += ["", "Without the small-risk settings (where the p = infinity theory floors, "
-              "below):", "",
-              "| theory | points | converged | within 3 s.e. | median abs rel gap | "
-              "max abs rel gap |", "|---|---|---|---|---|---|",
-              _summary_lines("p = infinity", aggregate(rest))]
-    if finite_p:
-        lines.append(_summary_lines("finite p", aggregate(rest, "z_p", "gap_p")))
-    lines += ["", f"## Every point (d = {campaign.D})", ""]
-    lines += _point_table(base, finite_p)
+    md.para("Without the small-risk settings (where the p = infinity theory floors, below):")
+    md.table(_summary([("p = infinity", aggregate(rest))]
+                      + ([("finite p", aggregate(rest, "z_p", "gap_p"))] if finite_p else [])))
+    if figure:
+        md.para(f"![simulation against the theory at d = {campaign.D}]({figure})")
+    md.heading(f"Every point (d = {campaign.D})")
+    md.table(_point_table(base, finite_p))
     # misses and their trend in d
     miss = base[~(np.abs(base["z"]) <= Z_MISS)]
-    lines += ["", "## Misses and their trend in d", ""]
+    md.heading("Misses and their trend in d")
     if not len(miss):
-        lines.append(f"No point with |z| > {Z_MISS:g} against the p = infinity theory.")
+        md.para(f"No point with |z| > {Z_MISS:g} against the p = infinity theory.")
     else:
-        lines.append(f"{len(miss)} points with |z| > {Z_MISS:g} (or no converged theory) "
-                     f"against the p = infinity theory at d = {campaign.D}. Each missing setting "
-                     "is re-run at the other d in the store (same seeds, same settings, only d "
-                     "changed; p = beta d). The column p (sim - theory p=∞) is constant in d "
-                     "where the gap is a 1/p finite-width effect; p (theory at p - theory p=∞) is "
-                     "the part of it the finite-width theory accounts for.")
-        lines.append("")
-        head = ("| setting | α | d | p | seeds | theory p=∞ | theory at p | sim ± s.e. | z | "
-                "rel gap | p (sim - theory p=∞) | p (theory at p - theory p=∞) | z (p) | "
-                "rel gap (p) |")
-        lines += [head, "|" + "---|" * (head.count("|") - 1)]
+        md.para(f"{len(miss)} points with |z| > {Z_MISS:g} (or no converged theory) "
+                f"against the p = infinity theory at d = {campaign.D}. Each missing setting "
+                "is re-run at the other d in the store (same seeds, same settings, only d "
+                "changed; p = beta d). The column p (sim - theory p=∞) is constant in d "
+                "where the gap is a 1/p finite-width effect; p (theory at p - theory p=∞) is "
+                "the part of it the finite-width theory accounts for.")
+        rows = []
         for _, m in miss.iterrows():
             trend = pts[(pts["name"] == m["name"]) & (pts["alpha"] == m["alpha"])]
             for _, r in trend.sort_values("d").iterrows():
-                lines.append(f"| {r['name']} | {r['alpha']:g} | {r['d']} | {r['p']} | "
-                             f"{r['seeds']} | {_f(r['theory'])} | {_f(r['theory_p'])} | "
-                             f"{_pm(r['mean'], r['se'])} | {_z(r['z'])} | {_pc(r['gap'])} | "
+                rows.append([r["name"], f"{r['alpha']:g}", r["d"], r["p"], r["seeds"],
+                             _f(r["theory"]), _f(r["theory_p"]), _pm(r["mean"], r["se"]),
+                             _z(r["z"]), _pc(r["gap"]),
                              f"{r['p'] * (r['mean'] - r['theory']):.3g} ± "
-                             f"{r['p'] * r['se']:.2g} | "
-                             f"{_f(r['p'] * (r['theory_p'] - r['theory']), 3)} | "
-                             f"{_z(r['z_p'])} | {_pc(r['gap_p'])} |")
+                             f"{r['p'] * r['se']:.2g}",
+                             _f(r["p"] * (r["theory_p"] - r["theory"]), 3), _z(r["z_p"]),
+                             _pc(r["gap_p"])])
+        md.table(pd.DataFrame(rows, columns=[
+            "setting", "α", "d", "p", "seeds", "theory p=∞", "theory at p", "sim ± s.e.", "z",
+            "rel gap", "p (sim - theory p=∞)", "p (theory at p - theory p=∞)", "z (p)",
+            "rel gap (p)"]))
     if len(miss) and finite_p:
-        lines += ["", "The 1/p coefficient of each missing point, pooled over d (inverse-variance "
-                  "mean of p (sim - theory p=∞)), against the finite-width theory's p (theory at "
-                  "p - theory p=∞) at the largest simulated p:", "",
-                  "| setting | α | β | d simulated | p (sim - theory p=∞) | finite-p theory | "
-                  "share accounted for |", "|---|---|---|---|---|---|---|"]
+        md.para("The 1/p coefficient of each missing point, pooled over d (inverse-variance "
+                "mean of p (sim - theory p=∞)), against the finite-width theory's p (theory at "
+                "p - theory p=∞) at the largest simulated p:")
+        rows = []
         for _, m in miss.iterrows():
             tr = pts[(pts["name"] == m["name"]) & (pts["alpha"] == m["alpha"])]
             coef, err = tr["p"] * (tr["mean"] - tr["theory"]), tr["p"] * tr["se"]
@@ -273,83 +280,87 @@ def build_report(runs: pd.DataFrame, *, finite_p: bool = True,
             ce = float(1.0 / np.sqrt(np.sum(wts)))
             top = tr.loc[tr["p"].idxmax()]
             tc = float(top["p"] * (top["theory_p"] - top["theory"]))
-            lines.append(f"| {m['name']} | {m['alpha']:g} | {m['beta']:g} | "
-                         f"{', '.join(str(v) for v in sorted(tr['d']))} | {c:.3g} ± {ce:.2g} | "
-                         f"{tc:.3g} | {100 * tc / c:.0f}% |")
-    miss_p = base[~(np.abs(base["z_p"]) <= Z_MISS)] if finite_p else base.iloc[:0]
+            rows.append([m["name"], f"{m['alpha']:g}", f"{m['beta']:g}",
+                         ", ".join(str(v) for v in sorted(tr["d"])), f"{c:.3g} ± {ce:.2g}",
+                         f"{tc:.3g}", f"{100 * tc / c:.0f}%"])
+        md.table(pd.DataFrame(rows, columns=[
+            "setting", "α", "β", "d simulated", "p (sim - theory p=∞)", "finite-p theory",
+            "share accounted for"]))
     if finite_p:
-        lines += ["", f"Against the theory at the simulated p, {len(miss_p)} of {len(base)} points "
-                  f"at d = {campaign.D} miss"
-                  + (": " + "; ".join(f"{r['name']} at alpha = {r['alpha']:g} (z = "
-                                      f"{r['z_p']:+.1f}, {100 * r['gap_p']:+.2f}%)"
-                                      for _, r in miss_p.iterrows()) if len(miss_p) else "")
-                  + "."]
+        miss_p = base[~(np.abs(base["z_p"]) <= Z_MISS)]
+        md.para(f"Against the theory at the simulated p, {len(miss_p)} of {len(base)} points "
+                f"at d = {campaign.D} miss"
+                + (": " + "; ".join(f"{r['name']} at alpha = {r['alpha']:g} (z = "
+                                    f"{r['z_p']:+.1f}, {100 * r['gap_p']:+.2f}%)"
+                                    for _, r in miss_p.iterrows()) if len(miss_p) else "")
+                + ".")
     other_d = pts[(pts["d"] != campaign.D) & ~pts["name"].isin(set(miss["name"]))]
     if len(other_d):
-        lines += ["", "Other settings re-run at another d:", ""]
-        lines += _point_table(other_d.assign(name=other_d["name"] + " (d="
-                                             + other_d["d"].astype(str) + ")"), finite_p)
+        md.para("Other settings re-run at another d:")
+        md.table(_point_table(other_d.assign(name=other_d["name"] + " (d="
+                                             + other_d["d"].astype(str) + ")"), finite_p))
     # finite width
-    lines += ["", "## Finite width", "",
-              "The small-risk settings: the spikes span the target directions (Gamma = I), "
-              "large alpha, lam = 0.001. The p = infinity theory and the theory at the simulated "
-              "p side by side:", ""]
-    lines += _point_table(small, finite_p)
+    md.heading("Finite width")
+    md.para("The small-risk settings: the spikes span the target directions (Gamma = I), "
+            "large alpha, lam = 0.001. The p = infinity theory and the theory at the simulated "
+            "p side by side:")
+    md.table(_point_table(small, finite_p))
     if finite_p and len(base):
         d_gap = np.abs(base["gap_p"]) - np.abs(base["gap"])
         better = int(np.sum(d_gap < 0))
-        lines += ["", f"Over all {len(base)} points the finite-p theory is closer to the "
-                  f"simulation at {better} and farther at {len(base) - better}; median "
-                  f"|theory at p - theory p=∞| / theory = "
-                  f"{_apc(float(np.median(np.abs(base['theory_p'] / base['theory'] - 1))))}."]
+        md.para(f"Over all {len(base)} points the finite-p theory is closer to the "
+                f"simulation at {better} and farther at {len(base) - better}; median "
+                f"|theory at p - theory p=∞| / theory = "
+                f"{_apc(float(np.median(np.abs(base['theory_p'] / base['theory'] - 1))))}.")
     # quadrature of the theory
     quad = base.assign(qgap=base["theory_default"] / base["theory"] - 1)
     flagged = quad[~(np.abs(quad["qgap"]) <= QUAD_FLAG)]
-    lines += ["", "## Quadrature of the theory", "",
-              "The theory is evaluated with Gauss-Hermite tensor rules of "
-              + ", ".join(f"{n} nodes per kappa dimension at r = {r}"
-                          for r, n in THEORY_NODES.items() if n is not None)
-              + " (r = 1: the theory's default rule). With the theory's default rules, "
-              f"{len(flagged)} of {len(quad)} points move by more than {100 * QUAD_FLAG:g}%"
-              + (":" if len(flagged) else "."), ""]
+    md.heading("Quadrature of the theory")
+    md.para("The theory is evaluated with Gauss-Hermite tensor rules of "
+            + ", ".join(f"{n} nodes per kappa dimension at r = {r}"
+                        for r, n in THEORY_NODES.items() if n is not None)
+            + " (r = 1: the theory's default rule). With the theory's default rules, "
+            f"{len(flagged)} of {len(quad)} points move by more than {100 * QUAD_FLAG:g}%"
+            + (":" if len(flagged) else "."))
     if len(flagged):
-        lines += ["| setting | r | α | theory, default rule | theory, finer rule | change | "
-                  "z with the default rule |", "|---|---|---|---|---|---|---|"]
-        for _, r in flagged.iterrows():
-            z0 = (r["mean"] - r["theory_default"]) / r["se"]
-            lines.append(f"| {r['name']} | {r['r']} | {r['alpha']:g} | "
-                         f"{_f(r['theory_default'], 5)} | {_f(r['theory'], 5)} | "
-                         f"{_pc(r['qgap'])} | {_z(z0)} |")
+        md.table(pd.DataFrame(
+            [[r["name"], r["r"], f"{r['alpha']:g}", _f(r["theory_default"], 5),
+              _f(r["theory"], 5), _pc(r["qgap"]), _z((r["mean"] - r["theory_default"]) / r["se"])]
+             for _, r in flagged.iterrows()],
+            columns=["setting", "r", "α", "theory, default rule", "theory, finer rule", "change",
+                     "z with the default rule"]))
     # parameters
-    lines += ["", "## Settings", "",
-              "| setting | loadings (K x r) | bulk c | fractions | overlaps Gamma (r x k) | "
-              "alphas | purpose |", "|---|---|---|---|---|---|---|"]
+    md.heading("Settings")
+    rows = []
     for c in campaign.SETTINGS:
         s = c.setting.as_dict()
-        lines.append(f"| {c.name} | {_matrix_text(s['loadings'])} | {_matrix_text(s['bulk'])} "
-                     f"| {_matrix_text(s['fractions'])} | {_matrix_text(s['overlaps'])} | "
-                     f"{', '.join(f'{a:g}' for a in c.alphas)} | {c.purpose} |")
+        rows.append([c.name, _matrix_text(s["loadings"]), _matrix_text(s["bulk"]),
+                     _matrix_text(s["fractions"]), _matrix_text(s["overlaps"]),
+                     ", ".join(f"{a:g}" for a in c.alphas), c.purpose])
+    md.table(pd.DataFrame(rows, columns=["setting", "loadings (K x r)", "bulk c", "fractions",
+                                         "overlaps Gamma (r x k)", "alphas", "purpose"]))
     if reference is not None and len(reference):
-        lines += ["", "## The theory's solver against the semi-empirical reference", ""]
-        lines += reference_lines(reference, pts)
-    return "\n".join(lines) + "\n"
+        md.heading("The theory's solver against the semi-empirical reference")
+        reference_text(md, reference, pts)
+    md.regenerate(REGENERATE)
+    return md.text()
 
 
-def reference_lines(reference: pd.DataFrame, pts: pd.DataFrame) -> list[str]:
+def reference_text(md: Markdown, reference: pd.DataFrame, pts: pd.DataFrame) -> None:
     """The semi-empirical reference (numpy, on the bulks of one or a few repetitions) beside the
     deterministic theory and the simulation."""
-    lines = ["`validation.spiked.reference` solves the semi-empirical equations (the exact p x p "
-             "resolvent of one sampled bulk G at the simulated d, written independently of the "
-             "theory package) on the bulk of repetition 0 (and of repetitions 1-3 where the "
-             "column bulks says so; then their mean ± s.e.). The deterministic theory is its "
-             "d -> infinity limit, so the two differ by the fluctuation of a sampled bulk.",
-             "",
-             "| setting | α | d | p | bulks | reference | theory p=∞ | theory at p | "
-             "ref / theory - 1 | sim ± s.e. |", "|---|---|---|---|---|---|---|---|---|---|"]
+    md.para("`validation.spiked.reference` solves the semi-empirical equations (the exact p x p "
+            "resolvent of one sampled bulk G at the simulated d, written independently of the "
+            "theory package) on the bulk of repetition 0 (and of repetitions 1-3 where the "
+            "column bulks says so; then their mean ± s.e.). The deterministic theory is its "
+            "d -> infinity limit, so the two differ by the fluctuation of a sampled bulk.")
     ref = reference[np.isfinite(reference["risk"].astype(float))]
     g = ref.groupby(["name", "d", "alpha"], sort=False)["risk"]
     stats = pd.DataFrame(dict(n=g.size(), mean=g.mean(), sd=g.std(ddof=1))).reset_index()
-    rel = []
+    rank = {c.name: i for i, c in enumerate(campaign.SETTINGS)}  # the campaign's order
+    stats = stats.assign(_rank=stats["name"].map(lambda n: rank.get(n, len(rank)))).sort_values(
+        ["_rank", "d", "alpha"], kind="stable")
+    rel, rows = [], []
     for _, r in stats.iterrows():
         m = pts[(pts["name"] == r["name"]) & (pts["alpha"] == r["alpha"])
                 & (pts["d"] == r["d"])]
@@ -360,26 +371,48 @@ def reference_lines(reference: pd.DataFrame, pts: pd.DataFrame) -> list[str]:
         rel.append(rg)
         val = (_f(r["mean"], 5) if r["n"] == 1
                else f"{r['mean']:.5g} ± {r['sd'] / math.sqrt(r['n']):.2g}")
-        lines.append(f"| {r['name']} | {r['alpha']:g} | {r['d']} | {m['p']} | {r['n']} | "
-                     f"{val} | {_f(m['theory'], 5)} | {_f(m['theory_p'], 5)} | "
-                     f"{_pc(rg)} | {_pm(m['mean'], m['se'])} |")
+        rows.append([r["name"], f"{r['alpha']:g}", r["d"], m["p"], r["n"], val,
+                     _f(m["theory"], 5), _f(m["theory_p"], 5), _pc(rg),
+                     _pm(m["mean"], m["se"])])
+    md.table(pd.DataFrame(rows, columns=["setting", "α", "d", "p", "bulks", "reference",
+                                         "theory p=∞", "theory at p", "ref / theory - 1",
+                                         "sim ± s.e."]))
     a = np.abs(np.asarray(rel, dtype=float))
     a = a[np.isfinite(a)]
     if len(a):
-        lines += ["", f"{len(a)} points: median |ref / theory - 1| = {_apc(float(np.median(a)))}, "
-                  f"max {_apc(float(np.max(a)))}."]
-    return lines
+        md.para(f"{len(a)} points: median |ref / theory - 1| = {_apc(float(np.median(a)))}, "
+                f"max {_apc(float(np.max(a)))}.")
 
 
-def write_report(out: str | Path = DEFAULT_OUT, *, store: str | Path | None = None,
+def draw(pts: pd.DataFrame, out: str | Path) -> Path:
+    """The agreement figure (``out/figures/spiked_agreement.png``): simulation / theory - 1 at
+    d = 1000 against the theory, p = infinity and the simulated p; returns its path relative
+    to ``out``."""
+    base = pts[pts["d"] == campaign.D]
+    fig, axes = plots.figure(2, 1, width=5.0, height=3.8)
+    for ax, col, title in ((axes[0, 0], "theory", "theory at p = infinity"),
+                           (axes[0, 1], "theory_p", "theory at the simulated p")):
+        for k, r in enumerate(sorted(set(base["r"]))):
+            sub = base[base["r"] == r]
+            plots.agreement(ax, sub[col], sub["mean"], sub["se"], k=k, label=f"r = {r}")
+        ax.set_xscale("log")
+        ax.set_title(title)
+        ax.legend(fontsize=8)
+    return plots.save(fig, out, "spiked_agreement")
+
+
+REGENERATE = "python -m validation.spiked report --out validation/reports"
+
+
+def write_report(out: str | Path, *, runs: str | Path | None = None,
                  finite_p: bool = True) -> Path:
-    """Write ``SPIKED.md`` into ``out`` from the store; returns its path."""
-    runs = campaign.load(store)
-    if not len(runs):
-        raise ValueError("the spiked store holds no runs; run `python -m validation.spiked run`")
-    text = build_report(runs, finite_p=finite_p, reference=reference_table())
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / "SPIKED.md"
-    path.write_text(text)
-    return path
+    """Write ``SPIKED.md`` and its figure into ``out`` from the runs' CSV (default: the
+    committed one); returns the report's path."""
+    df = campaign.load(runs)
+    if not len(df):
+        raise ValueError("the spiked runs hold nothing; run `python -m validation.spiked run`")
+    pts = add_theory(summarize(df), finite_p=finite_p)
+    fig = draw(pts, out)
+    text = build_text(df, pts, finite_p=finite_p, reference=reference_table(),
+                      figure=fig.as_posix())
+    return write_text(out, "SPIKED.md", text)

@@ -14,7 +14,7 @@ The model (the protocol of docs/THEORY.md §1 with the first layer replaced):
   ``sum_i (y_i - f(x_i))^2 + lam |a|^2`` on ``n = round(alpha d)`` fresh samples (nested along
   alpha: one pass, :func:`validation.simulator.fit_readouts`), risk ``E (g - f)^2`` on
   ``n_test`` fresh noiseless inputs (the unbiased ``mc`` estimator of
-  :mod:`validation.test_error`).
+  :mod:`validation.estimators`).
 
 Seeds: repetition ``i`` is child ``i`` of ``SeedSequence(seed)``; inside it the named streams of
 :data:`validation.simulator.STREAMS` (the same names and order): ``weights`` the bulk ``G``

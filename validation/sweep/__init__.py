@@ -26,22 +26,22 @@ this process); ``dask`` runs on ``dask.distributed``, a local cluster of ``n_job
 single-threaded worker processes or the existing cluster at ``address`` (optional extra
 ``giantstep[dask]``; remote workers need giantstep installed).
 
-Store (``store=path.csv``): one CSV row per point, appended atomically per task (one ``write``
-of the task's whole block of rows, then ``fsync``), under an exclusive lock. Columns: ``key``
-(hash of the point's parameters), ``task`` (hash of the task), ``task_rows`` (rows in the task's
-block), ``kind``, every parameter, the result (``risk`` NaN unless ``converged``), ``seconds``
-and ``cpu_seconds`` (the task's wall and CPU time), ``version`` (giantstep's) and ``crc``
-(CRC-32 of the rest of the line).
+Store (``store=path``): a :class:`validation.campaign.Store` (SQLite, one table per kind, one
+row per point, long format), each finished task's rows and its done mark written in one
+transaction, so a kill at any instant leaves whole tasks only. Columns: ``key`` (hash of the
+point's parameters), ``task`` (hash of the task, the campaign's key), ``task_rows`` (rows in
+the task), ``kind``, every parameter, the result (``risk`` NaN unless ``converged``),
+``seconds`` and ``cpu_seconds`` (the task's wall and CPU time) and ``version`` (giantstep's).
 On restart the tasks already stored are skipped (a theory task's hash covers its whole alpha
 list, since warm starts tie a curve's points together: a new alpha grid recomputes the curves;
-simulation repetitions are keyed by their own parameters, so ``seeds`` can grow); a torn write
-at the end of the file (a process killed mid-write: a line without its newline, a bad checksum, a
-block short of ``task_rows``) is cut off with a warning and its task recomputed. Damage followed
-by good rows is not a torn write and raises ``ValueError``.
+simulation repetitions are keyed by their own parameters, so ``seeds`` can grow). ``csv=path``
+exports the kind's stored rows sorted by the parameters (the committed form of a sweep, e.g. the
+phase diagram's data) and seeds the store from that file when it exists.
 
-Modules: :mod:`.params` (kinds, parameters, grid parsing), :mod:`.tasks` (hashing, planning,
-running one task), :mod:`.store` (the CSV store), :mod:`.runner`
-(:func:`sweep`, :func:`summarize`), :mod:`.heatmap` and :mod:`.cli` (the ``sweep`` subcommand).
+Modules: :mod:`.params` (kinds, parameters, the store's schema, grid parsing), :mod:`.tasks`
+(hashing, planning, running one task, the campaign), :mod:`.runner` (:func:`sweep`,
+:func:`read_store`, :func:`summarize`), :mod:`.heatmap` and :mod:`.cli` (the ``sweep``
+subcommand).
 """
 
 from .cli import DEFAULT_ALPHAS, add_subparser, run_cli
@@ -63,14 +63,13 @@ from .params import (
     parse_grid_spec,
     parse_values,
 )
-from .runner import summarize, sweep
-from .store import Store, format_rows, read_store
-from .tasks import Task, package_version, plan, run_task
+from .runner import read_store, summarize, sweep
+from .tasks import Task, campaign, package_version, plan, run_task, task_rows
 
 __all__ = [
     "DEFAULTS", "DEFAULT_ALPHAS", "KINDS", "META", "RULES", "SCHEDULERS", "SIM_PARAMS",
-    "SIM_RESULT", "STRING_COLUMNS", "TAIL", "THEORY_PARAMS", "Store", "Task", "add_subparser",
-    "check_value", "columns", "format_rows", "grid_axes", "package_version", "params_of",
+    "SIM_RESULT", "STRING_COLUMNS", "TAIL", "THEORY_PARAMS", "Task", "add_subparser",
+    "campaign", "check_value", "columns", "grid_axes", "package_version", "params_of",
     "parse_grid_spec", "parse_values", "plan", "plot_heatmap", "read_store", "run_cli",
-    "run_task", "summarize", "sweep",
+    "run_task", "summarize", "sweep", "task_rows",
 ]

@@ -35,7 +35,7 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
     from asymptotics.cli.curve import CONVENTIONS, add_model_arguments
 
     p = subparsers.add_parser(
-        "sweep", help="parameter grids: local pool or Dask, resumable CSV store",
+        "sweep", help="parameter grids: local pool or Dask, resumable SQLite store",
         description="Run a grid of theory curves or Monte Carlo repetitions. Grid values: "
                     "NAME=START:STOP:NUM (numpy.linspace) or NAME=a,b,c; every parameter not in "
                     "a grid takes its option's value. Results: CSV (--out, or stdout without "
@@ -60,7 +60,8 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                        help="repetitions per point (default: 4)")
         p.add_argument("--seed", type=i_("seed", 0), default=0,
                        help="salt of the parameter-hash seeds (default: 0)")
-    p.add_argument("--store", help="resumable CSV store: finished tasks are skipped on restart")
+    p.add_argument("--store", help="resumable SQLite store (validation.campaign): finished tasks "
+                                   "are skipped on restart")
     p.add_argument("--out", help="write the result CSV here")
     p.add_argument("--scheduler", choices=SCHEDULERS, default=None,
                    help="local: a process pool; dask: dask.distributed (default: local, or dask "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,10 +34,10 @@ RULES: dict[str, tuple[type, float, bool]] = {
 DEFAULTS: dict[str, Any] = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01,
                                 beta=1.0, delta=0.0, d=500, n_test=0, seed=0)
 META = ("key", "task", "task_rows", "kind")
-TAIL = ("seconds", "cpu_seconds", "version", "crc")
+TAIL = ("seconds", "cpu_seconds", "version")
 SIM_RESULT = ("rep", "p", "n", "n0", "n_test_used", "entropy", "risk", "converged")
 STRING_COLUMNS = ("key", "task", "kind", "sigma", "target", "measure", "model", "status", "message",
-                  "version", "entropy", "crc")
+                  "version", "entropy")
 
 
 def _theory_result_columns() -> tuple[str, ...]:
@@ -51,6 +51,30 @@ def _theory_result_columns() -> tuple[str, ...]:
     first = ("risk", "converged", "iterations", "residual")
     rest = tuple(f.name for f in fields(RiskResult) if f.name not in skip and f.name not in first)
     return first + rest
+
+
+#: the type of every column but the theory's results (those are RiskResult's field types)
+TYPES: dict[str, type] = dict(
+    key=str, task=str, task_rows=int, kind=str, sigma=str, target=str, rep=int, p=int, n=int,
+    n0=int, n_test_used=int, entropy=str, risk=float, converged=bool, seconds=float,
+    cpu_seconds=float, version=str, **{name: rule[0] for name, rule in RULES.items()})
+
+
+@cache
+def schema(kind: str):
+    """The store's row schema for ``kind`` (:class:`validation.campaign.Schema`): the columns of
+    :func:`columns` with their types."""
+    from dataclasses import fields
+
+    from asymptotics.api.risk import RiskResult
+    from validation.campaign import Schema
+
+    named = {"float": float, "int": int, "str": str, "bool": bool}
+    types = dict(TYPES)
+    for f in fields(RiskResult):
+        if f.name not in types and isinstance(f.type, str) and f.type in named:
+            types[f.name] = named[f.type]
+    return Schema(tuple((c, types[c]) for c in columns(kind)))
 
 
 def params_of(kind: str) -> tuple[str, ...]:

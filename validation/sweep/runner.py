@@ -1,4 +1,6 @@
-"""The runner: plan, skip what the store holds, schedule the rest, collect a DataFrame."""
+"""The runner: the sweep as a :class:`validation.campaign.Campaign` on
+:func:`validation.campaign.run_campaign` (plan, skip what the store holds, schedule the rest,
+one transaction per task), collected as a DataFrame in grid order."""
 
 from __future__ import annotations
 
@@ -10,11 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-from validation.pool import run_tasks
-
-from .params import SCHEDULERS, SIM_PARAMS, columns, is_theory
-from .store import Store, _frame, format_rows
-from .tasks import plan, run_task
+from .params import SCHEDULERS, SIM_PARAMS, is_theory
+from .tasks import campaign, plan
 
 
 def sweep(
@@ -22,6 +21,7 @@ def sweep(
     grid: Mapping[str, Iterable[Any] | str] | None = None,
     *,
     store: str | os.PathLike | None = None,
+    csv: str | os.PathLike | None = None,
     seeds: int = 4,
     n_jobs: int | None = None,
     scheduler: str = "local",
@@ -38,9 +38,13 @@ def sweep(
     alpha must be given. Theory rows: ``risk`` (NaN unless ``converged``) and every order
     parameter. Simulations: one row per repetition (``summary=False``) or, by default, per point
     with ``risk`` (mean over ``seeds`` repetitions), ``se``, ``seeds`` and the ``values``.
-    ``store``: resumable CSV (see the module docstring). ``n_jobs``: workers (default: all
-    cores). ``scheduler``: ``local`` (process pool) or ``dask`` (a local cluster, or ``address``).
+    ``store``: resumable SQLite store (see the module docstring); ``csv``: every row of the
+    store's ``kind`` exported there after the run (sorted by the parameters), and read into the
+    store first when it exists. ``n_jobs``: workers (default: all cores). ``scheduler``:
+    ``local`` (process pool) or ``dask`` (a local cluster, or ``address``).
     """
+    from validation.campaign import Store, run_campaign
+
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
     if address and scheduler != "dask":
@@ -52,34 +56,26 @@ def sweep(
         n_jobs = cpu_count()
     if isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1:
         raise ValueError(f"n_jobs must be an integer >= 1, got {n_jobs!r}")
-    cols = columns(kind)
-    db = Store(store, cols) if store is not None else None
-    try:
-        blocks: dict[str, list[str]] = {}
-        if db is not None:
-            blocks.update({t.key: db.blocks[t.key] for t in tasks if t.key in db.blocks})
-        todo = [t for t in tasks if t.key not in blocks]
-        if todo:
-            from asymptotics.core.progress import Progress
-
-            results = run_tasks(run_task, todo, int(n_jobs), scheduler=scheduler,
-                                address=address, name=lambda t: f"sweep-{t.key}")
-            bar = Progress(len(tasks), f"sweep {kind}", unit="task", enabled=progress,
-                           initial=len(tasks) - len(todo))
-            with bar:
-                for _, (key, rows, _) in results:
-                    lines = format_rows(rows, cols)
-                    if db is not None:
-                        db.append(key, lines)
-                    blocks[key] = lines
-                    bar.update(1)
-    finally:
-        if db is not None:
-            db.close()
-    df = _frame(cols, [ln for t in tasks for ln in blocks[t.key]])
+    c = campaign(kind, tasks)
+    with Store(store) as st:
+        if csv is not None and os.path.exists(csv):
+            st.import_csv(c, csv)
+        run_campaign(c, st, n_jobs=int(n_jobs), scheduler=scheduler, address=address,
+                     progress=progress is not False, interval=15.0)
+        df = st.frame(c, keys=[c.key_text(t) for t in tasks])
+        if csv is not None:
+            st.export_csv(c, csv)
     if not is_theory(kind) and summary:
         df = summarize(df)
     return _reorder(df)
+
+
+def read_store(path: str | os.PathLike, kind: str) -> pd.DataFrame:
+    """Every stored row of a sweep of ``kind`` (sorted by the parameters)."""
+    from validation.campaign import Store
+
+    with Store(path) as st:
+        return st.frame(campaign(kind))
 
 
 def _reorder(df: pd.DataFrame) -> pd.DataFrame:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from .params import _check_kind, _normalise_grid, is_theory, params_of
+from .params import _check_kind, _normalise_grid, is_theory, params_of, schema
 
 
 def _digest(obj: Any) -> str:
@@ -121,6 +121,23 @@ def run_task(task: Task) -> tuple[str, list[dict], float]:
                  task=task.key, task_rows=task.n_rows, kind=task.kind, seconds=seconds,
                  cpu_seconds=cpu, version=version)
     return task.key, rows, seconds
+
+
+def task_rows(task: Task) -> list[dict]:
+    """The rows of one task in the store's columns (the campaign's task function)."""
+    names = schema(task.kind).names
+    return [{c: r[c] for c in names} for r in run_task(task)[1]]
+
+
+def campaign(kind: str, tasks: Sequence[Task] = ()):
+    """The sweep of ``kind`` over ``tasks`` as a :class:`validation.campaign.Campaign`: one table
+    per kind (``sweep_<kind>``), tasks keyed by their hash (the ``task`` column), exported sorted
+    by the parameters."""
+    from validation.campaign import Campaign
+
+    return Campaign(f"sweep_{kind.replace('-', '_')}", tuple(tasks), task_rows, schema(kind),
+                    key_columns=("task",), key=lambda t: (t.key,),
+                    order=("kind", *params_of(kind), *(() if is_theory(kind) else ("rep",))))
 
 
 def _theory_rows(task: Task) -> list[dict]:

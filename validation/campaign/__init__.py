@@ -1,0 +1,16 @@
+"""The one campaign runner: a named plan of settings, a task function and a row schema
+(:class:`Campaign`), run by :func:`run_campaign` on the scheduler into a SQLite :class:`Store`.
+
+``spec.py`` (Campaign, Schema, task keys), ``store.py`` (SQLite, one table per campaign, long
+format, ``export_csv``), ``runner.py`` (``run_campaign``: skip done keys, one transaction per
+task, resumable after a kill, time budget, progress lines), ``report.py`` (the markdown
+writer and where reports go), ``plots.py`` (the reports' figure helpers).
+"""
+
+from __future__ import annotations
+
+from .runner import RunSummary, run_campaign
+from .spec import Campaign, Schema
+from .store import Store
+
+__all__ = ["Campaign", "RunSummary", "Schema", "Store", "run_campaign"]

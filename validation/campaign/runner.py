@@ -1,0 +1,92 @@
+"""The one campaign runner: plan -> skip what is stored -> run on the scheduler -> store each
+finished task in one transaction -> progress. Resumable and exact after a kill: a task is stored
+whole or not at all, a task's rows depend only on its setting, and the export is sorted."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..pool import run_tasks
+from .spec import Campaign
+from .store import Store
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What a run did: tasks planned, found stored, run now, and whether the budget stopped it."""
+
+    planned: int
+    skipped: int
+    ran: int
+    stopped: bool
+    seconds: float
+
+    @property
+    def complete(self) -> bool:
+        return self.skipped + self.ran == self.planned
+
+
+def _timed(job: tuple[Callable[[Any], list[dict]], Any]) -> tuple[list[dict], float]:
+    """Run one task (in a worker for ``n_jobs > 1``): its rows and its wall time."""
+    fn, setting = job
+    t0 = time.perf_counter()
+    rows = fn(setting)
+    return list(rows), time.perf_counter() - t0
+
+
+def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
+                 budget: float | None = None, progress: bool = True,
+                 scheduler: str = "local", address: str | None = None,
+                 interval: float = 30.0, stream: Any = None) -> RunSummary:
+    """Run the settings of ``campaign`` whose keys ``store`` lacks on
+    :func:`validation.pool.run_tasks` (``n_jobs`` workers, ``scheduler``), storing each finished
+    task's rows in one transaction as it completes.
+
+    ``budget`` (seconds): no task starts once it is spent (the running ones finish and are
+    stored); run again to go on. ``progress``: a first line (what is stored, what is to run,
+    where), then :class:`asymptotics.core.progress.Progress` on ``stream`` (default stderr: a
+    bar on a terminal, else one line every ``interval`` s) and a last line; False prints nothing."""
+    from asymptotics.core.progress import Progress
+
+    t0 = time.monotonic()
+    store.ensure(campaign)
+    keys = [campaign.key_text(s) for s in campaign.settings]
+    if len(set(keys)) != len(keys):
+        seen: set[str] = set()
+        dup = next(k for k in keys if k in seen or seen.add(k))
+        raise ValueError(f"campaign {campaign.name}: the plan holds key {dup} twice")
+    done = store.done(campaign)
+    todo = [(k, s) for k, s in zip(keys, campaign.settings, strict=True) if k not in done]
+    stream = stream if stream is not None else sys.stderr
+
+    def say(text: str) -> None:
+        if progress:
+            print(f"{campaign.name}: {text}", file=stream, flush=True)
+
+    say(f"{len(keys) - len(todo)} of {len(keys)} tasks stored, {len(todo)} to run"
+        + (f" ({n_jobs} jobs)" if n_jobs > 1 else "") + f" -> {store.path}")
+
+    def stop() -> bool:
+        return budget is not None and time.monotonic() - t0 >= budget
+
+    ran = 0
+    results = run_tasks(_timed, [(campaign.task, s) for _, s in todo], n_jobs,
+                        scheduler=scheduler, address=address, stop=stop,
+                        name=lambda job: f"{campaign.name}-{campaign.key_text(job[1])}")
+    with Progress(len(todo), campaign.name, unit="tasks", enabled=progress and bool(todo),
+                  interval=interval, stream=stream) as bar:
+        for i, (rows, seconds) in results:
+            store.write(campaign, todo[i][0], rows, seconds)
+            ran += 1
+            bar.update()
+    stopped = ran < len(todo)
+    if todo:
+        say(f"{ran} of {len(todo)} tasks run in {time.monotonic() - t0:.0f} s"
+            + (f"; budget of {budget:g} s spent, {len(todo) - ran} left: run again to go on"
+               if stopped else ""))
+    return RunSummary(planned=len(keys), skipped=len(keys) - len(todo), ran=ran,
+                      stopped=stopped, seconds=time.monotonic() - t0)
