@@ -67,8 +67,6 @@ from .analysis import (
     BulkEdge,
     FeatureSpectrum,
     WeightSpectrum,
-    _fit_window,
-    _gaussian_mean,
     bulk_edge,
     feature_spectrum,
     polynomial_amplitudes,
@@ -79,7 +77,6 @@ from .analysis import (
 )
 from .cli import (
     CLI_HELP,
-    _cli_real,
     add_subparser,
     main,
     run_cli,
@@ -92,7 +89,6 @@ from .model import (
     STREAMS,
     Simulation,
     StepConfig,
-    _real,
     draw_batch,
     draw_readout,
     gd_step,

@@ -12,7 +12,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.quadrature import gauss_hermite
 from asymptotics.measures.marchenko_pastur import mp_median
 
-from .model import EDGE_METHODS, _real
+from .model import EDGE_METHODS, check_real
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def bulk_edge(
     of ``m^(-2/3)`` relative to the MP edge), which shrinks with the size."""
     if method not in EDGE_METHODS:
         raise ValueError(f"method must be one of {EDGE_METHODS}, got {method!r}")
-    kappa = _real(kappa, "kappa", 0.0)
+    kappa = check_real(kappa, "kappa", 0.0)
     s = np.sort(np.asarray(singular_values, dtype=np.float64))[::-1]
     p, d = shape
     m = s.size

@@ -10,7 +10,7 @@ import numpy as np
 
 from asymptotics.cli.common import integer
 
-from .model import BATCHES, EDGE_METHODS, READOUTS, StepConfig, _real, simulate
+from .model import BATCHES, EDGE_METHODS, READOUTS, StepConfig, check_real, simulate
 from .plot import plot_spectrum
 from .run import run_spectrum
 
@@ -31,7 +31,7 @@ def _cli_real(name: str, lo: float, hi: float = math.inf, hi_open: bool = False)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
         try:
-            return _real(value, name, lo, hi, hi_open=hi_open)
+            return check_real(value, name, lo, hi, hi_open=hi_open)
         except (TypeError, ValueError) as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -28,7 +28,7 @@ def rng_for(seed: int, stream: str) -> np.random.Generator:
     return np.random.default_rng(mc.streams(np.random.SeedSequence(seed), list(STREAMS))[stream])
 
 
-def _real(value, name: str, lo: float, hi: float = math.inf, *, lo_open=False, hi_open=False):
+def check_real(value, name: str, lo: float, hi: float = math.inf, *, lo_open=False, hi_open=False):
     return checks.real(name, value, lo, hi, lo_open=lo_open, hi_open=hi_open)
 
 
@@ -56,14 +56,15 @@ class StepConfig:
         if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or self.d < 8:
             raise ValueError(f"d must be an integer >= 8, got {self.d!r}")
         object.__setattr__(self, "d", int(self.d))
-        object.__setattr__(self, "a1", _real(self.a1, "a1", 0.0, 0.5))
+        object.__setattr__(self, "a1", check_real(self.a1, "a1", 0.0, 0.5))
         if self.a2 is not None:
-            object.__setattr__(self, "a2", _real(self.a2, "a2", 0.0, 0.5))
-        object.__setattr__(self, "beta", _real(self.beta, "beta", 0.0, 64.0, lo_open=True))
-        object.__setattr__(self, "alpha0", _real(self.alpha0, "alpha0", 0.0, 64.0, lo_open=True))
-        object.__setattr__(self, "eta1", _real(self.eta1, "eta1", 0.0))
-        object.__setattr__(self, "eta2", _real(self.eta2, "eta2", 0.0))
-        object.__setattr__(self, "delta", _real(self.delta, "delta", 0.0))
+            object.__setattr__(self, "a2", check_real(self.a2, "a2", 0.0, 0.5))
+        object.__setattr__(self, "beta", check_real(self.beta, "beta", 0.0, 64.0, lo_open=True))
+        object.__setattr__(self, "alpha0",
+                           check_real(self.alpha0, "alpha0", 0.0, 64.0, lo_open=True))
+        object.__setattr__(self, "eta1", check_real(self.eta1, "eta1", 0.0))
+        object.__setattr__(self, "eta2", check_real(self.eta2, "eta2", 0.0))
+        object.__setattr__(self, "delta", check_real(self.delta, "delta", 0.0))
         if self.batch not in BATCHES:
             raise ValueError(f"batch must be one of {BATCHES}, got {self.batch!r}")
         if self.readout not in READOUTS:

@@ -79,7 +79,7 @@ def schema(kind: str):
 
 def params_of(kind: str) -> tuple[str, ...]:
     """The parameters a sweep of ``kind`` takes (grid or fixed), in their canonical order."""
-    _check_kind(kind)
+    check_kind(kind)
     return THEORY_PARAMS if is_theory(kind) else SIM_PARAMS
 
 
@@ -89,7 +89,7 @@ def columns(kind: str) -> tuple[str, ...]:
     return META + params_of(kind) + result + TAIL
 
 
-def _check_kind(kind: str) -> None:
+def check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
 
@@ -192,7 +192,7 @@ def parse_grid_spec(text: str) -> tuple[str, list]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _normalise_grid(kind: str, grid: Mapping[str, Any] | None,
+def normalise_grid(kind: str, grid: Mapping[str, Any] | None,
                     fixed: Mapping[str, Any]) -> tuple[dict[str, list], dict[str, Any]]:
     allowed = params_of(kind)
     out_grid: dict[str, list] = {}

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from .params import _check_kind, _normalise_grid, is_theory, params_of, schema
+from .params import check_kind, is_theory, normalise_grid, params_of, schema
 
 
 def _digest(obj: Any) -> str:
@@ -63,10 +63,10 @@ class Task:
 def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = 4,
          **fixed: Any) -> list[Task]:
     """The tasks of a sweep, in grid order (canonical parameter order, alpha innermost)."""
-    _check_kind(kind)
+    check_kind(kind)
     if isinstance(seeds, bool) or int(seeds) != seeds or seeds < 1:
         raise ValueError(f"seeds must be an integer >= 1, got {seeds!r}")
-    g, base = _normalise_grid(kind, grid, fixed)
+    g, base = normalise_grid(kind, grid, fixed)
     inner = ("alpha",) if is_theory(kind) else ("lam", "alpha")
     axes_of = {n: g[n] if n in g else [base[n]] for n in params_of(kind)}
     alphas = tuple(axes_of["alpha"])
