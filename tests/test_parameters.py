@@ -115,3 +115,19 @@ def test_a_result_is_data_with_the_curves_schema():
             assert a == b, col
     grid = risk_grid(alpha=[1.5], model="srf", sigma="relu", target="tanh")
     assert list(grid.columns) == RESULT_COLUMNS
+
+
+def test_the_sweep_takes_the_tables_defaults_and_one_kind():
+    from validation.sweep.params import DEFAULT_KIND, DEFAULT_SEEDS, DEFAULTS
+    from validation.sweep.runner import sweep
+
+    for name in ("sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "d"):
+        assert DEFAULTS[name] == default(name), name
+    params = inspect.signature(sweep).parameters
+    assert params["kind"].default == DEFAULT_KIND and params["seeds"].default == DEFAULT_SEEDS
+    assert DEFAULT_SEEDS == default("seeds")
+    out = subprocess.run([sys.executable, "-m", "validation", "sweep", "--help"],
+                         capture_output=True, text=True, timeout=120).stdout
+    assert f"default: {DEFAULT_KIND})" in " ".join(out.split())
+    assert f"(default: {DEFAULT_SEEDS})" in " ".join(out.split())
+    assert f"(default: {default('d')})" in " ".join(out.split())

@@ -227,10 +227,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="width p = beta d for the finite-p theory (docs/DERIVATIONS.md §8), "
                             "a number >= 1 or inf (default: inf, the p -> infinity limit)")
     curve.add_argument("--common-row", type=_common_row, default=None,
-                       help="optional finite-d correction of the finite-p theory (with --p): "
-                            "'network' for the trained network's shrunk mean row, or the ratio "
-                            "omega (docs/DERIVATIONS.md §8, the network's initial output; "
-                            "default: none, omega = 1)")
+                       help="the ratio omega of the network's mean row in the finite-p theory "
+                            "(with --p; docs/DERIVATIONS.md §8, the network's initial output): "
+                            "'network' (the trained network's shrunk mean row) or a number > 0 "
+                            "(default: 'network' for --model network at finite p, 1 otherwise)")
     curve.add_argument("--out", help="write the full CSV (every parameter, order parameter and "
                                      "status; the baseline as risk_rf) to this file")
     curve.add_argument("--csv", action="store_true",

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 from .heatmap import grid_axes, plot_heatmap
 from .params import (
+    DEFAULT_KIND,
+    DEFAULT_SEEDS,
     DEFAULTS,
     KINDS,
     SCHEDULERS,
@@ -43,9 +45,9 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
         epilog=CONVENTIONS, formatter_class=argparse.RawDescriptionHelpFormatter)
     names = THEORY_PARAMS if theory_only else SIM_PARAMS
     if not theory_only:
-        p.add_argument("--kind", choices=KINDS, default="network",
+        p.add_argument("--kind", choices=KINDS, default=DEFAULT_KIND,
                        help="theory: the sRF equations; theory-network: the network theory; "
-                            "or a simulated model: network, srf, rf (default: network)")
+                            f"or a simulated model: network, srf, rf (default: {DEFAULT_KIND})")
     p.add_argument("--grid", action="append", type=parse_grid_spec, default=[],
                    metavar="NAME=VALUES",
                    help=f"a grid axis, repeatable; NAME one of {', '.join(names)} "
@@ -56,8 +58,8 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
                        help=f"dimension d of the simulations (default: {DEFAULTS['d']})")
         p.add_argument("--n-test", type=i_("n-test", 0), default=0,
                        help="test inputs per repetition (default 0: max(10000, 2d))")
-        p.add_argument("--seeds", type=i_("seeds", 1), default=4,
-                       help="repetitions per point (default: 4)")
+        p.add_argument("--seeds", type=i_("seeds", 1), default=DEFAULT_SEEDS,
+                       help=f"repetitions per point (default: {DEFAULT_SEEDS})")
         p.add_argument("--seed", type=i_("seed", 0), default=0,
                        help="salt of the parameter-hash seeds (default: 0)")
     p.add_argument("--store", help="resumable SQLite store (validation.campaign): finished tasks "

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
+from asymptotics.core.parameters import default
 from validation.pool import SCHEDULERS  # noqa: F401  (re-exported: the sweep's schedulers)
 
 KINDS = ("theory", "theory-network", "network", "srf", "rf")
@@ -31,8 +32,13 @@ RULES: dict[str, tuple[type, float, bool]] = {
     "eta": (float, 0.0, True), "lam": (float, 0.0, True), "delta": (float, 0.0, True),
     "d": (int, 2, True), "n_test": (int, 0, True), "seed": (int, 0, True),
 }
-DEFAULTS: dict[str, Any] = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01,
-                                beta=1.0, delta=0.0, d=500, n_test=0, seed=0)
+#: the model parameters' defaults are the parameter table's (asymptotics.core.parameters); the
+#: sweep's own: the kind and the seeds per point
+DEFAULTS: dict[str, Any] = {**{k: default(k) for k in ("sigma", "target", "alpha0", "eta", "lam",
+                                                      "beta", "delta", "d")},
+                            "n_test": 0, "seed": 0}
+DEFAULT_KIND = "theory"
+DEFAULT_SEEDS = default("seeds")
 META = ("key", "task", "task_rows", "kind")
 TAIL = ("seconds", "cpu_seconds", "version")
 SIM_RESULT = ("rep", "p", "n", "n0", "n_test_used", "entropy", "risk", "converged")

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
-from .params import SCHEDULERS, SIM_PARAMS, is_theory
+from .params import DEFAULT_KIND, DEFAULT_SEEDS, SCHEDULERS, SIM_PARAMS, is_theory
 from .tasks import campaign, plan
 
 
 def sweep(
-    kind: str = "theory",
+    kind: str = DEFAULT_KIND,
     grid: Mapping[str, Iterable[Any] | str] | None = None,
     *,
     store: str | os.PathLike | None = None,
     csv: str | os.PathLike | None = None,
-    seeds: int = 4,
+    seeds: int = DEFAULT_SEEDS,
     n_jobs: int | None = None,
     scheduler: str = "local",
     address: str | None = None,
@@ -34,7 +34,8 @@ def sweep(
 
     ``grid`` maps parameter names to values (a list, or the text ``"START:STOP:NUM"`` /
     ``"a,b,c"``); ``fixed`` sets the others (defaults: sigma = target = tanh, alpha0 = 2, eta = 1,
-    lam = 0.01, beta = 1, delta = 0; simulations d = 500, n_test = 0 (default size), seed = 0);
+    lam = 0.01, beta = 1, delta = 0; simulations d = 1000, n_test = 0 (default size), seed = 0:
+    the parameter table's, ``validation.sweep.params.DEFAULTS``);
     alpha must be given. Theory rows: ``risk`` (NaN unless ``converged``) and every order
     parameter. Simulations: one row per repetition (``summary=False``) or, by default, per point
     with ``risk`` (mean over ``seeds`` repetitions), ``se``, ``seeds`` and the ``values``.
