@@ -5,9 +5,8 @@ one's locks, checksums and torn-write cuts with transactions); only the figures'
 cache (``figures/cache.py``) still keeps its rows through :class:`Store` (the campaigns use this
 module's cell formats, :func:`exact_cell`, :func:`g10_cell`, :func:`g12_cell`). A *block* is
 the rows of one unit of work (a task, a repetition, a configuration, a curve); a
-:class:`Layout` says which block a row
-belongs to (its key, from the row's own cells), how many rows a complete block has, and how
-cells are written. The store
+:class:`Layout` says which block a row belongs to (its key, from the row's own cells), how many
+rows a complete block has, and how cells are written. The store
 
 - appends a block in one ``write`` followed by ``fsync``, under an exclusive lock held while the
   store is open (a second writer is refused);
