@@ -1,6 +1,7 @@
 """Figures of the spectra experiments (validation.experiments.spectra) and the command that
-regenerates validation/reports/SPECTRA.md: ``python -m figures.spectra_report [--quick]``
-(run or load the experiments, draw the figures, write the report from the numbers)."""
+regenerates validation/reports/SPECTRA.md: ``python -m figures.spectra_report [--quick]
+[--out DIR]`` (run or load the experiments, draw the figures, write the report from the
+numbers into ``--out``, by default ``validation/reports`` in a source checkout)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,6 @@ from validation.experiments.spectra import (  # noqa: F401
     spectrum_data,
 )
 from validation.experiments.spectra_text import build_report
-from validation.paths import output_dir
 from validation.spectrum import bulk_edge
 
 
@@ -210,7 +210,7 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path, plan: Plan
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import Parser
+    from asymptotics.cli.common import Parser, integer
 
     parser = Parser(prog="python -m figures.spectra_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))
@@ -219,24 +219,38 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS threads (default: the library's; 1 is fastest on a busy "
                              "machine)")
+    parser.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
+                        help="worker processes for the configurations to simulate (default 1)")
+    parser.add_argument("--out", default=None,
+                        help="directory of the report and its figures (default: "
+                             "validation/reports in a source checkout; required when the "
+                             "package is installed)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: run (or load) the experiments, draw the figures, write the report."""
+    from asymptotics.cli.common import check_writable, fail
+    from validation.campaign.report import report_dir, write_text
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
+    try:
+        out = report_dir(args.out, REPORTS)
+        check_writable(out, "--out", directory=True)
+    except ValueError as exc:
+        return fail(str(exc))
     plan = plan_for(args.quick)
     t0 = time.perf_counter()
 
     def run() -> tuple[dict[str, pd.DataFrame], list[pathlib.Path]]:
-        data = {name: load_or_run(name, plan, force=args.force) for name in EXPERIMENTS}
+        data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
+                for name in EXPERIMENTS}
         if args.force:
             spectrum_data(args.quick, force=True)
-        figdir = output_dir(REPORTS, "reports") / "figures"
-        return data, draw_figures(data, figdir, plan, args.quick)
+        return data, draw_figures(data, out / "figures", plan, args.quick)
 
     if args.threads is not None:
         from threadpoolctl import threadpool_limits
@@ -245,13 +259,13 @@ def main(argv: list[str] | None = None) -> int:
             data, figs = run()
     else:
         data, figs = run()
-    text = build_report(data, plan, figs, time.perf_counter() - t0)
+    # the figures as the report names them: relative to the report's directory
+    rel = [f.relative_to(out) if f.is_relative_to(out) else f for f in figs]
+    text = build_report(data, plan, rel, time.perf_counter() - t0)
     if args.quick:
         print(text)
     else:
-        path = output_dir(REPORTS, "reports") / "SPECTRA.md"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path = write_text(out, "SPECTRA.md", text)
         print(f"wrote {path}")
     return 0
 

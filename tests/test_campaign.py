@@ -6,6 +6,7 @@ report directory behave."""
 from __future__ import annotations
 
 import io
+import math
 import os
 import signal
 import sqlite3
@@ -300,6 +301,63 @@ def test_committed_multistep_data_are_the_export_of_their_stores(tmp_path):
         assert (tmp_path / f"{name}.csv").read_bytes() == path.read_bytes(), name
 
 
+def test_committed_spectra_data_are_the_export_of_their_stores(tmp_path):
+    """Each spectra table (one task per configuration, NaN keys as a token) and the spectrum
+    figure's data are the sorted export of their store."""
+    from validation.experiments import spectra as SP
+
+    tables = [(SP.campaign(name, SP.FULL), f"spectra_{name}.csv") for name in SP.EXPERIMENTS]
+    tables.append((SP.spectrum_campaign(SP.FULL), "spectra_spectrum.csv"))
+    for c, fname in tables:
+        path = SP.REPORTS / "data" / fname
+        with Store(tmp_path / f"{c.name}.sqlite") as st:
+            assert st.import_csv(c, path) == len(c.settings)  # one task per configuration
+            assert st.done(c) == {c.key_text(j) for j in c.settings}
+            st.export_csv(c, tmp_path / fname)
+        assert (tmp_path / fname).read_bytes() == path.read_bytes(), fname
+
+
+def test_spectra_one_step_keys_hold_the_nan_token():
+    from validation.experiments import spectra as SP
+
+    c = SP.campaign("onestep", SP.FULL)
+    keys = [c.key_text(j) for j in c.settings]
+    assert all(f'"{SP.NAN_KEY}"' in k for k in keys) and len(set(keys)) == len(keys)
+    no_token = Campaign("t", c.settings, c.task, c.schema, c.key_columns, c.key)
+    with pytest.raises(ValueError, match="non-finite"):
+        no_token.key_text(c.settings[0])
+
+
+def test_spectra_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch):
+    from validation.experiments import spectra as SP
+
+    monkeypatch.setattr(SP, "REPORTS", tmp_path / "reports")  # not a checkout: the cache
+    monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "cache"))
+    calls = []
+
+    def fake_row(config, *, taylor=False):
+        calls.append(config)
+        return {**dict(zip(SP.KEYS, SP._key(config), strict=True)), "p": config.p,
+                "n": config.n, "delta": config.delta, "measured": 1, "predicted": 1,
+                "predicted_activation": 1, "weight_outliers": 2, "edge": 1.7, "threshold": 1.8,
+                "top_sv": 3.0, "second_sv": 1.9, "seconds": 0.1,
+                **{f"{w}{m}": 0.5 for m in range(1, 6) for w in ("amp", "floor")},
+                "sv1": 3.0, "ov1_theta1": 0.7, "deg1": 1, "subspace_theta1": 0.7,
+                "subspace_random": 0.1, "expansion_rms": 0.2,
+                **{f"taylor{m}": 0.1 * m for m in range(1, 6)}}
+
+    monkeypatch.setattr(SP, "simulate_row", fake_row)
+    logs: list[str] = []
+    first = SP.load_or_run("taylor", SP.QUICK, log=logs.append)
+    assert "3 simulations" in logs[-1] and len(calls) == 3
+    assert (tmp_path / "cache" / "reports" / "data" / "spectra_quick_taylor.csv").exists()
+    again = SP.load_or_run("taylor", SP.QUICK, log=logs.append)
+    assert "cached" in logs[-1] and len(calls) == 3
+    pd.testing.assert_frame_equal(first, again)
+    assert list(first["eta1"]) == list(SP.TAYLOR_ETAS)  # the plan's order
+    assert math.isnan(first["sv2"][0])  # a column the row lacks: NaN
+
+
 def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch):
     from validation.experiments import multistep as MS
 
@@ -317,7 +375,8 @@ def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("command", [["validation.spiked.cli", "report"],
                                      ["validation.experiments.finite_width"],
-                                     ["figures.multistep_report"]])
+                                     ["figures.multistep_report"],
+                                     ["figures.spectra_report"]])
 def test_installed_package_reports_need_out(command, monkeypatch, capsys):
     import importlib
 

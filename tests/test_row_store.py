@@ -1,6 +1,5 @@
-"""The CSV row store (validation.store): the figures' cache and the spectra experiment's data go
-through it, and their committed files are blocks of it as they are (the ported campaigns:
-tests/test_campaign.py)."""
+"""The CSV row store (validation.store): the figures' cache goes through it (the experiments'
+data are campaigns: tests/test_campaign.py)."""
 
 from __future__ import annotations
 
@@ -11,10 +10,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from validation.store import Layout, TableCache, header_of, read_blocks
+from validation.store import Layout, TableCache
 
 ROOT = Path(__file__).resolve().parents[1]
-USERS = ["figures/cache.py", "validation/experiments/spectra.py"]
+USERS = ["figures/cache.py"]
 
 
 def _imported(path: Path) -> set[str]:
@@ -64,19 +63,6 @@ def test_figure_cache_writes_once_in_the_committed_format(tmp_path, monkeypatch)
     monkeypatch.setattr(S, "simulate_curve", no_simulation)
     pd.testing.assert_frame_equal(cache.cached_curve("t", setting, [0.5, 1.0], [0.1, 1.0],
                                                      seeds=2), first, check_exact=True)
-
-
-@pytest.mark.parametrize("name", ["spectra"])  # multistep: tests/test_campaign.py
-def test_committed_experiment_data_are_complete_blocks_of_the_store(name):
-    import importlib
-
-    mod = importlib.import_module(f"validation.experiments.{name}")
-    for path in sorted((ROOT / "validation" / "reports" / "data").glob(f"{name}_*.csv")):
-        cols = header_of(path)
-        layout = mod.SPECTRUM_LAYOUT if path.name.endswith("_spectrum.csv") else mod.LAYOUT
-        blocks = read_blocks(path, cols, layout)
-        rows = sum(1 for _ in path.open()) - 1
-        assert sum(map(len, blocks.values())) == rows, f"{path.name}: rows outside blocks"
 
 
 def test_table_cache_widens_its_header_and_keeps_the_numbers(tmp_path):

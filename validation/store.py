@@ -1,12 +1,12 @@
 """The CSV row store: a keyed, append-only, resumable CSV of blocks of rows.
 
-The caches and the runners not yet on :mod:`validation.campaign` (whose SQLite store replaces
-this one's locks, checksums and torn-write cuts with transactions) keep their rows through
-:class:`Store`: the figures' simulation cache (``figures/cache.py``) and the spectra
-experiment's data (:mod:`validation.experiments.spectra`). A *block* is the rows of one unit of
-work (a task, a repetition, a configuration, a curve); a :class:`Layout` says which block a row
-belongs to (its key, from the row's own cells), how many rows a complete block has, and how
-cells are written. The store
+Every validation runner is on :mod:`validation.campaign` (whose SQLite store replaces this
+one's locks, checksums and torn-write cuts with transactions); only the figures' simulation
+cache (``figures/cache.py``) still keeps its rows through :class:`Store` (the campaigns use this
+module's cell formats, :func:`exact_cell`, :func:`g10_cell`, :func:`g12_cell`). A *block* is
+the rows of one unit of work (a task, a repetition, a configuration, a curve); a
+:class:`Layout` says which block a row belongs to (its key, from the row's own cells), how many
+rows a complete block has, and how cells are written. The store
 
 - appends a block in one ``write`` followed by ``fsync``, under an exclusive lock held while the
   store is open (a second writer is refused);
@@ -18,7 +18,7 @@ cells are written. The store
   the ``%.10g`` text of their committed files).
 
 :class:`TableCache` is the thin layer of the caches whose columns are those of their rows (the
-figures' curves, the experiments): the header is the committed file's, or the first block's, and
+figures' curves): the header is the committed file's, or the first block's, and
 widens (a one-time rewrite that appends empty cells) when a block brings new columns.
 """
 

@@ -121,7 +121,10 @@ class Campaign:
       a task are the task's key; ``key(setting)`` must return those values as a tuple;
     - ``order``: the columns the exported CSV is sorted by (default: the key columns), then the
       task key and the task's own row order;
-    - ``cell``: how a value becomes a CSV cell on export (default exact ``repr`` floats).
+    - ``cell``: how a value becomes a CSV cell on export (default exact ``repr`` floats);
+    - ``nan_key``: the fixed token a NaN in a float key column stands for in the task's key
+      text (a JSON string, so never equal to a number; e.g. the ``a2`` of a one-step run of the
+      spectra experiment); default None: a NaN key is refused.
     """
 
     name: str
@@ -132,6 +135,7 @@ class Campaign:
     key: Callable[[Any], tuple]
     order: tuple[str, ...] = ()
     cell: Callable[[Any], str] | None = None
+    nan_key: str | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name.startswith("_"):
@@ -160,6 +164,10 @@ class Campaign:
             t = types[c]
             if hasattr(v, "item") and not isinstance(v, str):  # numpy scalar
                 v = v.item()
+            if (self.nan_key is not None and t is float and not isinstance(v, str)
+                    and math.isnan(float(v))):
+                out.append(self.nan_key)
+                continue
             out.append(bool(v) if t is bool else int(v) if t is int else
                        float(v) if t is float else v)
         return key_text(tuple(out))

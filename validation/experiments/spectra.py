@@ -14,9 +14,14 @@ The data and analysis of the experiments (the figures and the command that write
 * ``reuse``: targets with a second direction of information exponent 2, fresh vs reused second
   batch: the overlap of the outliers' right singular subspace with ``theta_2``;
 
-caches one CSV row per simulation as ``validation/reports/data/spectra_<name>.csv`` (reused when
-every needed row is there) and builds the text of ``validation/reports/SPECTRA.md`` from the
-numbers (``--quick``: small sizes, files ``spectra_quick_*``).
+keeps one row per simulation as a :class:`validation.campaign.Campaign` (one task per
+configuration, a fixed :data:`SCHEMAS` per experiment, a SQLite store) exported sorted to
+``validation/reports/data/spectra_<name>.csv`` (cells ``%.10g``; reused when every needed row is
+there; the spectrum figure's singular values likewise, ``%.12g``), and builds the text of
+``validation/reports/SPECTRA.md`` from the numbers, the rows in the plan's order
+(:func:`configs`), not the file's (``--quick``: small sizes, files ``spectra_quick_*``).
+A one-step run has no ``a2``: its ``a2`` cell is NaN (empty in the CSV) and its task key holds
+the token ``NAN_KEY`` (``"nan"``) there (``Campaign.nan_key``).
 
 Conventions: :mod:`validation.spectrum` (``eta_t = eta_tilde_t p^(1/2 + a_t)``, rows of ``W0`` on
 the sphere, frozen Gaussian readout ``a_j = g_j / sqrt p``, ``beta = p/d = 1/2``,
@@ -27,8 +32,10 @@ uses seed ``r`` at every grid point.
 
 from __future__ import annotations
 
+import csv
 import math
 import pathlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +48,7 @@ from asymptotics.multiindex.spikes import (
     two_step_ratio,
     two_step_term_exponents,
 )
+from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.paths import data_file
 from validation.spectrum import (
     StepConfig,
@@ -48,7 +56,7 @@ from validation.spectrum import (
     simulate,
     singular_values,
 )
-from validation.store import Layout, TableCache, g10_cell, g12_cell
+from validation.store import g10_cell, g12_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "tanh(z+0.5)"
@@ -140,27 +148,99 @@ def configs(name: str, plan: Plan) -> list[StepConfig]:
 EXPERIMENTS = ("onestep", "grid", "scaling", "reuse", "taylor")
 TAYLOR_POINT = (0.4, 0.35)
 TAYLOR_ETAS = (0.5, 1.0, 2.0)
-KEYS = ["d", "steps", "a1", "a2", "beta", "alpha0", "sigma", "target", "eta1", "eta2", "batch",
-        "readout", "seed"]
+KEYS = ("d", "steps", "a1", "a2", "beta", "alpha0", "sigma", "target", "eta1", "eta2", "batch",
+        "readout", "seed")
+#: the token a NaN key cell (the ``a2`` of a one-step run) stands for in a task's key text
+NAN_KEY = "nan"
+
+#: the columns of :meth:`SpectrumRun.record` present in every row, with their types
+_BASE = Schema.of(
+    d=int, p=int, n=int, beta=float, alpha0=float, steps=int, a1=float, a2=float, eta1=float,
+    eta2=float, sigma=str, target=str, batch=str, readout=str, delta=float, seed=int,
+    measured=int, predicted=int, predicted_activation=int, weight_outliers=int, edge=float,
+    threshold=float, top_sv=float, second_sv=float, seconds=float).columns
+#: the columns after them in the committed CSVs' headers (the order the old row store met them)
+_COMMITTED = {
+    "onestep": "sv1,ov1_theta1,deg1,subspace_theta1,subspace_random,feature_outliers,"
+               "feature_threshold,fsv1,fdeg1,fsv2,fdeg2",
+    "grid": "sv1,ov1_theta1,deg1,subspace_theta1,subspace_random,sv2,ov2_theta1,deg2,sv3,"
+            "ov3_theta1,deg3,sv4,ov4_theta1,deg4",
+    "scaling": "sv1,ov1_theta1,deg1,subspace_theta1,subspace_random,sv2,ov2_theta1,deg2,sv3,"
+               "ov3_theta1,deg3",
+    "reuse": "sv1,ov1_theta1,ov1_theta2,deg1,sv2,ov2_theta1,ov2_theta2,deg2,sv3,ov3_theta1,"
+             "ov3_theta2,deg3,sv4,ov4_theta1,ov4_theta2,deg4,sv5,ov5_theta1,ov5_theta2,deg5,sv6,"
+             "ov6_theta1,ov6_theta2,deg6,subspace_theta1,subspace_theta2,subspace_random",
+    "taylor": "sv1,ov1_theta1,deg1,sv2,ov2_theta1,deg2,subspace_theta1,subspace_random,"
+              "expansion_rms,taylor1,taylor2,taylor3,taylor4,taylor5,sv3,ov3_theta1,deg3",
+}
+MAX_OUTLIERS = 6  # SpectrumRun.record and simulate_row keep at most six outliers
 
 
-def _norm(text: str) -> str:
-    """Cache-key form of a cell: numbers as ``%.10g`` (the CSV's format), else the text."""
-    try:
-        return f"{float(text):.10g}"
-    except ValueError:
-        return text
+def _possible(name: str) -> list[str]:
+    """Every column beyond the base ones a row of experiment ``name`` can hold: per outlier
+    (at most six) its singular value, overlaps with each ``theta_j`` and Hermite degree, the
+    subspace overlaps, and the Taylor (``taylor``) or feature (``onestep``) columns."""
+    k = 2 if name == "reuse" else 1  # directions of the experiment's targets
+    cols = [c for i in range(1, MAX_OUTLIERS + 1)
+            for c in (f"sv{i}", *(f"ov{i}_theta{j}" for j in range(1, k + 1)), f"deg{i}")]
+    cols += [f"subspace_theta{j}" for j in range(1, k + 1)] + ["subspace_random"]
+    if name == "taylor":
+        cols += ["expansion_rms", *(f"taylor{m}" for m in range(1, 6))]
+    if name == "onestep":
+        cols += ["feature_outliers", "feature_threshold",
+                 *(c for i in range(1, MAX_OUTLIERS + 1) for c in (f"fsv{i}", f"fdeg{i}"))]
+    return cols
 
 
-#: the data's blocks: one row per configuration
-LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in KEYS), size=lambda row: 1,
-                cell=g10_cell)
+def _schema(name: str) -> Schema:
+    """The fixed columns of experiment ``name``: the base ones (amplitudes ``amp``/``floor`` 1..5
+    included), then the committed CSV's columns in its header's order, then the other columns a
+    row can hold (:func:`_possible`), appended; every one but the base ones a float (NaN where a
+    row has no such outlier), ``feature_outliers`` an integer."""
+    amps = [(f"{w}{m}", float) for m in range(1, 6) for w in ("amp", "floor")]
+    rest = _COMMITTED[name].split(",")
+    rest += [c for c in _possible(name) if c not in rest]
+    assert set(rest) == set(_possible(name)), name
+    return Schema((*_BASE, *amps,
+                   *((c, int if c == "feature_outliers" else float) for c in rest)))
 
 
-def _config_key(c: StepConfig) -> str:
-    values = [c.d, c.steps, c.a1, c.a2, c.beta, c.alpha0, c.sigma, c.target, c.eta1, c.eta2,
-              c.batch, c.readout, c.seed]
-    return LAYOUT.key_of(dict(zip(KEYS, values, strict=True)))
+#: the fixed schema of each experiment's rows (one row per configuration)
+SCHEMAS = {name: _schema(name) for name in EXPERIMENTS}
+#: the order of each exported CSV (then the task key): the plan's order where it sorts
+ORDERS = {"onestep": ("eta1", "a1"), "grid": ("d", "seed", "a1", "a2"),
+          "scaling": ("a1", "a2", "d", "seed"), "reuse": ("target", "batch", "seed"),
+          "taylor": ("eta1",)}
+
+
+def _key(c: StepConfig) -> tuple:
+    """A configuration's values in the key columns ``KEYS`` (``a2`` NaN for one step)."""
+    return (c.d, c.steps, c.a1, math.nan if c.a2 is None else c.a2, c.beta, c.alpha0, c.sigma,
+            c.target, c.eta1, c.eta2, c.batch, c.readout, c.seed)
+
+
+def _task(job: tuple[str, StepConfig]) -> list[dict]:
+    """The row of one configuration of experiment ``name`` (:func:`simulate_row`), every column
+    of its schema filled (NaN where the run has no such outlier)."""
+    name, config = job
+    row = simulate_row(config, taylor=name == "taylor")
+    schema = SCHEMAS[name]
+    extra = sorted(set(row) - set(schema.names))
+    if extra:
+        raise ValueError(f"experiment {name}: a row has columns {extra} outside its schema "
+                         "(validation.experiments.spectra._possible)")
+    return [{c: row.get(c, math.nan) for c in schema.names}]
+
+
+def campaign(name: str, plan: Plan) -> Campaign:
+    """Experiment ``name`` of ``plan`` as a campaign: one task (one row) per configuration,
+    keyed by ``KEYS``; a NaN ``a2`` (one step) is the token ``NAN_KEY`` in the key text."""
+    if name not in SCHEMAS:
+        raise ValueError(f"unknown experiment {name!r}; known: {', '.join(EXPERIMENTS)}")
+    jobs = tuple((name, c) for c in configs(name, plan))
+    return Campaign(f"{plan.prefix}_{name}", jobs, _task, SCHEMAS[name], key_columns=KEYS,
+                    key=lambda j: _key(j[1]), order=ORDERS[name], cell=g10_cell,
+                    nan_key=NAN_KEY)
 
 
 def simulate_row(config: StepConfig, *, taylor: bool = False) -> dict:
@@ -224,25 +304,86 @@ def taylor_amplitudes(config: StepConfig, k_max: int = 4) -> tuple[np.ndarray, f
     return amps, float(np.sqrt(np.mean(eps**2)) * np.sqrt(np.mean(kappa**2)))
 
 
-def load_or_run(name: str, plan: Plan, *, force: bool = False,
+def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
                 log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Rows of experiment ``name`` (in the order of the data): from the package's row store
-    (:class:`validation.store.TableCache`, one block per configuration) where present, the
-    missing ones simulated and appended one by one. ``force``: simulate everything afresh."""
-    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
-    wanted = configs(name, plan)
-    with TableCache(path, out, LAYOUT, fresh=force, what="experiment data") as cache:
-        todo = [c for c in wanted if cache.get(_config_key(c)) is None]
-        if not todo:
-            log(f"[{name}] cached: {path}")
-        for i, c in enumerate(todo):
-            row = simulate_row(c, taylor=name == "taylor")
-            cache.add([row])
-            log(f"[{name}] {i + 1}/{len(todo)} d={c.d} a1={c.a1:g} a2={c.a2} batch={c.batch} "
-                f"target={c.target} seed={c.seed}: measured={row['measured']} "
-                f"predicted={row['predicted']} ({row['seconds']:.1f} s)")
-        keys = {_config_key(c) for c in wanted}
-        return cache.frame([k for k in cache.blocks if k in keys])
+    """Rows of experiment ``name``, in the order of its configurations (:func:`configs`), from
+    its CSV (``validation/reports/data/<prefix>_<name>.csv``) when that holds every one; else
+    the missing ones are simulated into the campaign's SQLite store beside the CSV (which starts
+    from the CSV's rows; :func:`validation.campaign.run_campaign`, one transaction per
+    configuration, so an interrupted run resumes) and the CSV is exported again, sorted.
+    ``force``: simulate everything afresh."""
+    read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
+    c = campaign(name, plan)
+    return _load_or_run(c, read, write, force=force, n_jobs=n_jobs, log=log, what=name)
+
+
+def _load_or_run(c: Campaign, read: pathlib.Path, write: pathlib.Path, *, force: bool,
+                 n_jobs: int, log: Callable[[str], None], what: str) -> pd.DataFrame:
+    wanted = [c.key_text(s) for s in c.settings]
+    df = _ordered(read, c, wanted) if read.exists() and not force else None
+    if df is not None:
+        log(f"[{what}] cached: {read}")
+        return df
+    t0 = time.perf_counter()
+    with Store(write.with_suffix(".sqlite"), fresh=force) as st:
+        if not force:
+            for source in dict.fromkeys([write, read]):
+                if source.exists():
+                    _import(st, c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
+        st.export_csv(c, write)
+    log(f"[{what}] {out.ran} simulations: {time.perf_counter() - t0:.1f} s -> {write}")
+    df = _ordered(write, c, wanted)
+    assert df is not None
+    return df
+
+
+def _cells(path: pathlib.Path, c: Campaign) -> tuple[list[str], list[dict]]:
+    """The CSV's header and its rows as values of the campaign's column types (a column of the
+    schema the file lacks -- a file written by the old row store, whose header grew as columns
+    appeared -- is NaN; empty float cells are NaN)."""
+    types = dict(c.schema.columns)
+    with open(path, newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        unknown = [h for h in header if h not in types]
+        if unknown:
+            raise ValueError(f"{path}: columns {unknown} are not in the schema of {c.name}")
+        rows = []
+        for line in reader:
+            cells = dict(zip(header, line, strict=True))
+            rows.append({col: _parse(cells.get(col, ""), t) for col, t in c.schema.columns})
+    return header, rows
+
+
+def _parse(text: str, t: type):
+    if t is float:
+        return math.nan if text == "" else float(text)
+    return t(text)
+
+
+def _import(st: Store, c: Campaign, path: pathlib.Path) -> int:
+    """Store the tasks of the CSV ``path`` that ``st`` lacks (:func:`_cells`: also a CSV of the
+    old row store); returns how many."""
+    _, rows = _cells(path, c)
+    groups: dict[str, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(c.row_key(r), []).append(r)
+    done = st.done(c)
+    return sum(st.write(c, k, g) for k, g in groups.items() if k not in done)
+
+
+def _ordered(path: pathlib.Path, c: Campaign, wanted: list[str]) -> pd.DataFrame | None:
+    """The rows of the tasks ``wanted`` in that order (each task's rows in the file's order), as
+    ``pandas.read_csv`` reads the file, or None if the CSV lacks one of them."""
+    _, rows = _cells(path, c)
+    df = pd.read_csv(path)
+    order = {k: i for i, k in enumerate(wanted)}
+    rank = pd.Series([order.get(c.row_key(r), -1) for r in rows], index=df.index, dtype=int)
+    if set(rank) - {-1} != set(range(len(wanted))):
+        return None
+    keep = rank[rank >= 0].sort_values(kind="stable").index
+    return df.loc[keep].reset_index(drop=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -367,25 +508,35 @@ def reuse_theory(a1: float, a2: float) -> pd.DataFrame:
 # the data of the spectrum figure
 
 
-#: the spectrum data: one block, the singular values of W0, W1, W2 of one configuration
+#: the spectrum data: one task, the singular values of W0, W1, W2 of one configuration
 SPECTRUM_KEYS = ("d", "p", "a1", "a2", "eta1", "eta2", "sigma", "readout", "seed")
-SPECTRUM_LAYOUT = Layout(block=lambda row: "|".join(_norm(row[k]) for k in SPECTRUM_KEYS),
-                         size=lambda row: 3 * min(int(row["p"]), int(row["d"])), cell=g12_cell)
+SPECTRUM_SCHEMA = Schema.of(matrix=str, index=int, s=float, d=int, p=int, a1=float, a2=float,
+                            eta1=float, eta2=float, sigma=str, readout=str, seed=int)
+
+
+def _spectrum_key(cfg: StepConfig) -> tuple:
+    return (cfg.d, cfg.p, cfg.a1, cfg.a2, cfg.eta1, cfg.eta2, cfg.sigma, cfg.readout, cfg.seed)
+
+
+def _spectrum_task(cfg: StepConfig) -> list[dict]:
+    """The singular values of W0, W1, W2 (``3 min(p, d)`` rows, in that order)."""
+    sim = simulate(cfg)
+    common = dict(zip(SPECTRUM_KEYS, _spectrum_key(cfg), strict=True))
+    return [dict(matrix=name, index=i, s=float(v), **common)
+            for name, M in (("W0", sim.W0), ("W1", sim.W1), ("W2", sim.W2))
+            for i, v in enumerate(singular_values(M))]
+
+
+def spectrum_campaign(plan: Plan) -> Campaign:
+    """The spectrum figure's data as a campaign of one task (cells ``%.12g``)."""
+    a1, a2 = REPRESENTATIVE
+    cfg = _two_step(plan.spectrum_d, a1, a2, 0)
+    return Campaign(f"{plan.prefix}_spectrum", (cfg,), _spectrum_task, SPECTRUM_SCHEMA,
+                    key_columns=SPECTRUM_KEYS, key=_spectrum_key, cell=g12_cell)
 
 
 def spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
     plan = plan_for(quick)
-    path, out = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
-    a1, a2 = REPRESENTATIVE
-    cfg = _two_step(plan.spectrum_d, a1, a2, 0)
-    common = dict(d=cfg.d, p=cfg.p, a1=a1, a2=a2, eta1=cfg.eta1, eta2=cfg.eta2, sigma=cfg.sigma,
-                  readout=cfg.readout, seed=cfg.seed)
-    key = SPECTRUM_LAYOUT.key_of(common)
-    with TableCache(path, out, SPECTRUM_LAYOUT, fresh=force, what="experiment data") as cache:
-        if cache.get(key) is None:
-            sim = simulate(cfg)
-            frames = [pd.DataFrame(dict(matrix=name, index=np.arange(min(cfg.p, cfg.d)),
-                                        s=singular_values(M), **common))
-                      for name, M in (("W0", sim.W0), ("W1", sim.W1), ("W2", sim.W2))]
-            cache.add(pd.concat(frames, ignore_index=True).to_dict("records"))
-        return cache.frame([key])
+    read, write = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
+    return _load_or_run(spectrum_campaign(plan), read, write, force=force, n_jobs=1,
+                        log=lambda _m: None, what="spectrum")
