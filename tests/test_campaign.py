@@ -468,3 +468,36 @@ def test_matrix_runner_stores_repetitions_resumes_and_keeps_its_budget(tmp_path,
     monkeypatch.setattr(M, "_task", lambda *a: pytest.fail("a stored repetition was re-run"))
     assert M._execute([(ms, "srf", 100, rep) for rep in range(3)], store, 1, math.inf, "cv")
     pd.testing.assert_frame_equal(M.read_store(store), full, check_exact=True)
+
+
+def test_a_csv_of_the_former_row_store_is_read_without_its_checksum(tmp_path):
+    """A sweep CSV written by the former CSV row store (a last ``crc`` column) is imported with
+    the same rows; any other foreign header is refused naming the columns that differ."""
+    import csv as _csv
+
+    import pytest
+
+    from validation.campaign import Store
+    from validation.sweep import sweep
+    from validation.sweep.tasks import campaign, plan
+
+    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, lam=0.01)
+    grid = {"alpha": [0.5, 2.0]}
+    new_csv = tmp_path / "new.csv"
+    df = sweep("theory", grid, store=tmp_path / "a.sqlite", csv=new_csv, progress=False,
+               n_jobs=1, **kw)
+    rows = list(_csv.reader(open(new_csv, newline="")))
+    old_csv = tmp_path / "old.csv"
+    with open(old_csv, "w", newline="") as fh:
+        w = _csv.writer(fh, lineterminator="\n")
+        w.writerow([*rows[0], "crc"])
+        for r in rows[1:]:
+            w.writerow([*r, "deadbeef"])
+    again = sweep("theory", grid, store=tmp_path / "b.sqlite", csv=old_csv, progress=False,
+                  n_jobs=1, **kw)
+    assert again["risk"].tolist() == df["risk"].tolist()
+    bad = tmp_path / "bad.csv"
+    bad.write_text(",".join([*rows[0][:-1], "other"]) + "\n")
+    tasks = plan("theory", grid, **kw)
+    with Store(tmp_path / "c.sqlite") as st, pytest.raises(ValueError, match="other"):
+        st.import_csv(campaign("theory", tasks), bad)

@@ -224,16 +224,32 @@ class Store:
         header = next(reader, None)
         if header is None:
             return 0
+        # a CSV of the former row store carries a per-line checksum column last: its cells are
+        # the rows themselves, so it is read without that column
+        legacy = header[-1:] == [LEGACY_CHECKSUM] and tuple(header[:-1]) == campaign.schema.names
+        if legacy:
+            header = header[:-1]
         if tuple(header) != campaign.schema.names:
-            raise ValueError(f"{path}: columns {header[:8]}... are not those of campaign "
-                             f"{campaign.name} ({list(campaign.schema.names)[:8]}...)")
+            names = campaign.schema.names
+            extra = [c for c in header if c not in names]
+            missing = [c for c in names if c not in header]
+            raise ValueError(f"{path}: its columns are not those of campaign {campaign.name} "
+                             f"(not in the campaign: {extra or 'none'}; missing: "
+                             f"{missing or 'none'}; or another order); move the file away to "
+                             "recompute it")
         parse = [_parser(t) for _, t in campaign.schema.columns]
         groups: dict[str, list[dict]] = {}
         for line in reader:
+            if legacy:
+                line = line[:-1]
             row = {c: p(v) for c, p, v in zip(header, parse, line, strict=True)}
             groups.setdefault(campaign.row_key(row), []).append(row)
         done = self.done(campaign)
         return sum(self.write(campaign, k, rows) for k, rows in groups.items() if k not in done)
+
+
+#: the checksum column of the former CSV row store's sweep files
+LEGACY_CHECKSUM = "crc"
 
 
 def _parser(t: type):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     pass
 
-from .params import check_kind, is_theory, normalise_grid, params_of, schema
+from .params import DEFAULT_SEEDS, check_kind, is_theory, normalise_grid, params_of, schema
 
 
 def _digest(obj: Any) -> str:
@@ -60,7 +60,7 @@ class Task:
         return len(self.alphas) * (len(self.lams) if not is_theory(self.kind) else 1)
 
 
-def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = 4,
+def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = DEFAULT_SEEDS,
          **fixed: Any) -> list[Task]:
     """The tasks of a sweep, in grid order (canonical parameter order, alpha innermost)."""
     check_kind(kind)
