@@ -24,6 +24,7 @@ FIGURES = {
     "staircase": ("figures.fig_beyond_one_step", "staircase"),
     "outliers": ("figures.fig_beyond_one_step", "outliers"),
     "phase_diagram": ("figures.fig_phase_diagram", "make"),
+    "readouts": ("figures.fig_readouts", "make"),
 }
 # figures/out in a source checkout (the README shows them), else ./figures-out in the cwd
 _PACKAGE_OUT = Path(__file__).resolve().parent / "out"

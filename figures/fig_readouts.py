@@ -6,12 +6,9 @@ error bars (the network and the K-group sRF model of the mapping, from
 
 from __future__ import annotations
 
-import os
+from pathlib import Path
 
-# a command line: render off-screen unless the user chose a backend (before pyplot loads)
-os.environ.setdefault("MPLBACKEND", "Agg")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 DESCRIPTION = "Risk vs alpha, constant vs pm1 initial readout: theory and Monte Carlo"
 COLORS = {"constant": "#0072B2", "pm1": "#D55E00"}
@@ -63,6 +60,22 @@ def figure(points, names=None, n_alpha: int = 40):
 def save(fig, path) -> None:
     """PNG (150 dpi) without timestamps."""
     fig.savefig(path, dpi=150, metadata={"Software": None})
+
+
+def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
+    """``python -m figures readouts``: the figure of the committed runs (no simulation; ``quick``
+    and ``refresh`` change nothing: the Monte Carlo is ``python -m validation.spiked readouts
+    run``) as ``readouts.png`` and ``readouts.pdf`` in ``outdir``."""
+    from asymptotics.cli.common import save_figure
+    from validation.spiked.readouts import D, load, summarize
+
+    runs = load()
+    runs = runs[runs.d == D] if not runs.empty else runs
+    if runs.empty:
+        raise RuntimeError("no readout runs: run `python -m validation.spiked readouts run` first")
+    fig = figure(summarize(runs))
+    outdir = Path(outdir)
+    return [save_figure(fig, outdir / f"readouts.{ext}", dpi=150) for ext in ("png", "pdf")]
 
 
 def main() -> int:
