@@ -131,3 +131,16 @@ def test_the_sweep_takes_the_tables_defaults_and_one_kind():
     assert f"default: {DEFAULT_KIND})" in " ".join(out.split())
     assert f"(default: {DEFAULT_SEEDS})" in " ".join(out.split())
     assert f"(default: {default('d')})" in " ".join(out.split())
+
+
+def test_the_k_group_entry_points_default_to_the_table():
+    """risk_spiked (the target depends on its overlaps: no default) and the readout entries
+    (model="srf": the one model they solve) take the table's other defaults."""
+    for fn, names in ((A.risk_spiked, ("sigma", "lam", "beta", "delta", "p")),
+                      (A.risk_readout, ("sigma", "target", "alpha0", "eta", "lam", "beta",
+                                        "delta", "p")),
+                      (A.risk_readout_curve, ("sigma", "target", "alpha0", "eta", "lam", "beta",
+                                              "delta", "p"))):
+        params = inspect.signature(fn).parameters
+        for name in names:
+            assert params[name].default == default(name), (fn.__name__, name)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
+from asymptotics.core.parameters import default
 from asymptotics.equations.solver import SolverConfig
 
 #: the named readouts: value (times sqrt p) -> weight
@@ -178,10 +179,12 @@ def _check_model(model: object, ro: Readout) -> None:
 
 
 def risk_readout(alpha: float, *, readout: object = "pm1",
-                 sigma: str | Function | Callable = "tanh",
-                 target: str | Function | Callable = "tanh", alpha0: float = 2.0,
-                 eta: float = 1.0, lam: float = 0.01, beta: float = 1.0, delta: float = 0.0,
-                 model: str = "srf", p: float | None = None, strict: bool = False,
+                 sigma: str | Function | Callable = default("sigma"),
+                 target: str | Function | Callable = default("target"),
+                 alpha0: float = default("alpha0"), eta: float = default("eta"),
+                 lam: float = default("lam"), beta: float = default("beta"),
+                 delta: float = default("delta"), model: str = "srf",
+                 p: float | None = default("p"), strict: bool = False,
                  solver: SolverConfig = SolverConfig(), n_kappa: int | None = None):
     """Asymptotic test error after one giant step whose initial readout has finite support
     (THEORY.md §11): the K-group sRF model of :func:`readout_mapping` solved by
@@ -198,11 +201,13 @@ def risk_readout(alpha: float, *, readout: object = "pm1",
 
 
 def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
-                       sigma: str | Function | Callable = "tanh",
-                       target: str | Function | Callable = "tanh", alpha0: float = 2.0,
-                       eta: float = 1.0, lam: float = 0.01, beta: float = 1.0,
-                       delta: float = 0.0, model: str = "srf", p: float | None = None,
-                       strict: bool = False, solver: SolverConfig = SolverConfig()):
+                       sigma: str | Function | Callable = default("sigma"),
+                       target: str | Function | Callable = default("target"),
+                       alpha0: float = default("alpha0"), eta: float = default("eta"),
+                       lam: float = default("lam"), beta: float = default("beta"),
+                       delta: float = default("delta"), model: str = "srf",
+                       p: float | None = default("p"), strict: bool = False,
+                       solver: SolverConfig = SolverConfig()):
     """:func:`risk_readout` along alpha (warm starts) as a DataFrame with a ``readout`` column."""
     from asymptotics.spiked.solve import risk_spiked_curve
 

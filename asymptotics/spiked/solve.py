@@ -14,6 +14,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
+from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
@@ -201,10 +202,11 @@ def _refined(solve_at: Callable[[int | None, int | None], list[SpikedResult]], r
                 "pass a larger n_kappa") for r_ in out]
 
 
-def risk_spiked(alpha: float, *, sigma: str | Function | Callable,
+def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
                 target: str | Function | Callable, loadings: object, bulk: object,
-                fractions: object, overlaps: object, lam: float,
-                beta: float, delta: float = 0.0, p: float | None = None, strict: bool = False,
+                fractions: object, overlaps: object, lam: float = default("lam"),
+                beta: float = default("beta"), delta: float = default("delta"),
+                p: float | None = default("p"), strict: bool = False,
                 solver: SolverConfig = SolverConfig(), n_kappa: int | None = None,
                 n_omega: int | None = None) -> SpikedResult:
     """Asymptotic test error of ridge on the features of K neuron groups with r learned
