@@ -8,11 +8,15 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..pool import run_tasks
 from .spec import Campaign
 from .store import Store
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -90,3 +94,36 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
                if stopped else ""))
     return RunSummary(planned=len(keys), skipped=len(keys) - len(todo), ran=ran,
                       stopped=stopped, seconds=time.monotonic() - t0)
+
+
+def load_or_run(c: Campaign, read: Path, write: Path, *,
+                ordered: Callable[[Path, Campaign, list[str]], pd.DataFrame | None],
+                force: bool = False, n_jobs: int = 1,
+                import_csv: Callable[[Store, Campaign, Path], Any] | None = None,
+                log: Callable[[str], None] = print, what: str = "", done: str = "tasks run",
+                show_paths: bool = False) -> pd.DataFrame:
+    """The rows of campaign ``c``'s settings, in their order: from the CSV ``read`` when it
+    holds every one (``ordered(path, c, wanted keys)`` reads them in order, or None when one is
+    missing); else the missing ones are run into the SQLite store beside ``write`` (which starts
+    from the CSVs' rows, read by ``import_csv``, default :meth:`Store.import_csv`; one transaction
+    per task, so an interrupted run resumes), exported to ``write`` and read back. ``force``:
+    run everything afresh. ``log`` gets one line: cached, or how many tasks ran and how long."""
+    wanted = [c.key_text(s) for s in c.settings]
+    df = ordered(read, c, wanted) if read.exists() and not force else None
+    if df is not None:
+        log(f"[{what}] cached" + (f": {read}" if show_paths else ""))
+        return df
+    t0 = time.perf_counter()
+    with Store(write.with_suffix(".sqlite"), fresh=force) as st:
+        if not force:
+            for source in dict.fromkeys([write, read]):
+                if source.exists():
+                    (import_csv or Store.import_csv)(st, c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
+        st.export_csv(c, write)
+    log(f"[{what}] {out.ran} {done}: {time.perf_counter() - t0:.1f} s"
+        + (f" -> {write}" if show_paths else ""))
+    df = ordered(write, c, wanted)
+    if df is None:
+        raise RuntimeError(f"{write}: the export lacks settings of campaign {c.name}")
+    return df

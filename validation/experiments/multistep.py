@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 import pathlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -40,7 +39,8 @@ import pandas as pd
 
 from asymptotics.coefficients.hermite import hermite_expansion
 from asymptotics.multiindex.staircase import staircase
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema
+from validation.campaign import load_or_run as load_or_run_campaign
 from validation.campaign.report import table_lines
 from validation.multistep import MultiStepConfig, run_repetitions
 from validation.paths import data_file
@@ -159,23 +159,8 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
     again. ``force``: simulate everything afresh."""
     read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     c = campaign(name, plan)
-    wanted = [c.key_text(j) for j in c.settings]
-    df = _ordered(read, c, wanted) if read.exists() and not force else None
-    if df is not None:
-        log(f"[{name}] cached")
-        return df
-    t0 = time.perf_counter()
-    with Store(write.with_suffix(".sqlite"), fresh=force) as st:
-        if not force:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    st.import_csv(c, source)
-        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
-        st.export_csv(c, write)
-    log(f"[{name}] {out.ran} repetitions simulated: {time.perf_counter() - t0:.1f} s")
-    df = _ordered(write, c, wanted)
-    assert df is not None
-    return df
+    return load_or_run_campaign(c, read, write, ordered=_ordered, force=force, n_jobs=n_jobs,
+                                log=log, what=name, done="repetitions simulated")
 
 
 def _ordered(path: pathlib.Path, c: Campaign, wanted: list[str]) -> pd.DataFrame | None:

@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import math
 import pathlib
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -48,7 +47,8 @@ from asymptotics.multiindex.spikes import (
     two_step_ratio,
     two_step_term_exponents,
 )
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, Store
+from validation.campaign import load_or_run as load_or_run_campaign
 from validation.paths import data_file
 from validation.spectrum import (
     StepConfig,
@@ -314,28 +314,9 @@ def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
     ``force``: simulate everything afresh."""
     read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     c = campaign(name, plan)
-    return _load_or_run(c, read, write, force=force, n_jobs=n_jobs, log=log, what=name)
-
-
-def _load_or_run(c: Campaign, read: pathlib.Path, write: pathlib.Path, *, force: bool,
-                 n_jobs: int, log: Callable[[str], None], what: str) -> pd.DataFrame:
-    wanted = [c.key_text(s) for s in c.settings]
-    df = _ordered(read, c, wanted) if read.exists() and not force else None
-    if df is not None:
-        log(f"[{what}] cached: {read}")
-        return df
-    t0 = time.perf_counter()
-    with Store(write.with_suffix(".sqlite"), fresh=force) as st:
-        if not force:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    _import(st, c, source)
-        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
-        st.export_csv(c, write)
-    log(f"[{what}] {out.ran} simulations: {time.perf_counter() - t0:.1f} s -> {write}")
-    df = _ordered(write, c, wanted)
-    assert df is not None
-    return df
+    return load_or_run_campaign(c, read, write, ordered=_ordered, import_csv=_import,
+                                force=force, n_jobs=n_jobs, log=log, what=name,
+                                done="simulations", show_paths=True)
 
 
 def _cells(path: pathlib.Path, c: Campaign) -> tuple[list[str], list[dict]]:
@@ -538,5 +519,7 @@ def spectrum_campaign(plan: Plan) -> Campaign:
 def spectrum_data(quick: bool, force: bool = False) -> pd.DataFrame:
     plan = plan_for(quick)
     read, write = data_file(REPORTS / "data" / f"{plan.prefix}_spectrum.csv", "reports", "data")
-    return _load_or_run(spectrum_campaign(plan), read, write, force=force, n_jobs=1,
-                        log=lambda _m: None, what="spectrum")
+    return load_or_run_campaign(spectrum_campaign(plan), read, write, ordered=_ordered,
+                                import_csv=_import, force=force, n_jobs=1,
+                                log=lambda _m: None, what="spectrum", done="simulations",
+                                show_paths=True)
