@@ -31,6 +31,7 @@ from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import SolverConfig
+from asymptotics.step.srf import step_moments
 
 #: the named readouts: value (times sqrt p) -> weight
 NAMED_READOUTS = {"constant": {1.0: 1.0}, "pm1": {1.0: 0.5, -1.0: 0.5}}
@@ -149,19 +150,12 @@ def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: fl
     if not (delta >= 0 and math.isfinite(delta)):
         raise ValueError(f"delta must be >= 0 and finite, got {delta}")
     k = ge if ge is not None else ge_coefficients(sigma, target)
-    m1 = ro.mean
-    ee = k.mu0_star - k.mu0 * m1
-    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * m1 * k.mu0_star + k.mu0**2 * m1**2
-    u_norm = math.sqrt(k.mu1_star**2 + ee2 / alpha0)  # alpha0 = inf: / inf = 0
-    r = eta * k.dmu1 * u_norm
-    loadings, bulk, scales = [], [], []
-    for e in ro.values:
-        s = 1.0 + e * eta * k.c1 * ee
-        loadings.append([float(e * r)])
-        scales.append(float(s))
-        bulk.append(float(s**2 + e**2 * eta**2 * k.s2 * ee2 / alpha0))
-    gamma = k.mu1_star / u_norm if u_norm > 0 else 0.0
-    gamma = max(-1.0, min(1.0, gamma))
+    m = step_moments(k, alpha0=alpha0, eta=eta, delta=delta, values=tuple(ro.values),
+                     mean=ro.mean)
+    ee, ee2, u_norm, gamma = m.residual_mean, m.residual_second_moment, m.u_norm, m.gamma
+    loadings = [[float(load)] for load, _, _ in m.groups]
+    scales = [float(s) for _, s, _ in m.groups]
+    bulk = [float(c) for _, _, c in m.groups]
     return ReadoutMapping(readout=ro, loadings=loadings, bulk=bulk, fractions=list(ro.weights),
                           gamma=float(gamma), rho=math.sqrt(max(1.0 - gamma * gamma, 0.0)),
                           scales=scales, residual_mean=float(ee),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
@@ -40,6 +41,35 @@ class SpikeMapping:
     u_norm: float  # |u|
 
 
+class StepMoments(NamedTuple):
+    """One giant step seen through its residual (THEORY.md §3, §11): E e, E e^2, |u|, gamma and,
+    per initial readout value eps (a0 = eps/sqrt(p)), the group's (loading, scale s, bulk c)."""
+
+    residual_mean: float
+    residual_second_moment: float
+    u_norm: float
+    gamma: float
+    groups: list[tuple[float, float, float]]
+
+
+def step_moments(k: GECoefficients, *, alpha0: float, eta: float, delta: float,
+                 values: tuple[float, ...], mean: float) -> StepMoments:
+    """The residual e = y - mu0 E[eps] of the first batch (the initial output tends to
+    mu0 E[eps]), |u|^2 = mu1*^2 + E e^2/alpha0, and for each readout value eps: loading
+    eps eta mu1' |u|, scale s = 1 + eps eta c1 E e, bulk s^2 + eps^2 eta^2 s2 E e^2/alpha0
+    (alpha0 = inf: an infinite first batch). The constant readout (eps = 1) is the sRF spike."""
+    ee = k.mu0_star - k.mu0 * mean
+    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * mean * k.mu0_star + k.mu0**2 * mean**2
+    u_norm = math.sqrt(k.mu1_star**2 + ee2 / alpha0)
+    r = eta * k.dmu1 * u_norm
+    groups = []
+    for e in values:
+        scale = 1.0 + e * eta * k.c1 * ee
+        groups.append((e * r, scale, scale**2 + e**2 * eta**2 * k.s2 * ee2 / alpha0))
+    gamma = k.mu1_star / u_norm if u_norm > 0 else 0.0
+    return StepMoments(ee, ee2, u_norm, max(-1.0, min(1.0, gamma)), groups)
+
+
 def srf_mapping(
     sigma: str | Function,
     target: str | Function,
@@ -57,14 +87,9 @@ def srf_mapping(
     if not (delta >= 0 and math.isfinite(delta)):
         raise ValueError(f"delta must be >= 0 and finite, got {delta}")
     k = ge if ge is not None else ge_coefficients(sigma, target)
-    ee = k.mu0_star - k.mu0
-    ee2 = k.mu2_star + delta - 2.0 * k.mu0 * k.mu0_star + k.mu0**2
-    u_norm = math.sqrt(k.mu1_star**2 + ee2 / alpha0)
-    r = eta * k.dmu1 * u_norm
-    scale = 1.0 + eta * k.c1 * ee
-    c = scale**2 + eta**2 * k.s2 * ee2 / alpha0
-    gamma = k.mu1_star / u_norm if u_norm > 0 else 0.0
-    gamma = max(-1.0, min(1.0, gamma))
+    m = step_moments(k, alpha0=alpha0, eta=eta, delta=delta, values=(1.0,), mean=1.0)
+    r, scale, c = m.groups[0]
+    ee, ee2, u_norm, gamma = m.residual_mean, m.residual_second_moment, m.u_norm, m.gamma
     return SpikeMapping(
         r=float(r),
         c=float(c),
