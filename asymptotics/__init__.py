@@ -22,6 +22,12 @@ from asymptotics.measures.spectral import (
     from_weights,
     marchenko_pastur,
 )
+from asymptotics.multiindex.steps import (
+    risk_by_step,
+    risk_steps,
+    state_from_weights,
+    steps_mapping,
+)
 from asymptotics.spiked import (
     SpikedResult,
     readout_mapping,
@@ -45,7 +51,7 @@ __all__ = [
     "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
     "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
     "risk_spiked_semi_empirical", "spike_contributions", "readout_mapping", "risk_readout",
-    "risk_readout_curve",
+    "risk_readout_curve", "risk_by_step", "risk_steps", "state_from_weights", "steps_mapping",
 ]
 
 def _version() -> str:

@@ -65,6 +65,7 @@ def risk(
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
     readout: object = "constant",
+    steps: int = 1,
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
@@ -94,9 +95,25 @@ def risk(
 
     ``readout``: the initial second layer (THEORY.md §11): "constant" (default, §1), "pm1" or a
     mapping value -> weight; other than "constant" it needs ``model="srf"`` and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_readout`."""
+    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_readout`.
+
+    ``steps``: the number of giant steps, each on a fresh batch of alpha0 d samples (THEORY.md
+    §12); 1 (default) is the one step above. ``steps > 1`` needs ``model="srf"`` (the K-group
+    model of the steps), accepts a target in z1..zk, ``eta`` as one eta_tilde or one per step,
+    ``alpha0=inf`` (the large-batch limit) and any ``readout``, and returns the
+    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
     checks.flag("strict", strict)
     _check_solver(solver)
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
+        from asymptotics.multiindex.steps import api_steps_risk
+
+        res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,
+                             overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                            common_row=common_row),
+                             sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta,
+                             readout=readout, p=p, strict=strict, solver=solver)
+        if res is not None:
+            return res
     if not (isinstance(readout, str) and readout == "constant"):
         from asymptotics.spiked.readouts import api_readout_risk
 

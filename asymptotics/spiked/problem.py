@@ -99,6 +99,9 @@ def resolve_target(target: str | Function | Callable) -> tuple[Function | Callab
         except ValueError:
             g, k = _parsed(target)
             return g, k, target
+    if callable(target) and isinstance(getattr(target, "k", None), int):
+        # a vectorised g(Z), Z (..., k), that states its k (e.g. a rotated multi-index target)
+        return target, target.k, str(getattr(target, "name", "user"))
     if callable(target):
         try:
             sig = inspect.signature(target)
@@ -161,6 +164,6 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
     if p is not None:
         p = None if p == math.inf else checks.real("p", p, 1.0)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
-        g, Function) else None
+        g, Function) else getattr(target, "degrees", None)
     tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega, degrees=degrees)
     return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)

@@ -1,0 +1,351 @@
+"""Several giant steps with fresh batches as K neuron groups and r spikes (docs/THEORY.md §12).
+
+Protocol (THEORY.md §1, steps repeated): rows of ``W0`` on the unit sphere, a fixed readout
+``a_i = eps_i / sqrt(p)`` with ``eps_i`` drawn from a finite support (``values``, ``fractions``;
+the constant readout is eps = 1), then for ``t = 1..T`` one gradient step with
+``eta_t = eta_tilde_t p`` on a fresh batch of ``n0 = alpha0 d`` samples of
+``y = g(theta_1 . x, ..., theta_k . x) + sqrt(delta) xi``.
+
+The state after each step: group ``g`` has rows ``w_i = sqrt(c_g) G_i + s_g`` with a common
+spike ``s_g``, read in coordinates ``s_g = Theta^T a_g + (outside part)``; only the Gram matrix
+``L L^T`` of the outside parts matters, so ``L`` (K x q, q <= K) is kept in any orthonormal
+basis. One step (population gradient plus, at finite alpha0, the batch's fluctuation):
+
+    e(x)   = y - sum_h pi_h eps_h F_h(s_h . x),        F_g(m) = E_xi sigma(sqrt(c_g) xi + m)
+    a_g   += eta eps_g E[e m1_g z],   L_g += eta eps_g E[e m1_g h]     (m1_g = E_xi sigma')
+    sqrt(c_g) -> sqrt(c_g) + eta eps_g E[e m2_g]                       (m2_g = E_xi[xi sigma'])
+    c_g   += eta^2 eps_g^2 E[(e^2 + delta) v_g] / alpha0              (v_g = Var_xi sigma')
+    new outside directions with Gram eta^2 eps_g eps_h E[(e^2 + delta) m1_g m1_h] / alpha0
+
+with ``(z, h)`` independent standard Gaussians (target coordinates, outside coordinates). With
+``alpha0 = inf`` this is the exact population recursion; at finite alpha0 the bulk noise is a
+closure (it treats every step's row noise as isotropic, as the one-step mapping of §3 does).
+T = 1 reproduces :func:`asymptotics.step.srf.step_moments` for every finite-support readout.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.core import checks
+from asymptotics.spiked.coefficients import tensor_rule
+from asymptotics.spiked.problem import resolve_target, target_degrees
+from asymptotics.spiked.readouts import Readout, parse_readout
+
+MAX_STEPS = 8
+XI_NODES = 96
+RANK_TOL = 1e-10
+# outer Gauss-Hermite nodes per dimension, by the number of dimensions (z and h)
+OUTER_NODES = {1: 64, 2: 40, 3: 24, 4: 16, 5: 12, 6: 9, 7: 7, 8: 6}
+
+
+@dataclass(frozen=True)
+class GroupState:
+    """Groups after ``step`` steps: spike target coordinates ``a`` (K x k), outside coordinates
+    ``L`` (K x q, orthonormal basis of the outside span), bulk variances ``c`` (K)."""
+
+    step: int
+    a: np.ndarray = field(repr=False)
+    L: np.ndarray = field(repr=False)
+    c: np.ndarray = field(repr=False)
+
+    @property
+    def spike_gram(self) -> np.ndarray:
+        """``<s_g, s_h>`` (K x K)."""
+        return self.a @ self.a.T + self.L @ self.L.T
+
+    def spiked_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(loadings K x r, overlaps r x k, rotation Q k x k)`` of the K-group model
+        (THEORY.md §10.1): ``V`` spans the spikes; target coordinates are rotated, ``z = Q z'``,
+        so that the columns of ``overlaps`` are orthogonal (one unlearned direction each)."""
+        K, k = self.a.shape
+        S = np.hstack([self.a, self.L])
+        _, sv, wt = np.linalg.svd(S, full_matrices=False)
+        r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
+        if r == 0:
+            return np.zeros((K, 1)), np.zeros((1, k)), np.eye(k)
+        basis = wt[:r].T  # (k + q) x r, orthonormal columns
+        loadings = S @ basis
+        gamma = basis[:k].T  # r x k
+        _, _, qt = np.linalg.svd(gamma, full_matrices=True)
+        Q = qt.T
+        return loadings, gamma @ Q, Q
+
+
+@dataclass(frozen=True)
+class StepsMapping:
+    """Every state t = 0..T of several giant steps (module docstring) and their parameters."""
+
+    sigma: str
+    target: str
+    readout: Readout
+    alpha0: float
+    eta: tuple[float, ...]
+    delta: float
+    k: int
+    states: tuple[GroupState, ...]
+
+    @property
+    def steps(self) -> int:
+        return len(self.states) - 1
+
+    def spiked_params(self, step: int | None = None) -> dict:
+        """Keyword arguments of :func:`asymptotics.spiked.risk_spiked` after ``step`` steps
+        (default: all): loadings, bulk, fractions, overlaps and the rotated target."""
+        t = self.steps if step is None else step
+        if not (0 <= t <= self.steps):
+            raise ValueError(f"step must be in 0..{self.steps}, got {step}")
+        return group_params(self.states[t], self.target, self.readout.weights)
+
+
+def group_params(state: GroupState, target: str, fractions: Sequence[float]) -> dict:
+    """Keyword arguments of :func:`asymptotics.spiked.risk_spiked` for the groups ``state``
+    (fractions ``fractions``) and the target text ``target`` (rotated, THEORY.md §12.3)."""
+    loadings, overlaps, Q = state.spiked_model()
+    return dict(loadings=loadings.tolist(), bulk=state.c.tolist(), fractions=list(fractions),
+                overlaps=overlaps.tolist(), target=rotated_target(target, Q))
+
+
+@dataclass(frozen=True, eq=False)
+class RotatedTarget:
+    """``g'(z') = g(Q z')`` for a target text ``g`` in z1..zk (vectorised over ``(..., k)``)."""
+
+    text: str
+    Q: np.ndarray
+
+    @property
+    def k(self) -> int:
+        return self.Q.shape[0]
+
+    @property
+    def name(self) -> str:
+        return f"{self.text} (rotated)"
+
+    @property
+    def degrees(self) -> tuple[int | None, ...]:
+        """Per rotated variable, a bound on the degree (the total degree, when polynomial)."""
+        per = target_degrees(self.text)
+        if any(d is None for d in per):
+            return (None,) * self.k
+        return (int(sum(per)),) * self.k
+
+    def __call__(self, Z: np.ndarray) -> np.ndarray:
+        g, _, _ = resolve_target(self.text)
+        return _evaluate(g, np.asarray(Z, dtype=np.float64) @ self.Q.T)
+
+
+def rotated_target(text: str, Q: np.ndarray) -> str | RotatedTarget:
+    """The text itself when ``Q`` is the identity, else a :class:`RotatedTarget`."""
+    if np.allclose(Q, np.eye(Q.shape[0]), atol=1e-14):
+        return text
+    return RotatedTarget(text, np.ascontiguousarray(Q))
+
+
+def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
+    if isinstance(g, Function):
+        return np.asarray(g(Z[..., 0]), dtype=np.float64)
+    return np.asarray(g(Z), dtype=np.float64)
+
+
+def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
+    if isinstance(eta, (int, float, np.integer, np.floating)) and not isinstance(eta, bool):
+        eta = (float(eta),) * steps
+    if isinstance(eta, str) or not isinstance(eta, Sequence):
+        raise TypeError(f"eta must be a number or one number per step, got {eta!r}")
+    if len(eta) != steps:
+        raise ValueError(f"eta needs one value per step (steps={steps}), got {len(eta)}")
+    return tuple(checks.real(f"eta[{t}]", e, 0.0) for t, e in enumerate(eta))
+
+
+def _outer_rule(dims: int, nodes: int | None) -> tuple[np.ndarray, np.ndarray]:
+    n = nodes if nodes is not None else OUTER_NODES.get(dims, 5)
+    return tensor_rule(dims, n)
+
+
+def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
+                wxi: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per outer node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
+    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Stein's lemma puts m1 and m2 on sigma
+    itself (smooth in M even for a kinked sigma) when c > 0."""
+    sc = np.sqrt(c)
+    pre = sc[None, None, :] * xi[None, :, None] + M[:, None, :]
+    s, ds = sigma.value_and_derivative(pre)
+    F = np.einsum("j,njg->ng", wxi, s)
+    Eds2 = np.einsum("j,njg->ng", wxi, ds * ds)
+    safe = np.where(sc > 0, sc, 1.0)
+    m1_stein = np.einsum("j,njg->ng", wxi * xi, s) / safe
+    m2_stein = np.einsum("j,njg->ng", wxi * (xi * xi - 1.0), s) / safe
+    m1 = np.where(sc > 0, m1_stein, np.einsum("j,njg->ng", wxi, ds))
+    m2 = np.where(sc > 0, m2_stein, 0.0)
+    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
+
+
+def _factor(gram: np.ndarray) -> np.ndarray:
+    """``L`` (K x q) with ``L L^T = gram`` and q its numerical rank."""
+    lam, vec = np.linalg.eigh((gram + gram.T) / 2)
+    keep = lam > RANK_TOL * max(1.0, lam.max(initial=0.0))
+    return vec[:, keep] * np.sqrt(lam[keep])[None, :]
+
+
+def advance(state: GroupState, *, sigma: Function, g: Function | Callable, values: np.ndarray,
+            fractions: np.ndarray, eta: float, alpha0: float, delta: float,
+            nodes: int | None = None, xi_nodes: int = XI_NODES) -> GroupState:
+    """One giant step on a fresh batch (module docstring, THEORY.md §12.2)."""
+    K, k = state.a.shape
+    q = state.L.shape[1]
+    X, w = _outer_rule(k + q, nodes)
+    Z, H = X[:, :k], X[:, k:]
+    M = Z @ state.a.T + H @ state.L.T
+    xi, wxi = gauss_hermite(xi_nodes)
+    F, m1, m2, v = _xi_moments(sigma, state.c, M, xi, wxi)
+    e = _evaluate(g, Z) - F @ (fractions * values)
+    we = w * e
+    da = eta * values[:, None] * (m1 * we[:, None]).T @ Z
+    dL = eta * values[:, None] * (m1 * we[:, None]).T @ H
+    sqrt_c = np.sqrt(state.c) + eta * values * (we @ m2)
+    noise = w * (e * e + delta)
+    c_new = sqrt_c**2 + (eta**2 * values**2 * (noise @ v) / alpha0 if math.isfinite(alpha0)
+                         else 0.0)
+    outside = state.L + dL
+    if math.isfinite(alpha0):
+        C = eta**2 * np.outer(values, values) * ((m1 * noise[:, None]).T @ m1) / alpha0
+        outside = np.hstack([outside, _factor(C)])
+    L_new = _factor(outside @ outside.T) if outside.shape[1] else outside
+    return GroupState(state.step + 1, state.a + da, L_new, c_new)
+
+
+def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                  eta: float | Sequence[float], delta: float = 0.0,
+                  readout: object = "constant", nodes: int | None = None,
+                  xi_nodes: int = XI_NODES) -> StepsMapping:
+    """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
+    number or one per step; ``alpha0 = inf`` is the large-batch (population) limit."""
+    steps = checks.integer("steps", steps, 1)
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
+    if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
+        raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
+    etas = _etas(eta, steps)
+    delta = checks.real("delta", delta, 0.0)
+    ro = parse_readout(readout)
+    s = get_function(sigma)
+    if not isinstance(target, str):
+        raise TypeError(f"target must be an expression in z1..zk for several steps, got {target!r}")
+    g, k, _ = resolve_target(target)
+    values = np.asarray(ro.values, dtype=np.float64)
+    fractions = np.asarray(ro.weights, dtype=np.float64)
+    K = len(values)
+    st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
+    states = [st]
+    for t in range(steps):
+        st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
+                     alpha0=float(alpha0), delta=delta, nodes=nodes, xi_nodes=xi_nodes)
+        states.append(st)
+    return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
+                        eta=etas, delta=delta, k=k, states=tuple(states))
+
+
+# ------------------------------------------------------------------------------------------------
+# the risk after several steps, and the groups read off a given first layer
+
+
+def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
+                       values: Sequence[float] | None = None) -> GroupState:
+    """The groups of a given first layer (THEORY.md §12.4): rows ``W`` (p x d), each row's
+    readout value ``eps`` (p; equal values form a group, ordered as ``values``, by default
+    increasing), target
+    directions ``theta`` (k x d, orthonormal rows). ``s_g`` is the group's mean row, ``c_g`` the
+    mean squared distance of its rows to it; the Gram of the means loses the sampling bias
+    ``c_g / p_g`` of a mean over ``p_g`` rows."""
+    W = np.asarray(W, dtype=np.float64)
+    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+    eps = np.asarray(eps, dtype=np.float64).ravel()
+    if W.ndim != 2 or eps.shape[0] != W.shape[0] or theta.shape[1] != W.shape[1]:
+        raise ValueError(f"need W (p x d), eps (p) and theta (k x d); got {W.shape}, "
+                         f"{eps.shape}, {theta.shape}")
+    if not np.allclose(theta @ theta.T, np.eye(theta.shape[0]), atol=1e-8):
+        raise ValueError("theta must have orthonormal rows")
+    groups = np.unique(eps) if values is None else np.asarray(values, dtype=np.float64)
+    if not np.all(np.isin(eps, groups)) or any(np.sum(eps == v) == 0 for v in groups):
+        raise ValueError(f"every readout value must be one of values={groups.tolist()}, each "
+                         "used by some row")
+    means = np.array([W[eps == v].mean(axis=0) for v in groups])
+    counts = np.array([np.sum(eps == v) for v in groups])
+    c = np.array([np.mean(np.sum((W[eps == v] - m) ** 2, axis=1)) for v, m in zip(groups, means)])
+    a = means @ theta.T
+    gram = means @ means.T - np.diag(c / counts) - a @ a.T
+    return GroupState(-1, a, _factor(gram), c)
+
+
+def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
+               alpha0: float, eta: float | Sequence[float], lam: float, beta: float,
+               delta: float = 0.0, readout: object = "constant", p: float | None = None,
+               strict: bool = False, solver=None, mapping: StepsMapping | None = None):
+    """Asymptotic test error of ridge on the readout after ``steps`` giant steps with fresh
+    batches (THEORY.md §12): :func:`steps_mapping` then :func:`asymptotics.spiked.risk_spiked`
+    (a :class:`~asymptotics.spiked.SpikedResult`). ``mapping``: reuse a computed one."""
+    from asymptotics.equations.solver import SolverConfig
+    from asymptotics.spiked.solve import risk_spiked
+
+    mp = mapping if mapping is not None else steps_mapping(
+        sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout)
+    return risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
+                       solver=solver if solver is not None else SolverConfig(),
+                       **mp.spiked_params(steps))
+
+
+def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "erf(z-1)",
+                 target: str = "z1 + z1*z2", alpha0: float = 16.0,
+                 eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
+                 delta: float = 0.0, readout: object = "constant", p: float | None = None):
+    """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
+    alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
+    parameter; unconverged points have risk NaN."""
+    import json
+
+    import pandas as pd
+
+    from asymptotics.spiked.solve import risk_spiked
+
+    alphas = [checks.positive("alpha", a) for a in np.atleast_1d(alphas)]
+    mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout)
+    rows = []
+    for t in range(steps + 1):
+        params = mp.spiked_params(t)
+        for a in alphas:
+            res = risk_spiked(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, **params)
+            rows.append(dict(model="srf-groups", step=t, alpha=a,
+                             risk=res.risk if res.converged else math.nan,
+                             converged=bool(res.converged), sigma=mp.sigma, target=target,
+                             readout=mp.readout.name, alpha0=alpha0,
+                             eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
+                             delta=delta, p=p, loadings=json.dumps(params["loadings"]),
+                             bulk=json.dumps(params["bulk"]),
+                             overlaps=json.dumps(params["overlaps"])))
+    return pd.DataFrame(rows)
+
+
+def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, lam: object,
+                   eta: object, **kw):
+    """``asymptotics.risk(..., steps=T)``: None for T = 1 (the one-step path, unchanged), else
+    :func:`risk_steps` after checking that nothing it cannot honour was asked for."""
+    steps = checks.integer("steps", steps, 1)
+    if steps == 1:
+        return None
+    if model != "srf":
+        raise ValueError(f"steps={steps} is implemented for model='srf' (the K-group model of "
+                         "several steps, THEORY.md §12); the network theory covers one step. "
+                         f"Pass model='srf' (got model={model!r})")
+    given = [name for name, v in overrides.items() if v is not None]
+    given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if given:
+        raise ValueError(f"steps={steps} does not support {', '.join(given)} (the groups are "
+                         "built from the steps' parameters, THEORY.md §12)")
+    return risk_steps(alpha, steps=steps, lam=lam, eta=eta, **kw)
