@@ -277,7 +277,8 @@ def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
                          "used by some row")
     means = np.array([W[eps == v].mean(axis=0) for v in groups])
     counts = np.array([np.sum(eps == v) for v in groups])
-    c = np.array([np.mean(np.sum((W[eps == v] - m) ** 2, axis=1)) for v, m in zip(groups, means)])
+    c = np.array([np.mean(np.sum((W[eps == v] - m) ** 2, axis=1))
+                  for v, m in zip(groups, means, strict=True)])
     a = means @ theta.T
     gram = means @ means.T - np.diag(c / counts) - a @ a.T
     return GroupState(-1, a, _factor(gram), c)
