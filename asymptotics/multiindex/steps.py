@@ -41,8 +41,11 @@ from asymptotics.spiked.readouts import Readout, parse_readout
 MAX_STEPS = 8
 XI_NODES = 96
 RANK_TOL = 1e-10
-# outer Gauss-Hermite nodes per dimension, by the number of dimensions (z and h)
-OUTER_NODES = {1: 64, 2: 40, 3: 24, 4: 16, 5: 12, 6: 9, 7: 7, 8: 6}
+U_MAX = 9.0  # the trapezoid rule's range on the spike axes
+TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r of spike axes
+# Gauss-Hermite nodes per other axis for a non-polynomial target, by their number
+REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
+CHUNK = 2_000_000  # quadrature nodes per block
 
 
 @dataclass(frozen=True)
@@ -163,14 +166,23 @@ def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
     return tuple(checks.real(f"eta[{t}]", e, 0.0) for t, e in enumerate(eta))
 
 
-def _outer_rule(dims: int, nodes: int | None) -> tuple[np.ndarray, np.ndarray]:
-    n = nodes if nodes is not None else OUTER_NODES.get(dims, 5)
-    return tensor_rule(dims, n)
+def _trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectrally
+    accurate for the analytic integrands here, also where they vary on a scale << 1)."""
+    if r == 0:
+        return np.zeros((1, 0)), np.ones(1)
+    x = np.arange(-U_MAX, U_MAX + h / 2, h)
+    w = np.exp(-0.5 * x * x)
+    w /= w.sum()
+    pts = np.stack(np.meshgrid(*([x] * r), indexing="ij"), axis=-1).reshape(-1, r)
+    wts = np.prod(np.stack(np.meshgrid(*([w] * r), indexing="ij"), axis=-1).reshape(-1, r), 1)
+    keep = wts > 1e-18 * wts.max()
+    return pts[keep], wts[keep] / wts[keep].sum()
 
 
 def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                 wxi: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per outer node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
+    """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
     over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Stein's lemma puts m1 and m2 on sigma
     itself (smooth in M even for a kinked sigma) when c > 0."""
     sc = np.sqrt(c)
@@ -193,37 +205,66 @@ def _factor(gram: np.ndarray) -> np.ndarray:
     return vec[:, keep] * np.sqrt(lam[keep])[None, :]
 
 
+@dataclass(frozen=True)
+class Quadrature:
+    """Nodes of the step integrals: a trapezoid rule (step ``h``) on the r coordinates the
+    groups' pre-activations depend on, Gauss-Hermite (``rest`` nodes) on the others."""
+
+    h: float | None = None
+    rest: int | None = None
+    xi: int = XI_NODES
+
+
 def advance(state: GroupState, *, sigma: Function, g: Function | Callable, values: np.ndarray,
             fractions: np.ndarray, eta: float, alpha0: float, delta: float,
-            nodes: int | None = None, xi_nodes: int = XI_NODES) -> GroupState:
-    """One giant step on a fresh batch (module docstring, THEORY.md §12.2)."""
+            quad: Quadrature = Quadrature(), degree: int | None = None) -> GroupState:
+    """One giant step on a fresh batch (module docstring, THEORY.md §12.2). The integrals over
+    (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
+    depend on those axes only (computed once per trapezoid node), the target on all."""
     K, k = state.a.shape
     q = state.L.shape[1]
-    X, w = _outer_rule(k + q, nodes)
-    Z, H = X[:, :k], X[:, k:]
-    M = Z @ state.a.T + H @ state.L.T
-    xi, wxi = gauss_hermite(xi_nodes)
-    F, m1, m2, v = _xi_moments(sigma, state.c, M, xi, wxi)
-    e = _evaluate(g, Z) - F @ (fractions * values)
-    we = w * e
-    da = eta * values[:, None] * (m1 * we[:, None]).T @ Z
-    dL = eta * values[:, None] * (m1 * we[:, None]).T @ H
-    sqrt_c = np.sqrt(state.c) + eta * values * (we @ m2)
-    noise = w * (e * e + delta)
-    c_new = sqrt_c**2 + (eta**2 * values**2 * (noise @ v) / alpha0 if math.isfinite(alpha0)
-                         else 0.0)
-    outside = state.L + dL
-    if math.isfinite(alpha0):
-        C = eta**2 * np.outer(values, values) * ((m1 * noise[:, None]).T @ m1) / alpha0
-        outside = np.hstack([outside, _factor(C)])
+    S = np.hstack([state.a, state.L])
+    _, sv, vt = np.linalg.svd(S, full_matrices=True)
+    r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
+    basis = vt.T  # columns: r spike axes, then the rest
+    h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
+    U, wu = _trapezoid(r, h)
+    n_rest = quad.rest if quad.rest is not None else (
+        degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
+    R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
+    xi, wxi = gauss_hermite(quad.xi)
+    F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
+    f = F @ (fractions * values)
+    da, dL = np.zeros((K, k)), np.zeros((K, q))
+    e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
+    rows = max(1, CHUNK // max(1, R.shape[0]))
+    for lo in range(0, U.shape[0], rows):
+        sl = slice(lo, lo + rows)
+        X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
+        w = wu[sl, None] * wr[None, :]
+        e = _evaluate(g, X[..., :k]) - f[sl, None]
+        wm1 = (w * e)[..., None] * m1[sl, None, :]  # (u, rest, K)
+        da += np.einsum("urg,urj->gj", wm1, X[..., :k])
+        dL += np.einsum("urg,urj->gj", wm1, X[..., k:])
+        e_m2 += np.einsum("ur,ug->g", w * e, m2[sl])
+        noise = np.sum(w * (e * e + delta), axis=1)
+        noise_v += noise @ v[sl]
+        noise_mm += (m1[sl] * noise[:, None]).T @ m1[sl]
+    sqrt_c = np.sqrt(state.c) + eta * values * e_m2
+    finite = math.isfinite(alpha0)
+    c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
+    outside = state.L + eta * values[:, None] * dL
+    if finite:
+        outside = np.hstack([outside, _factor(eta**2 * np.outer(values, values) * noise_mm
+                                               / alpha0)])
     L_new = _factor(outside @ outside.T) if outside.shape[1] else outside
-    return GroupState(state.step + 1, state.a + da, L_new, c_new)
+    return GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
 
 
 def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
                   eta: float | Sequence[float], delta: float = 0.0,
-                  readout: object = "constant", nodes: int | None = None,
-                  xi_nodes: int = XI_NODES) -> StepsMapping:
+                  readout: object = "constant", quad: Quadrature = Quadrature()
+                  ) -> StepsMapping:
     """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
     number or one per step; ``alpha0 = inf`` is the large-batch (population) limit."""
     steps = checks.integer("steps", steps, 1)
@@ -241,11 +282,13 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     values = np.asarray(ro.values, dtype=np.float64)
     fractions = np.asarray(ro.weights, dtype=np.float64)
     K = len(values)
+    per = target_degrees(target) if not isinstance(g, Function) else (None,)
+    degree = None if any(dg is None for dg in per) else int(sum(per))
     st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
     states = [st]
     for t in range(steps):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
-                     alpha0=float(alpha0), delta=delta, nodes=nodes, xi_nodes=xi_nodes)
+                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree)
         states.append(st)
     return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
                         eta=etas, delta=delta, k=k, states=tuple(states))
