@@ -20,13 +20,19 @@ import numpy as np
 import pandas as pd
 
 from validation.experiments.multistep import (  # noqa: F401
+    ALPHA0,
+    ETA3,
     EXPERIMENTS,
     REPORTS,
+    SIGMA,
+    STAIRCASE,
     load_or_run,
     plan_for,
     summary,
+    theory_overlaps,
 )
 from validation.experiments.multistep_text import build_report
+from validation.multistep import MultiStepConfig
 
 
 def _style():
@@ -80,18 +86,28 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path,
                     yerr=gj["mean_overlap_se"], color=COLORS[j - 1], label=rf"$\theta_{j}$")
         axes[0].errorbar(gj["step"] + (j - 2) * width, gj["max_overlap_mean"], fmt="v",
                          color="k", ms=3, label="max over neurons" if j == 1 else None)
+    th = theory_overlaps(MultiStepConfig(d=dmax, target=STAIRCASE, sigma=SIGMA, steps=3,
+                                         alpha0=ALPHA0, eta=ETA3))
+    for j in (1, 2, 3):
+        tj = th[(th["direction"] == j) & (th["theory"] > 0.05)]
+        axes[0].plot(tj["step"] + (j - 2) * width, tj["theory"], "_", color="k", ms=14, mew=2,
+                     label=r"theory $d\to\infty$ (THEORY §12)" if j == 1 else None)
     axes[0].axhline(math.sqrt(2 / (math.pi * dmax)), color="k", ls=":", lw=1,
                     label=r"init. $\sqrt{2/(\pi d)}$")
     axes[0].set_xticks(range(4), ["init", "step 1", "step 2", "step 3"])
     axes[0].set_ylabel(r"mean$_k\ |\langle w_k,\theta_j\rangle|/|w_k|$")
     axes[0].set_title(rf"$g=z_1+z_1z_2+z_1z_2z_3$, $n=16d$, $d={dmax}$ (bars: mean $\pm$ s.e.)")
     axes[0].legend(ncol=2)
+    for r in th[th["theory"] > 0.05].itertuples():
+        if (r.step, r.direction) in ((1, 1), (2, 2), (3, 3)):
+            axes[1].axhline(r.theory, color=COLORS[(r.direction - 1) % len(COLORS)], lw=0.8,
+                            ls=(0, (6, 3)), alpha=0.7)
     _vs_d(axes[1], s, [(1, 1, r"$\theta_1$ after step 1", "o", "-"),
                        (1, 2, r"$\theta_2$ after step 1", "o", "--"),
                        (2, 2, r"$\theta_2$ after step 2", "s", "-"),
                        (2, 3, r"$\theta_3$ after step 2", "s", "--"),
                        (3, 3, r"$\theta_3$ after step 3", "D", "-")],
-          "overlap vs $d$ (error bars: s.e. over seeds)")
+          "overlap vs $d$ (error bars: s.e. over seeds; dashed: theory)")
     paths.append(outdir / f"{prefix}_staircase.png")
     _save(fig, paths[-1])
     plt.close(fig)

@@ -106,3 +106,25 @@ def test_state_from_weights_reads_a_constructed_layer():
 def test_errors(kw, match):
     with pytest.raises((ValueError, TypeError), match=match):
         A.risk(2.0, **kw)
+
+
+def test_theory_matches_the_committed_staircase_simulations():
+    """The overlaps of the network after 1-3 giant steps (committed Monte Carlo of the protocol,
+    d = 1024, 5 seeds: validation/reports/MULTISTEP.md) against the d -> infinity theory: every
+    learned entry within 3 standard errors."""
+    import pandas as pd
+
+    from validation.experiments.multistep import FULL, REPORTS, configs, summary, theory_overlaps
+
+    df = pd.read_csv(REPORTS / "data" / "multistep_staircase.csv")
+    s = summary(df)
+    dmax = int(s["d"].max())
+    assert dmax >= 1000
+    cfg = [c for c, _ in configs("staircase", FULL) if c.d == dmax][0]
+    th = theory_overlaps(cfg)
+    learned = th[th["theory"] > 0.05]
+    assert len(learned) == 6  # theta1 at step 1; theta1, 2 at step 2; all three at step 3
+    for r in learned.itertuples():
+        m = s[(s["d"] == dmax) & (s["step"] == r.step) & (s["direction"] == r.direction)]
+        z = (m["mean_overlap_mean"].iloc[0] - r.theory) / m["mean_overlap_se"].iloc[0]
+        assert abs(z) <= 3.0, (r.step, r.direction, z)

@@ -63,6 +63,12 @@ class GroupState:
         """``<s_g, s_h>`` (K x K)."""
         return self.a @ self.a.T + self.L @ self.L.T
 
+    def mean_overlaps(self, fractions: Sequence[float]) -> np.ndarray:
+        """``mean_i |<w_i, theta_j>| / |w_i|`` over the rows as d -> infinity (k): group g
+        contributes ``|a_gj| / sqrt(c_g + |s_g|^2)`` with weight ``pi_g``."""
+        norms = np.sqrt(self.c + np.diag(self.spike_gram))
+        return np.asarray(fractions, dtype=np.float64) @ (np.abs(self.a) / norms[:, None])
+
     def spiked_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(loadings K x r, overlaps r x k, rotation Q k x k)`` of the K-group model
         (THEORY.md §10.1): ``V`` spans the spikes; target coordinates are rotated, ``z = Q z'``,

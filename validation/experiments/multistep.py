@@ -282,3 +282,38 @@ def markdown(df: pd.DataFrame) -> str:
         rest = [c for c in cols if not str(c).startswith("d=")]
         cols = rest[:first] + dcols + rest[first:]
     return "\n".join(table_lines(df[cols].astype(object)))
+
+
+def theory_states(cfg: MultiStepConfig):
+    """The K-group mapping of several steps (docs/THEORY.md §12) at the experiment's parameters
+    (``kappa = 1`` only; ``hypercube`` is the readout ``pm1``: two halves of opposite sign)."""
+    from asymptotics.multiindex.steps import steps_mapping
+
+    if cfg.kappa != 1.0:
+        raise ValueError("the several-steps theory covers n = alpha0 d (kappa = 1)")
+    readout = "pm1" if cfg.readout == "hypercube" else "constant"
+    return steps_mapping(cfg.sigma, cfg.target, steps=cfg.steps, alpha0=cfg.alpha0,
+                         eta=cfg.eta, delta=cfg.delta, readout=readout)
+
+
+def theory_overlaps(cfg: MultiStepConfig) -> pd.DataFrame:
+    """Rows (step, direction, theory): the mean overlap ``|<w_k, theta_j>| / |w_k|`` as
+    d -> infinity after each step (0 where the direction is not learned: the measured value
+    is then the initial level ~ sqrt(2/(pi d)))."""
+    mp = theory_states(cfg)
+    rows = [dict(step=t, direction=j + 1, theory=float(v))
+            for t, st in enumerate(mp.states)
+            for j, v in enumerate(st.mean_overlaps(mp.readout.weights))]
+    return pd.DataFrame(rows)
+
+
+def theory_test_error(cfg: MultiStepConfig) -> pd.DataFrame:
+    """Rows (step, theory): the risk of the ridge readout after each step (THEORY.md §12,
+    ``p -> infinity``) at the experiment's ``ridge_alpha`` and ``lam``."""
+    from asymptotics.multiindex.steps import risk_by_step
+
+    readout = "pm1" if cfg.readout == "hypercube" else "constant"
+    df = risk_by_step([cfg.ridge_alpha], steps=cfg.steps, sigma=cfg.sigma, target=cfg.target,
+                      alpha0=cfg.alpha0, eta=cfg.eta, lam=cfg.lam, beta=cfg.beta,
+                      delta=cfg.delta, readout=readout)
+    return df[["step", "risk"]].rename(columns={"risk": "theory"})
