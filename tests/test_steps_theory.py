@@ -128,3 +128,21 @@ def test_theory_matches_the_committed_staircase_simulations():
         m = s[(s["d"] == dmax) & (s["step"] == r.step) & (s["direction"] == r.direction)]
         z = (m["mean_overlap_mean"].iloc[0] - r.theory) / m["mean_overlap_se"].iloc[0]
         assert abs(z) <= 3.0, (r.step, r.direction, z)
+
+
+def test_steps_command(tmp_path, capsys):
+    from asymptotics.cli.curve import main
+
+    out = tmp_path / "s.csv"
+    assert main(["steps", "--steps", "2", "--eta", "1", "--alpha", "1,2", "--quiet",
+                 "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "step 2" in text and out.exists()
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    assert sorted(df["step"].unique()) == [0, 1, 2] and df["converged"].all()
+    assert main(["steps", "--alpha0", "-1"]) == 2
+    assert main(["steps", "--steps", "3", "--eta", "1,2"]) == 2
+    err = capsys.readouterr().err
+    assert "one value per step" in err and "Traceback" not in err

@@ -243,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     from asymptotics.cli import hermite as hermite_cli
 
     hermite_cli.add_subparser(sub)
+    from asymptotics.cli import steps as steps_cli
+
+    steps_cli.add_subparser(sub)
     # parameter grids (theory and simulations) are ``python -m validation sweep --kind theory``:
     # the runner lives in validation, which the theory package does not import
     return parser

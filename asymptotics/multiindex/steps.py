@@ -353,7 +353,8 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
 def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "erf(z-1)",
                  target: str = "z1 + z1*z2", alpha0: float = 16.0,
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
-                 delta: float = 0.0, readout: object = "constant", p: float | None = None):
+                 delta: float = 0.0, readout: object = "constant", p: float | None = None,
+                 on_step: Callable[[int], None] | None = None):
     """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
     alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
     parameter; unconverged points have risk NaN."""
@@ -379,6 +380,8 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
                              delta=delta, p=p, loadings=json.dumps(params["loadings"]),
                              bulk=json.dumps(params["bulk"]),
                              overlaps=json.dumps(params["overlaps"])))
+        if on_step is not None:
+            on_step(t)
     return pd.DataFrame(rows)
 
 

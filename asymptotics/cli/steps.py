@@ -1,0 +1,108 @@
+"""``python -m asymptotics steps``: the risk of the ridge readout after each of T giant steps
+with fresh batches (docs/THEORY.md §12), along alpha, for a multi-index target."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+
+from asymptotics.cli.common import check_writable, integer, parse_grid, real, real_list
+
+
+def _alpha0(text: str) -> float:
+    """argparse type of --alpha0: a number > 0 or inf."""
+    if text.strip().lower() in ("inf", "infinity"):
+        return math.inf
+    return real("--alpha0", 0.0, strict_lo=True)(text)
+
+
+def add_subparser(subparsers) -> argparse.ArgumentParser:
+    """Register ``steps`` on an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "steps", help="risk after each of T giant steps (fresh batches; multi-index targets)",
+        description="Risk of ridge on the readout after t = 0..T giant steps, each on a fresh "
+                    "batch of alpha0 d samples with learning rate eta_tilde_t p (docs/THEORY.md "
+                    "§12: the K-group model of the steps; t = 0 is random features).")
+    p.add_argument("--steps", type=integer("--steps", 1, 8), default=3,
+                   help="number of giant steps T (1..8, default 3)")
+    p.add_argument("--target", default="z1 + z1*z2",
+                   help="target g(z1..zk), an expression (default 'z1 + z1*z2')")
+    p.add_argument("--sigma", default="erf(z-1)", help="activation (default 'erf(z-1)')")
+    p.add_argument("--alpha0", type=_alpha0, default=16.0,
+                   help="batch size of every step over d (inf: the large-batch limit; "
+                        "default 16)")
+    p.add_argument("--eta", type=real_list("--eta", 0.0), default=[2.0, 8.0, 16.0],
+                   help="eta_tilde: one value, or one per step (default 2,8,16)")
+    p.add_argument("--readout", choices=("constant", "pm1"), default="pm1",
+                   help="the frozen second layer: constant 1/sqrt(p), or +-1/sqrt(p) on two "
+                        "halves (default pm1)")
+    p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
+                   default=parse_grid("0.5:4:8"),
+                   help="ridge sample ratios n/d: a list or START:STOP:NUM (default 0.5:4:8)")
+    p.add_argument("--lam", type=real("--lam", 0.0), default=0.01,
+                   help="ridge penalty, sum convention (default 0.01)")
+    p.add_argument("--beta", type=real("--beta", 0.0, strict_lo=True), default=1.0,
+                   help="width ratio p/d (default 1)")
+    p.add_argument("--delta", type=real("--delta", 0.0), default=0.0,
+                   help="label noise variance (default 0)")
+    p.add_argument("--out", help="write the full CSV to this file")
+    p.add_argument("--plot", help="write a figure (.png, .svg or .pdf): risk vs alpha per step")
+    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run_cli)
+    return p
+
+
+def _plot(df, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from asymptotics.cli.common import save_figure
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.8), constrained_layout=True)
+    for t, g in df.groupby("step"):
+        ax.plot(g["alpha"], g["risk"], marker="o", ms=3,
+                label="random features (t = 0)" if t == 0 else f"after step {t}")
+    r = df.iloc[0]
+    ax.set_xlabel(r"$\alpha = n/d$")
+    ax.set_ylabel("test error")
+    ax.set_title(rf"$g$={r['target']}, $\sigma$={r['sigma']}, readout {r['readout']}, "
+                 rf"$\alpha_0$={r['alpha0']:g}, $\tilde\eta$=({r['eta']})", fontsize=8)
+    ax.legend(frameon=False, fontsize=8)
+    ax.grid(alpha=0.3)
+    save_figure(fig, path, dpi=150)
+    plt.close(fig)
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Print the table (alpha x step); bad input: one line on stderr, exit status 2."""
+    from asymptotics.core.progress import Progress
+    from asymptotics.multiindex.steps import risk_by_step
+
+    check_writable(args.out, "--out")
+    check_writable(args.plot, "--plot")
+    eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
+    with Progress(args.steps + 1, "steps: risk after each step", unit="step",
+                  enabled=not args.quiet, interval=5.0) as bar:
+        df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
+                          alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
+                          delta=args.delta, readout=args.readout,
+                          on_step=lambda _t: bar.update(1))
+    table = df.pivot(index="alpha", columns="step", values="risk")
+    print("alpha  " + "  ".join("RF(t=0)" if t == 0 else f"step {t:<3d}" for t in table.columns))
+    for a, row in table.iterrows():
+        print(f"{a:<6.3g} " + "  ".join("   nan  " if math.isnan(v) else f"{v:8.5f}"
+                                        for v in row))
+    if args.out:
+        df.to_csv(args.out, index=False)
+    if args.plot:
+        _plot(df, args.plot)
+    return 0
+
+
+def main(argv=None) -> int:  # pragma: no cover - thin wrapper
+    from asymptotics.cli.curve import main as cli_main
+
+    return cli_main(["steps", *(argv if argv is not None else sys.argv[1:])])
