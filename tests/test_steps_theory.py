@@ -142,7 +142,9 @@ def test_steps_command(tmp_path, capsys):
 
     df = pd.read_csv(out)
     assert sorted(df["step"].unique()) == [0, 1, 2] and df["converged"].all()
-    assert main(["steps", "--alpha0", "-1"]) == 2
+    with pytest.raises(SystemExit) as exc:  # argparse: one error line, exit status 2
+        main(["steps", "--alpha0", "-1"])
+    assert exc.value.code == 2
     assert main(["steps", "--steps", "3", "--eta", "1,2"]) == 2
     err = capsys.readouterr().err
     assert "one value per step" in err and "Traceback" not in err
