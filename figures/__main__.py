@@ -25,6 +25,7 @@ FIGURES = {
     "outliers": ("figures.fig_beyond_one_step", "outliers"),
     "phase_diagram": ("figures.fig_phase_diagram", "make"),
     "readouts": ("figures.fig_readouts", "make"),
+    "steps": ("figures.fig_steps", "make"),
 }
 # figures/out in a source checkout (the README shows them), else ./figures-out in the cwd
 _PACKAGE_OUT = Path(__file__).resolve().parent / "out"
