@@ -30,6 +30,17 @@ def test_readme_spiked_block_runs():
     assert parts["all"] < parts["without_1"] and parts["all"] < parts["none"]
 
 
+def test_guide_steps_block_runs():
+    text = (ROOT / "docs" / "guide.md").read_text()
+    start = text.index("```python", text.index("## Several giant steps")) + len("```python")
+    code = text[start:text.index("```", start)]
+    namespace: dict = {}
+    exec(compile(code, "guide.md", "exec"), namespace)
+    df, m = namespace["df"], namespace["m"]
+    assert df["converged"].all() and sorted(df["step"].unique()) == [0, 1, 2, 3]
+    assert m.states[2].a.shape == (2, 3)
+
+
 def test_readme_first_number_block_runs():
     text = (ROOT / "README.md").read_text()
     start = text.index("```python", text.index("## A first number")) + len("```python")
