@@ -103,6 +103,18 @@ def run_cli(args: argparse.Namespace) -> int:
 
 
 def main(argv=None) -> int:  # pragma: no cover - thin wrapper
-    from asymptotics.cli.curve import main as cli_main
+    """Stand-alone entry: ``python -m asymptotics.cli.steps [options]``."""
+    from asymptotics.cli.common import Parser, fail
 
-    return cli_main(["steps", *(argv if argv is not None else sys.argv[1:])])
+    parser = Parser(prog="python -m asymptotics.cli.steps")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_subparser(sub)
+    args = parser.parse_args(["steps", *(argv if argv is not None else sys.argv[1:])])
+    try:
+        return run_cli(args)
+    except (ValueError, TypeError, OSError) as exc:
+        return fail(str(exc))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
