@@ -208,3 +208,12 @@ def test_effective_target_through_the_one_spike_solver():
     expr = f"{res.mean_eff!r} + {res.linear_eff!r}*z + {s!r}*(z**2 - 1)"
     ref = risk(2.0, sigma="erf(z-1)", target=expr, eta=0.0, lam=0.1, beta=1.0, model="rf")
     assert res.risk == pytest.approx(ref.risk, rel=1e-7)
+
+
+def test_committed_report_is_regenerated_from_committed_runs():
+    """validation/reports/POLYNOMIAL_SPIKES.md is what the builder writes from the committed
+    runs CSV (no simulation)."""
+    from validation.experiments import polynomial_spikes as E
+
+    committed = (E.REPORTS / "POLYNOMIAL_SPIKES.md").read_text()
+    assert E.markdown(E.table(E.load_runs()), E.REGENERATE) == committed
