@@ -59,7 +59,43 @@ SETTINGS = (
 N_TEST = 4000
 K_NODES = 10
 P_LADDER = (1e3, 1e4, 1e6, 1e8, 1e10)
-NOTES = ""
+NOTES = """
+## What the numbers say
+
+- **The limit is right for the limit model.** Random features plus explicit unpenalised columns
+  `kappa^l`, `l in S` (`columns`), agree with the theory at every d (|z| <= 2.0 in all 15 rows).
+  So the closure of THEORY.md §13.3-13.4 (divergent spikes = free columns, the rest random
+  features on the effective target) is confirmed where it is exact; the question is how fast the
+  network gets there.
+- **The network converges to it, slowly, as predicted.** The order-l column is free only up to a
+  relative penalty `~ p^(-(1 - 2 l (1/2 - a)))`: `p^(-2a)` for the order-1 spike, `p^(-(4a - 1))`
+  for the order-2 one. relu/tanh: the gap network - theory is 0.0756, 0.0682, 0.0632 at
+  d = 500, 1000, 2000 for a = 0.1 (ratio per doubling 0.90, 0.93; predicted `2^(-0.2)` = 0.87),
+  and 0.0332, 0.0232, 0.0189 for a = 0.2 (0.70, 0.81; predicted `2^(-0.4)` = 0.76). At these d
+  the network is far from the limit (z from 12 to 48), and a = 0.1 and 0.2, which have the same
+  limit, are still 0.044 apart at d = 2000. erf(z-1)/(z + He2/2), `S = {0, 1, 2}`: the gap falls
+  by 0.76, 0.69 (a = 0.28) and 0.70, 0.62 (a = 0.30) per doubling, the rate of the order-1 part
+  (`2^(-0.56)`, `2^(-0.6)`); the order-2 part falls only like `2^(-0.12)`, `2^(-0.2)` and
+  dominates later (the K-group model below still sits 0.0096 above the limit at
+  p = 1e10 for a = 0.28).
+- **relu/(z + He2/2) at a = 0.2 moves away from the limit at these d.** `S = {0, 1}`: the order-2
+  spike is below its threshold (relative strength `p^(-0.1)`), so in the limit the He2 part is
+  not learned (0.9809); at finite d it is partly learned, and the network's risk *falls* with d
+  (0.964, 0.946, 0.924; z = -4.6 at d = 2000) while the order-1 column sharpens. The K-group model
+  does the same (0.945, 0.938, 0.935 at p = d), has its minimum near p = 1e4 and returns to the
+  limit only slowly (0.9557 at 1e6, 0.9763 at 1e10): a non-monotone approach, not a failure of
+  the limit.
+- **The finite-width K-group model tracks the network.** With the Gaussian readout on 10
+  Gauss-Hermite groups, `eta_tilde p^(a - 1/2)` and the width p = d it is within 2.8 s.e. of the
+  network in all 15 rows (|z K| <= 1 in 7; the largest differences, 0.026 and 0.027 or 3%, for
+  erf(z-1) at d = 500, where the network is above it), while the limit is 5 to 48 s.e. away in
+  the 12 rows outside relu/(z + He2/2): at accessible d the K-group model, not the limit, is the
+  description of the trained network. The two theories are
+  consistent: the K-group model tends to the limit as p grows (table above).
+- Budget: the committed runs took about 18 core-minutes (one thread), the network MC about 60%
+  of it. The `columns` draws depend on (sigma, target, S, d, repetition) only, so settings that
+  share them (relu/tanh at a = 0.1 and 0.2; erf(z-1) at 0.28 and 0.30) show the same numbers.
+"""
 COLUMNS = ["setting", "sigma", "target", "a", "d", "p", "kind", "rep", "risk", "seconds"]
 REGENERATE = ("python -m validation.experiments.polynomial_spikes --simulate "
               "--out validation/reports")
@@ -233,8 +269,10 @@ def markdown(tab: pd.DataFrame, command: str) -> str:
         f"(Gaussian readout on {K_NODES} Gauss-Hermite nodes, eta = eta_tilde p^(a - 1/2), width "
         "p = d); `RF` random features.",
         "",
-        "| setting | S | d | theory | network (n) | z | columns (n) | z | K-group | RF |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "`z K` = (network - K-group)/s.e. of the network.",
+        "",
+        "| setting | S | d | theory | network (n) | z | columns (n) | z | K-group | z K | RF |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in tab.itertuples():
         lines.append(
@@ -242,7 +280,8 @@ def markdown(tab: pd.DataFrame, command: str) -> str:
             f"{_fmt(r.theory)} | {_fmt(r.network_mean)} ± {_fmt(r.network_se)} "
             f"({r.network_n}) | {_fmt(r.network_z, 1)} | {_fmt(r.columns_mean)} ± "
             f"{_fmt(r.columns_se)} ({r.columns_n}) | {_fmt(r.columns_z, 1)} | "
-            f"{_fmt(r.kgroup)} | {_fmt(r.rf)} |")
+            f"{_fmt(r.kgroup)} | {_fmt((r.network_mean - r.kgroup) / r.network_se, 1)} | "
+            f"{_fmt(r.rf)} |")
     lines += ["", "## The finite-width K-group model as p grows", "",
               "The K-group model of the step (same quantised readout, eta = eta_tilde "
               "p^(a - 1/2)) at widths far beyond the simulated ones: it is told nothing about "
