@@ -30,7 +30,7 @@ K-group model at widths ``P_LADDER`` (its approach to the limit) and the notes
 with 2 repetitions, not stored (a smoke test; the report goes to
 ``--out/POLYNOMIAL_SPIKES_quick.md``). Without ``--out`` the report is only printed.
 Budget of the committed runs (d = 500, 1000, 2000 with 24, 12, 8 repetitions, five settings, one
-thread): about 19 core-minutes.
+thread): about 18 core-minutes.
 """
 
 from __future__ import annotations
