@@ -22,6 +22,7 @@ from asymptotics.measures.spectral import (
     from_weights,
     marchenko_pastur,
 )
+from asymptotics.multiindex.polynomial_spikes import PolynomialSpikeResult, polynomial_spike_risk
 from asymptotics.multiindex.steps import (
     risk_by_step,
     risk_steps,
@@ -52,6 +53,7 @@ __all__ = [
     "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
     "risk_spiked_semi_empirical", "spike_contributions", "readout_mapping", "risk_readout",
     "risk_readout_curve", "risk_by_step", "risk_steps", "state_from_weights", "steps_mapping",
+    "PolynomialSpikeResult", "polynomial_spike_risk",
 ]
 
 def _version() -> str:
