@@ -105,7 +105,7 @@ def risk(
     checks.flag("strict", strict)
     _check_solver(solver)
     if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
-        from asymptotics.multiindex.steps import api_steps_risk
+        from asymptotics.multiindex.steps_risk import api_steps_risk
 
         res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,
                              overrides=dict(spike=spike, gamma=gamma, measure=measure,

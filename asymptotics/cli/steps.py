@@ -79,7 +79,7 @@ def _plot(df, path: str) -> None:
 def run_cli(args: argparse.Namespace) -> int:
     """Print the table (alpha x step); bad input: one line on stderr, exit status 2."""
     from asymptotics.core.progress import Progress
-    from asymptotics.multiindex.steps import risk_by_step
+    from asymptotics.multiindex.steps_risk import risk_by_step
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot")

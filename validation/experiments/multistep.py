@@ -310,7 +310,7 @@ def theory_overlaps(cfg: MultiStepConfig) -> pd.DataFrame:
 def theory_test_error(cfg: MultiStepConfig) -> pd.DataFrame:
     """Rows (step, theory): the risk of the ridge readout after each step (THEORY.md §12,
     ``p -> infinity``) at the experiment's ``ridge_alpha`` and ``lam``."""
-    from asymptotics.multiindex.steps import risk_by_step
+    from asymptotics.multiindex.steps_risk import risk_by_step
 
     readout = "pm1" if cfg.readout == "hypercube" else "constant"
     df = risk_by_step([cfg.ridge_alpha], steps=cfg.steps, sigma=cfg.sigma, target=cfg.target,
