@@ -278,11 +278,16 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
         n_jobs: int, scaling: bool, time_budget: float, scaling_seeds: int = 4,
         confirm_seeds: int = 0, models: Sequence[str] = ("srf", "network", "rf"),
         targets: Sequence[str] = TARGETS, estimator: str = ESTIMATOR,
-        only: Sequence[str] = ()) -> None:
+        only: Sequence[str] = (), progress: bool = True) -> None:
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
-    Workers: :func:`validation.pool.run_tasks` (spawned processes, one BLAS thread each)."""
+    Workers: :func:`validation.pool.run_tasks` (spawned processes, one BLAS thread each).
+    ``progress``: the campaign's progress lines on stderr (False: none)."""
+    from asymptotics.core.progress import shown
+
+    progress = shown(progress)
+
     def by_cost(t):
         return -(t[2] ** 2) * t[0].beta * (1 + t[0].alpha0 * (t[1] == "network"))
 
@@ -316,8 +321,9 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     todo = make_todo(read_store(store_path))
     replan = REPLAN_SECONDS if target_se > 0 and not confirm_seeds else math.inf
     while todo:
-        print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
-        _execute(todo, store_path, n_jobs, min(t_end, time.time() + replan), estimator)
+        if progress:
+            print(f"{len(todo)} repetitions to run", file=sys.stderr, flush=True)
+        _execute(todo, store_path, n_jobs, min(t_end, time.time() + replan), estimator, progress)
         if time.time() >= t_end:
             print("time budget reached; rerun to resume", file=sys.stderr)
             return
@@ -348,7 +354,7 @@ def _repetition(job: tuple) -> list[dict]:
 
 
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
-             estimator: str) -> bool:
+             estimator: str, progress: bool = True) -> bool:
     """Run ``todo`` on ``n_jobs`` workers (:func:`validation.campaign.run_campaign` on
     :func:`validation.pool.run_tasks`: one BLAS thread each, ended with this process), storing
     each repetition in one transaction as it finishes, then export the store to the CSV
@@ -359,7 +365,7 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
     with Store(sqlite_path(store_path)) as st:
         if Path(store_path).exists():
             st.import_csv(c, store_path)
-        out = run_campaign(c, st, n_jobs=n_jobs, budget=budget, interval=20.0)
+        out = run_campaign(c, st, n_jobs=n_jobs, budget=budget, progress=progress)
         st.export_csv(c, store_path)
     return out.complete
 

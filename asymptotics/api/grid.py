@@ -25,6 +25,7 @@ from asymptotics.api.paths import FIRST, path_frame, solve_path, solver_args
 from asymptotics.api.points import ConvergenceError, curve_results
 from asymptotics.core import checks
 from asymptotics.core.parameters import check, default
+from asymptotics.core.progress import Progress
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.equations.solver_kernels import CONVERGED, RISK, solve_point_kernel
 from asymptotics.models.problem import build_problem, check_value
@@ -63,18 +64,21 @@ def risk_grid(
     common_row: float | str | None = default("common_row"),
     strict: bool = False,
     engine: str = default("engine"),
+    progress: bool | None = None,
 ) -> pd.DataFrame:
     """The theory on the Cartesian product of the given values (each parameter a scalar or a
     sequence; the width ``p`` too), one row per point: alpha varies fastest (a warm-started
     path), the other parameters in the order of the signature. ``n_jobs`` threads solve the
     paths in parallel (None: all cores); the numbers do not depend on it. ``model``, ``p``,
     ``common_row``, ``strict`` and ``engine`` as in :func:`risk` (defaults: the parameter table,
-    :mod:`asymptotics.core.parameters`)."""
+    :mod:`asymptotics.core.parameters`). ``progress``: a report per path solved on stderr
+    (:class:`asymptotics.core.progress.Progress`; False: none)."""
     import pandas as pd
 
 
     alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
     checks.flag("strict", strict)
+    checks.optional_flag("progress", progress)
     engine = check("engine", engine)
     others = {k: _as_values(k, v) for k, v in dict(sigma=sigma, target=target, alpha0=alpha0,
                                                    eta=eta, lam=lam, beta=beta,
@@ -94,11 +98,17 @@ def risk_grid(
         return path_frame(prob, a, lams, solve_path(prob, a, lams, solver))
 
     workers = (os.cpu_count() or 1) if n_jobs is None else checks.integer("n_jobs", n_jobs, 1)
-    if workers == 1 or len(problems) == 1:
-        frames = [run(i) for i in range(len(problems))]
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            frames = list(pool.map(run, range(len(problems))))
+    frames = []
+    with Progress(len(problems), "risk grid", unit="paths", enabled=progress) as bar:
+        if workers == 1 or len(problems) == 1:
+            for i in range(len(problems)):
+                frames.append(run(i))
+                bar.update()
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for frame in pool.map(run, range(len(problems))):
+                    frames.append(frame)
+                    bar.update()
     df = pd.concat(frames, ignore_index=True)
     if strict and not df.converged.all():
         bad = df.loc[~df.converged.astype(bool)].iloc[0]
@@ -162,6 +172,7 @@ def optimal_lam(
     n_grid: int = 28,
     solver: SolverConfig = SolverConfig(),
     model: str = "network",
+    progress: bool | None = None,
     **overrides: Any,
 ) -> pd.DataFrame:
     """min over lam in ``lam_bounds`` (log scale) of the risk at each alpha: a ``n_grid``-point
@@ -169,7 +180,7 @@ def optimal_lam(
     between the neighbours of the best grid point (xatol 1e-4 in log10 lam). Columns: those of
     ``risk_curve`` at the minimiser, plus ``lam`` (the minimiser) and ``interior``; a minimum on
     a bound keeps its risk, ``interior = False`` and says so in ``message``; an alpha with no
-    converged grid point is NaN."""
+    converged grid point is NaN. ``progress``: a report per alpha on stderr (False: none)."""
 
     lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
     if n_grid < 3:
@@ -187,7 +198,8 @@ def optimal_lam(
     risks = np.where(status == CONVERGED, hats[:, RISK], np.nan).reshape(a.size, n_grid)
     states = states.reshape(a.size, n_grid, 7)
     best_rows, lam_best = [], np.empty(a.size)
-    for i in range(a.size):
+    bar = Progress(a.size, "optimal lam", unit="alphas", enabled=progress)
+    for i in bar.iter(range(a.size)):
         row = risks[i] if i % 2 == 0 else risks[i][::-1]
         st = states[i] if i % 2 == 0 else states[i][::-1]
         if not np.any(np.isfinite(row)):
@@ -208,6 +220,7 @@ def optimal_lam(
         else:
             lam_best[i] = 10.0 ** u[j]
         best_rows.append({"interior": interior})
+    bar.close()
     df = _solve_at(prob, a, lam_best, solver)
     for i, b in enumerate(best_rows):
         if not b["interior"] and math.isfinite(lam_best[i]):
@@ -243,13 +256,15 @@ def optimal_eta(
     n_grid: int = 26,
     solver: SolverConfig = SolverConfig(),
     model: str = "network",
+    progress: bool | None = None,
     **overrides: Any,
 ) -> pd.DataFrame:
     """min over eta_tilde in ``eta_bounds`` of the risk at each alpha: a linear grid of
     ``n_grid`` values (one problem and one alpha path each), then bounded Brent on eta between
     the neighbours of the best grid point (xatol 1e-5). Columns as ``optimal_lam`` with ``eta``
     the minimiser. (In the p -> infinity theory the risk jumps at eta_tilde = 0, the free mean
-    channel of docs/DERIVATIONS.md: eta = 0 is a grid point of its own.)"""
+    channel of docs/DERIVATIONS.md: eta = 0 is a grid point of its own.) ``progress``: a report
+    per grid value and per alpha on stderr (False: none)."""
     import pandas as pd
 
 
@@ -267,13 +282,14 @@ def optimal_eta(
     etas = np.linspace(lo, hi, n_grid)
     risks = np.empty((n_grid, a.size))
     states = np.empty((n_grid, a.size, 7))
-    for k, e in enumerate(etas):
+    bar = Progress(n_grid + a.size, "optimal eta", unit="steps", enabled=progress)
+    for k, e in enumerate(bar.iter(etas)):
         prob = build_problem(eta=float(e), **kw)
         st, hats, status, _, _ = solve_path(prob, a, None, solver)
         risks[k] = np.where(status == CONVERGED, hats[:, RISK], np.nan)
         states[k] = st
     frames, best_rows = [], []
-    for i in range(a.size):
+    for i in bar.iter(range(a.size)):
         col = risks[:, i]
         if not np.any(np.isfinite(col)):
             prob = build_problem(eta=lo, **kw)
@@ -304,5 +320,6 @@ def optimal_eta(
                                     f"of [{lo:g}, {hi:g}]: widen eta_bounds")
         frames.append(df)
         best_rows.append({"interior": interior})
+    bar.close()
     out = pd.concat(frames, ignore_index=True)
     return _finish(out, "eta", best_rows)

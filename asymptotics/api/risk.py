@@ -197,7 +197,8 @@ def risk_curve(
                      common_row=common_row)
     if isinstance(lam, str) or isinstance(eta, str):
         df = _optimal_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, solver=solver, overrides=overrides)
+                            beta=beta, delta=delta, solver=solver, overrides=overrides,
+                            progress=progress)
         if strict and not df.converged.all():
             bad = df.alpha[~df.converged].tolist()
             raise ConvergenceError(f"no converged optimum at alpha={bad}")
@@ -222,7 +223,7 @@ def risk_curve(
     return df[first + [c for c in df.columns if c not in first]]
 
 
-def _optimal_curve(alphas, *, eta, lam, overrides, **kw) -> pd.DataFrame:
+def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.DataFrame:
     from asymptotics.api.grid import optimal_eta, optimal_lam
 
     for name, value in (("lam", lam), ("eta", eta)):
@@ -231,8 +232,8 @@ def _optimal_curve(alphas, *, eta, lam, overrides, **kw) -> pd.DataFrame:
     if isinstance(lam, str) and isinstance(eta, str):
         raise ValueError("lam and eta cannot both be 'optimal' (optimise one at a time)")
     if isinstance(lam, str):
-        return optimal_lam(alphas, eta=eta, **kw, **overrides)
-    return optimal_eta(alphas, lam=lam, **kw, **overrides)
+        return optimal_lam(alphas, eta=eta, progress=progress, **kw, **overrides)
+    return optimal_eta(alphas, lam=lam, progress=progress, **kw, **overrides)
 
 
 def _check_solver(solver: object) -> None:

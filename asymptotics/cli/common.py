@@ -10,6 +10,8 @@ Bottom layer: imports nothing from ``validation`` or ``figures``. It provides
   :func:`parse_grid` (``a,b,c`` or ``START:STOP:NUM``);
 * :func:`check_writable`: an output path whose directory is missing or not writable is refused
   *before* any work, naming the option;
+* :func:`add_quiet` / :func:`apply_quiet`: the ``--quiet`` option of every long-running command
+  (no progress reports, :mod:`asymptotics.core.progress`);
 """
 
 from __future__ import annotations
@@ -67,6 +69,28 @@ def fail(message: str) -> int:
     """Print ``error: message`` (one line) on stderr; return the exit status 2."""
     print(f"error: {' '.join(str(message).split())}", file=sys.stderr)
     return 2
+
+
+# ------------------------------------------------------------------------------------------------
+# progress
+
+QUIET_HELP = ("no progress reports on stderr (default: a bar on a terminal, else a line "
+              "'done/total (x%%), elapsed, ~left' every ~10 s)")
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """``--quiet`` on a long-running command (read by :func:`apply_quiet`)."""
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
+
+
+def apply_quiet(args: argparse.Namespace) -> bool:
+    """Silence every progress report of the process when ``args.quiet`` (else allow them:
+    :func:`asymptotics.core.progress.set_quiet`); returns ``args.quiet``."""
+    from asymptotics.core.progress import set_quiet
+
+    quiet = bool(getattr(args, "quiet", False))
+    set_quiet(quiet)
+    return quiet
 
 
 # ------------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from asymptotics.cli.common import (
     PLOT_SUFFIXES,
     Parser,
+    add_quiet,
+    apply_quiet,
     check_writable,
     fail,
     one_line_warnings,
@@ -138,13 +140,13 @@ def _curve(args: argparse.Namespace) -> int:
     common = dict(sigma=args.sigma, target=args.target, alpha0=args.alpha0, lam=args.lam,
                   beta=args.beta, delta=args.delta, p=args.p, common_row=args.common_row)
     eta = resolve_eta(args)
-    df = risk_curve(args.alpha, eta=eta, progress=None if not args.quiet else False,
-                    model=args.model, **common)
+    progress = not apply_quiet(args)
+    df = risk_curve(args.alpha, eta=eta, progress=progress, model=args.model, **common)
     rf = None
     if eta == "optimal" or eta > 0:
         # the random-features baseline: in the table, the plot and the CSV (risk_rf)
         rf_common = dict(common, common_row=None)
-        rf = risk_curve(args.alpha, eta=0.0, progress=False, model="rf", **rf_common)
+        rf = risk_curve(args.alpha, eta=0.0, progress=progress, model="rf", **rf_common)
         df = df.assign(risk_rf=rf["risk"].to_numpy(), converged_rf=rf["converged"].to_numpy(),
                        status_rf=rf["status"].to_numpy())
     text = df.to_csv(index=False, float_format="%.12g")
@@ -238,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(alpha, risk, random-features risk)")
     curve.add_argument("--plot", help="write a figure (.png, .svg or .pdf) of risk vs alpha "
                                       "(random features dashed)")
-    curve.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(curve)
     curve.set_defaults(func=_curve)
     from asymptotics.cli import hermite as hermite_cli
 

@@ -15,21 +15,56 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
+#: seconds between two one-line reports when stderr is not a terminal
+INTERVAL = 10.0
+_STATE: dict[str, bool] = {"quiet": False}
+
+
+def set_quiet(quiet: bool = True) -> None:
+    """Silence (or allow again) every progress report of this process (``--quiet``)."""
+    _STATE["quiet"] = bool(quiet)
+
+
+def is_quiet() -> bool:
+    """True after :func:`set_quiet` or with ``GIANTSTEP_QUIET`` set to a non-empty value other
+    than ``0``: progress reports print nothing."""
+    env = os.environ.get("GIANTSTEP_QUIET", "").strip()
+    return _STATE["quiet"] or env not in ("", "0")
+
+
+def report_interval(interval: float | None = None) -> float:
+    """The seconds between one-line reports: ``GIANTSTEP_PROGRESS_INTERVAL`` when set, else
+    ``interval`` (default :data:`INTERVAL`)."""
+    env = os.environ.get("GIANTSTEP_PROGRESS_INTERVAL", "").strip()
+    if env:
+        try:
+            return max(0.0, float(env))
+        except ValueError:
+            pass
+    return INTERVAL if interval is None else float(interval)
+
+
+def shown(progress: bool | None) -> bool:
+    """Whether a report asked for with ``progress`` (None = automatic = on) prints anything."""
+    return progress is not False and not is_quiet()
 
 
 class Progress:
     """Progress over ``total`` units: a tqdm bar when stderr is a terminal, otherwise one line
-    ``desc: done/total (x%), elapsed, ETA`` on stderr at most every ``interval`` seconds (and at
-    the end). ``enabled=False`` is silent. Use as a context manager; ``update(n)`` advances."""
+    ``desc: done/total unit (x%), elapsed, ~ETA`` on stderr at most every ``interval`` seconds
+    (default :data:`INTERVAL`, see :func:`report_interval`) and a last line at the end when a
+    report was printed before. ``enabled=False`` -- or :func:`is_quiet` -- is silent. Use as a
+    context manager; ``update(n)`` advances."""
 
     def __init__(self, total: int | None, desc: str, *, unit: str = "it",
-                 enabled: bool | None = True, interval: float = 15.0, initial: int = 0,
+                 enabled: bool | None = True, interval: float | None = None, initial: int = 0,
                  stream=None) -> None:
         self.total, self.desc, self.unit = total, desc, unit
         self.n = initial
-        self.interval = float(interval)
+        self.interval = report_interval(interval)
         self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled is not False
+        self.enabled = shown(enabled)
+        self._printed: int | None = None  # the count of the last line printed
         self._bar = None
         self._t0 = time.monotonic()
         self._last = self._t0
@@ -49,6 +84,12 @@ class Progress:
                 self._last = now
                 self._line()
 
+    def iter(self, items: Iterable[T]) -> Iterator[T]:
+        """Yield ``items``, advancing by one as each item's work is done (at the next item)."""
+        for item in items:
+            yield item
+            self.update(1)
+
     def _line(self, final: bool = False) -> None:
         el = time.monotonic() - self._t0
         if self.total:
@@ -58,13 +99,15 @@ class Progress:
                     f"{el:.0f} s elapsed" + ("" if final else f", ~{eta:.0f} s left"))
         else:
             text = f"{self.desc}: {self.n} {self.unit}, {el:.0f} s elapsed"
+        self._printed = self.n
         print(text, file=self.stream, flush=True)
 
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self.enabled and time.monotonic() - self._t0 >= self.interval:
+        elif self.enabled and self._printed != self.n and (
+                self._printed is not None or time.monotonic() - self._t0 >= self.interval):
             self._line(final=True)
         self.enabled = False
 
@@ -83,12 +126,10 @@ def _isatty(stream) -> bool:
 
 
 def progress_iter(items: Iterable[T], total: int | None, desc: str, *, unit: str = "it",
-                  enabled: bool | None = True, interval: float = 15.0) -> Iterator[T]:
+                  enabled: bool | None = True, interval: float | None = None) -> Iterator[T]:
     """Iterate ``items`` under a :class:`Progress`."""
     with Progress(total, desc, unit=unit, enabled=enabled, interval=interval) as bar:
-        for item in items:
-            yield item
-            bar.update(1)
+        yield from bar.iter(items)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ def _timed(job: tuple[Callable[[Any], list[dict]], Any]) -> tuple[list[dict], fl
 def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
                  budget: float | None = None, progress: bool = True,
                  scheduler: str = "local", address: str | None = None,
-                 interval: float = 30.0, stream: Any = None) -> RunSummary:
+                 interval: float | None = None, stream: Any = None) -> RunSummary:
     """Run the settings of ``campaign`` whose keys ``store`` lacks on
     :func:`validation.pool.run_tasks` (``n_jobs`` workers, ``scheduler``), storing each finished
     task's rows in one transaction as it completes.
@@ -53,9 +53,12 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
     ``budget`` (seconds): no task starts once it is spent (the running ones finish and are
     stored); run again to go on. ``progress``: a first line (what is stored, what is to run,
     where), then :class:`asymptotics.core.progress.Progress` on ``stream`` (default stderr: a
-    bar on a terminal, else one line every ``interval`` s) and a last line; False prints nothing."""
-    from asymptotics.core.progress import Progress
+    bar on a terminal, else one line every ``interval`` s, default
+    :data:`asymptotics.core.progress.INTERVAL`) and a last line; False -- or ``--quiet``
+    (:func:`asymptotics.core.progress.set_quiet`) -- prints nothing."""
+    from asymptotics.core.progress import Progress, shown
 
+    progress = shown(progress)
     t0 = time.monotonic()
     store.ensure(campaign)
     keys = [campaign.key_text(s) for s in campaign.settings]

@@ -62,7 +62,7 @@ def sweep(
         if csv is not None and os.path.exists(csv):
             st.import_csv(c, csv)
         run_campaign(c, st, n_jobs=int(n_jobs), scheduler=scheduler, address=address,
-                     progress=progress is not False, interval=15.0)
+                     progress=progress is not False)
         df = st.frame(c, keys=[c.key_text(t) for t in tasks])
         if csv is not None:
             st.export_csv(c, csv)
