@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from asymptotics.cli.common import PLOT_SUFFIXES, check_writable, integer
+from asymptotics.cli.common import PLOT_SUFFIXES, add_quiet, apply_quiet, check_writable, integer
 from asymptotics.core.parameters import default
 
 from .estimators import ESTIMATORS
@@ -55,7 +55,7 @@ def compare(
                         stream=stream, estimator=estimator)
                 for a in alphas]
     common = dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta_theory, lam=lam, beta=beta,
-                  delta=delta, progress=False, model=theory_model(model))
+                  delta=delta, progress=progress, model=theory_model(model))
     theory = risk_curve(alphas, **common)
     theory_p = risk_curve(alphas, **common, p=settings[0].p)
     srf = risk_curve(alphas, **{**common, "model": "srf"}) if model == "network" else None
@@ -156,7 +156,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--out", help="also write the CSV to this file")
     p.add_argument("--plot", help="figure (.png, .svg, .pdf): theory line, simulation points "
                                   "with error bars")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=run_cli)
     return p
 
@@ -193,7 +193,7 @@ def run_cli(args: argparse.Namespace) -> int:
                  alpha0=args.alpha0, eta=resolve_eta(args), lam=args.lam, beta=args.beta,
                  delta=args.delta, d=args.d, seeds=args.seeds, seed=args.seed,
                  n_jobs=args.n_jobs, n_test=args.n_test, stream=args.stream,
-                 estimator=args.estimator, progress=False if args.quiet else None)
+                 estimator=args.estimator, progress=not apply_quiet(args))
     df["caveat"] = caveat or ""
     n_bad = int((~df["theory_converged"].astype(bool)).sum())
     if n_bad:

@@ -167,17 +167,19 @@ def naive_spike(sigma: str, target: str, alpha0: float, eta: float):
                         residual_mean=k.mu0_star, residual_second_moment=k.mu2_star, u_norm=u)
 
 
-def aggregate(store, first_reps: int | None = None):
+def aggregate(store, first_reps: int | None = None, progress: bool | None = None):
     """Mean, s.e. and count per point, each model against the theory of the same model.
 
     ``theory`` is the theory of the row's model: ``srf`` and ``rf`` (eta = 0) the equations at
     p = infinity, ``network`` the network theory (``model="network"``, population measure) at
     the simulated width p = beta d (docs/DERIVATIONS.md §7-8); ``z`` and ``rel_gap`` use it.
     ``theory_srf`` (the sRF equations at p = infinity for every row, with ``z_srf``) and the naive
-    mapping of THEORY.md §3 for relu (``theory_naive``, ``z_naive``) stand beside it."""
+    mapping of THEORY.md §3 for relu (``theory_naive``, ``z_naive``) stand beside it.
+    ``progress``: a report per setting whose theory is solved, on stderr (False: none)."""
     import pandas as pd
 
     from asymptotics import risk_curve
+    from asymptotics.core.progress import Progress
 
     keys = ["key", "sigma", "target", "beta", "alpha0", "eta", "model", "d", "alpha", "lam"]
     if first_reps is not None:  # the planned repetitions only (confirmations excluded)
@@ -192,8 +194,9 @@ def aggregate(store, first_reps: int | None = None):
             table[key + (a,)] = r if ok else math.nan
 
     theory, naive, network = {}, {}, {}
-    for (sigma, target, beta, alpha0, eta, lam), sub in agg.groupby(
-            ["sigma", "target", "beta", "alpha0", "eta", "lam"]):
+    groups = agg.groupby(["sigma", "target", "beta", "alpha0", "eta", "lam"])
+    bar = Progress(groups.ngroups, "matrix theory", unit="settings", enabled=progress)
+    for (sigma, target, beta, alpha0, eta, lam), sub in bar.iter(groups):
         key = (sigma, target, beta, alpha0, eta, lam)
         common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, eta=eta)
         curve(theory, key, model="srf", **common)
@@ -202,6 +205,7 @@ def aggregate(store, first_reps: int | None = None):
                   **common)
         for d in sorted(sub.loc[sub["model"] == "network", "d"].unique()):
             curve(network, key + (int(d),), model="network", p=float(beta) * int(d), **common)
+    bar.close()
 
     def lookup(table, row, *extra):
         return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam)

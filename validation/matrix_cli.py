@@ -14,7 +14,14 @@ import math  # noqa: E402
 from collections.abc import Sequence  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from asymptotics.cli.common import Parser, check_writable, fail, split_list  # noqa: E402
+from asymptotics.cli.common import (  # noqa: E402
+    Parser,
+    add_quiet,
+    apply_quiet,
+    check_writable,
+    fail,
+    split_list,
+)
 from asymptotics.cli.common import integer as i_  # noqa: E402
 from asymptotics.cli.common import real as r_  # noqa: E402
 
@@ -61,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="repetitions of each d-scaling setting (default: 4)")
     r.add_argument("--time-budget", type=r_("time-budget", 0.0, strict_lo=True),
                    default=math.inf, help="stop after this many seconds (default: no limit)")
+    add_quiet(r)
     rep = sub.add_parser("report", help="write validation/REPORT.md and its figures")
     rep.add_argument("--store", type=Path, default=Path("validation/data/matrix_runs.csv"),
                      help="the CSV of repetitions to report (default: "
@@ -71,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="input dimension of the reported settings (default: 2000)")
     rep.add_argument("--seeds", type=i_("seeds", 1), default=8,
                      help="planned repetitions per setting (default: 8)")
+    add_quiet(rep)
     return p
 
 
@@ -90,13 +99,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(args: argparse.Namespace) -> int:
+    progress = not apply_quiet(args)
     if args.command == "run":
         common = dict(d=args.d, seeds=args.seeds, max_seeds=args.max_seeds,
                       target_se=args.target_se, n_jobs=args.n_jobs, scaling=not args.no_scaling,
                       time_budget=args.time_budget, scaling_seeds=args.scaling_seeds,
                       models=tuple(args.models.split(",")),
                       targets=tuple(args.targets.split(",")), estimator=args.estimator,
-                      only=tuple(args.only))
+                      only=tuple(args.only), progress=progress)
         run(args.store, **common)  # the planned repetitions (and the d-scaling settings)
         if args.confirm_seeds:  # then fresh ones for the settings that missed, read off the store
             run(args.store, **{**common, "scaling": False}, confirm_seeds=args.confirm_seeds)

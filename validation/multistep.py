@@ -313,29 +313,37 @@ def _run_indexed(config: MultiStepConfig, job: tuple) -> MultiStepRun:
 
 
 def run_repetitions(config: MultiStepConfig, children: Sequence[np.random.SeedSequence],
-                    repetitions: Iterable[int], n_jobs: int = 1) -> list[MultiStepRun]:
+                    repetitions: Iterable[int], n_jobs: int = 1,
+                    progress: bool | None = False) -> list[MultiStepRun]:
     """:func:`run_once` for the given repetitions (repetition ``i`` from ``children[i]``), on
-    ``n_jobs`` workers of :func:`validation.pool.run_tasks`; in the order of ``repetitions``."""
+    ``n_jobs`` workers of :func:`validation.pool.run_tasks`; in the order of ``repetitions``.
+    ``progress``: a report per repetition on stderr (:mod:`asymptotics.core.progress`)."""
     from functools import partial
+
+    from asymptotics.core.progress import Progress
 
     from .pool import run_tasks
 
     jobs = [(children[i], i) for i in repetitions]
     runs: list = [None] * len(jobs)
-    for k, run in run_tasks(partial(_run_indexed, config), jobs, n_jobs):
-        runs[k] = run
+    with Progress(len(jobs), f"multistep d={config.d}", unit="runs", enabled=progress) as bar:
+        for k, run in run_tasks(partial(_run_indexed, config), jobs, n_jobs):
+            runs[k] = run
+            bar.update()
     return runs
 
 
 def run_multistep(config: MultiStepConfig, *, seeds: int = 5, seed: int = 0, n_jobs: int = 1,
-                  keep_runs: bool = False) -> pd.DataFrame | tuple[pd.DataFrame, list]:
+                  keep_runs: bool = False,
+                  progress: bool | None = None) -> pd.DataFrame | tuple[pd.DataFrame, list]:
     """``seeds`` repetitions (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, the
-    same whatever ``n_jobs``); a tidy DataFrame, one row per (repetition, step, direction)."""
+    same whatever ``n_jobs``); a tidy DataFrame, one row per (repetition, step, direction).
+    ``progress``: a report per repetition on stderr (False: none)."""
     seeds = _integer("seeds", seeds, 1)
     seed = _integer("seed", seed, 0)
     n_jobs = _integer("n_jobs", n_jobs, 1)
     children = np.random.SeedSequence(seed).spawn(seeds)
-    runs = run_repetitions(config, children, range(seeds), n_jobs)
+    runs = run_repetitions(config, children, range(seeds), n_jobs, progress=progress)
     df = pd.concat([r.table() for r in runs], ignore_index=True)
     df["seed"] = seed
     return (df, runs) if keep_runs else df
@@ -365,6 +373,7 @@ def _eta_list(text: str) -> tuple[float, ...]:
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Register ``multistep`` on an argparse subparsers object."""
+    from asymptotics.cli.common import add_quiet
     from asymptotics.cli.common import integer as i_
     from asymptotics.cli.common import real as r_
 
@@ -400,15 +409,19 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default: 3)")
     p.add_argument("--seed", type=i_("seed"), default=0,
                    help="root seed of SeedSequence (default 0)")
+    p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=1,
+                   help="worker processes (results do not depend on it; default: 1)")
     p.add_argument("--out", help="also write every repetition's rows to this CSV")
+    add_quiet(p)
     p.set_defaults(func=run_cli)
     return p
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run and print the summary CSV; bad input: one line on stderr, exit status 2."""
-    from asymptotics.cli.common import check_writable
+    from asymptotics.cli.common import apply_quiet, check_writable
 
+    quiet = apply_quiet(args)
     try:
         check_writable(args.out, "--out")
         eta = None if args.eta is None else (args.eta if len(args.eta) > 1 else args.eta[0])
@@ -416,7 +429,8 @@ def run_cli(args: argparse.Namespace) -> int:
             d=args.d, target=args.target, sigma=args.sigma, steps=args.steps,
             alpha0=args.alpha0, kappa=args.kappa, beta=args.beta, eta=eta, readout=args.readout,
             delta=args.delta, ridge_alpha=args.ridge_alpha, lam=args.lam, n_test=args.n_test)
-        df = run_multistep(config, seeds=args.seeds, seed=args.seed)
+        df = run_multistep(config, seeds=args.seeds, seed=args.seed, n_jobs=args.n_jobs,
+                           progress=not quiet)
     except (ValueError, TypeError, FloatingPointError) as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2

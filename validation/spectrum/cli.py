@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from asymptotics.cli.common import integer
+from asymptotics.cli.common import add_quiet, apply_quiet, integer
 
 from .model import BATCHES, EDGE_METHODS, READOUTS, StepConfig, check_real, simulate
 from .plot import plot_spectrum
@@ -80,6 +80,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="outlier margin in units of the edge spacing (default: 2)")
     p.add_argument("--plot", default=None, metavar="FILE.png|svg|pdf",
                    help="histogram of the singular values with the bulk density and outliers")
+    add_quiet(p)
     p.set_defaults(func=run_cli)
     return p
 
@@ -98,8 +99,14 @@ def run_cli(args: argparse.Namespace) -> int:
     except (TypeError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    sim = simulate(config)
+    from asymptotics.core.progress import Progress
+
+    bar = Progress(3 if args.plot else 2, "spectrum", unit="stages",
+                   enabled=not apply_quiet(args))
+    sim = simulate(config)  # the steps
+    bar.update()
     res = run_spectrum(config, method=args.edge, kappa=args.kappa, simulation=sim)
+    bar.update()  # the spectra (singular values, edge, outliers)
     ws = res.weights
     out = sys.stdout
     out.write(f"outliers={res.measured}\n")
@@ -132,6 +139,8 @@ def run_cli(args: argparse.Namespace) -> int:
                             + (f", a2={config.a2:g}, {config.batch} batch" if config.a2 is not None
                                else "")
                             + f", d={config.d}, sigma={config.sigma}")
+        bar.update()
+    bar.close()
     return 0
 
 

@@ -14,7 +14,15 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from asymptotics.cli.common import Parser, check_writable, fail, integer, split_list
+from asymptotics.cli.common import (
+    Parser,
+    add_quiet,
+    apply_quiet,
+    check_writable,
+    fail,
+    integer,
+    split_list,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="worker processes (default 1)")
     run.add_argument("--budget-s", type=float, default=None,
                      help="start no setting after this many seconds (run again to go on)")
-    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(run)
     run.add_argument("--list", action="store_true", help="list the settings and exit")
     ref = sub.add_parser("reference", help="solve the semi-empirical reference at the points",
                          description="Solve the semi-empirical equations (numpy reference) on "
@@ -56,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="skip settings wider than this (default 1000)")
     ref.add_argument("--n-jobs", type=integer("--n-jobs", 1), default=1,
                      help="worker processes (default 1)")
-    ref.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(ref)
     rep = sub.add_parser("report", help="write the report from the store",
                          description="Compare every stored point with the theory and write "
                                      "SPIKED.md.")
@@ -86,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     ro.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
     ro.add_argument("--out", default=None, help="report: the output file (default: "
                     "validation/reports/READOUTS.md)")
+    add_quiet(ro)
     return parser
 
 
@@ -101,7 +110,8 @@ def _readouts_cli(args: argparse.Namespace) -> int:
         if bad:
             return fail(f"--models: unknown models {', '.join(bad)} (known: network, srf)")
         readouts.run(args.names, d=args.d or readouts.D, seeds=args.seeds or readouts.SEEDS,
-                     store=args.store, models=args.models or readouts.MODELS)
+                     store=args.store, models=args.models or readouts.MODELS,
+                     progress=not args.quiet)
         return 0
     notes = readouts.REPORT.with_name("readouts_notes.md")
     print(readouts.write_report(args.out, store=args.store,
@@ -113,6 +123,7 @@ def _readouts_cli(args: argparse.Namespace) -> int:
 def run_cli(args: argparse.Namespace) -> int:
     from . import campaign
 
+    apply_quiet(args)
     if args.command == "readouts":
         return _readouts_cli(args)
     if args.command == "run":
@@ -155,7 +166,8 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.csv is not None and not Path(args.csv).is_file():
         return fail(f"--csv: no such file {args.csv!r}")
     try:
-        path = report.write_report(out, runs=args.csv, finite_p=not args.no_finite_p)
+        path = report.write_report(out, runs=args.csv, finite_p=not args.no_finite_p,
+                                   progress=not args.quiet)
     except (ImportError, ValueError) as exc:
         return fail(str(exc))
     print(path)

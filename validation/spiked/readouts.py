@@ -181,46 +181,48 @@ def load(path: str | Path | None = None):
 
 
 def run(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEEDS, seed: int = SEED,
-        store: str | Path | None = None, progress: bool = True,
+        store: str | Path | None = None, progress: bool | None = True,
         models: Sequence[str] = MODELS) -> None:
-    """Simulate the (setting, model, readout) triples missing from the store; appends to it."""
+    """Simulate the (setting, model, readout) triples missing from the store; appends to it.
+    ``progress``: a report per triple on stderr (:mod:`asymptotics.core.progress`)."""
     import pandas as pd
+
+    from asymptotics.core.progress import Progress
 
     store = Path(store) if store is not None else STORE
     cases = [BY_NAME[n] for n in names] if names else list(SETTINGS)
     bad = [m for m in models if m not in MODELS]
     if bad:
         raise ValueError(f"models must be among {', '.join(MODELS)}, got {bad}")
-    for case in cases:
-        for model in models:
-            for readout in READOUTS:
-                have = load(store)
-                if not have.empty and ((have.name == case.name) & (have.model == model)
-                                       & (have.readout == readout) & (have.d == d)).any():
-                    continue
-                t0 = time.perf_counter()
-                rows = simulate_case(case, model, readout, d=d, seeds=seeds, seed=seed)
-                df = pd.DataFrame(rows)
-                store.parent.mkdir(parents=True, exist_ok=True)
-                df.to_csv(store, mode="a", header=not store.is_file(), index=False,
-                          float_format="%.10g")
-                if progress:
-                    print(f"{case.name} {model} {readout}: {seeds} seeds at d = {d} in "
-                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+    have = load(store)
+    todo = [(case, model, readout) for case in cases for model in models for readout in READOUTS
+            if have.empty or not ((have.name == case.name) & (have.model == model)
+                                  & (have.readout == readout) & (have.d == d)).any()]
+    with Progress(len(todo), f"readouts d={d}", unit="points", enabled=progress) as bar:
+        for case, model, readout in bar.iter(todo):
+            rows = simulate_case(case, model, readout, d=d, seeds=seeds, seed=seed)
+            df = pd.DataFrame(rows)
+            store.parent.mkdir(parents=True, exist_ok=True)
+            df.to_csv(store, mode="a", header=not store.is_file(), index=False,
+                      float_format="%.10g")
 
 
 # ------------------------------------------------------------------------------------------------
 # the report
 
 
-def add_theory(points, finite_p: bool = False):
+def add_theory(points, finite_p: bool = False, progress: bool | None = None):
     """``theory`` (p = infinity) or ``theory_p`` (the finite-width closure of THEORY.md §10.6 at
-    the simulated p) at every (setting, readout, alpha) of ``points`` (:func:`risk_readout`)."""
+    the simulated p) at every (setting, readout, alpha) of ``points`` (:func:`risk_readout`).
+    ``progress``: a report per point on stderr (False: none)."""
+    from asymptotics.core.progress import Progress
     from asymptotics.spiked.readouts import risk_readout
 
     cache: dict = {}
     out = []
-    for row in points.itertuples(index=False):
+    desc = "readout theory" + (" at p" if finite_p else "")
+    bar = Progress(len(points), desc, unit="points", enabled=progress)
+    for row in bar.iter(points.itertuples(index=False)):
         p = int(round(row.beta * row.d)) if finite_p else None
         key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.readout,
                row.alpha, p)
@@ -229,22 +231,24 @@ def add_theory(points, finite_p: bool = False):
                                       target=row.target, alpha0=row.alpha0, eta=row.eta,
                                       lam=row.lam, beta=row.beta, p=p).risk
         out.append(cache[key])
+    bar.close()
     points = points.copy()
     points["theory_p" if finite_p else "theory"] = out
     return points
 
 
-def summarize(runs):
-    """One row per (setting, model, readout, d, alpha): seeds, mean, s.e., theory, z, gap."""
+def summarize(runs, progress: bool | None = None):
+    """One row per (setting, model, readout, d, alpha): seeds, mean, s.e., theory, z, gap
+    (``progress``: the theory's progress on stderr)."""
     keys = ["name", "model", "readout", "sigma", "target", "eta", "alpha0", "lam", "beta", "d",
             "alpha"]
     g = runs.groupby(keys, sort=False).risk
     pts = g.agg(seeds="size", mean="mean", sd="std").reset_index()
     pts["se"] = pts.sd / np.sqrt(pts.seeds)
-    pts = add_theory(pts)
+    pts = add_theory(pts, progress=progress)
     pts["z"] = (pts["mean"] - pts.theory) / pts.se
     pts["gap"] = (pts["mean"] - pts.theory) / pts.theory
-    pts = add_theory(pts, finite_p=True)
+    pts = add_theory(pts, finite_p=True, progress=progress)
     pts["z_p"] = (pts["mean"] - pts.theory_p) / pts.se
     return pts
 
@@ -321,9 +325,9 @@ def _d_scan(allpts) -> list[str]:
     return lines
 
 
-def build_report(runs) -> str:
-    """The text of READOUTS.md from the per-repetition rows."""
-    allpts = network_theory(summarize(runs))
+def build_report(runs, progress: bool | None = None) -> str:
+    """The text of READOUTS.md from the per-repetition rows (``progress``: the theory's)."""
+    allpts = network_theory(summarize(runs, progress=progress))
     pts = allpts[allpts.d == D]
     lines = [
         "# One giant step with a finite-support readout: theory against Monte Carlo",
@@ -421,14 +425,15 @@ def build_report(runs) -> str:
 
 
 def write_report(out: str | Path | None = None, store: str | Path | None = None,
-                 notes: str = "", figure: bool = True) -> Path:
+                 notes: str = "", figure: bool = True, progress: bool | None = None) -> Path:
     """Write READOUTS.md (``notes``: a hand-written discussion appended at the end); ``figure``:
-    show ``validation/reports/figures/readouts.png`` (``python -m figures.fig_readouts``)."""
+    show ``validation/reports/figures/readouts.png`` (``python -m figures.fig_readouts``);
+    ``progress``: the theory's progress on stderr (False: none)."""
     runs = load(store)
     if runs.empty:
         raise ValueError(f"no runs in {store or STORE}; run `python -m validation.spiked readouts "
                          "run` first")
-    text = build_report(runs)
+    text = build_report(runs, progress=progress)
     if figure:  # drawn by the figures layer (python -m figures.fig_readouts), not from here
         text += ("\n## Figure\n\nRisk vs alpha: theory (lines, p = infinity), network (filled "
                  "circles) and K-group sRF model (open squares), mean ± 1 s.e. Drawn from the "

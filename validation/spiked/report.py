@@ -77,15 +77,20 @@ def theory_module():
     return spiked
 
 
-def add_theory(points: pd.DataFrame, finite_p: bool = True) -> pd.DataFrame:
+def add_theory(points: pd.DataFrame, finite_p: bool = True,
+               progress: bool | None = None) -> pd.DataFrame:
     """Theory at p = infinity (``theory``) and at the simulated p (``theory_p``), NaN where the
-    solver did not converge; ``z``, ``gap`` (relative) and ``z_p``, ``gap_p``."""
+    solver did not converge; ``z``, ``gap`` (relative) and ``z_p``, ``gap_p``. ``progress``: a
+    report per point on stderr (False: none)."""
     import inspect
+
+    from asymptotics.core.progress import Progress
 
     risk_spiked = theory_function()
     has_nodes = "n_kappa" in inspect.signature(risk_spiked).parameters
     th, thp, th0, status = [], [], [], []
-    for _, row in points.iterrows():
+    bar = Progress(len(points), "spiked theory", unit="points", enabled=progress)
+    for _, row in bar.iter(points.iterrows()):
         kw = _theory_kwargs(row)
         a = float(row["alpha"])
         nodes = THEORY_NODES.get(int(row["r"]), 40)
@@ -96,6 +101,7 @@ def add_theory(points: pd.DataFrame, finite_p: bool = True) -> pd.DataFrame:
         th0.append(float(risk_spiked(a, **kw).risk) if fine else float(res.risk))
         thp.append(float(risk_spiked(a, p=float(row["p"]), **kw, **fine).risk)
                    if finite_p else math.nan)
+    bar.close()
     out = points.copy()
     out["theory"], out["theory_p"], out["status"] = th, thp, status
     out["theory_default"] = th0
@@ -405,13 +411,13 @@ REGENERATE = "python -m validation.spiked report --out validation/reports"
 
 
 def write_report(out: str | Path, *, runs: str | Path | None = None,
-                 finite_p: bool = True) -> Path:
+                 finite_p: bool = True, progress: bool | None = None) -> Path:
     """Write ``SPIKED.md`` and its figure into ``out`` from the runs' CSV (default: the
-    committed one); returns the report's path."""
+    committed one); returns the report's path. ``progress``: the theory's progress on stderr."""
     df = campaign.load(runs)
     if not len(df):
         raise ValueError("the spiked runs hold nothing; run `python -m validation.spiked run`")
-    pts = add_theory(summarize(df), finite_p=finite_p)
+    pts = add_theory(summarize(df), finite_p=finite_p, progress=progress)
     fig = draw(pts, out)
     text = build_text(df, pts, finite_p=finite_p, reference=reference_table(),
                       figure=fig.as_posix())

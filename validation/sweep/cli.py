@@ -33,6 +33,7 @@ DEFAULT_ALPHAS = "0.2:5:50"
 def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.ArgumentParser:
     """Register ``sweep``: ``python -m validation sweep`` (all kinds; ``--kind theory`` for the
     theory alone) or, with ``theory_only``, a parser restricted to the theory parameters."""
+    from asymptotics.cli.common import add_quiet
     from asymptotics.cli.common import integer as i_
     from asymptotics.cli.curve import CONVENTIONS, add_model_arguments
 
@@ -73,16 +74,17 @@ def add_subparser(subparsers, *, theory_only: bool = False) -> argparse.Argument
     p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=None,
                    help="worker processes (default: all cores)")
     p.add_argument("--plot", help="heat map (.png, .svg, .pdf) of the risk (needs a 2-D grid)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=run_cli, sweep_kind="theory" if theory_only else None)
     return p
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """``sweep`` subcommand: returns the exit status (2 on bad input, with one line)."""
-    from asymptotics.cli.common import PLOT_SUFFIXES, check_writable
+    from asymptotics.cli.common import PLOT_SUFFIXES, apply_quiet, check_writable
     from asymptotics.cli.curve import DEFAULT_ETA
 
+    quiet = apply_quiet(args)
     check_writable(args.store, "--store")
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
@@ -112,7 +114,7 @@ def run_cli(args: argparse.Namespace) -> int:
     try:
         df = sweep(kind, grid, store=args.store, seeds=getattr(args, "seeds", 1),
                    n_jobs=args.n_jobs, scheduler=scheduler, address=args.scheduler_address,
-                   progress=False if args.quiet else None, **fixed)
+                   progress=not quiet, **fixed)
     except ImportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -122,9 +124,10 @@ def run_cli(args: argparse.Namespace) -> int:
     if not args.out and not args.store:
         sys.stdout.write(text)
     n_bad = int((~df["converged"]).sum())
-    print(f"sweep {kind}: {len(df)} points, {len(df) - n_bad} converged, "
-          f"{time.perf_counter() - t0:.1f} s" + (f"; store {args.store}" if args.store else ""),
-          file=sys.stderr)
+    if not quiet or n_bad:  # the summary; with --quiet only when points did not converge
+        print(f"sweep {kind}: {len(df)} points, {len(df) - n_bad} converged, "
+              f"{time.perf_counter() - t0:.1f} s" + (f"; store {args.store}" if args.store else ""),
+              file=sys.stderr)
     if axes is not None:
         plot_heatmap(df, *axes, args.plot)
     return 0
