@@ -8,7 +8,6 @@ import os
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import importlib
-import sys
 import time
 from pathlib import Path
 
@@ -56,7 +55,7 @@ def available() -> dict[str, str]:
 
 
 def build_parser():
-    from asymptotics.cli.common import Parser
+    from asymptotics.cli.common import Parser, add_quiet
 
     p = Parser(prog="python -m figures", description="Render the papers' figures (PNG + PDF).")
     p.add_argument("names", nargs="*", help="figure names, or 'all' (see --list)")
@@ -66,14 +65,17 @@ def build_parser():
     p.add_argument("--quick", action="store_true",
                    help="small d and few seeds (smoke test; not for publication)")
     p.add_argument("--refresh", action="store_true", help="recompute cached simulation data")
+    add_quiet(p)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    from asymptotics.cli.common import check_writable, fail
+    from asymptotics.cli.common import apply_quiet, check_writable, fail
+    from asymptotics.core.progress import Progress
 
     p = build_parser()
     args = p.parse_args(argv)
+    quiet = apply_quiet(args)
     figs = available()
     if args.list or not args.names:
         for name, text in figs.items():
@@ -88,14 +90,15 @@ def main(argv: list[str] | None = None) -> int:
         check_writable(outdir, "--outdir", directory=True)
     except ValueError as exc:
         return fail(str(exc))
-    for i, name in enumerate(names, start=1):
-        t0 = time.perf_counter()
-        _, fn = _load(name)
-        if len(names) > 1:
-            print(f"figures: {i}/{len(names)} {name} ...", file=sys.stderr, flush=True)
-        paths = fn(outdir, quick=args.quick, refresh=args.refresh)
-        print(f"{name}: {', '.join(str(x) for x in paths)} ({time.perf_counter() - t0:.1f} s)",
-              file=sys.stderr, flush=True)
+    # one report per figure (a figure's own simulations and theory report theirs); the paths
+    # written are the command's output: on stderr, also with --quiet
+    with Progress(len(names), "figures", unit="figures", enabled=not quiet) as bar:
+        for name in bar.iter(names):
+            t0 = time.perf_counter()
+            _, fn = _load(name)
+            paths = fn(outdir, quick=args.quick, refresh=args.refresh)
+            bar.write(f"{name}: {', '.join(str(x) for x in paths)} "
+                      f"({time.perf_counter() - t0:.1f} s)")
     return 0
 
 

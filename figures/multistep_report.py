@@ -178,7 +178,7 @@ def figure_staircase(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
 # report
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import Parser, integer
+    from asymptotics.cli.common import Parser, add_quiet, integer
 
     parser = Parser(prog="python -m figures.multistep_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))
@@ -190,16 +190,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory of the report and its figures (default: "
                              "validation/reports in a source checkout; required when the "
                              "package is installed)")
+    add_quiet(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: run (or load) the experiments, draw the figures, write the report."""
-    from asymptotics.cli.common import check_writable, fail
+    from asymptotics.cli.common import apply_quiet, check_writable, fail
+    from asymptotics.core.progress import Progress
     from validation.campaign.report import report_dir, write_text
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    quiet = apply_quiet(args)
     try:
         out = report_dir(args.out, REPORTS)
         check_writable(out, "--out", directory=True)
@@ -207,9 +210,13 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     plan = plan_for(args.quick)
     t0 = time.perf_counter()
-    data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
-            for name in EXPERIMENTS}
-    figs = draw_figures(data, out / "figures", plan.prefix)
+    # stages: each experiment (run or loaded; a campaign reports its own progress), the figures
+    with Progress(len(EXPERIMENTS) + 1, "multistep report", unit="stages",
+                  enabled=not quiet) as bar:
+        data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
+                for name in bar.iter(EXPERIMENTS)}
+        figs = draw_figures(data, out / "figures", plan.prefix)
+        bar.update()
     text, ok = build_report(data, plan, figs, time.perf_counter() - t0)
     if args.quick:
         print(text)

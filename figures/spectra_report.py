@@ -210,7 +210,7 @@ def draw_figures(data: dict[str, pd.DataFrame], outdir: pathlib.Path, plan: Plan
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import Parser, integer
+    from asymptotics.cli.common import Parser, add_quiet, integer
 
     parser = Parser(prog="python -m figures.spectra_report",
                     description=" ".join(__doc__.split("\n\n")[0].split()))
@@ -225,16 +225,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory of the report and its figures (default: "
                              "validation/reports in a source checkout; required when the "
                              "package is installed)")
+    add_quiet(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line: run (or load) the experiments, draw the figures, write the report."""
-    from asymptotics.cli.common import check_writable, fail
+    from asymptotics.cli.common import apply_quiet, check_writable, fail
+    from asymptotics.core.progress import Progress
     from validation.campaign.report import report_dir, write_text
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    quiet = apply_quiet(args)
     if args.threads is not None and args.threads < 1:
         parser.error(f"--threads must be >= 1, got {args.threads}")
     try:
@@ -246,11 +249,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
 
     def run() -> tuple[dict[str, pd.DataFrame], list[pathlib.Path]]:
-        data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
-                for name in EXPERIMENTS}
-        if args.force:
-            spectrum_data(args.quick, force=True)
-        return data, draw_figures(data, out / "figures", plan, args.quick)
+        # stages: each experiment (run or loaded; a campaign reports its own progress), the
+        # figures
+        with Progress(len(EXPERIMENTS) + 1, "spectra report", unit="stages",
+                      enabled=not quiet) as bar:
+            data = {name: load_or_run(name, plan, force=args.force, n_jobs=args.n_jobs)
+                    for name in bar.iter(EXPERIMENTS)}
+            if args.force:
+                spectrum_data(args.quick, force=True)
+            figs = draw_figures(data, out / "figures", plan, args.quick)
+            bar.update()
+        return data, figs
 
     if args.threads is not None:
         from threadpoolctl import threadpool_limits

@@ -370,7 +370,7 @@ def _check_runs(seeds: int, seed: int, n_jobs: int) -> None:
 def simulate_curve(
     setting: Setting, alphas: Sequence[float], lams: Sequence[float] | None = None, *,
     seeds: int = default("seeds"), seed: int = 0, n_jobs: int = 1,
-    progress: Callable[[int], None] | None = None,
+    progress: bool | Callable[[int], None] | None = None,
 ) -> list[SimulationResult]:
     """``seeds`` repetitions of ``setting`` along ``alphas`` (and ``lams``, default
     ``[setting.lam]``): one :class:`SimulationResult` per (alpha, lam), alpha-major.
@@ -379,7 +379,9 @@ def simulate_curve(
     ``n_jobs`` (worker processes of :func:`validation.pool.run_tasks`; 1 runs here). Within a
     repetition all points share the first layer and the test inputs and use nested ridge
     batches: each point's seeds are independent, points of one curve are correlated.
-    ``progress(k)`` is called as repetitions finish.
+    ``progress``: a report per repetition on stderr (None or True,
+    :class:`asymptotics.core.progress.Progress`), none (False), or a callable ``progress(k)``
+    called as repetitions finish (e.g. the ``update`` of a caller's report).
     """
     if not isinstance(setting, Setting):
         raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
@@ -393,14 +395,18 @@ def simulate_curve(
     t0 = time.perf_counter()
     from functools import partial
 
+    from asymptotics.core.progress import Progress
+
     from .pool import run_tasks
 
     values: list = [None] * len(children)
-    for i, v in run_tasks(partial(simulate_grid_once, setting, alphas, lams), children,
-                          int(n_jobs)):
-        values[i] = v
-        if progress is not None:
-            progress(1)
+    own = Progress(len(children), f"{setting.model} simulations d={setting.d}", unit="runs",
+                   enabled=progress if not callable(progress) else False)
+    with own:
+        for i, v in run_tasks(partial(simulate_grid_once, setting, alphas, lams), children,
+                              int(n_jobs)):
+            values[i] = v
+            (progress if callable(progress) else own.update)(1)
     seconds = time.perf_counter() - t0
     table = np.stack(values)  # seeds x alphas x lams
     out = []
@@ -418,7 +424,8 @@ def simulate(
     progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
     """``seeds`` independent repetitions of ``setting``: mean, standard error, per-seed values
-    (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``)."""
+    (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``);
+    ``progress`` as in :func:`simulate_curve`."""
     if not isinstance(setting, Setting):
         raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
     return simulate_curve(setting, [setting.alpha], seeds=seeds, seed=seed, n_jobs=n_jobs,

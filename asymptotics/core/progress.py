@@ -84,6 +84,14 @@ class Progress:
                 self._last = now
                 self._line()
 
+    def write(self, text: str) -> None:
+        """Print a line of output on the stream (above the bar on a terminal), also when the
+        report itself is silent."""
+        if self._bar is not None:
+            self._bar.write(text, file=self.stream)
+        else:
+            print(text, file=self.stream, flush=True)
+
     def iter(self, items: Iterable[T]) -> Iterator[T]:
         """Yield ``items``, advancing by one as each item's work is done (at the next item)."""
         for item in items:

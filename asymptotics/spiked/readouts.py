@@ -201,15 +201,17 @@ def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
                        lam: float = default("lam"), beta: float = default("beta"),
                        delta: float = default("delta"), model: str = "srf",
                        p: float | None = default("p"), strict: bool = False,
-                       solver: SolverConfig = SolverConfig()):
-    """:func:`risk_readout` along alpha (warm starts) as a DataFrame with a ``readout`` column."""
+                       solver: SolverConfig = SolverConfig(), progress: bool | None = None):
+    """:func:`risk_readout` along alpha (warm starts) as a DataFrame with a ``readout`` column
+    (``progress`` as in :func:`asymptotics.spiked.solve.risk_spiked_curve`)."""
     from asymptotics.spiked.solve import risk_spiked_curve
 
     ro = parse_readout(readout)
     _check_model(model, ro)
     mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
     df = risk_spiked_curve(alphas, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta,
-                           p=p, strict=strict, solver=solver, **mp.spiked_params())
+                           p=p, strict=strict, solver=solver, progress=progress,
+                           **mp.spiked_params())
     df.insert(1, "readout", ro.name)
     return df
 

@@ -234,12 +234,18 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 
 
 def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
-                      solver: SolverConfig = SolverConfig(), **params):
+                      solver: SolverConfig = SolverConfig(), progress: bool | None = None,
+                      **params):
     """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, every parameter
-    and order parameter as columns (lists and matrices as JSON strings)."""
+    and order parameter as columns (lists and matrices as JSON strings). ``progress``: a report
+    per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none; with
+    r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
     import pandas as pd
 
+    from asymptotics.core.progress import Progress
+
     checks.flag("strict", strict)
+    checks.optional_flag("progress", progress)
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     n_kappa, n_omega = params.pop("n_kappa", None), params.pop("n_omega", None)
 
@@ -247,12 +253,14 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
         out, x0 = [], None
         K = prob.fractions.shape[0]
-        for a in alphas:
-            res = solve_spiked(prob, a, solver, x0=x0)
-            if res.converged:
-                o = sizes(K, *prob.loadings.shape[1:], prob.k)
-                x0 = np.array(res.state[o[2]:o[4]])
-            out.append(res)
+        desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
+        with Progress(len(alphas), desc, unit="pt", enabled=progress) as bar:
+            for a in bar.iter(alphas):
+                res = solve_spiked(prob, a, solver, x0=x0)
+                if res.converged:
+                    o = sizes(K, *prob.loadings.shape[1:], prob.k)
+                    x0 = np.array(res.state[o[2]:o[4]])
+                out.append(res)
         return out
 
     loadings = params.get("loadings")
@@ -265,17 +273,25 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     return pd.DataFrame([res.as_dict() for res in results])
 
 
-def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], **params):
-    """Risk on an (alpha, lam) grid: the curves along alpha for each lam, concatenated."""
+def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
+                     progress: bool | None = None, **params):
+    """Risk on an (alpha, lam) grid: the curves along alpha for each lam, concatenated.
+    ``progress``: a report per curve on stderr (False: none)."""
     import pandas as pd
 
+    from asymptotics.core.progress import Progress
+
+    checks.optional_flag("progress", progress)
     lams = list(lams)
     if not lams:
         raise ValueError("lams must contain at least one value")
     alphas = list(alphas)
     params.pop("lam", None)
-    return pd.concat([risk_spiked_curve(alphas, lam=lam, **params) for lam in lams],
-                     ignore_index=True)
+    bar = Progress(len(lams), "spiked grid", unit="curves", enabled=progress)
+    with bar:
+        frames = [risk_spiked_curve(alphas, lam=lam, progress=False, **params)
+                  for lam in bar.iter(lams)]
+    return pd.concat(frames, ignore_index=True)
 
 
 def spike_contributions(alpha: float, **params) -> dict:

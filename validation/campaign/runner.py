@@ -104,13 +104,14 @@ def load_or_run(c: Campaign, read: Path, write: Path, *,
                 force: bool = False, n_jobs: int = 1,
                 import_csv: Callable[[Store, Campaign, Path], Any] | None = None,
                 log: Callable[[str], None] = print, what: str = "", done: str = "tasks run",
-                show_paths: bool = False) -> pd.DataFrame:
+                show_paths: bool = False, progress: bool | None = True) -> pd.DataFrame:
     """The rows of campaign ``c``'s settings, in their order: from the CSV ``read`` when it
     holds every one (``ordered(path, c, wanted keys)`` reads them in order, or None when one is
     missing); else the missing ones are run into the SQLite store beside ``write`` (which starts
     from the CSVs' rows, read by ``import_csv``, default :meth:`Store.import_csv`; one transaction
     per task, so an interrupted run resumes), exported to ``write`` and read back. ``force``:
-    run everything afresh. ``log`` gets one line: cached, or how many tasks ran and how long."""
+    run everything afresh. ``log`` gets one line: cached, or how many tasks ran and how long;
+    ``progress``: the run's progress on stderr (:func:`run_campaign`; False: none)."""
     wanted = [c.key_text(s) for s in c.settings]
     df = ordered(read, c, wanted) if read.exists() and not force else None
     if df is not None:
@@ -122,7 +123,7 @@ def load_or_run(c: Campaign, read: Path, write: Path, *,
             for source in dict.fromkeys([write, read]):
                 if source.exists():
                     (import_csv or Store.import_csv)(st, c, source)
-        out = run_campaign(c, st, n_jobs=n_jobs, progress=False)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
         st.export_csv(c, write)
     log(f"[{what}] {out.ran} {done}: {time.perf_counter() - t0:.1f} s"
         + (f" -> {write}" if show_paths else ""))

@@ -319,7 +319,7 @@ def report(tab: pd.DataFrame, figs: list[pathlib.Path], matrix: pd.DataFrame | N
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import Parser, integer
+    from asymptotics.cli.common import Parser, add_quiet, integer
 
     parser = Parser(prog="python -m validation.experiments.finite_width",
                     description=__doc__.splitlines()[0])
@@ -339,16 +339,18 @@ def build_parser() -> argparse.ArgumentParser:
                         help="directory of the report, its figures (figures/) and the matrix "
                              "table (data/) (default: validation/reports in a source checkout; "
                              "required when the package is installed)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(parser)
     parser.add_argument("--no-report", action="store_true", help="simulate only")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from asymptotics.cli.common import check_writable, fail
+    from asymptotics.cli.common import apply_quiet, check_writable, fail
+    from asymptotics.core.progress import Progress
 
     parser = build_parser()
     args = parser.parse_args(argv)
+    apply_quiet(args)
     try:
         ds = [int(v) for v in args.ds.split(",")]
     except ValueError:
@@ -375,16 +377,25 @@ def main(argv: list[str] | None = None) -> int:
             return fail(str(exc))
     if out is None:
         return 0
+    # the report: the theory at every point, the figures (theory curves), the matrix table
+    bar = Progress(4, "finite-width report", unit="stages", enabled=not args.quiet)
     tab = table()
+    bar.update()
     if tab.empty:
+        bar.close()
         print("no simulations cached; run with --simulate", file=sys.stderr)
         return 1
-    figs = draw(tab, out) + [draw_phase(out)]
+    figs = draw(tab, out)
+    bar.update()
+    figs.append(draw_phase(out))
+    bar.update()
     matrix = None
     if MATRIX.exists():
         matrix = matrix_table()
         (out / "data").mkdir(parents=True, exist_ok=True)
         matrix.to_csv(out / "data" / MATRIX_OUT.name, index=False, float_format="%.8g")
+    bar.update()
+    bar.close()
     text = report(tab, figs, matrix)
     write_text(out, "FINITE_WIDTH.md", text)
     print(text)

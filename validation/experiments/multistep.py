@@ -150,17 +150,20 @@ def campaign(name: str, plan: Plan) -> Campaign:
 
 
 def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
-                log: Callable[[str], None] = print) -> pd.DataFrame:
+                log: Callable[[str], None] = print,
+                progress: bool | None = True) -> pd.DataFrame:
     """Per-repetition rows of experiment ``name``, in the order of its configurations and
     repetitions, from its CSV (``validation/reports/data/<prefix>_<name>.csv``) when that holds
     every repetition; else the missing ones are simulated into the campaign's SQLite store
     beside the CSV (which starts from the CSV's runs; :func:`validation.campaign.run_campaign`,
     one transaction per repetition, so an interrupted run resumes) and the CSV is exported
-    again. ``force``: simulate everything afresh."""
+    again. ``force``: simulate everything afresh; ``progress``: the simulations' progress on
+    stderr."""
     read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     c = campaign(name, plan)
     return load_or_run_campaign(c, read, write, ordered=_ordered, force=force, n_jobs=n_jobs,
-                                log=log, what=name, done="repetitions simulated")
+                                log=log, what=name, done="repetitions simulated",
+                                progress=progress)
 
 
 def _ordered(path: pathlib.Path, c: Campaign, wanted: list[str]) -> pd.DataFrame | None:

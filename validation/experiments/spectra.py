@@ -305,18 +305,19 @@ def taylor_amplitudes(config: StepConfig, k_max: int = 4) -> tuple[np.ndarray, f
 
 
 def load_or_run(name: str, plan: Plan, *, force: bool = False, n_jobs: int = 1,
-                log: Callable[[str], None] = print) -> pd.DataFrame:
+                log: Callable[[str], None] = print,
+                progress: bool | None = True) -> pd.DataFrame:
     """Rows of experiment ``name``, in the order of its configurations (:func:`configs`), from
     its CSV (``validation/reports/data/<prefix>_<name>.csv``) when that holds every one; else
     the missing ones are simulated into the campaign's SQLite store beside the CSV (which starts
     from the CSV's rows; :func:`validation.campaign.run_campaign`, one transaction per
     configuration, so an interrupted run resumes) and the CSV is exported again, sorted.
-    ``force``: simulate everything afresh."""
+    ``force``: simulate everything afresh; ``progress``: the simulations' progress on stderr."""
     read, write = data_file(REPORTS / "data" / f"{plan.prefix}_{name}.csv", "reports", "data")
     c = campaign(name, plan)
     return load_or_run_campaign(c, read, write, ordered=_ordered, import_csv=_import,
                                 force=force, n_jobs=n_jobs, log=log, what=name,
-                                done="simulations", show_paths=True)
+                                done="simulations", show_paths=True, progress=progress)
 
 
 def _cells(path: pathlib.Path, c: Campaign) -> tuple[list[str], list[dict]]:
