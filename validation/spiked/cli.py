@@ -75,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the runs' CSV (default: the committed one)")
     rep.add_argument("--no-finite-p", action="store_true",
                      help="skip the finite-width theory column")
+    add_quiet(rep)
     ro = sub.add_parser("readouts", help="one giant step with a finite-support readout "
                         "(THEORY.md §11): run the campaign or write READOUTS.md",
                         description="Monte Carlo of the network and of the K-group sRF model of "
