@@ -195,17 +195,16 @@ def aggregate(store, first_reps: int | None = None, progress: bool | None = None
 
     theory, naive, network = {}, {}, {}
     groups = agg.groupby(["sigma", "target", "beta", "alpha0", "eta", "lam"])
-    bar = Progress(groups.ngroups, "matrix theory", unit="settings", enabled=progress)
-    for (sigma, target, beta, alpha0, eta, lam), sub in bar.iter(groups):
-        key = (sigma, target, beta, alpha0, eta, lam)
-        common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, eta=eta)
-        curve(theory, key, model="srf", **common)
-        if eta > 0 and sigma == "relu":
-            curve(naive, key, spike=naive_spike(sigma, target, alpha0, eta), model="srf",
-                  **common)
-        for d in sorted(sub.loc[sub["model"] == "network", "d"].unique()):
-            curve(network, key + (int(d),), model="network", p=float(beta) * int(d), **common)
-    bar.close()
+    with Progress(groups.ngroups, "matrix theory", unit="settings", enabled=progress) as bar:
+        for (sigma, target, beta, alpha0, eta, lam), sub in bar.iter(groups):
+            key = (sigma, target, beta, alpha0, eta, lam)
+            common = dict(sigma=sigma, target=target, alpha0=alpha0, lam=lam, beta=beta, eta=eta)
+            curve(theory, key, model="srf", **common)
+            if eta > 0 and sigma == "relu":
+                curve(naive, key, spike=naive_spike(sigma, target, alpha0, eta), model="srf",
+                      **common)
+            for d in sorted(sub.loc[sub["model"] == "network", "d"].unique()):
+                curve(network, key + (int(d),), model="network", p=float(beta) * int(d), **common)
 
     def lookup(table, row, *extra):
         return table.get((row.sigma, row.target, row.beta, row.alpha0, row.eta, row.lam)

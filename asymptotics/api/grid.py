@@ -198,29 +198,28 @@ def optimal_lam(
     risks = np.where(status == CONVERGED, hats[:, RISK], np.nan).reshape(a.size, n_grid)
     states = states.reshape(a.size, n_grid, 7)
     best_rows, lam_best = [], np.empty(a.size)
-    bar = Progress(a.size, "optimal lam", unit="alphas", enabled=progress)
-    for i in bar.iter(range(a.size)):
-        row = risks[i] if i % 2 == 0 else risks[i][::-1]
-        st = states[i] if i % 2 == 0 else states[i][::-1]
-        if not np.any(np.isfinite(row)):
-            lam_best[i] = math.nan
-            best_rows.append({"interior": False})
-            continue
-        j = int(np.nanargmin(row))
-        interior = 0 < j < n_grid - 1
-        if interior:
-            x0 = st[j]
+    with Progress(a.size, "optimal lam", unit="alphas", enabled=progress) as bar:
+        for i in bar.iter(range(a.size)):
+            row = risks[i] if i % 2 == 0 else risks[i][::-1]
+            st = states[i] if i % 2 == 0 else states[i][::-1]
+            if not np.any(np.isfinite(row)):
+                lam_best[i] = math.nan
+                best_rows.append({"interior": False})
+                continue
+            j = int(np.nanargmin(row))
+            interior = 0 < j < n_grid - 1
+            if interior:
+                x0 = st[j]
 
-            def f(ul: float, i: int = i, x0: np.ndarray = x0) -> float:
-                r, _ = _point_risk(prob, a[i], 10.0**ul, x0, solver)
-                return r if math.isfinite(r) else math.inf
+                def f(ul: float, i: int = i, x0: np.ndarray = x0) -> float:
+                    r, _ = _point_risk(prob, a[i], 10.0**ul, x0, solver)
+                    return r if math.isfinite(r) else math.inf
 
-            ub, rb = _bounded_min(f, u[j - 1], u[j + 1], 1e-4)
-            lam_best[i] = 10.0**ub if rb <= row[j] else 10.0 ** u[j]
-        else:
-            lam_best[i] = 10.0 ** u[j]
-        best_rows.append({"interior": interior})
-    bar.close()
+                ub, rb = _bounded_min(f, u[j - 1], u[j + 1], 1e-4)
+                lam_best[i] = 10.0**ub if rb <= row[j] else 10.0 ** u[j]
+            else:
+                lam_best[i] = 10.0 ** u[j]
+            best_rows.append({"interior": interior})
     df = _solve_at(prob, a, lam_best, solver)
     for i, b in enumerate(best_rows):
         if not b["interior"] and math.isfinite(lam_best[i]):
@@ -282,44 +281,43 @@ def optimal_eta(
     etas = np.linspace(lo, hi, n_grid)
     risks = np.empty((n_grid, a.size))
     states = np.empty((n_grid, a.size, 7))
-    bar = Progress(n_grid + a.size, "optimal eta", unit="steps", enabled=progress)
-    for k, e in enumerate(bar.iter(etas)):
-        prob = build_problem(eta=float(e), **kw)
-        st, hats, status, _, _ = solve_path(prob, a, None, solver)
-        risks[k] = np.where(status == CONVERGED, hats[:, RISK], np.nan)
-        states[k] = st
-    frames, best_rows = [], []
-    for i in bar.iter(range(a.size)):
-        col = risks[:, i]
-        if not np.any(np.isfinite(col)):
-            prob = build_problem(eta=lo, **kw)
-            df = _solve_at(prob, a[i:i + 1], np.array([math.nan]), solver)
-            df["eta"] = math.nan
+    with Progress(n_grid + a.size, "optimal eta", unit="steps", enabled=progress) as bar:
+        for k, e in enumerate(bar.iter(etas)):
+            prob = build_problem(eta=float(e), **kw)
+            st, hats, status, _, _ = solve_path(prob, a, None, solver)
+            risks[k] = np.where(status == CONVERGED, hats[:, RISK], np.nan)
+            states[k] = st
+        frames, best_rows = [], []
+        for i in bar.iter(range(a.size)):
+            col = risks[:, i]
+            if not np.any(np.isfinite(col)):
+                prob = build_problem(eta=lo, **kw)
+                df = _solve_at(prob, a[i:i + 1], np.array([math.nan]), solver)
+                df["eta"] = math.nan
+                frames.append(df)
+                best_rows.append({"interior": False})
+                continue
+            j = int(np.nanargmin(col))
+            interior = 0 < j < n_grid - 1
+            e_best = float(etas[j])
+            if interior:
+                x0 = states[j, i]
+
+                def f(e: float, i: int = i, x0: np.ndarray = x0) -> float:
+                    p = build_problem(eta=e, **kw)
+                    r, _ = _point_risk(p, a[i], p.lam, x0, solver)
+                    return r if math.isfinite(r) else math.inf
+
+                eb, rb = _bounded_min(f, float(etas[j - 1]), float(etas[j + 1]), 1e-5)
+                if rb <= col[j]:
+                    e_best = eb
+            prob = build_problem(eta=e_best, **kw)
+            df = path_frame(prob, a[i:i + 1], np.array([lam]),
+                            solve_path(prob, a[i:i + 1], None, solver))
+            if not interior:
+                df.loc[0, "message"] = (f"the minimum over eta sits at the bound eta = "
+                                        f"{e_best:.3g} of [{lo:g}, {hi:g}]: widen eta_bounds")
             frames.append(df)
-            best_rows.append({"interior": False})
-            continue
-        j = int(np.nanargmin(col))
-        interior = 0 < j < n_grid - 1
-        e_best = float(etas[j])
-        if interior:
-            x0 = states[j, i]
-
-            def f(e: float, i: int = i, x0: np.ndarray = x0) -> float:
-                p = build_problem(eta=e, **kw)
-                r, _ = _point_risk(p, a[i], p.lam, x0, solver)
-                return r if math.isfinite(r) else math.inf
-
-            eb, rb = _bounded_min(f, float(etas[j - 1]), float(etas[j + 1]), 1e-5)
-            if rb <= col[j]:
-                e_best = eb
-        prob = build_problem(eta=e_best, **kw)
-        df = path_frame(prob, a[i:i + 1], np.array([lam]),
-                        solve_path(prob, a[i:i + 1], None, solver))
-        if not interior:
-            df.loc[0, "message"] = (f"the minimum over eta sits at the bound eta = {e_best:.3g} "
-                                    f"of [{lo:g}, {hi:g}]: widen eta_bounds")
-        frames.append(df)
-        best_rows.append({"interior": interior})
-    bar.close()
+            best_rows.append({"interior": interior})
     out = pd.concat(frames, ignore_index=True)
     return _finish(out, "eta", best_rows)

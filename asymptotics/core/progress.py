@@ -1,15 +1,25 @@
 """Long work: progress reports and worker processes that end with their parent.
 
-:class:`Progress` is a tqdm bar when stderr is a terminal and rate-limited one-line progress
-reports on stderr otherwise (CI logs); :func:`watch_parent` ends a pool worker when the process
-that started it is gone. Bottom layer: used by the theory's grids and by every campaign.
+:class:`Progress` is the one progress mechanism of the package: a tqdm bar when stderr is a
+terminal, otherwise one-line reports on stderr (CI logs, pipes) ``desc: done/total unit (x%),
+N s elapsed, ~M s left`` every :data:`INTERVAL` seconds -- at an update, or from a heartbeat
+thread while one long unit of work runs -- and a last line. Used by the theory's curves and
+grids, the simulations, every campaign and every command line. :func:`watch_parent` ends a pool
+worker when the process that started it is gone. Bottom layer.
+
+Silence: ``enabled=False`` (the API's ``progress=False``) silences one report;
+:func:`set_quiet` (what every command's ``--quiet`` calls) or the environment variable
+``GIANTSTEP_QUIET=1`` silences every report of the process. ``GIANTSTEP_PROGRESS_INTERVAL``
+(seconds) overrides the interval of the one-line reports (0: a line at every update).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -51,10 +61,11 @@ def shown(progress: bool | None) -> bool:
 
 class Progress:
     """Progress over ``total`` units: a tqdm bar when stderr is a terminal, otherwise one line
-    ``desc: done/total unit (x%), elapsed, ~ETA`` on stderr at most every ``interval`` seconds
-    (default :data:`INTERVAL`, see :func:`report_interval`) and a last line at the end when a
-    report was printed before. ``enabled=False`` -- or :func:`is_quiet` -- is silent. Use as a
-    context manager; ``update(n)`` advances."""
+    ``desc: done/total unit (x%), elapsed, ~ETA`` on stderr every ``interval`` seconds (default
+    :data:`INTERVAL`, see :func:`report_interval`; at an update, or from the heartbeat thread
+    while no update comes) and a last line at the end when a report was printed before.
+    ``enabled=False`` -- or :func:`is_quiet` -- is silent. Use as a context manager (the
+    heartbeat stops at :meth:`close`); ``update(n)`` advances."""
 
     def __init__(self, total: int | None, desc: str, *, unit: str = "it",
                  enabled: bool | None = True, interval: float | None = None, initial: int = 0,
@@ -66,6 +77,7 @@ class Progress:
         self.enabled = shown(enabled)
         self._printed: int | None = None  # the count of the last line printed
         self._bar = None
+        self._lock = threading.Lock()
         self._t0 = time.monotonic()
         self._last = self._t0
         if self.enabled and _isatty(self.stream):
@@ -73,14 +85,21 @@ class Progress:
 
             self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit, leave=False,
                              file=self.stream)
+        elif self.enabled and self.interval > 0:
+            _heartbeat(self)
 
     def update(self, n: int = 1) -> None:
         self.n += n
         if self._bar is not None:
             self._bar.update(n)
         elif self.enabled:
+            self._beat()
+
+    def _beat(self) -> None:
+        """A line if ``interval`` seconds passed since the last one (updates and heartbeat)."""
+        with self._lock:
             now = time.monotonic()
-            if now - self._last >= self.interval:
+            if self.enabled and now - self._last >= self.interval:
                 self._last = now
                 self._line()
 
@@ -102,28 +121,57 @@ class Progress:
         el = time.monotonic() - self._t0
         if self.total:
             frac = self.n / self.total
-            eta = el / max(frac, 1e-12) * (1 - frac) if 0 < frac < 1 else 0.0
+            left = f", ~{el / frac * (1 - frac):.0f} s left" if 0 < frac < 1 and not final else ""
             text = (f"{self.desc}: {self.n}/{self.total} {self.unit} ({100 * frac:.0f}%), "
-                    f"{el:.0f} s elapsed" + ("" if final else f", ~{eta:.0f} s left"))
+                    f"{el:.0f} s elapsed{left}")
         else:
             text = f"{self.desc}: {self.n} {self.unit}, {el:.0f} s elapsed"
         self._printed = self.n
         print(text, file=self.stream, flush=True)
 
     def close(self) -> None:
+        _ACTIVE.discard(self)
         if self._bar is not None:
             self._bar.close()
             self._bar = None
-        elif self.enabled and self._printed != self.n and (
-                self._printed is not None or time.monotonic() - self._t0 >= self.interval):
-            self._line(final=True)
-        self.enabled = False
+        with self._lock:
+            if self.enabled and self._printed != self.n and (
+                    self._printed is not None
+                    or time.monotonic() - self._t0 >= self.interval):
+                self._line(final=True)
+            self.enabled = False
 
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# one daemon thread serves every open report: a line every ``interval`` s also while a single
+# long unit of work runs (no update), so that a CI log never goes quiet
+_ACTIVE: weakref.WeakSet[Progress] = weakref.WeakSet()
+_HEART: dict[str, threading.Thread] = {}
+_TICK = 1.0
+
+
+def _heartbeat(bar: Progress) -> None:
+    _ACTIVE.add(bar)
+    thread = _HEART.get("thread")
+    if thread is None or not thread.is_alive():
+        thread = threading.Thread(target=_beats, name="giantstep-progress", daemon=True)
+        _HEART["thread"] = thread
+        thread.start()
+
+
+def _beats() -> None:
+    while True:
+        time.sleep(_TICK)
+        for bar in list(_ACTIVE):
+            try:
+                bar._beat()
+            except (OSError, ValueError):  # the stream was closed (interpreter exit)
+                _ACTIVE.discard(bar)
 
 
 def _isatty(stream) -> bool:

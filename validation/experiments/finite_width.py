@@ -378,24 +378,22 @@ def main(argv: list[str] | None = None) -> int:
     if out is None:
         return 0
     # the report: the theory at every point, the figures (theory curves), the matrix table
-    bar = Progress(4, "finite-width report", unit="stages", enabled=not args.quiet)
-    tab = table()
-    bar.update()
-    if tab.empty:
-        bar.close()
-        print("no simulations cached; run with --simulate", file=sys.stderr)
-        return 1
-    figs = draw(tab, out)
-    bar.update()
-    figs.append(draw_phase(out))
-    bar.update()
-    matrix = None
-    if MATRIX.exists():
-        matrix = matrix_table()
-        (out / "data").mkdir(parents=True, exist_ok=True)
-        matrix.to_csv(out / "data" / MATRIX_OUT.name, index=False, float_format="%.8g")
-    bar.update()
-    bar.close()
+    with Progress(4, "finite-width report", unit="stages", enabled=not args.quiet) as bar:
+        tab = table()
+        bar.update()
+        if tab.empty:
+            print("no simulations cached; run with --simulate", file=sys.stderr)
+            return 1
+        figs = draw(tab, out)
+        bar.update()
+        figs.append(draw_phase(out))
+        bar.update()
+        matrix = None
+        if MATRIX.exists():
+            matrix = matrix_table()
+            (out / "data").mkdir(parents=True, exist_ok=True)
+            matrix.to_csv(out / "data" / MATRIX_OUT.name, index=False, float_format="%.8g")
+        bar.update()
     text = report(tab, figs, matrix)
     write_text(out, "FINITE_WIDTH.md", text)
     print(text)

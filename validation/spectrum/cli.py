@@ -101,12 +101,11 @@ def run_cli(args: argparse.Namespace) -> int:
         return 2
     from asymptotics.core.progress import Progress
 
-    bar = Progress(3 if args.plot else 2, "spectrum", unit="stages",
-                   enabled=not apply_quiet(args))
-    sim = simulate(config)  # the steps
-    bar.update()
-    res = run_spectrum(config, method=args.edge, kappa=args.kappa, simulation=sim)
-    bar.update()  # the spectra (singular values, edge, outliers)
+    with Progress(2, "spectrum", unit="stages", enabled=not apply_quiet(args)) as bar:
+        sim = simulate(config)  # the steps
+        bar.update()
+        res = run_spectrum(config, method=args.edge, kappa=args.kappa, simulation=sim)
+        bar.update()  # the spectra (singular values, edge, outliers)
     ws = res.weights
     out = sys.stdout
     out.write(f"outliers={res.measured}\n")
@@ -139,8 +138,6 @@ def run_cli(args: argparse.Namespace) -> int:
                             + (f", a2={config.a2:g}, {config.batch} batch" if config.a2 is not None
                                else "")
                             + f", d={config.d}, sigma={config.sigma}")
-        bar.update()
-    bar.close()
     return 0
 
 

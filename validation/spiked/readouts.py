@@ -221,17 +221,16 @@ def add_theory(points, finite_p: bool = False, progress: bool | None = None):
     cache: dict = {}
     out = []
     desc = "readout theory" + (" at p" if finite_p else "")
-    bar = Progress(len(points), desc, unit="points", enabled=progress)
-    for row in bar.iter(points.itertuples(index=False)):
-        p = int(round(row.beta * row.d)) if finite_p else None
-        key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.readout,
-               row.alpha, p)
-        if key not in cache:
-            cache[key] = risk_readout(row.alpha, readout=row.readout, sigma=row.sigma,
-                                      target=row.target, alpha0=row.alpha0, eta=row.eta,
-                                      lam=row.lam, beta=row.beta, p=p).risk
-        out.append(cache[key])
-    bar.close()
+    with Progress(len(points), desc, unit="points", enabled=progress) as bar:
+        for row in bar.iter(points.itertuples(index=False)):
+            p = int(round(row.beta * row.d)) if finite_p else None
+            key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.readout,
+                   row.alpha, p)
+            if key not in cache:
+                cache[key] = risk_readout(row.alpha, readout=row.readout, sigma=row.sigma,
+                                          target=row.target, alpha0=row.alpha0, eta=row.eta,
+                                          lam=row.lam, beta=row.beta, p=p).risk
+            out.append(cache[key])
     points = points.copy()
     points["theory_p" if finite_p else "theory"] = out
     return points

@@ -89,19 +89,18 @@ def add_theory(points: pd.DataFrame, finite_p: bool = True,
     risk_spiked = theory_function()
     has_nodes = "n_kappa" in inspect.signature(risk_spiked).parameters
     th, thp, th0, status = [], [], [], []
-    bar = Progress(len(points), "spiked theory", unit="points", enabled=progress)
-    for _, row in bar.iter(points.iterrows()):
-        kw = _theory_kwargs(row)
-        a = float(row["alpha"])
-        nodes = THEORY_NODES.get(int(row["r"]), 40)
-        fine = dict(n_kappa=nodes) if (has_nodes and nodes is not None) else {}
-        res = risk_spiked(a, **kw, **fine)
-        th.append(float(res.risk))
-        status.append(str(getattr(res, "status", "")))
-        th0.append(float(risk_spiked(a, **kw).risk) if fine else float(res.risk))
-        thp.append(float(risk_spiked(a, p=float(row["p"]), **kw, **fine).risk)
-                   if finite_p else math.nan)
-    bar.close()
+    with Progress(len(points), "spiked theory", unit="points", enabled=progress) as bar:
+        for _, row in bar.iter(points.iterrows()):
+            kw = _theory_kwargs(row)
+            a = float(row["alpha"])
+            nodes = THEORY_NODES.get(int(row["r"]), 40)
+            fine = dict(n_kappa=nodes) if (has_nodes and nodes is not None) else {}
+            res = risk_spiked(a, **kw, **fine)
+            th.append(float(res.risk))
+            status.append(str(getattr(res, "status", "")))
+            th0.append(float(risk_spiked(a, **kw).risk) if fine else float(res.risk))
+            thp.append(float(risk_spiked(a, p=float(row["p"]), **kw, **fine).risk)
+                       if finite_p else math.nan)
     out = points.copy()
     out["theory"], out["theory_p"], out["status"] = th, thp, status
     out["theory_default"] = th0
