@@ -6,6 +6,7 @@ output not a terminal, a cheap representative prints one-line progress reports o
 from __future__ import annotations
 
 import importlib
+import io
 import os
 import re
 import subprocess
@@ -83,3 +84,22 @@ def test_progress_lines_on_stderr_unless_quiet(argv):
     assert quiet.returncode == 0, quiet.stderr[-2000:]
     assert bool(quiet.stdout) == bool(loud.stdout)  # the output itself is still there
     assert not [ln for ln in quiet.stderr.splitlines() if PROGRESS_LINE.search(ln)], quiet.stderr
+
+
+def test_heartbeat_and_the_quiet_switch():
+    import time
+
+    from asymptotics.core.progress import Progress, set_quiet
+
+    stream = io.StringIO()
+    with Progress(2, "slow", unit="stages", interval=1.0, stream=stream) as bar:
+        time.sleep(2.5)  # one long unit, no update: the heartbeat still reports
+        bar.update(2)
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("slow: 0/2 stages (0%)") and PROGRESS_LINE.search(lines[0])
+    assert lines[-1].startswith("slow: 2/2 stages (100%)")
+    set_quiet(True)  # what --quiet does
+    silent = io.StringIO()
+    with Progress(2, "slow", interval=0.0, stream=silent) as bar:
+        bar.update(2)
+    assert silent.getvalue() == ""
