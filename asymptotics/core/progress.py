@@ -109,7 +109,7 @@ class Progress:
         if self._bar is not None:
             self._bar.write(text, file=self.stream)
         else:
-            print(text, file=self.stream, flush=True)
+            _say(self.stream, text)
 
     def iter(self, items: Iterable[T]) -> Iterator[T]:
         """Yield ``items``, advancing by one as each item's work is done (at the next item)."""
@@ -127,7 +127,7 @@ class Progress:
         else:
             text = f"{self.desc}: {self.n} {self.unit}, {el:.0f} s elapsed"
         self._printed = self.n
-        print(text, file=self.stream, flush=True)
+        _say(self.stream, text)
 
     def close(self) -> None:
         _ACTIVE.discard(self)
@@ -172,6 +172,12 @@ def _beats() -> None:
                 bar._beat()
             except (OSError, ValueError):  # the stream was closed (interpreter exit)
                 _ACTIVE.discard(bar)
+
+
+def _say(stream, text: str) -> None:
+    """One line in one write (the heartbeat thread's lines never split another line)."""
+    stream.write(text + "\n")
+    stream.flush()
 
 
 def _isatty(stream) -> bool:

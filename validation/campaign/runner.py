@@ -71,8 +71,9 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
     stream = stream if stream is not None else sys.stderr
 
     def say(text: str) -> None:
-        if progress:
-            print(f"{campaign.name}: {text}", file=stream, flush=True)
+        if progress:  # one write: a report's heartbeat line never splits it
+            stream.write(f"{campaign.name}: {text}\n")
+            stream.flush()
 
     say(f"{len(keys) - len(todo)} of {len(keys)} tasks stored, {len(todo)} to run"
         + (f" ({n_jobs} jobs)" if n_jobs > 1 else "") + f" -> {store.path}")
