@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LONG_COMMANDS = [
     ("asymptotics.cli.curve", ["curve"], ["-m", "asymptotics", "curve", "--alpha", "0.5,1,2",
                                           "--lam", "0"]),
+    ("asymptotics.cli.curve", ["steps"], None),
     ("validation.cli", ["compare"], None),
     ("validation.cli", ["multistep"], ["-m", "validation", "multistep", "--d", "16",
                                        "--seeds", "2", "--steps", "1"]),
@@ -38,6 +39,7 @@ LONG_COMMANDS = [
     ("validation.spiked.cli", ["report"], None),
     ("validation.spiked.cli", ["readouts"], None),
     ("validation.experiments.finite_width", [], None),
+    ("validation.experiments.steps_theory", [], None),
     ("figures.__main__", [], None),
     ("figures.multistep_report", [], None),
     ("figures.spectra_report", [], None),

@@ -7,7 +7,15 @@ import argparse
 import math
 import sys
 
-from asymptotics.cli.common import check_writable, integer, parse_grid, real, real_list
+from asymptotics.cli.common import (
+    add_quiet,
+    apply_quiet,
+    check_writable,
+    integer,
+    parse_grid,
+    real,
+    real_list,
+)
 
 
 def _alpha0(text: str) -> float:
@@ -48,7 +56,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="label noise variance (default 0)")
     p.add_argument("--out", help="write the full CSV to this file")
     p.add_argument("--plot", help="write a figure (.png, .svg or .pdf): risk vs alpha per step")
-    p.add_argument("--quiet", action="store_true", help="no progress lines")
+    add_quiet(p)
     p.set_defaults(func=run_cli)
     return p
 
@@ -78,18 +86,14 @@ def _plot(df, path: str) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Print the table (alpha x step); bad input: one line on stderr, exit status 2."""
-    from asymptotics.core.progress import Progress
     from asymptotics.multiindex.steps_risk import risk_by_step
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot")
     eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
-    with Progress(args.steps + 1, "steps: risk after each step", unit="step",
-                  enabled=not args.quiet, interval=5.0) as bar:
-        df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
-                          alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
-                          delta=args.delta, readout=args.readout,
-                          on_step=lambda _t: bar.update(1))
+    df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
+                      alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
+                      delta=args.delta, readout=args.readout, progress=not apply_quiet(args))
     table = df.pivot(index="alpha", columns="step", values="risk")
     print("alpha  " + "  ".join("RF(t=0)" if t == 0 else f"step {t:<3d}" for t in table.columns))
     for a, row in table.iterrows():

@@ -35,34 +35,39 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
                  target: str = "z1 + z1*z2", alpha0: float = 16.0,
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, readout: object = "constant", p: float | None = None,
-                 on_step: Callable[[int], None] | None = None):
+                 on_step: Callable[[int], None] | None = None,
+                 progress: bool | None = None):
     """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
     alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
-    parameter; unconverged points have risk NaN."""
+    parameter; unconverged points have risk NaN. ``on_step(t)`` is called after step ``t``;
+    ``progress``: a report per point on stderr (:class:`asymptotics.core.progress.Progress`;
+    False: none)."""
     import json
 
     import pandas as pd
 
+    from asymptotics.core.progress import Progress
     from asymptotics.spiked.solve import risk_spiked
 
     alphas = [checks.positive("alpha", a) for a in np.atleast_1d(alphas)]
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout)
     rows = []
-    for t in range(steps + 1):
-        params = mp.spiked_params(t)
-        for a in alphas:
-            res = risk_spiked(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, **params)
-            rows.append(dict(model="srf-groups", step=t, alpha=a,
-                             risk=res.risk if res.converged else math.nan,
-                             converged=bool(res.converged), sigma=mp.sigma, target=target,
-                             readout=mp.readout.name, alpha0=alpha0,
-                             eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
-                             delta=delta, p=p, loadings=json.dumps(params["loadings"]),
-                             bulk=json.dumps(params["bulk"]),
-                             overlaps=json.dumps(params["overlaps"])))
-        if on_step is not None:
-            on_step(t)
+    with Progress((steps + 1) * len(alphas), "risk by step", unit="pt", enabled=progress) as bar:
+        for t in range(steps + 1):
+            params = mp.spiked_params(t)
+            for a in bar.iter(alphas):
+                res = risk_spiked(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, **params)
+                rows.append(dict(model="srf-groups", step=t, alpha=a,
+                                 risk=res.risk if res.converged else math.nan,
+                                 converged=bool(res.converged), sigma=mp.sigma, target=target,
+                                 readout=mp.readout.name, alpha0=alpha0,
+                                 eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
+                                 delta=delta, p=p, loadings=json.dumps(params["loadings"]),
+                                 bulk=json.dumps(params["bulk"]),
+                                 overlaps=json.dumps(params["overlaps"])))
+            if on_step is not None:
+                on_step(t)
     return pd.DataFrame(rows)
 
 

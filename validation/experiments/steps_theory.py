@@ -243,9 +243,8 @@ def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> st
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from asymptotics.cli.common import Parser, check_writable, fail, save_figure
-    from asymptotics.core.progress import Progress
+def build_parser():
+    from asymptotics.cli.common import Parser, add_quiet
 
     parser = Parser(prog="python -m validation.experiments.steps_theory",
                     description="Theory of several giant steps against the simulations: "
@@ -253,8 +252,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default=str(DATA), help="simulations CSV (default: %(default)s)")
     parser.add_argument("--out", default=str(REPORTS),
                         help="directory of STEPS.md and figures/ (default: %(default)s)")
-    parser.add_argument("--quiet", action="store_true", help="no progress lines")
-    args = parser.parse_args(argv)
+    add_quiet(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from asymptotics.cli.common import apply_quiet, check_writable, fail, save_figure
+    from asymptotics.core.progress import Progress
+
+    args = build_parser().parse_args(argv)
+    apply_quiet(args)
     try:
         if not pathlib.Path(args.data).exists():
             raise ValueError(f"--data {args.data} does not exist: run `python -m "
