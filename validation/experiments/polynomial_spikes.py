@@ -197,29 +197,28 @@ def load_runs() -> pd.DataFrame:
 
 
 def simulate(ds: list[int], seeds: list[int], kinds=("network", "columns"),
-             settings=SETTINGS, save: bool = True) -> pd.DataFrame:
-    """Run the missing repetitions; append each to :data:`RUNS` as it finishes."""
+             settings=SETTINGS, save: bool = True, progress: bool | None = True) -> pd.DataFrame:
+    """Run the missing repetitions; append each to :data:`RUNS` as it finishes. ``progress``:
+    a report per repetition on stderr (:class:`asymptotics.core.progress.Progress`)."""
+    from asymptotics.core.progress import Progress
+
     df = load_runs() if save else pd.DataFrame(columns=COLUMNS)
     done = {(r.setting, int(r.d), r.kind, int(r.rep)) for r in df.itertuples()}
+    todo = [(s, d, kind, rep) for s in settings for d, ns in zip(ds, seeds, strict=True)
+            for kind in kinds for rep in range(ns) if (s["name"], d, kind, rep) not in done]
     rows = []
-    for s in settings:
-        for d, ns in zip(ds, seeds, strict=True):
-            for kind in kinds:
-                for rep in range(ns):
-                    if (s["name"], d, kind, rep) in done:
-                        continue
-                    t0 = time.perf_counter()
-                    risk = KINDS[kind](s, d, rep)
-                    row = dict(setting=s["name"], sigma=s["sigma"], target=s["target"],
-                               a=s["a"], d=d, p=int(round(COMMON["beta"] * d)), kind=kind,
-                               rep=rep, risk=risk, seconds=time.perf_counter() - t0)
-                    rows.append(row)
-                    print(f"{s['name']} d={d} {kind} rep={rep}: {risk:.5f} "
-                          f"({row['seconds']:.1f}s)", flush=True)
-                    if save:
-                        RUNS.parent.mkdir(parents=True, exist_ok=True)
-                        pd.DataFrame([row], columns=COLUMNS).to_csv(
-                            RUNS, mode="a", header=not RUNS.exists(), index=False)
+    with Progress(len(todo), "polynomial spikes", unit="runs", enabled=progress) as bar:
+        for s, d, kind, rep in bar.iter(todo):
+            t0 = time.perf_counter()
+            risk = KINDS[kind](s, d, rep)
+            row = dict(setting=s["name"], sigma=s["sigma"], target=s["target"],
+                       a=s["a"], d=d, p=int(round(COMMON["beta"] * d)), kind=kind,
+                       rep=rep, risk=risk, seconds=time.perf_counter() - t0)
+            rows.append(row)
+            if save:
+                RUNS.parent.mkdir(parents=True, exist_ok=True)
+                pd.DataFrame([row], columns=COLUMNS).to_csv(
+                    RUNS, mode="a", header=not RUNS.exists(), index=False)
     return pd.concat([df, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True)
 
 
@@ -301,7 +300,9 @@ def markdown(tab: pd.DataFrame, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    from asymptotics.cli.common import add_quiet
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--simulate", action="store_true", help="run the missing repetitions")
     ap.add_argument("--quick", action="store_true",
@@ -309,7 +310,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ds", default="500,1000,2000")
     ap.add_argument("--seeds", default="24,12,8", help="repetitions per d")
     ap.add_argument("--out", default=None, help="directory of the report (default: none)")
-    args = ap.parse_args(argv)
+    add_quiet(ap)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    from asymptotics.cli.common import apply_quiet
+    from asymptotics.core.progress import Progress
+
+    args = build_parser().parse_args(argv)
+    apply_quiet(args)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     ds = [int(x) for x in args.ds.split(",")]
     seeds = [int(x) for x in args.seeds.split(",")]
@@ -319,8 +329,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         df = simulate(ds, seeds) if args.simulate else load_runs()
         command = REGENERATE
-    tab = table(df)
-    text = markdown(tab, command)
+    with Progress(2, "polynomial spikes report", unit="stages") as bar:  # theory, K-group
+        tab = table(df)
+        bar.update()
+        text = markdown(tab, command)
+        bar.update()
     if args.out:
         out = pathlib.Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
