@@ -148,3 +148,12 @@ def test_steps_command(tmp_path, capsys):
     assert main(["steps", "--steps", "3", "--eta", "1,2"]) == 2
     err = capsys.readouterr().err
     assert "one value per step" in err and "Traceback" not in err
+
+
+def test_exact_target_power_of_the_comparison():
+    """E g^2 of the control variate: closed forms (He-orthogonality: E[(z1 z2)^2] = 1, ...)."""
+    from validation.experiments.steps_theory import target_power
+
+    assert target_power("z1 + z1*z2") == pytest.approx(2.0, rel=1e-8)
+    assert target_power("z1 + z1*z2 + z1*z2*z3") == pytest.approx(3.0, rel=1e-8)
+    assert target_power("He2(z1)") == pytest.approx(2.0, rel=1e-8)
