@@ -114,6 +114,9 @@ def config(name: str, d: int, n_test: int) -> MultiStepConfig:
                            **SETTINGS[name])
 
 
+FIRST_SEEDS = 2
+
+
 def root_seed(name: str, d: int) -> int:
     return 100_000 * (list(SETTINGS).index(name) + 1) + d
 
@@ -129,8 +132,16 @@ class Job:
 
 
 def jobs(plan: Plan) -> tuple[Job, ...]:
-    return tuple(Job(name, config(name, d, plan.n_test), root_seed(name, d), rep)
-                 for d, seeds, order in plan.blocks for name in order for rep in range(seeds))
+    """The tasks in the order they run: block by block; in a block, the first
+    :data:`FIRST_SEEDS` repetitions of every setting (in the block's order), then the next
+    repetition of every setting, and so on (a run cut short keeps >= 2 seeds everywhere)."""
+    out = []
+    for d, seeds, order in plan.blocks:
+        passes = [range(min(seeds, FIRST_SEEDS))] + [range(r, r + 1)
+                                                     for r in range(FIRST_SEEDS, seeds)]
+        out += [Job(name, config(name, d, plan.n_test), root_seed(name, d), rep)
+                for reps in passes for name in order for rep in reps]
+    return tuple(out)
 
 
 GROUP_COLUMNS = group_columns()
@@ -200,9 +211,10 @@ def estimate(plan: Plan, seconds: float, measured: MultiStepConfig,
 
 def run(plan: Plan, *, force: bool = False, budget: float | None = None,
         log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Run what the plan's CSV lacks, block by block (a block: one setting at one d), exporting
-    the CSV after each; returns the exported rows. ``budget`` (s): no repetition starts after it
-    (run again to go on)."""
+    """Run what the plan's CSV lacks in the order of :func:`jobs`, exporting the CSV after every
+    run of consecutive tasks of one (setting, d); returns the exported rows. ``budget`` (s): no
+    repetition starts that is predicted (:func:`work_units` at the measured rate) to end after
+    it; the later, cheaper ones may still run (run again to go on)."""
     read, write = paths(plan)
     t0 = time.monotonic()
     c = campaign(plan, logged=True)
@@ -226,18 +238,24 @@ def run(plan: Plan, *, force: bool = False, budget: float | None = None,
             log(f"one repetition: {one:.1f} s; the other {len(todo) - 1}: ~{rest / 60:.0f} min "
                 f"wall, ~{rest * threads / 3600:.2f} core-hours ({threads} BLAS threads)")
             st.export_csv(c, write)
-            blocks: dict[tuple, list[Job]] = {}
+            rate, skipped, last = one / work_units(first.config), [], None
             for j in todo[1:]:
-                blocks.setdefault((j.config.d, j.name), []).append(j)
-            for (d, name), block in blocks.items():
-                left = None if budget is None else budget - (time.monotonic() - t0)
-                if left is not None and left <= 0:
-                    log("budget spent: run again to go on")
-                    break
-                log(f"{name} d={d}: {len(block)} repetitions "
-                    f"({time.monotonic() - t0:.0f} s elapsed)")
-                run_campaign(c.with_settings(block), st, progress=False, budget=left)
-                st.export_csv(c, write)
+                need = 1.25 * rate * work_units(j.config)
+                if budget is not None and time.monotonic() - t0 + need > budget:
+                    skipped.append(j)
+                    continue
+                if (j.config.d, j.name) != last:
+                    if last is not None:
+                        st.export_csv(c, write)
+                    last = (j.config.d, j.name)
+                    log(f"{j.name} d={j.config.d} ({time.monotonic() - t0:.0f} s elapsed)")
+                t1 = time.monotonic()
+                run_campaign(c.with_settings([j]), st, progress=False)
+                rate = 0.5 * rate + 0.5 * (time.monotonic() - t1) / work_units(j.config)
+            if skipped:
+                log(f"budget: {len(skipped)} repetitions not started ("
+                    + ", ".join(f"{j.name} d={j.config.d} rep {j.rep}" for j in skipped)
+                    + "); run again to go on")
         st.export_csv(c, write)
     log(f"{plan.prefix}: done in {time.monotonic() - t0:.0f} s -> {write}")
     return pd.read_csv(write)
