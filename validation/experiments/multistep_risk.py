@@ -8,7 +8,8 @@ beside the CSV, resumable; a progress line per repetition, also when the output 
 exports ``validation/reports/data/multistep_risk.csv`` (``--quick``: small sizes,
 ``multistep_risk_quick.csv``) after every (setting, d) block, so that an interrupted run leaves
 usable data; ``--summary`` prints mean +- standard error over seeds of the test error per
-setting, d, step and ridge size from the CSV, and simulates nothing.
+setting, d, step and ridge size, and of the main group statistics per setting, d and step, from
+the CSV, and simulates nothing.
 
 Settings (all: ``sigma = erf(z-1)``, ``beta = 1`` (``p = d``), ``T = 3`` steps, ``delta = 0``,
 ``lam = 0.01``, ridge sizes ``alpha_r = 0.5, 2, 4`` (the first ``round(alpha_r d)`` samples of one
@@ -303,35 +304,64 @@ def summary_text(df: pd.DataFrame) -> str:
     return out.to_string(index=False)
 
 
+#: the group statistics :func:`groups_text` shows
+SHOWN_GROUP_STATS = ("a_g0_j1", "a_g0_j2", "a_g0_j3", "a_g1_j1", "a_g1_j2", "c_g0", "c_g1",
+                     "B_00", "B_01", "Bperp_00", "Bperp_01", "Bperp_11")
+
+
+def groups_text(df: pd.DataFrame, columns: Sequence[str] = SHOWN_GROUP_STATS) -> str:
+    """Mean (standard error) over repetitions of the group statistics of ``W_t`` per setting, d
+    and step (one row per repetition and step: the statistics do not depend on the ridge size);
+    columns that are NaN throughout a row are left blank."""
+    one = df.drop_duplicates(["setting", "d", "seed", "repetition", "step"])
+    g = one.groupby(["setting", "d", "step"], sort=True)[list(columns)]
+    mean, n = g.mean(), g.count()
+    se = g.std(ddof=1) / np.sqrt(n.where(n > 1))
+    cells = mean.copy().astype(object)
+    for c in columns:
+        cells[c] = [("" if not math.isfinite(m) else f"{m:.3f}" if not math.isfinite(e)
+                     else f"{m:.3f}({e:.3f})") for m, e in zip(mean[c], se[c], strict=True)]
+    return cells.reset_index().to_string(index=False)
+
+
 # ------------------------------------------------------------------------------------------------
 # command line
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def build_parser() -> argparse.ArgumentParser:
+    from asymptotics.cli.common import Parser, integer, real
+
+    parser = Parser(
         prog="python -m validation.experiments.multistep_risk",
         description="Test error after 0..3 giant steps with fresh batches at d = 1000, 2000, "
-                    "with the readout-group statistics (module docstring).")
+                    "with the readout-group statistics (validation.experiments.multistep_risk).")
     parser.add_argument("--quick", action="store_true", help="small sizes (d = 24, 32)")
     parser.add_argument("--force", action="store_true", help="simulate everything afresh")
-    parser.add_argument("--budget", type=float, default=None,
-                        help="seconds after which no repetition starts (run again to go on)")
-    parser.add_argument("--big-d-seeds", type=int, default=None,
+    parser.add_argument("--budget", type=real("budget", 0.0, strict_lo=True), default=None,
+                        help="seconds: no repetition starts that would end after them "
+                             "(run again to go on; default: none)")
+    parser.add_argument("--big-d-seeds", type=integer("big-d-seeds", 1), default=None,
                         help="repetitions at the largest d (default: the plan's, 3)")
     parser.add_argument("--summary", action="store_true",
-                        help="print the test-error table of the CSV; simulate nothing")
+                        help="print the test-error and group-statistics tables of the CSV; "
+                             "simulate nothing")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     if args.big_d_seeds is not None:
-        if args.big_d_seeds < 1:
-            parser.error("--big-d-seeds must be >= 1")
         plan = plan.with_seeds(max(d for d, _, _ in plan.blocks), args.big_d_seeds)
     if args.summary:
         read, _ = paths(plan)
         if not read.exists():
             print(f"error: {read} does not exist; run without --summary first", file=sys.stderr)
             return 2
-        print(f"{read}\n{summary_text(pd.read_csv(read))}")
+        df = pd.read_csv(read)
+        print(f"{read}\n\ntest error, mean ± s.e. over seeds\n{summary_text(df)}\n\n"
+              f"group statistics of W_t, mean(s.e.) over seeds\n{groups_text(df)}")
         return 0
     run(plan, force=args.force, budget=args.budget, log=lambda s: print(s, flush=True))
     return 0
