@@ -1,6 +1,7 @@
 """Command line: ``python -m validation {compare,spectrum,multistep,sweep} ...``.
 
-Each subcommand lives in the module named after it and registers itself through
+Each subcommand lives in the module named after it (``multistep``: in ``multistep_cli``, which
+keeps the simulator's module short) and registers itself through
 ``add_subparser(subparsers)``, which must ``set_defaults(func=run_cli)``; ``run_cli(args)``
 returns the exit status. Bad input exits with status 2 and a one-line message.
 """
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from asymptotics.cli.common import Parser, fail
 from asymptotics.cli.common import integer as _integer
 
-SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep", "sweep")
+SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep_cli", "sweep")
 
 
 # the shared machinery (one parser class for every command line) lives in asymptotics.cli.common

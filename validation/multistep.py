@@ -24,10 +24,13 @@ noise of the gradient (norm ``~ sqrt(d/n)``) both of order one when ``kappa = l`
 Recorded after every step ``t = 0..T`` (0 = initialisation): the overlap matrix
 ``O[k, j] = |<w_k, theta_j>| / |w_k|`` (all neurons x directions), its mean and max over neurons
 per direction, and ``|W Theta^T|_F / |W|_F`` (the fraction of the weights' Frobenius norm in the
-target subspace; ``~ sqrt(k/d)`` at initialisation). Optionally a ridge readout
+target subspace; ``~ sqrt(k/d)`` at initialisation); with ``groups``, the statistics per readout
+group of :mod:`validation.multistep_groups`. Optionally a ridge readout
 ``argmin_a sum_i (y_i - <a, sigma(W_t x_i)>/sqrt p)^2 + lam |a|^2`` on ``n_r = ridge_alpha d`` fresh
 samples (a SUM over samples, THEORY.md §1) and its test error ``E (g - f)^2`` on ``n_test`` fresh
-noiseless inputs; the same ridge and test samples are used after every step.
+noiseless inputs; the same ridge and test samples are used after every step. ``ridge_alphas``
+(several sizes): the readouts on the first ``round(alpha d)`` samples of one pool
+(:func:`validation.multistep_groups.ridge_test_errors`).
 
 Randomness: ``SeedSequence(seed)`` spawns one child per repetition; each child spawns the streams
 ``weights, teacher, ridge, ridge_noise, test`` and one batch and one label-noise stream per step.
@@ -36,9 +39,7 @@ Every pass over samples is chunked (``n`` up to ``~d^2`` at ``d <= 256`` costs o
 
 from __future__ import annotations
 
-import argparse
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -51,6 +52,7 @@ from asymptotics.coefficients.targets import target_callable
 from asymptotics.core import checks
 
 from . import montecarlo as mc
+from . import multistep_groups as mg
 from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)
     descent_direction,
     ridge_readout,
@@ -83,7 +85,9 @@ class MultiStepConfig:
     """Every parameter of one multi-step experiment (module docstring conventions).
 
     ``eta`` holds ``eta_tilde_t`` for ``t = 1..steps`` (a number is repeated; None: the
-    schedule :func:`default_eta`); ``ridge_alpha = 0`` skips the ridge readout and test error."""
+    schedule :func:`default_eta`); ``ridge_alpha = 0`` skips the ridge readout and test error;
+    ``ridge_alphas`` (non-empty) replaces ``ridge_alpha`` by several sizes from one pool;
+    ``groups`` records the readout-group statistics after every step."""
 
     d: int
     target: str = "z1 + z1*z2 + z1*z2*z3"
@@ -98,6 +102,8 @@ class MultiStepConfig:
     ridge_alpha: float = 0.0
     lam: float = 1e-3
     n_test: int = 10_000
+    ridge_alphas: tuple[float, ...] = ()
+    groups: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "d", _integer("d", self.d, 8))
@@ -115,6 +121,12 @@ class MultiStepConfig:
         if len(eta) != self.steps:
             raise ValueError(f"eta needs one value per step (steps={self.steps}), got {len(eta)}")
         object.__setattr__(self, "eta", eta)
+        ra = tuple(_real("ridge_alphas", r, 0.0, open_lo=True) for r in self.ridge_alphas)
+        if ra and self.ridge_alpha > 0:
+            raise ValueError("give ridge_alpha or ridge_alphas, not both")
+        if any(round(r * self.d) < 1 for r in ra):
+            raise ValueError(f"every round(ridge_alphas d) must be >= 1, got {ra} at d={self.d}")
+        object.__setattr__(self, "ridge_alphas", ra)
         if self.readout not in READOUTS:
             raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {self.readout!r}")
         get_function(self.sigma)
@@ -140,6 +152,11 @@ class MultiStepConfig:
         return int(round(self.ridge_alpha * self.d))
 
     @property
+    def ridge_levels(self) -> tuple[float, ...]:
+        """The ridge sizes evaluated: ``ridge_alphas``, else ``(ridge_alpha,)`` when > 0."""
+        return self.ridge_alphas or ((self.ridge_alpha,) if self.ridge_alpha > 0 else ())
+
+    @property
     def k(self) -> int:
         return target_callable(self.target)[1]
 
@@ -149,9 +166,15 @@ class MultiStepConfig:
         return tuple(e * self.p * self.d ** ((self.kappa - 1) / 2) for e in self.eta)
 
     def record(self) -> dict:
-        """The parameters as a flat dict (``eta`` as text, one value per step)."""
+        """The parameters as a flat dict (``eta`` as text, one value per step; ``ridge_alphas``
+        as text and ``groups`` only when set)."""
         out = asdict(self)
         out["eta"] = ",".join(f"{e:g}" for e in self.eta)
+        ra, groups = out.pop("ridge_alphas"), out.pop("groups")
+        if ra:
+            out["ridge_alphas"] = ",".join(f"{r:g}" for r in ra)
+        if groups:
+            out["groups"] = True
         out.update(p=self.p, n=self.n, k=self.k)
         return out
 
@@ -166,9 +189,11 @@ class MultiStepRun:
     subspace_fraction: np.ndarray = field(repr=False)  # (T+1,): |W Theta^T|_F / |W|_F
     weight_norm: np.ndarray = field(repr=False)  # (T+1,): mean_k |w_k|
     train_loss: np.ndarray = field(repr=False)  # (T,): L_t on batch t before step t
-    test_error: np.ndarray | None = field(repr=False)  # (T+1,) or None
+    test_error: np.ndarray | None = field(repr=False)  # (T+1,) or None (first ridge size)
     target_power: float = math.nan  # E g^2 on the test inputs (the error of f = 0)
     seconds: float = 0.0
+    test_errors: np.ndarray | None = field(default=None, repr=False)  # (T+1, ridge sizes)
+    groups: list | None = field(default=None, repr=False)  # GroupStats per step, or None
 
     def table(self) -> pd.DataFrame:
         """Tidy rows (step, direction) with mean/max overlaps and every parameter."""
@@ -281,7 +306,9 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
     T = config.steps
     overlaps = np.empty((T + 1, config.p, k))
     frac, norm, loss = np.empty(T + 1), np.empty(T + 1), np.empty(T)
-    test = np.empty(T + 1) if config.ridge_alpha > 0 else None
+    levels = config.ridge_levels
+    test = np.empty((T + 1, len(levels))) if levels else None
+    groups = [] if config.groups else None
     power = math.nan
 
     def measure(t: int) -> None:
@@ -289,8 +316,15 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
         overlaps[t] = overlap_matrix(W, theta)
         frac[t] = subspace_fraction(W, theta)
         norm[t] = float(np.linalg.norm(W, axis=1).mean())
-        if test is not None:
-            test[t], power = ridge_test_error(
+        if groups is not None:
+            groups.append(mg.group_statistics(W, theta, a))
+        if config.ridge_alphas:
+            test[t], power = mg.ridge_test_errors(
+                W, theta, g, sigma, n_ridges=[round(r * config.d) for r in levels],
+                lam=config.lam, n_test=config.n_test, delta=config.delta, ridge_seed=s["ridge"],
+                noise_seed=s["ridge_noise"], test_seed=s["test"], chunk_bytes=CHUNK_BYTES)
+        elif test is not None:
+            test[t, 0], power = ridge_test_error(
                 W, theta, g, sigma, n_ridge=config.n_ridge, lam=config.lam,
                 n_test=config.n_test, delta=config.delta, ridge_seed=s["ridge"],
                 noise_seed=s["ridge_noise"], test_seed=s["test"])
@@ -304,8 +338,9 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
             raise FloatingPointError(f"weights became non-finite at step {t + 1}; lower eta "
                                      f"(eta_tilde = {config.eta[t]:g})")
         measure(t + 1)
-    return MultiStepRun(config, repetition, overlaps, frac, norm, loss, test, power,
-                        time.perf_counter() - t0)
+    return MultiStepRun(config, repetition, overlaps, frac, norm, loss,
+                        None if test is None else test[:, 0], power, time.perf_counter() - t0,
+                        test, groups)
 
 
 def _run_indexed(config: MultiStepConfig, job: tuple) -> MultiStepRun:
@@ -359,83 +394,3 @@ def summarize(df: pd.DataFrame, by: Sequence[str] = ("d", "step", "direction")) 
     out = mean.add_suffix("_mean").join(se.add_suffix("_se"))
     out["repetitions"] = df.groupby(list(by))["repetition"].nunique()
     return out.reset_index()
-
-
-# ------------------------------------------------------------------------------------------------
-# command line
-
-
-def _eta_list(text: str) -> tuple[float, ...]:
-    from asymptotics.cli.common import real_list
-
-    return tuple(real_list("eta", 0.0)(text))
-
-
-def add_subparser(subparsers) -> argparse.ArgumentParser:
-    """Register ``multistep`` on an argparse subparsers object."""
-    from asymptotics.cli.common import add_quiet
-    from asymptotics.cli.common import integer as i_
-    from asymptotics.cli.common import real as r_
-
-    p = subparsers.add_parser(
-        "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
-        description="T giant steps on the first layer with fresh batches n = alpha0 d^kappa and "
-                    "eta_t = eta_tilde_t p d^((kappa-1)/2) (Dandi et al. 2023, arXiv:2305.18270; "
-                    "docs/THEORY.md §8). Prints mean and standard error over seeds of the "
-                    "overlaps |<w_k, theta_j>|/|w_k| per step (CSV).")
-    p.add_argument("--d", type=i_("d"), default=256, help="input dimension, >= 8 (default 256)")
-    p.add_argument("--target", default="z1 + z1*z2 + z1*z2*z3",
-                   help="g(z1..zk): expression, He<n>() allowed (default z1 + z1*z2 + z1*z2*z3)")
-    p.add_argument("--sigma", default="erf(z-1)",
-                   help="activation: registered name or expression in z (default erf(z-1))")
-    p.add_argument("--steps", type=i_("steps"), default=3,
-                   help="number of giant steps T (default 3)")
-    p.add_argument("--alpha0", type=r_("alpha0"), default=16.0,
-                   help="n = alpha0 d^kappa (default 16)")
-    p.add_argument("--kappa", type=r_("kappa"), default=1.0, help="batch exponent >= 1 (default 1)")
-    p.add_argument("--beta", type=r_("beta"), default=1.0, help="p = beta d (default 1)")
-    p.add_argument("--eta", type=_eta_list, default=None,
-                   help="eta_tilde per step, comma list or one number (default 2,8,16,16,...)")
-    p.add_argument("--readout", choices=READOUTS, default="hypercube",
-                   help="a0: constant 1/sqrt(p) or +-1/sqrt(p) halves (default hypercube)")
-    p.add_argument("--delta", type=r_("delta"), default=0.0,
-                   help="label-noise variance (default 0)")
-    p.add_argument("--ridge-alpha", type=r_("ridge-alpha"), default=0.0,
-                   help="ridge readout on ridge_alpha*d samples after each step; 0 = off")
-    p.add_argument("--lam", type=r_("lam"), default=1e-3,
-                   help="ridge penalty (sum convention; default: 0.001)")
-    p.add_argument("--n-test", type=i_("n-test"), default=10_000,
-                   help="test inputs for the test error (default: 10000)")
-    p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default: 3)")
-    p.add_argument("--seed", type=i_("seed"), default=0,
-                   help="root seed of SeedSequence (default 0)")
-    p.add_argument("--n-jobs", type=i_("n-jobs", 1), default=1,
-                   help="worker processes (results do not depend on it; default: 1)")
-    p.add_argument("--out", help="also write every repetition's rows to this CSV")
-    add_quiet(p)
-    p.set_defaults(func=run_cli)
-    return p
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """Run and print the summary CSV; bad input: one line on stderr, exit status 2."""
-    from asymptotics.cli.common import apply_quiet, check_writable
-
-    quiet = apply_quiet(args)
-    try:
-        check_writable(args.out, "--out")
-        eta = None if args.eta is None else (args.eta if len(args.eta) > 1 else args.eta[0])
-        config = MultiStepConfig(
-            d=args.d, target=args.target, sigma=args.sigma, steps=args.steps,
-            alpha0=args.alpha0, kappa=args.kappa, beta=args.beta, eta=eta, readout=args.readout,
-            delta=args.delta, ridge_alpha=args.ridge_alpha, lam=args.lam, n_test=args.n_test)
-        df = run_multistep(config, seeds=args.seeds, seed=args.seed, n_jobs=args.n_jobs,
-                           progress=not quiet)
-    except (ValueError, TypeError, FloatingPointError) as exc:
-        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-    if args.out:
-        df.to_csv(args.out, index=False, float_format="%.10g")
-    summary = summarize(df)
-    sys.stdout.write(summary.to_csv(index=False, float_format="%.6g"))
-    return 0
