@@ -46,7 +46,7 @@ ENV = "GIANTSTEP_COLD_START"
 MODES = ("auto", "compile", "interpret")
 SPOOL = "giantstep-compile"
 PIDFILE = "worker.pid"
-MESSAGE = ("giantstep: compiling the numba kernels in the background (once, about a minute); "
+MESSAGE = ("giantstep: compiling the numba kernels in the background (once, a minute or two); "
            "until they are cached they run interpreted")
 MESSAGE_NO_WORKER = ("giantstep: the numba kernels are not compiled yet; they run interpreted "
                      f"({ENV}=interpret)")
@@ -189,15 +189,28 @@ def worker_pid(spool: Path) -> int | None:
     return pid if _alive(pid) else None
 
 
+class _Detached(subprocess.Popen):
+    """The background compiler: deliberately not waited for (no "still running" warning when
+    this process ends first; reaped by :func:`_ensure_worker` if it ends first)."""
+
+    def __del__(self) -> None:
+        pass
+
+
+_WORKERS: list[_Detached] = []
+
+
 def _ensure_worker(spool: Path) -> None:
     with _LOCK:
+        _WORKERS[:] = [p for p in _WORKERS if p.poll() is None]
         if worker_pid(spool) is not None:
             return
         env = dict(os.environ, **{ENV: "compile"})
         kw = {"start_new_session": True} if os.name == "posix" else {}
-        proc = subprocess.Popen([sys.executable, "-m", "asymptotics.core.coldstart", str(spool)],
+        proc = _Detached([sys.executable, "-m", "asymptotics.core.coldstart", str(spool)],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, close_fds=True, env=env, **kw)
+        _WORKERS.append(proc)
         (spool / PIDFILE).write_text(f"{proc.pid}\n")
 
 
