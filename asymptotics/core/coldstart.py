@@ -255,8 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     spool = Path(argv[0]) if argv else spool_dir()
     me = os.getpid()
     try:
-        import asymptotics  # noqa: F401  (the cache locator and the kernel-cache guard)
-
+        # a job's kernel module imports the package first: the cache locator, the guard
         work(spool)
     finally:
         try:

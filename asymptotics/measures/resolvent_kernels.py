@@ -196,7 +196,10 @@ def dyson_forms(
     xprev = x.copy()
     have_prev = False
     Ji = np.empty((3, 3), np.complex128)
-    have_j = False
+    # flags that are not compile-time constants: _newton then compiles once (bool), not also for
+    # Literal[bool](False) / Literal[bool](True)
+    have_j = M < 0
+    damped = M >= 0
     for m in range(M):
         zt = zeta[m]
         guess = x.copy()
@@ -210,7 +213,7 @@ def dyson_forms(
         if not conv:  # damped, from the previous solution
             guess = x.copy()
             conv, nev2, have_j = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol,
-                                         maxiter, True, Ji, have_j)
+                                         maxiter, damped, Ji, have_j)
             nev += nev2
         its[m] = nev
         if not conv or not _gammas(guess[0], guess[1], guess[2], e, sb, a, psi, gam, A,
