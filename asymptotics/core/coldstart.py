@@ -16,13 +16,15 @@ on semantics (a float division by zero raises in Python, ``math.sqrt`` of a nega
 raises), the interpreted call fails and the kernel is compiled in this process instead: the
 answer is never different, only slower. The mode is ``GIANTSTEP_COLD_START``:
 
-- ``auto`` (default): as above;
+- ``auto`` (default): as above (where no queue can be written, numba's behaviour);
 - ``compile``: numba's behaviour (compile on first call, in this process);
 - ``interpret``: interpret what is not cached, start no background compilation (tests).
 
 The cache is numba's (``cache=True``): ``NUMBA_CACHE_DIR`` or :func:`numba_cache.cache_root`. The
 queue of signatures to compile is the directory ``giantstep-compile`` there (one pickle of the
-arguments a kernel, ``worker.pid`` while a compiler runs).
+arguments a kernel, ``worker.pid`` while a compiler runs). Only a kernel's first call in a
+process is checked: once it has a compiled signature, a new signature compiles in-process as
+with numba.
 """
 
 from __future__ import annotations
@@ -116,8 +118,8 @@ def _cold_call(disp: ColdDispatcher, args: tuple):
         return CPUDispatcher.__call__(disp, *args)
     if is_cached(disp, sig):
         return CPUDispatcher.__call__(disp, *args)  # numba loads it
-    if how == "auto":
-        _queue(disp, args, sig)
+    if how == "auto" and not _queue(disp, args, sig):
+        return CPUDispatcher.__call__(disp, *args)  # nobody would compile it: numba's way
     _announce(how)
     saved = [(a, a.copy()) for a in args if isinstance(a, np.ndarray) and a.flags.writeable]
     _LOCAL.depth = 1
@@ -151,7 +153,9 @@ def spool_dir() -> Path:
     return Path(base) / SPOOL
 
 
-def _queue(disp: ColdDispatcher, args: tuple, sig: tuple) -> None:
+def _queue(disp: ColdDispatcher, args: tuple, sig: tuple) -> bool:
+    """Queue ``sig`` for the background compiler and make sure one runs; False if impossible
+    (a read-only cache directory, an argument that cannot be pickled)."""
     fn = disp.py_func
     try:
         spool = spool_dir()
@@ -166,8 +170,9 @@ def _queue(disp: ColdDispatcher, args: tuple, sig: tuple) -> None:
                 pickle.dump((fn.__module__, fn.__name__, args, readonly), fh)
             os.replace(tmp, job)
         _ensure_worker(spool)
-    except Exception:  # no queue (read-only cache, unpicklable argument): interpret only
-        pass
+    except Exception:
+        return False
+    return True
 
 
 def _alive(pid: int) -> bool:
@@ -180,10 +185,17 @@ def _alive(pid: int) -> bool:
     return True
 
 
+#: a pid file not touched for this long is stale (its pid may belong to another process now)
+STALE = 1800.0
+
+
 def worker_pid(spool: Path) -> int | None:
     """The pid of the running background compiler of ``spool``, or None."""
+    path = spool / PIDFILE
     try:
-        pid = int((spool / PIDFILE).read_text().strip())
+        pid = int(path.read_text().strip())
+        if time.time() - path.stat().st_mtime > STALE:
+            return None
     except (OSError, ValueError):
         return None
     return pid if _alive(pid) else None
@@ -245,6 +257,7 @@ def work(spool: Path, idle: float = 2.0) -> int:
                 pass
             try:
                 job.unlink()
+                os.utime(spool / PIDFILE)  # still alive (see STALE)
             except OSError:
                 pass
             last = time.monotonic()
