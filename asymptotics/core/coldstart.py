@@ -5,7 +5,8 @@ so every kernel is a :class:`ColdDispatcher` (made by :func:`kernel`, the projec
 numba dispatcher whose call from Python, when the signature is neither compiled in this process
 nor in numba's on-disk cache, runs the kernel's own Python source (``py_func``: the same code,
 executed by CPython; the kernels it calls run interpreted too) and queues the signature for a
-background process (``python -m asymptotics.core.coldstart``) that compiles it into the cache.
+background process (``python -m asymptotics.core.coldstart``, started when this process exits
+or :data:`DELAY` seconds later, whichever is first) that compiles it into the cache.
 The next call that finds the signature in the cache loads it as usual, in this process too.
 While a kernel runs interpreted, stderr gets one line saying so (once a process).
 
@@ -29,6 +30,7 @@ with numba.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib
 import os
@@ -169,10 +171,35 @@ def _queue(disp: ColdDispatcher, args: tuple, sig: tuple) -> bool:
                             if isinstance(a, np.ndarray) and not a.flags.writeable]
                 pickle.dump((fn.__module__, fn.__name__, args, readonly), fh)
             os.replace(tmp, job)
-        _ensure_worker(spool)
     except Exception:
         return False
+    _schedule_worker(spool)
     return True
+
+
+#: seconds after the first queued signature at which the background compiler starts if this
+#: process still runs (else it starts when this process exits): a short first command keeps
+#: both cores to itself, a long session gets its kernels compiled meanwhile
+DELAY = 10.0
+_SCHEDULED: set[str] = set()
+
+
+def _schedule_worker(spool: Path) -> None:
+    with _LOCK:
+        if str(spool) in _SCHEDULED:
+            return
+        _SCHEDULED.add(str(spool))
+    atexit.register(_start_worker, spool)
+    timer = threading.Timer(DELAY, _start_worker, args=(spool,))
+    timer.daemon = True
+    timer.start()
+
+
+def _start_worker(spool: Path) -> None:
+    try:
+        _ensure_worker(spool)
+    except Exception:  # the queue stays: the next cold run starts a compiler
+        pass
 
 
 def _alive(pid: int) -> bool:
