@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numba
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
@@ -23,12 +22,13 @@ from asymptotics.coefficients.gauss_rules import (
     gauss_hermite,
     gaussian_nodes,
 )
+from asymptotics.core.coldstart import kernel
 
 __all__ = ["HALF_WIDTH", "N_PIECE", "N_SMOOTH", "gauss_hermite", "gaussian_moments",
            "gaussian_nodes", "kappa_rule", "weighted_moments"]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def weighted_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Kernel: per row i, (sum w F, sum w F z, sum w F^2) over the nodes j."""
     m, n = values.shape
@@ -58,9 +58,13 @@ def gaussian_moments(
     values = fn.derivative(arg) if derivative else fn(arg)
     if not np.all(np.isfinite(values)):
         raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
-    return weighted_moments(
-        np.ascontiguousarray(values), np.ascontiguousarray(z), np.ascontiguousarray(w)
-    )
+    # writeable C arrays: one compiled signature whether or not the rule came from a cache
+    return weighted_moments(_writeable(values), _writeable(z), _writeable(w))
+
+
+def _writeable(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    return a if a.flags.writeable else a.copy()
 
 
 def kappa_rule(kinks_in_kappa: Sequence[float] = (), n: int = 120) -> tuple[np.ndarray, np.ndarray]:

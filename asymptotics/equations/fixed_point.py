@@ -42,9 +42,9 @@ R at eta_tilde = 0 does not depend on gamma and equals an independent ridge form
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 from asymptotics.measures.spectral import measure_moments
 
 N_STATE = 7
@@ -52,7 +52,7 @@ STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
 HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def mean_row_forms(mom: np.ndarray, s0: float, s1: float, omega: float) -> tuple:
     """Kernel: the three forms of the mean direction u = 1_p/sqrt(p) at finite width,
     (u^T S^-1 u, u^T S^-2 u, u^T S^-1 Omega S^-1 u), S = s0 + s1 Omega (docs/DERIVATIONS.md §8,
@@ -70,7 +70,7 @@ def mean_row_forms(mom: np.ndarray, s0: float, s1: float, omega: float) -> tuple
     return gu, gu2, gu1
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def conjugates(
     x: np.ndarray,
     w: np.ndarray,
@@ -107,7 +107,7 @@ def conjugates(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def fixed_point_map(
     x: np.ndarray,
     w: np.ndarray,
@@ -168,7 +168,7 @@ def fixed_point_map(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def v_update(
     V: np.ndarray,
     w: np.ndarray,
@@ -203,7 +203,7 @@ def v_update(
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def complete_state(
     V: np.ndarray,
     w: np.ndarray,

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 from asymptotics.equations.fixed_point import (
     HAT_NAMES,
     complete_state,
@@ -45,7 +45,7 @@ V_COLD0 = 0.5
 V_COLD1 = 0.5
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _ok(x: np.ndarray, blowup: float) -> bool:
     for i in range(x.shape[0]):
         if not math.isfinite(x[i]) or abs(x[i]) >= blowup:
@@ -53,7 +53,7 @@ def _ok(x: np.ndarray, blowup: float) -> bool:
     return True
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
     out = 0.0
     for i in range(x.shape[0]):
@@ -63,12 +63,12 @@ def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega):
     return v_update(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega,
                rtol, floor, max_iter, damping, m_hist, blowup):
     """Kernel: damped Picard + Anderson(m_hist) on (V1, V2) -> v_update(V1, V2), with the
@@ -155,7 +155,7 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omeg
     return x, MAX_ITER, max_iter, res
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, delta,
                        kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
                        m_hist):
@@ -207,7 +207,7 @@ def solve_point_kernel(x0, has_x0, w, kap, mu0, mu1, ms2, h, h1, h2, A, lam, del
     return x, hat, status, n_iter, residual
 
 
-@numba.njit(cache=True, error_model="numpy", nogil=True)
+@kernel(cache=True, error_model="numpy", nogil=True)
 def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
                       kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
                       m_hist):
@@ -222,7 +222,9 @@ def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
     iters = np.empty(n, dtype=np.int64)
     resid = np.empty(n)
     x_prev = np.zeros(7)
-    have_prev = False
+    # a bool that is not a compile-time constant, and passed as the walk's flag below (where it
+    # is True): solve_point_kernel then compiles once (bool), not also for Literal False/True
+    have_prev = n < 0
     a_prev = 0.0
     l_prev = 0.0
     for i in range(n):
@@ -237,7 +239,7 @@ def solve_path_kernel(As, lams, w, kap, mu0, mu1, ms2, h, h1, h2, delta,
                 am = a_prev + frac * (a - a_prev)
                 lm = l_prev + frac * (lam - l_prev)
                 xm, hm, sm, im, rm = solve_point_kernel(
-                    x_walk, True, w, kap, mu0, mu1, ms2, h, h1, h2, am, lm, delta,
+                    x_walk, have_prev, w, kap, mu0, mu1, ms2, h, h1, h2, am, lm, delta,
                     kind, beta, c, rho, F, H, G, p_inv, omega, rtol, floor, max_iter, damping,
                     m_hist)
                 if sm != CONVERGED:

@@ -8,11 +8,12 @@ carried by Gauss rules (:func:`quadrature_columns`, kind ``quadrature``).
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 
-@numba.njit(cache=True, error_model="numpy")
+
+@kernel(cache=True, error_model="numpy")
 def population_bulk(
     out: np.ndarray, beta: float, lam: np.ndarray, wts: np.ndarray, s0: float, s1: float
 ) -> None:
@@ -97,7 +98,7 @@ def population_bulk(
     out[4] = x2
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def special_columns(
     out: np.ndarray, beta: float, F: np.ndarray, G: np.ndarray, H: np.ndarray, s1: float
 ) -> None:
@@ -140,7 +141,7 @@ def special_columns(
     out[13] = fvtr
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def quadrature_columns(
     out: np.ndarray, beta: float, nodes: np.ndarray, wts: np.ndarray, var_eps: float,
     s1: float, n: int,

@@ -22,13 +22,14 @@ import functools
 import math
 from collections.abc import Callable
 
-import numba
 import numpy as np
+
+from asymptotics.core.coldstart import kernel
 
 N_MOMENTS = 14
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _binom(n: int, k: int) -> float:
     out = 1.0
     for i in range(k):
@@ -36,7 +37,7 @@ def _binom(n: int, k: int) -> float:
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def mp_moments(beta: float, kmax: int) -> np.ndarray:
     """Kernel: <x^k>, k = 0..kmax, for MP(beta) (Narayana polynomials)."""
     out = np.zeros(kmax + 1)
@@ -49,7 +50,7 @@ def mp_moments(beta: float, kmax: int) -> np.ndarray:
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def resolvent_mp(beta: float, t: float) -> tuple:
     """Kernel: <1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2> for MP(beta), t > 0."""
     if t > 100.0:

@@ -12,11 +12,12 @@ for the small matrices (the numpy reference is
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 
-@numba.njit(cache=True)
+
+@kernel(cache=True)
 def _inv3(A: np.ndarray, out: np.ndarray) -> bool:
     """3 x 3 complex inverse by cofactors; False when singular."""
     c00 = A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1]
@@ -38,7 +39,7 @@ def _inv3(A: np.ndarray, out: np.ndarray) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _gammas(g11, g12, g22, e, sb, a, psi, gam, A, Ai):
     """gamma(e_i) (3 x 3) for every node at the bulk block g; False if a block is singular."""
     for i in range(e.shape[0]):
@@ -70,7 +71,7 @@ def _gammas(g11, g12, g22, e, sb, a, psi, gam, A, Ai):
     return True
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _phi(zt, x, out, e, w, sb, a, psi, gam, A, Ai) -> bool:
     """out = Phi(x) = (L0 - E_e[Lam^T gamma Lam])^-1 at the bulk block x = (g11, g12, g22)."""
     if not _gammas(x[0], x[1], x[2], e, sb, a, psi, gam, A, Ai):
@@ -96,7 +97,7 @@ def _phi(zt, x, out, e, w, sb, a, psi, gam, A, Ai) -> bool:
     return True
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _jacobian(zt, x, f, Ji, e, w, sb, a, psi, gam, A, Ai) -> bool:
     """Ji = (I - dPhi/dx)^-1 at x (f = Phi(x)) by forward differences; False if singular."""
     fp = np.empty(3, np.complex128)
@@ -114,7 +115,7 @@ def _jacobian(zt, x, f, Ji, e, w, sb, a, psi, gam, A, Ai) -> bool:
     return _inv3(J, Ji)
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def _newton(zt, x, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, damped, Ji, have_j):
     """Solve x = Phi(x) from x by a chord-Newton method: steps x <- x - Ji (x - Phi(x)) with
     the inverse Jacobian ``Ji`` kept from earlier points (``have_j``) and recomputed (forward
@@ -164,7 +165,7 @@ def _newton(zt, x, e, w, sb, a, psi, gam, A, Ai, tol, maxiter, damped, Ji, have_
     return False, evals, have_j
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def dyson_forms(
     zeta: np.ndarray, e: np.ndarray, z: np.ndarray, w: np.ndarray, a: float, bq: float,
     psi: float, tol: float, maxiter: int,
@@ -195,7 +196,10 @@ def dyson_forms(
     xprev = x.copy()
     have_prev = False
     Ji = np.empty((3, 3), np.complex128)
-    have_j = False
+    # flags that are not compile-time constants: _newton then compiles once (bool), not also for
+    # Literal[bool](False) / Literal[bool](True)
+    have_j = M < 0
+    damped = M >= 0
     for m in range(M):
         zt = zeta[m]
         guess = x.copy()
@@ -209,7 +213,7 @@ def dyson_forms(
         if not conv:  # damped, from the previous solution
             guess = x.copy()
             conv, nev2, have_j = _newton(zt, guess, e, w, sb, a, psi, gam, A, Ai, tol,
-                                         maxiter, True, Ji, have_j)
+                                         maxiter, damped, Ji, have_j)
             nev += nev2
         its[m] = nev
         if not conv or not _gammas(guess[0], guess[1], guess[2], e, sb, a, psi, gam, A,
@@ -264,7 +268,7 @@ def dyson_forms(
     return out, its, ok
 
 
-@numba.njit(cache=True)
+@kernel(cache=True)
 def chebyshev_jacobi(mom: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Kernel: the recurrence coefficients (alpha_k, beta_k), k < n, of the orthogonal
     polynomials of a positive measure on [-1, 1] from its Chebyshev moments mom[k] = int T_k,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 from asymptotics.measures.channels import population_bulk, quadrature_columns, special_columns
 from asymptotics.measures.marchenko_pastur import resolvent_mp
 
@@ -31,7 +31,7 @@ KIND_CODES = {"mp": MEASURE_MP, "atoms": MEASURE_ATOMS, "weights": MEASURE_ATOMS
               "channels": MEASURE_CHANNELS, "population": MEASURE_POPULATION,
               "quadrature": MEASURE_QUADRATURE}
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def measure_moments(
     kind: int,
     beta: float,

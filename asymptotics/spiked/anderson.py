@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 
+from asymptotics.core.coldstart import kernel
 from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import v_map
 
@@ -20,7 +20,7 @@ CONVERGED, MAX_ITER, NON_FINITE = (int(Status.CONVERGED), int(Status.MAX_ITER),
                                    int(Status.NON_FINITE))
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _ok(x: np.ndarray, blowup: float) -> bool:
     for i in range(x.shape[0]):
         if not math.isfinite(x[i]) or abs(x[i]) >= blowup:
@@ -28,7 +28,7 @@ def _ok(x: np.ndarray, blowup: float) -> bool:
     return True
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
     out = 0.0
     for i in range(x.shape[0]):
@@ -38,7 +38,7 @@ def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, damping, m_hist,
              blowup=1e12):
     """Kernel: x = v_map(x) from x0; returns (x, status, n_iter, residual) with the status codes

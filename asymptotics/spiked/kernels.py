@@ -14,8 +14,9 @@ psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
+
+from asymptotics.core.coldstart import kernel
 
 TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
@@ -23,7 +24,7 @@ TAU_TOL = 1e-14
 DET_MIN = 1e-10
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def sizes(K: int, r: int, k: int) -> tuple:
     """Offsets (Q1, Q2, V1, V2, zeta, psi, m, end) of the state vector."""
     o_q1 = 0
@@ -36,7 +37,7 @@ def sizes(K: int, r: int, k: int) -> tuple:
     return o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, o_m + K
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) -> np.ndarray:
     """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node."""
     n, K = mb1.shape
@@ -51,7 +52,7 @@ def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) 
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float) -> tuple:
     """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V))."""
     n, K = mb1.shape
@@ -66,7 +67,7 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
     return A * M, A * v2
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
     """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
     bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails."""
@@ -108,7 +109,7 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
     return tau
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
     """Kernel: (tau, V1, V2) of the deterministic block resolvent (docs/THEORY.md §10.4)."""
     tau = tau_solve(M, lamg, beta, pi)
@@ -119,7 +120,7 @@ def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> t
     return tau, V1, pi * tau
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
                X2: np.ndarray) -> tuple:
     """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
@@ -144,7 +145,7 @@ def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: 
     return 0.5 * (dV1 + dV1.T), pi * dtau
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float, lam: float,
           beta: float, pi: np.ndarray) -> np.ndarray:
     """Kernel: the closed (V1, V2) subsystem, x = (V1 flat, V2) -> resolvent(Vhat(x))."""
@@ -160,7 +161,7 @@ def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: flo
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.ndarray,
                 ms2: np.ndarray, h: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> tuple:
     """Kernel: per node (b, E0, q, V): E(k) = E0 + q (noiseless), b the mean prediction."""
@@ -192,7 +193,7 @@ def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.nda
     return b, E0, q, V
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
     """Kernel: the weighted designs of the mean channel, sq = sqrt(w/(1+V)):
     Phi = [sq mu0; diag(sqrt(eps))] ((n + K) x K), Psi = [sq mub1_g k_a; 0] ((n + K) x K r) and
@@ -215,7 +216,7 @@ def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
     return Phi, Psi, ht
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest are a
     null space: only mu0(k) . m is determined there, and only it enters)."""
@@ -225,7 +226,7 @@ def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(Phi, rhs, 1e-12)[0]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
     """Kernel: all conjugates at a state: (Vhat1, Vhat2, Qhat1, Qhat2, zetahat, psihat, E, V)."""
     n, K = mb1.shape
@@ -248,7 +249,7 @@ def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
     return M, v2, Q1h, Q2h, A * zh, A * ph, E0 + q, V
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: the literal map of all unknowns (its residual at the answer is what is reported)."""
     n, K = mb1.shape
@@ -282,7 +283,7 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
     return out
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
     system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
@@ -375,7 +376,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     return state, ok
 
 
-@numba.njit(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy")
 def risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2) -> float:
     """Kernel: R = E_k E(k) (noiseless test error)."""
     b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
