@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import pathlib
 import sys
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 
-from asymptotics.multiindex.steps import GroupState, group_params, steps_mapping
+from asymptotics.multiindex.steps import GroupState, StepsMapping, group_params, steps_mapping
 from asymptotics.spiked.solve import risk_spiked
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
@@ -32,6 +33,20 @@ KEYS = ["setting", "target", "sigma", "alpha0", "eta", "readout", "lam", "beta",
 def readout_name(readout: str) -> str:
     """The simulator's readout name as the theory's (hypercube halves = pm1)."""
     return {"hypercube": "pm1", "constant": "constant"}[readout]
+
+
+def mapping_of(row) -> StepsMapping:
+    """The mapping of §12 at a simulated row's parameters (one computation per parameter set)."""
+    eta = tuple(float(e) for e in str(row.eta).split(","))
+    return _mapping(row.sigma, row.target, float(row.alpha0), eta, float(row.delta),
+                    readout_name(row.readout))
+
+
+@lru_cache(maxsize=64)
+def _mapping(sigma: str, target: str, alpha0: float, eta: tuple[float, ...], delta: float,
+             readout: str) -> StepsMapping:
+    return steps_mapping(sigma, target, steps=len(eta), alpha0=alpha0, eta=eta, delta=delta,
+                         readout=readout)
 
 
 def measured_state(rows: pd.DataFrame, k: int, groups: int) -> GroupState:
@@ -90,15 +105,8 @@ def with_theory(runs: pd.DataFrame, progress=None) -> pd.DataFrame:
     """:func:`summarize` plus the three theories (module docstring) and z-scores."""
     pts = summarize(runs)
     cols = {"theory": [], "theory_p": [], "measured_groups": []}
-    cache: dict = {}
     for r in pts.itertuples():
-        key = (r.setting, r.d)
-        if key not in cache:
-            eta = tuple(float(e) for e in str(r.eta).split(","))
-            steps = len(eta)
-            cache[key] = steps_mapping(r.sigma, r.target, steps=steps, alpha0=r.alpha0, eta=eta,
-                                       delta=r.delta, readout=readout_name(r.readout))
-        mp = cache[key]
+        mp = mapping_of(r)
         kw = dict(sigma=r.sigma, lam=r.lam, beta=r.beta, delta=r.delta)
         params = mp.spiked_params(int(r.step))
         res = risk_spiked(r.ridge_alpha, **kw, **params)
@@ -130,10 +138,7 @@ def group_table(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     one = runs[runs.ridge_alpha == runs.ridge_alpha.min()]
     for (setting, d, step), sub in one.groupby(["setting", "d", "step"]):
-        r = sub.iloc[0]
-        eta = tuple(float(e) for e in str(r.eta).split(","))
-        mp = steps_mapping(r.sigma, r.target, steps=len(eta), alpha0=r.alpha0, eta=eta,
-                           delta=r.delta, readout=readout_name(r.readout))
+        mp = mapping_of(sub.iloc[0])
         st = mp.states[int(step)]
         meas = measured_state(sub, mp.k, len(mp.readout.values))
         row = dict(setting=setting, d=int(d), step=int(step))
@@ -205,10 +210,7 @@ def figure(pts: pd.DataFrame, runs: pd.DataFrame, ridge_alpha: float = 4.0):
     ax = axes[2]
     sub = runs[(runs.setting == "B") & (runs.ridge_alpha == runs.ridge_alpha.min())]
     if not sub.empty:
-        r = sub.iloc[0]
-        eta = tuple(float(e) for e in str(r.eta).split(","))
-        mp = steps_mapping(r.sigma, r.target, steps=len(eta), alpha0=r.alpha0, eta=eta,
-                           readout=readout_name(r.readout))
+        mp = mapping_of(sub.iloc[0])
         for j, color in zip(range(3), ("#0072B2", "#D55E00", "#009E73"), strict=True):
             ax.plot(range(4), [abs(st.a[0, j]) for st in mp.states], "-", color=color,
                     label=rf"theory $|a_{{+,{j + 1}}}|$")
