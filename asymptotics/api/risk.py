@@ -66,6 +66,7 @@ def risk(
     common_row: float | str | None = default("common_row"),
     readout: object = "constant",
     steps: int = 1,
+    batch: str = "fresh",
 ) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
@@ -101,17 +102,19 @@ def risk(
     §12); 1 (default) is the one step above. ``steps > 1`` needs ``model="srf"`` (the K-group
     model of the steps), accepts a target in z1..zk, ``eta`` as one eta_tilde or one per step,
     ``alpha0=inf`` (the large-batch limit) and any ``readout``, and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
+    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`.
+    ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2)."""
     checks.flag("strict", strict)
     _check_solver(solver)
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
+    if batch != "fresh" or not (isinstance(steps, int) and not isinstance(steps, bool)
+                                and steps == 1):
         from asymptotics.multiindex.steps_risk import api_steps_risk
 
         res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,
                              overrides=dict(spike=spike, gamma=gamma, measure=measure,
                                             common_row=common_row),
                              sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta,
-                             readout=readout, p=p, strict=strict, solver=solver)
+                             readout=readout, p=p, strict=strict, solver=solver, batch=batch)
         if res is not None:
             return res
     if not (isinstance(readout, str) and readout == "constant"):

@@ -45,6 +45,9 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--readout", choices=("constant", "pm1"), default="pm1",
                    help="the frozen second layer: constant 1/sqrt(p), or +-1/sqrt(p) on two "
                         "halves (default pm1)")
+    p.add_argument("--batch", choices=("fresh", "reused"), default="fresh",
+                   help="fresh: a new batch every step (default); reused: every step on the "
+                        "same batch (docs/THEORY.md §14; --steps <= 2, --delta 0)")
     p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
                    default=parse_grid("0.5:4:8"),
                    help="ridge sample ratios n/d: a list or START:STOP:NUM (default 0.5:4:8)")
@@ -77,6 +80,7 @@ def _plot(df, path: str) -> None:
     ax.set_xlabel(r"$\alpha = n/d$")
     ax.set_ylabel("test error")
     ax.set_title(rf"$g$={r['target']}, $\sigma$={r['sigma']}, readout {r['readout']}, "
+                 rf"{r.get('batch', 'fresh')} batch, "
                  rf"$\alpha_0$={r['alpha0']:g}, $\tilde\eta$=({r['eta']})", fontsize=8)
     ax.legend(frameon=False, fontsize=8)
     ax.grid(alpha=0.3)
@@ -93,7 +97,8 @@ def run_cli(args: argparse.Namespace) -> int:
     eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
     df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
                       alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
-                      delta=args.delta, readout=args.readout, progress=not apply_quiet(args))
+                      delta=args.delta, readout=args.readout, progress=not apply_quiet(args),
+                      batch=args.batch)
     table = df.pivot(index="alpha", columns="step", values="risk")
     print("alpha  " + "  ".join("RF(t=0)" if t == 0 else f"step {t:<3d}" for t in table.columns))
     for a, row in table.iterrows():

@@ -99,6 +99,7 @@ class StepsMapping:
     delta: float
     k: int
     states: tuple[GroupState, ...]
+    batch: str = "fresh"  # or "reused": every step on the same batch (reused.py)
 
     @property
     def steps(self) -> int:
@@ -269,10 +270,16 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
 
 def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
                   eta: float | Sequence[float], delta: float = 0.0,
-                  readout: object = "constant", quad: Quadrature = Quadrature()
-                  ) -> StepsMapping:
+                  readout: object = "constant", quad: Quadrature = Quadrature(),
+                  batch: str = "fresh") -> StepsMapping:
     """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
-    number or one per step; ``alpha0 = inf`` is the large-batch (population) limit."""
+    number or one per step; ``alpha0 = inf`` is the large-batch (population) limit;
+    ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
+    if batch != "fresh":
+        from asymptotics.multiindex import reused
+        reused.check_batch(batch)
+        return reused.reused_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta,
+                                     delta=delta, readout=readout)
     steps = checks.integer("steps", steps, 1)
     if steps > MAX_STEPS:
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")

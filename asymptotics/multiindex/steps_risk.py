@@ -17,15 +17,18 @@ from asymptotics.multiindex.steps import StepsMapping, steps_mapping
 def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
                alpha0: float, eta: float | Sequence[float], lam: float, beta: float,
                delta: float = 0.0, readout: object = "constant", p: float | None = None,
-               strict: bool = False, solver=None, mapping: StepsMapping | None = None):
+               strict: bool = False, solver=None, mapping: StepsMapping | None = None,
+               batch: str = "fresh"):
     """Asymptotic test error of ridge on the readout after ``steps`` giant steps with fresh
     batches (THEORY.md §12): :func:`steps_mapping` then :func:`asymptotics.spiked.risk_spiked`
-    (a :class:`~asymptotics.spiked.SpikedResult`). ``mapping``: reuse a computed one."""
+    (a :class:`~asymptotics.spiked.SpikedResult`). ``mapping``: reuse a computed one;
+    ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
     from asymptotics.equations.solver import SolverConfig
     from asymptotics.spiked.solve import risk_spiked
 
     mp = mapping if mapping is not None else steps_mapping(
-        sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout)
+        sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout,
+        batch=batch)
     return risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
                        solver=solver if solver is not None else SolverConfig(),
                        **mp.spiked_params(steps))
@@ -36,12 +39,12 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, readout: object = "constant", p: float | None = None,
                  on_step: Callable[[int], None] | None = None,
-                 progress: bool | None = None):
+                 progress: bool | None = None, batch: str = "fresh"):
     """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
     alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
     parameter; unconverged points have risk NaN. ``on_step(t)`` is called after step ``t``;
     ``progress``: a report per point on stderr (:class:`asymptotics.core.progress.Progress`;
-    False: none)."""
+    False: none); ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
     import json
 
     import pandas as pd
@@ -51,7 +54,7 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
 
     alphas = [checks.positive("alpha", a) for a in np.atleast_1d(alphas)]
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                       readout=readout)
+                       readout=readout, batch=batch)
     rows = []
     with Progress((steps + 1) * len(alphas), "risk by step", unit="pt", enabled=progress) as bar:
         for t in range(steps + 1):
@@ -61,7 +64,7 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
                 rows.append(dict(model="srf-groups", step=t, alpha=a,
                                  risk=res.risk if res.converged else math.nan,
                                  converged=bool(res.converged), sigma=mp.sigma, target=target,
-                                 readout=mp.readout.name, alpha0=alpha0,
+                                 readout=mp.readout.name, batch=mp.batch, alpha0=alpha0,
                                  eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
                                  delta=delta, p=p, loadings=json.dumps(params["loadings"]),
                                  bulk=json.dumps(params["bulk"]),
@@ -76,7 +79,9 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     """``asymptotics.risk(..., steps=T)``: None for T = 1 (the one-step path, unchanged), else
     :func:`risk_steps` after checking that nothing it cannot honour was asked for."""
     steps = checks.integer("steps", steps, 1)
-    if steps == 1:
+    from asymptotics.multiindex.reused import check_batch
+    check_batch(kw.get("batch", "fresh"))
+    if steps == 1:  # one step cannot tell a reused batch from a fresh one
         return None
     if model != "srf":
         raise ValueError(f"steps={steps} is implemented for model='srf' (the K-group model of "

@@ -1,0 +1,249 @@
+"""The second giant step on the SAME batch as the first (docs/THEORY.md §14).
+
+Protocol of :mod:`asymptotics.multiindex.steps` with one batch of ``n0 = alpha0 d`` samples used
+by every step. The first step is the fresh one. At the second step a training point ``nu`` sees
+row ``j`` of group ``g`` through the leave-one-out field plus its own term of the first gradient
+(``|x_nu|^2 / n0 = 1/alpha0``):
+
+    H = A_g h0 + nu_g n + a_g.z + l_g b + (eta_1 eps_g / alpha0) e0(z) sigma'(h0),
+
+``(z, b, h0, n)`` independent standard Gaussians (target coordinates, the first step's common
+noise direction, the row's initial field, the row's first-step noise direction), ``A_g``,
+``nu_g``, ``a_g``, ``l_g`` the first step's bulk rescaling, row noise, loading and outside spike,
+``e0 = y - f0``. The second step's drifts are expectations under this TRAINING law (exact at
+leading order: the leave-one-out weights are independent of ``x_nu``); its batch noise is
+built from the same samples as the first step's, so its Gram with the first step's noise is
+``E[c2 c1] / alpha0`` (the diagonal, Onsager-type part): the noise is split into that part
+(along the old directions) and a remainder with the variance left (the closure, §14.3).
+``self_term=False`` gives the fresh second step by the same code (a check of
+:func:`asymptotics.multiindex.steps.advance`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.spiked.coefficients import tensor_rule
+
+from .steps import GroupState, _evaluate, _factor
+
+NODES_Z = {1: 64, 2: 32, 3: 16}  # Gauss-Hermite nodes per target axis, by k
+NODES_B = 32  # on the first step's noise direction
+NODES_H0 = 40  # on the row's initial field
+NODES_N = 48  # on the row noise (the smoothing tables)
+TABLE_STEP = 0.01  # grid step of the smoothing tables (at most TABLE_MAX points)
+TABLE_MAX = 20_000
+PRUNE = 1e-15  # outer nodes with a smaller relative weight are dropped
+
+
+@dataclass(frozen=True)
+class FirstStep:
+    """The first step from the initial state, per group: loading ``a`` (K x k), bulk rescaling
+    ``A``, row-noise norm ``nu``, outside spike ``l`` along the common noise ``b`` (norm
+    ``b_norm``), the moments of ``e0 = y - f0`` and of ``sigma'`` at initialisation."""
+
+    a: np.ndarray
+    A: np.ndarray
+    nu: np.ndarray
+    l: np.ndarray
+    b_norm: float
+    f0: float
+    m1: float
+    v: float
+    e0_sq: float
+    e0_z_cov: np.ndarray = field(repr=False)  # Var(e0 z_j)
+
+    def state(self) -> GroupState:
+        """The same state as the fresh mapping's first step."""
+        L = self.l[:, None] if self.b_norm > 0 else np.zeros((self.l.size, 0))
+        return GroupState(1, self.a, _factor(L @ L.T), self.A**2 + self.nu**2)
+
+
+@dataclass(frozen=True)
+class SecondStep:
+    """The second step's parts per group (each already multiplied by ``eta_2 eps_g``): drift
+    along theta ``d_theta`` (K x k), along the first noise direction ``d_b``, the common noise
+    remainder Gram ``C`` (K x K), the row's parts along ``w0`` and the first row noise, the row
+    noise remainder ``row_var``, the theta-fluctuation covariance per unit ``1/d`` (K x K x k,
+    with the first step's in ``cross``), and the new state."""
+
+    self_term: bool
+    d_theta: np.ndarray
+    d_b: np.ndarray
+    C: np.ndarray
+    d_w0: np.ndarray
+    d_n: np.ndarray
+    row_var: np.ndarray
+    theta_cov: np.ndarray = field(repr=False)
+    cross: np.ndarray = field(repr=False)
+    state: GroupState = field(repr=False)
+
+
+def first_step(sigma: Function, g, *, values: np.ndarray, fractions: np.ndarray, k: int,
+               eta: float, alpha0: float) -> FirstStep:
+    """The fresh first step in the variables of the module docstring (THEORY.md §12.2)."""
+    xi, wxi = gauss_hermite(NODES_H0)
+    s, ds = sigma.value_and_derivative(xi)
+    m1, m2 = float(wxi @ ds), float(wxi @ (xi * ds))
+    v = max(float(wxi @ (ds * ds)) - m1 * m1, 0.0)
+    f0 = float(fractions @ values) * float(wxi @ s)
+    Z, wz = tensor_rule(k, NODES_Z.get(k, 12))
+    e0 = _evaluate(g, Z) - f0
+    e0_z = wz @ (e0[:, None] * Z)
+    e0_sq = float(wz @ (e0 * e0))
+    cov = wz @ ((e0 * e0)[:, None] * Z * Z) - e0_z**2
+    b_norm = math.sqrt(e0_sq / alpha0) if math.isfinite(alpha0) else 0.0
+    scale = eta * values
+    return FirstStep(a=scale[:, None] * m1 * e0_z[None, :], A=1.0 + scale * float(wz @ e0) * m2,
+                     nu=np.abs(scale) * math.sqrt(e0_sq * v / alpha0), l=scale * m1 * b_norm,
+                     b_norm=b_norm, f0=f0, m1=m1, v=v, e0_sq=e0_sq, e0_z_cov=cov)
+
+
+class _Tables:
+    """``E_n[phi(nu n + X)]`` on a uniform grid of X for phi = sigma, sigma', sigma'^2 and
+    n sigma' (linear interpolation: error ``~ (step / nu)^2 / 8``)."""
+
+    def __init__(self, sigma: Function, nu: float, lo: float, hi: float):
+        n, wn = gauss_hermite(NODES_N)
+        size = int(min(TABLE_MAX, max(64, (hi - lo) / TABLE_STEP))) + 1
+        self.x = np.linspace(lo, hi, size)
+        self.lo, self.h = lo, (hi - lo) / (size - 1)
+        s, ds = sigma.value_and_derivative(self.x[:, None] + nu * n[None, :])
+        tab = np.stack([s @ wn, ds @ wn, (ds * ds) @ wn, ds @ (wn * n)])
+        self.tab = np.concatenate([tab, tab[:, -1:]], axis=1)  # a guard column
+
+    def __call__(self, X: np.ndarray) -> np.ndarray:
+        u = (X - self.lo) / self.h
+        i = np.clip(u.astype(np.intp), 0, self.x.size - 1)
+        frac = u - i
+        return self.tab[:, i] * (1.0 - frac) + self.tab[:, i + 1] * frac
+
+
+def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
+                fractions: np.ndarray, k: int, eta1: float, eta2: float, alpha0: float,
+                self_term: bool = True) -> SecondStep:
+    """The second step (module docstring; THEORY.md §14.2), on the same batch
+    (``self_term=True``) or on a fresh one (``False``, no self term and no shared noise)."""
+    K = values.size
+    own = 1.0 if self_term else 0.0
+    Zr, wzr = tensor_rule(k, NODES_Z.get(k, 12))
+    keep = wzr > PRUNE * wzr.max()
+    Zr, wzr = Zr[keep], wzr[keep] / wzr[keep].sum()
+    b, wb = gauss_hermite(NODES_B)
+    h0, wh = gauss_hermite(NODES_H0)
+    _, dsh0 = sigma.value_and_derivative(h0)
+    y = _evaluate(g, Zr)
+    e0 = y - first.f0
+    kappa = own * eta1 * values / alpha0
+    # spike coordinate per group on the outer grid (z-node, b-node)
+    m = (Zr @ first.a.T)[:, None, :] + b[None, :, None] * first.l[None, None, :]  # (nz, nb, K)
+    tables, X = [], []
+    for gi in range(K):
+        Xg = (first.A[gi] * h0[None, None, :] + m[..., gi, None]
+              + kappa[gi] * e0[:, None, None] * dsh0[None, None, :])  # (nz, nb, nh)
+        tables.append(_Tables(sigma, first.nu[gi], float(Xg.min()) - 1, float(Xg.max()) + 1))
+        X.append(Xg)
+    # per outer node: F, M, Q (= E sigma'^2), P0 (E[sigma' h0]), PN (E[sigma' n]), RU
+    node = np.empty((K, 6) + m.shape[:2])
+    for gi in range(K):
+        S = tables[gi](X[gi])  # (4, nz, nb, nh)
+        node[gi, 0:3] = S[0:3] @ wh
+        node[gi, 3] = S[1] @ (wh * h0)
+        node[gi, 4] = S[3] @ wh
+        node[gi, 5] = S[1] @ (wh * (dsh0 - first.m1))
+    f1 = np.einsum("g,gzb->zb", fractions * values, node[:, 0])
+    e1 = y[:, None] - f1
+    W = wzr[:, None] * wb[None, :]
+    M = node[:, 1]
+
+    def E(arr: np.ndarray) -> float:
+        return float(np.sum(W * arr))
+
+    scale = eta2 * values
+    d_theta = np.array([[E(e1 * M[gi] * Zr[:, j, None]) for j in range(k)] for gi in range(K)])
+    eM_e0 = np.array([E(e1 * M[gi] * e0[:, None]) for gi in range(K)])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diag_b = own * eM_e0 / (alpha0 * first.b_norm) if first.b_norm > 0 else 0.0 * eM_e0
+        d_b = np.array([E(e1 * M[gi] * b[None, :]) for gi in range(K)]) + diag_b
+    C = np.array([[E(e1 * e1 * M[gi] * M[hi]) for hi in range(K)] for gi in range(K)])
+    if self_term and first.e0_sq > 0:
+        C = C - np.outer(eM_e0, eM_e0) / first.e0_sq
+    C = C / alpha0
+    d_w0 = np.array([E(e1 * node[gi, 3]) for gi in range(K)])
+    ru = np.array([E(e1 * e0[:, None] * node[gi, 5]) for gi in range(K)])
+    u_sq = first.e0_sq * first.v
+    d_n = np.array([E(e1 * node[gi, 4]) for gi in range(K)])
+    if self_term and u_sq > 0:
+        d_n = d_n + np.sign(values) * ru / math.sqrt(alpha0 * u_sq)
+    r_sq = np.array([E(e1 * e1 * (node[gi, 2] - M[gi] ** 2)) for gi in range(K)])
+    row_var = (r_sq - (own * ru**2 / u_sq if u_sq > 0 else 0.0)) / alpha0
+    # theta-coordinate fluctuations of the common vectors (per unit 1/d), and with step 1's
+    c2z = e1[None, :, :, None] * M[:, :, :, None] * Zr[None, :, None, :]  # (K, nz, nb, k)
+    mean = np.einsum("zb,gzbj->gj", W, c2z)
+    theta_cov = (np.einsum("zb,gzbj,hzbj->ghj", W, c2z, c2z) - mean[:, None] * mean[None]) / alpha0
+    c1z = (first.m1 * e0)[:, None, None] * Zr[:, None, :]  # per unit eta_1 eps_g
+    cross = own * (np.einsum("zb,zbj,gzbj->gj", W, np.broadcast_to(c1z, c2z.shape[1:]), c2z)
+                   - first.m1 * (wzr @ (e0[:, None] * Zr))[None, :] * mean) / alpha0
+    d_theta, d_b, d_w0, d_n = (scale[:, None] * d_theta, scale * d_b, scale * d_w0, scale * d_n)
+    C = np.outer(scale, scale) * C
+    row_var = scale**2 * row_var
+    theta_cov = np.outer(scale, scale)[:, :, None] * theta_cov
+    cross = (eta1 * values)[:, None] * scale[:, None] * cross
+    outside = np.hstack([(first.l + d_b)[:, None], _factor(C)])
+    c2 = (first.A + d_w0) ** 2 + (first.nu + d_n) ** 2 + np.maximum(row_var, 0.0)
+    state = GroupState(2, first.a + d_theta, _factor(outside @ outside.T), c2)
+    return SecondStep(self_term, d_theta, d_b, C, d_w0, d_n, row_var, theta_cov, cross, state)
+
+
+BATCHES = ("fresh", "reused")
+MAX_REUSED_STEPS = 2
+
+
+def check_batch(batch: object) -> str:
+    """``batch`` itself if it is 'fresh' or 'reused' (one-line error otherwise)."""
+    if not (isinstance(batch, str) and batch in BATCHES):
+        raise ValueError(f"batch must be one of {', '.join(BATCHES)}, got {batch!r}")
+    return batch
+
+
+def reused_mapping(sigma, target: str, *, steps: int, alpha0: float, eta, delta: float = 0.0,
+                   readout: object = "constant"):
+    """:func:`asymptotics.multiindex.steps.steps_mapping` with every step on the same batch
+    (THEORY.md §14): steps 1..2 (the first step is the fresh one); ``alpha0 = inf`` is the
+    population limit, where reuse changes nothing."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.core import checks
+    from asymptotics.spiked.problem import resolve_target
+    from asymptotics.spiked.readouts import parse_readout
+
+    from .steps import StepsMapping, _etas, steps_mapping
+
+    steps = checks.integer("steps", steps, 1)
+    if steps > MAX_REUSED_STEPS:
+        raise ValueError(f"steps must be <= {MAX_REUSED_STEPS} for batch='reused' (the third "
+                         f"step on the same batch needs the response terms, THEORY.md §14.4), "
+                         f"got {steps}")
+    if checks.real("delta", delta, 0.0) != 0.0:
+        raise ValueError(f"delta must be 0 for batch='reused' (label noise in the self term is "
+                         f"not implemented), got {delta!r}")
+    fresh = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                          readout=readout)
+    if steps == 1 or not math.isfinite(fresh.alpha0):
+        return StepsMapping(**{**fresh.__dict__, "batch": "reused"})
+    etas = _etas(eta, steps)
+    s = get_function(sigma)
+    g, k, _ = resolve_target(target)
+    ro = parse_readout(readout)
+    values = np.asarray(ro.values, dtype=np.float64)
+    fractions = np.asarray(ro.weights, dtype=np.float64)
+    first = first_step(s, g, values=values, fractions=fractions, k=k, eta=etas[0],
+                       alpha0=fresh.alpha0)
+    second = second_step(first, s, g, values=values, fractions=fractions, k=k, eta1=etas[0],
+                         eta2=etas[1], alpha0=fresh.alpha0, self_term=True)
+    states = (fresh.states[0], fresh.states[1], second.state)
+    return StepsMapping(**{**fresh.__dict__, "states": states, "batch": "reused"})
