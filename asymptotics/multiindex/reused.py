@@ -30,8 +30,6 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.spiked.coefficients import tensor_rule
 
-from .steps import GroupState, _evaluate, _factor
-
 NODES_Z = {1: 64, 2: 32, 3: 16}  # Gauss-Hermite nodes per target axis, by k
 NODES_B = 32  # on the first step's noise direction
 NODES_H0 = 40  # on the row's initial field
@@ -57,11 +55,12 @@ class FirstStep:
     v: float
     e0_sq: float
     e0_z_cov: np.ndarray = field(repr=False)  # Var(e0 z_j)
+    e0_sq_z: np.ndarray = field(repr=False)  # E[e0^2 z_j^2]
 
-    def state(self) -> GroupState:
-        """The same state as the fresh mapping's first step."""
+    def state(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(a, L, c)``: the same state as the fresh mapping's first step."""
         L = self.l[:, None] if self.b_norm > 0 else np.zeros((self.l.size, 0))
-        return GroupState(1, self.a, _factor(L @ L.T), self.A**2 + self.nu**2)
+        return self.a, factor_gram(L @ L.T), self.A**2 + self.nu**2
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,7 @@ class SecondStep:
     along theta ``d_theta`` (K x k), along the first noise direction ``d_b``, the common noise
     remainder Gram ``C`` (K x K), the row's parts along ``w0`` and the first row noise, the row
     noise remainder ``row_var``, the theta-fluctuation covariance per unit ``1/d`` (K x K x k,
-    with the first step's in ``cross``), and the new state."""
+    with the first step's in ``cross``), and the new state ``(a, L, c)`` (THEORY.md §12.1)."""
 
     self_term: bool
     d_theta: np.ndarray
@@ -79,9 +78,10 @@ class SecondStep:
     d_w0: np.ndarray
     d_n: np.ndarray
     row_var: np.ndarray
-    theta_cov: np.ndarray = field(repr=False)
-    cross: np.ndarray = field(repr=False)
-    state: GroupState = field(repr=False)
+    theta_cov: np.ndarray = field(repr=False)  # (K, K, k)
+    cross: np.ndarray = field(repr=False)  # (K, k): times eta_1 eps_g for step 1's group g
+    row_theta_var: np.ndarray = field(repr=False)  # (K, k): the row noise along theta_j, x d
+    state: tuple = field(repr=False)
 
 
 def first_step(sigma: Function, g, *, values: np.ndarray, fractions: np.ndarray, k: int,
@@ -101,7 +101,8 @@ def first_step(sigma: Function, g, *, values: np.ndarray, fractions: np.ndarray,
     scale = eta * values
     return FirstStep(a=scale[:, None] * m1 * e0_z[None, :], A=1.0 + scale * float(wz @ e0) * m2,
                      nu=np.abs(scale) * math.sqrt(e0_sq * v / alpha0), l=scale * m1 * b_norm,
-                     b_norm=b_norm, f0=f0, m1=m1, v=v, e0_sq=e0_sq, e0_z_cov=cov)
+                     b_norm=b_norm, f0=f0, m1=m1, v=v, e0_sq=e0_sq, e0_z_cov=cov,
+                     e0_sq_z=wz @ ((e0 * e0)[:, None] * Z * Z))
 
 
 class _Tables:
@@ -182,6 +183,8 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
         d_n = d_n + np.sign(values) * ru / math.sqrt(alpha0 * u_sq)
     r_sq = np.array([E(e1 * e1 * (node[gi, 2] - M[gi] ** 2)) for gi in range(K)])
     row_var = (r_sq - (own * ru**2 / u_sq if u_sq > 0 else 0.0)) / alpha0
+    r_sq_z = np.array([[E(e1 * e1 * (node[gi, 2] - M[gi] ** 2) * Zr[:, j, None] ** 2)
+                        for j in range(k)] for gi in range(K)])
     # theta-coordinate fluctuations of the common vectors (per unit 1/d), and with step 1's
     c2z = e1[None, :, :, None] * M[:, :, :, None] * Zr[None, :, None, :]  # (K, nz, nb, k)
     mean = np.einsum("zb,gzbj->gj", W, c2z)
@@ -192,12 +195,27 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
     d_theta, d_b, d_w0, d_n = (scale[:, None] * d_theta, scale * d_b, scale * d_w0, scale * d_n)
     C = np.outer(scale, scale) * C
     row_var = scale**2 * row_var
+    row_theta_var = scale[:, None] ** 2 * r_sq_z / alpha0
     theta_cov = np.outer(scale, scale)[:, :, None] * theta_cov
-    cross = (eta1 * values)[:, None] * scale[:, None] * cross
-    outside = np.hstack([(first.l + d_b)[:, None], _factor(C)])
+    cross = scale[:, None] * cross  # per unit eta_1 eps_g of the first step's group g
+    outside = np.hstack([(first.l + d_b)[:, None], factor_gram(C)])
     c2 = (first.A + d_w0) ** 2 + (first.nu + d_n) ** 2 + np.maximum(row_var, 0.0)
-    state = GroupState(2, first.a + d_theta, _factor(outside @ outside.T), c2)
-    return SecondStep(self_term, d_theta, d_b, C, d_w0, d_n, row_var, theta_cov, cross, state)
+    state = (first.a + d_theta, factor_gram(outside @ outside.T), c2)
+    return SecondStep(self_term, d_theta, d_b, C, d_w0, d_n, row_var, theta_cov, cross,
+                      row_theta_var, state)
+
+
+def _evaluate(g, Z: np.ndarray) -> np.ndarray:
+    if isinstance(g, Function):
+        return np.asarray(g(Z[..., 0]), dtype=np.float64)
+    return np.asarray(g(Z), dtype=np.float64)
+
+
+def factor_gram(gram: np.ndarray, tol: float = 1e-10) -> np.ndarray:
+    """``L`` (K x q) with ``L L^T = gram``, q its numerical rank."""
+    lam, vec = np.linalg.eigh((gram + gram.T) / 2)
+    keep = lam > tol * max(1.0, lam.max(initial=0.0))
+    return vec[:, keep] * np.sqrt(lam[keep])[None, :]
 
 
 BATCHES = ("fresh", "reused")
@@ -211,39 +229,21 @@ def check_batch(batch: object) -> str:
     return batch
 
 
-def reused_mapping(sigma, target: str, *, steps: int, alpha0: float, eta, delta: float = 0.0,
-                   readout: object = "constant"):
-    """:func:`asymptotics.multiindex.steps.steps_mapping` with every step on the same batch
-    (THEORY.md §14): steps 1..2 (the first step is the fresh one); ``alpha0 = inf`` is the
-    population limit, where reuse changes nothing."""
-    from asymptotics.coefficients.functions import get_function
-    from asymptotics.core import checks
-    from asymptotics.spiked.problem import resolve_target
-    from asymptotics.spiked.readouts import parse_readout
-
-    from .steps import StepsMapping, _etas, steps_mapping
-
-    steps = checks.integer("steps", steps, 1)
+def check_reused(steps: int, delta: float) -> None:
+    """What the reused-batch mapping covers: steps <= 2, no label noise (one-line errors)."""
     if steps > MAX_REUSED_STEPS:
         raise ValueError(f"steps must be <= {MAX_REUSED_STEPS} for batch='reused' (the third "
                          f"step on the same batch needs the response terms, THEORY.md §14.4), "
                          f"got {steps}")
-    if checks.real("delta", delta, 0.0) != 0.0:
+    if delta != 0.0:
         raise ValueError(f"delta must be 0 for batch='reused' (label noise in the self term is "
                          f"not implemented), got {delta!r}")
-    fresh = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                          readout=readout)
-    if steps == 1 or not math.isfinite(fresh.alpha0):
-        return StepsMapping(**{**fresh.__dict__, "batch": "reused"})
-    etas = _etas(eta, steps)
-    s = get_function(sigma)
-    g, k, _ = resolve_target(target)
-    ro = parse_readout(readout)
-    values = np.asarray(ro.values, dtype=np.float64)
-    fractions = np.asarray(ro.weights, dtype=np.float64)
-    first = first_step(s, g, values=values, fractions=fractions, k=k, eta=etas[0],
-                       alpha0=fresh.alpha0)
-    second = second_step(first, s, g, values=values, fractions=fractions, k=k, eta1=etas[0],
-                         eta2=etas[1], alpha0=fresh.alpha0, self_term=True)
-    states = (fresh.states[0], fresh.states[1], second.state)
-    return StepsMapping(**{**fresh.__dict__, "states": states, "batch": "reused"})
+
+
+def reused_second(sigma: Function, g, *, values: np.ndarray, fractions: np.ndarray, k: int,
+                  eta: tuple[float, ...], alpha0: float) -> tuple:
+    """The state ``(a, L, c)`` after the second step on the first step's batch (§14.2)."""
+    first = first_step(sigma, g, values=values, fractions=fractions, k=k, eta=eta[0],
+                       alpha0=alpha0)
+    return second_step(first, sigma, g, values=values, fractions=fractions, k=k, eta1=eta[0],
+                       eta2=eta[1], alpha0=alpha0, self_term=True).state

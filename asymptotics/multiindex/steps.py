@@ -34,6 +34,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks
+from asymptotics.multiindex import reused
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -275,11 +276,6 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
     number or one per step; ``alpha0 = inf`` is the large-batch (population) limit;
     ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
-    if batch != "fresh":
-        from asymptotics.multiindex import reused
-        reused.check_batch(batch)
-        return reused.reused_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta,
-                                     delta=delta, readout=readout)
     steps = checks.integer("steps", steps, 1)
     if steps > MAX_STEPS:
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
@@ -287,6 +283,9 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
     etas = _etas(eta, steps)
     delta = checks.real("delta", delta, 0.0)
+    if batch != "fresh":  # every step on the same batch: THEORY.md §14 (reused.py)
+        reused.check_batch(batch)
+        reused.check_reused(steps, delta)
     ro = parse_readout(readout)
     s = get_function(sigma)
     if not isinstance(target, str):
@@ -303,8 +302,11 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                      alpha0=float(alpha0), delta=delta, quad=quad, degree=degree)
         states.append(st)
+    if batch == "reused" and steps == 2 and math.isfinite(alpha0):
+        states[2] = GroupState(2, *reused.reused_second(s, g, values=values, fractions=fractions,
+                                                        k=k, eta=etas, alpha0=float(alpha0)))
     return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
-                        eta=etas, delta=delta, k=k, states=tuple(states))
+                        eta=etas, delta=delta, k=k, states=tuple(states), batch=batch)
 
 
 # ------------------------------------------------------------------------------------------------
