@@ -12,12 +12,8 @@ import pathlib
 import numpy as np
 import pandas as pd
 
-from asymptotics.coefficients.functions import get_function
-from asymptotics.multiindex import reused
 from asymptotics.multiindex.directions import step_directions
 from asymptotics.multiindex.steps_risk import risk_steps
-from asymptotics.spiked.problem import resolve_target
-from asymptotics.spiked.readouts import parse_readout
 
 from .reused_batch import ALPHA, ALPHA0, LAM, SIGMA, TARGETS, collect
 
