@@ -71,13 +71,15 @@ def test_fresh_default_is_unchanged_and_reused_step_one_is_fresh():
 
 def test_reuse_learns_he3_but_not_he2():
     """Generative exponent: He3 (one) gains a drift along theta at the second step on the same
-    batch, He2 (two) does not; on fresh batches neither does."""
+    batch, He2 (two) does not; on fresh batches neither does. The zeros are parity zeros; the
+    quadrature (pruned Gauss-Hermite, interpolated smoothing tables; ~1e-4 relative accuracy
+    measured against doubled node counts) leaves them at ~1e-9, hence the bound 1e-6."""
     _, he3 = _parts(HE3, "constant")
     _, he3_fresh = _parts(HE3, "constant", self_term=False)
     _, he2 = _parts(HE2, "pm1")
     assert he3.d_theta[0, 0] < -0.05
-    assert abs(he3_fresh.d_theta[0, 0]) < 1e-10
-    assert np.max(np.abs(he2.d_theta)) < 1e-10
+    assert abs(he3_fresh.d_theta[0, 0]) < 1e-6
+    assert np.max(np.abs(he2.d_theta)) < 1e-6
     rep = step_directions("tanh", HE3, alpha0=2.0, eta=1.0, d=1000, batch="reused")
     assert rep.learned == ((False,), (True,))
     assert step_directions("tanh", HE2, alpha0=2.0, eta=1.0, d=1000,

@@ -25,6 +25,7 @@ from asymptotics.core import checks
 from .reused import check_batch, factor_gram, first_step, second_step
 
 SAMPLES = 4000  # draws of the finite-d fluctuation
+LEARNED = 1e-6  # a drift above this is learned (the quadrature: ~1e-4 relative of O(0.1) drifts)
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def step_directions(sigma: str, target: str, *, alpha0: float, eta: float | Sequ
     noise1 = (etas[0] * values)[:, None] ** 2 * f1.v * f1.e0_sq_z[None, :] / alpha0  # (K, k)
     bulk1 = f1.A[:, None] ** 2 + noise1  # the rows' bulk along theta_j, times d
     row[1] = _rows(f1.a[None] + fl1, bulk1, norm1, fr, d)
-    learned = [tuple(bool(x) for x in np.any(np.abs(f1.a) > 1e-8, axis=0))]
+    learned = [tuple(bool(x) for x in np.any(np.abs(f1.a) > LEARNED, axis=0))]
     drift = np.zeros((steps, k))
     drift[0] = (fr * values) @ f1.a
     if steps == 2:
@@ -173,7 +174,7 @@ def step_directions(sigma: str, target: str, *, alpha0: float, eta: float | Sequ
         bulk2 = (f1.A + sec.d_w0)[:, None] ** 2 + noise1 * grow + sec.row_theta_var
         spike2 = f1.a[None] + scale1[None, :, None] * g1[:, None, :] + d_theta + fl2
         row[2] = _rows(spike2, bulk2, norm2, fr, d)
-        learned.append(tuple(bool(x) for x in np.any(np.abs(sec.d_theta) > 1e-8, axis=0)))
+        learned.append(tuple(bool(x) for x in np.any(np.abs(sec.d_theta) > LEARNED, axis=0)))
     return StepDirections(sigma=s.name, target=target, readout=ro.name, batch=batch,
                           alpha0=alpha0, eta=etas, d=d, beta=beta, direction=direction,
                           direction_inf=direction_inf, row_overlap=row, drift=drift,

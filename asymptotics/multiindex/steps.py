@@ -299,12 +299,14 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
     states = [st]
     for t in range(steps):
+        if batch == "reused" and t == 1 and math.isfinite(alpha0):
+            break  # the second step on the same batch: below
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                      alpha0=float(alpha0), delta=delta, quad=quad, degree=degree)
         states.append(st)
     if batch == "reused" and steps == 2 and math.isfinite(alpha0):
-        states[2] = GroupState(2, *reused.reused_second(s, g, values=values, fractions=fractions,
-                                                        k=k, eta=etas, alpha0=float(alpha0)))
+        states.append(GroupState(2, *reused.reused_second(
+            s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0))))
     return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
                         eta=etas, delta=delta, k=k, states=tuple(states), batch=batch)
 

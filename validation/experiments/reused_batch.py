@@ -11,13 +11,13 @@ overlaps ``|<u_t, theta_j>|`` of the leading right singular vector of ``W_t - W_
 test error of ridge on the readout (``n = alpha d`` fresh samples, ``lam``; the test set's power
 replaced by the exact ``E g^2``, a control variate with the same mean).
 
-    python -m validation.experiments.reused_batch run [--d 1000 2000] [--seeds 6 2] [--out DIR]
-    python -m validation.experiments.reused_batch report [--store DIR]
+    python -m validation.experiments.reused_batch run [--d 1000 2000] [--seeds 6 4] [--out DIR]
+    python -m validation.experiments.reused_report [--store DIR]
 
 ``run`` writes one CSV per (setting, d, seed) to the store (the user cache, ``--out`` to
-choose); ``report`` collects the store into ``validation/reports/data/reused_batch.csv``, puts
-the theory beside it and writes ``validation/reports/REUSED.md`` and its figure (with no store,
-from the committed CSV).
+choose); the report (:mod:`validation.experiments.reused_report`) collects the store into
+``validation/reports/data/reused_batch.csv``, puts the theory beside it and writes
+``validation/reports/REUSED.md`` and its figure (with no store, from the committed CSV).
 """
 
 from __future__ import annotations
@@ -174,25 +174,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="the Monte Carlo campaign (missing runs only)")
     r.add_argument("--d", type=int, nargs="+", default=[1000, 2000])
-    r.add_argument("--seeds", type=int, nargs="+", default=[6, 2])
+    r.add_argument("--seeds", type=int, nargs="+", default=[6, 4])
     r.add_argument("--out", help="the store directory (default: the user cache)")
     r.add_argument("--no-scan", action="store_true", help="skip the eta_tilde scan")
     r.add_argument("--quiet", action="store_true")
-    rep = sub.add_parser("report", help="write validation/reports/REUSED.md and its figure")
-    rep.add_argument("--store", help="the store directory (default: the user cache)")
     args = parser.parse_args(argv)
-    if args.command == "run":
-        if len(args.d) != len(args.seeds) or min(args.d) < 8 or min(args.seeds) < 1:
-            print("error: --d and --seeds need one value each, d >= 8, seeds >= 1, got "
-                  f"{args.d}, {args.seeds}", file=sys.stderr)
-            return 2
-        root = run(list(zip(args.d, args.seeds, strict=True)), out=args.out,
-                   scan=not args.no_scan, quiet=args.quiet)
-        print(f"store: {root}")
-        return 0
-    from validation.experiments import reused_report
-
-    return reused_report.main(store_dir(args.store))
+    if len(args.d) != len(args.seeds) or min(args.d) < 8 or min(args.seeds) < 1:
+        print("error: --d and --seeds need one value each, d >= 8, seeds >= 1, got "
+              f"{args.d}, {args.seeds}", file=sys.stderr)
+        return 2
+    root = run(list(zip(args.d, args.seeds, strict=True)), out=args.out,
+               scan=not args.no_scan, quiet=args.quiet)
+    print(f"store: {root}; report: python -m validation.experiments.reused_report "
+          f"--store {root}")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
