@@ -301,7 +301,9 @@ def learnable_directions(
     ``z1..zk``, or in ``z`` for a single index) that the outliers of ``W2`` align with, for a
     ``'fresh'`` or ``'reused'`` second batch. Orders considered: 0 and those of
     :func:`two_step_spike_orders`. Expectations by tensor Gauss-Hermite quadrature
-    (``n_nodes`` per axis, k + 1 axes, k <= 3); ``moments`` are relative to ``E y^2``."""
+    (``n_nodes`` per axis, k + 1 axes, k <= 3); ``moments`` are relative to ``E y^2``.
+    For giant steps (``eta ~ p``) see :func:`asymptotics.multiindex.directions.step_directions`
+    (THEORY.md §14.5)."""
     if batch not in ("fresh", "reused"):
         raise ValueError(f"batch must be 'fresh' or 'reused', got {batch!r}")
     if not (alpha0 > 0 and math.isfinite(alpha0)):
