@@ -136,3 +136,23 @@ def test_bad_input():
         steps_mapping("tanh", HE3, steps=2, alpha0=2.0, eta=1.0, delta=0.1, batch="reused")
     with pytest.raises(ValueError, match="batch must be one of"):
         asymptotics.risk(2.0, sigma="tanh", target=HE3, model="srf", steps=2, batch="x")
+
+
+def test_steps_command_batch(tmp_path, capsys):
+    from asymptotics.cli.curve import main
+
+    out = tmp_path / "s.csv"
+    assert main(["steps", "--steps", "2", "--eta", "1", "--alpha", "2", "--sigma", "tanh",
+                 "--target", HE3, "--alpha0", "2", "--readout", "constant", "--batch", "reused",
+                 "--quiet", "--out", str(out)]) == 0
+    import pandas as pd
+
+    df = pd.read_csv(out)
+    assert set(df["batch"]) == {"reused"} and df["converged"].all()
+    ref = asymptotics.risk(2.0, sigma="tanh", target=HE3, alpha0=2.0, eta=1.0, lam=0.01,
+                           model="srf", steps=2, batch="reused")
+    assert math.isclose(df[df.step == 2].risk.iloc[0], ref.risk, rel_tol=1e-9)
+    capsys.readouterr()
+    assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused"]) == 2
+    err = capsys.readouterr().err
+    assert "steps must be <= 2 for batch='reused'" in err and "Traceback" not in err
