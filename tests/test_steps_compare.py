@@ -153,3 +153,15 @@ def test_reproduces_the_committed_runs_and_agrees() -> None:
         assert r.sim_mean_raw == pytest.approx(ref[(r.alpha, r.step)], rel=1e-8)
     later = df[df.step >= 1]
     assert (later.z.abs() <= 3).all(), later[["alpha", "step", "z"]]
+
+
+def test_guide_block_runs() -> None:
+    """The Python block of docs/guide.md, "Theory against simulation after several steps"."""
+    text = (ROOT / "docs" / "guide.md").read_text(encoding="utf-8")
+    start = text.index("```python", text.index("## Theory against simulation after several "
+                                               "steps")) + len("```python")
+    code = text[start:text.index("```", start)]
+    namespace: dict = {}
+    exec(compile(code, "guide.md", "exec"), namespace)
+    df = namespace["df"]
+    assert len(df) == 3 * 4 and df[["theory", "sim_mean", "overlap_1"]].notna().all().all()
