@@ -165,3 +165,21 @@ def test_guide_block_runs() -> None:
     exec(compile(code, "guide.md", "exec"), namespace)
     df = namespace["df"]
     assert len(df) == 3 * 4 and df[["theory", "sim_mean", "overlap_1"]].notna().all().all()
+
+
+def test_run_multistep_keeps_every_ridge_size() -> None:
+    """``run_multistep`` with several ridge sizes: one column per size (the first size's is
+    still ``test_error``), equal to the rows of ``risk_rows``."""
+    from validation.multistep import MultiStepConfig, run_multistep
+    from validation.multistep_groups import risk_rows
+
+    cfg = MultiStepConfig(d=16, steps=1, target="z1 + z1*z2", readout="pm1",
+                          ridge_alphas=(0.5, 2.0), n_test=200)
+    df, runs = run_multistep(cfg, seeds=1, keep_runs=True, progress=False)
+    rows = pd.DataFrame(risk_rows(runs[0]))
+    for t in (0, 1):
+        here = df[df.step == t].iloc[0]
+        for a in (0.5, 2.0):
+            ref = rows[(rows.step == t) & (rows.ridge_alpha == a)].test_error.iloc[0]
+            assert here[f"test_error_alpha{a:g}"] == ref
+        assert here.test_error == here["test_error_alpha0.5"]

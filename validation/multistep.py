@@ -196,11 +196,17 @@ class MultiStepRun:
     groups: list | None = field(default=None, repr=False)  # GroupStats per step, or None
 
     def table(self) -> pd.DataFrame:
-        """Tidy rows (step, direction) with mean/max overlaps and every parameter."""
+        """Tidy rows (step, direction) with mean/max overlaps and every parameter; with several
+        ridge sizes, ``test_error`` is the first size's and ``test_error_alpha<a>`` holds each
+        size's (one row per size and step: :func:`validation.multistep_groups.risk_rows`)."""
         cfg = self.config.record()
         rows = []
         T, _, k = self.overlaps.shape
+        levels = self.config.ridge_levels
         for t in range(T):
+            each = ({f"test_error_alpha{a:g}": float(self.test_errors[t, i])
+                     for i, a in enumerate(levels)}
+                    if len(levels) > 1 and self.test_errors is not None else {})
             for j in range(k):
                 o = self.overlaps[t, :, j]
                 rows.append({
@@ -213,7 +219,7 @@ class MultiStepRun:
                     else math.nan,
                     "test_error": float(self.test_error[t]) if self.test_error is not None
                     else math.nan,
-                    "target_power": self.target_power, "seconds": self.seconds,
+                    "target_power": self.target_power, "seconds": self.seconds, **each,
                 })
         return pd.DataFrame(rows)
 
