@@ -26,6 +26,8 @@ LONG_COMMANDS = [
     ("validation.cli", ["compare"], None),
     ("validation.cli", ["multistep"], ["-m", "validation", "multistep", "--d", "16",
                                        "--seeds", "2", "--steps", "1"]),
+    ("validation.cli", ["steps"], ["-m", "validation", "steps", "--d", "16", "--seeds", "2",
+                                   "--steps", "1", "--alpha", "1", "--n-test", "200"]),
     ("validation.cli", ["sweep"], ["-m", "validation", "sweep", "--kind", "theory",
                                    "--grid", "alpha=0.5,1", "--grid", "lam=0.1,1",
                                    "--n-jobs", "1"]),

@@ -52,3 +52,28 @@ def test_readme_first_number_block_runs():
 
 def test_readme_is_short():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 120
+
+
+def test_readme_shows_the_headline_figures():
+    """The README shows theory against simulation (one step, several steps) as committed PNGs,
+    each small and drawn by a registered `python -m figures NAME` from committed data."""
+    import re
+    import subprocess
+
+    from figures.__main__ import FIGURES
+
+    text = (ROOT / "README.md").read_text()
+    assert text.startswith("# giantstep\n\n```bash\npython -m pip install . && python -m "
+                           "asymptotics curve")
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+\.png)\)", text)
+    assert [Path(i).stem for i in images] == ["feature_learning", "steps"]
+    assert text.index("## Theory against simulation") > text.index("**giantstep** computes")
+    tracked = subprocess.run(["git", "ls-files", *images], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    assert "python -m figures " + " ".join(Path(i).stem for i in images) in text
+    for image in images:
+        path = ROOT / image
+        assert path.is_file() and path.stat().st_size < 200_000, image
+        assert path.stem in FIGURES, image
+        if tracked:  # a git checkout: the image is committed, not only rendered locally
+            assert image in tracked, image

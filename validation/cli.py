@@ -1,4 +1,4 @@
-"""Command line: ``python -m validation {compare,spectrum,multistep,sweep} ...``.
+"""Command line: ``python -m validation {compare,spectrum,multistep,steps,sweep} ...``.
 
 Each subcommand lives in the module named after it (``multistep``: in ``multistep_cli``, which
 keeps the simulator's module short) and registers itself through
@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from asymptotics.cli.common import Parser, fail
 from asymptotics.cli.common import integer as _integer
 
-SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep_cli", "sweep")
+SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep_cli", "experiments.steps_compare",
+                      "sweep")
 
 
 # the shared machinery (one parser class for every command line) lives in asymptotics.cli.common

@@ -8,8 +8,8 @@ Protocol (docs/THEORY.md §1 and §8; Dandi et al. 2023, arXiv:2305.18270, eq. 4
 * network ``f(x) = (1/sqrt p) sum_k a_k sigma(<w_k, x>)``, ``p = round(beta d)``, rows of ``W0``
   uniform on the unit sphere; the readout is never trained by the steps: ``a_k = 1/sqrt p``
   (``readout='constant'``, THEORY.md §1) or ``a_k = +-1/sqrt p`` on two halves
-  (``'hypercube'``: the first ``ceil(p/2)`` rows +, the rest -; the constant ``E sigma`` then
-  cancels in ``f``);
+  (``'pm1'``, the theory's name, or its alias ``'hypercube'``: the first ``ceil(p/2)`` rows +,
+  the rest -; the constant ``E sigma`` then cancels in ``f``);
 * step ``t = 1..T``: a fresh batch of ``n = round(alpha0 d^kappa)`` samples (``kappa >= 1`` real),
   ``W_t = W_(t-1) - eta_t grad_W L_t``, ``L_t = (1/(2n)) sum_i (y_i - f(x_i; a, W_(t-1)))^2``.
 
@@ -60,7 +60,7 @@ from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)
     teacher_directions,
 )
 
-READOUTS = ("constant", "hypercube")
+READOUTS = ("constant", "pm1", "hypercube")  # hypercube: an alias of pm1
 STREAMS = ("weights", "teacher", "ridge", "ridge_noise", "test")
 CHUNK_BYTES = 32 * 2**20
 
@@ -196,11 +196,17 @@ class MultiStepRun:
     groups: list | None = field(default=None, repr=False)  # GroupStats per step, or None
 
     def table(self) -> pd.DataFrame:
-        """Tidy rows (step, direction) with mean/max overlaps and every parameter."""
+        """Tidy rows (step, direction) with mean/max overlaps and every parameter; with several
+        ridge sizes, ``test_error`` is the first size's and ``test_error_alpha<a>`` holds each
+        size's (one row per size and step: :func:`validation.multistep_groups.risk_rows`)."""
         cfg = self.config.record()
         rows = []
         T, _, k = self.overlaps.shape
+        levels = self.config.ridge_levels
         for t in range(T):
+            each = ({f"test_error_alpha{a:g}": float(self.test_errors[t, i])
+                     for i, a in enumerate(levels)}
+                    if len(levels) > 1 and self.test_errors is not None else {})
             for j in range(k):
                 o = self.overlaps[t, :, j]
                 rows.append({
@@ -213,7 +219,7 @@ class MultiStepRun:
                     else math.nan,
                     "test_error": float(self.test_error[t]) if self.test_error is not None
                     else math.nan,
-                    "target_power": self.target_power, "seconds": self.seconds,
+                    "target_power": self.target_power, "seconds": self.seconds, **each,
                 })
         return pd.DataFrame(rows)
 
@@ -227,7 +233,7 @@ def readout_vector(p: int, kind: str) -> np.ndarray:
     ``-1/sqrt p`` on the rest (hypercube halves)."""
     if kind == "constant":
         return np.full(p, 1.0 / math.sqrt(p))
-    if kind == "hypercube":
+    if kind in ("pm1", "hypercube"):
         s = np.where(np.arange(p) < (p + 1) // 2, 1.0, -1.0)
         return s / math.sqrt(p)
     raise ValueError(f"readout must be one of {', '.join(READOUTS)}, got {kind!r}")

@@ -41,7 +41,8 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--eta", type=_eta_list, default=None,
                    help="eta_tilde per step, comma list or one number (default 2,8,16,16,...)")
     p.add_argument("--readout", choices=READOUTS, default="hypercube",
-                   help="a0: constant 1/sqrt(p) or +-1/sqrt(p) halves (default hypercube)")
+                   help="a0: constant 1/sqrt(p) or +-1/sqrt(p) halves (pm1; hypercube is the "
+                        "same; default hypercube)")
     p.add_argument("--delta", type=r_("delta"), default=0.0,
                    help="label-noise variance (default 0)")
     p.add_argument("--ridge-alpha", type=r_("ridge-alpha"), default=0.0,

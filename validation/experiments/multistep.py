@@ -294,7 +294,7 @@ def theory_states(cfg: MultiStepConfig):
 
     if cfg.kappa != 1.0:
         raise ValueError("the several-steps theory covers n = alpha0 d (kappa = 1)")
-    readout = "pm1" if cfg.readout == "hypercube" else "constant"
+    readout = "pm1" if cfg.readout in ("pm1", "hypercube") else "constant"
     return steps_mapping(cfg.sigma, cfg.target, steps=cfg.steps, alpha0=cfg.alpha0,
                          eta=cfg.eta, delta=cfg.delta, readout=readout)
 
@@ -315,7 +315,7 @@ def theory_test_error(cfg: MultiStepConfig) -> pd.DataFrame:
     ``p -> infinity``) at the experiment's ``ridge_alpha`` and ``lam``."""
     from asymptotics.multiindex.steps_risk import risk_by_step
 
-    readout = "pm1" if cfg.readout == "hypercube" else "constant"
+    readout = "pm1" if cfg.readout in ("pm1", "hypercube") else "constant"
     df = risk_by_step([cfg.ridge_alpha], steps=cfg.steps, sigma=cfg.sigma, target=cfg.target,
                       alpha0=cfg.alpha0, eta=cfg.eta, lam=cfg.lam, beta=cfg.beta,
                       delta=cfg.delta, readout=readout)

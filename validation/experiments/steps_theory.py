@@ -32,7 +32,7 @@ KEYS = ["setting", "target", "sigma", "alpha0", "eta", "readout", "lam", "beta",
 
 def readout_name(readout: str) -> str:
     """The simulator's readout name as the theory's (hypercube halves = pm1)."""
-    return {"hypercube": "pm1", "constant": "constant"}[readout]
+    return {"hypercube": "pm1", "pm1": "pm1", "constant": "constant"}[readout]
 
 
 def mapping_of(row) -> StepsMapping:
