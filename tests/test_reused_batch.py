@@ -156,3 +156,17 @@ def test_steps_command_batch(tmp_path, capsys):
     assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused"]) == 2
     err = capsys.readouterr().err
     assert "steps must be <= 2 for batch='reused'" in err and "Traceback" not in err
+
+
+def test_guide_block_runs():
+    """The reused-batch Python block of docs/guide.md runs and says what it claims."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "guide.md").read_text()
+    start = text.index("The second step on the SAME batch")
+    code = text[text.index("```python", start) + 9:text.index("```", text.index("```python",
+                                                                                 start) + 9)]
+    namespace = {"A": asymptotics}
+    exec(compile(code, "guide.md", "exec"), namespace)
+    rep = step_directions("tanh", HE3, alpha0=2, eta=1.0, d=1000, batch="reused")
+    assert 0.4 < rep.direction[1, 0] < 0.5 and rep.direction[0, 0] < 0.1
