@@ -104,6 +104,7 @@ def risk(
     :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
     checks.flag("strict", strict)
     _check_solver(solver)
+    alpha = check_value("alpha", alpha, positive=True)
     if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
         from asymptotics.multiindex.steps_risk import api_steps_risk
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -163,13 +163,7 @@ def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
 
 
 def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
-    if isinstance(eta, (int, float, np.integer, np.floating)) and not isinstance(eta, bool):
-        eta = (float(eta),) * steps
-    if isinstance(eta, str) or not isinstance(eta, Sequence):
-        raise TypeError(f"eta must be a number or one number per step, got {eta!r}")
-    if len(eta) != steps:
-        raise ValueError(f"eta needs one value per step (steps={steps}), got {len(eta)}")
-    return tuple(checks.real(f"eta[{t}]", e, 0.0) for t, e in enumerate(eta))
+    return group_checks.steps_eta(eta, steps)
 
 
 def _trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -320,6 +314,7 @@ def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
                          f"{eps.shape}, {theta.shape}")
     if not np.allclose(theta @ theta.T, np.eye(theta.shape[0]), atol=1e-8):
         raise ValueError("theta must have orthonormal rows")
+    group_checks.weights_groups(W, eps, theta, values)
     groups = np.unique(eps) if values is None else np.asarray(values, dtype=np.float64)
     if not np.all(np.isin(eps, groups)) or any(np.sum(eps == v) == 0 for v in groups):
         raise ValueError(f"every readout value must be one of values={groups.tolist()}, each "

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.multiindex.steps import StepsMapping, steps_mapping
 
 
@@ -82,6 +82,7 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
         raise ValueError(f"steps={steps} is implemented for model='srf' (the K-group model of "
                          "several steps, THEORY.md §12); the network theory covers one step. "
                          f"Pass model='srf' (got model={model!r})")
+    eta = group_checks.steps_strings(lam, eta, steps)
     given = [name for name, v in overrides.items() if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked.anderson import anderson
@@ -218,6 +218,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     by less than :data:`QUADRATURE_RTOL` (``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
+    group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p)
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
@@ -248,6 +249,8 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     checks.optional_flag("progress", progress)
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     n_kappa, n_omega = params.pop("n_kappa", None), params.pop("n_omega", None)
+    group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
+                                                        "overlaps", "p")))
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
@@ -282,10 +285,8 @@ def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
     from asymptotics.core.progress import Progress
 
     checks.optional_flag("progress", progress)
-    lams = list(lams)
-    if not lams:
-        raise ValueError("lams must contain at least one value")
-    alphas = list(alphas)
+    lams = checks.sequence("lams", lams)
+    alphas = checks.sequence("alphas", alphas)
     params.pop("lam", None)
     bar = Progress(len(lams), "spiked grid", unit="curves", enabled=progress)
     with bar:
