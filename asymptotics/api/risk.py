@@ -105,7 +105,8 @@ def risk(
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
+    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1) or \
+            isinstance(target, str):  # steps=1 with a target in z1..zk: the K-group route
         from asymptotics.multiindex.steps_risk import api_steps_risk
 
         res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,

@@ -168,10 +168,13 @@ def target_growth(g: Callable[[np.ndarray], np.ndarray], k: int, name: str) -> N
     with np.errstate(divide="ignore"):
         logw = 2.0 * np.log(np.abs(vals)) - 0.5 * PROBE[None, :] ** 2
     edge = np.maximum(logw[:, 0], logw[:, -1])
-    worst = int(np.argmax(edge - np.max(logw, axis=1)))
+    with np.errstate(invalid="ignore"):  # a ray where g vanishes: -inf - -inf, not a growth
+        excess = np.nan_to_num(edge - np.max(logw, axis=1), nan=-np.inf)
+    worst = int(np.argmax(excess))
     if edge[worst] > float(np.max(logw[worst])) + math.log(GROWTH_RTOL):
         nz = np.flatnonzero(U[worst])
-        along = f"z{nz[0] + 1}" if nz.size == 1 else f"the direction {np.round(U[worst], 3).tolist()}"
+        along = (f"z{nz[0] + 1}" if nz.size == 1
+                 else f"the direction {np.round(U[worst], 3).tolist()}")
         raise ValueError(f"target {name!r} grows too fast along {along}: g^2 times the Gaussian "
                          "density has not decayed at |z| = 12, so E g(z)^2 is infinite or "
                          "overflows float64 (allowed: growth slower than exp(|z|^2/4))")

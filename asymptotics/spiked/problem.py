@@ -6,7 +6,6 @@ from __future__ import annotations
 import inspect
 import json
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -91,16 +90,6 @@ def target_degrees(text: str) -> tuple[int | None, ...]:
     return tuple(out)
 
 
-def single_index_function(text: str) -> Function | None:
-    """A target text in z1 alone as the Function of the same expression in z (``"tanh(z1)"`` is
-    ``"tanh(z)"``: one quadrature for both spellings), or None where the one-variable parser does
-    not take it (e.g. ``He3(z1)``)."""
-    try:
-        return get_function(re.sub(r"\bz1\b", "z", text))
-    except ValueError:
-        return None
-
-
 def resolve_target(target: str | Function | Callable) -> tuple[Function | Callable, int, str]:
     """(g, k, name): a Function (single index, kinks known) or a vectorised g(Z), Z (..., k)."""
     if isinstance(target, Function):
@@ -111,8 +100,7 @@ def resolve_target(target: str | Function | Callable) -> tuple[Function | Callab
         except ValueError:
             g, k = _parsed(target)
             group_checks.target_growth(g, k, target)
-            single = single_index_function(target) if k == 1 else None
-            return (single, 1, target) if single is not None else (g, k, target)
+            return g, k, target
     if callable(target) and isinstance(getattr(target, "k", None), int):
         # a vectorised g(Z), Z (..., k), that states its k (e.g. a rotated multi-index target)
         return target, target.k, str(getattr(target, "name", "user"))
