@@ -92,8 +92,8 @@ def run_cli(args: argparse.Namespace) -> int:
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     if len(args.eta) not in (1, args.steps):
-        raise ValueError(f"--eta: give one eta_tilde or one per step (--steps {args.steps}), got "
-                         f"{len(args.eta)} values")
+        raise ValueError(f"--eta needs one value per step (--steps {args.steps}) or a single "
+                         f"value, got {len(args.eta)} values")
     eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
     df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
                       alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,

@@ -192,10 +192,13 @@ def get_function(spec: str | Function | Callable) -> Function:
                 f"unknown function {spec!r}; registered names are {', '.join(available())}, "
                 "or give an expression in z such as 'tanh(2*z)'"
             )
-        if re.search(r"\bz1\b", key) and not re.search(r"\bz\b", key):
+        try:
+            return parse_expression(key)
+        except ValueError as exc:
             # an expression in z1 alone is the same expression in z (one rule for both)
-            key = re.sub(r"\bz1\b", "z", key)
-        return parse_expression(key)
+            if "unknown name 'z1'" not in str(exc) or re.search(r"\bz\b", key):
+                raise
+        return parse_expression(re.sub(r"\bz1\b", "z", key))
     if callable(spec):
         return Function.from_callable(spec)
     raise TypeError(f"function must be a name, an expression or a callable, got {spec!r}")

@@ -44,10 +44,12 @@ def _array(name: str, value: object, shape: str) -> np.ndarray:
 
 
 def spiked_inputs(loadings: object, bulk: object, fractions: object, overlaps: object,
-                  p: object = None) -> tuple[int, int]:
+                  p: object = None, n_kappa: object = None, n_omega: object = None
+                  ) -> tuple[int, int]:
     """Check the shapes and bounds of the K-group model before any work (THEORY.md §10.1):
     ``loadings`` K x r with 1 <= K <= :data:`MAX_GROUPS`, 1 <= r <= :data:`MAX_SPIKES`;
-    ``bulk``, ``fractions`` K numbers; ``overlaps`` r x k; the width :func:`group_width`.
+    ``bulk``, ``fractions`` K numbers; ``overlaps`` r x k; the width :func:`group_width`; the
+    caller's rules :func:`quadrature_nodes`.
     Returns (K, r); the values themselves are checked by ``build_spiked_problem``."""
     U = _array("loadings", loadings, "a K x r matrix")
     if U.ndim != 2:
@@ -68,22 +70,27 @@ def spiked_inputs(loadings: object, bulk: object, fractions: object, overlaps: o
         raise ValueError(f"loadings must be finite, got {U.tolist()}")
     for name, value in (("bulk", bulk), ("fractions", fractions)):
         a = _array(name, value, "a list of K numbers")
-        if a.ndim != 1 or a.shape[0] != K:
+        if a.ndim != 1:
             raise ValueError(f"{name} must be a list of K = {K} numbers (one per row of "
                              f"loadings), got shape {a.shape}")
+        if a.shape[0] != K:
+            raise ValueError(f"{name} must have K = {K} entries (one per row of loadings), "
+                             f"got {a.shape[0]}")
     G = _array("overlaps", overlaps, "an r x k matrix")
-    if G.ndim != 2 or G.shape[0] != r:
+    if G.ndim != 2:  # (its r x k shape is checked against the target's k where k is known)
         raise ValueError(f"overlaps must be an r x k matrix with r = {r} rows (the columns of "
                          f"loadings) and k columns (the target's variables), got shape "
                          f"{G.shape}")
     group_width(p, _array("fractions", fractions, "a list of K numbers"))
+    quadrature_nodes(n_kappa, n_omega, r)
     return K, r
 
 
 def group_width(p: object, fractions: np.ndarray) -> None:
     """The width p with K >= 2 groups (THEORY.md §10.6): None or inf (the limit), else a whole
-    number of neurons with at least one neuron per group on average (``fractions[g] p >= 1``);
-    one group: a real p >= 1 (the one-step rule)."""
+    number of neurons p >= K (the groups are fractions of p neurons; a fraction below 1/p is
+    kept as given, as a quadrature node of a continuous readout is); one group: a real p >= 1
+    (the one-step rule)."""
     if p is None or (isinstance(p, (int, float, np.integer, np.floating))
                      and not isinstance(p, bool) and p == math.inf):
         return
@@ -94,10 +101,9 @@ def group_width(p: object, fractions: np.ndarray) -> None:
     if v != round(v):
         raise ValueError(f"p must be a whole number of neurons with K = {fr.size} groups (each "
                          f"group holds fractions[g] * p of them), got {v:g}")
-    if np.all(np.isfinite(fr)) and float(np.min(fr)) * v < 1.0:
-        g = int(np.argmin(fr))
-        raise ValueError(f"p = {v:g} leaves group {g + 1} (fraction {fr[g]:g}) with "
-                         f"{fr[g] * v:g} < 1 neuron; p must be >= {math.ceil(1 / fr[g]):d}")
+    if v < fr.size:
+        raise ValueError(f"p must be >= K = {fr.size} (a whole number of neurons, at least one "
+                         f"per group), got {v:g}")
 
 
 def steps_eta(eta: object, steps: int) -> tuple[float, ...]:
@@ -131,8 +137,8 @@ def steps_strings(lam: object, eta: object, steps: int) -> object:
     """``risk(..., steps=T)``: refuse ``lam`` given as a string (the optimum over lam is for one
     step) and return eta with a comma list parsed (:func:`steps_eta`)."""
     if isinstance(lam, str):
-        raise ValueError(f"lam={lam!r}: the optimum over lam is for one step; with steps={steps} "
-                         "give lam as a number >= 0")
+        raise ValueError(f"steps={steps} does not support lam={lam!r} (the optimum over lam is "
+                         "searched for one step): give lam as a number >= 0")
     return steps_eta(eta, steps) if isinstance(eta, str) else eta
 
 
@@ -192,3 +198,70 @@ def weights_groups(W: np.ndarray, eps: np.ndarray, theta: np.ndarray, values: ob
     if groups.size > MAX_GROUPS:
         raise ValueError(f"eps takes {groups.size} distinct readout values (one group each); at "
                          f"most {MAX_GROUPS} groups are supported: bin the readout values")
+
+
+#: at most this many kappa nodes (n_kappa ** r) of a rule given by the caller: the largest rule
+#: of the refinement ladder (33^4)
+MAX_KAPPA_NODES = 1_200_000
+#: at most this many nodes of the tensor rule over a target's unlearned directions
+MAX_OMEGA_NODES = 20_000
+#: at most this many evaluations of the target in one quadrature table (~15 s at the measured
+#: 1.4e8 evaluations/s of a step's integrals)
+MAX_EVALUATIONS = 2_000_000_000
+
+
+def quadrature_nodes(n_kappa: object, n_omega: object, r: int) -> None:
+    """``n_kappa`` / ``n_omega`` of the K-group theory: None (the defaults) or integers >= 1,
+    with ``n_kappa ** r <= MAX_KAPPA_NODES``."""
+    for name, n in (("n_kappa", n_kappa), ("n_omega", n_omega)):
+        if n is not None:
+            checks.integer(name, n, 1)
+    if n_kappa is not None and float(n_kappa) ** r > MAX_KAPPA_NODES:
+        raise ValueError(f"n_kappa = {n_kappa} gives {float(n_kappa) ** r:.2g} kappa nodes in "
+                         f"r = {r} dimensions; at most {MAX_KAPPA_NODES:.2g}")
+
+
+def quadrature_size(evaluations: float, omega_nodes: int, what: str) -> None:
+    """Refuse a quadrature of more than :data:`MAX_EVALUATIONS` target evaluations, or a rule
+    over the unlearned directions of more than :data:`MAX_OMEGA_NODES` nodes, before it runs
+    (a target of many non-polynomial directions would otherwise run for hours)."""
+    if omega_nodes > MAX_OMEGA_NODES or evaluations > MAX_EVALUATIONS:
+        raise ValueError(f"target: {what} needs {omega_nodes} nodes over the directions the "
+                         f"spikes do not span ({evaluations:.2g} evaluations); at most "
+                         f"{MAX_OMEGA_NODES} ({MAX_EVALUATIONS:.0e}): use fewer variables or "
+                         "a polynomial target (exact with degree + 1 nodes), or pass n_omega")
+
+
+def instance(name: str, value: object, cls: type, example: str) -> None:
+    """TypeError naming ``name`` unless ``value`` is a ``cls``."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__} (e.g. {example}), got {value!r}")
+
+
+def readout_step(alpha0: object, eta: object, delta: object) -> None:
+    """The step of one finite-support readout (THEORY.md §11): alpha0 > 0 (inf: an infinite
+    batch), eta_tilde >= 0 and delta >= 0, finite real numbers."""
+    if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 == math.inf):
+        checks.positive("alpha0", alpha0)
+    checks.positive("eta", eta, allow_zero=True)
+    checks.positive("delta", delta, allow_zero=True)
+
+
+def by_step_options(progress: object, on_step: object) -> None:
+    """``risk_by_step``'s ``progress`` (None, True or False) and ``on_step`` (None or callable)."""
+    checks.optional_flag("progress", progress)
+    if on_step is not None and not callable(on_step):
+        raise TypeError(f"on_step must be None or a callable on_step(t), got {on_step!r}")
+
+
+def real_array(name: str, value: object) -> np.ndarray:
+    """``value`` as a float64 array (any shape), or a one-line error naming ``name``."""
+    return _array(name, value, "an array")
+
+
+def ridge(lam: object, beta: object, p: object = None, fractions: object = (1.0,)) -> None:
+    """The readout's ridge before the steps are computed (THEORY.md §12): lam >= 0, beta > 0 and
+    the width p of the groups (:func:`group_width`)."""
+    checks.positive("lam", lam, allow_zero=True)
+    checks.positive("beta", beta)
+    group_width(p, np.asarray(fractions, dtype=np.float64))

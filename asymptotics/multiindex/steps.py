@@ -107,7 +107,7 @@ class StepsMapping:
     def spiked_params(self, step: int | None = None) -> dict:
         """Keyword arguments of :func:`asymptotics.spiked.risk_spiked` after ``step`` steps
         (default: all): loadings, bulk, fractions, overlaps and the rotated target."""
-        t = self.steps if step is None else step
+        t = self.steps if step is None else checks.integer("step", step, 0)
         if not (0 <= t <= self.steps):
             raise ValueError(f"step must be in 0..{self.steps}, got {step}")
         return group_params(self.states[t], self.target, self.readout.weights)
@@ -231,6 +231,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     U, wu = _trapezoid(r, h)
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
+    group_checks.quadrature_size(U.shape[0] * float(n_rest) ** (k + q - r),
+                                 int(float(n_rest) ** (k + q - r)), f"step {state.step + 1}")
     R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
     xi, wxi = gauss_hermite(quad.xi)
     F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
@@ -272,6 +274,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
     if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
         raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
+    group_checks.instance("quad", quad, Quadrature, "Quadrature(h=0.05)")
     etas = _etas(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     ro = parse_readout(readout)
@@ -306,9 +309,9 @@ def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
     directions ``theta`` (k x d, orthonormal rows). ``s_g`` is the group's mean row, ``c_g`` the
     mean squared distance of its rows to it; the Gram of the means loses the sampling bias
     ``c_g / p_g`` of a mean over ``p_g`` rows."""
-    W = np.asarray(W, dtype=np.float64)
-    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    eps = np.asarray(eps, dtype=np.float64).ravel()
+    W = group_checks.real_array("W", W)
+    theta = np.atleast_2d(group_checks.real_array("theta", theta))
+    eps = group_checks.real_array("eps", eps).ravel()
     if W.ndim != 2 or eps.shape[0] != W.shape[0] or theta.shape[1] != W.shape[1]:
         raise ValueError(f"need W (p x d), eps (p) and theta (k x d); got {W.shape}, "
                          f"{eps.shape}, {theta.shape}")

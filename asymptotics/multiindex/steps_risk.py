@@ -12,6 +12,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.multiindex.steps import StepsMapping, steps_mapping
+from asymptotics.spiked.readouts import parse_readout
 
 
 def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
@@ -24,6 +25,11 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
     from asymptotics.equations.solver import SolverConfig
     from asymptotics.spiked.solve import risk_spiked
 
+    alpha = checks.positive("alpha", alpha)
+    if mapping is not None:
+        group_checks.instance("mapping", mapping, StepsMapping, "steps_mapping(...)")
+    group_checks.ridge(lam, beta, p, (mapping.readout if mapping is not None
+                                      else parse_readout(readout)).weights)
     mp = mapping if mapping is not None else steps_mapping(
         sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout)
     return risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
@@ -49,7 +55,10 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
     from asymptotics.core.progress import Progress
     from asymptotics.spiked.solve import risk_spiked
 
-    alphas = [checks.positive("alpha", a) for a in np.atleast_1d(alphas)]
+    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
+                                                                   np.atleast_1d(alphas))]
+    group_checks.by_step_options(progress, on_step)
+    group_checks.ridge(lam, beta, p, parse_readout(readout).weights)
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout)
     rows = []

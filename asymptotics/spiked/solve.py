@@ -218,7 +218,8 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     by less than :data:`QUADRATURE_RTOL` (``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
-    group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p)
+    group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p, n_kappa, n_omega)
+    group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
@@ -250,7 +251,8 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     n_kappa, n_omega = params.pop("n_kappa", None), params.pop("n_omega", None)
     group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
-                                                        "overlaps", "p")))
+                                                        "overlaps", "p")), n_kappa, n_omega)
+    group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
@@ -299,6 +301,8 @@ def spike_contributions(alpha: float, **params) -> dict:
     """What each learned direction buys: the risk with all loadings (``"all"``) and with the
     loadings along direction a zeroed in every group (``"without_<a+1>"``), plus the random-features
     risk with every loading zeroed (``"none"``). Same parameters as :func:`risk_spiked`."""
+    group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
+                                                        "overlaps", "p")))
     U = np.array(params["loadings"], dtype=np.float64)
     out = {"all": risk_spiked(alpha, **params).risk}
     for a in range(U.shape[1]):
