@@ -620,3 +620,36 @@ def test_solver_config_still_accepted():
 def test_quadrature_default_still_accepted():
     assert A.steps_mapping("relu", "z1", steps=1, alpha0=16.0, eta=1.0,
                            quad=Quadrature()).steps == 1
+
+
+# ------------------------------------------------------------------------------------------------
+# the jump at p = infinity: K >= 2 groups whose loadings differ by a little
+
+
+def _contrast(u: float, **kw):
+    return A.risk_spiked(1.0, sigma="relu", target="tanh", loadings=[[u], [-u]],
+                         bulk=[1.0, 1.0], fractions=[0.5, 0.5], overlaps=[[0.5]], lam=0.01,
+                         beta=1.0, **kw)
+
+
+@pytest.mark.parametrize("u", [1e-8, 1e-6, 1e-4, 1e-3])
+def test_contrast_channel_at_p_infinity_asks_for_the_width(u):
+    """Tiny loading differences open the groups' contrast channel at p = infinity (it needs
+    networks of ~1/u^2 neurons): NaN with a status and a message naming the finite-width route,
+    where the risk was a number that jumped (or NaN from the solver without a reason)."""
+    res = _contrast(u)
+    assert not res.converged and np.isnan(res.risk) and res.status == "needs_width"
+    assert "p=" in res.message and "finite-width" in res.message and "\n" not in res.message
+    with pytest.raises(A.ConvergenceError, match="finite-width"):
+        _contrast(u, strict=True)
+
+
+def test_contrast_channel_is_continuous_at_a_given_width():
+    """At a width p the channel has a price: the finite-width risk tends to the one at loadings 0
+    as the loadings do (continuity, quadratically in u; the p = infinity limit jumps from 0.587
+    to ~0.46 instead), and the limit itself is kept where no width is needed (exactly zero
+    loadings, loadings of order 1)."""
+    at0 = _contrast(0.0, p=1000).risk
+    gaps = [abs(_contrast(u, p=1000).risk - at0) / at0 for u in (1e-3, 1e-4)]
+    assert gaps[0] < 1e-3 and gaps[1] < 1e-5 and gaps[1] < gaps[0] / 30, gaps
+    assert _contrast(0.0).converged and _contrast(0.5).converged

@@ -265,3 +265,34 @@ def ridge(lam: object, beta: object, p: object = None, fractions: object = (1.0,
     checks.positive("lam", lam, allow_zero=True)
     checks.positive("beta", beta)
     group_width(p, np.asarray(fractions, dtype=np.float64))
+
+
+#: the widest network the p = infinity limit of K >= 2 groups is reported for without a width:
+#: beyond, the limit depends on the order of p -> infinity and of the groups' loading differences
+#: -> 0 (the contrast channel, THEORY.md §10.6)
+MAX_LIMIT_WIDTH = 1e6
+#: a direction of the mean design counts if the target's power along it exceeds this fraction
+CONTRAST_POWER = 1e-4
+
+
+def contrast_width(design: np.ndarray, target: np.ndarray, A: float,
+                   V2: np.ndarray) -> tuple[float, float]:
+    """(p_needed, s2): the width beyond which the p = infinity mean channel of K groups is the
+    finite-width one (THEORY.md §10.6). At width p the channel m solves the least-squares
+    problem of ``design`` (rows sqrt(w/(1+V)) mu0) with the ridge eps_g = 1/(A p V2_g); the limit
+    drops eps, which is right only where eps << s_i^2 for every direction i of the design that
+    the target (rows sqrt(w/(1+V)) h) uses: p >> 1/(A min_g V2_g s_i^2). s2 is the smallest such
+    s_i^2 relative to the largest. Directions below the solver's 1e-12 cut are its null space."""
+    if design.shape[1] < 2 or not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
+        return 0.0, 1.0
+    U, s, _ = np.linalg.svd(design, full_matrices=False)
+    if s.size == 0 or s[0] == 0.0:
+        return 0.0, 1.0
+    power = (U.T @ target) ** 2
+    used = (s > 1e-12 * s[0]) & (power > CONTRAST_POWER * max(float(target @ target), 1e-300))
+    if not np.any(used):
+        return 0.0, 1.0
+    weakest = float(np.min(s[used])) ** 2
+    v2 = float(np.min(V2))
+    need = math.inf if not (A * v2 > 0) else 1.0 / (A * v2 * weakest)
+    return need, weakest / float(s[0]) ** 2

@@ -17,7 +17,7 @@ from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked.anderson import anderson
-from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
+from asymptotics.spiked.kernels import channel_v, complete, full_map, risk_of, sizes, v_map
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
@@ -89,6 +89,27 @@ class _Solved:
         self.converged = status == Status.CONVERGED
 
 
+def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
+                    status: Status) -> tuple[Status | str, str]:
+    """K >= 2 groups at p = infinity: ``("needs_width", reason)`` where the mean channel uses a
+    direction of the groups' mean features so weak that only networks wider than
+    :data:`~asymptotics.core.group_checks.MAX_LIMIT_WIDTH` reach the limit (the groups'
+    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged."""
+    t = prob.tables
+    K = prob.fractions.shape[0]
+    iv = 1.0 / (1.0 + channel_v(v[:K * K].reshape(K, K), v[K * K:], t.mub1, t.mus2))
+    sq = np.sqrt(t.weights * iv)
+    need, rel = group_checks.contrast_width(sq[:, None] * t.mu0, sq * t.h, alpha / prob.beta,
+                                            v[K * K:])
+    if need <= group_checks.MAX_LIMIT_WIDTH:
+        return status, status.message
+    return "needs_width", (
+        f"at p = infinity the groups' contrast channel (a direction of their mean features whose "
+        f"eigenvalue is {rel:.2g} of the largest) is unpenalised, and the limit holds only for "
+        f"networks wider than ~{need:.2g} neurons: pass the width, p=... (the finite-width "
+        "theory, THEORY.md §10.6)")
+
+
 def cold_start(prob: SpikedProblem) -> np.ndarray:
     """(V1, V2) to start from: 0.5 diag(pi), 0.5 pi."""
     pi = prob.fractions
@@ -153,13 +174,19 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                 raise ConvergenceError(f"K-group equations at lam = 0, alpha={alpha:g}: "
                                        f"{lim.message}")
             return lim
+    if res.converged and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
+        status, message = contrast_status(prob, alpha, res.x, status)
+        conv = status == Status.CONVERGED
+    else:
+        message = status.message
     risk = risk_of(state, *a[:8]) if conv else math.nan
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
-                               f"{status.message}")
+                               f"{message}")
     pr = prob.params()
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
-                        status=status.name.lower(), message=status.message,
+                        status=status.name.lower() if isinstance(status, Status) else status,
+                        message=message,
                         iterations=int(n_iter), residual=float(resid),
                         order=unpack_state(prob, state), state=tuple(state.tolist()), **pr)
 
