@@ -12,8 +12,8 @@ import numpy as np
 
 from asymptotics.core import checks
 
-#: at most this many neuron groups K: the solve costs ~K^3 per iteration (5-11 s at K = 64,
-#: r = 1-2; K = 200 ran for minutes, K = 1000 ran out of memory)
+#: at most this many neuron groups K: the solve's cost grows steeply with K (measured 0.2-0.5 s
+#: at K = 32, 5-11 s at K = 64, r = 1-2; K = 200 ran for minutes, K = 1000 ran out of memory)
 MAX_GROUPS = 64
 #: at most this many spike directions r: the kappa rule is a tensor rule in r dimensions (the
 #: refinement ladder of asymptotics.spiked.solve reaches 33^4 ~ 1.2e6 nodes at r = 4)
@@ -62,7 +62,8 @@ def spiked_inputs(loadings: object, bulk: object, fractions: object, overlaps: o
                          f"{U.shape}")
     if K > MAX_GROUPS:
         raise ValueError(f"loadings has K = {K} groups; at most {MAX_GROUPS} are supported (the "
-                         "solve costs ~K^3 per iteration): merge groups of similar rows")
+                         "solve takes ~10 s at K = 64 and grows steeply): merge groups of "
+                         "similar rows")
     if r > MAX_SPIKES:
         raise ValueError(f"loadings has r = {r} spike directions; at most {MAX_SPIKES} are "
                          "supported (the kappa quadrature is a tensor rule in r dimensions)")
