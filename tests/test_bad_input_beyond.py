@@ -4,7 +4,9 @@ layer), multi-index target expressions, polynomial spikes, and the ``steps`` and
 commands. Every case ends in a one-line error naming what was wrong (CLI: exit status 2 and one
 ``error:`` line, no traceback), before any long work; a SIGALRM guard fails a hang fast. Then the
 regressions of the same review: ``risk("2")``, the simulator's random features with a step, the
-figures' backend, the import circle of the callables, and ``tanh(z1)`` against ``tanh``."""
+figures' backend, the import circle of the callables, and ``tanh(z1)`` against ``tanh``; one call
+for every T (``steps=1`` with a target in z1..zk); and the jump of K >= 2 groups at p = infinity
+(NaN with status ``needs_width`` where the limit needs a width, continuity at a given width)."""
 
 from __future__ import annotations
 
