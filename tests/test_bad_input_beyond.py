@@ -655,3 +655,14 @@ def test_contrast_channel_is_continuous_at_a_given_width():
     gaps = [abs(_contrast(u, p=1000).risk - at0) / at0 for u in (1e-3, 1e-4)]
     assert gaps[0] < 1e-3 and gaps[1] < 1e-5 and gaps[1] < gaps[0] / 30, gaps
     assert _contrast(0.0).converged and _contrast(0.5).converged
+
+
+def test_contrast_channel_between_warns_and_keeps_the_number():
+    """pm1 readout, relu, small step eta = 0.1: the groups' loadings are ~0.1 apart, the limit
+    needs ~800 neurons (the finite-width theory at p = 1000 gives 0.44 against the limit's 0.26):
+    a number with a LimitWarning and the width in the message."""
+    from asymptotics.models.problem import LimitWarning
+
+    with pytest.warns(LimitWarning, match="contrast channel"):
+        res = A.risk_readout(1.0, readout="pm1", sigma="relu", target="tanh", eta=0.1)
+    assert res.converged and np.isfinite(res.risk) and "neurons" in res.message

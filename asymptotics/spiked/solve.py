@@ -101,8 +101,19 @@ def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
     sq = np.sqrt(t.weights * iv)
     need, rel = group_checks.contrast_width(sq[:, None] * t.mu0, sq * t.h, alpha / prob.beta,
                                             v[K * K:])
-    if need <= group_checks.MAX_LIMIT_WIDTH:
+    if need <= group_checks.WARN_LIMIT_WIDTH:
         return status, status.message
+    if need <= group_checks.MAX_LIMIT_WIDTH:
+        import warnings
+
+        from asymptotics.models.problem import LimitWarning
+
+        warnings.warn("K groups at p = infinity: the groups' contrast channel makes this limit "
+                      "the answer only for networks much wider than the width in the result's "
+                      "message; pass the width, p=... (the finite-width theory, THEORY.md "
+                      "§10.6)", LimitWarning, stacklevel=3)
+        return status, (f"{status.message}; the groups' contrast channel: the limit holds for "
+                        f"networks much wider than ~{need:.2g} neurons (pass p=...)")
     return "needs_width", (
         f"at p = infinity the groups' contrast channel (a direction of their mean features whose "
         f"eigenvalue is {rel:.2g} of the largest) is unpenalised, and the limit holds only for "
