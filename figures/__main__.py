@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-import os
-
-# a command line: render off-screen unless the user chose a backend (before pyplot loads)
-os.environ.setdefault("MPLBACKEND", "Agg")
-
 import importlib
+import os
 import time
 from pathlib import Path
 
@@ -69,10 +65,20 @@ def build_parser():
     return p
 
 
+def _backend() -> None:
+    """A command line renders off-screen unless the user chose a backend: matplotlib.use in this
+    process (the environment of child processes is left as it was)."""
+    if not os.environ.get("MPLBACKEND"):
+        import matplotlib
+
+        matplotlib.use("Agg")
+
+
 def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import apply_quiet, check_writable, fail
     from asymptotics.core.progress import Progress
 
+    _backend()
     p = build_parser()
     args = p.parse_args(argv)
     quiet = apply_quiet(args)

@@ -91,6 +91,8 @@ class Setting:
             _positive(name, getattr(self, name))
         for name in ("eta", "lam", "delta"):
             _positive(name, getattr(self, name), allow_zero=True)
+        if self.model == "rf" and self.eta != 0:
+            raise ValueError(f"model 'rf' is random features (eta = 0), got eta={self.eta:g}")
         if isinstance(self.d, bool) or not isinstance(self.d, (int, float, np.integer)):
             raise TypeError(f"d must be an integer >= 2, got {self.d!r}")
         if not (math.isfinite(self.d) and self.beta * self.d < 1e9 and self.d < 1e9):

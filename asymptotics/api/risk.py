@@ -106,8 +106,10 @@ def risk(
     ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2)."""
     checks.flag("strict", strict)
     _check_solver(solver)
+    alpha = check_value("alpha", alpha, positive=True)
     if batch != "fresh" or not (isinstance(steps, int) and not isinstance(steps, bool)
-                                and steps == 1):
+                                and steps == 1) or \
+            isinstance(target, str):  # steps=1 with a target in z1..zk: the K-group route
         from asymptotics.multiindex.steps_risk import api_steps_risk
 
         res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,

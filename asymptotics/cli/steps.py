@@ -8,6 +8,7 @@ import math
 import sys
 
 from asymptotics.cli.common import (
+    PLOT_SUFFIXES,
     add_quiet,
     apply_quiet,
     check_writable,
@@ -93,7 +94,10 @@ def run_cli(args: argparse.Namespace) -> int:
     from asymptotics.multiindex.steps_risk import risk_by_step
 
     check_writable(args.out, "--out")
-    check_writable(args.plot, "--plot")
+    check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
+    if len(args.eta) not in (1, args.steps):
+        raise ValueError(f"--eta needs one value per step (--steps {args.steps}) or a single "
+                         f"value, got {len(args.eta)} values")
     eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
     df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
                       alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,

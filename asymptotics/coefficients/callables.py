@@ -13,14 +13,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from asymptotics.coefficients.functions import Function
-
 Array = np.ndarray
+
+
+class FunctionLike(Protocol):
+    """What the checks here use of :class:`asymptotics.coefficients.functions.Function` (a
+    protocol, so that this module never imports the one that imports it)."""
+
+    name: str
+    kinks: tuple[float, ...]
+
+    def __call__(self, z: Array) -> Array: ...
+
+    def derivative(self, z: Array) -> Array: ...
+
+
+F = TypeVar("F", bound=FunctionLike)
 #: the probe grid of a user function's checks and of its fingerprint
 PROBE = np.linspace(-12.0, 12.0, 481)
 
@@ -137,7 +149,7 @@ def _reference_rule(kinks: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     return z, w
 
 
-def quadrature_error(fn: Function) -> float:
+def quadrature_error(fn: FunctionLike) -> float:
     """Largest difference, relative to sqrt(E f^2), of (E f, E z f, E f^2) and the same for f'
     (z ~ N(0, 1), and at the shifted, scaled argument 0.7 + 0.6 z) between the package's rule
     (Gauss-Hermite, or Gauss-Legendre pieces split at ``fn.kinks``: ``gauss_rules``) and a
@@ -161,7 +173,7 @@ def quadrature_error(fn: Function) -> float:
     return worst
 
 
-def resolve_quadrature(fn: Function) -> Function:
+def resolve_quadrature(fn: F) -> F:
     """``fn`` if the package's rule resolves its Gaussian moments (:func:`quadrature_error` <=
     :data:`QUADRATURE_RTOL`); else ``fn`` with the :data:`REFINE_POINTS` added as break points
     if that resolves them; else ``fn`` unchanged with a :class:`QuadratureWarning` naming the
@@ -198,7 +210,7 @@ class CallableIdentity:
         self.fingerprint = fingerprint
 
     @classmethod
-    def of(cls, f: Callable, df: Callable | None, fn: Function) -> CallableIdentity:
+    def of(cls, f: Callable, df: Callable | None, fn: FunctionLike) -> CallableIdentity:
         with np.errstate(all="ignore"):
             values = np.concatenate([fn(PROBE), fn.derivative(PROBE)])
         return cls((f, df), values.tobytes())
@@ -234,7 +246,7 @@ def real_values(out: object, label: str) -> Array:
 GROWTH_RTOL = 1e-6
 
 
-def check_finite(fn: Function) -> None:
+def check_finite(fn: FunctionLike) -> None:
     """Raise ValueError if ``fn`` or its derivative is not finite on a probe grid of [-12, 12],
     or if ``fn`` grows too fast for its Gaussian second moment E f(z)^2 to be finite and
     computable in float64 (e.g. ``exp(z**2)``)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -177,8 +178,9 @@ def available() -> list[str]:
 
 
 def get_function(spec: str | Function | Callable) -> Function:
-    """Resolve a registered name, an expression in ``z`` (e.g. ``"tanh(2*z) + 0.1*z**2"``),
-    a :class:`Function` or a Python callable."""
+    """Resolve a registered name, an expression in ``z`` (e.g. ``"tanh(2*z) + 0.1*z**2"``; one
+    in ``z1`` alone is read as the same expression in ``z``), a :class:`Function` or a Python
+    callable."""
     if isinstance(spec, Function):
         return spec
     if isinstance(spec, str):
@@ -190,7 +192,13 @@ def get_function(spec: str | Function | Callable) -> Function:
                 f"unknown function {spec!r}; registered names are {', '.join(available())}, "
                 "or give an expression in z such as 'tanh(2*z)'"
             )
-        return parse_expression(key)
+        try:
+            return parse_expression(key)
+        except ValueError as exc:
+            # an expression in z1 alone is the same expression in z (one rule for both)
+            if "unknown name 'z1'" not in str(exc) or re.search(r"\bz\b", key):
+                raise
+        return parse_expression(re.sub(r"\bz1\b", "z", key))
     if callable(spec):
         return Function.from_callable(spec)
     raise TypeError(f"function must be a name, an expression or a callable, got {spec!r}")

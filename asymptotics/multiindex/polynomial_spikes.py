@@ -154,6 +154,12 @@ def _exponent(a: object) -> float:
         raise TypeError(f"a must be a real number, got {a!r}") from None
     if not (math.isfinite(v) and 0.0 <= v < 0.5):
         raise ValueError(f"a must be in [0, 1/2) (eta = eta_tilde p^(1/2 + a)), got {a!r}")
+    # a number of lower precision (np.float32(1/3)) within its own rounding of a threshold
+    # (l - 1)/(2 l) is that threshold: on it the limit raises (module docstring)
+    tol = 4.0 * float(np.finfo(a.dtype).eps) if isinstance(a, np.floating) else 0.0
+    for l in range(1, MAX_DEGREE + 1):
+        if abs(v - (l - 1) / (2 * l)) <= tol:
+            return (l - 1) / (2 * l)
     return v
 
 

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asymptotics.coefficients.quadrature import gauss_hermite
+from asymptotics.core import group_checks
 
 _TOL = 1e-10
 
@@ -270,9 +271,13 @@ def target_function(target: str, n_directions: int | None = None):
     try:  # the one target parser: asymptotics.coefficients.hermite (z1..zk, He<n>(.), the
           # registered functions)
         g0, k0 = target_callable(text)
-    except ValueError:
-        fn = get_function(text)  # a registered activation's name, applied to z1
+    except ValueError as exc:
+        try:
+            fn = get_function(text)  # a registered activation's name, applied to z1
+        except ValueError:
+            raise exc from None  # the multi-index parser's reason (e.g. at most 8 variables)
         return (lambda Z: fn(Z[..., 0])), 1
+    group_checks.target_growth(g0, k0, text)
     k = k0
     if n_directions is not None:
         if n_directions < k0:

@@ -33,7 +33,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.multiindex import reused
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
@@ -109,7 +109,7 @@ class StepsMapping:
     def spiked_params(self, step: int | None = None) -> dict:
         """Keyword arguments of :func:`asymptotics.spiked.risk_spiked` after ``step`` steps
         (default: all): loadings, bulk, fractions, overlaps and the rotated target."""
-        t = self.steps if step is None else step
+        t = self.steps if step is None else checks.integer("step", step, 0)
         if not (0 <= t <= self.steps):
             raise ValueError(f"step must be in 0..{self.steps}, got {step}")
         return group_params(self.states[t], self.target, self.readout.weights)
@@ -165,13 +165,7 @@ def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
 
 
 def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
-    if isinstance(eta, (int, float, np.integer, np.floating)) and not isinstance(eta, bool):
-        eta = (float(eta),) * steps
-    if isinstance(eta, str) or not isinstance(eta, Sequence):
-        raise TypeError(f"eta must be a number or one number per step, got {eta!r}")
-    if len(eta) != steps:
-        raise ValueError(f"eta needs one value per step (steps={steps}), got {len(eta)}")
-    return tuple(checks.real(f"eta[{t}]", e, 0.0) for t, e in enumerate(eta))
+    return group_checks.steps_eta(eta, steps)
 
 
 def _trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -239,6 +233,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     U, wu = _trapezoid(r, h)
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
+    group_checks.quadrature_size(U.shape[0] * float(n_rest) ** (k + q - r),
+                                 int(float(n_rest) ** (k + q - r)), f"step {state.step + 1}")
     R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
     xi, wxi = gauss_hermite(quad.xi)
     F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
@@ -281,6 +277,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
     if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
         raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
+    group_checks.instance("quad", quad, Quadrature, "Quadrature(h=0.05)")
     etas = _etas(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     if batch != "fresh":  # every step on the same batch: THEORY.md §14 (reused.py)
@@ -323,14 +320,15 @@ def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
     directions ``theta`` (k x d, orthonormal rows). ``s_g`` is the group's mean row, ``c_g`` the
     mean squared distance of its rows to it; the Gram of the means loses the sampling bias
     ``c_g / p_g`` of a mean over ``p_g`` rows."""
-    W = np.asarray(W, dtype=np.float64)
-    theta = np.atleast_2d(np.asarray(theta, dtype=np.float64))
-    eps = np.asarray(eps, dtype=np.float64).ravel()
+    W = group_checks.real_array("W", W)
+    theta = np.atleast_2d(group_checks.real_array("theta", theta))
+    eps = group_checks.real_array("eps", eps).ravel()
     if W.ndim != 2 or eps.shape[0] != W.shape[0] or theta.shape[1] != W.shape[1]:
         raise ValueError(f"need W (p x d), eps (p) and theta (k x d); got {W.shape}, "
                          f"{eps.shape}, {theta.shape}")
     if not np.allclose(theta @ theta.T, np.eye(theta.shape[0]), atol=1e-8):
         raise ValueError("theta must have orthonormal rows")
+    group_checks.weights_groups(W, eps, theta, values)
     groups = np.unique(eps) if values is None else np.asarray(values, dtype=np.float64)
     if not np.all(np.isin(eps, groups)) or any(np.sum(eps == v) == 0 for v in groups):
         raise ValueError(f"every readout value must be one of values={groups.tolist()}, each "

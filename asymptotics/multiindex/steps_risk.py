@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.multiindex.steps import StepsMapping, steps_mapping
+from asymptotics.spiked.readouts import parse_readout
 
 
 def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
@@ -26,6 +27,11 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
     from asymptotics.equations.solver import SolverConfig
     from asymptotics.spiked.solve import risk_spiked
 
+    alpha = checks.positive("alpha", alpha)
+    if mapping is not None:
+        group_checks.instance("mapping", mapping, StepsMapping, "steps_mapping(...)")
+    group_checks.ridge(lam, beta, p, (mapping.readout if mapping is not None
+                                      else parse_readout(readout)).weights)
     mp = mapping if mapping is not None else steps_mapping(
         sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout,
         batch=batch)
@@ -52,7 +58,10 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
     from asymptotics.core.progress import Progress
     from asymptotics.spiked.solve import risk_spiked
 
-    alphas = [checks.positive("alpha", a) for a in np.atleast_1d(alphas)]
+    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
+                                                                   np.atleast_1d(alphas))]
+    group_checks.by_step_options(progress, on_step)
+    group_checks.ridge(lam, beta, p, parse_readout(readout).weights)
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout, batch=batch)
     rows = []
@@ -74,6 +83,30 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "e
     return pd.DataFrame(rows)
 
 
+def needs_groups(target: object) -> bool:
+    """True for a target text the one-step theory does not take but the K-group model of the
+    steps does (an expression in z1..zk with k >= 2, or with He_n): ``risk(..., steps=1)`` then
+    takes the route of several steps with T = 1 (THEORY.md §12), so a loop over T keeps its
+    call. Texts neither parser takes stay on the one-step route, which reports them."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.targets import parse_target
+    from asymptotics.spiked.problem import resolve_target
+
+    if not isinstance(target, str):
+        return False
+    try:
+        get_function(target)
+        return False
+    except ValueError:
+        pass
+    try:
+        parse_target(target)
+    except ValueError:
+        return False
+    resolve_target(target)  # a multi-index text: its own errors (e.g. growth) are the ones to say
+    return True
+
+
 def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, lam: object,
                    eta: object, **kw):
     """``asymptotics.risk(..., steps=T)``: None for T = 1 (the one-step path, unchanged), else
@@ -81,12 +114,16 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     steps = checks.integer("steps", steps, 1)
     from asymptotics.multiindex.reused import check_batch
     check_batch(kw.get("batch", "fresh"))
-    if steps == 1:  # one step cannot tell a reused batch from a fresh one
+    # one step cannot tell a reused batch from a fresh one; a target in z1..zk needs the groups
+    if steps == 1 and not needs_groups(kw.get("target")):
         return None
     if model != "srf":
-        raise ValueError(f"steps={steps} is implemented for model='srf' (the K-group model of "
-                         "several steps, THEORY.md §12); the network theory covers one step. "
-                         f"Pass model='srf' (got model={model!r})")
+        what = (f"steps={steps}" if steps > 1 else
+                f"the multi-index target {kw.get('target')!r}")
+        raise ValueError(f"{what} is implemented for model='srf' (the K-group model of the "
+                         "steps, THEORY.md §12); the network theory covers one step of a "
+                         f"single-index target. Pass model='srf' (got model={model!r})")
+    eta = group_checks.steps_strings(lam, eta, steps)
     given = [name for name, v in overrides.items() if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:

@@ -22,6 +22,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments, kappa_rule
+from asymptotics.core import group_checks
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
 KAPPA_NODES = {1: 120, 2: 24, 3: 12}
@@ -140,6 +141,8 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
             om, wo = tensor_rule(len(free), counts)
         else:
             om, wo = np.zeros((1, 0)), np.ones(1)
+        group_checks.quadrature_size(n * om.shape[0], om.shape[0], f"{len(free)} unlearned "
+                                     f"directions x {n} kappa nodes")
         h, h2 = np.zeros(n), np.zeros(n)
         h1 = np.zeros((n, k))
         chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))

@@ -14,7 +14,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import parse_target, target_callable
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.spiked.coefficients import Tables, build_tables
 
 SUM_TOL = 1e-9
@@ -61,7 +61,8 @@ def _matrix(name: str, value: object, ndim: int) -> np.ndarray:
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of real numbers, got {value!r}") from None
     if a.ndim != ndim:
-        shape = "a K x r matrix" if ndim == 2 else "a list of K numbers"
+        shape = ("an r x k matrix" if name == "overlaps" else "a K x r matrix") if ndim == 2 \
+            else "a list of K numbers"
         raise ValueError(f"{name} must be {shape}, got shape {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{name} must be finite, got {value!r}")
@@ -98,6 +99,7 @@ def resolve_target(target: str | Function | Callable) -> tuple[Function | Callab
             return get_function(target), 1, target
         except ValueError:
             g, k = _parsed(target)
+            group_checks.target_growth(g, k, target)
             return g, k, target
     if callable(target) and isinstance(getattr(target, "k", None), int):
         # a vectorised g(Z), Z (..., k), that states its k (e.g. a rotated multi-index target)
@@ -163,6 +165,7 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
     delta = checks.positive("delta", delta, allow_zero=True)
     if p is not None:
         p = None if p == math.inf else checks.real("p", p, 1.0)
+        group_checks.group_width(p, pi)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
     tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega, degrees=degrees)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
+from asymptotics.core import group_checks
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.step.srf import step_moments
@@ -89,6 +90,9 @@ def parse_readout(spec: object = "constant") -> Readout:
                         f"{{1: 0.5, -1: 0.5}}), got {spec!r}")
     if len(table) == 0:
         raise ValueError("readout must have at least one value, got an empty mapping")
+    if len(table) > group_checks.MAX_GROUPS:
+        raise ValueError(f"readout has {len(table)} values (one neuron group each); at most "
+                         f"{group_checks.MAX_GROUPS} are supported")
     values, weights = [], []
     for v, w in table.items():
         fv = _number("readout value", v)
@@ -143,6 +147,7 @@ def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: fl
     """The groups of one giant step with eta = eta_tilde p on n0 = alpha0 d samples and the
     initial readout ``readout`` (THEORY.md §11); ``alpha0 = inf``: an infinite first batch."""
     ro = parse_readout(readout)
+    group_checks.readout_step(alpha0, eta, delta)
     if not (alpha0 > 0):
         raise ValueError(f"alpha0 must be > 0 (inf: an infinite first batch), got {alpha0}")
     if not (eta >= 0 and math.isfinite(eta)):

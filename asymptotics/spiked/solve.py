@@ -13,11 +13,11 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked.anderson import anderson
-from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
+from asymptotics.spiked.kernels import channel_v, complete, full_map, risk_of, sizes, v_map
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
@@ -89,6 +89,38 @@ class _Solved:
         self.converged = status == Status.CONVERGED
 
 
+def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
+                    status: Status) -> tuple[Status | str, str]:
+    """K >= 2 groups at p = infinity: ``("needs_width", reason)`` where the mean channel uses a
+    direction of the groups' mean features so weak that only networks wider than
+    :data:`~asymptotics.core.group_checks.MAX_LIMIT_WIDTH` reach the limit (the groups'
+    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged."""
+    t = prob.tables
+    K = prob.fractions.shape[0]
+    iv = 1.0 / (1.0 + channel_v(v[:K * K].reshape(K, K), v[K * K:], t.mub1, t.mus2))
+    sq = np.sqrt(t.weights * iv)
+    need, rel = group_checks.contrast_width(sq[:, None] * t.mu0, sq * t.h, alpha / prob.beta,
+                                            v[K * K:])
+    if need <= group_checks.WARN_LIMIT_WIDTH:
+        return status, status.message
+    if need <= group_checks.MAX_LIMIT_WIDTH:
+        import warnings
+
+        from asymptotics.models.problem import LimitWarning
+
+        warnings.warn("K groups at p = infinity: the groups' contrast channel makes this limit "
+                      "the answer only for networks much wider than the width in the result's "
+                      "message; pass the width, p=... (the finite-width theory, THEORY.md "
+                      "§10.6)", LimitWarning, stacklevel=3)
+        return status, (f"{status.message}; the groups' contrast channel: the limit holds for "
+                        f"networks much wider than ~{need:.2g} neurons (pass p=...)")
+    return "needs_width", (
+        f"at p = infinity the groups' contrast channel (a direction of their mean features whose "
+        f"eigenvalue is {rel:.2g} of the largest) is unpenalised, and the limit holds only for "
+        f"networks wider than ~{need:.2g} neurons: pass the width, p=... (the finite-width "
+        "theory, THEORY.md §10.6)")
+
+
 def cold_start(prob: SpikedProblem) -> np.ndarray:
     """(V1, V2) to start from: 0.5 diag(pi), 0.5 pi."""
     pi = prob.fractions
@@ -153,13 +185,19 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                 raise ConvergenceError(f"K-group equations at lam = 0, alpha={alpha:g}: "
                                        f"{lim.message}")
             return lim
+    if res.converged and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
+        status, message = contrast_status(prob, alpha, res.x, status)
+        conv = status == Status.CONVERGED
+    else:
+        message = status.message
     risk = risk_of(state, *a[:8]) if conv else math.nan
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
-                               f"{status.message}")
+                               f"{message}")
     pr = prob.params()
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
-                        status=status.name.lower(), message=status.message,
+                        status=status.name.lower() if isinstance(status, Status) else status,
+                        message=message,
                         iterations=int(n_iter), residual=float(resid),
                         order=unpack_state(prob, state), state=tuple(state.tolist()), **pr)
 
@@ -218,6 +256,8 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     by less than :data:`QUADRATURE_RTOL` (``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
+    group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p, n_kappa, n_omega)
+    group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
@@ -248,6 +288,9 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     checks.optional_flag("progress", progress)
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     n_kappa, n_omega = params.pop("n_kappa", None), params.pop("n_omega", None)
+    group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
+                                                        "overlaps", "p")), n_kappa, n_omega)
+    group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
@@ -282,10 +325,8 @@ def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
     from asymptotics.core.progress import Progress
 
     checks.optional_flag("progress", progress)
-    lams = list(lams)
-    if not lams:
-        raise ValueError("lams must contain at least one value")
-    alphas = list(alphas)
+    lams = checks.sequence("lams", lams)
+    alphas = checks.sequence("alphas", alphas)
     params.pop("lam", None)
     bar = Progress(len(lams), "spiked grid", unit="curves", enabled=progress)
     with bar:
@@ -298,6 +339,8 @@ def spike_contributions(alpha: float, **params) -> dict:
     """What each learned direction buys: the risk with all loadings (``"all"``) and with the
     loadings along direction a zeroed in every group (``"without_<a+1>"``), plus the random-features
     risk with every loading zeroed (``"none"``). Same parameters as :func:`risk_spiked`."""
+    group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
+                                                        "overlaps", "p")))
     U = np.array(params["loadings"], dtype=np.float64)
     out = {"all": risk_spiked(alpha, **params).risk}
     for a in range(U.shape[1]):

@@ -32,6 +32,10 @@ def check_real(value, name: str, lo: float, hi: float = math.inf, *, lo_open=Fal
     return checks.real(name, value, lo, hi, lo_open=lo_open, hi_open=hi_open)
 
 
+#: the largest matrix (weights p x d, batch n x d) a run may allocate (float64, 0.4 GB)
+MAX_ENTRIES = 50_000_000
+
+
 @dataclass(frozen=True)
 class StepConfig:
     """One (``a2 is None``) or two full-batch steps on W, in the module's convention.
@@ -77,6 +81,11 @@ class StepConfig:
         target_function(self.target, None)
         if self.p < 2 or self.n < 2:
             raise ValueError(f"beta*d and alpha0*d must be >= 2 (got p={self.p}, n={self.n})")
+        for rows, what in ((self.p, "beta"), (self.n, "alpha0")):  # before any allocation
+            if rows * self.d > MAX_ENTRIES:
+                raise ValueError(f"d={self.d} with {what}={getattr(self, what):g} needs a "
+                                 f"{rows} x {self.d} matrix; at most {MAX_ENTRIES:.0e} entries "
+                                 f"({MAX_ENTRIES * 8 / 2**30:.1f} GiB) are allowed: lower d")
 
     @property
     def p(self) -> int:
