@@ -78,13 +78,16 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     steps = checks.integer("steps", steps, 1)
     if steps == 1:
         return None
-    if model != "srf":
-        raise ValueError(f"steps={steps} is implemented for model='srf' (the K-group model of "
-                         "several steps, THEORY.md §12); the network theory covers one step. "
-                         f"Pass model='srf' (got model={model!r})")
+    if model not in ("srf", "network"):
+        raise ValueError(f"model must be 'network' or 'srf' for steps={steps} (THEORY.md §12, "
+                         f"§14), got {model!r}")
     given = [name for name, v in overrides.items() if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:
         raise ValueError(f"steps={steps} does not support {', '.join(given)} (the groups are "
                          "built from the steps' parameters, THEORY.md §12)")
+    if model == "network":  # the network theory of the groups (THEORY.md §14)
+        from asymptotics.network.route import risk_network
+
+        return risk_network(alpha, steps=steps, lam=lam, eta=eta, **kw)
     return risk_steps(alpha, steps=steps, lam=lam, eta=eta, **kw)

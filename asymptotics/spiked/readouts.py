@@ -225,11 +225,16 @@ def api_readout_risk(alpha: float, readout: object, *, model: str, spike: object
     ro = parse_readout(readout)
     if ro.is_constant:
         return None
-    _check_model(model, ro)
+    if model not in ("srf", "network"):
+        _check_model(model, ro)
     given = [name for name, v in (("spike", spike), ("gamma", gamma), ("measure", measure),
                                   ("common_row", common_row)) if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:
         raise ValueError(f"readout={ro.name!r} does not support {', '.join(given)} (the K-group "
-                         "sRF model of THEORY.md §11 is built from the step's parameters)")
+                         "model of THEORY.md §11/§14 is built from the step's parameters)")
+    if model == "network":  # the network theory of the groups (THEORY.md §14)
+        from asymptotics.network.route import risk_network
+
+        return risk_network(alpha, readout=ro, lam=lam, eta=eta, **kw)
     return risk_readout(alpha, readout=ro, lam=lam, eta=eta, **kw)
