@@ -1,0 +1,206 @@
+"""NETWORK_STEPS.md: the network theory of K groups (``model="network"``, docs/THEORY.md §14) and
+the K-group sRF surrogate (``model="srf"``, §11-§12) against the trained network, on the
+committed Monte Carlo of several steps and of readouts and on the new settings of
+:mod:`validation.experiments.network_steps` (``python -m validation.experiments.network_steps
+report``). Both theories at the simulated width ``p = beta d`` (§10.6, DERIVATIONS.md §8)."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from asymptotics.multiindex.steps import steps_mapping
+from asymptotics.multiindex.steps_risk import risk_steps
+from asymptotics.network.route import network_problem, one_step_equivalent, risk_network
+from asymptotics.spiked.readouts import risk_readout
+from validation.experiments.network_steps import REPORTS, RUNS, SETTINGS
+from validation.experiments.steps_theory import summarize
+
+STEPS_RUNS = REPORTS / "data" / "multistep_risk.csv"
+READOUT_RUNS = REPORTS / "data" / "readouts_runs.csv"
+OUT = REPORTS / "NETWORK_STEPS.md"
+THEORY_CSV = REPORTS / "data" / "network_steps_points.csv"
+
+
+def _readout(text: str):
+    if text in ("hypercube", "pm1"):
+        return "pm1"
+    if text == "constant":
+        return "constant"
+    inner = text.strip("{}")
+    table = {float(a): float(b) for a, b in (kv.split(":") for kv in inner.split(","))}
+    total = sum(table.values())  # the CSV keeps 6 digits of the weights
+    return {v: w / total for v, w in table.items()}
+
+
+@lru_cache(maxsize=64)
+def _problems(sigma, target, readout_key, alpha0, eta, steps):
+    ro = _readout(readout_key)
+    etas = tuple(float(e) for e in eta.split(","))
+    srf = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=etas, readout=ro)
+    net = None
+    if one_step_equivalent(sigma, ro, steps) is None or "z2" in target:
+        net = {t: network_problem(sigma=sigma, target=target, steps=t, alpha0=alpha0,
+                                  eta=etas[:t], readout=ro) for t in range(1, steps + 1)}
+    return srf, net
+
+
+def _theories(sigma, target, readout_key, alpha0, eta, step, alpha, beta, lam, p):
+    etas = tuple(float(e) for e in eta.split(","))
+    steps = len(etas)
+    srf_map, net = _problems(sigma, target, readout_key, alpha0, eta, steps)
+    ro = _readout(readout_key)
+    kw = dict(sigma=sigma, lam=lam, beta=beta, p=p)
+    if step == 1 and "z2" not in target:
+        s = risk_readout(alpha, readout=ro, target=target, alpha0=alpha0, eta=etas[0], **kw)
+    else:
+        s = risk_steps(alpha, steps=step, target=target, alpha0=alpha0, eta=etas[:step],
+                       mapping=srf_map, **kw)
+    if net is None:
+        n = risk_network(alpha, steps=1, readout=ro, target=target, alpha0=alpha0,
+                         eta=etas[0], **kw)
+    else:
+        n = risk_network(alpha, steps=step, readout=ro, target=target, alpha0=alpha0,
+                         eta=etas[:step], problem=net[step], **kw)
+    return _value(s), _value(n)
+
+
+def _value(res) -> float:
+    return res.risk if res.converged else math.nan
+
+
+def points(progress: bool = True) -> pd.DataFrame:
+    """Every (protocol, setting, d, step, alpha) with the Monte Carlo mean, its s.e. and both
+    theories."""
+    frames = []
+    st = summarize(pd.read_csv(STEPS_RUNS))
+    st = st[st.step >= 1].assign(protocol="steps (STEPS.md)")
+    frames.append(st.rename(columns={"ridge_alpha": "alpha"}))
+    ro = pd.read_csv(READOUT_RUNS)
+    ro = ro[ro.model == "network"]
+    g = ro.groupby(["name", "readout", "sigma", "target", "eta", "alpha0", "lam", "beta", "d",
+                    "alpha"])["risk"].agg(["mean", "std", "count"]).reset_index()
+    g["se"] = g["std"] / np.sqrt(g["count"])
+    g = g.rename(columns={"name": "setting"}).assign(protocol="readouts (READOUTS.md)", step=1)
+    g["eta"] = g["eta"].astype(str)
+    frames.append(g)
+    if RUNS.exists():
+        nw = pd.read_csv(RUNS)
+        h = nw.groupby(["setting", "sigma", "target", "readout", "eta", "alpha0", "lam", "beta",
+                        "d", "step", "ridge_alpha"])["test_error_cv"].agg(
+            ["mean", "std", "count"]).reset_index()
+        h["se"] = h["std"] / np.sqrt(h["count"])
+        frames.append(h.rename(columns={"ridge_alpha": "alpha"}).assign(protocol="new settings"))
+    cols = ["protocol", "setting", "sigma", "target", "readout", "alpha0", "eta", "beta", "lam",
+            "d", "step", "alpha", "count", "mean", "se"]
+    pts = pd.concat([f[cols] for f in frames], ignore_index=True)
+    srf, net = [], []
+    for i, r in enumerate(pts.itertuples()):
+        s, n = _theories(r.sigma, r.target, str(r.readout), float(r.alpha0), str(r.eta),
+                         int(r.step), float(r.alpha), float(r.beta), float(r.lam),
+                         float(r.beta) * float(r.d))
+        srf.append(s)
+        net.append(n)
+        if progress:
+            print(f"  {i + 1}/{len(pts)} {r.protocol} {r.setting} d={r.d} t={r.step} "
+                  f"alpha={r.alpha:g}: MC {r.mean:.4f} +- {r.se:.4f}, network {n:.4f}, "
+                  f"srf {s:.4f}", flush=True)
+    pts["network"] = net
+    pts["srf"] = srf
+    for m in ("network", "srf"):
+        pts[f"z_{m}"] = (pts["mean"] - pts[m]) / pts["se"]
+        pts[f"gap_{m}"] = (pts[m] - pts["mean"]) / pts["mean"]
+    return pts
+
+
+def _summary(pts: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    rows = []
+    for key, sub in pts.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key, strict=True))
+        row["points"] = len(sub)
+        for m in ("network", "srf"):
+            ok = int(np.sum(np.abs(sub[f"z_{m}"]) <= 3.0))
+            row[f"{m} within 3 s.e."] = f"{ok}/{len(sub)}"
+            gap = np.abs(sub[f"gap_{m}"])
+            row[f"{m} median/max gap"] = f"{100 * gap.median():.1f}% / {100 * gap.max():.1f}%"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _md(df: pd.DataFrame) -> str:
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "|" + "---|" * len(df.columns)
+    body = ["| " + " | ".join(str(v) for v in r) + " |" for r in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body])
+
+
+def report_text(pts: pd.DataFrame) -> str:
+    new = pts[pts.protocol == "new settings"]
+    settings = pd.DataFrame([dict(setting=k, sigma=v["sigma"], target=v["target"],
+                                  readout=str(v["readout"]), alpha0=v["alpha0"],
+                                  eta=",".join(f"{e:g}" for e in v["eta"]), beta=v["beta"])
+                             for k, v in SETTINGS.items()])
+    fmt = pts.copy()
+    for c in ("mean", "se", "network", "srf"):
+        fmt[c] = fmt[c].map(lambda x: f"{x:.4f}")
+    for c in ("z_network", "z_srf"):
+        fmt[c] = fmt[c].map(lambda x: f"{x:+.1f}")
+    for c in ("gap_network", "gap_srf"):
+        fmt[c] = fmt[c].map(lambda x: f"{100 * x:+.1f}%")
+    cols = ["protocol", "setting", "d", "step", "alpha", "count", "mean", "se", "network",
+            "z_network", "gap_network", "srf", "z_srf", "gap_srf"]
+    d2000 = pts[pts.d == 2000]
+    lines = [
+        "# The network theory of K groups against the trained network",
+        "",
+        "Generated by `python -m validation.experiments.network_steps report` (theory: "
+        "docs/THEORY.md §14; simulations of the new settings: `python -m "
+        "validation.experiments.network_steps simulate`, data "
+        "`validation/reports/data/network_steps_runs.csv`; the committed runs of STEPS.md and "
+        "READOUTS.md are reused as they are). `network`: `asymptotics.risk(..., "
+        "model=\"network\")` with `readout=` / `steps=`; `srf`: the K-group surrogate "
+        "(`model=\"srf\"`). Both at the simulated width `p = beta d`. z = (MC - theory)/s.e.; "
+        "gap = (theory - MC)/MC. Protocols: STEPS.md (erf(z-1), p = d, three steps, ridge "
+        "alpha 0.5, 2, 4; control-variate estimator; steps 1-3), READOUTS.md (one step, "
+        "alpha0 = 2, trained network rows only, 16 seeds), new settings (below; 3 seeds at "
+        "d = 1000, 2 at d = 2000; ridge alpha 0.5 and 2, lam = 0.01, 5000 test inputs, the "
+        "control variate of STEPS.md).",
+        "",
+        f"**d = 2000**: network theory within 3 s.e. at "
+        f"{int(np.sum(np.abs(d2000.z_network) <= 3))}/{len(d2000)} points, surrogate "
+        f"{int(np.sum(np.abs(d2000.z_srf) <= 3))}/{len(d2000)}. **All points**: network "
+        f"{int(np.sum(np.abs(pts.z_network) <= 3))}/{len(pts)}, surrogate "
+        f"{int(np.sum(np.abs(pts.z_srf) <= 3))}/{len(pts)}.",
+        "",
+        "## Summary by protocol and d",
+        "",
+        _md(_summary(pts, ["protocol", "d"])),
+        "",
+        "## By setting",
+        "",
+        _md(_summary(pts, ["protocol", "setting", "d"])),
+        "",
+        "## The new settings (fixed and committed before any theory number for them)",
+        "",
+        _md(settings),
+        "",
+        f"{len(new)} points.",
+        "",
+        "## Every point",
+        "",
+        _md(fmt[cols]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def write_report(progress: bool = True) -> pathlib.Path:
+    pts = points(progress=progress)
+    pts.to_csv(THEORY_CSV, index=False)
+    OUT.write_text(report_text(pts))
+    return OUT
