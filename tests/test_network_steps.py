@@ -9,7 +9,6 @@ import pytest
 import asymptotics
 from asymptotics.multiindex.steps import steps_mapping
 from asymptotics.network.groups import network_groups
-from asymptotics.network.route import risk_network
 from asymptotics.network.solve import risk_network_groups
 from asymptotics.spiked.solve import risk_spiked
 
@@ -57,10 +56,13 @@ def test_identical_groups_reduce_to_one_group():
 def test_constant_readout_one_step_is_the_one_step_network_theory():
     kw = dict(sigma="relu", target="tanh", alpha0=4.0, eta=1.5, lam=0.01, beta=1.5)
     ref = asymptotics.risk(2.0, model="network", **kw)
-    got = risk_network(2.0, steps=1, readout="constant", **kw)
     via_api = asymptotics.risk(2.0, model="network", readout={1: 1.0}, steps=1, **kw)
-    assert abs(got.risk - ref.risk) <= 1e-8 * ref.risk
     assert abs(via_api.risk - ref.risk) <= 1e-8 * ref.risk
+    # a readout of one value 2 with an odd sigma is the constant readout at eta_tilde 2 eta
+    kw_odd = {**kw, "sigma": "erf"}
+    two = asymptotics.risk(2.0, model="network", readout={2.0: 1.0}, **kw_odd)
+    ref2 = asymptotics.risk(2.0, model="network", **{**kw_odd, "eta": 3.0})
+    assert abs(two.risk - ref2.risk) <= 1e-8 * ref2.risk
 
 
 def test_odd_sigma_pm1_equals_constant_one_step():

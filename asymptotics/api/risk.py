@@ -104,6 +104,18 @@ def risk(
     :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
     checks.flag("strict", strict)
     _check_solver(solver)
+    if model == "network" and not (steps == 1 and isinstance(readout, str)
+                                   and readout == "constant"):  # THEORY.md §14
+        from asymptotics.network.route import api_network_risk
+
+        res, eta = api_network_risk(alpha, steps=steps, readout=readout, eta=eta, lam=lam,
+                                    overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                                   common_row=common_row),
+                                    sigma=sigma, target=target, alpha0=alpha0, beta=beta,
+                                    delta=delta, p=p, strict=strict, solver=solver)
+        if res is not None:
+            return res
+        steps, readout = 1, "constant"
     if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
         from asymptotics.multiindex.steps_risk import api_steps_risk
 

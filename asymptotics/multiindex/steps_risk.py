@@ -78,7 +78,7 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     steps = checks.integer("steps", steps, 1)
     if steps == 1:
         return None
-    if model not in ("srf", "network"):
+    if model != "srf":  # model="network" is answered by asymptotics.risk (THEORY.md §14)
         raise ValueError(f"model must be 'network' or 'srf' for steps={steps} (THEORY.md §12, "
                          f"§14), got {model!r}")
     given = [name for name, v in overrides.items() if v is not None]
@@ -86,8 +86,4 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     if given:
         raise ValueError(f"steps={steps} does not support {', '.join(given)} (the groups are "
                          "built from the steps' parameters, THEORY.md §12)")
-    if model == "network":  # the network theory of the groups (THEORY.md §14)
-        from asymptotics.network.route import risk_network
-
-        return risk_network(alpha, steps=steps, lam=lam, eta=eta, **kw)
     return risk_steps(alpha, steps=steps, lam=lam, eta=eta, **kw)

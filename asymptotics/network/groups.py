@@ -35,13 +35,13 @@ from asymptotics.multiindex.steps import (
     TRAPEZOID_STEP,
     GroupState,
     Quadrature,
-    _etas,
-    _evaluate,
-    _factor,
-    _trapezoid,
-    _xi_moments,
     group_params,
 )
+from asymptotics.network.quadrature import etas as _etas
+from asymptotics.network.quadrature import evaluate as _evaluate
+from asymptotics.network.quadrature import factor as _factor
+from asymptotics.network.quadrature import trapezoid as _trapezoid
+from asymptotics.network.quadrature import xi_moments as _xi_moments
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout

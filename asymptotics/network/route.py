@@ -62,17 +62,38 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                  delta: float = 0.0, p: float | None = None, strict: bool = False,
                  solver: SolverConfig = SolverConfig(), problem: dict | None = None):
     """The network theory's risk after ``steps`` giant steps with the initial readout
-    ``readout`` (THEORY.md §14). ``problem``: a :func:`network_problem` to reuse."""
-    factor = one_step_equivalent(sigma, readout, steps) if problem is None else None
-    if factor is not None and _single_index(target):
-        from asymptotics.api.risk import risk
-
-        e = eta[0] if isinstance(eta, Sequence) else eta
-        return risk(alpha, sigma=sigma, target=target, alpha0=alpha0, eta=float(e) * factor,
-                    lam=lam, beta=beta, delta=delta, p=p, strict=strict, solver=solver,
-                    model="network")
+    ``readout`` by the K-group route (THEORY.md §14; a
+    :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
+    reuse. The one-step cases of :func:`one_step_equivalent` are answered by
+    ``asymptotics.risk(model="network")`` (the dispatcher sends them there)."""
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
                                strict=strict, solver=solver, **params)
+
+
+def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
+                     lam: object, overrides: dict, sigma, target, **kw):
+    """``asymptotics.risk(..., model="network")`` with ``steps`` or ``readout``: ``(result,
+    eta)``. ``result`` None means: the one-step network theory answers, at ``eta`` (the
+    constant readout's eta_tilde of :func:`one_step_equivalent`)."""
+    from asymptotics.core import checks
+
+    steps = checks.integer("steps", steps, 1)
+    ro = parse_readout(readout)
+    factor = one_step_equivalent(sigma, ro, steps) if _single_index(target) else None
+    if factor is not None:
+        e = eta[0] if isinstance(eta, Sequence) and not isinstance(eta, str) and len(eta) == 1 \
+            else eta
+        if isinstance(e, str) and factor != 1.0:
+            raise ValueError(f"eta={e!r} is not supported with readout={ro.name!r}")
+        return None, e if isinstance(e, str) else float(e) * factor
+    given = [name for name, v in overrides.items() if v is not None]
+    given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if given:
+        raise ValueError(f"model='network' with readout={ro.name!r}, steps={steps} does not "
+                         f"support {', '.join(given)} (the groups are built from the steps' "
+                         "parameters, THEORY.md §14)")
+    return risk_network(alpha, steps=steps, readout=ro, eta=eta, lam=lam, sigma=sigma,
+                        target=target, **kw), eta

@@ -6,6 +6,7 @@ the completion and the literal map of :mod:`asymptotics.spiked.kernels` carrying
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 
 import numpy as np
@@ -29,7 +30,51 @@ from asymptotics.spiked.kernels import (
     vhats,
 )
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
-from asymptotics.spiked.solve import SpikedResult, _args, _refined, cold_start, unpack_state
+from asymptotics.spiked.solve import (
+    KAPPA_LADDER,
+    QUADRATURE_RTOL,
+    SpikedResult,
+    cold_start,
+    unpack_state,
+)
+
+
+def _args(prob: SpikedProblem, alpha: float) -> tuple:
+    t = prob.tables
+    return (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
+            prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
+
+
+def _ladder(r: int) -> tuple[int, ...]:
+    return KAPPA_LADDER.get(r, KAPPA_LADDER[4]) if r >= 2 else ()
+
+
+def _refined(solve_at: Callable[[int | None, int | None], list[SpikedResult]], r: int,
+             n_kappa: int | None, n_omega: int | None) -> list[SpikedResult]:
+    """(As in :mod:`asymptotics.spiked.solve`.) Solve on the ladder of kappa rules until every
+    risk agrees with the previous rule's to
+    :data:`QUADRATURE_RTOL` (relative); a point that never does is NaN with the reason. A rule
+    given by the caller (``n_kappa``), or r = 1 (the one-spike rule), is used as given."""
+    if n_kappa is not None or r == 1:
+        return solve_at(n_kappa, n_omega)
+    prev: list[SpikedResult] | None = None
+    ladder = _ladder(r)
+    for n in ladder:
+        cur = solve_at(n, n_omega)  # (the rule of the unlearned target directions is kept)
+        if prev is not None:
+            changes = [abs(c.risk - q.risk) / max(abs(c.risk), 1e-300)
+                       if c.converged and q.converged else math.nan
+                       for c, q in zip(cur, prev, strict=True)]
+            out = [replace(c, n_kappa=n, quadrature_change=ch)
+                   for c, ch in zip(cur, changes, strict=True)]
+            if all(not (ch > QUADRATURE_RTOL) for ch in changes):  # NaN: not converged
+                return out
+        prev = cur
+    return [r_ if not (r_.quadrature_change > QUADRATURE_RTOL) else replace(
+        r_, risk=math.nan, converged=False, status="max_iter",
+        message=f"quadrature not resolved: the risk still moves by {r_.quadrature_change:.2g} "
+                f"(relative) from {ladder[-2]} to {ladder[-1]} kappa nodes per dimension; "
+                "pass a larger n_kappa") for r_ in out]
 
 
 def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@ before any theory number was computed for them (:data:`SETTINGS`).
 ``python -m validation.experiments.network_steps simulate [--d 1000] [--seeds 3] [--only N1,N2]``
 simulates the new settings (protocol of THEORY.md §1/§11/§12, an independent numpy simulator
 below; appends to ``validation/reports/data/network_steps_runs.csv``, skipping repetitions that
-are there). ``python -m validation.experiments.network_steps report [--quiet]`` computes both
+are there). ``python -m validation.experiments.network_steps_report [--quiet]`` computes both
 theories (``model="network"`` and ``model="srf"``) for every point and writes
 ``validation/reports/NETWORK_STEPS.md``.
 
@@ -148,19 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--d", type=int, default=None)
     sim.add_argument("--seeds", type=int, default=None)
     sim.add_argument("--only", type=str, default=None, help="comma-separated setting names")
-    rep = sub.add_parser("report", help="both theories against every point; NETWORK_STEPS.md")
-    rep.add_argument("--quiet", action="store_true")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.cmd == "simulate":
-        simulate(args.d, args.seeds, args.only.split(",") if args.only else None)
-        return 0
-    from validation.experiments.network_steps_report import write_report
-
-    write_report(progress=not args.quiet)
+    simulate(args.d, args.seeds, args.only.split(",") if args.only else None)
     return 0
 
 
