@@ -15,6 +15,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+import asymptotics
 from asymptotics.multiindex.steps import steps_mapping
 from asymptotics.multiindex.steps_risk import risk_steps
 from asymptotics.network.route import network_problem, one_step_equivalent, risk_network
@@ -58,13 +59,14 @@ def _theories(sigma, target, readout_key, alpha0, eta, step, alpha, beta, lam, p
     ro = _readout(readout_key)
     kw = dict(sigma=sigma, lam=lam, beta=beta, p=p)
     if step == 1 and "z2" not in target:
-        s = risk_readout(alpha, readout=ro, target=target, alpha0=alpha0, eta=etas[0], **kw)
+        one = target.replace("z1", "z")  # the one-step routes name a single index z
+        s = risk_readout(alpha, readout=ro, target=one, alpha0=alpha0, eta=etas[0], **kw)
     else:
         s = risk_steps(alpha, steps=step, target=target, alpha0=alpha0, eta=etas[:step],
                        mapping=srf_map, **kw)
     if net is None:
-        n = risk_network(alpha, steps=1, readout=ro, target=target, alpha0=alpha0,
-                         eta=etas[0], **kw)
+        n = asymptotics.risk(alpha, steps=1, readout=ro, target=target.replace("z1", "z"),
+                             alpha0=alpha0, eta=etas[0], model="network", **kw)
     else:
         n = risk_network(alpha, steps=step, readout=ro, target=target, alpha0=alpha0,
                          eta=etas[:step], problem=net[step], **kw)
@@ -100,6 +102,7 @@ def points(progress: bool = True) -> pd.DataFrame:
     cols = ["protocol", "setting", "sigma", "target", "readout", "alpha0", "eta", "beta", "lam",
             "d", "step", "alpha", "count", "mean", "se"]
     pts = pd.concat([f[cols] for f in frames], ignore_index=True)
+    pts = pts[pts["count"] >= 2].reset_index(drop=True)  # a single repetition has no s.e.
     srf, net = [], []
     for i, r in enumerate(pts.itertuples()):
         s, n = _theories(r.sigma, r.target, str(r.readout), float(r.alpha0), str(r.eta),
@@ -132,6 +135,19 @@ def _summary(pts: pd.DataFrame, by: list[str]) -> pd.DataFrame:
             row[f"{m} median/max gap"] = f"{100 * gap.median():.1f}% / {100 * gap.max():.1f}%"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _trend(pts: pd.DataFrame) -> str:
+    """The median |gap| of each theory at each d, over the settings simulated at both."""
+    both = [k for k, sub in pts.groupby(["protocol", "setting"]) if sub.d.nunique() > 1]
+    sub = pts[[(r.protocol, r.setting) in both for r in pts.itertuples()]]
+    parts = []
+    for d, g in sub.groupby("d"):
+        parts.append(f"d = {d}: network {100 * np.abs(g.gap_network).median():.1f}%, "
+                     f"surrogate {100 * np.abs(g.gap_srf).median():.1f}% "
+                     f"({len(g)} points)")
+    return ("**Trend in d** (median |gap| over the settings simulated at several d): "
+            + "; ".join(parts) + ".")
 
 
 def _md(df: pd.DataFrame) -> str:
@@ -178,6 +194,8 @@ def report_text(pts: pd.DataFrame) -> str:
         f"{int(np.sum(np.abs(d2000.z_srf) <= 3))}/{len(d2000)}. **All points**: network "
         f"{int(np.sum(np.abs(pts.z_network) <= 3))}/{len(pts)}, surrogate "
         f"{int(np.sum(np.abs(pts.z_srf) <= 3))}/{len(pts)}.",
+        "",
+        _trend(pts),
         "",
         "## Summary by protocol and d",
         "",
