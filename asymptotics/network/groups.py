@@ -12,8 +12,9 @@ to first order in it, by ``b -> (I + eta eps_g J_g) b`` with
 which is ``1 + eta eps_g E[e m1'_g]`` times the identity outside E (the scale of §12.2) and, on
 E, the matrix ``E[e m1'_g x x^T]`` (x restricted to E) plus the self-terms of the step's fresh
 noise directions, which are built from the same batch (docs/DERIVATIONS.md §9.2). The step's row
-noise is kept isotropic (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T + n_g I`` with
-``L_g = I + eta eps_g J_g`` and ``n_g`` the isotropic noise. At t = 0, ``C_g = I``.
+noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x x^T] / alpha0`` on E and isotropic
+elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T + noise`` with
+``L_g = I + eta eps_g J_g``. At t = 0, ``C_g = I``.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
     e_m1p = np.zeros(K)
     T3 = np.zeros((K, K, n))  # E[(e^2 + delta) m1'_g m1_h x]
     T4 = np.zeros((K, K, K))  # E[(e^3 + 3 e delta) m1'_g m1_h m1_l]
+    NX = np.zeros((K, n, n))  # E[(e^2 + delta) Var_xi sigma'_g x x^T]: the row noise on E
     rows = max(1, CHUNK // max(1, R.shape[0] * max(1, n)))
     for lo in range(0, U.shape[0], rows):
         sl = slice(lo, lo + rows)
@@ -161,6 +163,7 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
         e_m1p += wp.sum(axis=(0, 1))
         w2 = (w * (e * e + delta))[..., None] * m1p[sl, None, :]
         T3 += np.einsum("urg,uh,ura->gha", w2, m1[sl], X)
+        NX += np.einsum("ur,ug,ura,urb->gab", w * (e * e + delta), v[sl], X, X)
         w3 = np.sum(w * (e**3 + 3.0 * e * delta), axis=1)
         T4 += np.einsum("u,ug,uh,ul->ghl", w3, m1p[sl], m1[sl], m1[sl])
     sqrt_c = np.sqrt(state.c) + eta * values * e_m2
@@ -199,6 +202,8 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
         Cg[:n, :n] = cov[gi]
         Cg[n:, n:] = state.c[gi] * np.eye(qf)
         Cg = Lg @ Cg @ Lg.T + nz[gi] * np.eye(ne)
+        if finite:  # the row noise on E is E[(e^2 + delta) Var sigma' x x^T] eta^2 eps^2 / alpha0
+            Cg[:n, :n] += eta**2 * values[gi] ** 2 * (NX[gi] - noise_v[gi] * np.eye(n)) / alpha0
         cov_new[gi] = P @ Cg @ P.T
     return new_state, cov_new
 
