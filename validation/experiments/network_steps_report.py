@@ -20,13 +20,22 @@ from asymptotics.multiindex.steps import steps_mapping
 from asymptotics.multiindex.steps_risk import risk_steps
 from asymptotics.network.route import network_problem, one_step_equivalent, risk_network
 from asymptotics.spiked.readouts import risk_readout
-from validation.experiments.network_steps import REPORTS, RUNS, SETTINGS
+from validation.experiments.network_steps import (
+    LAM,
+    PLAN,
+    REPORTS,
+    RIDGE_ALPHAS,
+    RUNS,
+    SETTINGS,
+    readout_text,
+)
 from validation.experiments.steps_theory import summarize
 
 STEPS_RUNS = REPORTS / "data" / "multistep_risk.csv"
 READOUT_RUNS = REPORTS / "data" / "readouts_runs.csv"
 OUT = REPORTS / "NETWORK_STEPS.md"
 THEORY_CSV = REPORTS / "data" / "network_steps_points.csv"
+THEORY_CACHE = REPORTS / "data" / "network_steps_points_theory.csv"
 
 
 def _readout(text: str):
@@ -77,6 +86,66 @@ def _value(res) -> float:
     return res.risk if res.converged else math.nan
 
 
+THEORY_KEYS = ("sigma", "target", "readout", "alpha0", "eta", "step", "alpha", "beta", "lam",
+               "d")
+
+
+def _key_frame(df: pd.DataFrame) -> pd.DataFrame:
+    out = df[list(THEORY_KEYS)].copy()
+    for c in ("sigma", "target", "readout", "eta"):
+        out[c] = out[c].astype(str)
+    for c in ("alpha0", "alpha", "beta", "lam"):
+        out[c] = out[c].astype(float)
+    out["step"] = out["step"].astype(int)
+    out["d"] = out["d"].astype(int)
+    return out.drop_duplicates().reset_index(drop=True)
+
+
+def planned_new_points() -> pd.DataFrame:
+    """The theory keys of every planned point of the new settings (PLAN x steps x alpha)."""
+    rows = []
+    for d, _, names in PLAN:
+        for name in names:
+            s = SETTINGS[name]
+            for t in range(1, len(s["eta"]) + 1):
+                for a in RIDGE_ALPHAS:
+                    rows.append(dict(sigma=s["sigma"], target=s["target"],
+                                     readout=readout_text(s["readout"]), alpha0=s["alpha0"],
+                                     eta=",".join(f"{x:g}" for x in s["eta"]), step=t, alpha=a,
+                                     beta=s["beta"], lam=LAM, d=d))
+    return _key_frame(pd.DataFrame(rows))
+
+
+def theory_table(keys: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
+    """Both theories at every key (cached in ``network_steps_points_theory.csv``: only the keys
+    it lacks are computed)."""
+    keys = _key_frame(keys)
+    cache = _key_frame(pd.read_csv(THEORY_CACHE)).assign(
+        network=pd.read_csv(THEORY_CACHE)["network"].to_numpy(),
+        srf=pd.read_csv(THEORY_CACHE)["srf"].to_numpy()) if THEORY_CACHE.exists() else None
+    if cache is not None:
+        have = keys.merge(cache, on=list(THEORY_KEYS), how="left")
+        todo = have[have["network"].isna() & have["srf"].isna()][list(THEORY_KEYS)]
+    else:
+        todo = keys
+    rows = []
+    for i, r in enumerate(todo.itertuples(index=False)):
+        s, n = _theories(r.sigma, r.target, r.readout, r.alpha0, r.eta, r.step, r.alpha,
+                         r.beta, r.lam, r.beta * r.d)
+        rows.append({**r._asdict(), "network": n, "srf": s})
+        if progress:
+            print(f"  theory {i + 1}/{len(todo)}: {r.sigma} {r.target} {r.readout} d={r.d} "
+                  f"t={r.step} alpha={r.alpha:g}: network {n:.4f}, srf {s:.4f}", flush=True)
+        if len(rows) % 10 == 0 or i == len(todo) - 1:  # save as we go
+            new = pd.DataFrame(rows)
+            full = new if cache is None else pd.concat([cache, new], ignore_index=True)
+            full.to_csv(THEORY_CACHE, index=False)
+    if rows:
+        new = pd.DataFrame(rows)
+        cache = new if cache is None else pd.concat([cache, new], ignore_index=True)
+    return keys.merge(cache, on=list(THEORY_KEYS), how="left")
+
+
 def points(progress: bool = True) -> pd.DataFrame:
     """Every (protocol, setting, d, step, alpha) with the Monte Carlo mean, its s.e. and both
     theories."""
@@ -103,23 +172,21 @@ def points(progress: bool = True) -> pd.DataFrame:
             "d", "step", "alpha", "count", "mean", "se"]
     pts = pd.concat([f[cols] for f in frames], ignore_index=True)
     pts = pts[pts["count"] >= 2].reset_index(drop=True)  # a single repetition has no s.e.
-    srf, net = [], []
-    for i, r in enumerate(pts.itertuples()):
-        s, n = _theories(r.sigma, r.target, str(r.readout), float(r.alpha0), str(r.eta),
-                         int(r.step), float(r.alpha), float(r.beta), float(r.lam),
-                         float(r.beta) * float(r.d))
-        srf.append(s)
-        net.append(n)
-        if progress:
-            print(f"  {i + 1}/{len(pts)} {r.protocol} {r.setting} d={r.d} t={r.step} "
-                  f"alpha={r.alpha:g}: MC {r.mean:.4f} +- {r.se:.4f}, network {n:.4f}, "
-                  f"srf {s:.4f}", flush=True)
-    pts["network"] = net
-    pts["srf"] = srf
+    th = theory_table(pts, progress=progress)
+    pts = pts.merge(th, on=list(THEORY_KEYS), how="left")
     for m in ("network", "srf"):
         pts[f"z_{m}"] = (pts["mean"] - pts[m]) / pts["se"]
         pts[f"gap_{m}"] = (pts[m] - pts["mean"]) / pts["mean"]
     return pts
+
+
+def _committed_keys() -> pd.DataFrame:
+    st = summarize(pd.read_csv(STEPS_RUNS))
+    st = st[st.step >= 1].rename(columns={"ridge_alpha": "alpha"})
+    ro = pd.read_csv(READOUT_RUNS)
+    ro = ro[ro.model == "network"].assign(step=1)
+    ro["eta"] = ro["eta"].astype(str)
+    return pd.concat([_key_frame(st), _key_frame(ro)], ignore_index=True)
 
 
 def _summary(pts: pd.DataFrame, by: list[str]) -> pd.DataFrame:
@@ -231,7 +298,13 @@ def main(argv: list[str] | None = None) -> int:
                                  description="both theories against every point: "
                                              "NETWORK_STEPS.md")
     ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.add_argument("--precompute", action="store_true",
+                    help="only fill the theory cache for the committed runs and every planned "
+                         "point of the new settings (no report)")
     args = ap.parse_args(argv)
+    if args.precompute:
+        theory_table(pd.concat([_committed_keys(), planned_new_points()]), not args.quiet)
+        return 0
     print(write_report(progress=not args.quiet))
     return 0
 
