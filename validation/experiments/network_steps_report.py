@@ -120,12 +120,16 @@ def theory_table(keys: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
     """Both theories at every key (cached in ``network_steps_points_theory.csv``: only the keys
     it lacks are computed)."""
     keys = _key_frame(keys)
-    cache = _key_frame(pd.read_csv(THEORY_CACHE)).assign(
-        network=pd.read_csv(THEORY_CACHE)["network"].to_numpy(),
-        srf=pd.read_csv(THEORY_CACHE)["srf"].to_numpy()) if THEORY_CACHE.exists() else None
-    if cache is not None:
-        have = keys.merge(cache, on=list(THEORY_KEYS), how="left")
-        todo = have[have["network"].isna() & have["srf"].isna()][list(THEORY_KEYS)]
+    cache = None
+    if THEORY_CACHE.exists():
+        raw = pd.read_csv(THEORY_CACHE)
+        cache = _key_frame(raw.assign(_i=range(len(raw))).drop_duplicates(
+            list(THEORY_KEYS), keep="last"))
+        last = raw.drop_duplicates(list(THEORY_KEYS), keep="last").reset_index(drop=True)
+        cache = cache.assign(network=last["network"].to_numpy(), srf=last["srf"].to_numpy())
+    if cache is not None:  # a NaN (no converged theory) is an answer too: not recomputed
+        have = keys.merge(cache.assign(_in=True), on=list(THEORY_KEYS), how="left")
+        todo = have[have["_in"].isna()][list(THEORY_KEYS)]
     else:
         todo = keys
     rows = []
@@ -240,6 +244,7 @@ def report_text(pts: pd.DataFrame) -> str:
     cols = ["protocol", "setting", "d", "step", "alpha", "count", "mean", "se", "network",
             "z_network", "gap_network", "srf", "z_srf", "gap_srf"]
     d2000 = pts[pts.d == 2000]
+    nan = pts[pts.network.isna() | pts.srf.isna()]
     lines = [
         "# The network theory of K groups against the trained network",
         "",
@@ -260,7 +265,11 @@ def report_text(pts: pd.DataFrame) -> str:
         f"{int(np.sum(np.abs(d2000.z_network) <= 3))}/{len(d2000)} points, surrogate "
         f"{int(np.sum(np.abs(d2000.z_srf) <= 3))}/{len(d2000)}. **All points**: network "
         f"{int(np.sum(np.abs(pts.z_network) <= 3))}/{len(pts)}, surrogate "
-        f"{int(np.sum(np.abs(pts.z_srf) <= 3))}/{len(pts)}.",
+        f"{int(np.sum(np.abs(pts.z_srf) <= 3))}/{len(pts)}. Points without a theory number "
+        f"(NaN: not converged, e.g. the r = 3 kappa quadrature that does not settle; counted "
+        f"as misses): {len(nan)}"
+        + (" (" + ", ".join(f"{r.setting} d={r.d} t={r.step} alpha={r.alpha:g}"
+                            for r in nan.itertuples()) + ")" if len(nan) else "") + ".",
         "",
         _trend(pts),
         "",
