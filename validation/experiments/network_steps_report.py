@@ -258,8 +258,9 @@ def report_text(pts: pd.DataFrame) -> str:
         "gap = (theory - MC)/MC. Protocols: STEPS.md (erf(z-1), p = d, three steps, ridge "
         "alpha 0.5, 2, 4; control-variate estimator; steps 1-3), READOUTS.md (one step, "
         "alpha0 = 2, trained network rows only, 16 seeds), new settings (below; 3 seeds at "
-        "d = 1000, 2 at d = 2000; ridge alpha 0.5 and 2, lam = 0.01, 5000 test inputs, the "
-        "control variate of STEPS.md).",
+        "d = 1000 and 4 at d = 2000 (`count`); ridge alpha 0.5 and 2, lam = 0.01, 5000 test "
+        "inputs, the control variate of STEPS.md). With 3-4 seeds the s.e. is itself a rough "
+        "estimate (an underestimate makes |z| large at a small gap: read z with the gap).",
         "",
         f"**d = 2000**: network theory within 3 s.e. at "
         f"{int(np.sum(np.abs(d2000.z_network) <= 3))}/{len(d2000)} points, surrogate "
