@@ -221,6 +221,18 @@ def _trend(pts: pd.DataFrame) -> str:
             + "; ".join(parts) + ".")
 
 
+def _cost() -> str:
+    if not RUNS.exists():
+        return ""
+    runs = pd.read_csv(RUNS)
+    sec = runs.groupby(["setting", "d", "repetition"])["seconds"].max()
+    by_d = sec.groupby(level=1).sum() / 3600
+    return ("Simulation cost: " + f"{len(sec)} repetitions, "
+            + ", ".join(f"{h:.2f} h at d = {d}" for d, h in by_d.items())
+            + " of summed wall-clock of single-threaded processes at low priority on a shared "
+              "machine (an upper bound of their CPU time).")
+
+
 def _md(df: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "|" + "---|" * len(df.columns)
@@ -286,7 +298,7 @@ def report_text(pts: pd.DataFrame) -> str:
         "",
         _md(settings),
         "",
-        f"{len(new)} points.",
+        f"{len(new)} points. {_cost()}",
         "",
         "## Every point",
         "",
