@@ -4,7 +4,7 @@ same setting, both through ``asymptotics.risk`` (no cache of the groups in eithe
 builds the groups and solves). Prints, per setting, the best of ``--repeat`` runs of each and
 their ratio (the target: network <= 2x surrogate), and the ratio of the solves alone (groups
 given).
-Run: python -m benchmarks.bench_network_steps [--repeat 3]
+Run: python -m benchmarks.bench_network_steps [--repeat 5]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def best(f, repeat: int) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m benchmarks.bench_network_steps",
                                  description=__doc__.split("\n")[0])
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
     print("setting | surrogate point [s] | network point [s] | ratio | solve-only ratio")
     for s in SETTINGS:

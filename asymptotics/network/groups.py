@@ -158,12 +158,17 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
         noise = np.sum(w * (e * e + delta), axis=1)
         noise_v += noise @ v[sl]
         noise_mm += (m1[sl] * noise[:, None]).T @ m1[sl]
-        wp = we[..., None] * m1p[sl, None, :]  # (u, rest, K)
-        J += np.einsum("urg,ura,urb->gab", wp, X, X)
-        e_m1p += wp.sum(axis=(0, 1))
-        w2 = (w * (e * e + delta))[..., None] * m1p[sl, None, :]
-        T3 += np.einsum("urg,uh,ura->gha", w2, m1[sl], X)
-        NX += np.einsum("ur,ug,ura,urb->gab", w * (e * e + delta), v[sl], X, X)
+        Xf = X.reshape(-1, n)  # the nodes flattened: (u rest, n)
+        we2 = (w * (e * e + delta)).reshape(-1)
+        nu = X.shape[1]
+        for gi in range(K):
+            wp = (we * m1p[sl, None, gi]).reshape(-1)
+            J[gi] += (Xf * wp[:, None]).T @ Xf
+            e_m1p[gi] += wp.sum()
+            NX[gi] += (Xf * (we2 * np.repeat(v[sl, gi], nu))[:, None]).T @ Xf
+            w2 = we2 * np.repeat(m1p[sl, gi], nu)
+            for hi in range(K):
+                T3[gi, hi] += (w2 * np.repeat(m1[sl, hi], nu)) @ Xf
         w3 = np.sum(w * (e**3 + 3.0 * e * delta), axis=1)
         T4 += np.einsum("u,ug,uh,ul->ghl", w3, m1p[sl], m1[sl], m1[sl])
     sqrt_c = np.sqrt(state.c) + eta * values * e_m2
