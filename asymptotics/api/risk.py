@@ -94,14 +94,16 @@ def risk(
     finite p, omega = 1 (the numbers of §8) otherwise.
 
     ``readout``: the initial second layer (THEORY.md §11): "constant" (default, §1), "pm1" or a
-    mapping value -> weight; other than "constant" it needs ``model="srf"`` and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_readout`.
+    mapping value -> weight; other than "constant" it returns a
+    :class:`~asymptotics.spiked.SpikedResult`: with ``model="srf"`` that of
+    :func:`asymptotics.risk_readout`, with ``model="network"`` the network theory of the groups
+    (THEORY.md §14; the one-step network theory itself where it applies exactly).
 
     ``steps``: the number of giant steps, each on a fresh batch of alpha0 d samples (THEORY.md
-    §12); 1 (default) is the one step above. ``steps > 1`` needs ``model="srf"`` (the K-group
-    model of the steps), accepts a target in z1..zk, ``eta`` as one eta_tilde or one per step,
-    ``alpha0=inf`` (the large-batch limit) and any ``readout``, and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
+    §12); 1 (default) is the one step above. ``steps > 1`` accepts a target in z1..zk, ``eta``
+    as one eta_tilde or one per step, ``alpha0=inf`` (the large-batch limit) and any
+    ``readout``, and returns a :class:`~asymptotics.spiked.SpikedResult`: the network theory of
+    the groups (THEORY.md §14) or, with ``model="srf"``, :func:`asymptotics.risk_steps`."""
     checks.flag("strict", strict)
     _check_solver(solver)
     if model == "network" and not (steps == 1 and isinstance(readout, str)
