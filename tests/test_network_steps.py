@@ -124,3 +124,35 @@ def test_network_route_is_the_default_model_for_steps():
     assert abs(net.risk - srf.risk) > 1e-3 * srf.risk
     with pytest.raises(ValueError, match="model must be"):
         asymptotics.risk(2.0, steps=2, model="rf", **kw)
+
+
+def test_group_covariances_follow_a_simulated_network():
+    """The recursion of the groups' bulk covariances (DERIVATIONS.md §9.2) against a trained
+    network (protocol of THEORY.md §1/§12, d = 500, p = 2000, one draw): relu, z1 + z1 z2, pm1,
+    alpha0 = 8, eta_tilde = (2, 4). C_zz / c is far from the surrogate's identity (off-diagonal
+    ~ +-1.3 and +-3.2) and the sampled one follows the theory to 15% of its largest entry
+    (sampling s.e. of a covariance over 1000 rows ~ 4.5%)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.targets import target_callable
+
+    d, p, alpha0, etas = 500, 2000, 8.0, (2.0, 4.0)
+    ng = network_groups("relu", "z1 + z1*z2", steps=2, alpha0=alpha0, eta=etas, readout="pm1")
+    sig = get_function("relu")
+    g, k = target_callable("z1 + z1*z2")
+    rng = np.random.default_rng(11)
+    W = rng.standard_normal((p, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    eps = np.repeat([1.0, -1.0], p // 2)
+    n0 = int(alpha0 * d)
+    for t, eta in enumerate(etas, start=1):
+        X = rng.standard_normal((n0, d))
+        act, dact = sig.value_and_derivative(X @ W.T)
+        e = g(X[:, :k]) - act @ eps / p
+        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
+        for gi, val in enumerate((1.0, -1.0)):
+            B = W[eps == val] - W[eps == val].mean(axis=0)
+            c = np.mean(np.sum(B[:, k:] ** 2, axis=1)) * d / (d - k)
+            measured = np.cov(B[:, :k].T * np.sqrt(d)) / c
+            theory = ng.cov[t][gi][:k, :k] / ng.states[t].c[gi]
+            assert abs(theory[0, 1]) > 1.0  # the anisotropy the surrogate does not have
+            assert np.max(np.abs(measured - theory)) <= 0.15 * np.max(np.abs(theory))
