@@ -2,7 +2,9 @@
 the K-group sRF surrogate (``model="srf"``, §11-§12) against the trained network, on the
 committed Monte Carlo of several steps and of readouts and on the new settings of
 :mod:`validation.experiments.network_steps` (``python -m validation.experiments.network_steps_report
-[--quiet]``). Both theories at the simulated width ``p = beta d`` (§10.6, DERIVATIONS.md §8)."""
+[--quiet]``). Both theories at the simulated width ``p = beta d`` (§10.6, DERIVATIONS.md §8).
+The theory values are cached per point in ``network_steps_points_theory.csv`` (only missing
+points are computed): delete that file after any change of either theory."""
 
 from __future__ import annotations
 
