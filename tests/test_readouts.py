@@ -129,7 +129,7 @@ def test_readout_names_and_model():
     assert parse_readout({-1: 0.5, 1: 0.5}).name == "pm1"
     assert parse_readout({2: 0.25, -1: 0.75}).name == "{2: 0.25, -1: 0.75}"
     assert parse_readout().is_constant and parse_readout("pm1").mean == 0.0
-    with pytest.raises(ValueError, match="implemented for model='srf' only"):
+    with pytest.raises(ValueError, match="answered by asymptotics.risk"):
         risk_readout(1.0, readout="pm1", model="network")
     with pytest.raises(ValueError, match="alpha0 must be > 0"):
         readout_mapping("tanh", "tanh", alpha0=0.0, eta=1.0, readout="pm1")
@@ -137,15 +137,16 @@ def test_readout_names_and_model():
 
 def test_api_risk_readout_keyword():
     """asymptotics.risk(readout=...): "constant" is today's path (the same object type and
-    numbers), other readouts route to the K-group solver with model="srf" only."""
+    numbers), other readouts route to the K-group solver with model="srf" and to the network
+    theory of the groups (THEORY.md §14) with the default model="network"."""
     base = A.risk(2.0, sigma="relu", target="tanh", model="srf", **KW)
     same = A.risk(2.0, sigma="relu", target="tanh", model="srf", readout="constant", **KW)
     assert same == base
     pm = A.risk(2.0, sigma="relu", target="tanh", model="srf", readout="pm1", **KW)
     ref = risk_readout(2.0, readout="pm1", sigma="relu", target="tanh", **KW)
     assert pm.risk == ref.risk and pm.converged
-    with pytest.raises(ValueError, match="implemented for model='srf' only"):
-        A.risk(2.0, readout="pm1")  # the default model is the network theory
+    # the default model is the network theory: tanh is odd, so pm1 is the constant readout
+    assert A.risk(2.0, readout="pm1").risk == A.risk(2.0).risk
     with pytest.raises(ValueError, match="does not support gamma"):
         A.risk(2.0, model="srf", readout="pm1", gamma=0.5)
     with pytest.raises(ValueError, match="readout weights must sum to 1"):

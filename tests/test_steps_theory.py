@@ -95,7 +95,9 @@ def test_state_from_weights_reads_a_constructed_layer():
 
 
 @pytest.mark.parametrize("kw,match", [
-    (dict(steps=2), "model='srf'"),
+    (dict(steps=2, model="rf"), "model must be 'network' or 'srf'"),
+    (dict(steps=2, gamma=0.5), "does not support gamma"),
+    (dict(steps=0), "steps must be an integer >= 1"),
     (dict(steps=0, model="srf"), "steps must be an integer >= 1"),
     (dict(steps=2.5, model="srf"), "steps must be an integer"),
     (dict(steps=2, model="srf", eta=(1.0,)), "one value per step"),

@@ -95,20 +95,38 @@ def risk(
     finite p, omega = 1 (the numbers of §8) otherwise.
 
     ``readout``: the initial second layer (THEORY.md §11): "constant" (default, §1), "pm1" or a
-    mapping value -> weight; other than "constant" it needs ``model="srf"`` and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_readout`.
+    mapping value -> weight; other than "constant" it returns a
+    :class:`~asymptotics.spiked.SpikedResult`: with ``model="srf"`` that of
+    :func:`asymptotics.risk_readout`, with ``model="network"`` the network theory of the groups
+    (THEORY.md §15; the one-step network theory itself where it applies exactly).
 
     ``steps``: the number of giant steps, each on a fresh batch of alpha0 d samples (THEORY.md
-    §12); 1 (default) is the one step above. ``steps > 1`` needs ``model="srf"`` (the K-group
-    model of the steps), accepts a target in z1..zk, ``eta`` as one eta_tilde or one per step,
-    ``alpha0=inf`` (the large-batch limit) and any ``readout``, and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`.
-    ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2)."""
+    §12); 1 (default) is the one step above. ``steps > 1`` accepts a target in z1..zk, ``eta``
+    as one eta_tilde or one per step, ``alpha0=inf`` (the large-batch limit) and any
+    ``readout``, and returns a :class:`~asymptotics.spiked.SpikedResult`: the network theory of
+    the groups (THEORY.md §15) or, with ``model="srf"``, :func:`asymptotics.risk_steps`.
+    ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2, ``model="srf"``)."""
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
-    if batch != "fresh" or not (isinstance(steps, int) and not isinstance(steps, bool)
-                                and steps == 1) or \
+    one_step = isinstance(steps, int) and not isinstance(steps, bool) and steps == 1
+    if model == "network" and batch != "fresh" and not one_step:
+        raise ValueError(f"batch={batch!r} after several steps is implemented for model='srf' "
+                         "(THEORY.md §14); pass model='srf'")
+    if model == "network" and not (one_step and isinstance(readout, str)
+                                   and readout == "constant"
+                                   and not _needs_groups(target)):  # THEORY.md §15
+        from asymptotics.network.route import api_network_risk
+
+        res, eta = api_network_risk(alpha, steps=steps, readout=readout, eta=eta, lam=lam,
+                                    overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                                   common_row=common_row),
+                                    sigma=sigma, target=target, alpha0=alpha0, beta=beta,
+                                    delta=delta, p=p, strict=strict, solver=solver)
+        if res is not None:
+            return res
+        steps, readout, one_step = 1, "constant", True
+    if batch != "fresh" or not one_step or \
             isinstance(target, str):  # steps=1 with a target in z1..zk: the K-group route
         from asymptotics.multiindex.steps_risk import api_steps_risk
 
@@ -239,6 +257,13 @@ def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.Da
     if isinstance(lam, str):
         return optimal_lam(alphas, eta=eta, progress=progress, **kw, **overrides)
     return optimal_eta(alphas, lam=lam, progress=progress, **kw, **overrides)
+
+
+def _needs_groups(target: object) -> bool:
+    """A target text only the K-group model takes (THEORY.md §12): see ``needs_groups``."""
+    from asymptotics.multiindex.steps_risk import needs_groups
+
+    return needs_groups(target)
 
 
 def _check_solver(solver: object) -> None:

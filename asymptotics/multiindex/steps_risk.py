@@ -117,12 +117,9 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
     # one step cannot tell a reused batch from a fresh one; a target in z1..zk needs the groups
     if steps == 1 and not needs_groups(kw.get("target")):
         return None
-    if model != "srf":
-        what = (f"steps={steps}" if steps > 1 else
-                f"the multi-index target {kw.get('target')!r}")
-        raise ValueError(f"{what} is implemented for model='srf' (the K-group model of the "
-                         "steps, THEORY.md §12); the network theory covers one step of a "
-                         f"single-index target. Pass model='srf' (got model={model!r})")
+    if model != "srf":  # model="network" is answered by asymptotics.risk (THEORY.md §15)
+        raise ValueError(f"model must be 'network' or 'srf' for steps={steps} (THEORY.md §12, "
+                         f"§15), got {model!r}")
     eta = group_checks.steps_strings(lam, eta, steps)
     given = [name for name, v in overrides.items() if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]

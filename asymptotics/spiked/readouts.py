@@ -19,7 +19,8 @@ the K-group model of THEORY.md §10 with r = 1 (``loadings = [[u_g]]``, ``bulk =
 :func:`asymptotics.step.srf.srf_mapping`
 exactly; ``alpha0 = inf`` is the limit of an infinite first batch (``|u| = |mu1_star|``,
 ``c_g = s_g^2``). :func:`risk_readout` solves it (``model="srf"``, the surrogate the equations
-describe exactly; the trained network with several groups is not covered by a theory here)."""
+describe exactly; ``model="network"`` through ``asymptotics.risk`` is the network theory of the
+groups, THEORY.md §15, ``asymptotics.network``)."""
 
 from __future__ import annotations
 
@@ -171,9 +172,9 @@ def _check_model(model: object, ro: Readout) -> None:
     if model == "srf":
         return
     if model == "network":
-        raise ValueError(f"readout={ro.name!r} is implemented for model='srf' only (the K-group "
-                         "sRF model of the step, THEORY.md §11); the network theory covers the "
-                         "constant readout: asymptotics.risk(model='network')")
+        raise ValueError(f"readout={ro.name!r} with model='network' is answered by "
+                         "asymptotics.risk (THEORY.md §15); risk_readout is the K-group sRF "
+                         "model of the step (model='srf', THEORY.md §11)")
     raise ValueError(f"model must be 'srf' for a finite-support readout, got {model!r}")
 
 
@@ -236,5 +237,5 @@ def api_readout_risk(alpha: float, readout: object, *, model: str, spike: object
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:
         raise ValueError(f"readout={ro.name!r} does not support {', '.join(given)} (the K-group "
-                         "sRF model of THEORY.md §11 is built from the step's parameters)")
+                         "model of THEORY.md §11/§15 is built from the step's parameters)")
     return risk_readout(alpha, readout=ro, lam=lam, eta=eta, **kw)

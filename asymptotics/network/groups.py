@@ -1,0 +1,249 @@
+"""The network theory of K neuron groups after T giant steps: the groups of
+:mod:`asymptotics.multiindex.steps` (THEORY.md §12) plus each group's bulk covariance on the
+finite span of the target and of the spikes (docs/DERIVATIONS.md §9, THEORY.md §15).
+
+Row i of group g after t steps is ``s_g + b_i``: the common spike of §12 and a bulk ``b_i`` whose
+covariance is ``c_g I / d`` outside the span E of the target directions and of the spikes' outside
+parts (coordinates ``(z, h)``, dimension ``k + q``) and ``C_g / d`` on E. One step maps the bulk,
+to first order in it, by ``b -> (I + eta eps_g J_g) b`` with
+
+    J_g = n0^-1 sum_mu e_mu m1'_g(s_g . x_mu) x_mu x_mu^T,     m1'_g = m2_g / sqrt(c_g),
+
+which is ``1 + eta eps_g E[e m1'_g]`` times the identity outside E (the scale of §12.2) and, on
+E, the matrix ``E[e m1'_g x x^T]`` (x restricted to E) plus the self-terms of the step's fresh
+noise directions, which are built from the same batch (docs/DERIVATIONS.md §9.2). The step's row
+noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x x^T] / alpha0`` on E and isotropic
+elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T + noise`` with
+``L_g = I + eta eps_g J_g``. At t = 0, ``C_g = I``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.core import checks
+from asymptotics.multiindex.steps import (
+    CHUNK,
+    MAX_STEPS,
+    RANK_TOL,
+    REST_NODES,
+    TRAPEZOID_STEP,
+    GroupState,
+    Quadrature,
+    group_params,
+)
+from asymptotics.network.quadrature import etas as _etas
+from asymptotics.network.quadrature import evaluate as _evaluate
+from asymptotics.network.quadrature import factor as _factor
+from asymptotics.network.quadrature import trapezoid as _trapezoid
+from asymptotics.network.quadrature import xi_moments as _xi_moments
+from asymptotics.spiked.coefficients import tensor_rule
+from asymptotics.spiked.problem import resolve_target, target_degrees
+from asymptotics.spiked.readouts import Readout, parse_readout
+
+DEFAULT_QUAD = Quadrature()
+
+
+@dataclass(frozen=True)
+class NetworkGroups:
+    """Every state t = 0..T (:class:`GroupState`, §12) and the groups' bulk covariances on E
+    (``cov[t]``: K x (k+q_t) x (k+q_t), in units of the isotropic ``c_g``: identity = sRF)."""
+
+    sigma: str
+    target: str
+    readout: Readout
+    alpha0: float
+    eta: tuple[float, ...]
+    delta: float
+    k: int
+    states: tuple[GroupState, ...]
+    cov: tuple[np.ndarray, ...] = field(repr=False)
+
+    @property
+    def steps(self) -> int:
+        return len(self.states) - 1
+
+    def spiked_params(self, step: int | None = None) -> dict:
+        """Keyword arguments of the K-group equations after ``step`` steps (default: all): those
+        of :func:`asymptotics.spiked.risk_spiked` plus ``channels``, each group's normalised
+        bulk covariance on the model's basis ``[V, T]`` (K x (r+k) x (r+k))."""
+        t = self.steps if step is None else step
+        if not (0 <= t <= self.steps):
+            raise ValueError(f"step must be in 0..{self.steps}, got {step}")
+        st = self.states[t]
+        params = group_params(st, self.target, self.readout.weights)
+        params["channels"] = model_channels(st, self.cov[t])
+        return params
+
+
+def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
+    """The groups' normalised bulk covariances ``C_g / c_g`` on the orthonormal basis
+    ``[V, T]`` of the K-group model (THEORY.md §10.1, §12.3): V the spikes' span, ``t_j`` the
+    unit part of the rotated ``theta'_j`` orthogonal to V (zero where ``rho_j = 0``)."""
+    K, k = state.a.shape
+    q = state.L.shape[1]
+    S = np.hstack([state.a, state.L])
+    _, sv, wt = np.linalg.svd(S, full_matrices=False)
+    r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
+    if r == 0:
+        V = np.zeros((k + q, 1))
+        Q = np.eye(k)
+    else:
+        V = wt[:r].T
+        _, _, qt = np.linalg.svd(V[:k].T, full_matrices=True)
+        Q = qt.T
+    theta = np.zeros((k + q, k))
+    theta[:k] = Q  # rotated target directions in (z, h) coordinates
+    T = theta - V @ (V.T @ theta)
+    rho = np.sqrt(np.sum(T**2, axis=0))
+    T = np.where(rho[None, :] > 1e-12, T / np.maximum(rho, 1e-300)[None, :], 0.0)
+    B = np.hstack([V, T])
+    out = np.einsum("ai,gab,bj->gij", B, cov, B)
+    out /= np.where(state.c > 0, state.c, 1.0)[:, None, None]
+    # a zero bulk carries no channel: the identity keeps the sRF numbers there
+    for g in range(K):
+        if not state.c[g] > 0:
+            out[g] = B.T @ B
+    return np.ascontiguousarray(out)
+
+
+def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
+                    values: np.ndarray, fractions: np.ndarray, eta: float, alpha0: float,
+                    delta: float, quad: Quadrature = DEFAULT_QUAD,
+                    degree: int | None = None) -> tuple[GroupState, np.ndarray]:
+    """One giant step (THEORY.md §12.2: the state, number for number as
+    :func:`asymptotics.multiindex.steps.advance`) and the bulk covariances on E (module
+    docstring); ``cov`` is K x (k+q) x (k+q) in absolute units (``c_g I`` is isotropic)."""
+    K, k = state.a.shape
+    q = state.L.shape[1]
+    S = np.hstack([state.a, state.L])
+    _, sv, vt = np.linalg.svd(S, full_matrices=True)
+    r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
+    basis = vt.T
+    h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
+    U, wu = _trapezoid(r, h)
+    n_rest = quad.rest if quad.rest is not None else (
+        degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
+    R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
+    xi, wxi = gauss_hermite(quad.xi)
+    F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
+    sc = np.sqrt(state.c)
+    m1p = m2 / np.where(sc > 0, sc, 1.0)[None, :]  # d m1 / d(pre-activation) = E sigma''
+    f = F @ (fractions * values)
+    n = k + q
+    da, dL = np.zeros((K, k)), np.zeros((K, q))
+    e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
+    J = np.zeros((K, n, n))  # E[e m1' x x^T]
+    e_m1p = np.zeros(K)
+    T3 = np.zeros((K, K, n))  # E[(e^2 + delta) m1'_g m1_h x]
+    T4 = np.zeros((K, K, K))  # E[(e^3 + 3 e delta) m1'_g m1_h m1_l]
+    NX = np.zeros((K, n, n))  # E[(e^2 + delta) Var_xi sigma'_g x x^T]: the row noise on E
+    rows = max(1, CHUNK // max(1, R.shape[0] * max(1, n)))
+    for lo in range(0, U.shape[0], rows):
+        sl = slice(lo, lo + rows)
+        X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
+        w = wu[sl, None] * wr[None, :]
+        e = _evaluate(g, X[..., :k]) - f[sl, None]
+        we = w * e
+        wm1 = we[..., None] * m1[sl, None, :]
+        da += np.einsum("urg,urj->gj", wm1, X[..., :k])
+        dL += np.einsum("urg,urj->gj", wm1, X[..., k:])
+        e_m2 += np.einsum("ur,ug->g", we, m2[sl])
+        noise = np.sum(w * (e * e + delta), axis=1)
+        noise_v += noise @ v[sl]
+        noise_mm += (m1[sl] * noise[:, None]).T @ m1[sl]
+        Xf = X.reshape(-1, n)  # the nodes flattened: (u rest, n)
+        we2 = (w * (e * e + delta)).reshape(-1)
+        nu = X.shape[1]
+        for gi in range(K):
+            wp = (we * m1p[sl, None, gi]).reshape(-1)
+            J[gi] += (Xf * wp[:, None]).T @ Xf
+            e_m1p[gi] += wp.sum()
+            NX[gi] += (Xf * (we2 * np.repeat(v[sl, gi], nu))[:, None]).T @ Xf
+            w2 = we2 * np.repeat(m1p[sl, gi], nu)
+            for hi in range(K):
+                T3[gi, hi] += (w2 * np.repeat(m1[sl, hi], nu)) @ Xf
+        w3 = np.sum(w * (e**3 + 3.0 * e * delta), axis=1)
+        T4 += np.einsum("u,ug,uh,ul->ghl", w3, m1p[sl], m1[sl], m1[sl])
+    sqrt_c = np.sqrt(state.c) + eta * values * e_m2
+    finite = math.isfinite(alpha0)
+    nz = eta**2 * values**2 * noise_v / alpha0 if finite else np.zeros(K)
+    c_new = sqrt_c**2 + nz
+    outside = state.L + eta * values[:, None] * dL
+    fresh = np.zeros((K, 0))
+    if finite:
+        fresh = _factor(eta**2 * np.outer(values, values) * noise_mm / alpha0)
+        outside = np.hstack([outside, fresh])
+    L_new = _factor(outside @ outside.T) if outside.shape[1] else outside
+    new_state = GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
+    # the bulk covariance on E + the fresh directions, then on the new E
+    qf = fresh.shape[1]
+    ne = n + qf
+    Fp = np.linalg.pinv(fresh) if qf else np.zeros((0, K))  # qf x K
+    cov_new = np.empty((K, k + L_new.shape[1], k + L_new.shape[1]))
+    if L_new.shape[1]:
+        Wt = np.linalg.pinv(L_new) @ outside  # q_new x (q + qf): new outside coordinates
+    else:
+        Wt = np.zeros((0, q + qf))
+    P = np.zeros((k + L_new.shape[1], ne))
+    P[:k, :k] = np.eye(k)
+    P[k:, k:] = Wt
+    for gi in range(K):
+        Jg = np.zeros((ne, ne))
+        Jg[:n, :n] = J[gi]
+        if qf:
+            sf = eta * values[:, None] * Fp.T / alpha0  # K x qf: self-term weights per group h
+            Jg[:n, n:] = np.einsum("ha,hb->ab", T3[gi], sf) if n else 0.0
+            Jg[n:, :n] = Jg[:n, n:].T
+            Jg[n:, n:] = e_m1p[gi] * np.eye(qf) + np.einsum("hl,ha,lb->ab", T4[gi], sf, sf)
+        Lg = np.eye(ne) + eta * values[gi] * Jg
+        Cg = np.zeros((ne, ne))
+        Cg[:n, :n] = cov[gi]
+        Cg[n:, n:] = state.c[gi] * np.eye(qf)
+        Cg = Lg @ Cg @ Lg.T + nz[gi] * np.eye(ne)
+        if finite:  # the row noise on E is E[(e^2 + delta) Var sigma' x x^T] eta^2 eps^2 / alpha0
+            Cg[:n, :n] += eta**2 * values[gi] ** 2 * (NX[gi] - noise_v[gi] * np.eye(n)) / alpha0
+        cov_new[gi] = P @ Cg @ P.T
+    return new_state, cov_new
+
+
+def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float = 0.0,
+                   readout: object = "constant", quad: Quadrature = DEFAULT_QUAD
+                   ) -> NetworkGroups:
+    """The groups and their bulk covariances after ``t = 0..steps`` giant steps (module
+    docstring); the states are those of :func:`asymptotics.multiindex.steps.steps_mapping`."""
+    steps = checks.integer("steps", steps, 1)
+    if steps > MAX_STEPS:
+        raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
+    if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
+        raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
+    etas = _etas(eta, steps)
+    delta = checks.real("delta", delta, 0.0)
+    ro = parse_readout(readout)
+    s = get_function(sigma)
+    if not isinstance(target, str):
+        raise TypeError(f"target must be an expression in z1..zk, got {target!r}")
+    g, k, _ = resolve_target(target)
+    values = np.asarray(ro.values, dtype=np.float64)
+    fractions = np.asarray(ro.weights, dtype=np.float64)
+    K = len(values)
+    per = target_degrees(target) if not isinstance(g, Function) else (None,)
+    degree = None if any(dg is None for dg in per) else int(sum(per))
+    st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
+    cov = np.repeat(np.eye(k)[None], K, axis=0)
+    states, covs = [st], [cov]
+    for t in range(steps):
+        st, cov = advance_network(st, cov, sigma=s, g=g, values=values, fractions=fractions,
+                                  eta=etas[t], alpha0=float(alpha0), delta=delta, quad=quad,
+                                  degree=degree)
+        states.append(st)
+        covs.append(cov)
+    return NetworkGroups(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
+                         eta=etas, delta=delta, k=k, states=tuple(states), cov=tuple(covs))

@@ -1,0 +1,99 @@
+"""``model="network"`` beyond the constant readout and one step (THEORY.md §15): the entry the
+dispatcher calls. :func:`network_problem` builds the K-group problem of the network (the groups
+of §12 and their channels), :func:`risk_network` solves it; the cases that are the one-step
+network theory of THEORY.md §3/DERIVATIONS.md §7 exactly (one step with the constant readout,
+or with an odd sigma and a readout of one magnitude) are sent there."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from asymptotics.coefficients.functions import get_function
+from asymptotics.equations.solver import SolverConfig
+from asymptotics.network.groups import network_groups
+from asymptotics.network.solve import risk_network_groups
+from asymptotics.spiked.readouts import parse_readout
+
+ODD_TOL = 1e-12
+
+
+def _is_odd(sigma) -> bool:
+    s = get_function(sigma)
+    z = np.linspace(-4.0, 4.0, 33)
+    return bool(np.max(np.abs(np.asarray(s(z)) + np.asarray(s(-z)))) < ODD_TOL)
+
+
+def _single_index(target) -> bool:
+    from asymptotics.spiked.problem import resolve_target
+
+    return resolve_target(target)[1] == 1
+
+
+def one_step_equivalent(sigma, readout: object, steps: int) -> float | None:
+    """The factor ``|eps|`` when one step with ``readout`` is the constant readout's step with
+    ``eta_tilde |eps|`` (the constant readout itself, or an odd sigma with every ``|eps_g|``
+    equal: flipping a row and its readout changes nothing, THEORY.md §11); else None."""
+    ro = parse_readout(readout)
+    if steps != 1:
+        return None
+    mags = {abs(v) for v in ro.values}
+    if ro.values == (1.0,):
+        return 1.0
+    if len(mags) == 1 and (len(ro.values) == 1 and ro.values[0] > 0 or _is_odd(sigma)):
+        return mags.pop()
+    return None
+
+
+def network_problem(*, sigma, target: str, steps: int, alpha0: float,
+                    eta: float | Sequence[float], delta: float = 0.0,
+                    readout: object = "constant") -> dict:
+    """The keyword arguments of :func:`asymptotics.network.solve.risk_network_groups` (the
+    K-group problem with the network's channels) after ``steps`` giant steps."""
+    ng = network_groups(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                        readout=readout)
+    return ng.spiked_params()
+
+
+def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
+                 sigma="tanh", target: str = "tanh", alpha0: float = 2.0,
+                 eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
+                 delta: float = 0.0, p: float | None = None, strict: bool = False,
+                 solver: SolverConfig = SolverConfig(), problem: dict | None = None):
+    """The network theory's risk after ``steps`` giant steps with the initial readout
+    ``readout`` by the K-group route (THEORY.md §15; a
+    :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
+    reuse. The one-step cases of :func:`one_step_equivalent` are answered by
+    ``asymptotics.risk(model="network")`` (the dispatcher sends them there)."""
+    params = problem if problem is not None else network_problem(
+        sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+        readout=readout)
+    return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
+                               strict=strict, solver=solver, **params)
+
+
+def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
+                     lam: object, overrides: dict, sigma, target, **kw):
+    """``asymptotics.risk(..., model="network")`` with ``steps`` or ``readout``: ``(result,
+    eta)``. ``result`` None means: the one-step network theory answers, at ``eta`` (the
+    constant readout's eta_tilde of :func:`one_step_equivalent`)."""
+    from asymptotics.core import checks
+
+    steps = checks.integer("steps", steps, 1)
+    ro = parse_readout(readout)
+    factor = one_step_equivalent(sigma, ro, steps) if _single_index(target) else None
+    if factor is not None:
+        e = eta[0] if isinstance(eta, Sequence) and not isinstance(eta, str) and len(eta) == 1 \
+            else eta
+        if isinstance(e, str) and factor != 1.0:
+            raise ValueError(f"eta={e!r} is not supported with readout={ro.name!r}")
+        return None, e if isinstance(e, str) else float(e) * factor
+    given = [name for name, v in overrides.items() if v is not None]
+    given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if given:
+        raise ValueError(f"model='network' with readout={ro.name!r}, steps={steps} does not "
+                         f"support {', '.join(given)} (the groups are built from the steps' "
+                         "parameters, THEORY.md §15)")
+    return risk_network(alpha, steps=steps, readout=ro, eta=eta, lam=lam, sigma=sigma,
+                        target=target, **kw), eta

@@ -1,0 +1,158 @@
+"""The network theory of K groups after readouts and several steps (docs/THEORY.md §15):
+reductions that must hold independently of the new code's own numbers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asymptotics
+from asymptotics.multiindex.steps import steps_mapping
+from asymptotics.network.groups import network_groups
+from asymptotics.network.solve import risk_network_groups
+from asymptotics.spiked.solve import risk_spiked
+
+GROUPS = dict(sigma="relu", target="z1 + z1*z2", loadings=[[1.0, 0.3], [-0.5, 0.8]],
+              bulk=[0.8, 1.1], fractions=[0.4, 0.6], overlaps=[[0.7, 0.1], [0.2, 0.5]],
+              lam=0.01, beta=1.2)
+
+
+def _random_channels(K: int, n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(K):
+        A = rng.standard_normal((n, n)) * 0.4
+        out.append(np.eye(n) + A @ A.T)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("p", [None, 700.0])
+def test_identity_channels_are_the_k_group_srf_equations(p):
+    """Isotropic group bulks (Sig_g = I) are §10.4's channels: the same numbers as
+    risk_spiked, order parameters included."""
+    a = risk_spiked(0.8, p=p, **GROUPS)
+    b = risk_network_groups(0.8, channels=np.repeat(np.eye(4)[None], 2, axis=0), p=p, **GROUPS)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-10 * a.risk
+    for name in ("zeta", "psi", "Q1", "Q2", "m"):
+        assert np.allclose(a.order[name], b.order[name], atol=1e-10)
+
+
+def test_identical_groups_reduce_to_one_group():
+    """Two groups with the same loadings, bulk and (anisotropic) channels are one group."""
+    sig = _random_channels(1, 3, seed=3)[0]
+    one = dict(sigma="relu", target="z1 + z1*z2", loadings=[[0.9]], bulk=[0.7],
+               overlaps=[[0.6, 0.0]], lam=0.01, beta=0.8)
+    a = risk_network_groups(1.5, channels=sig[None], fractions=[1.0], **one)
+    two = {**one, "loadings": [[0.9], [0.9]], "bulk": [0.7, 0.7]}
+    b = risk_network_groups(1.5, channels=np.array([sig, sig]), fractions=[0.3, 0.7], **two)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-8 * a.risk
+    # and the anisotropy matters: not the isotropic answer
+    c = risk_spiked(1.5, fractions=[1.0], **one)
+    assert abs(a.risk - c.risk) > 1e-3
+
+
+def test_constant_readout_one_step_is_the_one_step_network_theory():
+    kw = dict(sigma="relu", target="tanh", alpha0=4.0, eta=1.5, lam=0.01, beta=1.5)
+    ref = asymptotics.risk(2.0, model="network", **kw)
+    via_api = asymptotics.risk(2.0, model="network", readout={1: 1.0}, steps=1, **kw)
+    assert abs(via_api.risk - ref.risk) <= 1e-8 * ref.risk
+    # a readout of one value 2 with an odd sigma is the constant readout at eta_tilde 2 eta
+    kw_odd = {**kw, "sigma": "erf"}
+    two = asymptotics.risk(2.0, model="network", readout={2.0: 1.0}, **kw_odd)
+    ref2 = asymptotics.risk(2.0, model="network", **{**kw_odd, "eta": 3.0})
+    assert abs(two.risk - ref2.risk) <= 1e-8 * ref2.risk
+
+
+def test_odd_sigma_pm1_equals_constant_one_step():
+    kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=2.0, lam=0.01, beta=1.0)
+    a = asymptotics.risk(1.0, readout="pm1", **kw)
+    b = asymptotics.risk(1.0, **kw)
+    assert abs(a.risk - b.risk) <= 1e-8 * b.risk
+
+
+def test_odd_sigma_pm1_equals_constant_after_several_steps():
+    """Flipping a row and its readout changes nothing for odd sigma, at every step: the pm1
+    groups (+s, -s) with their channels give the constant readout's single group."""
+    kw = dict(sigma="erf", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 4.0), lam=0.01,
+              beta=1.0)
+    a = asymptotics.risk(2.0, steps=2, readout="pm1", **kw)
+    b = asymptotics.risk(2.0, steps=2, readout="constant", **kw)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-6 * b.risk
+
+
+def test_groups_follow_the_srf_mapping_and_start_isotropic():
+    kw = dict(steps=2, alpha0=16.0, eta=(2.0, 8.0), readout="pm1")
+    ng = network_groups("relu", "z1 + z1*z2", **kw)
+    mp = steps_mapping("relu", "z1 + z1*z2", **kw)
+    for s, t in zip(ng.states, mp.states, strict=True):
+        assert np.allclose(s.a, t.a, atol=1e-10)
+        assert np.allclose(s.spike_gram, t.spike_gram, atol=1e-10)
+        assert np.allclose(s.c, t.c, atol=1e-12)
+    assert np.allclose(ng.cov[0], np.eye(2))
+
+
+def test_first_step_covariance_is_the_closed_form():
+    """One step from W0 with alpha0 = inf: m1' = E sigma'' = c1 everywhere, so the bulk map on
+    the target plane is I + eta eps c1 E[e z z^T] (the tau term of THEORY.md §9): for
+    g = z1 + z1 z2 and pm1, E[e z z^T] = [[0, 1], [1, 0]] (E e = 0). c1 by scipy's adaptive
+    quadrature (a smooth sigma: the xi rule is then spectrally accurate)."""
+    from scipy.integrate import quad
+    from scipy.special import erf
+
+    def dd(z):  # sigma'' of erf(z - 1)
+        return -4.0 * (z - 1.0) * np.exp(-((z - 1.0) ** 2)) / np.sqrt(np.pi)
+
+    c1 = quad(lambda z: dd(z) * np.exp(-z * z / 2) / np.sqrt(2 * np.pi), -12, 12)[0]
+    assert erf(0.0) == 0.0
+    eta = 2.0
+    ng = network_groups("erf(z-1)", "z1 + z1*z2", steps=1, alpha0=np.inf, eta=eta,
+                        readout="pm1")
+    for g, eps in enumerate((1.0, -1.0)):
+        L = np.eye(2) + eta * eps * c1 * np.array([[0.0, 1.0], [1.0, 0.0]])
+        assert np.allclose(ng.cov[1][g], L @ L.T, atol=1e-9)
+        assert abs(ng.states[1].c[g] - 1.0) < 1e-9
+
+
+def test_network_route_is_the_default_model_for_steps():
+    kw = dict(sigma="relu", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 4.0), lam=0.01)
+    net = asymptotics.risk(2.0, steps=2, readout="pm1", **kw)
+    srf = asymptotics.risk(2.0, steps=2, readout="pm1", model="srf", **kw)
+    assert net.converged and srf.converged
+    assert abs(net.risk - srf.risk) > 1e-3 * srf.risk
+    with pytest.raises(ValueError, match="model must be"):
+        asymptotics.risk(2.0, steps=2, model="rf", **kw)
+
+
+def test_group_covariances_follow_a_simulated_network():
+    """The recursion of the groups' bulk covariances (DERIVATIONS.md §9.2) against a trained
+    network (protocol of THEORY.md §1/§12, d = 500, p = 2000, one draw): relu, z1 + z1 z2, pm1,
+    alpha0 = 8, eta_tilde = (2, 4). C_zz / c is far from the surrogate's identity (off-diagonal
+    ~ +-1.3 and +-3.2) and the sampled one follows the theory to 15% of its largest entry
+    (sampling s.e. of a covariance over 1000 rows ~ 4.5%)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.targets import target_callable
+
+    d, p, alpha0, etas = 500, 2000, 8.0, (2.0, 4.0)
+    ng = network_groups("relu", "z1 + z1*z2", steps=2, alpha0=alpha0, eta=etas, readout="pm1")
+    sig = get_function("relu")
+    g, k = target_callable("z1 + z1*z2")
+    rng = np.random.default_rng(11)
+    W = rng.standard_normal((p, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    eps = np.repeat([1.0, -1.0], p // 2)
+    n0 = int(alpha0 * d)
+    for t, eta in enumerate(etas, start=1):
+        X = rng.standard_normal((n0, d))
+        act, dact = sig.value_and_derivative(X @ W.T)
+        e = g(X[:, :k]) - act @ eps / p
+        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
+        for gi, val in enumerate((1.0, -1.0)):
+            B = W[eps == val] - W[eps == val].mean(axis=0)
+            c = np.mean(np.sum(B[:, k:] ** 2, axis=1)) * d / (d - k)
+            measured = np.cov(B[:, :k].T * np.sqrt(d)) / c
+            theory = ng.cov[t][gi][:k, :k] / ng.states[t].c[gi]
+            assert abs(theory[0, 1]) > 1.0  # the anisotropy the surrogate does not have
+            assert np.max(np.abs(measured - theory)) <= 0.15 * np.max(np.abs(theory))

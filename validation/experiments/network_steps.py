@@ -1,0 +1,163 @@
+"""The network theory of K groups after readouts and several steps (docs/THEORY.md §15) against
+the trained network: the committed Monte Carlo of several steps (``multistep_risk.csv``, STEPS.md)
+and of finite-support readouts (``readouts_runs.csv``, READOUTS.md), and new settings fixed
+before any theory number was computed for them (:data:`SETTINGS`).
+
+``python -m validation.experiments.network_steps simulate [--d 1000] [--seeds 3] [--only N1,N2]``
+simulates the new settings (protocol of THEORY.md §1/§11/§12, an independent numpy simulator
+below; appends to ``validation/reports/data/network_steps_runs.csv``, skipping repetitions that
+are there). ``python -m validation.experiments.network_steps_report [--quiet]`` computes both
+theories (``model="network"`` and ``model="srf"``) for every point and writes
+``validation/reports/NETWORK_STEPS.md``.
+
+Protocol of the simulator: rows of ``W0`` uniform on the unit sphere of R^d, ``p = beta d``;
+the readout ``a_j = eps_j / sqrt(p)`` frozen, with exactly ``round(pi_g p)`` rows of value
+``eps_g``; ``T`` giant steps, each on a fresh batch of ``n0 = alpha0 d`` samples,
+``w_j <- w_j + (eta_tilde_t eps_j / n0) sum_i (y_i - f(x_i)) sigma'(w_j . x_i) x_i``,
+``f(x) = p^-1 sum_j eps_j sigma(w_j . x)``; after each step, ridge (sum loss, ``lam``) of the
+readout on the first ``round(alpha d)`` samples of one fresh pool, and the test error on
+``n_test`` fresh noiseless inputs, reported as ``test_error - target_power + E g^2`` (the
+control variate of STEPS.md). Targets ``g(theta_1 . x, ...)`` with ``theta_j = e_j``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import pathlib
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.targets import target_callable
+
+REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
+RUNS = REPORTS / "data" / "network_steps_runs.csv"
+LAM = 0.01
+RIDGE_ALPHAS = (0.5, 2.0)
+N_TEST = 5000
+
+#: the new settings, fixed before any theory number was computed for them (committed first)
+SETTINGS: dict[str, dict] = {
+    "N1": dict(sigma="relu", target="z1 + z1*z2", readout={1.0: 1.0}, alpha0=16.0,
+               eta=(2.0, 8.0), beta=1.0),
+    "N2": dict(sigma="relu", target="z1 + z1*z2", readout={1.0: 0.5, -1.0: 0.5}, alpha0=8.0,
+               eta=(2.0, 4.0, 8.0), beta=1.0),
+    "N3": dict(sigma="relu", target="tanh(z1)", readout={1.0: 0.5, -1.0: 0.5}, alpha0=2.0,
+               eta=(2.0,), beta=2.0),
+    "N4": dict(sigma="sigmoid", target="z1 + z1*z2",
+               readout={2.0: 1 / 3, 1.0: 1 / 3, -1.0: 1 / 3}, alpha0=16.0, eta=(2.0, 4.0),
+               beta=0.5),
+    "N5": dict(sigma="erf", target="z1 + z1*z2 + z1*z2*z3", readout={1.0: 0.5, -1.0: 0.5},
+               alpha0=16.0, eta=(2.0, 8.0, 16.0), beta=1.0),
+    "N6": dict(sigma="sigmoid", target="tanh(z1)", readout={1.0: 1.0}, alpha0=4.0,
+               eta=(1.0, 2.0), beta=2.0),
+    "N7": dict(sigma="relu", target="z1 + z1*z2", readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25},
+               alpha0=16.0, eta=(2.0, 8.0), beta=0.5),
+    "N8": dict(sigma="erf", target="tanh(z1)", readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25},
+               alpha0=2.0, eta=(3.0,), beta=1.0),
+}
+#: (d, seeds, settings): d = 1000 for every setting, d = 2000 for the two relu staircases
+#: (planned with 2 seeds; 2 more were added after the first report showed s.e. estimates from
+#: two seeds as small as 1e-3: ``simulate --d 2000 --seeds 4``)
+PLAN = ((1000, 3, tuple(SETTINGS)), (2000, 4, ("N1", "N2")))
+
+
+def readout_text(readout: dict) -> str:
+    return "{" + ", ".join(f"{v:g}: {w:.6g}" for v, w in readout.items()) + "}"
+
+
+def simulate_one(name: str, d: int, rep: int) -> list[dict]:
+    """One repetition of setting ``name`` at dimension ``d`` (module docstring)."""
+    s = SETTINGS[name]
+    sig = get_function(s["sigma"])
+    g, k = target_callable(s["target"])
+    p = int(round(s["beta"] * d))
+    rng = np.random.default_rng(np.random.SeedSequence([7_340_000 + d, list(SETTINGS).index(name),
+                                                        rep]))
+    W = rng.standard_normal((p, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    vals = np.array(list(s["readout"]), dtype=np.float64)
+    counts = np.floor(np.array(list(s["readout"].values())) * p).astype(int)
+    counts[-1] = p - counts[:-1].sum()
+    eps = np.repeat(vals, counts)
+    n0 = int(round(s["alpha0"] * d))
+    t0 = time.perf_counter()
+    rows = []
+    power = _target_power(s["target"])
+    for t, eta in enumerate(s["eta"], start=1):
+        X = rng.standard_normal((n0, d))
+        y = g(X[:, :k])
+        pre = X @ W.T
+        act, dact = sig.value_and_derivative(pre)
+        e = y - act @ eps / p
+        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
+        del X, pre, act, dact
+        nmax = int(round(max(RIDGE_ALPHAS) * d))
+        Xr = rng.standard_normal((nmax, d))
+        Fr = sig(Xr @ W.T) / math.sqrt(p)
+        yr = g(Xr[:, :k])
+        Xt = rng.standard_normal((N_TEST, d))
+        Ft = sig(Xt @ W.T) / math.sqrt(p)
+        yt = g(Xt[:, :k])
+        for ra in RIDGE_ALPHAS:
+            n = int(round(ra * d))
+            a = np.linalg.solve(Fr[:n].T @ Fr[:n] + LAM * np.eye(p), Fr[:n].T @ yr[:n])
+            err = float(np.mean((yt - Ft @ a) ** 2))
+            rows.append(dict(setting=name, d=d, repetition=rep, step=t, ridge_alpha=ra,
+                             test_error=err, target_power=float(np.mean(yt**2)),
+                             test_error_cv=err - float(np.mean(yt**2)) + power,
+                             sigma=s["sigma"], target=s["target"],
+                             readout=readout_text(s["readout"]), alpha0=s["alpha0"],
+                             eta=",".join(f"{x:g}" for x in s["eta"]), beta=s["beta"], lam=LAM,
+                             seconds=time.perf_counter() - t0))
+    return rows
+
+
+def _target_power(target: str) -> float:
+    from validation.experiments.steps_theory import target_power
+
+    return target_power(target)
+
+
+def simulate(d: int | None, seeds: int | None, only: list[str] | None) -> None:
+    done = set()
+    if RUNS.exists():
+        old = pd.read_csv(RUNS)
+        done = set(zip(old.setting, old.d, old.repetition, strict=True))
+    for dd, ss, names in PLAN:
+        if d is not None and dd != d:
+            continue
+        for rep in range(seeds if seeds is not None else ss):
+            for name in names:
+                if only and name not in only or (name, dd, rep) in done:
+                    continue
+                rows = simulate_one(name, dd, rep)
+                df = pd.DataFrame(rows)
+                df.to_csv(RUNS, mode="a", header=not RUNS.exists(), index=False)
+                print(f"{name} d={dd} rep {rep}: {rows[-1]['seconds']:.1f} s, test error "
+                      + ", ".join(f"{r['test_error_cv']:.4f}" for r in rows), flush=True)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m validation.experiments.network_steps",
+                                 description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sim = sub.add_parser("simulate", help="simulate the new settings (appends, resumable)")
+    sim.add_argument("--d", type=int, default=None)
+    sim.add_argument("--seeds", type=int, default=None)
+    sim.add_argument("--only", type=str, default=None, help="comma-separated setting names")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    simulate(args.d, args.seeds, args.only.split(",") if args.only else None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
