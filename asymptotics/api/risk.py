@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asymptotics.api.groups import route, solve_k_group
 from asymptotics.api.points import (  # noqa: F401  (re-exported: the public names of the theory's API)
     ENGINES,
     ConvergenceError,
@@ -44,6 +45,8 @@ from asymptotics.step.srf import SpikeMapping
 if TYPE_CHECKING:
     import pandas as pd
 
+    from asymptotics.spiked.solve import SpikedResult
+
 
 def risk(
     alpha: float,
@@ -64,9 +67,13 @@ def risk(
     model: str = default("model"),
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
-    readout: object = "constant",
-    steps: int = 1,
-) -> RiskResult:
+    readout: object = default("readout"),
+    steps: int = default("steps"),
+    loadings: object = default("loadings"),
+    bulk: object = default("bulk"),
+    fractions: object = default("fractions"),
+    overlaps: object = default("overlaps"),
+) -> RiskResult | SpikedResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
     ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. The defaults are those
@@ -101,28 +108,25 @@ def risk(
     §12); 1 (default) is the one step above. ``steps > 1`` needs ``model="srf"`` (the K-group
     model of the steps), accepts a target in z1..zk, ``eta`` as one eta_tilde or one per step,
     ``alpha0=inf`` (the large-batch limit) and any ``readout``, and returns the
-    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`."""
+    :class:`~asymptotics.spiked.SpikedResult` of :func:`asymptotics.risk_steps`.
+
+    ``loadings``, ``bulk``, ``fractions``, ``overlaps``: a given K-group model (THEORY.md §10.1,
+    with ``model="srf"``), solved as :func:`asymptotics.risk_spiked`. With ``model="srf"`` a
+    target in z1..zk (k >= 2) is the K-group model of one step. Every K-group route has the one
+    compiled engine (``engine="python"`` is refused) and returns a
+    :class:`~asymptotics.spiked.SpikedResult`, with the accessors of :class:`RiskResult`
+    (``parameters``, ``solution``, ``diagnostics``, ``to_frame()``)."""
     checks.flag("strict", strict)
     _check_solver(solver)
-    if not (isinstance(steps, int) and not isinstance(steps, bool) and steps == 1):
-        from asymptotics.multiindex.steps_risk import api_steps_risk
-
-        res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,
+    given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
+    how = route(steps=steps, readout=readout, given=given, target=target, model=model)
+    if how != "one-spike":  # the K-group engine (asymptotics.api.groups)
+        return solve_k_group([alpha], curve=False, how=how, steps=steps, readout=readout,
+                             given=given, model=model, engine=engine,
                              overrides=dict(spike=spike, gamma=gamma, measure=measure,
                                             common_row=common_row),
-                             sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta,
-                             readout=readout, p=p, strict=strict, solver=solver)
-        if res is not None:
-            return res
-    if not (isinstance(readout, str) and readout == "constant"):
-        from asymptotics.spiked.readouts import api_readout_risk
-
-        res = api_readout_risk(alpha, readout, model=model, spike=spike, gamma=gamma,
-                               measure=measure, common_row=common_row, lam=lam, eta=eta,
-                               sigma=sigma, target=target, alpha0=alpha0, beta=beta,
-                               delta=delta, p=p, strict=strict, solver=solver)
-        if res is not None:
-            return res
+                             lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
+                             beta=beta, delta=delta, p=p, strict=strict, solver=solver)
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = check_value("alpha", alpha, positive=True)
@@ -179,20 +183,40 @@ def risk_curve(
     model: str = default("model"),
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
+    readout: object = default("readout"),
+    steps: int = default("steps"),
+    loadings: object = default("loadings"),
+    bulk: object = default("bulk"),
+    fractions: object = default("fractions"),
+    overlaps: object = default("overlaps"),
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
     parameter, conjugate and input parameter. ``lam="optimal"`` or ``eta="optimal"``: the risk
     minimised over lam (log scale) or eta_tilde at each alpha (``asymptotics.api.grid``), with the
     minimiser as the ``lam`` / ``eta`` column and ``interior`` saying whether it lies inside the
-    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison)."""
+    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison).
+    ``readout``, ``steps``, a given K-group model (``loadings``, ``bulk``, ``fractions``,
+    ``overlaps``) or a multi-index target: as in :func:`risk`, the curve of the K-group engine
+    (:func:`asymptotics.risk_spiked_curve`: one kappa rule for the whole curve, the groups
+    computed once; a ``route`` column says which)."""
     import pandas as pd
 
-    check_engine(engine)
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
     _check_solver(solver)
     alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
+    how = route(steps=steps, readout=readout, given=given, target=target, model=model)
+    if how != "one-spike":
+        return solve_k_group(alphas, curve=True, how=how, steps=steps, readout=readout,
+                             given=given, model=model, engine=engine,
+                             overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                            common_row=common_row),
+                             lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
+                             beta=beta, delta=delta, p=p, strict=strict, solver=solver,
+                             progress=progress)
+    check_engine(engine)
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)
     if isinstance(lam, str) or isinstance(eta, str):

@@ -167,7 +167,8 @@ def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
     return np.asarray(g(Z), dtype=np.float64)
 
 
-def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
+def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
+    """eta_tilde of every step from one number or one per step (checked)."""
     if isinstance(eta, (int, float, np.integer, np.floating)) and not isinstance(eta, bool):
         eta = (float(eta),) * steps
     if isinstance(eta, str) or not isinstance(eta, Sequence):
@@ -309,7 +310,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
     if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
         raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
-    etas = _etas(eta, steps)
+    etas = eta_schedule(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     ro = parse_readout(readout)
     s = get_function(sigma)

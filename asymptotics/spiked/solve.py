@@ -53,6 +53,44 @@ class SpikedResult:
     n_kappa: int = 0
     quadrature_change: float = math.nan
 
+    #: the three groups of fields, as in :class:`asymptotics.api.points.RiskResult`: what
+    #: produced the point, what the equations give, how the solve went
+    PARAMETERS = ("alpha", "sigma", "target", "loadings", "bulk", "fractions", "overlaps", "lam",
+                  "beta", "delta", "p")
+    SOLUTION = ("risk", "order")
+    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
+                   "quadrature_change")
+
+    @property
+    def model(self) -> str:
+        """The model the point describes: the K-group sRF model (THEORY.md §10)."""
+        return "srf"
+
+    @property
+    def parameters(self) -> dict:
+        """Every parameter that produced the point."""
+        return {k: getattr(self, k) for k in self.PARAMETERS}
+
+    @property
+    def solution(self) -> dict:
+        """The risk and the order parameters (THEORY.md §10.3)."""
+        return {k: getattr(self, k) for k in self.SOLUTION}
+
+    @property
+    def diagnostics(self) -> dict:
+        """Whether and how the solver converged, and the kappa rule it settled on."""
+        return {k: getattr(self, k) for k in self.DIAGNOSTICS}
+
+    def to_dict(self) -> dict:
+        """As :meth:`as_dict` (the name :class:`~asymptotics.api.points.RiskResult` uses)."""
+        return self.as_dict()
+
+    def to_frame(self):
+        """A one-row DataFrame with the columns of :func:`risk_spiked_curve`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.as_dict()])
+
     def as_dict(self) -> dict:
         """Flat record; lists, matrices and the order parameters as JSON strings."""
         out = {}
