@@ -60,33 +60,65 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
 def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z) for every t_i, as ``gaussian_moments(fn, t,
     s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale)."""
-    return on_line(lambda pts: gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw), t, s)
+    return on_line(lambda pts: gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw), t, s,
+                   key=("gaussian", fn, float(s), tuple(sorted(kw.items()))))
 
 
-def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray,
-            smoothness: float) -> np.ndarray:
+#: the pieces computed so far, by (function, scale, rule) and piece index: a piece depends on
+#: nothing else (the pieces are a fixed lattice), so the rules of a ladder, the points of a
+#: curve and the lam of a grid share them; the numbers do not depend on what was cached
+_PIECES: dict = {}
+CACHE_KEYS = 512
+
+
+def clear_cache() -> None:
+    """Forget the cached pieces (benchmarks time a first computation)."""
+    _PIECES.clear()
+
+
+def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
+            key: object = None) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
-    the checked piecewise Chebyshev interpolant of the module docstring; pieces of half-length
-    at most ``smoothness`` (the scale on which the functions vary; 0: not smooth, direct)."""
+    the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
+    [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
+    vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
+    cache)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
-    lo, hi = (float(t.min()), float(t.max())) if n else (0.0, 0.0)
     h = min(HALF_LENGTH, smoothness)
-    n_pieces = max(1, int(np.ceil((hi - lo) / (2 * h)))) if h > 0 else 0
-    if h <= 0 or n_pieces * (M_CHEB + len(CHECKS)) >= n // 2:  # no gain (or not smooth)
+    if not h > 0 or n == 0:
         return direct(t)
-    h = max((hi - lo) / (2 * n_pieces), 1e-300)
-    x, T = _cheb(M_CHEB)
-    centres = lo + h * (2 * np.arange(n_pieces) + 1)
-    checks = np.asarray(CHECKS)
-    pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
-                          (centres[:, None] + h * checks[None, :]).ravel()])
-    vals = np.asarray(direct(pts), dtype=np.float64)
-    q = vals.shape[1]
-    nodes = vals[:n_pieces * M_CHEB].reshape(n_pieces, M_CHEB, q)
-    coef = np.ascontiguousarray(np.einsum("jk,pkq->pjq", T, nodes))  # (pieces, m, q)
-    approx = _clenshaw(coef, lo, h, pts[n_pieces * M_CHEB:])
-    scales = np.maximum(np.max(np.abs(vals), axis=0), 1e-300)
-    if not np.all(np.abs(approx - vals[n_pieces * M_CHEB:]) <= TOL * scales[None, :]):
+    p_lo, p_hi = int(np.floor(t.min() / (2 * h))), int(np.floor(t.max() / (2 * h)))
+    n_pieces = p_hi - p_lo + 1
+    if n_pieces * (M_CHEB + len(CHECKS)) >= n // 2:  # no gain
         return direct(t)
-    return _clenshaw(coef, lo, h, t)
+    try:
+        store = _PIECES.setdefault(key, {}) if key is not None else {}
+    except TypeError:  # an unhashable key: no cache
+        store = {}
+    if len(_PIECES) > CACHE_KEYS:
+        _PIECES.clear()
+        store = {}
+    todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
+    if todo:
+        x, T = _cheb(M_CHEB)
+        centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
+        checks = np.asarray(CHECKS)
+        m = len(todo) * M_CHEB
+        pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
+                              (centres[:, None] + h * checks[None, :]).ravel()])
+        vals = np.asarray(direct(pts), dtype=np.float64)
+        q = vals.shape[1]
+        coef = np.einsum("jk,pkq->pjq", T, vals[:m].reshape(len(todo), M_CHEB, q))
+        chk = vals[m:].reshape(len(todo), len(CHECKS), q)
+        for j, i in enumerate(todo):
+            c = np.ascontiguousarray(coef[j:j + 1])
+            approx = _clenshaw(c, 2 * h * i, h, h * (2 * i + 1) + h * checks)
+            scale = np.maximum(np.max(np.abs(vals[j * M_CHEB:(j + 1) * M_CHEB]), axis=0),
+                               1e-300)
+            ok = np.all(np.abs(approx - chk[j]) <= TOL * scale[None, :])
+            store[i] = c[0] if ok else None
+    if any(store[i] is None for i in range(p_lo, p_hi + 1)):
+        return direct(t)
+    coef = np.ascontiguousarray(np.stack([store[i] for i in range(p_lo, p_hi + 1)]))
+    return _clenshaw(coef, 2 * h * p_lo, h, t)

@@ -213,7 +213,8 @@ def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     out = np.empty((4,) + M.shape)
     for g in range(M.shape[1]):
         sc = math.sqrt(c[g])
-        vals = on_line(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc)
+        vals = on_line(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc,
+                       key=("xi", sigma, sc, xi.shape[0]))
         out[:, :, g] = vals.T
     F, m1, m2, Eds2 = out
     return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
