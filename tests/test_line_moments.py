@@ -89,3 +89,13 @@ def test_a_product_rule_too_large_is_refused_in_one_line():
         A.risk_spiked(1.0, sigma="tanh", target="tanh", loadings=rng.standard_normal((2, 5)),
                       bulk=[1.0, 1.0], fractions=[0.5, 0.5], overlaps=np.full((5, 1), 0.1))
     assert "\n" not in str(err.value)
+
+
+def test_a_tensor_rule_beyond_memory_is_refused_in_one_line():
+    """A non-polynomial target of eight unlearned directions would need 8^8 omega nodes: one
+    line, before any node is built (it was a product of 1.7e7 tuples)."""
+    t = "tanh(" + "+".join(f"z{i}" for i in range(1, 9)) + ")"
+    with pytest.raises(ValueError, match="tensor quadrature rule over 8 dimensions") as err:
+        A.risk_spiked(1.0, sigma="tanh", target=t, loadings=[[0.5]], bulk=[1.0],
+                      fractions=[1.0], overlaps=[[0.3] * 8])
+    assert "\n" not in str(err.value)

@@ -28,6 +28,8 @@ from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments,
 KAPPA_NODES = {1: 120, 2: 24, 3: 12}
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
+#: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
+MAX_TENSOR_NODES = 2_000_000
 PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
@@ -49,8 +51,16 @@ class Tables:
 
 def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
-    ``n`` nodes per dimension, or a tuple of counts."""
-    pts, wts = _tensor_rule((n,) * r if isinstance(n, int) else tuple(n))
+    ``n`` nodes per dimension, or a tuple of counts. A rule of more than
+    :data:`MAX_TENSOR_NODES` nodes is refused in one line (it would not fit in memory)."""
+    counts = (n,) * r if isinstance(n, int) else tuple(n)
+    if math.prod(counts) > MAX_TENSOR_NODES:
+        raise ValueError(f"a tensor quadrature rule over {len(counts)} dimensions with "
+                         f"{'x'.join(map(str, counts))} = {math.prod(counts):.2g} nodes exceeds "
+                         f"{MAX_TENSOR_NODES:.0e}: too many Gaussian directions to integrate "
+                         "(fewer target variables, or a polynomial target: exact with fewer "
+                         "nodes)")
+    pts, wts = _tensor_rule(counts)
     return pts.copy(), wts.copy()
 
 
