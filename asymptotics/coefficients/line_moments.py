@@ -25,6 +25,9 @@ from asymptotics.core.coldstart import kernel
 M_CHEB = 32
 HALF_LENGTH = 1.0
 TOL = 1e-13
+#: interpolate when the pieces cost fewer direct evaluations than GAIN times the shifts (the
+#: pieces are reused by the next rule of a ladder and the other points of a curve)
+GAIN = 2.0
 #: check points per piece, as fractions of its half-length (between Chebyshev points)
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 
@@ -90,7 +93,7 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         return direct(t)
     p_lo, p_hi = int(np.floor(t.min() / (2 * h))), int(np.floor(t.max() / (2 * h)))
     n_pieces = p_hi - p_lo + 1
-    if n_pieces * (M_CHEB + len(CHECKS)) >= n // 2:  # no gain
+    if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:  # no gain, even with the pieces reused
         return direct(t)
     try:
         store = _PIECES.setdefault(key, {}) if key is not None else {}
