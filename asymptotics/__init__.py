@@ -3,6 +3,7 @@
 # isort: off
 from asymptotics.core import numba_cache  # noqa: F401  (first: kernels are cached outside the package)
 # isort: on
+from asymptotics.api.grid import risk_grid
 from asymptotics.api.risk import (
     ConvergenceError,
     RiskResult,
@@ -45,7 +46,7 @@ __all__ = [
     "SpectralMeasure", "SpikeMapping",
     "available", "build_problem", "common_row_ratio", "conditional_coefficients",
     "empirical_measure", "from_weights", "ge_coefficients", "get_function", "marchenko_pastur",
-    "risk", "risk_curve", "solve_point", "srf_mapping", "__version__",
+    "risk", "risk_curve", "risk_grid", "solve_point", "srf_mapping", "__version__",
     "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
     "risk_spiked_semi_empirical", "spike_contributions", "readout_mapping", "risk_readout",
     "risk_readout_curve", "risk_by_step", "risk_steps", "state_from_weights", "steps_mapping",

@@ -43,7 +43,8 @@ def test_every_entry_point_defaults_to_the_table():
 def test_every_entry_has_help_a_section_and_a_rule():
     for name, p in PARAMETERS.items():
         assert p.name == name and p.help and p.section.startswith("§"), name
-        assert p.kind in ("real", "width", "integer", "choice", "function"), name
+        assert p.kind in ("real", "width", "integer", "choice", "function", "readout",
+                          "matrix"), name
         if p.default is not None and p.kind == "real":
             assert check(name, p.default) == p.default, name
 

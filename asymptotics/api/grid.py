@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from asymptotics.api.groups import route
 from asymptotics.api.paths import FIRST, path_frame, solve_path, solver_args
 from asymptotics.api.points import ConvergenceError, curve_results
 from asymptotics.core import checks
@@ -65,6 +66,13 @@ def risk_grid(
     strict: bool = False,
     engine: str = default("engine"),
     progress: bool | None = None,
+    readout: object = default("readout"),
+    steps: int = default("steps"),
+    loadings: object = default("loadings"),
+    bulk: object = default("bulk"),
+    fractions: object = default("fractions"),
+    overlaps: object = default("overlaps"),
+    batch: str = default("batch"),
 ) -> pd.DataFrame:
     """The theory on the Cartesian product of the given values (each parameter a scalar or a
     sequence; the width ``p`` too), one row per point: alpha varies fastest (a warm-started
@@ -72,9 +80,23 @@ def risk_grid(
     paths in parallel (None: all cores); the numbers do not depend on it. ``model``, ``p``,
     ``common_row``, ``strict`` and ``engine`` as in :func:`risk` (defaults: the parameter table,
     :mod:`asymptotics.core.parameters`). ``progress``: a report per path solved on stderr
-    (:class:`asymptotics.core.progress.Progress`; False: none)."""
+    (:class:`asymptotics.core.progress.Progress`; False: none). ``readout``, ``steps`` or a
+    given K-group model (``loadings``, ``bulk``, ``fractions``, ``overlaps``): the K-group
+    engine's curve for each combination (:func:`asymptotics.risk_curve`; the groups computed
+    once per combination of their own parameters and shared); ``batch``: as in :func:`risk`."""
     import pandas as pd
 
+    given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
+    how = route(steps=steps, readout=readout, given=given, target=None, model=model,
+                batch=batch)
+    if how == "one-spike" and any(_needs_groups(t) for t in _as_values("target", target)):
+        how = "multi-index"
+    if how != "one-spike":
+        return _k_group_grid(alpha, how=how, given=given, steps=steps, readout=readout,
+                             model=model, engine=engine, common_row=common_row, strict=strict,
+                             solver=solver, progress=progress, batch=batch,
+                             others=dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                                         lam=lam, beta=beta, delta=delta, p=p))
 
     alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
     checks.flag("strict", strict)
@@ -116,6 +138,38 @@ def risk_grid(
                                f"points did not converge (first: alpha = {bad.alpha:g}, "
                                f"status {bad.status}: {bad.message})")
     return df[FIRST + [c for c in df.columns if c not in FIRST]]
+
+
+def _needs_groups(target: object) -> bool:
+    from asymptotics.multiindex.steps_risk import needs_groups
+
+    return needs_groups(target)
+
+
+def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, common_row,
+                  strict, solver, progress, batch="fresh") -> pd.DataFrame:
+    """:func:`risk_grid` on a K-group route: one K-group curve along alpha per combination."""
+    import pandas as pd
+
+    from asymptotics.api.groups import solve_k_group
+
+    alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
+    values = {k: _as_values(k, v) for k, v in others.items()}
+    combos = [dict(zip(values, vals, strict=True)) for vals in itertools.product(*values.values())]
+    frames = []
+    with Progress(len(combos), "risk grid", unit="curves", enabled=progress) as bar:
+        for kw in bar.iter(combos):
+            df, eta = solve_k_group(alphas, curve=True, how=how, steps=steps,
+                                    readout=readout, given=given, model=model,
+                                    engine=engine, overrides=dict(common_row=common_row),
+                                    strict=strict, solver=solver, progress=False, batch=batch,
+                                    **kw)
+            if df is None:  # exactly the one-step network theory at eta (THEORY.md §15)
+                df = risk_grid(alphas, **{**kw, "eta": eta}, model=model,
+                               common_row=common_row, strict=strict, solver=solver,
+                               engine=engine, progress=False)
+            frames.append(df)
+    return pd.concat(frames, ignore_index=True)
 
 
 def _bounded_min(f, lo: float, hi: float, xatol: float) -> tuple[float, float]:

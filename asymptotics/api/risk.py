@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asymptotics.api.groups import route, solve_k_group
 from asymptotics.api.points import (  # noqa: F401  (re-exported: the public names of the theory's API)
     ENGINES,
     ConvergenceError,
@@ -44,6 +45,8 @@ from asymptotics.step.srf import SpikeMapping
 if TYPE_CHECKING:
     import pandas as pd
 
+    from asymptotics.spiked.solve import SpikedResult
+
 
 def risk(
     alpha: float,
@@ -64,10 +67,14 @@ def risk(
     model: str = default("model"),
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
-    readout: object = "constant",
-    steps: int = 1,
-    batch: str = "fresh",
-) -> RiskResult:
+    readout: object = default("readout"),
+    steps: int = default("steps"),
+    loadings: object = default("loadings"),
+    bulk: object = default("bulk"),
+    fractions: object = default("fractions"),
+    overlaps: object = default("overlaps"),
+    batch: str = default("batch"),
+) -> RiskResult | SpikedResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
     ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. The defaults are those
@@ -105,47 +112,30 @@ def risk(
     as one eta_tilde or one per step, ``alpha0=inf`` (the large-batch limit) and any
     ``readout``, and returns a :class:`~asymptotics.spiked.SpikedResult`: the network theory of
     the groups (THEORY.md §15) or, with ``model="srf"``, :func:`asymptotics.risk_steps`.
-    ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2, ``model="srf"``)."""
+    ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2, ``model="srf"``).
+
+    ``loadings``, ``bulk``, ``fractions``, ``overlaps``: a given K-group model (THEORY.md §10.1,
+    with ``model="srf"``), solved as :func:`asymptotics.risk_spiked`. A target in z1..zk
+    (k >= 2, or with He_n) is the K-group model of one step. Every K-group route has the one
+    compiled engine (``engine="python"`` is refused) and returns a
+    :class:`~asymptotics.spiked.SpikedResult`, with the accessors of :class:`RiskResult`
+    (``parameters``, ``solution``, ``diagnostics``, ``to_frame()``)."""
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
-    one_step = isinstance(steps, int) and not isinstance(steps, bool) and steps == 1
-    if model == "network" and batch != "fresh" and not one_step:
-        raise ValueError(f"batch={batch!r} after several steps is implemented for model='srf' "
-                         "(THEORY.md §14); pass model='srf'")
-    if model == "network" and not (one_step and isinstance(readout, str)
-                                   and readout == "constant"
-                                   and not _needs_groups(target)):  # THEORY.md §15
-        from asymptotics.network.route import api_network_risk
-
-        res, eta = api_network_risk(alpha, steps=steps, readout=readout, eta=eta, lam=lam,
-                                    overrides=dict(spike=spike, gamma=gamma, measure=measure,
-                                                   common_row=common_row),
-                                    sigma=sigma, target=target, alpha0=alpha0, beta=beta,
-                                    delta=delta, p=p, strict=strict, solver=solver)
+    given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
+    how = route(steps=steps, readout=readout, given=given, target=target, model=model,
+                batch=batch)
+    if how != "one-spike":  # the K-group engine (asymptotics.api.groups)
+        res, eta = solve_k_group([alpha], curve=False, how=how, steps=steps, readout=readout,
+                                 given=given, model=model, engine=engine,
+                                 overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                                common_row=common_row),
+                                 lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
+                                 beta=beta, delta=delta, p=p, strict=strict, solver=solver,
+                                 batch=batch)
         if res is not None:
-            return res
-        steps, readout, one_step = 1, "constant", True
-    if batch != "fresh" or not one_step or \
-            isinstance(target, str):  # steps=1 with a target in z1..zk: the K-group route
-        from asymptotics.multiindex.steps_risk import api_steps_risk
-
-        res = api_steps_risk(alpha, steps, model=model, lam=lam, eta=eta,
-                             overrides=dict(spike=spike, gamma=gamma, measure=measure,
-                                            common_row=common_row),
-                             sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta,
-                             readout=readout, p=p, strict=strict, solver=solver, batch=batch)
-        if res is not None:
-            return res
-    if not (isinstance(readout, str) and readout == "constant"):
-        from asymptotics.spiked.readouts import api_readout_risk
-
-        res = api_readout_risk(alpha, readout, model=model, spike=spike, gamma=gamma,
-                               measure=measure, common_row=common_row, lam=lam, eta=eta,
-                               sigma=sigma, target=target, alpha0=alpha0, beta=beta,
-                               delta=delta, p=p, strict=strict, solver=solver)
-        if res is not None:
-            return res
+            return res  # else: the one-step network theory answers exactly, at that eta
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = check_value("alpha", alpha, positive=True)
@@ -202,20 +192,44 @@ def risk_curve(
     model: str = default("model"),
     p: float | None = default("p"),
     common_row: float | str | None = default("common_row"),
+    readout: object = default("readout"),
+    steps: int = default("steps"),
+    loadings: object = default("loadings"),
+    bulk: object = default("bulk"),
+    fractions: object = default("fractions"),
+    overlaps: object = default("overlaps"),
+    batch: str = default("batch"),
 ) -> pd.DataFrame:
     """Risk along alpha (warm starts, continuation on failure) as a tidy DataFrame: one row per
     alpha in the given order, columns ``alpha, risk, converged, iterations`` plus every order
     parameter, conjugate and input parameter. ``lam="optimal"`` or ``eta="optimal"``: the risk
     minimised over lam (log scale) or eta_tilde at each alpha (``asymptotics.api.grid``), with the
     minimiser as the ``lam`` / ``eta`` column and ``interior`` saying whether it lies inside the
-    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison)."""
+    search bounds. ``engine``: "compiled" (default) or "python" (same numbers, for comparison).
+    ``readout``, ``steps``, a given K-group model (``loadings``, ``bulk``, ``fractions``,
+    ``overlaps``) or a multi-index target: as in :func:`risk`, the curve of the K-group engine
+    (:func:`asymptotics.risk_spiked_curve`: one kappa rule for the whole curve, the groups
+    computed once; a ``route`` column says which); ``batch``: as in :func:`risk`."""
     import pandas as pd
 
-    check_engine(engine)
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
     _check_solver(solver)
     alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
+    how = route(steps=steps, readout=readout, given=given, target=target, model=model,
+                batch=batch)
+    if how != "one-spike":
+        df, eta = solve_k_group(alphas, curve=True, how=how, steps=steps, readout=readout,
+                                given=given, model=model, engine=engine,
+                                overrides=dict(spike=spike, gamma=gamma, measure=measure,
+                                               common_row=common_row),
+                                lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
+                                beta=beta, delta=delta, p=p, strict=strict, solver=solver,
+                                progress=progress, batch=batch)
+        if df is not None:
+            return df  # else: the one-step network theory answers exactly, at that eta
+    check_engine(engine)
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)
     if isinstance(lam, str) or isinstance(eta, str):
@@ -257,13 +271,6 @@ def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.Da
     if isinstance(lam, str):
         return optimal_lam(alphas, eta=eta, progress=progress, **kw, **overrides)
     return optimal_eta(alphas, lam=lam, progress=progress, **kw, **overrides)
-
-
-def _needs_groups(target: object) -> bool:
-    """A target text only the K-group model takes (THEORY.md §12): see ``needs_groups``."""
-    from asymptotics.multiindex.steps_risk import needs_groups
-
-    return needs_groups(target)
 
 
 def _check_solver(solver: object) -> None:

@@ -17,6 +17,7 @@ from asymptotics.cli.common import (
     real,
     real_list,
 )
+from asymptotics.core.parameters import STEPS_EXAMPLE
 
 
 def _alpha0(text: str) -> float:
@@ -33,31 +34,35 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
         description="Risk of ridge on the readout after t = 0..T giant steps, each on a fresh "
                     "batch of alpha0 d samples with learning rate eta_tilde_t p (docs/THEORY.md "
                     "§12: the K-group model of the steps; t = 0 is random features).")
-    p.add_argument("--steps", type=integer("--steps", 1, 8), default=3,
-                   help="number of giant steps T (1..8, default 3)")
-    p.add_argument("--target", default="z1 + z1*z2",
-                   help="target g(z1..zk), an expression (default 'z1 + z1*z2')")
-    p.add_argument("--sigma", default="erf(z-1)", help="activation (default 'erf(z-1)')")
-    p.add_argument("--alpha0", type=_alpha0, default=16.0,
+    ex = STEPS_EXAMPLE  # the defaults of risk_by_step too (the parameter table)
+    p.add_argument("--steps", type=integer("--steps", 1, 8), default=ex["steps"],
+                   help=f"number of giant steps T (1..8, default {ex['steps']})")
+    p.add_argument("--target", default=ex["target"],
+                   help=f"target g(z1..zk), an expression (default '{ex['target']}')")
+    p.add_argument("--sigma", default=ex["sigma"], help=f"activation (default '{ex['sigma']}')")
+    p.add_argument("--alpha0", type=_alpha0, default=ex["alpha0"],
                    help="batch size of every step over d (inf: the large-batch limit; "
-                        "default 16)")
-    p.add_argument("--eta", type=real_list("--eta", 0.0), default=[2.0, 8.0, 16.0],
-                   help="eta_tilde: one value, or one per step (default 2,8,16)")
-    p.add_argument("--readout", choices=("constant", "pm1"), default="pm1",
+                        f"default {ex['alpha0']:g})")
+    eta = ",".join(f"{e:g}" for e in ex["eta"])
+    p.add_argument("--eta", type=real_list("--eta", 0.0), default=None,
+                   help=f"eta_tilde: one value, or one per step (default {eta}, the last "
+                        "repeated)")
+    p.add_argument("--readout", choices=("constant", "pm1"), default=ex["readout"],
                    help="the frozen second layer: constant 1/sqrt(p), or +-1/sqrt(p) on two "
-                        "halves (default pm1)")
+                         f"halves (default {ex['readout']})")
     p.add_argument("--batch", choices=("fresh", "reused"), default="fresh",
                    help="fresh: a new batch every step (default); reused: every step on the "
                         "same batch (docs/THEORY.md §14; --steps <= 2, --delta 0)")
     p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
-                   default=parse_grid("0.5:4:8"),
-                   help="ridge sample ratios n/d: a list or START:STOP:NUM (default 0.5:4:8)")
-    p.add_argument("--lam", type=real("--lam", 0.0), default=0.01,
-                   help="ridge penalty, sum convention (default 0.01)")
-    p.add_argument("--beta", type=real("--beta", 0.0, strict_lo=True), default=1.0,
-                   help="width ratio p/d (default 1)")
-    p.add_argument("--delta", type=real("--delta", 0.0), default=0.0,
-                   help="label noise variance (default 0)")
+                   default=parse_grid(ex["alpha"]),
+                   help=f"ridge sample ratios n/d: a list or START:STOP:NUM (default "
+                        f"{ex['alpha']})")
+    p.add_argument("--lam", type=real("--lam", 0.0), default=ex["lam"],
+                   help=f"ridge penalty, sum convention (default {ex['lam']:g})")
+    p.add_argument("--beta", type=real("--beta", 0.0, strict_lo=True), default=ex["beta"],
+                   help=f"width ratio p/d (default {ex['beta']:g})")
+    p.add_argument("--delta", type=real("--delta", 0.0), default=ex["delta"],
+                   help=f"label noise variance (default {ex['delta']:g})")
     p.add_argument("--out", help="write the full CSV to this file")
     p.add_argument("--plot", help="write a figure (.png, .svg or .pdf): risk vs alpha per step")
     add_quiet(p)
@@ -95,10 +100,10 @@ def run_cli(args: argparse.Namespace) -> int:
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
-    if len(args.eta) not in (1, args.steps):
+    if args.eta is not None and len(args.eta) not in (1, args.steps):
         raise ValueError(f"--eta needs one value per step (--steps {args.steps}) or a single "
                          f"value, got {len(args.eta)} values")
-    eta = args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
+    eta = None if args.eta is None else args.eta[0] if len(args.eta) == 1 else tuple(args.eta)
     df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
                       alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
                       delta=args.delta, readout=args.readout, progress=not apply_quiet(args),

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -40,8 +41,21 @@ class GECoefficients:
 
 
 def ge_coefficients(sigma: str | Function, target: str | Function) -> GECoefficients:
-    """Compute THEORY.md §2 by quadrature (split at kinks)."""
+    """Compute THEORY.md §2 by quadrature (split at kinks); once per (sigma, target) in a
+    process (the result is a frozen record of floats)."""
     s, g = get_function(sigma), get_function(target)
+    try:
+        return _ge_cached(s, g)
+    except TypeError:  # a function that cannot be a cache key: computed every time
+        return _ge(s, g)
+
+
+@lru_cache(maxsize=256)
+def _ge_cached(s: Function, g: Function) -> GECoefficients:
+    return _ge(s, g)
+
+
+def _ge(s: Function, g: Function) -> GECoefficients:
     zero, one = np.zeros(1), np.ones(1)
     ms = gaussian_moments(s, zero, one)[0]
     mg = gaussian_moments(g, zero, one)[0]

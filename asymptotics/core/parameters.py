@@ -20,7 +20,8 @@ class Parameter:
     """One parameter: ``kind`` is ``real`` (a float in [lo, hi], ``lo`` excluded when
     ``open_lo``), ``width`` (the width p: a real >= 1, or None / inf for the limit p -> infinity),
     ``integer`` (>= lo), ``choice`` (one of ``choices``) or ``function`` (a
-    registered name, an expression in z or a callable; checked where it is parsed)."""
+    registered name, an expression in z or a callable; checked where it is parsed), ``readout``
+    (a name or a mapping value -> weight) or ``matrix`` (an array; both checked where parsed)."""
 
     name: str
     kind: str
@@ -61,6 +62,10 @@ class Parameter:
         if self.kind == "real":
             low = f"> {self.lo:g}" if self.open_lo else f">= {self.lo:g}"
             return low if self.hi == math.inf else f"in [{self.lo:g}, {self.hi:g}]"
+        if self.kind == "readout":
+            return "constant | pm1 | a mapping value -> weight"
+        if self.kind == "matrix":
+            return "an array of real numbers"
         return "a name, an expression in z or a callable"
 
 
@@ -111,11 +116,39 @@ PARAMETERS: dict[str, Parameter] = {p.name: p for p in (
        "model='network', 1 otherwise)", "§7", lo=0.0, open_lo=True, words=("network",)),
     _p("engine", "choice", "compiled", "compiled (one numba kernel a path) or python (the "
        "reference orchestration)", "§5", choices=("compiled", "python")),
+    _p("steps", "integer", 1, "number of giant steps, each on a fresh batch of alpha0 d samples "
+       "(1: the one step of §1; more: the K-group model of the steps)", "§12", lo=1),
+    _p("readout", "readout", "constant", "the initial second layer: constant, pm1 or a mapping "
+       "value -> weight (other than constant: the K-group model, network or sRF)", "§11"),
+    _p("batch", "choice", "fresh", "fresh (a new batch of alpha0 d samples every step) or "
+       "reused (every step on the same batch, steps <= 2)", "§14",
+       choices=("fresh", "reused")),
+    _p("loadings", "matrix", None, "a given K-group model: the K x r loadings u_g of its groups "
+       "(with bulk, fractions, overlaps; None: built from the step)", "§10"),
+    _p("bulk", "matrix", None, "a given K-group model: the bulk variances c_g (K)", "§10"),
+    _p("fractions", "matrix", None, "a given K-group model: the fractions pi_g of the neurons "
+       "(K, summing to 1)", "§10"),
+    _p("overlaps", "matrix", None, "a given K-group model: the r x k overlaps of the target "
+       "directions with the learned ones", "§10"),
     _p("d", "integer", 1000, "input dimension of a simulation", "§1", lo=2),
     _p("seeds", "integer", 10, "independent repetitions of a simulation", "§1", lo=1),
     _p("estimator", "choice", "mc", "test-error estimator of a simulation: mc (fresh test "
        "samples), split, cv (control variates)", "§1", choices=("mc", "split", "cv")),
 )}
+
+
+#: the example of several giant steps (THEORY.md §12) that ``risk_by_step`` and ``python -m
+#: asymptotics steps`` both default to: a multi-index target learned over three steps with
+#: growing learning rates and the +-1 readout. ``eta``: one value per step, the last repeated.
+STEPS_EXAMPLE: dict[str, object] = dict(
+    steps=3, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0, 16.0),
+    readout="pm1", lam=0.01, beta=1.0, delta=0.0, alpha="0.5:4:8")
+
+
+def steps_eta(steps: int) -> tuple[float, ...]:
+    """The example's eta_tilde schedule for ``steps`` steps (its last value repeated)."""
+    eta = tuple(STEPS_EXAMPLE["eta"])  # type: ignore[arg-type]
+    return tuple(eta[min(t, len(eta) - 1)] for t in range(steps))
 
 
 def default(name: str) -> object:

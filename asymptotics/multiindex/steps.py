@@ -33,6 +33,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.coefficients.line_moments import on_line
 from asymptotics.core import checks, group_checks
 from asymptotics.multiindex import reused
 from asymptotics.spiked.coefficients import tensor_rule
@@ -47,6 +48,10 @@ TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r
 # Gauss-Hermite nodes per other axis for a non-polynomial target, by their number
 REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
 CHUNK = 2_000_000  # quadrature nodes per block
+#: the largest product trapezoid rule (nodes) and the spike axes that allows at the default step
+#: (73^4 nodes would need tens of GB)
+MAX_NODES = 4_000_000
+MAX_SPIKE_AXES = 3
 
 
 @dataclass(frozen=True)
@@ -164,7 +169,8 @@ def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
     return np.asarray(g(Z), dtype=np.float64)
 
 
-def _etas(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
+def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
+    """eta_tilde of every step from one number or one per step (checked)."""
     return group_checks.steps_eta(eta, steps)
 
 
@@ -182,21 +188,31 @@ def _trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
     return pts[keep], wts[keep] / wts[keep].sum()
 
 
+def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
+               wxi: np.ndarray) -> np.ndarray:
+    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
+    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
+        m1 = (s @ (wxi * xi)) / sc
+        m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
+    else:
+        m1, m2 = ds @ wxi, np.zeros(M.shape[0])
+    return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
+
+
 def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                 wxi: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
-    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Stein's lemma puts m1 and m2 on sigma
-    itself (smooth in M even for a kinked sigma) when c > 0."""
-    sc = np.sqrt(c)
-    pre = sc[None, None, :] * xi[None, :, None] + M[:, None, :]
-    s, ds = sigma.value_and_derivative(pre)
-    F = np.einsum("j,njg->ng", wxi, s)
-    Eds2 = np.einsum("j,njg->ng", wxi, ds * ds)
-    safe = np.where(sc > 0, sc, 1.0)
-    m1_stein = np.einsum("j,njg->ng", wxi * xi, s) / safe
-    m2_stein = np.einsum("j,njg->ng", wxi * (xi * xi - 1.0), s) / safe
-    m1 = np.where(sc > 0, m1_stein, np.einsum("j,njg->ng", wxi, ds))
-    m2 = np.where(sc > 0, m2_stein, 0.0)
+    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Each is a function of the group's M
+    alone: evaluated on a checked Chebyshev interpolant in M
+    (``asymptotics.coefficients.line_moments.on_line``, the rule's values to 1e-13)."""
+    out = np.empty((4,) + M.shape)
+    for g in range(M.shape[1]):
+        sc = math.sqrt(c[g])
+        vals = on_line(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc,
+                       key=("xi", sigma, sc, xi.shape[0]))
+        out[:, :, g] = vals.T
+    F, m1, m2, Eds2 = out
     return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
 
 
@@ -230,6 +246,11 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
     basis = vt.T  # columns: r spike axes, then the rest
     h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
+    if len(np.arange(-U_MAX, U_MAX + h / 2, h)) ** r > MAX_NODES:
+        raise ValueError(f"the groups span r = {r} directions after {state.step} steps; the "
+                         f"steps' integrals use a product rule of more than {MAX_NODES:.0e} nodes "
+                         f"there (r <= {MAX_SPIKE_AXES} at the default step; a readout with at "
+                         f"most {MAX_SPIKE_AXES} values, or fewer steps)")
     U, wu = _trapezoid(r, h)
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
@@ -265,6 +286,18 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     return GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
 
 
+#: the states of every mapping computed in this process, by (parameters, etas so far): a
+#: mapping is computed once per (sigma, target, alpha0, delta, readout, quadrature, eta_1..t)
+#: and shared by every point, curve and grid (and a longer run starts from a shorter one)
+_CACHE: dict = {}
+CACHE_SIZE = 128
+
+
+def clear_cache() -> None:
+    """Forget the cached mappings (benchmarks time a first computation)."""
+    _CACHE.clear()
+
+
 def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
                   eta: float | Sequence[float], delta: float = 0.0,
                   readout: object = "constant", quad: Quadrature = Quadrature(),
@@ -278,7 +311,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
         raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
     group_checks.instance("quad", quad, Quadrature, "Quadrature(h=0.05)")
-    etas = _etas(eta, steps)
+    etas = eta_schedule(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     if batch != "fresh":  # every step on the same batch: THEORY.md §14 (reused.py)
         reused.check_batch(batch)
@@ -293,17 +326,41 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     K = len(values)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
-    st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
-    states = [st]
-    for t in range(steps):
-        if batch == "reused" and t == 1 and math.isfinite(alpha0):
-            break  # the second step on the same batch: below
+    # a reused batch: the first step as on a fresh batch, the second below (THEORY.md §14)
+    reuse = batch == "reused" and steps >= 2 and math.isfinite(alpha0)
+    n_fresh = 1 if reuse else steps
+    base = (s, target, float(alpha0), delta, ro, quad)
+    try:
+        hash(base)
+    except TypeError:  # an unhashable part: computed, not cached
+        base = None
+    done = next((t for t in range(n_fresh, 0, -1) if base is not None
+                 and (base, etas[:t]) in _CACHE), 0)
+    states = list(_CACHE[(base, etas[:done])]) if done else [
+        GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
+    st = states[-1]
+    for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                      alpha0=float(alpha0), delta=delta, quad=quad, degree=degree)
+        for arr in (st.a, st.L, st.c):
+            arr.flags.writeable = False  # shared through the cache
         states.append(st)
-    if batch == "reused" and steps == 2 and math.isfinite(alpha0):
-        states.append(GroupState(2, *reused.reused_second(
-            s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0))))
+        if base is not None:
+            _CACHE[(base, etas[:t + 1])] = tuple(states)
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+    if reuse:
+        key = None if base is None else (base, etas[:2], "reused")
+        if key is not None and key in _CACHE:
+            second = _CACHE[key]
+        else:
+            second = GroupState(2, *reused.reused_second(
+                s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0)))
+            for arr in (second.a, second.L, second.c):
+                arr.flags.writeable = False
+            if key is not None:
+                _CACHE[key] = second
+        states = states[:2] + [second]
     return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
                         eta=etas, delta=delta, k=k, states=tuple(states), batch=batch)
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
+from asymptotics.core.parameters import STEPS_EXAMPLE, steps_eta
 from asymptotics.multiindex.steps import StepsMapping, steps_mapping
 from asymptotics.spiked.readouts import parse_readout
 
@@ -29,7 +30,8 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
 
     alpha = checks.positive("alpha", alpha)
     if mapping is not None:
-        group_checks.instance("mapping", mapping, StepsMapping, "steps_mapping(...)")
+        check_mapping(mapping, steps=steps, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                      delta=delta, readout=readout, batch=batch)
     group_checks.ridge(lam, beta, p, (mapping.readout if mapping is not None
                                       else parse_readout(readout)).weights)
     mp = mapping if mapping is not None else steps_mapping(
@@ -40,39 +42,76 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
                        **mp.spiked_params(steps))
 
 
-def risk_by_step(alphas: Sequence[float] | float, *, steps: int, sigma: str = "erf(z-1)",
-                 target: str = "z1 + z1*z2", alpha0: float = 16.0,
-                 eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
-                 delta: float = 0.0, readout: object = "constant", p: float | None = None,
-                 on_step: Callable[[int], None] | None = None,
+def check_mapping(mapping: StepsMapping, *, steps: int, sigma: object, target: object,
+                  alpha0: float, eta: object, delta: float, readout: object,
+                  batch: str = "fresh") -> None:
+    """A given mapping must be the one of the other arguments: one line naming what differs."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.multiindex.steps import eta_schedule
+    from asymptotics.spiked.readouts import parse_readout
+
+    if not isinstance(mapping, StepsMapping):
+        raise TypeError(f"mapping must be a StepsMapping (asymptotics.steps_mapping), got "
+                        f"{type(mapping).__name__}")
+    steps = checks.integer("steps", steps, 1)
+    if steps > mapping.steps:
+        raise ValueError(f"mapping has {mapping.steps} steps, fewer than steps={steps}")
+    etas = eta_schedule(eta, steps)
+    given = dict(sigma=(mapping.sigma, get_function(sigma).name), target=(mapping.target, target),
+                 alpha0=(mapping.alpha0, float(alpha0)), eta=(mapping.eta[:steps], etas),
+                 delta=(mapping.delta, float(delta)),
+                 readout=(mapping.readout, parse_readout(readout)),
+                 batch=(mapping.batch, batch))
+    for name, (have, want) in given.items():
+        if have != want:
+            raise ValueError(f"mapping was computed with {name}={have!r}, not the {name}={want!r} "
+                             "passed (omit mapping, or pass its parameters)")
+
+
+_EX = STEPS_EXAMPLE
+
+
+def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
+                 sigma: str = _EX["sigma"], target: str = _EX["target"],
+                 alpha0: float = _EX["alpha0"], eta: float | Sequence[float] | None = None,
+                 lam: float = _EX["lam"], beta: float = _EX["beta"],
+                 delta: float = _EX["delta"], readout: object = _EX["readout"],
+                 p: float | None = None, on_step: Callable[[int], None] | None = None,
                  progress: bool | None = None, batch: str = "fresh"):
     """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
     alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
-    parameter; unconverged points have risk NaN. ``on_step(t)`` is called after step ``t``;
-    ``progress``: a report per point on stderr (:class:`asymptotics.core.progress.Progress`;
-    False: none); ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
+    parameter; unconverged points have risk NaN. The defaults are the parameter table's
+    several-steps example (``asymptotics.core.parameters.STEPS_EXAMPLE``, also those of
+    ``python -m asymptotics steps``); ``eta=None``: its schedule (2, 8, 16, the last repeated).
+    Each step's groups are solved as one curve along alpha (one kappa rule per curve).
+    ``on_step(t)`` is called after step ``t``; ``progress``: a report per step on stderr
+    (:class:`asymptotics.core.progress.Progress`; False: none); ``batch="reused"``: every
+    step on the same batch (THEORY.md §14)."""
     import json
 
     import pandas as pd
 
     from asymptotics.core.progress import Progress
-    from asymptotics.spiked.solve import risk_spiked
+    from asymptotics.spiked.solve import risk_spiked_curve
 
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
                                                                    np.atleast_1d(alphas))]
+    steps = checks.integer("steps", steps, 1)
+    eta = steps_eta(steps) if eta is None else eta
     group_checks.by_step_options(progress, on_step)
     group_checks.ridge(lam, beta, p, parse_readout(readout).weights)
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout, batch=batch)
     rows = []
-    with Progress((steps + 1) * len(alphas), "risk by step", unit="pt", enabled=progress) as bar:
-        for t in range(steps + 1):
+    with Progress(steps + 1, "risk by step", unit="steps", enabled=progress) as bar:
+        for t in bar.iter(range(steps + 1)):
             params = mp.spiked_params(t)
-            for a in bar.iter(alphas):
-                res = risk_spiked(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, **params)
+            df = risk_spiked_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
+                                   progress=False, **params)
+            for a, risk, conv in zip(alphas, df.risk, df.converged, strict=True):
                 rows.append(dict(model="srf-groups", step=t, alpha=a,
-                                 risk=res.risk if res.converged else math.nan,
-                                 converged=bool(res.converged), sigma=mp.sigma, target=target,
+                                 risk=float(risk) if conv else math.nan,
+                                 converged=bool(conv), sigma=mp.sigma, target=target,
                                  readout=mp.readout.name, batch=mp.batch, alpha0=alpha0,
                                  eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
                                  delta=delta, p=p, loadings=json.dumps(params["loadings"]),
@@ -100,10 +139,15 @@ def needs_groups(target: object) -> bool:
     except ValueError:
         pass
     try:
-        parse_target(target)
+        _, variables = parse_target(target)
     except ValueError:
         return False
-    resolve_target(target)  # a multi-index text: its own errors (e.g. growth) are the ones to say
+    try:
+        resolve_target(target)
+    except ValueError:
+        if len(variables) <= 1:  # one variable: the one-step route says what is wrong
+            return False
+        raise  # a multi-index text: its own errors (e.g. growth) are the ones to say
     return True
 
 

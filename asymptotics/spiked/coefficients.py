@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.line_moments import line_moments
 from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments, kappa_rule
 from asymptotics.core import group_checks
 
@@ -28,6 +29,8 @@ from asymptotics.core import group_checks
 KAPPA_NODES = {1: 120, 2: 24, 3: 12}
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
+#: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
+MAX_TENSOR_NODES = 2_000_000
 PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
@@ -49,8 +52,16 @@ class Tables:
 
 def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
-    ``n`` nodes per dimension, or a tuple of counts."""
-    pts, wts = _tensor_rule((n,) * r if isinstance(n, int) else tuple(n))
+    ``n`` nodes per dimension, or a tuple of counts. A rule of more than
+    :data:`MAX_TENSOR_NODES` nodes is refused in one line (it would not fit in memory)."""
+    counts = (n,) * r if isinstance(n, int) else tuple(n)
+    if math.prod(counts) > MAX_TENSOR_NODES:
+        raise ValueError(f"a tensor quadrature rule over {len(counts)} dimensions with "
+                         f"{'x'.join(map(str, counts))} = {math.prod(counts):.2g} nodes exceeds "
+                         f"{MAX_TENSOR_NODES:.0e}: too many Gaussian directions to integrate "
+                         "(fewer target variables, or a polynomial target: exact with fewer "
+                         "nodes)")
+    pts, wts = _tensor_rule(counts)
     return pts.copy(), wts.copy()
 
 
@@ -110,8 +121,10 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
-        kw = INNER_NODES if loadings.shape[1] > 1 else {}
-        ms = gaussian_moments(sigma, t, np.full_like(t, sq), **kw)
+        if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
+            ms = line_moments(sigma, t, sq, **INNER_NODES)
+        else:
+            ms = gaussian_moments(sigma, t, np.full_like(t, sq))
         scale = float(np.max(ms[:, 2])) + 1e-300
         mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
         mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
@@ -130,7 +143,8 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
     if isinstance(target, Function):
-        mg = gaussian_moments(target, shift[:, 0], np.full(n, rho[0]))
+        mg = (line_moments(target, shift[:, 0], float(rho[0])) if kappa.shape[1] > 1
+              else gaussian_moments(target, shift[:, 0], np.full(n, rho[0])))
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]

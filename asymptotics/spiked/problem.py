@@ -18,6 +18,9 @@ from asymptotics.core import checks, group_checks
 from asymptotics.spiked.coefficients import Tables, build_tables
 
 SUM_TOL = 1e-9
+#: the most learned directions: the kappa rule is a tensor product (33^4 = 1.2e6 nodes at the
+#: top of the r = 4 ladder; 33^5 would need tens of GB)
+MAX_SPIKES = 4
 
 
 @dataclass(frozen=True)
@@ -138,6 +141,9 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
     K, r = U.shape
     if K < 1 or r < 1:
         raise ValueError(f"loadings must be K x r with K, r >= 1, got shape {U.shape}")
+    if r > MAX_SPIKES:
+        raise ValueError(f"loadings has r = {r} columns (learned directions); the kappa "
+                         f"integrals use a tensor rule, implemented for r <= {MAX_SPIKES}")
     c = _matrix("bulk", bulk, 1)
     pi = _matrix("fractions", fractions, 1)
     for name, a in (("bulk", c), ("fractions", pi)):

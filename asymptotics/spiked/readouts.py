@@ -168,7 +168,8 @@ def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: fl
                           residual_second_moment=float(ee2), u_norm=float(u_norm))
 
 
-def _check_model(model: object, ro: Readout) -> None:
+def check_model(model: object, ro: Readout) -> None:
+    """A finite-support readout is solved on the K-group sRF model only: one line otherwise."""
     if model == "srf":
         return
     if model == "network":
@@ -194,7 +195,7 @@ def risk_readout(alpha: float, *, readout: object = "pm1",
     from asymptotics.spiked.solve import risk_spiked
 
     ro = parse_readout(readout)
-    _check_model(model, ro)
+    check_model(model, ro)
     mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
     return risk_spiked(alpha, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta, p=p,
                        strict=strict, solver=solver, n_kappa=n_kappa, **mp.spiked_params())
@@ -213,7 +214,7 @@ def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
     from asymptotics.spiked.solve import risk_spiked_curve
 
     ro = parse_readout(readout)
-    _check_model(model, ro)
+    check_model(model, ro)
     mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
     df = risk_spiked_curve(alphas, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta,
                            p=p, strict=strict, solver=solver, progress=progress,
@@ -231,7 +232,7 @@ def api_readout_risk(alpha: float, readout: object, *, model: str, spike: object
     ro = parse_readout(readout)
     if ro.is_constant:
         return None
-    _check_model(model, ro)
+    check_model(model, ro)
     given = [name for name, v in (("spike", spike), ("gamma", gamma), ("measure", measure),
                                   ("common_row", common_row)) if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]

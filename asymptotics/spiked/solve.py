@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -16,8 +16,9 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
+from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import anderson
-from asymptotics.spiked.kernels import channel_v, complete, full_map, risk_of, sizes, v_map
+from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
 from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
@@ -53,10 +54,49 @@ class SpikedResult:
     n_kappa: int = 0
     quadrature_change: float = math.nan
 
+    #: the three groups of fields, as in :class:`asymptotics.api.points.RiskResult`: what
+    #: produced the point, what the equations give, how the solve went
+    PARAMETERS = ("alpha", "sigma", "target", "loadings", "bulk", "fractions", "overlaps", "lam",
+                  "beta", "delta", "p")
+    SOLUTION = ("risk", "order")
+    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
+                   "quadrature_change")
+
+    @property
+    def model(self) -> str:
+        """The model the point describes: the K-group sRF model (THEORY.md §10)."""
+        return "srf"
+
+    @property
+    def parameters(self) -> dict:
+        """Every parameter that produced the point."""
+        return {k: getattr(self, k) for k in self.PARAMETERS}
+
+    @property
+    def solution(self) -> dict:
+        """The risk and the order parameters (THEORY.md §10.3)."""
+        return {k: getattr(self, k) for k in self.SOLUTION}
+
+    @property
+    def diagnostics(self) -> dict:
+        """Whether and how the solver converged, and the kappa rule it settled on."""
+        return {k: getattr(self, k) for k in self.DIAGNOSTICS}
+
+    def to_dict(self) -> dict:
+        """As :meth:`as_dict` (the name :class:`~asymptotics.api.points.RiskResult` uses)."""
+        return self.as_dict()
+
+    def to_frame(self):
+        """A one-row DataFrame with the columns of :func:`risk_spiked_curve`."""
+        import pandas as pd
+
+        return pd.DataFrame([self.as_dict()])
+
     def as_dict(self) -> dict:
         """Flat record; lists, matrices and the order parameters as JSON strings."""
         out = {}
-        for k, v in asdict(self).items():
+        for f in fields(self):  # (not dataclasses.asdict: it deep-copies the raw state)
+            k, v = f.name, getattr(self, f.name)
             if k == "state":
                 continue
             if k == "order":
@@ -87,38 +127,6 @@ class _Solved:
     def __init__(self, x: np.ndarray, status: Status, n_iter: int, residual: float) -> None:
         self.x, self.status, self.n_iter, self.residual = x, status, n_iter, residual
         self.converged = status == Status.CONVERGED
-
-
-def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
-                    status: Status) -> tuple[Status | str, str]:
-    """K >= 2 groups at p = infinity: ``("needs_width", reason)`` where the mean channel uses a
-    direction of the groups' mean features so weak that only networks wider than
-    :data:`~asymptotics.core.group_checks.MAX_LIMIT_WIDTH` reach the limit (the groups'
-    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged."""
-    t = prob.tables
-    K = prob.fractions.shape[0]
-    iv = 1.0 / (1.0 + channel_v(v[:K * K].reshape(K, K), v[K * K:], t.mub1, t.mus2))
-    sq = np.sqrt(t.weights * iv)
-    need, rel = group_checks.contrast_width(sq[:, None] * t.mu0, sq * t.h, alpha / prob.beta,
-                                            v[K * K:])
-    if need <= group_checks.WARN_LIMIT_WIDTH:
-        return status, status.message
-    if need <= group_checks.MAX_LIMIT_WIDTH:
-        import warnings
-
-        from asymptotics.models.problem import LimitWarning
-
-        warnings.warn("K groups at p = infinity: the groups' contrast channel makes this limit "
-                      "the answer only for networks much wider than the width in the result's "
-                      "message; pass the width, p=... (the finite-width theory, THEORY.md "
-                      "§10.6)", LimitWarning, stacklevel=3)
-        return status, (f"{status.message}; the groups' contrast channel: the limit holds for "
-                        f"networks much wider than ~{need:.2g} neurons (pass p=...)")
-    return "needs_width", (
-        f"at p = infinity the groups' contrast channel (a direction of their mean features whose "
-        f"eigenvalue is {rel:.2g} of the largest) is unpenalised, and the limit holds only for "
-        f"networks wider than ~{need:.2g} neurons: pass the width, p=... (the finite-width "
-        "theory, THEORY.md §10.6)")
 
 
 def cold_start(prob: SpikedProblem) -> np.ndarray:
@@ -186,7 +194,7 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                                        f"{lim.message}")
             return lim
     if res.converged and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
-        status, message = contrast_status(prob, alpha, res.x, status)
+        status, message = contrast.contrast_status(prob, alpha, res.x, status)
         conv = status == Status.CONVERGED
     else:
         message = status.message
@@ -207,37 +215,68 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
 #: risk of 1e-3, 24 nodes per dimension at r = 2 were 3% off, 12 at r = 3 20% off)
 KAPPA_LADDER = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54), 4: (10, 15, 22, 33)}
 QUADRATURE_RTOL = 1e-3
+#: the probe points of a curve (fractions of its length) that choose its kappa rule
+PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def _ladder(r: int) -> tuple[int, ...]:
     return KAPPA_LADDER.get(r, KAPPA_LADDER[4]) if r >= 2 else ()
 
 
-def _refined(solve_at: Callable[[int | None, int | None], list[SpikedResult]], r: int,
-             n_kappa: int | None, n_omega: int | None) -> list[SpikedResult]:
-    """Solve on the ladder of kappa rules until every risk agrees with the previous rule's to
-    :data:`QUADRATURE_RTOL` (relative); a point that never does is NaN with the reason. A rule
-    given by the caller (``n_kappa``), or r = 1 (the one-spike rule), is used as given."""
+def _settled(cur: SpikedResult, prev: SpikedResult) -> bool | None:
+    """True: two converged rungs agree to QUADRATURE_RTOL; None: the point fails on both rungs
+    (a failure of the equations, reported as such); False: not settled (a NaN change, a point
+    converged on one rung only, or a change above the tolerance)."""
+    if not cur.converged and not prev.converged:
+        return None
+    return bool(cur.converged and prev.converged and _change(cur, prev) <= QUADRATURE_RTOL)
+
+
+def _change(cur: SpikedResult, prev: SpikedResult) -> float:
+    if not (cur.converged and prev.converged):
+        return math.nan
+    return abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
+
+
+def _refined(solve_at: Callable[..., list[SpikedResult]], r: int, n_kappa: int | None,
+             n_omega: int | None, n_points: int = 1) -> list[SpikedResult]:
+    """Solve on the ladder of kappa rules until every point is settled (:func:`_settled`: two
+    successive converged rules agree to :data:`QUADRATURE_RTOL`); a point converged on the
+    last rule but never settled is NaN with the reason. The rule is decided once for the whole
+    curve: a few probe points (``solve_at(n, no, probes)``) climb first, then the whole curve
+    is solved from the rule where they settle (the same rule as climbing with every point,
+    except where a probe's change is within solver noise of the tolerance). A rule given by
+    the caller (``n_kappa``), or r = 1 (the one-spike rule), is used as given."""
     if n_kappa is not None or r == 1:
         return solve_at(n_kappa, n_omega)
-    prev: list[SpikedResult] | None = None
     ladder = _ladder(r)
-    for n in ladder:
+    start = 0
+    if n_points > 2 * len(PROBES):
+        probes = sorted({round(f * (n_points - 1)) for f in PROBES})
+        prev_p = solve_at(ladder[0], n_omega, probes)
+        for i in range(1, len(ladder)):
+            cur_p = solve_at(ladder[i], n_omega, probes)
+            if all(_settled(c, q) is not False for c, q in zip(cur_p, prev_p, strict=True)):
+                start = i - 1
+                break
+            prev_p = cur_p
+        else:
+            start = len(ladder) - 2
+    prev: list[SpikedResult] = solve_at(ladder[start], n_omega)
+    for n in ladder[start + 1:]:
         cur = solve_at(n, n_omega)  # (the rule of the unlearned target directions is kept)
-        if prev is not None:
-            changes = [abs(c.risk - q.risk) / max(abs(c.risk), 1e-300)
-                       if c.converged and q.converged else math.nan
-                       for c, q in zip(cur, prev, strict=True)]
-            out = [replace(c, n_kappa=n, quadrature_change=ch)
-                   for c, ch in zip(cur, changes, strict=True)]
-            if all(not (ch > QUADRATURE_RTOL) for ch in changes):  # NaN: not converged
-                return out
+        out = [replace(c, n_kappa=n, quadrature_change=_change(c, q))
+               for c, q in zip(cur, prev, strict=True)]
+        settled = [_settled(c, q) for c, q in zip(cur, prev, strict=True)]
+        if all(ok is not False for ok in settled):
+            return out
         prev = cur
-    return [r_ if not (r_.quadrature_change > QUADRATURE_RTOL) else replace(
+    return [r_ if ok is not False or not r_.converged else replace(
         r_, risk=math.nan, converged=False, status="max_iter",
-        message=f"quadrature not resolved: the risk still moves by {r_.quadrature_change:.2g} "
-                f"(relative) from {ladder[-2]} to {ladder[-1]} kappa nodes per dimension; "
-                "pass a larger n_kappa") for r_ in out]
+        message=f"quadrature not resolved: the risk moves by {r_.quadrature_change:.2g} "
+                f"(relative; nan: it converged on one rule only) from {ladder[-2]} to "
+                f"{ladder[-1]} kappa nodes per dimension; pass a larger n_kappa")
+        for r_, ok in zip(out, settled, strict=True)]
 
 
 def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
@@ -292,13 +331,19 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                                                         "overlaps", "p")), n_kappa, n_omega)
     group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
 
-    def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
+    built: dict = {}  # the problem of each rule (the probes and the curve share it)
+
+    def solve_at(nk: int | None, no: int | None, idx: list[int] | None = None
+                 ) -> list[SpikedResult]:
+        if (nk, no) not in built:
+            built[(nk, no)] = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
+        prob = built[(nk, no)]
         out, x0 = [], None
         K = prob.fractions.shape[0]
+        pts = alphas if idx is None else [alphas[i] for i in idx]
         desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
-        with Progress(len(alphas), desc, unit="pt", enabled=progress) as bar:
-            for a in bar.iter(alphas):
+        with Progress(len(pts), desc, unit="pt", enabled=progress if idx is None else False) as bar:
+            for a in bar.iter(pts):
                 res = solve_spiked(prob, a, solver, x0=x0)
                 if res.converged:
                     o = sizes(K, *prob.loadings.shape[1:], prob.k)
@@ -308,7 +353,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
 
     loadings = params.get("loadings")
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
-    results = _refined(solve_at, int(r), n_kappa, n_omega)
+    results = _refined(solve_at, int(r), n_kappa, n_omega, len(alphas))
     if strict and not all(res.converged for res in results):
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "

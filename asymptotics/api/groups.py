@@ -1,0 +1,149 @@
+"""The one dispatch of the theory's entry points between the one-spike equations (THEORY.md §5)
+and the K-group ones (§10): several steps (§12), a finite-support readout (§11), a given K-group
+model (§10.1) or a multi-index target all go to the K-group engine, one compiled solver
+(``asymptotics.spiked``) with one result type (:class:`~asymptotics.spiked.SpikedResult`, the
+same accessors as :class:`~asymptotics.api.points.RiskResult`). Options a route cannot honour
+are refused in one line naming them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asymptotics.core import checks
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from asymptotics.spiked.solve import SpikedResult
+
+GIVEN = ("loadings", "bulk", "fractions", "overlaps")
+
+
+def route(*, steps: object, readout: object, given: dict, target: object, model: object,
+          batch: object = "fresh") -> str:
+    """``"one-spike"`` (the equations of §5) or the K-group route: ``"steps"``, ``"readout"``,
+    ``"given"`` (a K-group model passed in) or ``"multi-index"`` (a target in z1..zk, k >= 2,
+    or with He_n, after one step). ``batch="reused"`` changes nothing at one step."""
+    from asymptotics.core.parameters import check
+    from asymptotics.multiindex.steps_risk import needs_groups
+    from asymptotics.spiked.readouts import parse_readout
+
+    check("batch", batch)
+    steps = checks.integer("steps", steps, 1)
+    if any(v is not None for v in given.values()):
+        missing = [k for k, v in given.items() if v is None]
+        if missing:
+            raise ValueError(f"a given K-group model needs {', '.join(GIVEN)}; missing "
+                             f"{', '.join(missing)}")
+        return "given"
+    if steps > 1:
+        return "steps"
+    if needs_groups(target):  # with any readout: the K-group model of one step
+        return "multi-index"
+    if not parse_readout(readout).is_constant:
+        return "readout"
+    return "one-spike"
+
+
+def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, readout: object,
+                  given: dict, model: object, engine: object, overrides: dict, lam: Any,
+                  eta: Any, sigma: Any, target: Any, alpha0: Any, beta: Any, delta: Any, p: Any,
+                  strict: bool, solver: Any, progress: bool | None = None,
+                  batch: str = "fresh") -> tuple[SpikedResult | pd.DataFrame | None, Any]:
+    """``(answer, eta)``: one point (``curve=False``, ``alphas`` of length 1) or a curve on the
+    K-group route ``how`` of :func:`route`. ``answer`` None (``model="network"`` only): the case
+    is exactly the one-step network theory at the returned ``eta`` (THEORY.md §15), which the
+    caller's one-spike route answers."""
+    from asymptotics.core.parameters import check
+    from asymptotics.spiked.solve import risk_spiked, risk_spiked_curve
+
+    what = {"steps": f"steps={steps}", "readout": f"readout={readout!r}",
+            "given": "a given K-group model", "multi-index": f"target={target!r}"}[how]
+    if check("engine", engine) != "compiled":
+        raise ValueError(f"engine={engine!r} is not available with {what}: the K-group equations "
+                         "have one (compiled) engine; omit engine")
+    pt = dict(sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta, p=p,
+              strict=strict, solver=solver)
+    if model == "network" and how != "given":  # the network theory of the groups, §15
+        if batch != "fresh" and checks.integer("steps", steps, 1) > 1:
+            raise ValueError(f"batch={batch!r} after several steps is implemented for "
+                             "model='srf' (THEORY.md §14); pass model='srf'")
+        return _network(alphas, curve=curve, how=how, steps=steps, readout=readout, lam=lam,
+                        eta=eta, overrides=overrides, progress=progress, **pt)
+    if how == "steps" and not curve:  # the named doors (their own checks and messages)
+        from asymptotics.multiindex.steps_risk import api_steps_risk
+
+        return api_steps_risk(alphas[0], steps, model=model, overrides=overrides, lam=lam,
+                              eta=eta, readout=readout, batch=batch, **pt), eta
+    if how == "readout":
+        from asymptotics.spiked.readouts import api_readout_risk, check_model, parse_readout
+
+        if not curve:
+            return api_readout_risk(alphas[0], readout, model=model, lam=lam, eta=eta,
+                                    **overrides, **pt), eta
+        check_model(model, parse_readout(readout))
+    if model != "srf":
+        which = "model='srf'" if how == "given" else "model='network' or model='srf'"
+        raise ValueError(f"{what} is implemented for {which} (the K-group models, THEORY.md "
+                         f"§10-§12, §15); got model={model!r}")
+    refused = [k for k, v in overrides.items() if v is not None]
+    refused += [k for k, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
+    if refused:
+        raise ValueError(f"{what} does not support {', '.join(refused)} (the K-group model is "
+                         "built from the step's parameters)")
+    params = _groups(how, steps=steps, readout=readout, given=given, sigma=sigma,
+                     target=target, alpha0=alpha0, eta=eta, delta=delta, batch=batch)
+    kw = dict(sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict, solver=solver,
+              **params)
+    if not curve:
+        return risk_spiked(alphas[0], **kw), eta
+    df = risk_spiked_curve(alphas, progress=progress, **kw)
+    df.insert(1, "route", how)
+    return df, eta
+
+
+def _network(alphas: list[float], *, curve: bool, how: str, steps, readout, lam, eta,
+             overrides: dict, progress, sigma, target, alpha0, beta, delta, p, strict, solver):
+    """``model="network"`` on a K-group route (THEORY.md §15): the point's door
+    (``asymptotics.network.route.api_network_risk``, its checks and the one-step cases it hands
+    back), then the rest of a curve on the same groups."""
+    import pandas as pd
+
+    from asymptotics.core.progress import Progress
+    from asymptotics.network.route import api_network_risk, network_problem, risk_network
+
+    kw = dict(alpha0=alpha0, beta=beta, delta=delta, p=p, strict=strict, solver=solver)
+    first, eta = api_network_risk(alphas[0], steps=steps, readout=readout, eta=eta, lam=lam,
+                                  overrides=overrides, sigma=sigma, target=target, **kw)
+    if first is None or not curve:
+        return first, eta
+    problem = network_problem(sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta,
+                              delta=delta, readout=readout)
+    frames = [first.to_frame()]
+    with Progress(len(alphas) - 1, "network curve", unit="pt", enabled=progress) as bar:
+        for a in bar.iter(alphas[1:]):
+            frames.append(risk_network(a, steps=steps, readout=readout, eta=eta, lam=lam,
+                                       sigma=sigma, target=target, problem=problem,
+                                       **kw).to_frame())
+    df = pd.concat(frames, ignore_index=True)
+    df.insert(1, "route", how)
+    return df, eta
+
+
+def _groups(how: str, *, steps, readout, given, sigma, target, alpha0, eta, delta,
+            batch: str = "fresh") -> dict:
+    """The K-group model of the route (keyword arguments of ``risk_spiked``)."""
+    if how == "given":
+        return dict(target=target, **given)
+    if how == "readout":
+        from asymptotics.spiked.readouts import readout_mapping
+
+        mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta,
+                             readout=readout)
+        return dict(target=target, **mp.spiked_params())
+    from asymptotics.multiindex.steps import steps_mapping
+
+    mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, batch=batch)  # cached: once per parameter set
+    return mp.spiked_params(mp.steps)

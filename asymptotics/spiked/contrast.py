@@ -1,0 +1,48 @@
+"""The jump at p = infinity of K >= 2 groups (THEORY.md §10.6): the status of a solved point
+whose mean channel leans on the groups' contrast, a direction of their mean features too weak
+for any accessible width."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from asymptotics.core import group_checks
+from asymptotics.equations.solver import Status
+from asymptotics.spiked.kernels import channel_v
+
+if TYPE_CHECKING:
+    from asymptotics.spiked.problem import SpikedProblem
+
+
+def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
+                    status: Status) -> tuple[Status | str, str]:
+    """K >= 2 groups at p = infinity: ``("needs_width", reason)`` where the mean channel uses a
+    direction of the groups' mean features so weak that only networks wider than
+    :data:`~asymptotics.core.group_checks.MAX_LIMIT_WIDTH` reach the limit (the groups'
+    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged."""
+    t = prob.tables
+    K = prob.fractions.shape[0]
+    iv = 1.0 / (1.0 + channel_v(v[:K * K].reshape(K, K), v[K * K:], t.mub1, t.mus2))
+    sq = np.sqrt(t.weights * iv)
+    need, rel = group_checks.contrast_width(sq[:, None] * t.mu0, sq * t.h, alpha / prob.beta,
+                                            v[K * K:])
+    if need <= group_checks.WARN_LIMIT_WIDTH:
+        return status, status.message
+    if need <= group_checks.MAX_LIMIT_WIDTH:
+        import warnings
+
+        from asymptotics.models.problem import LimitWarning
+
+        warnings.warn("K groups at p = infinity: the groups' contrast channel makes this limit "
+                      "the answer only for networks much wider than the width in the result's "
+                      "message; pass the width, p=... (the finite-width theory, THEORY.md "
+                      "§10.6)", LimitWarning, stacklevel=3)
+        return status, (f"{status.message}; the groups' contrast channel: the limit holds for "
+                        f"networks much wider than ~{need:.2g} neurons (pass p=...)")
+    return "needs_width", (
+        f"at p = infinity the groups' contrast channel (a direction of their mean features whose "
+        f"eigenvalue is {rel:.2g} of the largest) is unpenalised, and the limit holds only for "
+        f"networks wider than ~{need:.2g} neurons: pass the width, p=... (the finite-width "
+        "theory, THEORY.md §10.6)")

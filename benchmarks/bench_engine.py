@@ -1,0 +1,195 @@
+"""Speed of every route of the theory against one one-spike sRF point, measured in one run.
+
+Reference: one point of ``asymptotics.risk(alpha, model="srf")`` (tanh/tanh, alpha0 = 2,
+eta = 1, lam = 0.01), warm, best of several, re-measured before each group of timings (the
+machine's load varies); every figure below is printed as a ratio to it.
+
+1. K-group points: ``N_SETTINGS`` settings drawn (seed ``SEED``) from the distribution
+   ``draw_setting`` states: K uniform in 1..4, r uniform in 1..3, k (target variables)
+   uniform in 1..min(r, 2), sigma from ``SIGMAS``, the target from ``TARGETS[k]``, loadings
+   i.i.d. N(0, 0.6^2), bulk uniform in [0.6, 1.4], fractions Dirichlet(2, ..., 2), each overlap
+   column a uniform direction times a norm uniform in [0.3, 0.95], lam from (0.01, 0.1), beta
+   from (0.5, 1, 2), alpha from (0.7, 1.5, 3). A point is ``risk_spiked`` in full (tables,
+   the quadrature ladder, the solve; every cache cleared before each call), best of 7 measured
+   alternately with the reference. Targets: median <= 3x for r <= 2,
+   <= 15x for r = 3; slowest <= 3x the median of its class.
+2. The several-steps mapping ``steps_mapping`` (T = 1, 2, 3; pm1 and constant readouts): its
+   computation with every cache cleared (best of 3; target <= 50 ms for T <= 3) and a repeated
+   call (cached).
+3. A 100-alpha curve after three steps (mapping included, warm cache): target <= 100x.
+4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x.
+
+Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
+wall time counts the waits), the best of several repeats.
+Run: ``GIANTSTEP_COLD_START=compile python benchmarks/bench_engine.py`` (a few minutes).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    os.environ.setdefault(_v, "1")
+
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import asymptotics as A  # noqa: E402
+from asymptotics.multiindex import steps as steps_mod  # noqa: E402
+from asymptotics.spiked import risk_spiked  # noqa: E402
+
+try:  # the interpolated moments' cache (absent before the engine's refactor)
+    from asymptotics.coefficients import line_moments as line_mod  # noqa: E402
+except ImportError:
+    line_mod = None
+
+SEED = 20261125
+N_SETTINGS = 24
+SIGMAS = ("tanh", "relu", "erf", "softplus")
+TARGETS = {1: ("tanh", "z1 + 0.5*z1**2", "relu"), 2: ("z1*z2 + tanh(z1)", "z1 + z1*z2")}
+ALPHAS = (0.7, 1.5, 3.0)
+STEPS_SETTING = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0, 16.0))
+
+
+def draw_setting(rng: np.random.Generator) -> tuple[float, dict]:
+    """One K-group setting from the distribution of the module docstring."""
+    K = int(rng.integers(1, 5))
+    r = int(rng.integers(1, 4))
+    k = int(rng.integers(1, min(r, 2) + 1))
+    target = TARGETS[k][int(rng.integers(len(TARGETS[k])))]
+    G = rng.standard_normal((r, k))
+    G /= np.linalg.norm(G, axis=0, keepdims=True)
+    G *= rng.uniform(0.3, 0.95, size=k)[None, :]
+    kw = dict(sigma=SIGMAS[int(rng.integers(len(SIGMAS)))], target=target,
+              loadings=(0.6 * rng.standard_normal((K, r))).tolist(),
+              bulk=rng.uniform(0.6, 1.4, size=K).tolist(),
+              fractions=rng.dirichlet([2.0] * K).tolist(), overlaps=G.tolist(),
+              lam=float(rng.choice([0.01, 0.1])), beta=float(rng.choice([0.5, 1.0, 2.0])))
+    return float(rng.choice(ALPHAS)), kw
+
+
+def best_of(fn, repeat: int = 3) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        times.append(time.process_time() - t)
+    return min(times)
+
+
+def interleaved(fn, rounds: int = 7) -> tuple[float, float]:
+    """(one sRF point, one call of ``fn``), each the best of ``rounds`` measured alternately
+    (the machine's load changes over seconds: both see the same)."""
+    ref, t = [], []
+    for _ in range(rounds):
+        t0 = time.process_time()
+        for a in ALPHAS:
+            A.risk(a, model="srf")
+        ref.append((time.process_time() - t0) / len(ALPHAS))
+        t0 = time.process_time()
+        fn()
+        t.append(time.process_time() - t0)
+    return min(ref), min(t)
+
+
+def srf_point() -> float:
+    return best_of(lambda: [A.risk(a, model="srf") for a in ALPHAS], 7) / len(ALPHAS)
+
+
+def _clear_steps_cache() -> None:
+    """Forget every cache a first computation would not have (the mapping's, the tables' pieces)."""
+    for mod in (steps_mod, line_mod):
+        clear = getattr(mod, "clear_cache", None) if mod is not None else None
+        if clear is not None:
+            clear()
+
+
+def point(alpha: float, kw: dict) -> None:
+    """A first K-group point: the caches of earlier points forgotten, then timed."""
+    _clear_steps_cache()
+    risk_spiked(alpha, **kw)
+
+
+def main() -> None:
+    for a in ALPHAS:
+        A.risk(a, model="srf")
+    ref = srf_point()
+    print(f"reference: one sRF point {ref * 1e3:.2f} ms")
+
+    # 1. K-group points
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for i in range(N_SETTINGS):
+        alpha, kw = draw_setting(rng)
+        K, r = np.shape(kw["loadings"])
+        res = risk_spiked(alpha, **kw)  # warm (compile)
+        ref, t = interleaved(lambda kw=kw, alpha=alpha: point(alpha, kw))
+        rows.append((r, t / ref))
+        print(f"  setting {i:2d}: K={K} r={r} sigma={kw['sigma']:8s} target={kw['target']:18s}"
+              f" alpha={alpha:3.1f} lam={kw['lam']:4.2f} beta={kw['beta']:3.1f}: "
+              f"{t * 1e3:7.1f} ms = {t / ref:6.1f}x  converged={res.converged} "
+              f"kappa rule {res.n_kappa}", flush=True)
+    for name, sel, goal in (("r <= 2", lambda r: r <= 2, 3.0), ("r = 3", lambda r: r == 3, 15.0)):
+        xs = [x for r, x in rows if sel(r)]
+        if xs:
+            med = statistics.median(xs)
+            print(f"K-group points, {name} ({len(xs)} settings): median {med:.2f}x "
+                  f"(target <= {goal:g}x), slowest {max(xs):.2f}x = {max(xs) / med:.2f}x the "
+                  "median (target <= 3x)")
+
+    # 2. the several-steps mapping
+    ref = srf_point()
+    for readout in ("pm1", "constant"):
+        for T in (1, 2, 3):
+            kw = dict(STEPS_SETTING, eta=STEPS_SETTING["eta"][:T])
+            first = best_of(lambda kw=kw, T=T, readout=readout: (
+                _clear_steps_cache(), A.steps_mapping(
+                    kw["sigma"], kw["target"], steps=T, alpha0=kw["alpha0"], eta=kw["eta"],
+                    readout=readout)), 3)
+            again = best_of(lambda kw=kw, T=T, readout=readout: A.steps_mapping(
+                kw["sigma"], kw["target"], steps=T, alpha0=kw["alpha0"], eta=kw["eta"],
+                readout=readout), 3)
+            print(f"steps mapping T={T} readout={readout:8s}: first {first * 1e3:7.1f} ms "
+                  f"(target <= 50 ms), again {again * 1e3:7.2f} ms")
+
+    # 3. a 100-alpha curve after three steps
+    alphas = np.linspace(0.2, 5.0, 100)
+    kw = dict(STEPS_SETTING)
+
+    def steps_curve() -> None:
+        if "steps" in A.risk_curve.__code__.co_varnames:
+            A.risk_curve(alphas, model="srf", steps=3, readout="pm1", lam=0.01, **kw)
+        else:  # the route before: the mapping, then the K-group curve on its groups
+            mp = A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"],
+                                 eta=kw["eta"], readout="pm1")
+            A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
+                                **mp.spiked_params(3))
+
+    steps_curve()
+    ref = srf_point()
+    _clear_steps_cache()
+    t_cold = best_of(lambda: (_clear_steps_cache(), steps_curve()), 1)
+    t_warm = best_of(steps_curve, 2)
+    print(f"100-alpha curve after three steps (pm1): {t_cold:.3f} s = {t_cold / ref:.0f}x "
+          f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
+          "(target <= 100x)")
+
+    # 4. network curve against sRF curve
+    alphas = np.linspace(0.2, 5.0, 40)
+    A.risk_curve(alphas, model="network")
+    A.risk_curve(alphas, model="srf")
+    t_net, t_srf = [], []
+    for _ in range(9):  # alternately (the load changes over seconds)
+        t_net.append(best_of(lambda: A.risk_curve(alphas, model="network"), 1))
+        t_srf.append(best_of(lambda: A.risk_curve(alphas, model="srf"), 1))
+    t_net, t_srf = min(t_net), min(t_srf)
+    print(f"network curve {t_net * 1e3:.1f} ms, sRF curve {t_srf * 1e3:.1f} ms: "
+          f"{t_net / t_srf:.2f}x (target <= 1.2x)")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
