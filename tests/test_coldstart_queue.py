@@ -124,7 +124,7 @@ def _toy_in_process(tmp_path, monkeypatch, writable: bool = True):
     mods, cache = _toy(tmp_path), tmp_path / "cache"
     cache.mkdir()
     monkeypatch.setattr(numba_cache, "candidates", lambda: [cache])
-    monkeypatch.setattr(numba_cache, "_ours", lambda f: True)
+    monkeypatch.setattr(numba_cache, "ours", lambda f: True)
     monkeypatch.setattr(numba_cache, "_CHOICE", {(cache,): (cache, writable)})
     monkeypatch.syspath_prepend(str(mods))
     monkeypatch.delitem(sys.modules, "toykern", raising=False)

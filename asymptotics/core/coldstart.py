@@ -135,7 +135,7 @@ def _enable_caching(disp) -> None:
             raise OSError("no cache directory")
         disp.enable_caching()
         locator = disp._cache._impl.locator
-        if numba_cache.INSTALLED and numba_cache._ours(disp.py_func.__code__.co_filename) and \
+        if numba_cache.INSTALLED and numba_cache.ours(disp.py_func.__code__.co_filename) and \
                 type(locator).__name__ != "UserCacheLocator":
             raise OSError(f"numba would cache {disp.py_func.__name__} in {locator._cache_path}")
         if not numba_cache.writable():  # a read-only cache: load from it, never write
@@ -223,7 +223,7 @@ def _cold_call(disp, args: tuple):
             _compile_here(disp, sig, spool, "pool worker")
             return base(*args)
         if name not in _MINE and (spool / f"{name}.json").exists():
-            _compile_here(disp, sig, spool, "no background compiler ran")  # another queued it
+            _compile_here(disp, sig, spool, "no background compiler runs")  # another queued it
             return base(*args)
         try:
             cq.write_job(spool, name, {"module": fn.__module__, "name": fn.__qualname__,
@@ -304,7 +304,7 @@ def start_worker(spool: Path) -> None:
             kw["start_new_session"] = True
             held = open(spool / cq.LOCK, "a+")
             try:  # lock for the compiler, so no process finds the queue without one meanwhile
-                cq._lock(held)
+                cq.lock_fh(held)
                 argv.append(str(held.fileno()))
                 kw["pass_fds"] = (held.fileno(),)
             except OSError:  # a compiler runs (or a process compiles): this one waits its turn

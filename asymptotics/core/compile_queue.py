@@ -142,7 +142,7 @@ class FileLock:
             raise
         while True:
             try:
-                _lock(fh)
+                lock_fh(fh)
                 break
             except OSError:
                 if deadline is not None and time.monotonic() >= deadline:
@@ -157,7 +157,7 @@ class FileLock:
         self._depth -= 1
         if not self._depth:
             with contextlib.suppress(OSError):
-                _unlock(self._fh)
+                unlock_fh(self._fh)
             self._fh.close()
             self._fh = None
         self._PROCESS.release()
@@ -169,17 +169,17 @@ class FileLock:
         except OSError:
             return False
         try:
-            _lock(fh)
+            lock_fh(fh)
         except OSError:
             return True
         finally:
             with contextlib.suppress(OSError):
-                _unlock(fh)
+                unlock_fh(fh)
             fh.close()
         return False
 
 
-def _lock(fh) -> None:
+def lock_fh(fh) -> None:
     if os.name == "nt":
         import msvcrt
 
@@ -191,7 +191,7 @@ def _lock(fh) -> None:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
-def _unlock(fh) -> None:
+def unlock_fh(fh) -> None:
     if os.name == "nt":
         import msvcrt
 

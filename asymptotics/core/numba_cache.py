@@ -83,7 +83,7 @@ def writable() -> bool:
     return _choose()[1]
 
 
-def _ours(py_file: str) -> bool:
+def ours(py_file: str) -> bool:
     try:
         path = Path(py_file).resolve()
     except (OSError, ValueError):
@@ -114,7 +114,7 @@ def _locator_class():
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if root() is None or not (os.path.exists(py_file) and _ours(py_file)):
+            if root() is None or not (os.path.exists(py_file) and ours(py_file)):
                 return None
             self = cls(py_func, py_file)
             try:
