@@ -26,8 +26,8 @@ Run: python benchmarks/cold_start.py --first-point [--rounds 3]   (about a minut
 the network curve, K = 3 groups with r = 1, 2, 3 learned directions, three steps, three steps
 with the pm1 readout), each on its own empty cache in the default mode: three processes started
 one after the other (the next when the previous exits, without waiting for the background
-compiler), each timing the *second* call of the route; then the wait until the background
-compiler has finished. Printed as ratios to a compiled one-spike sRF point (the second call of
+compiler), each timing the calls after the first (the median of calls 2, 3, 4: one call on 2
+shared cores is noisy); then the wait until the background compiler has finished. Printed as ratios to a compiled one-spike sRF point (the second call of
 the sRF route in a process on a warm cache) measured in the same run.
 Run: python benchmarks/cold_start.py   (a few minutes a route on 2 busy cores)
 """
@@ -127,8 +127,10 @@ ROUTES = {
     "steps=3, readout pm1": "A.risk(1.5, steps=3, model='srf', sigma='tanh', target='z1 + z1*z2', "
                             "alpha0=8.0, eta=(1.0, 2.0, 2.0), readout='pm1')",
 }
-SECOND_CALL = ("import sys, time\nimport asymptotics as A\ncall = sys.argv[1]\neval(call)\n"
-               "t = time.perf_counter()\neval(call)\nprint(time.perf_counter() - t)\n")
+SECOND_CALL = ("import statistics, sys, time\nimport asymptotics as A\ncall = sys.argv[1]\n"
+               "eval(call)\ndt = []\nfor _ in range(3):\n    t = time.perf_counter()\n"
+               "    eval(call)\n    dt.append(time.perf_counter() - t)\n"
+               "print(statistics.median(dt))\n")
 
 
 def second_call(route: str, cache: str, cwd: str, mode: str | None = None) -> tuple[float, str]:

@@ -46,7 +46,8 @@ MESSAGE = ("giantstep: compiling the numba kernels in the background (once, a mi
            "until they are cached they run interpreted")
 MESSAGE_NO_WORKER = ("giantstep: the numba kernels are not compiled yet; they run interpreted "
                      f"({ENV}=interpret)")
-MESSAGE_WAIT = "giantstep: waiting for the background compiler of the numba kernels (log: {log})"
+MESSAGE_WAIT = ("giantstep: waiting for another process that compiles the numba kernels "
+                "(log: {log})")
 MESSAGE_FAILED = ("giantstep: the background compiler could not compile {what} ({err}); "
                   "compiling it in this process (log: {log})")
 MESSAGE_HERE = ("giantstep: compiling the numba kernels in this process (once, a minute or "
@@ -197,12 +198,16 @@ def _cold_call(disp, args: tuple):
         sig = signature(disp, args)
         if is_cached(disp, sig):
             return base(*args)  # numba loads it
-        fn = disp.py_func
-        types_json = cq.encode(sig)
-        name = cq.job_name(fn.__module__, fn.__qualname__, types_json)
-        spool = cq.spool_dir() if how == "auto" else None
     except Exception:  # noqa: BLE001 (an argument numba types another way: numba's call)
         return base(*args)
+    fn = disp.py_func
+    spool = cq.spool_dir() if how == "auto" else None
+    try:
+        types_json = cq.encode(sig)
+    except ValueError:
+        _compile_here(disp, sig, spool, "an argument type the compile queue does not carry")
+        return base(*args)
+    name = cq.job_name(fn.__module__, fn.__qualname__, types_json)
     if how == "auto":
         if spool is None:
             _compile_here(disp, sig, None, "the numba cache is read-only or not private")
@@ -265,30 +270,38 @@ def _sys_path() -> list[str]:
 #: process still runs (else it starts when this process exits): a short first command keeps
 #: both cores to itself, a long session gets its kernels compiled meanwhile
 DELAY = 10.0
-_SCHEDULED: set[str] = set()
-_STARTED: set[str] = set()
+_SCHEDULED: dict[str, float] = {}
+_CHILDREN: list = []
 
 
 def _schedule_worker(spool: Path) -> None:
+    """Start the compiler at exit or :data:`DELAY` seconds from the first job, whichever comes
+    first; a job queued later in a long session starts one at once (unless one runs)."""
+    import time
+
     with _LOCK:
-        if str(spool) in _SCHEDULED:
-            return
-        _SCHEDULED.add(str(spool))
-    atexit.register(start_worker, spool)
-    timer = threading.Timer(DELAY, start_worker, args=(spool,))
-    timer.daemon = True
-    timer.start()
+        first = str(spool) not in _SCHEDULED
+        if first:
+            _SCHEDULED[str(spool)] = time.monotonic()
+        fired = time.monotonic() - _SCHEDULED[str(spool)] > DELAY
+    if first:
+        atexit.register(start_worker, spool)
+        timer = threading.Timer(DELAY, start_worker, args=(spool,))
+        timer.daemon = True
+        timer.start()
+    elif fired:
+        start_worker(spool)
 
 
 def start_worker(spool: Path) -> None:
     """Start the compiler (:func:`.compile_queue.main`) detached, with this process's
-    ``sys.path``, its output appended to the queue's log (once a process)."""
+    ``sys.path``, its output appended to the queue's log, if jobs wait and none runs."""
     import subprocess
 
     with _LOCK:
-        if str(spool) in _STARTED:
+        _CHILDREN[:] = [p for p in _CHILDREN if p.poll() is None]  # reap the finished
+        if not any(Path(spool).glob("*.json")):
             return
-        _STARTED.add(str(spool))
     held = None
     try:
         (spool / "worker.failed").unlink(missing_ok=True)
@@ -307,13 +320,18 @@ def start_worker(spool: Path) -> None:
                 cq.lock_fh(held)
                 argv.append(str(held.fileno()))
                 kw["pass_fds"] = (held.fileno(),)
-            except OSError:  # a compiler runs (or a process compiles): this one waits its turn
+            except OSError:  # a compiler runs (it takes the new jobs too) or a process compiles
                 held.close()
                 held = None
+                return
+        class Detached(subprocess.Popen):
+            def __del__(self) -> None:  # not waited for: no "still running" warning
+                pass
+
         with open(log, "a") as out:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, close_fds=True, env=env, **kw)
-        proc.returncode = 0  # detached: never waited for, no "still running" warning
+            proc = Detached(argv, stdin=subprocess.DEVNULL, stdout=out,
+                            stderr=subprocess.STDOUT, close_fds=True, env=env, **kw)
+        _CHILDREN.append(proc)  # polled (reaped) at the next start, never waited for
     except Exception as exc:  # noqa: BLE001 (the queue stays; the next process compiles)
         say("nostart", f"giantstep: could not start the background compiler ({exc}); the next "
                        "process compiles the kernels itself")
