@@ -28,8 +28,9 @@ with the pm1 readout), each on its own empty cache in the default mode: three pr
 one after the other (the next when the previous exits, without waiting for the background
 compiler), each timing the calls after the first (the median of calls 2, 3, 4: one call on 2
 shared cores is noisy); then the wait until the background compiler has finished, and the same
-timing in numba's own mode on the filled cache (the route's compiled speed). Printed as ratios to a compiled one-spike sRF point (the second call of
-the sRF route in a process on a warm cache) measured in the same run.
+timing in numba's own mode on the filled cache (the route's compiled speed). Printed as ratios
+to a compiled one-spike sRF point (the second call of the sRF route in a process on a warm
+cache) measured in the same run.
 Run: python benchmarks/cold_start.py   (a few minutes a route on 2 busy cores)
 """
 
