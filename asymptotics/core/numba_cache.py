@@ -8,8 +8,9 @@ source file lies in this distribution's packages are cached under :func:`root`, 
 ``~/.cache/giantstep/numba``; ``%LOCALAPPDATA%`` on Windows, ``~/Library/Caches`` on macOS) that
 is writable, else the first that already holds a cache (read-only: used as it is, nothing is
 written). With neither, :func:`root` is None and the kernels are not cached at all (compiled in
-every process, one stderr line says so; :mod:`asymptotics.core.coldstart`): never the package
-tree. Every other numba function keeps numba's rules. This reaches into numba's private
+every process, one stderr line says so; :mod:`asymptotics.core.coldstart`; plain ``numba.njit``
+kernels of the distribution get a temporary directory removed at exit): never the package tree.
+Every other numba function keeps numba's rules. This reaches into numba's private
 cache-locator classes; if they change, :func:`install` does nothing (numba's own behaviour).
 """
 
@@ -83,6 +84,20 @@ def writable() -> bool:
     return _choose()[1]
 
 
+_SCRATCH: list[str] = []
+
+
+def _scratch() -> Path:
+    """A per-process directory for the plain njit kernels where no cache is writable."""
+    if not _SCRATCH:
+        import atexit
+        import shutil
+
+        _SCRATCH.append(tempfile.mkdtemp(prefix="giantstep-numba-"))
+        atexit.register(shutil.rmtree, _SCRATCH[0], True)
+    return Path(_SCRATCH[0])
+
+
 def ours(py_file: str) -> bool:
     try:
         path = Path(py_file).resolve()
@@ -101,20 +116,21 @@ def _locator_class():
         def __init__(self, py_func, py_file) -> None:
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
-            self._cache_path = str(root() / self.get_suitable_cache_subpath(py_file))
+            sub = self.get_suitable_cache_subpath(py_file)
+            base = root()
+            self._scratch = base is None or (not writable() and not (base / sub).is_dir())
+            self._cache_path = str((_scratch() if self._scratch else base) / sub)
 
         def get_cache_path(self) -> str:
             return self._cache_path
 
         def ensure_cache_path(self) -> None:
-            if writable():
+            if writable() or self._scratch:
                 os.makedirs(self._cache_path, exist_ok=True)
-            elif not os.path.isdir(self._cache_path):
-                raise OSError(f"read-only numba cache without {self._cache_path}")
 
         @classmethod
         def from_function(cls, py_func, py_file):
-            if root() is None or not (os.path.exists(py_file) and ours(py_file)):
+            if not (os.path.exists(py_file) and ours(py_file)):
                 return None
             self = cls(py_func, py_file)
             try:
