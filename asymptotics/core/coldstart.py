@@ -41,6 +41,7 @@ from asymptotics.core import compile_queue as cq
 from asymptotics.core import numba_cache
 
 ENV = "GIANTSTEP_COLD_START"
+SPOOL = cq.SPOOL  # the queue directory's name, in the cache
 MODES = ("auto", "compile", "interpret")
 MESSAGE = ("giantstep: compiling the numba kernels in the background (once, a minute or two); "
            "until they are cached they run interpreted")
