@@ -19,8 +19,19 @@ what else runs on it). Per round:
     beside another's compiler. Before that module existed, (b') = (b).
 
 Prints a table: the median seconds over the rounds and the median over the rounds of each
-figure's ratio to (a) of the same round. Targets (the issue): (b) <= 3x (a), (c) <= 4x (a).
-Run: python benchmarks/cold_start.py [--rounds 3]   (about a minute a round on 2 busy cores)
+figure's ratio to (a) of the same round. Targets: (b) <= 3x (a), (c) <= 4x (a).
+Run: python benchmarks/cold_start.py --first-point [--rounds 3]   (about a minute a round)
+
+``--routes`` (the default): every route of the theory (:data:`ROUTES`: the one-spike sRF point,
+the network curve, K = 3 groups with r = 1, 2, 3 learned directions, three steps, three steps
+with the pm1 readout), each on its own empty cache in the default mode: three processes started
+one after the other (the next when the previous exits, without waiting for the background
+compiler), each timing the calls after the first (the median of calls 2, 3, 4: one call on 2
+shared cores is noisy); then the wait until the background compiler has finished, and the same
+timing in numba's own mode on the filled cache (the route's compiled speed). Printed as ratios
+to a compiled one-spike sRF point (the second call of the sRF route in a process on a warm
+cache) measured in the same run.
+Run: python benchmarks/cold_start.py   (a few minutes a route on 2 busy cores)
 """
 
 from __future__ import annotations
@@ -65,30 +76,16 @@ def run(args: list[str], cache: str, cwd: str) -> tuple[float, str]:
     return dt, out.stderr
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def wait_background(cache: str, t0: float) -> float:
-    """Wait for the background compiler the cold run started in ``cache`` (asymptotics.core.
-    coldstart; none before it existed); returns the seconds from ``t0`` until it is done."""
-    spool = os.path.join(cache, "giantstep-compile")
-    while True:
-        try:
-            with open(os.path.join(spool, "worker.pid")) as fh:
-                pid = int(fh.read().strip())
-        except (OSError, ValueError):
-            pid = None
-        queued = os.path.isdir(spool) and any(n.endswith(".pkl") for n in os.listdir(spool))
-        if not queued and (pid is None or not _alive(pid)):
-            return time.perf_counter() - t0
+    """Wait for the background compiler a cold run started in ``cache`` (asymptotics.core.
+    coldstart: queued jobs, or a process holding the queue's lock); returns the seconds from
+    ``t0`` until it is done."""
+    from asymptotics.core import compile_queue
+
+    spool = os.path.join(cache, compile_queue.SPOOL)
+    while os.path.isdir(spool) and compile_queue.pending(spool):
         time.sleep(0.5)
+    return time.perf_counter() - t0
 
 
 def one_round(scratch: str) -> tuple[dict[str, float], dict[str, str]]:
@@ -114,12 +111,81 @@ def one_round(scratch: str) -> tuple[dict[str, float], dict[str, str]]:
     return times, stderr
 
 
+#: the routes, as tests/test_coldstart_routes.py
+ROUTES = {
+    "one-spike sRF": "A.risk(2.0, model='srf', sigma='tanh', target='tanh', alpha0=2.0, eta=1.0, "
+                     "lam=0.01)",
+    "network curve": "A.risk_curve([1.0, 2.0])",
+    "K=3, r=1": "A.risk_spiked(1.5, sigma='relu', target='z1 + z1*z2', loadings=[[0.9], [0.5], "
+                "[0.2]], bulk=[1.0, 1.0, 1.0], fractions=[0.3, 0.3, 0.4], overlaps=[[1.0, 0.0]])",
+    "K=3, r=2": "A.risk_spiked(1.5, sigma='relu', target='z1 + z1*z2', loadings=[[0.9, 0.1], "
+                "[0.5, 0.6], [0.2, 0.3]], bulk=[1.0, 1.0, 1.0], fractions=[0.3, 0.3, 0.4], "
+                "overlaps=[[1.0, 0.0], [0.0, 1.0]])",
+    "K=3, r=3": "A.risk_spiked(1.5, sigma='relu', target='z1 + z1*z2', loadings=[[0.9, 0.1, 0.0], "
+                "[0.5, 0.6, 0.1], [0.2, 0.3, 0.5]], bulk=[1.0, 1.0, 1.0], fractions=[0.3, 0.3, "
+                "0.4], overlaps=[[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])",
+    "steps=3 (sRF)": "A.risk(1.5, steps=3, model='srf', sigma='tanh', target='z1 + z1*z2', "
+                     "alpha0=8.0, eta=(1.0, 2.0, 2.0))",
+    "steps=3, readout pm1": "A.risk(1.5, steps=3, model='srf', sigma='tanh', target='z1 + z1*z2', "
+                            "alpha0=8.0, eta=(1.0, 2.0, 2.0), readout='pm1')",
+}
+SECOND_CALL = ("import statistics, sys, time\nimport asymptotics as A\ncall = sys.argv[1]\n"
+               "eval(call)\ndt = []\nfor _ in range(3):\n    t = time.perf_counter()\n"
+               "    eval(call)\n    dt.append(time.perf_counter() - t)\n"
+               "print(statistics.median(dt))\n")
+
+
+def second_call(route: str, cache: str, cwd: str, mode: str | None = None) -> tuple[float, str]:
+    env = dict(os.environ, NUMBA_CACHE_DIR=cache, MPLBACKEND="Agg")
+    env.pop("GIANTSTEP_COLD_START", None)
+    if mode is not None:
+        env["GIANTSTEP_COLD_START"] = mode
+    out = subprocess.run([sys.executable, "-c", SECOND_CALL, ROUTES[route]], env=env, cwd=cwd,
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{route} failed:\n{out.stderr}")
+    return float(out.stdout.split()[-1]), out.stderr
+
+
+def routes(scratch: str, names: list[str]) -> None:
+    warm = tempfile.mkdtemp(prefix="numba-warm-", dir=scratch)
+    srf = "one-spike sRF"
+    second_call(srf, warm, scratch, "compile")
+    ref = statistics.median(second_call(srf, warm, scratch)[0] for _ in range(3))
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores; reference: the compiled "
+          f"one-spike sRF point, second call {ref * 1e3:.2f} ms (median of 3 processes)")
+    print("| route | process 1 | process 2 | process 3 | compiled (warm, compile mode) | "
+          "compiler done after | stderr lines |")
+    print("|---|---|---|---|---|---|---|")
+    for name in names:
+        cache = tempfile.mkdtemp(prefix="numba-route-", dir=scratch)
+        t0 = time.perf_counter()
+        cells, said = [], []
+        for _ in range(3):
+            dt, err = second_call(name, cache, scratch)
+            cells.append(f"{dt / ref:.3g}x")
+            said.append(str(len(err.splitlines())))
+        done = wait_background(cache, t0)
+        warm = second_call(name, cache, scratch, "compile")[0]
+        print(f"| {name} | {' | '.join(cells)} | {warm / ref:.3g}x | {done:.0f} s | "
+              f"{'/'.join(said)} |", flush=True)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--first-point", action="store_true",
+                    help="the first point and the README command (figures a-f) instead")
+    ap.add_argument("--route", action="append", choices=list(ROUTES),
+                    help="only these routes (repeatable)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--stderr", action="store_true",
                     help="print what (b) and (c) wrote on stderr in the last round")
     args = ap.parse_args()
+    if not args.first_point:
+        with tempfile.TemporaryDirectory(prefix="cold-start-") as scratch:
+            routes(scratch, args.route or list(ROUTES))
+        return
     rows: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory(prefix="cold-start-") as scratch:
         for i in range(args.rounds):

@@ -81,10 +81,12 @@ def _single_threaded_environment():
 
 
 def _worker_init(parent: int) -> None:
+    from asymptotics.core.coldstart import forbid_compiler
     from asymptotics.core.meta import one_line_warnings
     from asymptotics.core.progress import watch_parent
 
     watch_parent(parent)
+    forbid_compiler()  # a worker compiles what is not cached itself, one at a time (a file lock)
     one_line_warnings()  # a worker's warnings read like its parent's: one line, no file path
 
 

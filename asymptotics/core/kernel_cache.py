@@ -5,8 +5,9 @@ but not when a kernel it calls, defined in another file, changes: after an edit 
 ``spectral.measure_moments`` the cached ``fixed_point`` kernels would silently keep
 the old code. :func:`guard` hashes the source of every given kernel module; when the hash differs
 from the one stamped beside the cache, it flushes the cache index of every kernel of those modules
-(they recompile on first use) and writes the new stamp. A cache that cannot be written is left
-alone (numba then compiles in memory).
+(they recompile on first use) and writes the new stamp. A cache that cannot be written (a
+read-only cache) is not used for those kernels when its stamp differs (they compile in memory);
+any other failure leaves numba's behaviour.
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ def guard(module_names: list[str] = KERNEL_MODULES) -> bool:
     """Flush the cached kernels of ``module_names`` if any of their sources changed since the
     cache was stamped. Returns True when a flush happened."""
     modules = [importlib.import_module(name) for name in module_names]
+    try:
+        return _guard(modules)
+    except Exception:  # noqa: BLE001 (a numba change: numba's own cache rules)
+        return False
+
+
+def _guard(modules: list) -> bool:
     digest = hashlib.sha256()
     for m in modules:
         digest.update(Path(m.__file__).read_bytes())
@@ -59,5 +67,9 @@ def guard(module_names: list[str] = KERNEL_MODULES) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(stamp + "\n")
     except OSError:
+        from numba.core.caching import NullCache
+
+        for d in dispatchers:  # a stale read-only cache: compile these in memory
+            d._cache = NullCache()
         return False
     return True
