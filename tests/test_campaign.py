@@ -48,7 +48,7 @@ TOY = textwrap.dedent('''
     def campaign(n=40, pause=0.0):
         settings = [(f"s{i % 3}", 100 + i, pause) for i in range(n)]
         return Campaign("toy", settings, task, SCHEMA, key_columns=("name", "seed"),
-                        key=lambda s: (s[0], s[1]))
+                        key=lambda s: (s[0], s[1]), record=lambda s: s[:2])  # not the pause
 
 
     if __name__ == "__main__":
