@@ -148,8 +148,10 @@ def _plans():
     from validation.experiments import finite_width as FW
     from validation.experiments import multistep as MS
     from validation.experiments import multistep_risk as MR
+    from validation.experiments import polynomial_spikes as PS
     from validation.experiments import spectra as SP
     from validation.spiked import campaign as SC
+    from validation.spiked import readouts as RO
     from validation.spiked import reference_runs as RR
 
     out = [(SC.campaign().with_settings(
@@ -158,7 +160,9 @@ def _plans():
             SC.COMMITTED, None),
            (RR.campaign(reps=(0, 1, 2, 3)), RR.COMMITTED, None),
            (FW.campaign([1000, 2000, 4000], 16), FW.RUNS, None),
-           (MR.campaign(MR.FULL), MR.paths(MR.FULL)[0], None)]
+           (MR.campaign(MR.FULL), MR.paths(MR.FULL)[0], None),
+           (PS.campaign([500, 1000, 2000], [24, 12, 8]), PS.RUNS, None),
+           (RO.campaign(), RO.STORE, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]
     out += [(SP.campaign(n, SP.FULL), SP.REPORTS / "data" / f"spectra_{n}.csv", SP._import)

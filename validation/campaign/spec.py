@@ -171,6 +171,9 @@ class Campaign:
     - ``record``: ``record(setting)`` -> the setting's parameter record (default: every field
       of the setting, :func:`record_of`); a custom one may leave out what does not change the
       rows (a description), never a parameter;
+    - ``rank``: ``rank(first row of a task)`` -> a sortable tuple: when given, the export
+      orders tasks by it (then by place) instead of by ``order`` (e.g. the plan's order of
+      settings, which no column sorts);
     - ``place_is_record``: the place is itself a hash of the task's full parameter record (the
       sweep's ``task`` column), so the key is the place's (with the protocol version) and a CSV
       needs no keys file.
@@ -188,6 +191,7 @@ class Campaign:
     version: str = "1"
     record: Callable[[Any], Any] | None = None
     place_is_record: bool = False
+    rank: Callable[[Mapping[str, Any]], tuple] | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name.startswith("_"):

@@ -194,13 +194,29 @@ class Store:
         sql = dict(zip(campaign.schema.names, campaign.schema.sql_names, strict=True))
         cols = ", ".join(f"r.{_q(c)}" for c in sql.values())
         order = ", ".join(f"r.{_q(sql[c])}" for c in campaign.sort_columns)
+        if campaign.rank is not None:
+            order = "t.key"
         cur = self.conn.execute(
             f"SELECT t.key, {cols} FROM {_q(campaign.name)} r JOIN {TASKS} t "
             f"ON t.rowid = r._task ORDER BY {order}, t.key, r.rowid")
         types = [t for _, t in campaign.schema.columns]
-        for key, *raw in cur:
-            yield key, tuple(math.nan if (t is float and v is None) else bool(v) if t is bool
-                             else v for v, t in zip(raw, types, strict=True))
+        rows = ((key, tuple(math.nan if (t is float and v is None) else bool(v) if t is bool
+                            else v for v, t in zip(raw, types, strict=True)))
+                for key, *raw in cur)
+        if campaign.rank is None:
+            yield from rows
+            return
+        tasks: dict[str, list[tuple]] = {}
+        for key, row in rows:
+            tasks.setdefault(key, []).append(row)
+        names = campaign.schema.names
+
+        def rank(item: tuple[str, list[tuple]]) -> tuple:
+            return (campaign.rank(dict(zip(names, item[1][0], strict=True))), item[0])
+
+        for key, task_rows in sorted(tasks.items(), key=rank):
+            for row in task_rows:
+                yield key, row
 
     def frame(self, campaign: Campaign, keys: Sequence[str] | None = None) -> pd.DataFrame:
         """The stored rows as a DataFrame with the schema's columns: sorted as :meth:`rows`, or

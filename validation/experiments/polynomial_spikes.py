@@ -22,8 +22,10 @@ For each setting (activation, target, ``a``; ``beta = 1``, ``alpha0 = 2``, ``eta
   width ``p``), :func:`asymptotics.risk_readout`;
 - **RF**: random features (``eta_tilde = 0``).
 
-The runs are appended to ``validation/reports/data/polynomial_spikes_runs.csv`` (one row per
-repetition and kind; rows already there are not re-run), and the report
+The runs are a :class:`validation.campaign.Campaign` (one task per setting, d, kind and
+repetition, keyed by its full parameter record) run into a SQLite store and exported to
+``validation/reports/data/polynomial_spikes_runs.csv`` (in a checkout; else the user cache,
+:func:`validation.paths.data_file`), in the plan's order; stored tasks are not re-run. The report
 ``POLYNOMIAL_SPIKES.md`` is written from that CSV with the theory recomputed, together with the
 K-group model at widths ``P_LADDER`` (its approach to the limit) and the notes
 :data:`NOTES`; the table also goes to ``data/polynomial_spikes_table.csv``. ``--quick``: d = 500
@@ -44,6 +46,9 @@ import time
 
 import numpy as np
 import pandas as pd
+
+from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 RUNS = REPORTS / "data" / "polynomial_spikes_runs.csv"
@@ -96,7 +101,9 @@ NOTES = """
   of it. The `columns` draws depend on (sigma, target, S, d, repetition) only, so settings that
   share them (relu/tanh at a = 0.1 and 0.2; erf(z-1) at 0.28 and 0.30) show the same numbers.
 """
-COLUMNS = ["setting", "sigma", "target", "a", "d", "p", "kind", "rep", "risk", "seconds"]
+SCHEMA = Schema.of(setting=str, sigma=str, target=str, a=float, d=int, p=int, kind=str, rep=int,
+                   risk=float, seconds=float)
+COLUMNS = list(SCHEMA.names)
 REGENERATE = ("python -m validation.experiments.polynomial_spikes --simulate "
               "--out validation/reports")
 
@@ -190,36 +197,67 @@ def columns_run(setting: dict, d: int, rep: int) -> float:
 KINDS = {"network": network_run, "columns": columns_run}
 
 
+def paths() -> tuple[pathlib.Path, pathlib.Path]:
+    """``(read, write)`` of the runs' CSV (:func:`validation.paths.data_file`)."""
+    return data_file(RUNS, "validation", "reports", "data")
+
+
 def load_runs() -> pd.DataFrame:
-    if RUNS.exists():
-        return pd.read_csv(RUNS)
+    read = paths()[0]
+    if read.exists():
+        return pd.read_csv(read)
     return pd.DataFrame(columns=COLUMNS)
 
 
-def simulate(ds: list[int], seeds: list[int], kinds=("network", "columns"),
-             settings=SETTINGS, save: bool = True, progress: bool | None = True) -> pd.DataFrame:
-    """Run the missing repetitions; append each to :data:`RUNS` as it finishes. ``progress``:
-    a report per repetition on stderr (:class:`asymptotics.core.progress.Progress`)."""
-    from asymptotics.core.progress import Progress
+def _task(job: tuple[dict, int, str, int]) -> list[dict]:
+    """The row of one repetition ``rep`` of ``kind`` for ``setting`` at ``d``."""
+    s, d, kind, rep = job
+    t0 = time.perf_counter()
+    risk = KINDS[kind](s, d, rep)
+    return [dict(setting=s["name"], sigma=s["sigma"], target=s["target"], a=s["a"], d=d,
+                 p=int(round(COMMON["beta"] * d)), kind=kind, rep=rep, risk=risk,
+                 seconds=time.perf_counter() - t0)]
 
-    df = load_runs() if save else pd.DataFrame(columns=COLUMNS)
-    done = {(r.setting, int(r.d), r.kind, int(r.rep)) for r in df.itertuples()}
-    todo = [(s, d, kind, rep) for s in settings for d, ns in zip(ds, seeds, strict=True)
-            for kind in kinds for rep in range(ns) if (s["name"], d, kind, rep) not in done]
-    rows = []
-    with Progress(len(todo), "polynomial spikes", unit="runs", enabled=progress) as bar:
-        for s, d, kind, rep in bar.iter(todo):
-            t0 = time.perf_counter()
-            risk = KINDS[kind](s, d, rep)
-            row = dict(setting=s["name"], sigma=s["sigma"], target=s["target"],
-                       a=s["a"], d=d, p=int(round(COMMON["beta"] * d)), kind=kind,
-                       rep=rep, risk=risk, seconds=time.perf_counter() - t0)
-            rows.append(row)
-            if save:
-                RUNS.parent.mkdir(parents=True, exist_ok=True)
-                pd.DataFrame([row], columns=COLUMNS).to_csv(
-                    RUNS, mode="a", header=not RUNS.exists(), index=False)
-    return pd.concat([df, pd.DataFrame(rows, columns=COLUMNS)], ignore_index=True)
+
+def _rank(row) -> tuple:
+    """The export's order: the settings' order, d, network before columns, repetition."""
+    names = [s["name"] for s in SETTINGS]
+    kinds = list(KINDS)
+    return (names.index(row["setting"]) if row["setting"] in names else len(names), row["d"],
+            kinds.index(row["kind"]) if row["kind"] in kinds else len(kinds), row["rep"])
+
+
+def campaign(ds: list[int], seeds: list[int], kinds=("network", "columns"),
+             settings=SETTINGS) -> Campaign:
+    """One task per (setting, d, kind, repetition); its record holds the setting, d, kind,
+    repetition and the common parameters (:data:`COMMON`, :data:`N_TEST`, :data:`SEED`)."""
+    jobs = tuple((s, int(d), kind, rep) for s in settings for d, ns in zip(ds, seeds, strict=True)
+                 for kind in kinds for rep in range(ns))
+    return Campaign("polynomial_spikes_runs", jobs, _task, SCHEMA,
+                    key_columns=("setting", "d", "kind", "rep"),
+                    key=lambda j: (j[0]["name"], j[1], j[2], j[3]), rank=_rank,
+                    record=lambda j: {"job": j, "common": COMMON, "n_test": N_TEST,
+                                      "seed": SEED, "k_nodes": K_NODES})
+
+
+def simulate(ds: list[int], seeds: list[int], kinds=("network", "columns"),
+             settings=SETTINGS, save: bool = True, progress: bool | None = True,
+             n_jobs: int = 1) -> pd.DataFrame:
+    """Run the repetitions the store lacks (:func:`validation.campaign.run_campaign`) and return
+    the plan's rows. ``save``: the store is the SQLite file beside the runs' CSV (it starts
+    from the CSV and its keys file) and every stored run is exported to the CSV; else nothing
+    is kept. ``progress``: the run's progress on stderr."""
+    c = campaign(ds, seeds, kinds, settings)
+    read, write = paths()
+    with Store(write.with_suffix(".sqlite") if save else None) as st:
+        if save:
+            for source in dict.fromkeys([write, read]):
+                if source.exists():
+                    st.import_csv(c, source)
+        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
+        if save:
+            st.export_csv(c, write)
+        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
 
 
 def table(df: pd.DataFrame, settings=SETTINGS) -> pd.DataFrame:

@@ -290,9 +290,11 @@ def build_parser():
     parser = Parser(prog="python -m validation.experiments.steps_theory",
                     description="Theory of several giant steps against the simulations: "
                                 "STEPS.md and figures/steps.png.")
-    parser.add_argument("--data", default=str(DATA), help="simulations CSV (default: %(default)s)")
-    parser.add_argument("--out", default=str(REPORTS),
-                        help="directory of STEPS.md and figures/ (default: %(default)s)")
+    parser.add_argument("--data", default=None, help="simulations CSV (default: the campaign's, "
+                        "validation/reports/data/multistep_risk.csv or its copy in the cache)")
+    parser.add_argument("--out", default=None,
+                        help="directory of STEPS.md and figures/ (default: validation/reports in "
+                             "a source checkout; required when the package is installed)")
     add_quiet(parser)
     return parser
 
@@ -303,11 +305,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     apply_quiet(args)
+    from validation.campaign.report import report_dir
+    from validation.paths import data_file
+
+    if args.data is None:
+        args.data = str(data_file(DATA, "validation", "reports", "data")[0])
     try:
         if not pathlib.Path(args.data).exists():
             raise ValueError(f"--data {args.data} does not exist: run `python -m "
                              "validation.experiments.multistep_risk` first")
-        out = pathlib.Path(args.out)
+        out = report_dir(args.out)
         check_writable(out, "--out", directory=True)
     except ValueError as exc:
         return fail(str(exc))

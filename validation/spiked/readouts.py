@@ -15,10 +15,12 @@ Two simulated models per setting, against the theory :func:`asymptotics.risk_rea
   (:func:`asymptotics.readout_mapping`), simulated by :mod:`validation.spiked.simulator`
   (group ``g`` holds ``round(pi_g p)`` rows, one spike direction for all groups).
 
-``python -m validation.spiked readouts run`` simulates the campaign (:data:`SETTINGS`) into
-``validation/reports/data/readouts_runs.csv`` (one row per repetition and alpha; resumable by
-setting), ``python -m validation.spiked readouts report`` writes ``validation/reports/READOUTS.md``
-and ``python -m figures.fig_readouts`` its figure.
+``python -m validation.spiked readouts run`` simulates the campaign (:data:`SETTINGS` at
+:data:`D`, and the network at the d of :data:`D_SCAN`) as a :class:`validation.campaign.Campaign`
+(one task per setting, model, readout and d, keyed by its full parameter record) into a SQLite
+store, exported to ``validation/reports/data/readouts_runs.csv`` (one row per repetition and
+alpha; in a checkout, else the user cache); ``python -m validation.spiked readouts report``
+writes ``validation/reports/READOUTS.md`` and ``python -m figures.fig_readouts`` its figure.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +37,10 @@ from asymptotics.coefficients.functions import get_function
 from asymptotics.spiked.readouts import parse_readout, readout_mapping
 
 from .. import montecarlo as mc
+from ..campaign import Campaign, Schema, Store, run_campaign
+from ..paths import data_file
 from ..simulator import STREAMS, estimate_test_error, fit_readouts, network_step
+from ..store import g10_cell
 from .simulator import SpikedSetting
 from .simulator import simulate_once as spiked_once
 
@@ -81,6 +86,13 @@ SETTINGS: tuple[ReadoutCase, ...] = (
                 purpose="odd sigma, mu0* != 0: pm1 = constant"),
 )
 BY_NAME = {c.name: c for c in SETTINGS}
+#: the network at other d (the report's dependence on d): d -> the settings, in run order
+D_SCAN: dict[int, tuple[str, ...]] = {400: ("relu-relu-eta1", "relu-tanh-eta2"),
+                                      1200: ("relu-relu-eta1", "relu-tanh-eta2")}
+#: the rows: one per repetition and alpha
+SCHEMA = Schema.of(name=str, model=str, readout=str, sigma=str, target=str, eta=float,
+                   alpha0=float, lam=float, beta=float, d=int, p=int, alpha=float, seed=int,
+                   rep=int, risk=float, frac_plus=float, seconds=float)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -172,39 +184,73 @@ def simulate_case(case: ReadoutCase, model: str, readout: str, *, d: int = D, se
 # the campaign store
 
 
+def paths() -> tuple[Path, Path]:
+    """``(read, write)`` of the runs' CSV (:func:`validation.paths.data_file`)."""
+    return data_file(STORE, "validation", "reports", "data")
+
+
 def load(path: str | Path | None = None):
     """The per-repetition rows (a DataFrame; empty if there is no store yet)."""
     import pandas as pd
 
-    path = Path(path) if path is not None else STORE
+    path = Path(path) if path is not None else paths()[0]
     return pd.read_csv(path) if path.is_file() else pd.DataFrame()
 
 
-def run(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEEDS, seed: int = SEED,
-        store: str | Path | None = None, progress: bool | None = True,
-        models: Sequence[str] = MODELS) -> None:
-    """Simulate the (setting, model, readout) triples missing from the store; appends to it.
-    ``progress``: a report per triple on stderr (:mod:`asymptotics.core.progress`)."""
-    import pandas as pd
+def _task(job: tuple) -> list[dict]:
+    case, model, readout, d, seeds, seed = job
+    return simulate_case(case, model, readout, d=d, seeds=seeds, seed=seed)
 
-    from asymptotics.core.progress import Progress
 
-    store = Path(store) if store is not None else STORE
-    cases = [BY_NAME[n] for n in names] if names else list(SETTINGS)
+def _rank(row) -> tuple:
+    """The export's order: d = :data:`D` first, then the d scan; settings, models, readouts in
+    the plan's order."""
+    d = row["d"]
+    names = list(BY_NAME) if d == D else list(D_SCAN.get(d, ()))
+    where = names.index(row["name"]) if row["name"] in names else len(names)
+    return (d != D, d, where, row["name"], MODELS.index(row["model"]),
+            READOUTS.index(row["readout"]))
+
+
+def campaign(names: Sequence[str] | None = None, *, d: int | None = None, seeds: int = SEEDS,
+             seed: int = SEED, models: Sequence[str] = MODELS) -> Campaign:
+    """One task per (setting, model, readout, d) with all ``seeds`` repetitions. Default
+    (``d`` None): the committed plan, every setting at :data:`D` and the network at the d of
+    :data:`D_SCAN`; with ``d``: the settings ``names`` (default all) and ``models`` at ``d``."""
     bad = [m for m in models if m not in MODELS]
     if bad:
         raise ValueError(f"models must be among {', '.join(MODELS)}, got {bad}")
-    have = load(store)
-    todo = [(case, model, readout) for case in cases for model in models for readout in READOUTS
-            if have.empty or not ((have.name == case.name) & (have.model == model)
-                                  & (have.readout == readout) & (have.d == d)).any()]
-    with Progress(len(todo), f"readouts d={d}", unit="points", enabled=progress) as bar:
-        for case, model, readout in bar.iter(todo):
-            rows = simulate_case(case, model, readout, d=d, seeds=seeds, seed=seed)
-            df = pd.DataFrame(rows)
-            store.parent.mkdir(parents=True, exist_ok=True)
-            df.to_csv(store, mode="a", header=not store.is_file(), index=False,
-                      float_format="%.10g")
+    if d is None:
+        points = [(BY_NAME[n], m, D) for n in (names or BY_NAME) for m in models]
+        points += [(BY_NAME[n], "network", dd) for dd, ns in D_SCAN.items() for n in ns
+                   if "network" in models and (not names or n in names)]
+    else:
+        points = [(BY_NAME[n], m, int(d)) for n in (names or BY_NAME) for m in models]
+    jobs = tuple((case, m, r, dd, int(seeds), int(seed)) for case, m, dd in points
+                 for r in READOUTS)
+    return Campaign("readouts_runs", jobs, _task, SCHEMA,
+                    key_columns=("name", "model", "readout", "d", "seed"),
+                    key=lambda j: (j[0].name, j[1], j[2], j[3], j[5]), rank=_rank,
+                    cell=g10_cell, record=lambda j: (replace(j[0], purpose=""), *j[1:]))
+
+
+def run(names: Sequence[str] | None = None, *, d: int | None = None, seeds: int = SEEDS,
+        seed: int = SEED, store: str | Path | None = None, csv: str | Path | None = None,
+        progress: bool | None = True, models: Sequence[str] = MODELS, n_jobs: int = 1) -> int:
+    """Simulate the tasks of :func:`campaign` that the SQLite ``store`` lacks (default beside
+    the CSV; it starts from the CSV and its keys file), then export every stored run to ``csv``
+    (default: the committed CSV in a checkout, else the user cache). ``progress``: the run's
+    progress on stderr. Returns the number of tasks run."""
+    c = campaign(names, d=d, seeds=seeds, seed=seed, models=models)
+    read, write = paths()
+    csv_path = Path(csv) if csv is not None else write
+    with Store(Path(store) if store is not None else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([csv_path, *(() if csv is not None else (read,))]):
+            if source.exists():
+                st.import_csv(c, source)
+        out = run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
+        st.export_csv(c, csv_path)
+    return out.ran
 
 
 # ------------------------------------------------------------------------------------------------
@@ -440,6 +486,8 @@ def write_report(out: str | Path | None = None, store: str | Path | None = None,
                  "\n\n![risk vs alpha, constant vs pm1](figures/readouts.png)\n")
     if notes:
         text += "\n" + notes
-    path = Path(out) if out is not None else REPORT
+    from ..campaign.report import report_dir
+
+    path = Path(out) if out is not None else report_dir(None) / REPORT.name
     path.write_text(text, encoding="utf-8")
     return path
