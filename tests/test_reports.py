@@ -51,3 +51,39 @@ def test_committed_report_is_regenerated_from_committed_data(name, monkeypatch):
         assert ok, "a measured verdict disagrees with the Hermite prediction"
     committed = (data_mod.REPORTS / f"{name.upper()}.md").read_text()
     assert _normalise(text) == _normalise(committed)
+
+
+ZERO = re.compile(r"-(0\.0+)(?!\d*[1-9])")  # "-0.000": the sign of a numerical zero
+
+
+def _same(text: str, committed: str) -> None:
+    norm = [ZERO.sub(r"\1", line) for line in _normalise(text)]
+    want = [ZERO.sub(r"\1", line) for line in _normalise(committed)]
+    diff = [(i, a, b) for i, (a, b) in enumerate(zip(norm, want, strict=False)) if a != b]
+    assert len(norm) == len(want) and not diff, diff[:3]
+
+
+@pytest.mark.slow  # ~1-2 min: the theory of several steps at every point
+def test_committed_steps_report_is_regenerated(tmp_path):
+    from validation.experiments import steps_theory as S
+
+    assert S.main(["--out", str(tmp_path), "--quiet"]) == 0
+    _same((tmp_path / "STEPS.md").read_text(), (S.REPORTS / "STEPS.md").read_text())
+
+
+@pytest.mark.slow  # ~1 min: the K-group theory (p = infinity and p = d) at every point
+def test_committed_spiked_report_is_regenerated(tmp_path):
+    from validation.spiked import report as R
+
+    path = R.write_report(tmp_path, progress=False)
+    committed = R.campaign.COMMITTED.parents[1] / "SPIKED.md"
+    _same(path.read_text(), committed.read_text())
+
+
+@pytest.mark.slow  # ~1 min: the finite-p theory at every point and the matrix table
+def test_committed_finite_width_report_is_regenerated(tmp_path):
+    from validation.experiments import finite_width as FW
+
+    assert FW.main(["--out", str(tmp_path), "--quiet"]) == 0
+    _same((tmp_path / "FINITE_WIDTH.md").read_text(), (FW.REPORTS / "FINITE_WIDTH.md").read_text())
+    assert (tmp_path / "data" / FW.MATRIX_OUT.name).read_bytes() == FW.MATRIX_OUT.read_bytes()

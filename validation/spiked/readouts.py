@@ -370,9 +370,49 @@ def _d_scan(allpts) -> list[str]:
     return lines
 
 
-def build_report(runs, progress: bool | None = None) -> str:
-    """The text of READOUTS.md from the per-repetition rows (``progress``: the theory's)."""
-    allpts = network_theory(summarize(runs, progress=progress))
+def notes_names(runs, allpts) -> dict:
+    """What the discussion's placeholders and claims can use (:func:`validation.notes.render`):
+    ``pts`` (the points at :data:`D`), ``allpts`` (every d), ``diffs`` (pm1 - constant, paired,
+    with the theory's difference ``theory`` and ``z``), ``P(name, readout, model, alpha, d)``
+    (one point), ``sub(name=..., readout=..., model=..., d=...)`` (a selection) and the
+    formatting helpers of :mod:`validation.notes`."""
+    from ..notes import num, pct, signed, span
+
+    pts = allpts[allpts.d == D]
+    diffs = paired_differences(runs[runs.d == D])
+    th = pts.pivot_table(index=["name", "alpha"], columns="readout", values="theory",
+                         aggfunc="first")
+    diffs["theory"] = [float(th.loc[(n, a), "pm1"] - th.loc[(n, a), "constant"])
+                       for n, a in zip(diffs.name, diffs.alpha, strict=True)]
+    diffs["z"] = (diffs["mean"] - diffs.theory) / diffs.se
+
+    def sub(frame=None, **eq):
+        f = pts if frame is None else frame
+        for col, v in eq.items():
+            f = f[f[col].isin(v if isinstance(v, list | tuple) else [v])]
+        return f
+
+    def P(name: str, readout: str, model: str, alpha: float, d: int = D):
+        return one_row(sub(allpts, name=name, readout=readout, model=model, alpha=alpha, d=d))
+
+    names = dict(pts=pts, allpts=allpts, diffs=diffs, sub=sub, P=P, th=th, D=D, num=num,
+                 pct=pct, signed=signed, span=span, np=np, math=math)
+    for f in (len, min, max, abs, all, any, round, sorted, set, sum, int, float, str, zip):
+        names[f.__name__] = f
+    return names
+
+
+def one_row(frame):
+    if len(frame) != 1:
+        raise ValueError(f"expected one point, got {len(frame)}")
+    return frame.iloc[0]
+
+
+def build_report(runs, progress: bool | None = None, allpts=None) -> str:
+    """The text of READOUTS.md from the per-repetition rows (``progress``: the theory's;
+    ``allpts``: :func:`summarize` with :func:`network_theory`, when computed already)."""
+    if allpts is None:
+        allpts = network_theory(summarize(runs, progress=progress))
     pts = allpts[allpts.d == D]
     lines = [
         "# One giant step with a finite-support readout: theory against Monte Carlo",
@@ -471,21 +511,25 @@ def build_report(runs, progress: bool | None = None) -> str:
 
 def write_report(out: str | Path | None = None, store: str | Path | None = None,
                  notes: str = "", figure: bool = True, progress: bool | None = None) -> Path:
-    """Write READOUTS.md (``notes``: a hand-written discussion appended at the end); ``figure``:
+    """Write READOUTS.md (``notes``: the discussion appended at the end, a template whose
+    numbers and claims are computed from the points, :func:`notes_names`); ``figure``:
     show ``validation/reports/figures/readouts.png`` (``python -m figures.fig_readouts``);
     ``progress``: the theory's progress on stderr (False: none)."""
     runs = load(store)
     if runs.empty:
         raise ValueError(f"no runs in {store or STORE}; run `python -m validation.spiked readouts "
                          "run` first")
-    text = build_report(runs, progress=progress)
+    allpts = network_theory(summarize(runs, progress=progress))
+    text = build_report(runs, allpts=allpts)
     if figure:  # drawn by the figures layer (python -m figures.fig_readouts), not from here
         text += ("\n## Figure\n\nRisk vs alpha: theory (lines, p = infinity), network (filled "
                  "circles) and K-group sRF model (open squares), mean ± 1 s.e. Drawn from the "
                  "same rows by `python -m figures.fig_readouts` (`figures/fig_readouts.py`)."
                  "\n\n![risk vs alpha, constant vs pm1](figures/readouts.png)\n")
     if notes:
-        text += "\n" + notes
+        from ..notes import render
+
+        text += "\n" + render(notes, notes_names(runs, allpts), source="readouts_notes.md")
     from ..campaign.report import report_dir
 
     path = Path(out) if out is not None else report_dir(None) / REPORT.name
