@@ -134,10 +134,11 @@ def _readouts_cli(args: argparse.Namespace) -> int:
         return fail(str(exc))
     if args.csv is not None and not Path(args.csv).is_file():
         return fail(f"--csv: no such file {args.csv!r}")
+    from .readouts_report import write_report
+
     notes = readouts.REPORT.with_name("readouts_notes.md")
-    print(readouts.write_report(out, store=args.csv,
-                                notes=notes.read_text(encoding="utf-8") if notes.is_file()
-                                else ""))
+    print(write_report(out, store=args.csv,
+                       notes=notes.read_text(encoding="utf-8") if notes.is_file() else ""))
     return 0
 
 
