@@ -162,6 +162,7 @@ def _plans():
            (FW.campaign([1000, 2000, 4000], 16), FW.RUNS, None),
            (MR.campaign(MR.FULL), MR.paths(MR.FULL)[0], None),
            (PS.campaign([500, 1000, 2000], [24, 12, 8]), PS.RUNS, None),
+           (PS.check_campaign(), PS.CHECK, None),
            (RO.campaign(), RO.STORE, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]

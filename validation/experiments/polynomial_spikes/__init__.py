@@ -37,11 +37,8 @@ thread): about 18 core-minutes.
 
 from __future__ import annotations
 
-import argparse
 import math
-import os
 import pathlib
-import sys
 import time
 
 import numpy as np
@@ -50,8 +47,9 @@ import pandas as pd
 from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.paths import data_file
 
-REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
+REPORTS = pathlib.Path(__file__).resolve().parents[2] / "reports"
 RUNS = REPORTS / "data" / "polynomial_spikes_runs.csv"
+CHECK = REPORTS / "data" / "polynomial_spikes_check.csv"
 SEED = 13000
 COMMON = dict(beta=1.0, alpha0=2.0, eta=2.0, alpha=2.0, lam=0.1, delta=0.0)
 SETTINGS = (
@@ -64,43 +62,16 @@ SETTINGS = (
 N_TEST = 4000
 K_NODES = 10
 P_LADDER = (1e3, 1e4, 1e6, 1e8, 1e10)
-NOTES = """
-## What the numbers say
-
-- **The limit is right for the limit model.** Random features plus explicit unpenalised columns
-  `kappa^l`, `l in S` (`columns`), agree with the theory at every d (|z| <= 2.0 in all 15 rows).
-  So the closure of THEORY.md §13.3-13.4 (divergent spikes = free columns, the rest random
-  features on the effective target) is confirmed where it is exact; the question is how fast the
-  network gets there.
-- **The network converges to it, slowly, as predicted.** The order-l column is free only up to a
-  relative penalty `~ p^(-(1 - 2 l (1/2 - a)))`: `p^(-2a)` for the order-1 spike, `p^(-(4a - 1))`
-  for the order-2 one. relu/tanh: the gap network - theory is 0.0756, 0.0682, 0.0632 at
-  d = 500, 1000, 2000 for a = 0.1 (ratio per doubling 0.90, 0.93; predicted `2^(-0.2)` = 0.87),
-  and 0.0332, 0.0232, 0.0189 for a = 0.2 (0.70, 0.81; predicted `2^(-0.4)` = 0.76). At these d
-  the network is far from the limit (z from 12 to 48), and a = 0.1 and 0.2, which have the same
-  limit, are still 0.044 apart at d = 2000. erf(z-1)/(z + He2/2), `S = {0, 1, 2}`: the gap falls
-  by 0.76, 0.69 (a = 0.28) and 0.70, 0.62 (a = 0.30) per doubling, the rate of the order-1 part
-  (`2^(-0.56)`, `2^(-0.6)`); the order-2 part falls only like `2^(-0.12)`, `2^(-0.2)` and
-  dominates later (the K-group model below still sits 0.0096 above the limit at
-  p = 1e10 for a = 0.28).
-- **relu/(z + He2/2) at a = 0.2 moves away from the limit at these d.** `S = {0, 1}`: the order-2
-  spike is below its threshold (relative strength `p^(-0.1)`), so in the limit the He2 part is
-  not learned (0.9809); at finite d it is partly learned, and the network's risk *falls* with d
-  (0.964, 0.946, 0.924; z = -4.6 at d = 2000) while the order-1 column sharpens. The K-group model
-  does the same (0.945, 0.938, 0.935 at p = d), has its minimum near p = 1e4 and returns to the
-  limit only slowly (0.9557 at 1e6, 0.9763 at 1e10): a non-monotone approach, not a failure of
-  the limit.
-- **The finite-width K-group model tracks the network.** With the Gaussian readout on 10
-  Gauss-Hermite groups, `eta_tilde p^(a - 1/2)` and the width p = d it is within 2.8 s.e. of the
-  network in all 15 rows (|z K| <= 1 in 7; the largest differences, 0.026 and 0.027 or 3%, for
-  erf(z-1) at d = 500, where the network is above it), while the limit is 5 to 48 s.e. away in
-  the 12 rows outside relu/(z + He2/2): at accessible d the K-group model, not the limit, is the
-  description of the trained network. The two theories are
-  consistent: the K-group model tends to the limit as p grows (table above).
-- Budget: the committed runs took about 18 core-minutes (one thread), the network MC about 60%
-  of it. The `columns` draws depend on (sigma, target, S, d, repetition) only, so settings that
-  share them (relu/tanh at a = 0.1 and 0.2; erf(z-1) at 0.28 and 0.30) show the same numbers.
-"""
+#: the report's discussion: a template whose numbers are placeholders filled from the table and
+#: whose qualitative claims are assertions on it (validation.notes.render)
+NOTES = REPORTS / "polynomial_spikes_notes.md"
+#: the check of the limit model with the step's own gamma: d and repetitions
+CHECK_DS = (500, 1000, 2000)
+CHECK_SEEDS = 8
+#: the settings of the check: the step's direction and S depend on (sigma, target, alpha0) and
+#: on which side of a = 1/4 the exponent is, so relu/tanh at a = 0.2 and erf(z-1) at a = 0.30
+#: would repeat the draws of a = 0.1 and a = 0.28 number for number
+CHECK_SETTINGS = ("relu-tanh-0.1", "erf-He2-0.28", "relu-He2-0.2")
 SCHEMA = Schema.of(setting=str, sigma=str, target=str, a=float, d=int, p=int, kind=str, rep=int,
                    risk=float, seconds=float)
 COLUMNS = list(SCHEMA.names)
@@ -155,12 +126,17 @@ def network_run(setting: dict, d: int, rep: int) -> float:
     return float(err)
 
 
-def columns_run(setting: dict, d: int, rep: int) -> float:
-    """Random features plus explicit unpenalised columns kappa^l, l in S (the limit model)."""
+def columns_run(setting: dict, d: int, rep: int, gamma: float | None = None,
+                orders: tuple[int, ...] | None = None) -> float:
+    """Random features plus explicit unpenalised columns kappa^l, l in S (the limit model);
+    ``gamma`` and ``orders`` default to the theory's (:func:`theory`)."""
     from asymptotics.coefficients.functions import get_function
     from validation.montecarlo import sphere_rows
 
-    th = theory(setting)
+    if gamma is None or orders is None:
+        th = theory(setting)
+        gamma = th.gamma if gamma is None else gamma
+        orders = th.orders if orders is None else orders
     c = COMMON
     rng = np.random.default_rng([SEED + rep, 11])
     sigma, g = get_function(setting["sigma"]), get_function(setting["target"])
@@ -168,12 +144,12 @@ def columns_run(setting: dict, d: int, rep: int) -> float:
     W = sphere_rows(rng, p, d)
     q, _ = np.linalg.qr(rng.standard_normal((d, 2)))
     theta, t = q[:, 0], q[:, 1]
-    v = th.gamma * theta + th.rho * t
+    v = gamma * theta + math.sqrt(max(0.0, 1.0 - gamma * gamma)) * t
 
     def design(X):
         F = sigma(X @ W.T) / math.sqrt(p)
         kap = X @ v
-        C = np.stack([kap**l for l in th.orders], axis=1) if th.orders else np.zeros((len(X), 0))
+        C = np.stack([kap**l for l in orders], axis=1) if orders else np.zeros((len(X), 0))
         return F, C
 
     X = rng.standard_normal((n, d))
@@ -195,6 +171,87 @@ def columns_run(setting: dict, d: int, rep: int) -> float:
 
 
 KINDS = {"network": network_run, "columns": columns_run}
+
+
+# ------------------------------------------------------------------------------------------------
+# the limit model with the step's own gamma and independently derived orders
+
+
+def divergent_orders(setting: dict, nodes: int = 120) -> tuple[int, ...]:
+    """``S`` recomputed without the code under test: the orders ``l <= 2`` whose Hermite
+    coefficient of sigma is nonzero (Gauss-Hermite quadrature, ``numpy.polynomial``) and whose
+    relative penalty ``p^(-(1 - l (1 - 2a)))`` vanishes (THEORY.md §13.2-13.3)."""
+    from asymptotics.coefficients.functions import get_function
+
+    z, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    s = get_function(setting["sigma"])(z)
+    he = (np.ones_like(z), z, z * z - 1)
+    return tuple(l for l in range(3) if abs(float(w @ (s * he[l]))) > 1e-6
+                 and 1 - l * (1 - 2 * setting["a"]) > 0)
+
+
+def step_gamma(setting: dict, d: int, rep: int) -> float:
+    """``|<v, theta>|`` of the simulated step: ``v`` the top right singular vector of
+    ``W1 - W0`` of repetition ``rep`` of the network (the same step as :func:`network_run`)."""
+    from scipy.sparse.linalg import svds
+
+    from validation.spectrum.model import StepConfig, simulate
+
+    c = COMMON
+    sim = simulate(StepConfig(d=d, a1=setting["a"], beta=c["beta"], alpha0=c["alpha0"],
+                              sigma=setting["sigma"], target=setting["target"], eta1=c["eta"],
+                              readout="gaussian", delta=c["delta"], seed=SEED + rep))
+    _, _, vt = svds(sim.W1 - sim.W0, k=1, random_state=0)
+    return abs(float(vt[0] @ sim.theta[0]))
+
+
+CHECK_SCHEMA = Schema.of(setting=str, sigma=str, target=str, a=float, d=int, rep=int,
+                         gamma=float, gamma_theory=float, orders=str, risk=float, theory=float,
+                         seconds=float)
+
+
+def _check_task(job: tuple[dict, int, int]) -> list[dict]:
+    s, d, rep = job
+    t0 = time.perf_counter()
+    gamma, orders, th = step_gamma(s, d, rep), divergent_orders(s), theory(s)
+    risk = columns_run(s, d, rep, gamma=gamma, orders=orders)
+    return [dict(setting=s["name"], sigma=s["sigma"], target=s["target"], a=s["a"], d=d,
+                 rep=rep, gamma=gamma, gamma_theory=th.gamma,
+                 orders=",".join(map(str, orders)), risk=risk, theory=th.risk,
+                 seconds=time.perf_counter() - t0)]
+
+
+def check_campaign(ds=CHECK_DS, seeds: int = CHECK_SEEDS,
+                   settings=tuple(s for s in SETTINGS if s["name"] in CHECK_SETTINGS)
+                   ) -> Campaign:
+    """The limit model fed with the step's own gamma (:func:`step_gamma`) and the orders of
+    :func:`divergent_orders`: one task per (setting, d, repetition)."""
+    jobs = tuple((s, int(d), rep) for s in settings for d in ds for rep in range(seeds))
+    names = [s["name"] for s in SETTINGS]
+    return Campaign("polynomial_spikes_check", jobs, _check_task, CHECK_SCHEMA,
+                    key_columns=("setting", "d", "rep"),
+                    key=lambda j: (j[0]["name"], j[1], j[2]),
+                    rank=lambda r: (names.index(r["setting"]) if r["setting"] in names
+                                    else len(names), r["d"], r["rep"]),
+                    record=lambda j: {"job": j, "common": COMMON, "n_test": N_TEST,
+                                      "seed": SEED})
+
+
+def check(save: bool = True, progress: bool | None = True, n_jobs: int = 1) -> pd.DataFrame:
+    """The rows of :func:`check_campaign` (run what the store lacks; exported to
+    ``data/polynomial_spikes_check.csv`` like the runs)."""
+    c = check_campaign()
+    read, write = data_file(CHECK, "validation", "reports", "data")
+    with Store(write.with_suffix(".sqlite") if save else None) as st:
+        if save:
+            for source in dict.fromkeys([write, read]):
+                if source.exists():
+                    st.import_csv(c, source)
+        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
+        if save:
+            st.export_csv(c, write)
+        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
 
 
 def paths() -> tuple[pathlib.Path, pathlib.Path]:
@@ -282,107 +339,6 @@ def table(df: pd.DataFrame, settings=SETTINGS) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def _fmt(x: float, nd: int = 4) -> str:
-    return "—" if not math.isfinite(x) else f"{x:.{nd}f}"
-
-
-def markdown(tab: pd.DataFrame, command: str) -> str:
-    c = COMMON
-    lines = [
-        "# Polynomial spikes (eta ~ p^(1/2 + a)): theory against Monte Carlo",
-        "",
-        f"Generated by `{command}` (`validation/experiments/polynomial_spikes.py`; runs in "
-        "`validation/reports/data/polynomial_spikes_runs.csv`). Theory: docs/THEORY.md §13.",
-        "",
-        f"Common parameters: beta = {c['beta']:g}, alpha0 = {c['alpha0']:g}, eta_tilde = "
-        f"{c['eta']:g}, alpha = {c['alpha']:g}, lam = {c['lam']:g} (sum loss), no label noise; "
-        "Gaussian frozen readout, one full-batch step with eta = eta_tilde p^(1/2 + a). "
-        f"Test error on {N_TEST} fresh noiseless inputs per repetition.",
-        "",
-        "Columns: `theory` the d -> infinity limit (random features plus unpenalised columns "
-        "kappa^l, l in S); `network` Monte Carlo of the protocol (mean ± s.e., z = (MC - "
-        "theory)/s.e.); `columns` Monte Carlo of the limit model itself (random features plus "
-        "explicit unpenalised columns); `K-group` the finite-width K-group model of the step "
-        f"(Gaussian readout on {K_NODES} Gauss-Hermite nodes, eta = eta_tilde p^(a - 1/2), width "
-        "p = d); `RF` random features.",
-        "",
-        "`z K` = (network - K-group)/s.e. of the network.",
-        "",
-        "| setting | S | d | theory | network (n) | z | columns (n) | z | K-group | z K | RF |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in tab.itertuples():
-        lines.append(
-            f"| {r.sigma}, {r.target}, a = {r.a:g} | {{{r.orders}}} | {r.d} | "
-            f"{_fmt(r.theory)} | {_fmt(r.network_mean)} ± {_fmt(r.network_se)} "
-            f"({r.network_n}) | {_fmt(r.network_z, 1)} | {_fmt(r.columns_mean)} ± "
-            f"{_fmt(r.columns_se)} ({r.columns_n}) | {_fmt(r.columns_z, 1)} | "
-            f"{_fmt(r.kgroup)} | {_fmt((r.network_mean - r.kgroup) / r.network_se, 1)} | "
-            f"{_fmt(r.rf)} |")
-    lines += ["", "## The finite-width K-group model as p grows", "",
-              "The K-group model of the step (same quantised readout, eta = eta_tilde "
-              "p^(a - 1/2)) at widths far beyond the simulated ones: it is told nothing about "
-              "polynomial channels and tends to the limit (THEORY.md §13.5).", "",
-              "| setting | limit | " + " | ".join(f"p = {p:.0e}" for p in P_LADDER) + " |",
-              "|---|---|" + "---|" * len(P_LADDER)]
-    seen = set()
-    for r in tab.itertuples():
-        if r.setting in seen:
-            continue
-        seen.add(r.setting)
-        s = next(x for x in SETTINGS if x["name"] == r.setting)
-        vals = " | ".join(_fmt(kgroup(s, p)) for p in P_LADDER)
-        lines.append(f"| {r.sigma}, {r.target}, a = {r.a:g} | {_fmt(r.theory)} | {vals} |")
-    if NOTES:
-        lines += ["", NOTES.strip()]
-    return "\n".join(lines) + "\n"
-
-
-def build_parser() -> argparse.ArgumentParser:
-    from asymptotics.cli.common import add_quiet
-
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--simulate", action="store_true", help="run the missing repetitions")
-    ap.add_argument("--quick", action="store_true",
-                    help="d = 500, 2 repetitions, not saved to the runs CSV (smoke test)")
-    ap.add_argument("--ds", default="500,1000,2000")
-    ap.add_argument("--seeds", default="24,12,8", help="repetitions per d")
-    ap.add_argument("--out", default=None, help="directory of the report (default: none)")
-    add_quiet(ap)
-    return ap
-
-
-def main(argv: list[str] | None = None) -> int:
-    from asymptotics.cli.common import apply_quiet
-    from asymptotics.core.progress import Progress
-
-    args = build_parser().parse_args(argv)
-    apply_quiet(args)
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-    ds = [int(x) for x in args.ds.split(",")]
-    seeds = [int(x) for x in args.seeds.split(",")]
-    if args.quick:
-        df = simulate([500], [2], save=False)
-        command = "python -m validation.experiments.polynomial_spikes --quick"
-    else:
-        df = simulate(ds, seeds) if args.simulate else load_runs()
-        command = REGENERATE
-    with Progress(2, "polynomial spikes report", unit="stages") as bar:  # theory, K-group
-        tab = table(df)
-        bar.update()
-        text = markdown(tab, command)
-        bar.update()
-    if args.out:
-        out = pathlib.Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        name = "POLYNOMIAL_SPIKES_quick.md" if args.quick else "POLYNOMIAL_SPIKES.md"
-        (out / name).write_text(text)
-        if not args.quick:
-            (out / "data").mkdir(exist_ok=True)
-            tab.to_csv(out / "data" / "polynomial_spikes_table.csv", index=False)
-    print(text)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def load_check() -> pd.DataFrame | None:
+    read = data_file(CHECK, "validation", "reports", "data")[0]
+    return pd.read_csv(read) if read.exists() else None
