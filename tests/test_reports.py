@@ -87,3 +87,53 @@ def test_committed_finite_width_report_is_regenerated(tmp_path):
     assert FW.main(["--out", str(tmp_path), "--quiet"]) == 0
     _same((tmp_path / "FINITE_WIDTH.md").read_text(), (FW.REPORTS / "FINITE_WIDTH.md").read_text())
     assert (tmp_path / "data" / FW.MATRIX_OUT.name).read_bytes() == FW.MATRIX_OUT.read_bytes()
+
+
+@pytest.mark.slow  # minutes: the matrix's aggregation and theory at every point
+@pytest.mark.parametrize("d,seeds,name", [(2000, 16, "REPORT.md"), (1000, 8, "REPORT_d1000.md")])
+def test_committed_matrix_report_is_regenerated(d, seeds, name, tmp_path, monkeypatch):
+    """validation/REPORT.md and REPORT_d1000.md, whole (not only their notes), are what
+    ``python -m validation.matrix report`` writes from the committed repetitions; the d = 2000
+    run also rewrites matrix_summary.csv, byte for byte."""
+    import shutil
+    from pathlib import Path
+
+    from validation import report
+
+    root = Path(report.__file__).resolve().parents[1]
+    data = tmp_path / "validation" / "data"
+    data.mkdir(parents=True)
+    shutil.copy(root / "validation" / "data" / "matrix_runs.csv", data)
+    monkeypatch.chdir(tmp_path)  # the report names its paths relative to the working directory
+    report.write_report(Path("validation/data/matrix_runs.csv"), Path("validation") / name, d=d,
+                        seeds=seeds)
+    _same((tmp_path / "validation" / name).read_text(),
+          (root / "validation" / name).read_text())
+    if d == 2000:
+        assert (data / "matrix_summary.csv").read_bytes() == \
+            (root / "validation" / "data" / "matrix_summary.csv").read_bytes()
+
+
+#: the literals the experiments' discussions may type by hand: protocol values (d, alpha,
+#: lam, quadrature nodes, the ladder's widths), predicted exponents and rates, test tolerances
+NOTE_LITERALS = {
+    "readouts_notes.md": {"0", "0.01", "0.5", "1", "11", "1200", "1e-10", "2", "3", "4", "400",
+                          "800"},
+    "polynomial_spikes_notes.md": {"0", "0.1", "0.12", "0.2", "0.28", "0.30", "0.4", "0.56", "0.6",
+                                   "1", "1.96", "10", "13", "1e10", "1e6", "2", "4", "95%"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOTE_LITERALS))
+def test_discussions_have_measured_numbers_only_through_placeholders(name):
+    """Every measured number of an experiment's discussion is a placeholder computed from the
+    data (``{{ ... }}``); what is left in the prose is a protocol value, a predicted exponent, a
+    section number or a tolerance of the tests -- none of which a new run can move."""
+    from validation.campaign.report import REPORTS
+
+    template = (REPORTS / name).read_text()
+    prose = re.sub(r"\{\{.*?\}\}", "", template, flags=re.S)
+    literals = set(re.findall(r"\d+(?:\.\d+)?(?:e-?\d+)?%?x?", prose))
+    extra = sorted(literals - NOTE_LITERALS[name])
+    assert not extra, f"typed by hand: {extra}"
+    assert "{{!" in template  # its qualitative claims are asserted
