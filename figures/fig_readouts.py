@@ -17,7 +17,7 @@ MARKERS = {"network": "o", "srf": "s"}
 
 def figure(points, names=None, n_alpha: int = 40):
     """A matplotlib ``Figure``: one panel per setting of ``points`` (the summary of
-    :func:`validation.spiked.readouts.summarize`; ``names`` to choose), theory as lines over
+    :func:`validation.spiked.readouts_report.summarize`; ``names`` to choose), theory as lines over
     ``[0.8 min alpha, 1.1 max alpha]`` and the simulated means +- 1 s.e. as markers."""
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullFormatter
@@ -67,7 +67,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
     and ``refresh`` change nothing: the Monte Carlo is ``python -m validation.spiked readouts
     run``) as ``readouts.png`` and ``readouts.pdf`` in ``outdir``."""
     from asymptotics.cli.common import save_figure
-    from validation.spiked.readouts import D, load, summarize
+    from validation.spiked.readouts import D, load
+    from validation.spiked.readouts_report import summarize
 
     runs = load()
     runs = runs[runs.d == D] if not runs.empty else runs
@@ -80,7 +81,8 @@ def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]
 
 def main() -> int:
     """Draw the figure of the committed rows into validation/reports/figures/readouts.png."""
-    from validation.spiked.readouts import FIGURE, D, load, summarize
+    from validation.spiked.readouts import FIGURE, D, load
+    from validation.spiked.readouts_report import summarize
 
     runs = load()
     runs = runs[runs.d == D] if not runs.empty else runs  # the main campaign, not the d-scan

@@ -48,7 +48,7 @@ TOY = textwrap.dedent('''
     def campaign(n=40, pause=0.0):
         settings = [(f"s{i % 3}", 100 + i, pause) for i in range(n)]
         return Campaign("toy", settings, task, SCHEMA, key_columns=("name", "seed"),
-                        key=lambda s: (s[0], s[1]))
+                        key=lambda s: (s[0], s[1]), record=lambda s: s[:2])  # not the pause
 
 
     if __name__ == "__main__":
@@ -260,6 +260,43 @@ def test_committed_spiked_runs_are_the_export_of_their_store(tmp_path):
         st.import_csv(c, SC.COMMITTED)
         st.export_csv(c, tmp_path / "spiked_runs.csv")
     assert (tmp_path / "spiked_runs.csv").read_bytes() == SC.COMMITTED.read_bytes()
+
+
+@pytest.mark.parametrize("module", ["validation.experiments.polynomial_spikes",
+                                    "validation.spiked.readouts"])
+def test_committed_runs_of_former_appenders_are_the_export_of_their_store(module, tmp_path):
+    """The polynomial-spike and readout runs, once appended to their CSVs, are campaigns: the
+    committed CSV is the export (in the plan's order) of its store, byte for byte."""
+    import importlib
+
+    m = importlib.import_module(module)
+    c = m.campaign([500, 1000, 2000], [24, 12, 8]) if hasattr(m, "RUNS") else m.campaign()
+    path = m.RUNS if hasattr(m, "RUNS") else m.STORE
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.import_csv(c, path) == len(c.settings)
+        assert st.done(c) == set(c.plan_hashes())  # nothing to run
+        st.export_csv(c, tmp_path / "runs.csv")
+    assert (tmp_path / "runs.csv").read_bytes() == path.read_bytes()
+
+
+def test_polynomial_spikes_run_into_the_cache_when_installed(tmp_path, monkeypatch):
+    """Outside a checkout the runs go to the user cache (the committed CSV is read, not
+    written); only the missing tasks run, through the campaign runner."""
+    from validation.experiments import polynomial_spikes as PS
+
+    monkeypatch.setattr(PS, "RUNS", tmp_path / "pkg" / "reports" / "data" / "runs.csv")
+    monkeypatch.setattr("validation.paths.in_checkout", lambda _d: False)
+    monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "cache"))
+    calls = []
+    monkeypatch.setitem(PS.KINDS, "network", lambda s, d, rep: calls.append(rep) or 0.5 + rep)
+    s = PS.SETTINGS[:1]
+    first = PS.simulate([40], [3], kinds=("network",), settings=s, progress=False)
+    assert calls == [0, 1, 2] and list(first.risk) == [0.5, 1.5, 2.5]
+    written = tmp_path / "cache" / "validation" / "reports" / "data" / "runs.csv"
+    assert written.exists() and written.with_suffix(".keys").exists()
+    assert not (tmp_path / "pkg").exists()
+    PS.simulate([40], [4], kinds=("network",), settings=s, progress=False)
+    assert calls == [0, 1, 2, 3]  # the stored repetitions are not re-run
 
 
 def test_committed_finite_width_runs_are_the_export_of_their_store(tmp_path):

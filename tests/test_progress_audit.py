@@ -42,7 +42,7 @@ LONG_COMMANDS = [
     ("validation.spiked.cli", ["readouts"], None),
     ("validation.experiments.finite_width", [], None),
     ("validation.experiments.steps_theory", [], None),
-    ("validation.experiments.polynomial_spikes", [], None),
+    ("validation.experiments.polynomial_spikes.report", [], None),
     ("figures.__main__", [], None),
     ("figures.multistep_report", [], None),
     ("figures.spectra_report", [], None),

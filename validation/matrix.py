@@ -132,7 +132,8 @@ def campaign(jobs: Sequence[tuple] = ()) -> Campaign:
     per repetition (all alphas x lams), keyed by (key, model, d, rep), exported in that order."""
     return Campaign("matrix_runs", tuple(jobs), _repetition, SCHEMA,
                     key_columns=("key", "model", "d", "rep"),
-                    key=lambda j: (j[0].key, j[1], j[2], j[3]))
+                    key=lambda j: (j[0].key, j[1], j[2], j[3]),
+                    record=lambda j: {"job": j, "alphas": ALPHAS, "lams": LAMS, "stream": STREAM})
 
 
 def sqlite_path(store_path: Path) -> Path:

@@ -5,7 +5,8 @@
 format, ``export_csv``), ``runner.py`` (``run_campaign``: skip done keys, one transaction per
 task, resumable after a kill, time budget, progress lines; ``load_or_run``: the rows from the
 committed CSV, or run what it lacks), ``report.py`` (the markdown
-writer and where reports go), ``plots.py`` (the reports' figure helpers).
+writer and where reports go), ``template.py`` (report text whose numbers are placeholders and
+whose claims are assertions), ``plots.py`` (the reports' figure helpers).
 """
 
 from __future__ import annotations

@@ -66,7 +66,7 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
         seen: set[str] = set()
         dup = next(k for k in keys if k in seen or seen.add(k))
         raise ValueError(f"campaign {campaign.name}: the plan holds key {dup} twice")
-    done = store.done(campaign)
+    done = store.done(campaign)  # stored with the plan's key; a stale task reruns
     todo = [(k, s) for k, s in zip(keys, campaign.settings, strict=True) if k not in done]
     stream = stream if stream is not None else sys.stderr
 
@@ -88,7 +88,8 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
     with Progress(len(todo), campaign.name, unit="tasks", enabled=progress and bool(todo),
                   interval=interval, stream=stream) as bar:
         for i, (rows, seconds) in results:
-            store.write(campaign, todo[i][0], rows, seconds)
+            store.write(campaign, todo[i][0], rows, seconds,
+                        task_hash=campaign.task_hash(todo[i][1]))
             ran += 1
             bar.update()
     stopped = ran < len(todo)
@@ -112,9 +113,12 @@ def load_or_run(c: Campaign, read: Path, write: Path, *,
     from the CSVs' rows, read by ``import_csv``, default :meth:`Store.import_csv`; one transaction
     per task, so an interrupted run resumes), exported to ``write`` and read back. ``force``:
     run everything afresh. ``log`` gets one line: cached, or how many tasks ran and how long;
-    ``progress``: the run's progress on stderr (:func:`run_campaign`; False: none)."""
+    ``progress``: the run's progress on stderr (:func:`run_campaign`; False: none). The CSV
+    counts only with its keys file (:func:`validation.campaign.store.keys_path`) giving every
+    wanted task the plan's key: a changed setting is run again."""
     wanted = [c.key_text(s) for s in c.settings]
-    df = ordered(read, c, wanted) if read.exists() and not force else None
+    fresh = read.exists() and not force and _keys_match(read, c)
+    df = ordered(read, c, wanted) if fresh else None
     if df is not None:
         log(f"[{what}] cached" + (f": {read}" if show_paths else ""))
         return df
@@ -132,3 +136,11 @@ def load_or_run(c: Campaign, read: Path, write: Path, *,
     if df is None:
         raise RuntimeError(f"{write}: the export lacks settings of campaign {c.name}")
     return df
+
+
+def _keys_match(path: Path, c: Campaign) -> bool:
+    """Whether the keys file of the CSV ``path`` holds every task of ``c``'s plan with its key."""
+    from .store import keys_path, read_keys
+
+    have = read_keys(keys_path(path))
+    return all((have.get(k) or c.place_hash(k)) == h for k, h in c.plan_hashes().items())

@@ -1,13 +1,21 @@
 """What a campaign is: a named plan of settings, a task function and a row schema.
 
-A *setting* is one unit of work; its *key* is the tuple of the values of the campaign's key
-columns (hashable, and the same values the task writes in those columns of each of its rows).
+A *setting* is one unit of work. Its *place* is the tuple of the values of the campaign's key
+columns (the same values the task writes in those columns of each of its rows): where its rows
+go. Its *key* is the computation: :meth:`Campaign.task_hash`, a hash of its full parameter
+record (:meth:`Campaign.record_of`: the campaign, its protocol ``version``, the place and every
+field of the setting -- repetitions, d, seeds, the model's parameters). A stored task is reused
+only when its key is the plan's: a changed setting, another number of repetitions or a new
+protocol version reruns it, and an old row is never read as a new one.
 The task function maps a setting to its rows (a list of dicts, one per seed / repetition: the
 long format, no joined cells) and must be a module-level function for ``n_jobs > 1``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+import hashlib
 import json
 import math
 import re
@@ -110,6 +118,39 @@ def key_text(key: Hashable) -> str:
     return json.dumps(plain(key if isinstance(key, tuple) else (key,)), separators=(",", ":"))
 
 
+def record_of(value: Any) -> Any:
+    """A value as plain JSON data, exact and canonical: a dataclass as its type's name and every
+    field, a mapping with sorted text keys, sequences and arrays as lists, numpy scalars as
+    Python numbers, a non-finite float as its text, a function by its qualified name."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"_type": type(value).__name__,
+                **{f.name: record_of(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, enum.Enum):
+        return record_of(value.value)
+    if isinstance(value, Mapping):
+        return {str(k): record_of(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, str | bool | int) or value is None:
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if hasattr(value, "tolist"):  # numpy scalar or array
+        return record_of(value.tolist())
+    if isinstance(value, tuple | list | range):
+        return [record_of(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return sorted((record_of(v) for v in value), key=repr)
+    if callable(value):
+        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(value))}"
+    raise ValueError(f"a setting holds {type(value).__name__}, which has no parameter record: "
+                     f"{value!r}")
+
+
+def digest(record: Any) -> str:
+    """The hash of a parameter record: SHA-256 of its canonical JSON, 24 hex digits."""
+    text = json.dumps(record, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
 @dataclass(frozen=True)
 class Campaign:
     """A named plan of settings, a task function and a row schema.
@@ -124,7 +165,18 @@ class Campaign:
     - ``cell``: how a value becomes a CSV cell on export (default exact ``repr`` floats);
     - ``nan_key``: the fixed token a NaN in a float key column stands for in the task's key
       text (a JSON string, so never equal to a number; e.g. the ``a2`` of a one-step run of the
-      spectra experiment); default None: a NaN key is refused.
+      spectra experiment); default None: a NaN key is refused;
+    - ``version``: the protocol's version, part of every task's key: raise it when the task
+      computes something else from the same setting (stored tasks then rerun);
+    - ``record``: ``record(setting)`` -> the setting's parameter record (default: every field
+      of the setting, :func:`record_of`); a custom one may leave out what does not change the
+      rows (a description), never a parameter;
+    - ``rank``: ``rank(first row of a task)`` -> a sortable tuple: when given, the export
+      orders tasks by it (then by place) instead of by ``order`` (e.g. the plan's order of
+      settings, which no column sorts);
+    - ``place_is_record``: the place is itself a hash of the task's full parameter record (the
+      sweep's ``task`` column), so the key is the place's (with the protocol version) and a CSV
+      needs no keys file.
     """
 
     name: str
@@ -136,6 +188,10 @@ class Campaign:
     order: tuple[str, ...] = ()
     cell: Callable[[Any], str] | None = None
     nan_key: str | None = None
+    version: str = "1"
+    record: Callable[[Any], Any] | None = None
+    place_is_record: bool = False
+    rank: Callable[[Mapping[str, Any]], tuple] | None = None
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name) or self.name.startswith("_"):
@@ -171,6 +227,35 @@ class Campaign:
             out.append(bool(v) if t is bool else int(v) if t is int else
                        float(v) if t is float else v)
         return key_text(tuple(out))
+
+    def record_of(self, setting: Any) -> dict:
+        """The task's full parameter record: campaign, protocol version, place and setting."""
+        out = {"campaign": self.name, "version": self.version,
+               "place": json.loads(self.key_text(setting))}
+        if not self.place_is_record:
+            out["setting"] = record_of(self.record(setting) if self.record is not None
+                                       else setting)
+        return out
+
+    def task_hash(self, setting: Any) -> str:
+        """The task's key: the hash (:func:`digest`) of :meth:`record_of`."""
+        return digest(self.record_of(setting))
+
+    def place_hash(self, place: str) -> str | None:
+        """The key of the task at ``place`` when the place is its record (``place_is_record``),
+        else None (the setting is needed)."""
+        if not self.place_is_record:
+            return None
+        return digest({"campaign": self.name, "version": self.version,
+                       "place": json.loads(place)})
+
+    def plan_hashes(self) -> dict[str, str]:
+        """``{place: key}`` of the plan's tasks (computed once per campaign object)."""
+        cached = self.__dict__.get("_plan_hashes")
+        if cached is None:
+            cached = {self.key_text(s): self.task_hash(s) for s in self.settings}
+            object.__setattr__(self, "_plan_hashes", cached)
+        return cached
 
     def with_settings(self, settings: Sequence[Any]) -> Campaign:
         """The same campaign over another plan (a subset, another d, ...)."""

@@ -9,7 +9,11 @@ torn-write cut on opening for is the database's atomic commit (and concurrent wr
 for each other; a task stored twice is refused by the primary key). ``synchronous=NORMAL`` in WAL
 mode survives any crash of the process; a power cut can lose the last commits but never leaves a
 partial task, and lost tasks are simply recomputed. The committed artefact stays a CSV:
-:meth:`Store.export_csv` writes it sorted, the same bytes whatever the order tasks finished in.
+:meth:`Store.export_csv` writes it sorted, the same bytes whatever the order tasks finished in,
+and beside it its *keys file* (``<name>.keys``: one line per task, the hash of the task's full
+parameter record, :meth:`Campaign.task_hash`, then its place); :meth:`Store.import_csv` reads
+it back, so a CSV's rows are reused only for a task whose parameters are the plan's (a CSV
+without its keys file is read, but every task of it reruns).
 """
 
 from __future__ import annotations
@@ -58,7 +62,10 @@ class Store:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS {TASKS} (campaign TEXT NOT NULL, "
                               "key TEXT NOT NULL, rows INTEGER NOT NULL, seconds REAL, "
-                              "PRIMARY KEY (campaign, key))")
+                              "hash TEXT, PRIMARY KEY (campaign, key))")
+            cols = [r[1] for r in self.conn.execute(f"PRAGMA table_info({TASKS})")]
+            if "hash" not in cols:  # a store written before tasks had keys: all rerun
+                self.conn.execute(f"ALTER TABLE {TASKS} ADD COLUMN hash TEXT")
         except sqlite3.DatabaseError as exc:
             self.conn.close()
             raise ValueError(f"{self.path} is not a campaign store ({exc})") from None
@@ -100,16 +107,25 @@ class Store:
 
     # -- tasks -----------------------------------------------------------------------------------
 
+    def hashes(self, campaign: Campaign) -> dict[str, str | None]:
+        """``{place: key}`` of the stored tasks (the place :meth:`Campaign.row_key`, the key
+        :meth:`Campaign.task_hash` of the setting that computed it; None: not known)."""
+        return dict(self.conn.execute(
+            f"SELECT key, hash FROM {TASKS} WHERE campaign = ?", (campaign.name,)))
+
     def done(self, campaign: Campaign) -> set[str]:
-        """The key texts (:meth:`Campaign.row_key`) of the stored tasks."""
-        return {k for (k,) in self.conn.execute(
-            f"SELECT key FROM {TASKS} WHERE campaign = ?", (campaign.name,))}
+        """The places of the plan's tasks that are stored with the plan's key (the stored
+        rows of a task whose setting has changed since are not done)."""
+        want = campaign.plan_hashes()
+        return {k for k, h in self.hashes(campaign).items() if h is not None and want.get(k) == h}
 
     def write(self, campaign: Campaign, key: tuple | str, rows: Sequence[Mapping[str, Any]],
-              seconds: float = math.nan) -> bool:
-        """Store one finished task (its rows and its done mark) in one transaction; False (and
-        nothing written) if the key is stored already. Every row must carry the key's values in
-        the key columns."""
+              seconds: float = math.nan, task_hash: str | None = None) -> bool:
+        """Store one finished task (its rows, its done mark and its key ``task_hash``) in one
+        transaction. If its place is stored already: nothing is written (False) unless the
+        stored task is stale (its key is not the plan's) and ``task_hash`` is another, known
+        one -- then the stale rows are replaced in the same transaction. Every row must carry
+        the place's values in the key columns."""
         self.ensure(campaign)
         ktext = key if isinstance(key, str) else campaign.row_key(
             dict(zip(campaign.key_columns, key, strict=True)))
@@ -124,13 +140,19 @@ class Store:
         c = self.conn
         c.execute("BEGIN IMMEDIATE")
         try:
-            try:
-                cur = c.execute(f"INSERT INTO {TASKS} (campaign, key, rows, seconds) "
-                                "VALUES (?, ?, ?, ?)", (campaign.name, ktext, len(values),
-                                                        None if math.isnan(seconds) else seconds))
-            except sqlite3.IntegrityError:
-                c.execute("ROLLBACK")
-                return False
+            old = c.execute(f"SELECT rowid, hash FROM {TASKS} WHERE campaign = ? AND key = ?",
+                            (campaign.name, ktext)).fetchone()
+            if old is not None:
+                stale = old[1] is None or campaign.plan_hashes().get(ktext) != old[1]
+                if task_hash is None or task_hash == old[1] or not stale:
+                    c.execute("ROLLBACK")
+                    return False
+                c.execute(f"DELETE FROM {_q(campaign.name)} WHERE _task = ?", (old[0],))
+                c.execute(f"DELETE FROM {TASKS} WHERE rowid = ?", (old[0],))
+            cur = c.execute(f"INSERT INTO {TASKS} (campaign, key, rows, seconds, hash) "
+                            "VALUES (?, ?, ?, ?, ?)",
+                            (campaign.name, ktext, len(values),
+                             None if math.isnan(seconds) else seconds, task_hash))
             task_id = cur.lastrowid
             c.executemany(f"INSERT INTO {_q(campaign.name)} ({cols}) VALUES ({marks})",
                           [(*v, task_id) for v in values])
@@ -172,13 +194,29 @@ class Store:
         sql = dict(zip(campaign.schema.names, campaign.schema.sql_names, strict=True))
         cols = ", ".join(f"r.{_q(c)}" for c in sql.values())
         order = ", ".join(f"r.{_q(sql[c])}" for c in campaign.sort_columns)
+        if campaign.rank is not None:
+            order = "t.key"
         cur = self.conn.execute(
             f"SELECT t.key, {cols} FROM {_q(campaign.name)} r JOIN {TASKS} t "
             f"ON t.rowid = r._task ORDER BY {order}, t.key, r.rowid")
         types = [t for _, t in campaign.schema.columns]
-        for key, *raw in cur:
-            yield key, tuple(math.nan if (t is float and v is None) else bool(v) if t is bool
-                             else v for v, t in zip(raw, types, strict=True))
+        rows = ((key, tuple(math.nan if (t is float and v is None) else bool(v) if t is bool
+                            else v for v, t in zip(raw, types, strict=True)))
+                for key, *raw in cur)
+        if campaign.rank is None:
+            yield from rows
+            return
+        tasks: dict[str, list[tuple]] = {}
+        for key, row in rows:
+            tasks.setdefault(key, []).append(row)
+        names = campaign.schema.names
+
+        def rank(item: tuple[str, list[tuple]]) -> tuple:
+            return (campaign.rank(dict(zip(names, item[1][0], strict=True))), item[0])
+
+        for key, task_rows in sorted(tasks.items(), key=rank):
+            for row in task_rows:
+                yield key, row
 
     def frame(self, campaign: Campaign, keys: Sequence[str] | None = None) -> pd.DataFrame:
         """The stored rows as a DataFrame with the schema's columns: sorted as :meth:`rows`, or
@@ -204,12 +242,16 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         n = 0
+        places: dict[str, None] = {}
         with open(tmp, "w", newline="") as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(campaign.schema.names)
-            for r in self.rows(campaign):
+            for place, r in self._select(campaign):
                 w.writerow([cell(v) for v in r])
+                places[place] = None
                 n += 1
+        hashes = self.hashes(campaign)
+        write_keys(keys_path(path), campaign.name, {p: hashes.get(p) for p in places})
         os.replace(tmp, path)
         return n
 
@@ -244,12 +286,49 @@ class Store:
                 line = line[:-1]
             row = {c: p(v) for c, p, v in zip(header, parse, line, strict=True)}
             groups.setdefault(campaign.row_key(row), []).append(row)
-        done = self.done(campaign)
-        return sum(self.write(campaign, k, rows) for k, rows in groups.items() if k not in done)
+        return self.import_tasks(campaign, groups, read_keys(keys_path(Path(path))))
+
+    def import_tasks(self, campaign: Campaign, groups: Mapping[str, Sequence[Mapping]],
+                     keys: Mapping[str, str | None]) -> int:
+        """Store the tasks ``{place: rows}`` with their keys ``{place: key}`` (a CSV's keys
+        file) that the store lacks or holds stale; returns how many were added."""
+        return sum(self.write(campaign, k, rows,
+                              task_hash=keys.get(k) or campaign.place_hash(k))
+                   for k, rows in groups.items())
 
 
 #: the checksum column of the former CSV row store's sweep files
 LEGACY_CHECKSUM = "crc"
+_UNKNOWN = "unknown"
+
+
+def keys_path(csv_path: str | os.PathLike) -> Path:
+    """The keys file of a campaign's CSV: ``runs.csv`` -> ``runs.keys``."""
+    return Path(csv_path).with_suffix(".keys")
+
+
+def write_keys(path: Path, name: str, keys: Mapping[str, str | None]) -> None:
+    """Write a keys file (atomically): a comment line, then ``<key> <place>`` per task."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as fh:
+        fh.write(f"# campaign {name}: per task, the hash of its parameter record, then its "
+                 "place (validation.campaign.spec)\n")
+        for place, h in keys.items():
+            fh.write(f"{h or _UNKNOWN} {place}\n")
+    os.replace(tmp, path)
+
+
+def read_keys(path: Path) -> dict[str, str | None]:
+    """``{place: key}`` of a keys file (empty if there is none; None for an unknown key)."""
+    if not path.exists():
+        return {}
+    out: dict[str, str | None] = {}
+    for line in path.read_text().splitlines():
+        if not line or line.startswith("#"):
+            continue
+        h, place = line.split(" ", 1)
+        out[place] = None if h == _UNKNOWN else h
+    return out
 
 
 def _parser(t: type):

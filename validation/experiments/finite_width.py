@@ -107,7 +107,8 @@ def campaign(ds: list[int], seeds: int) -> Campaign:
                  for pair in PAIRS for rsqp in RSQP)
     return Campaign("finite_width_runs", plan, _task, SCHEMA,
                     key_columns=("sigma", "target", "d", "rsqp", "rep"),
-                    key=lambda j: (j[0]["sigma"], j[0]["target"], j[1], j[2], j[3]))
+                    key=lambda j: (j[0]["sigma"], j[0]["target"], j[1], j[2], j[3]),
+                    record=lambda j: {"job": j, "alpha": ALPHA, "seed": SEED})
 
 
 def simulate(ds: list[int], seeds: int, budget_s: float, *, n_jobs: int = 1,

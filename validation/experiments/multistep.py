@@ -269,7 +269,7 @@ def scaling_table(df: pd.DataFrame, target: str, kappa: float,
         row["measured"] = verdict(slope) if t > 0 else "(init)"
         p = pred[t].any() if j == 0 else pred[t, int(j) - 1]
         row["predicted"] = ("learned" if p else "not learned") if t > 0 else "-"
-        row["_slope"] = slope
+        row["_slope"], row["_slope_se"] = slope, slope_se
         row["_agree"] = (t == 0) or (row["measured"] == ("order one" if p else "vanishes"))
         rows.append(row)
     return pd.DataFrame(rows)

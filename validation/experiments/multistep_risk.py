@@ -178,7 +178,8 @@ def _task_logged(job: Job) -> list[dict]:
 def campaign(plan: Plan, logged: bool = False) -> Campaign:
     return Campaign(plan.prefix, jobs(plan), _task_logged if logged else task, SCHEMA,
                     key_columns=KEYS, order=("d", "setting", "repetition"), cell=g10_cell,
-                    key=lambda j: (j.name, j.config.d, j.seed, j.rep))
+                    key=lambda j: (j.name, j.config.d, j.seed, j.rep),
+                    record=lambda j: {"job": j, "ridge_alphas": RIDGE_ALPHAS})
 
 
 def paths(plan: Plan) -> tuple[pathlib.Path, pathlib.Path]:

@@ -199,12 +199,17 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figures: list[pathli
             + _runtime(data["he2_quadratic"]) + ".")
     l4 = scaling_table(data["leap4"], LEAP4, 1.0)
     l4p = scaling_table(data["leap4"], LEAP4, 1.0, directions="pooled")
+    fit = l4p[l4p["step"] == l4p["step"].max()].iloc[0]
+    inside = abs(fit["_slope"] + 0.5) <= 1.96 * fit["_slope_se"]
     section("(iii) Leap 4: `z1 z2 z3 z4`, n = 16 d, five steps", pd.concat(
         [l4[l4["step"].isin([0, 1, 5])], l4p], ignore_index=True),
         "No direction is learned in five steps: after step 5 the overlaps are "
         f"{l4_ratio[0]:.1f} to {l4_ratio[1]:.1f} times the initial level `sqrt(2/(pi d))` "
         "(a d-independent factor; the gradient's sampling noise is larger along theta_j than "
-        "elsewhere, e.g. E[g^2 z_1^2] = 3 E[g^2]) and decay like d^(-1/2), as predicted "
+        "elsewhere, e.g. E[g^2 z_1^2] = 3 E[g^2]) and decay with d: the fitted exponent of "
+        f"the pooled overlap after step {int(fit['step'])} is {fit['_slope']:+.2f} ± "
+        f"{1.96 * fit['_slope_se']:.2f} (95%), the predicted -1/2 "
+        f"{'inside' if inside else 'outside'} that interval "
         "(the signal along theta_j is a product of the three other, O(d^(-1/2)), "
         "overlaps). Rows 'all' average the four directions. "
         "Runtime: " + _runtime(data["leap4"]) + ".")

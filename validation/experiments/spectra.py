@@ -49,6 +49,7 @@ from asymptotics.multiindex.spikes import (
 )
 from validation.campaign import Campaign, Schema, Store
 from validation.campaign import load_or_run as load_or_run_campaign
+from validation.campaign.store import keys_path, read_keys
 from validation.paths import data_file
 from validation.spectrum import (
     StepConfig,
@@ -351,8 +352,7 @@ def _import(st: Store, c: Campaign, path: pathlib.Path) -> int:
     groups: dict[str, list[dict]] = {}
     for r in rows:
         groups.setdefault(c.row_key(r), []).append(r)
-    done = st.done(c)
-    return sum(st.write(c, k, g) for k, g in groups.items() if k not in done)
+    return st.import_tasks(c, groups, read_keys(keys_path(path)))
 
 
 def _ordered(path: pathlib.Path, c: Campaign, wanted: list[str]) -> pd.DataFrame | None:

@@ -234,6 +234,20 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
+def _few_seeds(pts: pd.DataFrame) -> str:
+    """The sentence on the smallest number of seeds, from the data: how many, and where."""
+    later = pts[pts.step >= 1]
+    seeds = later.groupby(["setting", "d"])["count"].min()
+    low = int(seeds.min())
+    where = []
+    for d, s in seeds.groupby(level="d"):
+        at = sorted(s[s == low].index.get_level_values("setting"))
+        if at:
+            which = "every setting" if len(at) == len(s) else "settings " + ", ".join(at)
+            where.append(f"{which} at d = {d}")
+    return (f"With {low} seeds ({'; '.join(where)}) the s.e. is itself a rough estimate.")
+
+
 def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> str:
     pts_t = pts.copy()
     fmt = pts_t.assign(
@@ -262,7 +276,7 @@ def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> st
         "`test_error - target_power + E g^2` (a control variate: the test set's own power "
         "`target_power` has the known mean `E g^2`; same mean as the raw error, far less "
         "variance for the heavy-tailed `z1 z2 z3`); the raw error is in the columns `MC raw`. "
-        "With 2 seeds (some settings at d = 2000) the s.e. is itself a rough estimate.\n",
+        + _few_seeds(pts) + "\n",
         f"**Summary** (steps 1-3): {n_in} of {len(later)} points within 3 s.e.; median |gap| "
         f"{later.gap.abs().median():.1%}, max {later.gap.abs().max():.1%} "
         "(gap = (theory - MC)/MC).\n",
@@ -290,9 +304,11 @@ def build_parser():
     parser = Parser(prog="python -m validation.experiments.steps_theory",
                     description="Theory of several giant steps against the simulations: "
                                 "STEPS.md and figures/steps.png.")
-    parser.add_argument("--data", default=str(DATA), help="simulations CSV (default: %(default)s)")
-    parser.add_argument("--out", default=str(REPORTS),
-                        help="directory of STEPS.md and figures/ (default: %(default)s)")
+    parser.add_argument("--data", default=None, help="simulations CSV (default: the campaign's, "
+                        "validation/reports/data/multistep_risk.csv or its copy in the cache)")
+    parser.add_argument("--out", default=None,
+                        help="directory of STEPS.md and figures/ (default: validation/reports in "
+                             "a source checkout; required when the package is installed)")
     add_quiet(parser)
     return parser
 
@@ -303,11 +319,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     apply_quiet(args)
+    from validation.campaign.report import report_dir
+    from validation.paths import data_file
+
+    if args.data is None:
+        args.data = str(data_file(DATA, "validation", "reports", "data")[0])
     try:
         if not pathlib.Path(args.data).exists():
             raise ValueError(f"--data {args.data} does not exist: run `python -m "
                              "validation.experiments.multistep_risk` first")
-        out = pathlib.Path(args.out)
+        out = report_dir(args.out)
         check_writable(out, "--out", directory=True)
     except ValueError as exc:
         return fail(str(exc))
@@ -318,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
     groups = group_table(runs)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     save_figure(figure(pts, runs), out / "figures" / "steps.png", dpi=150)
-    text = report_text(pts, groups, "steps.png")
+    text = report_text(pts, groups, "steps.png")  # tests/test_reports.py: the committed text
     (out / "STEPS.md").write_text(text)
     print(_markdown(protocol_table(pts)))
     print(f"wrote {out / 'STEPS.md'}")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..campaign import Campaign, Schema, Store, run_campaign
@@ -157,7 +157,14 @@ def campaign(names: Sequence[str] | None = None, *, d: int = D, seeds: int = SEE
     chosen = list(SETTINGS) if not names else [BY_NAME[n] for n in names]
     return Campaign(
         "spiked_runs", tuple((c, int(d), int(seeds), int(seed)) for c in chosen), _task, SCHEMA,
-        key_columns=("name", "d", "seed"), key=lambda job: (job[0].name, job[1], job[3]))
+        key_columns=("name", "d", "seed"), key=lambda job: (job[0].name, job[1], job[3]),
+        record=record)
+
+
+def record(job: tuple) -> tuple:
+    """A task's parameter record: the setting without its description, d, seeds, seed."""
+    c, *rest = job
+    return (replace(c, purpose=""), *rest)
 
 
 def store_paths() -> tuple[Path, Path]:

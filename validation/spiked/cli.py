@@ -82,19 +82,25 @@ def build_parser() -> argparse.ArgumentParser:
                                     "one giant step with the constant and pm1 initial readouts "
                                     "(validation/spiked/readouts.py).")
     ro.add_argument("action", choices=("run", "report"),
-                    help="run: simulate the missing (setting, model, readout) triples into the "
-                         "store; report: write READOUTS.md from it")
+                    help="run: simulate the missing (setting, model, readout, d) tasks into the "
+                         "store and export its CSV; report: write READOUTS.md from the CSV")
     ro.add_argument("--names", type=lambda t: split_list(t, "--names"), default=None,
                     help="run: comma-separated setting names (default: all)")
     ro.add_argument("--d", type=integer("--d", 10), default=None,
-                    help="run: input dimension (default 800; p = beta d)")
+                    help="run: input dimension (default: the committed plan, d = 800 and the "
+                         "network's d scan; p = beta d)")
     ro.add_argument("--seeds", type=integer("--seeds", 2), default=None,
                     help="run: repetitions per point (default 16)")
     ro.add_argument("--models", type=lambda t: split_list(t, "--models"), default=None,
                     help="run: comma-separated models among network, srf (default: both)")
-    ro.add_argument("--store", default=None, help="the CSV store (default: the committed one)")
+    ro.add_argument("--store", default=None, help="run: the SQLite store (default: "
+                    "readouts_runs.sqlite beside the CSV)")
+    ro.add_argument("--csv", default=None, help="run: the CSV the runs are exported to; report: "
+                    "the runs read (default: the committed CSV in a checkout, else the user "
+                    "cache)")
     ro.add_argument("--out", default=None, help="report: the output file (default: "
-                    "validation/reports/READOUTS.md)")
+                    "validation/reports/READOUTS.md in a checkout; an installed package needs "
+                    "it)")
     add_quiet(ro)
     return parser
 
@@ -110,14 +116,29 @@ def _readouts_cli(args: argparse.Namespace) -> int:
         bad = [m for m in args.models or [] if m not in readouts.MODELS]
         if bad:
             return fail(f"--models: unknown models {', '.join(bad)} (known: network, srf)")
-        readouts.run(args.names, d=args.d or readouts.D, seeds=args.seeds or readouts.SEEDS,
-                     store=args.store, models=args.models or readouts.MODELS,
-                     progress=not args.quiet)
+        try:
+            check_writable(args.store, "--store", suffixes=(".sqlite", ".db"))
+            check_writable(args.csv, "--csv", suffixes=(".csv",))
+            readouts.run(args.names, d=args.d, seeds=args.seeds or readouts.SEEDS,
+                         store=args.store, csv=args.csv, models=args.models or readouts.MODELS,
+                         progress=not args.quiet)
+        except ValueError as exc:
+            return fail(str(exc))
         return 0
+    from ..campaign.report import report_dir
+
+    try:
+        out = Path(args.out) if args.out else report_dir(None) / readouts.REPORT.name
+        check_writable(out, "--out", suffixes=(".md",))
+    except ValueError as exc:
+        return fail(str(exc))
+    if args.csv is not None and not Path(args.csv).is_file():
+        return fail(f"--csv: no such file {args.csv!r}")
+    from .readouts_report import write_report
+
     notes = readouts.REPORT.with_name("readouts_notes.md")
-    print(readouts.write_report(args.out, store=args.store,
-                                notes=notes.read_text(encoding="utf-8") if notes.is_file()
-                                else ""))
+    print(write_report(out, store=args.csv,
+                       notes=notes.read_text(encoding="utf-8") if notes.is_file() else ""))
     return 0
 
 

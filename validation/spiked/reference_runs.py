@@ -52,7 +52,7 @@ def campaign(names: Sequence[str] | None = None, *, d: int = spiked.D, max_p: in
                  for rep in reps)
     return Campaign("spiked_reference", jobs, _task, SCHEMA,
                     key_columns=("name", "d", "seed", "rep"),
-                    key=lambda j: (j[0].name, j[1], j[3], j[2]))
+                    key=lambda j: (j[0].name, j[1], j[3], j[2]), record=spiked.record)
 
 
 def load(path: str | Path | None = None):

@@ -85,7 +85,7 @@ def run_cli(args: argparse.Namespace) -> int:
     from asymptotics.cli.curve import DEFAULT_ETA
 
     quiet = apply_quiet(args)
-    check_writable(args.store, "--store")
+    check_writable(args.store, "--store", suffixes=(".sqlite", ".db"))
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
     kind = args.sweep_kind or args.kind

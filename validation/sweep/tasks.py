@@ -137,7 +137,8 @@ def campaign(kind: str, tasks: Sequence[Task] = ()):
 
     return Campaign(f"sweep_{kind.replace('-', '_')}", tuple(tasks), task_rows, schema(kind),
                     key_columns=("task",), key=lambda t: (t.key,),
-                    order=("kind", *params_of(kind), *(() if is_theory(kind) else ("rep",))))
+                    order=("kind", *params_of(kind), *(() if is_theory(kind) else ("rep",))),
+                    place_is_record=True)
 
 
 def _theory_rows(task: Task) -> list[dict]:
