@@ -170,3 +170,19 @@ def test_guide_block_runs():
     exec(compile(code, "guide.md", "exec"), namespace)
     rep = step_directions("tanh", HE3, alpha0=2, eta=1.0, d=1000, batch="reused")
     assert 0.4 < rep.direction[1, 0] < 0.5 and rep.direction[0, 0] < 0.1
+
+
+@pytest.mark.parametrize("target,readout,sigma", [
+    ("z1 + He3(z2)/sqrt(6)", "pm1", "tanh"), (HE3, "constant", "relu"),
+    ("z1 + z1*z2", "pm1", "erf(z-1)")])
+def test_pruned_rules_match_the_full_rules(target, readout, sigma, monkeypatch):
+    """The second step's pruned (z, b) and h0 rules against the full tensor rules (the
+    pre-pruning integral, the same tables): every part within 1e-6 of its scale."""
+    fast = _parts(target, readout, sigma)[1]
+    monkeypatch.setattr(reused, "PRUNE_OUTER", 0.0)
+    monkeypatch.setattr(reused, "PRUNE_H0", 0.0)
+    full = _parts(target, readout, sigma)[1]
+    for name in ("d_theta", "d_b", "C", "d_w0", "d_n", "row_var", "theta_cov", "cross",
+                 "row_theta_var"):
+        x, y = getattr(fast, name), getattr(full, name)
+        assert np.abs(x - y).max() <= 1e-6 * max(np.abs(y).max(), 1e-3), name
