@@ -160,9 +160,14 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
            wh[:, None])
     node = np.empty((K, 6, y.size))
     lo, hi = _range(first, sigma, g, kappa, k)
+    tables: dict[float, _Tables] = {}  # groups with the same row noise share a table
     for gi in range(K):
         Xg = first.A[gi] * h0[None, :] + m[:, gi, None] + kappa[gi] * e0[:, None] * dsh0[None, :]
-        tab = _Tables(sigma, first.nu[gi], lo[gi] - 1, hi[gi] + 1)
+        nu = float(first.nu[gi])
+        if nu not in tables:
+            same = first.nu == nu
+            tables[nu] = _Tables(sigma, nu, lo[same].min() - 1, hi[same].max() + 1)
+        tab = tables[nu]
         F, M3, Q, PN = tab.contract(Xg, wts)
         node[gi] = np.vstack([F.T, M3[:, :1].T, Q.T, M3[:, 1:2].T, PN.T, M3[:, 2:].T])
     f1 = (fractions * values) @ node[:, 0]
