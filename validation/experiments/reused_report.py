@@ -199,10 +199,58 @@ def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
                          f"{_fmt(r.se)} | {_fmt(r.theory)} | {r.z:+.1f} |")
         sok = scan.z.abs() <= 3
         lines += ["", f"Scan: {int(sok.sum())} of {len(scan)} within 3 s.e."]
+    lines += findings(comp)
     lines += ["", "![overlap and risk vs eta_tilde, fresh vs reused](figures/reused_batch.png)",
               "", "Figure: theory lines and simulation points (mean +- s.e. over seeds), "
               "He3, constant readout, d = 1000.", ""]
     return "\n".join(lines)
+
+
+def _row(comp: pd.DataFrame, target: str, quantity: str, batch: str, d: int,
+         eta: float = 1.0, readout: str = "constant", step: int = 2):
+    sel = comp[(comp.target == target) & (comp.readout == readout) & (comp.quantity == quantity)
+               & (comp.batch == batch) & (comp.d == d) & (comp.eta == eta) & (comp.step == step)]
+    return sel.iloc[0] if len(sel) else None
+
+
+def _pm(r, nd: int = 3) -> str:
+    return "n/a" if r is None else f"{_fmt(r.mc, nd)} +- {_fmt(r.se, nd)}"
+
+
+def _th(r, nd: int = 4) -> str:
+    return "n/a" if r is None else _fmt(r.theory, nd)
+
+
+def findings(comp: pd.DataFrame) -> list[str]:
+    """The findings, every number read from ``comp`` (constant readout, step 2)."""
+    ds = sorted(comp.d.unique())
+    lines = ["", "## Findings (constant readout, step 2)", ""]
+
+    def both(target, q, batch, nd=3):
+        rs = [_row(comp, target, q, batch, d) for d in ds]
+        return (" and ".join(f"{_pm(r, nd)} (d = {d})" for r, d in zip(rs, ds, strict=True)),
+                " / ".join(_th(r) for r in rs))
+
+    for target, j, what in (("He3", 1, "He3"), ("z1+He3", 2, "z1 + He3(z2), along theta_2"),
+                            ("He2", 1, "He2 (control)")):
+        reu, reu_th = both(target, f"direction{j}", "reused")
+        fre, fre_th = both(target, f"direction{j}", "fresh")
+        lines.append(f"- {what}: the step-2 update's overlap `|<u_2, theta_{j}>|` is {reu} "
+                     f"reused (theory {reu_th}) and {fre} fresh (theory {fre_th}).")
+    drift, drift_th = both("He3", "drift1", "reused", 4)
+    zs = ", ".join(f"z = {r.z:+.1f}" for r in (_row(comp, "He3", "drift1", "reused", d)
+                                                for d in ds) if r is not None)
+    lines.append(f"- He3, reused: the drift along theta is {drift} against {drift_th} ({zs}).")
+    scan = comp[(comp.eta != 1.0) & (comp.step == 2) & (comp.batch == "reused")
+                & (comp.quantity == "direction1")]
+    if len(scan):
+        parts = [f"{r.mc:.3f} +- {r.se:.3f} vs {r.theory:.3f} at eta_tilde = {r.eta:g} "
+                 f"({(r.mc - r.theory) / abs(r.theory):+.0%}, z = {r.z:+.1f})"
+                 for _, r in scan.sort_values("eta").iterrows()]
+        lines.append("- Along eta_tilde (He3, reused, d = "
+                     f"{', '.join(str(d) for d in sorted(scan.d.unique()))}): the update's "
+                     "overlap is " + "; ".join(parts) + ".")
+    return lines
 
 
 def main(argv=None) -> int:
