@@ -124,10 +124,13 @@ class _Tables:
         slope = np.hstack([np.diff(tab, axis=1), np.zeros((4, 1))])
         self.tab, self.slope = np.ascontiguousarray(tab), np.ascontiguousarray(slope)
 
-    def contract(self, X: np.ndarray, weights: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-        """For each function q, ``sum_h phi_q(X[:, h]) weights[q][h, c]`` (N x c_q)."""
-        u = X - self.lo
-        u /= self.h
+    def contract(self, base: np.ndarray, shift: np.ndarray, outer: tuple[np.ndarray, np.ndarray],
+                 weights: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """For each function q, ``sum_h phi_q(X[:, h]) weights[q][h, c]`` (N x c_q) at
+        ``X = base[None, :] + shift[:, None] + outer[0][:, None] * outer[1][None, :]``."""
+        u = np.multiply.outer(outer[0] / self.h, outer[1])  # the grid coordinate of X
+        u += ((base - self.lo) / self.h)[None, :]
+        u += (shift / self.h)[:, None]
         np.clip(u, 0.0, self.x.size - 1.0, out=u)
         i = u.astype(np.intp)
         u -= i
@@ -162,13 +165,12 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
     lo, hi = _range(first, sigma, g, kappa, k)
     tables: dict[float, _Tables] = {}  # groups with the same row noise share a table
     for gi in range(K):
-        Xg = first.A[gi] * h0[None, :] + m[:, gi, None] + kappa[gi] * e0[:, None] * dsh0[None, :]
         nu = float(first.nu[gi])
         if nu not in tables:
             same = first.nu == nu
             tables[nu] = _Tables(sigma, nu, lo[same].min() - 1, hi[same].max() + 1)
         tab = tables[nu]
-        F, M3, Q, PN = tab.contract(Xg, wts)
+        F, M3, Q, PN = tab.contract(first.A[gi] * h0, m[:, gi], (kappa[gi] * e0, dsh0), wts)
         node[gi] = np.vstack([F.T, M3[:, :1].T, Q.T, M3[:, 1:2].T, PN.T, M3[:, 2:].T])
     f1 = (fractions * values) @ node[:, 0]
     e1 = y - f1
