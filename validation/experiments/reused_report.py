@@ -137,7 +137,9 @@ def figure(df: pd.DataFrame, path: pathlib.Path) -> None:
 
 
 def _fmt(x: float, nd: int = 4) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.{nd}f}"
+    """``x`` to ``nd`` decimals; a value that rounds to zero is "0.000..", unsigned (the
+    theory's zeros by symmetry are +- rounding noise)."""
+    return "nan" if not np.isfinite(x) else f"{round(x, nd) + 0.0:.{nd}f}"
 
 
 def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
