@@ -170,3 +170,35 @@ def test_guide_block_runs():
     exec(compile(code, "guide.md", "exec"), namespace)
     rep = step_directions("tanh", HE3, alpha0=2, eta=1.0, d=1000, batch="reused")
     assert 0.4 < rep.direction[1, 0] < 0.5 and rep.direction[0, 0] < 0.1
+
+
+@pytest.mark.parametrize("target,readout,sigma", [
+    ("z1 + He3(z2)/sqrt(6)", "pm1", "tanh"), (HE3, "constant", "relu"),
+    ("z1 + z1*z2", "pm1", "erf(z-1)")])
+def test_pruned_rules_match_the_full_rules(target, readout, sigma, monkeypatch):
+    """The second step's pruned (z, b) and h0 rules against the full tensor rules (the
+    pre-pruning integral, the same tables): every part within 1e-6 of its scale."""
+    fast = _parts(target, readout, sigma)[1]
+    monkeypatch.setattr(reused, "PRUNE_OUTER", 0.0)
+    monkeypatch.setattr(reused, "PRUNE_H0", 0.0)
+    full = _parts(target, readout, sigma)[1]
+    for name in ("d_theta", "d_b", "C", "d_w0", "d_n", "row_var", "theta_cov", "cross",
+                 "row_theta_var"):
+        x, y = getattr(fast, name), getattr(full, name)
+        assert np.abs(x - y).max() <= 1e-6 * max(np.abs(y).max(), 1e-3), name
+
+
+def test_committed_report_is_regenerated_from_committed_data():
+    """validation/reports/REUSED.md is exactly the text its command writes from the committed
+    data (every number in it, the findings' prose included, is computed from the CSV and the
+    theory; about 15 s)."""
+    import pandas as pd
+
+    from validation.experiments import reused_report as report
+
+    df = pd.read_csv(report.DATA)
+    new = report.text(report.compare(df), df).splitlines()
+    old = report.REPORT.read_text().splitlines()
+    assert len(new) == len(old)
+    for i, (a, b) in enumerate(zip(new, old, strict=True)):
+        assert a == b, f"line {i + 1}: regenerated {a!r}, committed {b!r}"

@@ -145,11 +145,13 @@ def step_directions(sigma: str, target: str, *, alpha0: float, eta: float | Sequ
             cov = np.block([[np.array([[sd1[j] ** 2]]), c12[None, :]],
                             [c12[:, None], sec.theta_cov[:, :, j] / d]])
             lam, vec = np.linalg.eigh((cov + cov.T) / 2)
-            draws = rng.standard_normal((SAMPLES, K + 1)) * np.sqrt(np.maximum(lam, 0)) @ vec.T
+            root = (vec * np.sqrt(np.maximum(lam, 0))) @ vec.T  # symmetric: no sign choice
+            draws = rng.standard_normal((SAMPLES, K + 1)) @ root
             g1[:, j], fl2[:, :, j] = draws[:, 0], draws[:, 1:]
         # the second step's drift depends on the first step's finite-d loading a_1 + scale1 g1:
         # a quadratic in g1 per axis (stencil +-sqrt(3) sd: exact in the Gaussian mean)
         d_theta = np.broadcast_to(sec.d_theta, (SAMPLES, K, k)).copy()
+        hs = []  # hess * sd1^2 per axis: the Gaussian mean of the quadratic
         for j in range(k):
             h = math.sqrt(3.0) * sd1[j]
             if h <= 0 or not np.any(scale1):
@@ -161,9 +163,11 @@ def step_directions(sigma: str, target: str, *, alpha0: float, eta: float | Sequ
                 shifted.append(second_step(replace(f1, a=a), s, g, **kw).d_theta)
             jac = (shifted[0] - shifted[1]) / (2 * h)
             hess = (shifted[0] - 2 * sec.d_theta + shifted[1]) / h**2
+            hs.append(hess * sd1[j] ** 2)
             t = g1[:, j][:, None, None]
             d_theta += jac[None] * t + 0.5 * hess[None] * t * t
-        drift[1] = (fr * values) @ d_theta.mean(axis=0)
+        exact = sec.d_theta + 0.5 * sum(hs)  # the mean over g1 (E t^2 = sd1^2), not sampled
+        drift[1] = (fr * values) @ exact
         Lc = factor_gram(sec.C)
         common2 = np.hstack([sec.d_theta, sec.d_b[:, None], Lc])
         rows2 = sec.d_w0**2 + sec.d_n**2 + np.maximum(sec.row_var, 0.0)

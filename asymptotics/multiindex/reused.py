@@ -36,7 +36,12 @@ NODES_H0 = 40  # on the row's initial field
 NODES_N = 32  # on the row noise (the smoothing tables)
 TABLE_STEP = 0.01  # grid step of the smoothing tables (at most TABLE_MAX points)
 TABLE_MAX = 4_000
-PRUNE = 1e-10  # outer nodes with a smaller relative weight are dropped
+PRUNE = 1e-10  # z nodes with a smaller relative weight are dropped
+# the second step's integral: (z, b) nodes of joint relative weight below PRUNE_OUTER and h0
+# nodes below PRUNE_H0 are dropped (the smoothing tables keep the full rules' range); against
+# the unpruned rules: <= 5e-8 of each part's scale, risk <= 3e-11 (benchmarks/bench_reused.py)
+PRUNE_OUTER = 1e-12
+PRUNE_H0 = 1e-10
 
 
 @dataclass(frozen=True)
@@ -115,16 +120,27 @@ class _Tables:
         self.x = np.linspace(lo, hi, size)
         self.lo, self.h = lo, (hi - lo) / (size - 1)
         s, ds = sigma.value_and_derivative(self.x[:, None] + nu * n[None, :])
-        tab = np.stack([s @ wn, ds @ wn, (ds * ds) @ wn, ds @ (wn * n)], axis=1)
-        slope = np.vstack([np.diff(tab, axis=0), np.zeros((1, 4))])
-        self.packed = np.ascontiguousarray(np.hstack([tab, slope]))  # one gather per point
+        tab = np.stack([s @ wn, ds @ wn, (ds * ds) @ wn, ds @ (wn * n)])
+        slope = np.hstack([np.diff(tab, axis=1), np.zeros((4, 1))])
+        self.tab, self.slope = np.ascontiguousarray(tab), np.ascontiguousarray(slope)
 
-    def __call__(self, X: np.ndarray) -> np.ndarray:
-        """The four functions at X, stacked on a last axis."""
-        u = np.clip((X - self.lo) / self.h, 0.0, self.x.size - 1.0)
+    def contract(self, base: np.ndarray, shift: np.ndarray, outer: tuple[np.ndarray, np.ndarray],
+                 weights: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """For each function q, ``sum_h phi_q(X[:, h]) weights[q][h, c]`` (N x c_q) at
+        ``X = base[None, :] + shift[:, None] + outer[0][:, None] * outer[1][None, :]``."""
+        u = np.multiply.outer(outer[0] / self.h, outer[1])  # the grid coordinate of X
+        u += ((base - self.lo) / self.h)[None, :]
+        u += (shift / self.h)[:, None]
+        np.clip(u, 0.0, self.x.size - 1.0, out=u)
         i = u.astype(np.intp)
-        G = self.packed[i]
-        return G[..., :4] + G[..., 4:] * (u - i)[..., None]
+        u -= i
+        out = []
+        for q, w in enumerate(weights):
+            v = np.take(self.slope[q], i)
+            v *= u
+            v += np.take(self.tab[q], i)
+            out.append(v @ w)
+        return out
 
 
 def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
@@ -134,66 +150,60 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
     (``self_term=True``) or on a fresh one (``False``, no self term and no shared noise)."""
     K = values.size
     own = 1.0 if self_term else 0.0
-    Zr, wzr = tensor_rule(k, NODES_Z.get(k, 12))
-    keep = wzr > PRUNE * wzr.max()
-    Zr, wzr = Zr[keep], wzr[keep] / wzr[keep].sum()
-    b, wb = gauss_hermite(NODES_B)
-    h0, wh = gauss_hermite(NODES_H0)
+    Zr, wzr, iz, bb, W, h0, wh = _rules(k)  # outer nodes (z, b) flattened, inner h0
     _, dsh0 = sigma.value_and_derivative(h0)
-    y = _evaluate(g, Zr)
+    e0_r = _evaluate(g, Zr) - first.f0  # on the z rule alone (the moment of `cross`)
+    Z = Zr[iz]
+    y = _evaluate(g, Z)
     e0 = y - first.f0
     kappa = own * eta1 * values / alpha0
-    # spike coordinate per group on the outer grid (z-node, b-node)
-    m = (Zr @ first.a.T)[:, None, :] + b[None, :, None] * first.l[None, None, :]  # (nz, nb, K)
-    tables, X = [], []
+    m = Z @ first.a.T + bb[:, None] * first.l[None, :]  # (N, K): spike coordinate per group
+    # the h0-contractions of the four tabulated functions: F, M, Q, P0, PN, RU per node
+    wts = (wh[:, None], np.stack([wh, wh * h0, wh * (dsh0 - first.m1)], axis=1), wh[:, None],
+           wh[:, None])
+    node = np.empty((K, 6, y.size))
+    lo, hi = _range(first, sigma, g, kappa, k)
+    tables: dict[float, _Tables] = {}  # groups with the same row noise share a table
     for gi in range(K):
-        Xg = (first.A[gi] * h0[None, None, :] + m[..., gi, None]
-              + kappa[gi] * e0[:, None, None] * dsh0[None, None, :])  # (nz, nb, nh)
-        tables.append(_Tables(sigma, first.nu[gi], float(Xg.min()) - 1, float(Xg.max()) + 1))
-        X.append(Xg)
-    # per outer node: F, M, Q (= E sigma'^2), P0 (E[sigma' h0]), PN (E[sigma' n]), RU
-    node = np.empty((K, 6) + m.shape[:2])
-    for gi in range(K):
-        S = tables[gi](X[gi])  # (nz, nb, nh, 4)
-        node[gi, 0:3] = np.einsum("zbhq,h->qzb", S[..., 0:3], wh)
-        node[gi, 3] = S[..., 1] @ (wh * h0)
-        node[gi, 4] = S[..., 3] @ wh
-        node[gi, 5] = S[..., 1] @ (wh * (dsh0 - first.m1))
-    f1 = np.einsum("g,gzb->zb", fractions * values, node[:, 0])
-    e1 = y[:, None] - f1
-    W = wzr[:, None] * wb[None, :]
+        nu = float(first.nu[gi])
+        if nu not in tables:
+            same = first.nu == nu
+            tables[nu] = _Tables(sigma, nu, lo[same].min() - 1, hi[same].max() + 1)
+        tab = tables[nu]
+        F, M3, Q, PN = tab.contract(first.A[gi] * h0, m[:, gi], (kappa[gi] * e0, dsh0), wts)
+        node[gi] = np.vstack([F.T, M3[:, :1].T, Q.T, M3[:, 1:2].T, PN.T, M3[:, 2:].T])
+    f1 = (fractions * values) @ node[:, 0]
+    e1 = y - f1
     M = node[:, 1]
-
-    def E(arr: np.ndarray) -> float:
-        return float(np.sum(W * arr))
+    eM = e1 * M  # (K, N)
+    eMW = eM * W
 
     scale = eta2 * values
-    d_theta = np.array([[E(e1 * M[gi] * Zr[:, j, None]) for j in range(k)] for gi in range(K)])
-    eM_e0 = np.array([E(e1 * M[gi] * e0[:, None]) for gi in range(K)])
+    d_theta = eMW @ Z
+    eM_e0 = eMW @ e0
     with np.errstate(invalid="ignore", divide="ignore"):
         diag_b = own * eM_e0 / (alpha0 * first.b_norm) if first.b_norm > 0 else 0.0 * eM_e0
-        d_b = np.array([E(e1 * M[gi] * b[None, :]) for gi in range(K)]) + diag_b
-    C = np.array([[E(e1 * e1 * M[gi] * M[hi]) for hi in range(K)] for gi in range(K)])
+        d_b = eMW @ bb + diag_b
+    C = eMW @ eM.T
     if self_term and first.e0_sq > 0:
         C = C - np.outer(eM_e0, eM_e0) / first.e0_sq
     C = C / alpha0
-    d_w0 = np.array([E(e1 * node[gi, 3]) for gi in range(K)])
-    ru = np.array([E(e1 * e0[:, None] * node[gi, 5]) for gi in range(K)])
+    e1W = e1 * W
+    d_w0 = node[:, 3] @ e1W
+    ru = node[:, 5] @ (e1W * e0)
     u_sq = first.e0_sq * first.v
-    d_n = np.array([E(e1 * node[gi, 4]) for gi in range(K)])
+    d_n = node[:, 4] @ e1W
     if self_term and u_sq > 0:
         d_n = d_n + np.sign(values) * ru / math.sqrt(alpha0 * u_sq)
-    r_sq = np.array([E(e1 * e1 * (node[gi, 2] - M[gi] ** 2)) for gi in range(K)])
+    rq = (node[:, 2] - M**2) * (e1 * e1W)  # (K, N)
+    r_sq = rq.sum(axis=1)
     row_var = (r_sq - (own * ru**2 / u_sq if u_sq > 0 else 0.0)) / alpha0
-    r_sq_z = np.array([[E(e1 * e1 * (node[gi, 2] - M[gi] ** 2) * Zr[:, j, None] ** 2)
-                        for j in range(k)] for gi in range(K)])
+    r_sq_z = rq @ (Z * Z)
     # theta-coordinate fluctuations of the common vectors (per unit 1/d), and with step 1's
-    c2z = e1[None, :, :, None] * M[:, :, :, None] * Zr[None, :, None, :]  # (K, nz, nb, k)
-    mean = np.einsum("zb,gzbj->gj", W, c2z)
-    theta_cov = (np.einsum("zb,gzbj,hzbj->ghj", W, c2z, c2z) - mean[:, None] * mean[None]) / alpha0
-    c1z = (first.m1 * e0)[:, None, None] * Zr[:, None, :]  # per unit eta_1 eps_g
-    cross = own * (np.einsum("zb,zbj,gzbj->gj", W, np.broadcast_to(c1z, c2z.shape[1:]), c2z)
-                   - first.m1 * (wzr @ (e0[:, None] * Zr))[None, :] * mean) / alpha0
+    theta_cov = (np.einsum("gn,hn,nj->ghj", eMW, eM, Z * Z)
+                 - d_theta[:, None] * d_theta[None]) / alpha0
+    cross = own * ((eMW * (first.m1 * e0)) @ (Z * Z)
+                   - first.m1 * (wzr @ (e0_r[:, None] * Zr))[None, :] * d_theta) / alpha0
     d_theta, d_b, d_w0, d_n = (scale[:, None] * d_theta, scale * d_b, scale * d_w0, scale * d_n)
     C = np.outer(scale, scale) * C
     row_var = scale**2 * row_var
@@ -205,6 +215,40 @@ def second_step(first: FirstStep, sigma: Function, g, *, values: np.ndarray,
     state = (first.a + d_theta, factor_gram(outside @ outside.T), c2)
     return SecondStep(self_term, d_theta, d_b, C, d_w0, d_n, row_var, theta_cov, cross,
                       row_theta_var, state)
+
+
+def _range(first: FirstStep, sigma: Function, g, kappa: np.ndarray, k: int) -> tuple:
+    """Per group, the range of the argument ``X`` of the smoothing tables over the full rules
+    (the tables' grid does not depend on the pruning): the range over (z, h0) plus over b."""
+    Zr, wzr = tensor_rule(k, NODES_Z.get(k, 12))
+    Zr = Zr[wzr > PRUNE * wzr.max()]
+    b, _ = gauss_hermite(NODES_B)
+    h0, _ = gauss_hermite(NODES_H0)
+    _, dsh0 = sigma.value_and_derivative(h0)
+    e0 = _evaluate(g, Zr) - first.f0
+    lo, hi = np.empty(kappa.size), np.empty(kappa.size)
+    for gi in range(kappa.size):
+        inner = first.A[gi] * h0[None, :] + kappa[gi] * e0[:, None] * dsh0[None, :]
+        mz = Zr @ first.a[gi]
+        lb = first.l[gi] * b
+        lo[gi] = float((mz + inner.min(axis=1)).min() + lb.min())
+        hi[gi] = float((mz + inner.max(axis=1)).max() + lb.max())
+    return lo, hi
+
+
+def _rules(k: int) -> tuple:
+    """The quadrature of :func:`second_step`: the z rule (nodes, weights), the kept (z, b)
+    nodes (z index, b value) and their joint weights, the pruned h0 rule."""
+    Zr, wzr = tensor_rule(k, NODES_Z.get(k, 12))
+    keep = wzr > PRUNE * wzr.max()
+    Zr, wzr = Zr[keep], wzr[keep] / wzr[keep].sum()
+    b, wb = gauss_hermite(NODES_B)
+    W = wzr[:, None] * wb[None, :]
+    iz, ib = np.nonzero(W > PRUNE_OUTER * W.max())
+    W = W[iz, ib]
+    h0, wh = gauss_hermite(NODES_H0)
+    keep = wh > PRUNE_H0 * wh.max()
+    return Zr, wzr, iz, b[ib], W / W.sum(), h0[keep], wh[keep] / wh[keep].sum()
 
 
 def _evaluate(g, Z: np.ndarray) -> np.ndarray:

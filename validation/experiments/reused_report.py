@@ -24,6 +24,8 @@ FIGURE = HERE / "figures" / "reused_batch.png"
 REPORT = HERE / "REUSED.md"
 ETA_LINE = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
 QUANTITIES = ("risk", "overlap", "direction", "drift")  # and the paired "risk_gain"
+MAIN_ETA = 1.0  # the main table's eta_tilde (the other values: the scan)
+FIGURE_D = 1000  # the figure's d
 
 
 def theory(target: str, readout: str, eta: float, d: int, batch: str,
@@ -100,13 +102,13 @@ def _paired(df: pd.DataFrame, cache: dict) -> pd.DataFrame:
 
 def figure(df: pd.DataFrame, path: pathlib.Path) -> None:
     """Step-2 direction overlap, rows' overlap and risk vs eta_tilde (He3, constant readout,
-    d = 1000): theory lines, simulation points with s.e."""
+    d = FIGURE_D): theory lines, simulation points with s.e."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    d = 1000
+    d = FIGURE_D
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), constrained_layout=True)
     sub = df[(df.target == "He3") & (df.readout == "constant") & (df.d == d) & (df.step == 2)]
     for batch, colour in (("fresh", "C0"), ("reused", "C3")):
@@ -135,12 +137,14 @@ def figure(df: pd.DataFrame, path: pathlib.Path) -> None:
 
 
 def _fmt(x: float, nd: int = 4) -> str:
-    return "nan" if not np.isfinite(x) else f"{x:.{nd}f}"
+    """``x`` to ``nd`` decimals; a value that rounds to zero is "0.000..", unsigned (the
+    theory's zeros by symmetry are +- rounding noise)."""
+    return "nan" if not np.isfinite(x) else f"{round(x, nd) + 0.0:.{nd}f}"
 
 
 def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
     """The markdown report."""
-    main = comp[comp.eta == 1.0]
+    main = comp[comp.eta == MAIN_ETA]
     ok = main.z.abs() <= 3
     lines = [
         "# Reused batch: the second giant step on the same data",
@@ -150,7 +154,8 @@ def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
         "`validation/reports/data/reused_batch.csv`). Theory: docs/THEORY.md §14 "
         "(`steps_mapping(..., batch=\"reused\")`, `risk_steps`, `step_directions`).",
         "",
-        f"Protocol: tanh, d = p, `alpha0 = {ALPHA0:g}`, `eta_tilde = 1` at both steps, frozen "
+        f"Protocol: {SIGMA}, d = p, `alpha0 = {ALPHA0:g}`, `eta_tilde = {MAIN_ETA:g}` at both "
+        "steps, frozen "
         "readout constant or pm1 (`eps = +-1` on two halves), targets `He3(z)/sqrt 6`, "
         "`z1 + He3(z2)/sqrt 6`, and the control `He2(z)/sqrt 2`; step 1 on batch B, step 2 on a "
         "fresh batch or on B again (paired: the same W0, theta, B). Risk: ridge on the readout "
@@ -189,9 +194,12 @@ def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
                          f"{r.z:+.1f} |")
     else:
         lines.append("None.")
-    scan = comp[(comp.eta != 1.0) & (comp.step == 2)]
+    scan = comp[(comp.eta != MAIN_ETA) & (comp.step == 2)]
     if len(scan):
-        lines += ["", "## eta_tilde scan (He3, constant readout, d = 1000, overlaps only)", "",
+        where = ", ".join("/".join(str(v) for v in sorted(scan[c].unique()))
+                          for c in ("target", "readout"))
+        lines += ["", f"## eta_tilde scan ({where} readout, d = "
+                  f"{'/'.join(str(d) for d in sorted(scan.d.unique()))}, overlaps only)", "",
                   "| eta_tilde | batch | quantity | simulation | s.e. | theory | z |",
                   "|---|---|---|---|---|---|---|"]
         for _, r in scan.sort_values(["eta", "batch", "quantity"]).iterrows():
@@ -199,10 +207,58 @@ def text(comp: pd.DataFrame, df: pd.DataFrame) -> str:
                          f"{_fmt(r.se)} | {_fmt(r.theory)} | {r.z:+.1f} |")
         sok = scan.z.abs() <= 3
         lines += ["", f"Scan: {int(sok.sum())} of {len(scan)} within 3 s.e."]
+    lines += findings(comp)
     lines += ["", "![overlap and risk vs eta_tilde, fresh vs reused](figures/reused_batch.png)",
               "", "Figure: theory lines and simulation points (mean +- s.e. over seeds), "
-              "He3, constant readout, d = 1000.", ""]
+              f"He3, constant readout, d = {FIGURE_D}.", ""]
     return "\n".join(lines)
+
+
+def _row(comp: pd.DataFrame, target: str, quantity: str, batch: str, d: int,
+         eta: float = MAIN_ETA, readout: str = "constant", step: int = 2):
+    sel = comp[(comp.target == target) & (comp.readout == readout) & (comp.quantity == quantity)
+               & (comp.batch == batch) & (comp.d == d) & (comp.eta == eta) & (comp.step == step)]
+    return sel.iloc[0] if len(sel) else None
+
+
+def _pm(r, nd: int = 3) -> str:
+    return "n/a" if r is None else f"{_fmt(r.mc, nd)} +- {_fmt(r.se, nd)}"
+
+
+def _th(r, nd: int = 4) -> str:
+    return "n/a" if r is None else _fmt(r.theory, nd)
+
+
+def findings(comp: pd.DataFrame) -> list[str]:
+    """The findings, every number read from ``comp`` (constant readout, step 2)."""
+    ds = sorted(comp.d.unique())
+    lines = ["", "## Findings (constant readout, step 2)", ""]
+
+    def both(target, q, batch, nd=3):
+        rs = [_row(comp, target, q, batch, d) for d in ds]
+        return (" and ".join(f"{_pm(r, nd)} (d = {d})" for r, d in zip(rs, ds, strict=True)),
+                " / ".join(_th(r) for r in rs))
+
+    for target, j, what in (("He3", 1, "He3"), ("z1+He3", 2, "z1 + He3(z2), along theta_2"),
+                            ("He2", 1, "He2 (control)")):
+        reu, reu_th = both(target, f"direction{j}", "reused")
+        fre, fre_th = both(target, f"direction{j}", "fresh")
+        lines.append(f"- {what}: the step-2 update's overlap `|<u_2, theta_{j}>|` is {reu} "
+                     f"reused (theory {reu_th}) and {fre} fresh (theory {fre_th}).")
+    drift, drift_th = both("He3", "drift1", "reused", 4)
+    zs = ", ".join(f"z = {r.z:+.1f}" for r in (_row(comp, "He3", "drift1", "reused", d)
+                                                for d in ds) if r is not None)
+    lines.append(f"- He3, reused: the drift along theta is {drift} against {drift_th} ({zs}).")
+    scan = comp[(comp.eta != MAIN_ETA) & (comp.step == 2) & (comp.batch == "reused")
+                & (comp.quantity == "direction1")]
+    if len(scan):
+        parts = [f"{r.mc:.3f} +- {r.se:.3f} vs {r.theory:.3f} at eta_tilde = {r.eta:g} "
+                 f"({(r.mc - r.theory) / abs(r.theory):+.0%}, z = {r.z:+.1f})"
+                 for _, r in scan.sort_values("eta").iterrows()]
+        lines.append("- Along eta_tilde (He3, reused, d = "
+                     f"{', '.join(str(d) for d in sorted(scan.d.unique()))}): the update's "
+                     "overlap is " + "; ".join(parts) + ".")
+    return lines
 
 
 def main(argv=None) -> int:
