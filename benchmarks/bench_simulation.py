@@ -29,7 +29,7 @@ import numpy as np
 from scipy import linalg
 from scipy.linalg import blas
 
-from validation.simulator import Setting, simulate_once
+from validation.protocol.simulator import Setting, simulate_once
 
 
 def _time(fn, repeat: int) -> float:

@@ -1,4 +1,5 @@
-"""Write throughput of the two row stores: the CSV row store (``validation.store.Store``: one
+"""Write throughput of the two row stores: the CSV row store (``validation.protocol.rows.Store``:
+one
 ``write`` + ``fsync`` per block, checksummed lines) against the campaigns' SQLite store
 (``validation.campaign.Store``: one transaction per task, WAL, ``synchronous=NORMAL``).
 
@@ -21,8 +22,8 @@ import numpy as np
 
 from validation.campaign import Campaign, Schema
 from validation.campaign import Store as SqliteStore
-from validation.store import Layout, read_blocks
-from validation.store import Store as CsvStore
+from validation.protocol.rows import Layout, read_blocks
+from validation.protocol.rows import Store as CsvStore
 
 SCHEMA = Schema.of(name=str, d=int, seed=int, rep=int, alpha=float, risk=float,
                    seconds=float)

@@ -1,4 +1,5 @@
-"""Noise and cost of the three test-error estimators (validation.estimators) on trained networks.
+"""Noise and cost of the three test-error estimators (validation.protocol.estimators) on trained
+networks.
 
     python benchmarks/bench_test_error.py            # d = 2000, four settings, 12 test sets
     python benchmarks/bench_test_error.py --d 1000 --test-sets 20
@@ -23,9 +24,9 @@ import time
 import numpy as np
 
 from asymptotics.coefficients.functions import get_function
-from validation.matrix import ALPHAS, LAMS
-from validation.simulator import Setting, _batches, chunk_rows, first_layer, fit_readouts
-from validation.estimators import ESTIMATORS, estimate_test_error
+from validation.matrix.campaign import ALPHAS, LAMS
+from validation.protocol.simulator import Setting, _batches, chunk_rows, first_layer, fit_readouts
+from validation.protocol.estimators import ESTIMATORS, estimate_test_error
 
 SETTINGS = [("srf", "erf", "he2", 1.0, 2.0, 1.0), ("srf", "tanh", "tanh", 1.0, 2.0, 1.0),
             ("network", "relu", "relu", 1.0, 2.0, 3.0), ("rf", "tanh", "sin", 1.0, 2.0, 0.0)]

@@ -5,7 +5,7 @@ network's initial output").
 For each repetition, ONE first batch (the simulator's stream) and ONE W0, theta*; the first layers
 
 - ``net``        the giant step of THEORY.md §1, residual ``y - f(x; a0, W0)`` (recomputed here and
-                 checked against ``validation.simulator.first_layer``);
+                 checked against ``validation.protocol.simulator.first_layer``);
 - ``net_nof``    the same step on the same batch with the residual ``y`` (the network's initial
                  output ``f = mean_k sigma(w_k . x)`` dropped);
 - ``net_fix``    ``net`` with the mean row of W0 put back: ``W1 + eta mu1^2 1 wbar0^T``;
@@ -40,8 +40,8 @@ import numpy as np
 
 import asymptotics as A
 from asymptotics.coefficients.functions import get_function
-from validation import montecarlo as mc
-from validation.simulator import (
+from validation.protocol import montecarlo as mc
+from validation.protocol.simulator import (
     STREAMS,
     Setting,
     chunk_rows,
@@ -86,7 +86,7 @@ def store_gaps(args) -> None:
     s.e. over repetitions, per model and d."""
     import pandas as pd
 
-    from validation.matrix import read_store
+    from validation.matrix.campaign import read_store
 
     store = read_store(STORE)
     sub = store[(store["sigma"] == args.sigma) & (store["target"] == args.target)

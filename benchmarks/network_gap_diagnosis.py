@@ -44,7 +44,7 @@ import numpy as np
 import asymptotics as A
 import asymptotics.step.row_channel  # noqa: F401  (A.row_channel)
 from asymptotics.coefficients.functions import get_function
-from validation.simulator import Setting, first_layer
+from validation.protocol.simulator import Setting, first_layer
 
 CHUNK = 4000
 VARIANTS = ("net", "net_get", "net_get_het", "net_get_het_v", "net_get_het_vt", "net_rot",

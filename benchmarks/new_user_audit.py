@@ -4,9 +4,9 @@ A catalogue of inputs a new user might give -- wrong types, out-of-range values,
 user callables and expressions, the interpolation peak, abbreviated options, missing output
 directories, ``--help`` / ``--version`` of every command -- over the Python API
 (``asymptotics.risk``, ``risk_curve``, ``asymptotics.api.grid.risk_grid``, ``optimal_lam``,
-``optimal_eta``, ``get_function``, ``from_weights``, ``validation.simulator.Setting`` /
+``optimal_eta``, ``get_function``, ``from_weights``, ``validation.protocol.simulator.Setting`` /
 ``simulate``) and every command line (``python -m asymptotics``, ``python -m validation``,
-``python -m validation.matrix_cli``, ``python -m figures``, the report commands,
+``python -m validation.matrix``, ``python -m figures``, the report commands,
 ``python -m validation.experiments.finite_width``).
 
 Every entry runs in a fresh subprocess (no cache leaks between entries, hangs are timed out) and
@@ -501,8 +501,9 @@ def api_entries() -> list[Entry]:
     for label, (value, accept, why) in opt.items():
         a(api(f"api.optimal.{label}", f"{g}result = {value}", accept,
               ("lam", "eta", "n_grid", "bound", "rf", "alpha"), why))
-    # --- validation.simulator -------------------------------------------------------------------
-    sim = ("from validation.simulator import Setting, simulate\n"
+    # --- validation.protocol.simulator
+    # -------------------------------------------------------------------
+    sim = ("from validation.protocol.simulator import Setting, simulate\n"
            "base = dict(model='network', sigma='tanh', target='tanh', alpha=1.0, alpha0=2.0, "
            "eta=1.0, lam=0.01, d=100, n_test=2000)\n")
     sims = {
@@ -603,9 +604,9 @@ def cli_entries() -> list[Entry]:
         "asymptotics.coefficients.hermite": "asymptotics hermite", "validation": "validation",
         "validation.compare": "validation compare", "validation.sweep": "validation sweep",
         "validation.spectrum": "validation spectrum",
-        "validation.multistep": "validation multistep", "matrix_cli": "validation.matrix_cli",
-        "matrix_cli.run": "validation.matrix_cli run",
-        "matrix_cli.report": "validation.matrix_cli report", "figures": "figures",
+        "validation.multistep": "validation multistep", "matrix_cli": "validation.matrix",
+        "matrix_cli.run": "validation.matrix run",
+        "matrix_cli.report": "validation.matrix report", "figures": "figures",
         "multistep_report": "figures.multistep_report",
         "spectra_report": "figures.spectra_report",
         "finite_width": "validation.experiments.finite_width",
@@ -839,7 +840,7 @@ def cli_entries() -> list[Entry]:
         a(cli(f"cli.multistep.{label}", ms + extra, accept, names, why))
     a(cli("cli.validation.no_subcommand", "validation", E | K))
     a(cli("cli.validation.abbrev_subcommand", "validation compar", E, "compar"))
-    # --- python -m validation.matrix_cli (only inputs refused before any simulation) -----------
+    # --- python -m validation.matrix (only inputs refused before any simulation) -----------
     mx = {
         "no_subcommand": ("", E | K, "", ()),
         "run_store_missing_dir": (f"run --store {MISSING_DIR}/m.csv", E, "", "store"),
@@ -864,7 +865,7 @@ def cli_entries() -> list[Entry]:
         if extra[:1] == ["run"]:  # an input accepted by mistake runs 5 s on one core, not hours
             extra += [] if "n_jobs" in label else ["--n-jobs", "1"]
             extra += [] if "time_budget" in label else ["--time-budget", "5"]
-        a(cli(f"cli.matrix_cli.{label}", ["validation.matrix_cli", *extra], accept, names, why))
+        a(cli(f"cli.matrix_cli.{label}", ["validation.matrix", *extra], accept, names, why))
     # --- python -m figures ------------------------------------------------------------------------
     fig = {
         "no_args": ("", K, "lists the figures", ()),

@@ -6,7 +6,8 @@ lams, seeds and seed. Setting fields added after the committed data were compute
 only when they differ from the value those data were computed with (``estimator = "mc"``), so the
 committed files stay valid and a new estimator computes new data. A style change re-renders
 from the cache in seconds. A file is one block of the package's row store
-(:class:`validation.store.TableCache`): written in one atomic append, ``%.10g`` numbers as before.
+(:class:`validation.protocol.rows.TableCache`): written in one atomic append, ``%.10g`` numbers as
+before.
 The committed files ship as package data; new files go beside them in a checkout, else to the
 user cache (:mod:`validation.paths`).
 """
@@ -20,7 +21,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from validation.paths import data_file
-from validation.store import Layout, TableCache, g10_cell
+from validation.protocol.rows import Layout, TableCache, g10_cell
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -31,9 +32,10 @@ CURVE = "curve"
 
 def cached_curve(name: str, setting, alphas: Sequence[float], lams: Sequence[float] | None = None,
                  *, seeds: int, seed: int = 0, refresh: bool = False, quick: bool = False):
-    """``validation.simulator.simulate_curve`` as a DataFrame, read from / written to the cache
+    """``validation.protocol.simulator.simulate_curve`` as a DataFrame, read from / written to the
+    cache
     (``figures/data/``, or ``figures/data/quick/`` for the smoke mode)."""
-    from validation.simulator import simulate_curve
+    from validation.protocol.simulator import simulate_curve
 
     key = cache_key(setting, alphas, lams, seeds=seeds, seed=seed)
     folder = DATA_DIR / "quick" if quick else DATA_DIR  # quick-mode data are not committed

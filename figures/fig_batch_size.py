@@ -22,7 +22,7 @@ ALPHA0S = (0.5, 2.0, 20.0)
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import risk_curve
-    from validation.simulator import Setting
+    from validation.protocol.simulator import Setting
 
     q = quality(quick)
     alphas = np.linspace(0.1, 5.0, q.points)

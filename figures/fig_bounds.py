@@ -24,7 +24,7 @@ LAMS = (0.001, 0.1)
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import SpikeMapping, risk_curve
     from asymptotics.models.bounds import risk_bounds
-    from validation.simulator import Setting
+    from validation.protocol.simulator import Setting
 
     q = quality(quick)
     spike = SpikeMapping(r=R, c=1.0, gamma=1.0, rho=0.0, scale=1.0, residual_mean=0.0,

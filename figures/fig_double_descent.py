@@ -23,7 +23,7 @@ LAMS = (1e-4, 1e-2, 1e-1, 1.0)
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import risk_curve
-    from validation.simulator import Setting
+    from validation.protocol.simulator import Setting
 
     q = quality(quick)
     fig, axes = style.figure(ncols=3, width=3.9, height=3.5, sharey=True)

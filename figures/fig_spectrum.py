@@ -22,7 +22,7 @@ SIGMA, TARGET, ALPHA0, ETA, BETA = "tanh", "tanh", 2.0, 1.0, 0.5
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     from asymptotics import get_function, srf_mapping
     from asymptotics.measures.marchenko_pastur import mp_singular_density
-    from validation.simulator import network_step, sphere_rows, unit_vector
+    from validation.protocol.simulator import network_step, sphere_rows, unit_vector
 
     d = 300 if quick else 2000
     p = int(BETA * d)

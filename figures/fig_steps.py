@@ -3,7 +3,7 @@ network's test error (Monte Carlo of the protocol, ``validation/reports/data/mul
 for ``z1 + z1 z2`` (pm1 against the one-spike constant readout) and the staircase
 ``z1 + z1 z2 + z1 z2 z3``, with the groups' loadings on each target direction.
 ``python -m figures steps``; the report beside it is ``python -m
-validation.experiments.steps_theory`` (``validation/reports/STEPS.md``)."""
+validation.multistep.theory`` (``validation/reports/STEPS.md``)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ DESCRIPTION = "Risk vs the number of giant steps: theory (K groups) and the trai
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:
     """The figure of the committed runs (no simulation; ``quick`` and ``refresh`` change
-    nothing: the Monte Carlo is ``python -m validation.experiments.multistep_risk``) as
+    nothing: the Monte Carlo is ``python -m validation.multistep.risk``) as
     ``steps.png`` and ``steps.pdf`` in ``outdir``."""
     import pandas as pd
 
     from asymptotics.cli.common import save_figure
-    from validation.experiments.steps_theory import DATA, figure, with_theory
+    from validation.multistep.theory import DATA, figure, with_theory
 
     if not DATA.exists():
         raise RuntimeError("no several-steps runs: run `python -m "
-                           "validation.experiments.multistep_risk` first")
+                           "validation.multistep.risk` first")
     runs = pd.read_csv(DATA)
     runs = runs[runs.setting.isin(["A", "B", "D"])]
     fig = figure(with_theory(runs), runs)

@@ -1,4 +1,4 @@
-"""Figures of the multi-step experiments (validation.experiments.multistep) and the command that
+"""Figures of the multi-step experiments (validation.multistep.experiment) and the command that
 regenerates validation/reports/MULTISTEP.md: ``python -m figures.multistep_report [--quick]
 [--out DIR]`` (run or load the experiments, draw the figures, write the report from the
 numbers into ``--out``, by default ``validation/reports`` in a source checkout)."""
@@ -19,7 +19,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from validation.experiments.multistep import (  # noqa: F401
+from validation.multistep.experiment import (  # noqa: F401
     ALPHA0,
     ETA3,
     EXPERIMENTS,
@@ -31,8 +31,8 @@ from validation.experiments.multistep import (  # noqa: F401
     summary,
     theory_overlaps,
 )
-from validation.experiments.multistep_text import build_report
-from validation.multistep import MultiStepConfig
+from validation.multistep.simulator import MultiStepConfig
+from validation.multistep.text import build_report
 
 
 def _style():

@@ -25,14 +25,16 @@ from validation.experiments.spectra import (  # noqa: F401
     REPORTS,
     REUSE_TARGETS,
     Plan,
+    load_or_run,
+    plan_for,
+    spectrum_data,
+)
+from validation.experiments.spectra_tables import (
     counts_vs_d,
     exponent_table,
     grid_table,
-    load_or_run,
-    plan_for,
     reuse_table,
     signal_share,
-    spectrum_data,
 )
 from validation.experiments.spectra_text import build_report
 from validation.spectrum import bulk_edge

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from asymptotics import risk_curve
-from validation.simulator import Setting, simulate_curve
+from validation.protocol.simulator import Setting, simulate_curve
 
 CASES = [  # sigma, target, beta, alpha0, eta_tilde
     ("tanh", "tanh", 0.5, 2.0, 1.0),

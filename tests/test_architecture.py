@@ -104,6 +104,45 @@ def test_theory_folders_are_small_and_say_their_role() -> None:
     assert not problems, problems
 
 
+def test_validation_is_one_house_by_concept() -> None:
+    """validation/: at most 8 top-level modules (the package, its command line, the compare
+    subcommand, the data paths), every folder a concept with an __init__ docstring saying its
+    role and at most 10 modules (as for asymptotics/, the __init__ aside), no module over 450
+    lines."""
+    import ast
+
+    top = _python_files(ROOT / "validation")
+    assert len(top) <= 8, [p.name for p in top]
+    folders = [d for d in (ROOT / "validation").rglob("*")
+               if d.is_dir() and (d / "__init__.py").exists()]
+    assert {"protocol", "matrix", "multistep", "campaign", "experiments"} <= {
+        d.name for d in folders}
+    problems = []
+    for d in folders:
+        if not ast.get_docstring(ast.parse((d / "__init__.py").read_text())):
+            problems.append(f"{d.relative_to(ROOT)}: no __init__ docstring")
+        mods = [p for p in _python_files(d) if p.name != "__init__.py"]
+        if len(mods) > 10:
+            problems.append(f"{d.relative_to(ROOT)}: {len(mods)} modules")
+    for p in sorted((ROOT / "validation").rglob("*.py")):
+        n = len(p.read_text().splitlines())
+        if n > 450:
+            problems.append(f"{p.relative_to(ROOT)}: {n} lines")
+    assert not problems, problems
+
+
+def test_ridge_and_test_error_are_written_once() -> None:
+    """The protocol's ridge solve and its Monte Carlo test error live in
+    validation/protocol/montecarlo.py (``ridge_readout``, ``ridge_test_errors``); the drivers
+    call them instead of accumulating their own Gram matrix and test sums."""
+    own = []
+    for p in sorted((ROOT / "validation" / "multistep").glob("*.py")):
+        text = p.read_text()
+        if "gram += F.T @ F" in text or "cho_solve" in text:
+            own.append(p.name)
+    assert not own, own
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     """`from X import _name` across modules of the three packages: none (a name another
     module needs is public)."""

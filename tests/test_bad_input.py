@@ -23,7 +23,7 @@ from asymptotics.core.progress import Progress
 from asymptotics.equations.solver import SolverConfig
 from figures.__main__ import main as fig_main
 from validation.cli import main as val_main
-from validation.matrix_cli import main as matrix_main
+from validation.matrix.cli import main as matrix_main
 
 MISSING = "/nonexistent-giantstep-dir/out"
 

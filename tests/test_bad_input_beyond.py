@@ -557,7 +557,7 @@ def test_risk_of_a_string_is_refused_before_the_small_alpha_warning():
 
 
 def test_simulator_refuses_random_features_with_a_step():
-    from validation.simulator import Setting
+    from validation.protocol.simulator import Setting
 
     with pytest.raises(ValueError) as info:
         Setting(model="rf", sigma="tanh", target="tanh", alpha=1.0, alpha0=2.0, eta=1.0,

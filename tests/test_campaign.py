@@ -326,7 +326,7 @@ def test_finite_width_tasks_are_its_committed_repetitions():
 
 
 def test_committed_multistep_data_are_the_export_of_their_stores(tmp_path):
-    from validation.experiments import multistep as MS
+    from validation.multistep import experiment as MS
 
     for name in MS.EXPERIMENTS:
         c = MS.campaign(name, MS.FULL)
@@ -396,7 +396,7 @@ def test_spectra_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch):
 
 
 def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch):
-    from validation.experiments import multistep as MS
+    from validation.multistep import experiment as MS
 
     monkeypatch.setattr(MS, "REPORTS", tmp_path / "reports")  # not a checkout: the cache
     monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "cache"))
@@ -458,7 +458,7 @@ def test_a_spiked_reference_task_gives_its_committed_values():
 
 
 def test_committed_matrix_runs_are_the_export_of_their_store(tmp_path):
-    from validation import matrix as M
+    from validation.matrix import campaign as M
 
     path = ROOT / "validation" / "data" / "matrix_runs.csv"
     with Store(tmp_path / "s.sqlite") as st:
@@ -471,7 +471,7 @@ def test_committed_matrix_runs_are_the_export_of_their_store(tmp_path):
 
 
 def _fake_repetition(ms, model, d, rep, estimator="cv"):
-    from validation import matrix as M
+    from validation.matrix import campaign as M
 
     return [dict(key=ms.key, sigma=ms.sigma, target=ms.target, beta=ms.beta, alpha0=ms.alpha0,
                  eta=ms.eta, model=model, d=d, seed_root=M.setting_seed(ms, model, d), rep=rep,
@@ -482,7 +482,7 @@ def _fake_repetition(ms, model, d, rep, estimator="cv"):
 def test_matrix_runner_stores_repetitions_resumes_and_keeps_its_budget(tmp_path, monkeypatch):
     import math
 
-    from validation import matrix as M
+    from validation.matrix import campaign as M
 
     monkeypatch.setattr(M, "_task", _fake_repetition)
     ms = M.matrix_settings()[1]

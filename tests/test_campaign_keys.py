@@ -127,7 +127,7 @@ def test_spiked_more_repetitions_do_not_reuse_the_stored_ones(tmp_path):
 
 def test_multistep_risk_edited_eta_is_not_reused(tmp_path, monkeypatch):
     """Editing a setting's eta, alpha0 or target makes its stored repetitions stale."""
-    from validation.experiments import multistep_risk as MR
+    from validation.multistep import risk as MR
 
     c = MR.campaign(MR.FULL)
     read = MR.paths(MR.FULL)[0]
@@ -144,12 +144,12 @@ def test_multistep_risk_edited_eta_is_not_reused(tmp_path, monkeypatch):
 
 def _plans():
     """The plan that computed each committed campaign CSV."""
-    from validation import matrix as M
     from validation.experiments import finite_width as FW
-    from validation.experiments import multistep as MS
-    from validation.experiments import multistep_risk as MR
     from validation.experiments import polynomial_spikes as PS
     from validation.experiments import spectra as SP
+    from validation.matrix import campaign as M
+    from validation.multistep import experiment as MS
+    from validation.multistep import risk as MR
     from validation.spiked import campaign as SC
     from validation.spiked import readouts as RO
     from validation.spiked import reference_runs as RR
@@ -170,7 +170,7 @@ def _plans():
             for n in SP.EXPERIMENTS]
     out.append((SP.spectrum_campaign(SP.FULL), SP.REPORTS / "data" / "spectra_spectrum.csv",
                 SP._import))
-    runs = Path(M.__file__).resolve().parent / "data" / "matrix_runs.csv"
+    runs = Path(M.__file__).resolve().parents[1] / "data" / "matrix_runs.csv"
     df = pd.read_csv(runs, usecols=["sigma", "target", "beta", "alpha0", "eta", "model", "d",
                                     "rep", "estimator"]).drop_duplicates()
     jobs = [(M.MatrixSetting(r.sigma, r.target, float(r.beta), float(r.alpha0), float(r.eta)),

@@ -240,7 +240,7 @@ def test_step_covariances_match_the_sampled_first_layer():
     3 seeds): d times the row covariances of the centred bulk along (v, t)."""
     from asymptotics.coefficients.functions import get_function
     from asymptotics.step.plane import step_covariances
-    from validation.simulator import Setting, first_layer
+    from validation.protocol.simulator import Setting, first_layer
 
     s = get_function("relu")
     st = Setting(model="network", sigma="relu", target="relu", alpha=1.0, alpha0=20.0,
@@ -266,7 +266,7 @@ def test_semi_empirical_and_network_theory_predict_the_network():
     of each sampled W1 and the deterministic network theory must be within 4% of the network
     mean (three repetitions, s.e. ~ 1%)."""
     from asymptotics.coefficients.functions import get_function
-    from validation.simulator import Setting, first_layer, simulate_grid_once
+    from validation.protocol.simulator import Setting, first_layer, simulate_grid_once
 
     s = get_function("relu")
     kw = dict(sigma="relu", target="relu", alpha0=20.0, eta=3.0, lam=0.01, beta=1.0)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMMANDS = {
     "asymptotics.cli.curve": "python -m asymptotics",
     "validation.cli": "python -m validation",
-    "validation.matrix_cli": "python -m validation.matrix_cli",
+    "validation.matrix.cli": "python -m validation.matrix",
     "validation.spectrum.cli": "python -m validation.spectrum",
     "validation.spiked.cli": "python -m validation.spiked",
     "validation.experiments.finite_width": "python -m validation.experiments.finite_width",

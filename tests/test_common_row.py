@@ -156,7 +156,7 @@ def test_network_simulation_follows_the_mean_row_correction():
     network simulator on the (alpha, lam) grid of the matrix: the mean relative gap to the
     finite-p network theory is ~ -8% without the correction (beyond 3 s.e.) and within 3 s.e.
     of zero with ``common_row="network"``. About 5 s on one core."""
-    from validation.simulator import Setting, simulate_grid_once
+    from validation.protocol.simulator import Setting, simulate_grid_once
 
     alphas, lams = [0.2, 1.0, 2.5, 5.0], [0.01, 0.1]
     st = Setting(model="network", sigma="tanh", target="tanh", alpha=1.0, alpha0=20.0, eta=1.0,

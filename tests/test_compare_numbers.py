@@ -11,7 +11,7 @@ import numpy as np
 
 from asymptotics.models.rf_ridge import rf_ridge_risk
 from validation.compare import compare
-from validation.simulator import Setting, simulate
+from validation.protocol.simulator import Setting, simulate
 
 
 def test_compare_rf_columns_against_independent_numbers():

@@ -42,8 +42,9 @@ def test_api_reference_covers_asymptotics_all() -> None:
                if not name.startswith("__") and f"asymptotics.{name}" not in documented]
     assert not missing, f"not in docs/api/*.md: {missing}"
     for name in ("asymptotics.api.grid.risk_grid", "asymptotics.api.grid.optimal_lam",
-                 "asymptotics.api.grid.optimal_eta", "validation.simulator.Setting",
-                 "validation.simulator.simulate", "validation.simulator.simulate_curve",
+                 "asymptotics.api.grid.optimal_eta", "validation.protocol.simulator.Setting",
+                 "validation.protocol.simulator.simulate",
+                 "validation.protocol.simulator.simulate_curve",
                  "validation.compare.compare"):
         assert name in documented, name
 

@@ -1,4 +1,4 @@
-"""Test-error estimators (validation.estimators) against closed-form Gaussian integrals.
+"""Test-error estimators (validation.protocol.estimators) against closed-form Gaussian integrals.
 
 For sigma = erf every term of ``R = E g^2 - 2 E[g f] + E f^2`` is known in closed form:
 ``E erf(u) erf(v) = (2/pi) arcsin(2 S_uv / sqrt((1 + 2 S_uu)(1 + 2 S_vv)))`` and, by Stein's
@@ -12,9 +12,9 @@ import math
 import numpy as np
 import pytest
 
-import validation.simulator as S
+import validation.protocol.simulator as S
 from asymptotics import get_function
-from validation.estimators import ESTIMATORS, cross_moments, estimate_test_error
+from validation.protocol.estimators import ESTIMATORS, cross_moments, estimate_test_error
 
 
 def _problem(d: int = 30, p: int = 20, seed: int = 0):

@@ -41,7 +41,7 @@ def test_full_figures_render_from_the_committed_simulation_data(tmp_path, monkey
     covers what determines the numbers and nothing else)."""
     import importlib
 
-    import validation.simulator as S
+    import validation.protocol.simulator as S
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("a committed simulation curve was not found in figures/data")

@@ -154,7 +154,7 @@ def test_experiment_eta_gives_the_requested_r_sqrt_p():
 def test_srf_simulation_follows_the_finite_p_theory():
     """sRF Monte Carlo at d = p = 1000, r sqrt(p) = 1 (tanh/tanh): the finite-p theory within
     3 s.e., the p = infinity theory and random features each far outside."""
-    from validation.simulator import Setting, simulate_curve
+    from validation.protocol.simulator import Setting, simulate_curve
 
     rpe = A.build_problem(eta=1.0, **TT).spike.r
     eta = 1.0 / (math.sqrt(1000) * rpe)

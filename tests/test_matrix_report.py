@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from asymptotics import risk
-from validation.matrix import ALPHAS, aggregate
-from validation.report import HE2_TREND, he2_trend
+from validation.matrix.campaign import ALPHAS, aggregate
+from validation.matrix.report import HE2_TREND, he2_trend
 
 
 def _store(model: str, d: int, risks: list[float]) -> pd.DataFrame:

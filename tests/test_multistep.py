@@ -1,4 +1,5 @@
-"""Multi-step simulator (validation.multistep): the gradient step against finite differences,
+"""Multi-step simulator (validation.multistep.simulator): the gradient step against finite
+differences,
 conventions checked by hand, and small, fast versions of the three multi-step experiments.
 
 The qualitative tests compare two dimensions d: an overlap that is learned stays of order one
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from asymptotics.coefficients.functions import get_function
-from validation.multistep import (
+from validation.multistep.simulator import (
     MultiStepConfig,
     descent_direction,
     giant_step,
@@ -59,7 +60,7 @@ def test_giant_step_is_chunk_invariant(monkeypatch):
 
     W1, L1 = giant_step(W, a, theta, g, sigma, n=n, eta=3.0, delta=0.0,
                         rng=np.random.default_rng(7))
-    import validation.multistep as ms
+    import validation.multistep.simulator as ms
 
     monkeypatch.setattr(ms, "CHUNK_BYTES", 8 * 16 * max(p, d))  # 16 rows per chunk
     W2, L2 = giant_step(W, a, theta, g, sigma, n=n, eta=3.0, delta=0.0,

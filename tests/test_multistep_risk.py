@@ -1,13 +1,13 @@
-"""The readout-group statistics and the several-size ridge of validation.multistep
-(validation.multistep_groups), and the quick multistep_risk campaign."""
+"""The readout-group statistics and the several-size ridge of validation.multistep.simulator
+(validation.multistep.groups), and the quick multistep_risk campaign."""
 
 import math
 
 import numpy as np
 import pytest
 
-from validation.multistep import MultiStepConfig, readout_vector, run_once
-from validation.multistep_groups import group_columns, group_statistics, readout_groups
+from validation.multistep.groups import group_columns, group_statistics, readout_groups
+from validation.multistep.simulator import MultiStepConfig, readout_vector, run_once
 
 
 def test_group_statistics_by_hand():
@@ -76,7 +76,7 @@ def test_config_keeps_old_records_and_checks_ridge_sizes():
 
 
 def test_quick_campaign_runs_and_reads_back(tmp_path, monkeypatch, capsys):
-    from validation.experiments import multistep_risk as MR
+    from validation.multistep import risk as MR
 
     monkeypatch.setattr(MR, "REPORTS", tmp_path / "reports")  # not a checkout: the cache
     monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "cache"))

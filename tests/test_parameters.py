@@ -14,7 +14,7 @@ import pytest
 import asymptotics as A
 from asymptotics.api.grid import risk_grid
 from asymptotics.core.parameters import PARAMETERS, check, default
-from validation.simulator import Setting
+from validation.protocol.simulator import Setting
 
 THEORY_ENTRIES = {"risk": A.risk, "risk_curve": A.risk_curve, "risk_grid": risk_grid,
                   "build_problem": A.build_problem}

@@ -1,4 +1,5 @@
-"""The one scheduler (validation.pool.run_tasks) and the one row store (validation.store): every
+"""The one scheduler (validation.protocol.pool.run_tasks) and the one row store
+(validation.protocol.rows): every
 parallel loop and every cache of the package goes through them."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from validation.pool import run_tasks
+from validation.protocol.pool import run_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,7 +63,7 @@ def test_bad_worker_count_says_what_is_allowed(bad):
 
 
 def test_multistep_repetitions_do_not_depend_on_the_worker_count():
-    from validation.multistep import MultiStepConfig, run_multistep
+    from validation.multistep.simulator import MultiStepConfig, run_multistep
 
     c = MultiStepConfig(d=32, kappa=2.0, alpha0=0.5, eta=1.5, steps=2, beta=0.5)
     one = run_multistep(c, seeds=3, seed=5, n_jobs=1)
@@ -85,6 +86,6 @@ def test_process_pools_are_built_in_one_place_only():
         for path in sorted((ROOT / pkg).rglob("*.py")):
             rel = path.relative_to(ROOT).as_posix()
             found = [p for p in PATTERNS if p in path.read_text()]
-            if found and rel != "validation/pool.py":
+            if found and rel != "validation/protocol/pool.py":
                 offenders[rel] = found
-    assert offenders == {}, f"process pools outside validation/pool.py: {offenders}"
+    assert offenders == {}, f"process pools outside validation/protocol/pool.py: {offenders}"

@@ -1,6 +1,7 @@
 """No private writers: every module of validation/ and figures/ is scanned (not a hand-picked
 file). Rows of an experiment reach a file only through the campaign store's atomic export
-(validation.campaign.store) or the figures' row cache (validation.store); nothing appends to a
+(validation.campaign.store) or the figures' row cache (validation.protocol.rows); nothing appends
+to a
 file (a kill mid-append leaves a torn line that nothing removes); a table written with
 ``to_csv`` / ``csv.writer`` is a derived table written whole, only in the modules listed here
 with what they write."""
@@ -18,11 +19,11 @@ MODULES = sorted(p for pkg in ("validation", "figures") for p in (ROOT / pkg).rg
 #: the modules that may call to_csv / csv.writer, and what they write (whole files)
 TABLE_WRITERS = {
     "validation/campaign/store.py": "the campaigns' CSV export (atomic, sorted) and keys files",
-    "validation/store.py": "the figures' row cache (atomic)",
-    "validation/report.py": "the matrix summary, derived from the stored runs",
+    "validation/protocol/rows.py": "the figures' row cache (atomic)",
+    "validation/matrix/report.py": "the matrix summary, derived from the stored runs",
     "validation/compare.py": "--out: the comparison table, or stdout",
     "validation/sweep/cli.py": "--out: the sweep's result table, or stdout",
-    "validation/multistep_cli.py": "--out: the repetitions' table; the summary on stdout",
+    "validation/multistep/cli.py": "--out: the repetitions' table; the summary on stdout",
     "validation/experiments/finite_width.py": "the report's matrix table into --out/data",
     "validation/experiments/polynomial_spikes/report.py": "the report's table into --out/data",
 }

@@ -159,8 +159,9 @@ def test_api_risk_readout_keyword():
 
 def test_network_constant_readout_is_the_simulator():
     """readout = "constant": a repetition of the readout simulator is the network repetition of
-    validation.simulator number for number (same streams); pm1 draws binomial group sizes."""
-    from validation.simulator import Setting, simulate_grid_once
+    validation.protocol.simulator number for number (same streams); pm1 draws binomial group
+    sizes."""
+    from validation.protocol.simulator import Setting, simulate_grid_once
     from validation.spiked.readouts import ReadoutCase, draw_readout, network_once
 
     case = ReadoutCase("t", "relu", "tanh", 1.0, alphas=(0.5, 2.0))
@@ -178,7 +179,7 @@ def test_odd_network_pm1_step_is_the_constant_step_on_flipped_rows():
     network on diag(eps) W0, row for row up to the sign eps_j (same batch), so the features differ
     by signs the ridge absorbs. With relu the same comparison fails (mu0 != 0)."""
     from asymptotics.coefficients.functions import get_function
-    from validation import montecarlo as mc
+    from validation.protocol import montecarlo as mc
 
     d, p, n0 = 40, 30, 80
     rng = np.random.default_rng(1)

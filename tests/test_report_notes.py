@@ -1,5 +1,5 @@
 """The investigation notes of validation/REPORT.md are rendered from the store: every number is
-computed and every claim asserted when the report is regenerated (validation.notes)."""
+computed and every claim asserted when the report is regenerated (validation.matrix.notes)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from validation import report
-from validation.matrix import aggregate, read_store
-from validation.notes import Context, render
+from validation.matrix import report
+from validation.matrix.campaign import aggregate, read_store
+from validation.matrix.notes import Context, render
 
 ROOT = Path(__file__).resolve().parents[1]
 STORE = ROOT / "validation" / "data" / "matrix_runs.csv"

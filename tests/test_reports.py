@@ -30,8 +30,11 @@ def _silent(*args, **kwargs) -> None:
 def test_committed_report_is_regenerated_from_committed_data(name, monkeypatch):
     import importlib
 
-    data_mod = importlib.import_module(f"validation.experiments.{name}")
-    text_mod = importlib.import_module(f"validation.experiments.{name}_text")
+    data_name, text_name = {
+        "spectra": ("validation.experiments.spectra", "validation.experiments.spectra_text"),
+        "multistep": ("validation.multistep.experiment", "validation.multistep.text")}[name]
+    data_mod = importlib.import_module(data_name)
+    text_mod = importlib.import_module(text_name)
 
     def no_simulation(*args, **kwargs):
         raise AssertionError("a committed row is missing: the report would need a simulation")
@@ -66,7 +69,7 @@ def _same(text: str, committed: str) -> None:
 
 @pytest.mark.slow  # ~1-2 min: the theory of several steps at every point
 def test_committed_steps_report_is_regenerated(tmp_path):
-    from validation.experiments import steps_theory as S
+    from validation.multistep import theory as S
 
     assert S.main(["--out", str(tmp_path), "--quiet"]) == 0
     _same((tmp_path / "STEPS.md").read_text(), (S.REPORTS / "STEPS.md").read_text())
@@ -99,7 +102,7 @@ def test_committed_matrix_report_is_regenerated(d, seeds, name, tmp_path, monkey
     import shutil
     from pathlib import Path
 
-    from validation import report
+    from validation.matrix import report
 
     root = Path(report.__file__).resolve().parents[1]
     data = tmp_path / "validation" / "data"

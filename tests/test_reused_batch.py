@@ -91,8 +91,8 @@ def _mc_drift(target: str, d: int, seeds: int, reuse: bool) -> tuple[float, floa
     readout, tanh, alpha0 = 2, eta_tilde = 1), and its standard error: a direct simulation of
     the protocol, no theory code."""
     from asymptotics.coefficients.targets import target_callable
-    from validation import montecarlo as mc
-    from validation.multistep import readout_vector
+    from validation.multistep.simulator import readout_vector
+    from validation.protocol import montecarlo as mc
 
     g, _ = target_callable(target)
     sigma = get_function("tanh")

@@ -13,7 +13,7 @@ import asymptotics as A
 from asymptotics.api.points import solve_point
 from asymptotics.coefficients.functions import get_function
 from asymptotics.step.row_channel import he2_coefficient, row_variance_slope
-from validation.simulator import Setting, first_layer
+from validation.protocol.simulator import Setting, first_layer
 
 STORE = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_runs.csv"
 

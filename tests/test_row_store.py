@@ -1,4 +1,5 @@
-"""The CSV row store (validation.store): the figures' cache goes through it (the experiments'
+"""The CSV row store (validation.protocol.rows): the figures' cache goes through it (the
+experiments'
 data are campaigns: tests/test_campaign.py)."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from validation.store import Layout, TableCache
+from validation.protocol.rows import Layout, TableCache
 
 ROOT = Path(__file__).resolve().parents[1]
 USERS = ["figures/cache.py"]
@@ -29,17 +30,18 @@ def _imported(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("rel", USERS)
 def test_every_cache_goes_through_the_one_store(rel):
-    """Each keeps its rows through validation.store and writes no CSV of its own."""
+    """Each keeps its rows through validation.protocol.rows and writes no CSV of its own."""
     text = (ROOT / rel).read_text()
     mods = _imported(ROOT / rel)
-    assert mods & {"validation.store", ".store", "validation"}, f"{rel} does not use the store"
+    assert mods & {"validation.protocol.rows", ".store", "validation"}, \
+        f"{rel} does not use the store"
     for own in ("to_csv(", "csv.writer", "DictWriter", 'open(path, "a"'):
         assert own not in text, f"{rel} writes rows itself ({own})"
 
 
 def test_figure_cache_writes_once_in_the_committed_format(tmp_path, monkeypatch):
     from figures import cache
-    from validation import simulator as S
+    from validation.protocol import simulator as S
 
     monkeypatch.setattr(cache, "DATA_DIR", tmp_path / "data")
     monkeypatch.setenv("GIANTSTEP_CACHE", str(tmp_path / "user"))

@@ -188,7 +188,7 @@ def test_ridgeless_away_from_the_peak_is_the_lam_limit(sigma, beta, alpha):
 def test_kernels_are_cached_outside_the_package(tmp_path):
     code = ("import asymptotics.coefficients.quadrature as q\n"
             "import asymptotics.equations.fixed_point as f\n"
-            "import validation.kernels as k\n"
+            "import validation.protocol.kernels as k\n"
             "for d in (q.weighted_moments, f.conjugates, k.tanh_features):\n"
             "    print(d._cache.cache_path)\n")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_CACHE_DIR"}

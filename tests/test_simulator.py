@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-import validation.simulator as S
+import validation.protocol.simulator as S
 from asymptotics import get_function, srf_mapping
 
 
@@ -168,7 +168,7 @@ def test_compare_cli_prints_csv_and_rejects_bad_input(tmp_path):
 
 
 def test_block_rows_do_not_depend_on_chunking_or_threads(monkeypatch):
-    from validation import simulator
+    from validation.protocol import simulator
 
     seed = np.random.SeedSequence(11)
     whole = simulator.BlockRows(seed, 7).take(1305)
@@ -185,7 +185,7 @@ def test_block_rows_do_not_depend_on_chunking_or_threads(monkeypatch):
 
 
 def test_stream_1_and_2_agree_in_distribution_not_in_values():
-    from validation.simulator import Setting, simulate
+    from validation.protocol.simulator import Setting, simulate
 
     base = dict(model="srf", sigma="tanh", target="tanh", alpha=1.5, alpha0=2.0, eta=1.0,
                 lam=0.1, d=300)
@@ -198,8 +198,8 @@ def test_stream_1_and_2_agree_in_distribution_not_in_values():
 
 
 def test_too_big_for_memory_is_refused_before_allocating(monkeypatch):
-    from validation import simulator
-    from validation.simulator import Setting, memory_needed, simulate
+    from validation.protocol import simulator
+    from validation.protocol.simulator import Setting, memory_needed, simulate
 
     s = Setting(model="network", sigma="tanh", target="tanh", alpha=1.0, alpha0=50.0, eta=1.0,
                 lam=0.1, d=60)

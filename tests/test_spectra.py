@@ -307,7 +307,7 @@ def test_cli_bad_input_exits_2(capsys):
 def test_exponent_fit_recovers_a_known_power_law():
     import pandas as pd
 
-    from validation.experiments.spectra import exponent_table
+    from validation.experiments.spectra_tables import exponent_table
 
     rows = []
     for p in (250, 500, 1000, 2000):
@@ -326,7 +326,7 @@ def test_exponent_fit_recovers_a_known_power_law():
 def test_agreement_by_gap_counts_points():
     import pandas as pd
 
-    from validation.experiments.spectra import agreement_by_gap, grid_table
+    from validation.experiments.spectra_tables import agreement_by_gap, grid_table
 
     # (0.2, 0.35): ratio 1.17, gap 0.05, pred 1; (0.0, 0.1): gap 0.4, pred 0; (0.2, 0.3): gap 0
     df = pd.DataFrame(dict(d=1000, a1=[0.2, 0.2, 0.0, 0.0, 0.2, 0.2],

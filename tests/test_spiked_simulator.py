@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from validation.simulator import Setting, simulate_curve
+from validation.protocol.simulator import Setting, simulate_curve
 from validation.spiked import campaign
 from validation.spiked.simulator import (
     SpikedSetting,

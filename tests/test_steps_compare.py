@@ -170,8 +170,8 @@ def test_guide_block_runs() -> None:
 def test_run_multistep_keeps_every_ridge_size() -> None:
     """``run_multistep`` with several ridge sizes: one column per size (the first size's is
     still ``test_error``), equal to the rows of ``risk_rows``."""
-    from validation.multistep import MultiStepConfig, run_multistep
-    from validation.multistep_groups import risk_rows
+    from validation.multistep.groups import risk_rows
+    from validation.multistep.simulator import MultiStepConfig, run_multistep
 
     cfg = MultiStepConfig(d=16, steps=1, target="z1 + z1*z2", readout="pm1",
                           ridge_alphas=(0.5, 2.0), n_test=200)

@@ -116,7 +116,7 @@ def test_theory_matches_the_committed_staircase_simulations():
     learned entry within 3 standard errors."""
     import pandas as pd
 
-    from validation.experiments.multistep import FULL, REPORTS, configs, summary, theory_overlaps
+    from validation.multistep.experiment import FULL, REPORTS, configs, summary, theory_overlaps
 
     df = pd.read_csv(REPORTS / "data" / "multistep_staircase.csv")
     s = summary(df)
@@ -154,7 +154,7 @@ def test_steps_command(tmp_path, capsys):
 
 def test_exact_target_power_of_the_comparison():
     """E g^2 of the control variate: closed forms (He-orthogonality: E[(z1 z2)^2] = 1, ...)."""
-    from validation.experiments.steps_theory import target_power
+    from validation.multistep.theory import target_power
 
     assert target_power("z1 + z1*z2") == pytest.approx(2.0, rel=1e-8)
     assert target_power("z1 + z1*z2 + z1*z2*z3") == pytest.approx(3.0, rel=1e-8)

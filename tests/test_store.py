@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from validation.kernels import KERNELS, tanh_features, tanh_step_residual
-from validation.matrix import MatrixSetting, _task, read_store
+from validation.matrix.campaign import MatrixSetting, _task, read_store
+from validation.protocol.kernels import KERNELS, tanh_features, tanh_step_residual
 
 STORE = Path(__file__).resolve().parents[1] / "validation" / "data" / "matrix_runs.csv"
 
@@ -25,7 +25,8 @@ CASES = [
     ("relu", "sin", 0.5, 0.5, 3.0, "network", 6),
     ("erf", "relu", 0.5, 2.0, 0.0, "rf", 4),
 ]
-# a repetition of the precision rounds: control-variate test error (validation.estimators), d = 2000
+# a repetition of the precision rounds: control-variate test error
+# (validation.protocol.estimators), d = 2000
 CASES_CV = [("relu", "sin", 0.5, 0.5, 3.0, "srf", 16, 2000)]
 
 
@@ -60,7 +61,7 @@ def test_tanh_kernels_match_numpy():
 
 
 def test_repetitions_needed_for_pooled_estimators():
-    from validation.matrix import _needed
+    from validation.matrix.campaign import _needed
 
     # one estimator: n = (sd / target)^2
     assert _needed(0.01, 16, 0.01, 2e-3, 10_000) == 25
@@ -76,7 +77,7 @@ def test_repetitions_needed_for_pooled_estimators():
 def test_plan_pilots_a_new_estimator_then_sizes_it():
     import pandas as pd
 
-    from validation.matrix import ESTIMATOR, PILOT, plan
+    from validation.matrix.campaign import ESTIMATOR, PILOT, plan
 
     ms = MatrixSetting("tanh", "tanh", beta=1.0, alpha0=2.0, eta=1.0)
     rng = np.random.default_rng(0)

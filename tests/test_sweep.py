@@ -267,7 +267,7 @@ def test_fuzz_invalid_parameters_raise_a_value_error_that_names_them(name, value
 def test_asymptotics_import_path_stays_light():
     code = ("import sys, asymptotics, asymptotics.cli.curve; asymptotics.cli.curve.build_parser(); "
             "print(sorted(m for m in ('joblib', 'dask', 'distributed', 'threadpoolctl', "
-            "'validation.simulator') if m in sys.modules))")
+            "'validation.protocol.simulator') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"

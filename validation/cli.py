@@ -1,7 +1,7 @@
 """Command line: ``python -m validation {compare,spectrum,multistep,steps,sweep} ...``.
 
-Each subcommand lives in the module named after it (``multistep``: in ``multistep_cli``, which
-keeps the simulator's module short) and registers itself through
+Each subcommand lives in the module named after it (``multistep``: in ``multistep/cli.py``, beside
+the simulator it drives) and registers itself through
 ``add_subparser(subparsers)``, which must ``set_defaults(func=run_cli)``; ``run_cli(args)``
 returns the exit status. Bad input exits with status 2 and a one-line message.
 """
@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from asymptotics.cli.common import Parser, fail
 from asymptotics.cli.common import integer as _integer
 
-SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep_cli", "experiments.steps_compare",
+SUBCOMMAND_MODULES = ("compare", "spectrum", "multistep.cli", "experiments.steps_compare",
                       "sweep")
 
 

@@ -3,7 +3,7 @@
 For each alpha: the theory of the simulated model (``asymptotics.risk_curve(model=...)``: the sRF
 theory for ``srf``, the network theory of docs/DERIVATIONS.md §6-7 for ``network``, random
 features for ``rf``), the simulation mean and standard error over seeds
-(``validation.simulator``), ``z = (sim_mean - theory) / sim_se`` and the relative gap
+(``validation.protocol.simulator``), ``z = (sim_mean - theory) / sim_se`` and the relative gap
 ``(sim_mean - theory) / theory``. Beside it, ``theory_p`` and ``z_p``: the same theory at the
 simulated width p = beta d (docs/DERIVATIONS.md §8), which keeps the price of the mean channel
 and matters when r sqrt(p) is not large; for ``network`` also ``theory_srf``, the sRF surrogate.
@@ -21,8 +21,8 @@ import numpy as np
 from asymptotics.cli.common import PLOT_SUFFIXES, add_quiet, apply_quiet, check_writable, integer
 from asymptotics.core.parameters import default
 
-from .estimators import ESTIMATORS
-from .simulator import MODELS, Setting, simulate
+from .protocol.estimators import ESTIMATORS
+from .protocol.simulator import MODELS, Setting, simulate
 
 Z_COLUMNS = ["alpha", "theory", "sim_mean", "sim_se", "z", "rel_gap", "theory_converged",
              "theory_p", "z_p"]
@@ -134,9 +134,9 @@ def add_simulation_arguments(p: argparse.ArgumentParser) -> None:
                    help="random stream of the samples: 2 = parallel blocks (default), "
                         "1 = sequential (the validation store's)")
     p.add_argument("--estimator", choices=ESTIMATORS, default="cv",
-                   help="test-error estimator (validation.estimators): cv = Monte Carlo with "
-                        "control variates of known mean (default, least noise), mc = plain "
-                        "Monte Carlo, split = exact E g^2 and E[g f], Monte Carlo E f^2")
+                   help="test-error estimator (validation.protocol.estimators): cv = Monte "
+                        "Carlo with control variates of known mean (default, least noise), mc = "
+                        "plain Monte Carlo, split = exact E g^2 and E[g f], Monte Carlo E f^2")
 
 
 def add_subparser(subparsers) -> argparse.ArgumentParser:

@@ -15,7 +15,7 @@
 # protocol (theory §1): draw the first layer, take one giant gradient step on a fresh batch of
 # $n_0 = \alpha_0 d$ samples, fit the ridge readout on $n = \alpha d$ fresh samples, measure the
 # test error on fresh inputs, and repeat over independent seeds. The simulator
-# (`validation.simulator`) runs three models: `network` (the real network), `srf` (the
+# (`validation.protocol.simulator`) runs three models: `network` (the real network), `srf` (the
 # spiked-random-features model the equations describe exactly) and `rf` (random features).
 #
 # Quick mode (the default) uses $d = 200$ and a handful of seeds, so this runs in seconds;
@@ -29,7 +29,7 @@ import numpy as np
 
 import asymptotics as A
 from validation.compare import compare
-from validation.simulator import Setting, simulate_curve, to_frame
+from validation.protocol.simulator import Setting, simulate_curve, to_frame
 
 FULL = os.environ.get("GIANTSTEP_FULL") == "1"
 D, SEEDS = (1000, 10) if FULL else (200, 6)
@@ -131,7 +131,7 @@ print(f"one repetition ({len(alphas)} alphas) at d = {D}: {per_rep:.2f} s")
 #   python -m validation sweep ... --scheduler-address tcp://HOST:8786   # an existing one
 #   ```
 #
-#   (`validation.pool.run_tasks(fn, tasks, n_jobs, scheduler="dask", address=...)` is the
+#   (`validation.protocol.pool.run_tasks(fn, tasks, n_jobs, scheduler="dask", address=...)` is the
 #   Python entry point of the same scheduler.)
 # - The validation matrix of the project (`python -m validation.matrix run ...`) is the
 #   full-size version of this tutorial: settings × $\alpha$ × $\lambda$ at $d = 2000$.

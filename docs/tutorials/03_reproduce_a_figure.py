@@ -109,7 +109,7 @@ table.round(4)
 
 # %%
 if FULL:
-    from validation.simulator import Setting, simulate_curve
+    from validation.protocol.simulator import Setting, simulate_curve
 
     s = Setting(model="srf", sigma=SIGMA, target=TARGET, alpha=1.0, alpha0=ALPHA0, eta=1.0,
                 lam=LAM, beta=BETA, d=1000)
@@ -174,7 +174,7 @@ assert ours == dict(sigma="tanh", target="tanh", alpha0=0.5, beta=1.0, eta=1.0, 
 # compare.
 
 # %%
-from validation.simulator import Setting, simulate_curve  # noqa: E402
+from validation.protocol.simulator import Setting, simulate_curve  # noqa: E402
 
 d_sim, seeds_sim = (1000, 6) if FULL else (300, 6)
 net = simulate_curve(Setting(model="network", alpha=1.0, d=d_sim, **ours), paper_alphas,

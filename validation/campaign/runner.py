@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..pool import run_tasks
+from ..protocol.pool import run_tasks
 from .spec import Campaign
 from .store import Store
 
@@ -47,7 +47,8 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
                  scheduler: str = "local", address: str | None = None,
                  interval: float | None = None, stream: Any = None) -> RunSummary:
     """Run the settings of ``campaign`` whose keys ``store`` lacks on
-    :func:`validation.pool.run_tasks` (``n_jobs`` workers, ``scheduler``), storing each finished
+    :func:`validation.protocol.pool.run_tasks` (``n_jobs`` workers, ``scheduler``), storing each
+    finished
     task's rows in one transaction as it completes.
 
     ``budget`` (seconds): no task starts once it is spent (the running ones finish and are

@@ -2,7 +2,8 @@
 campaign in long format (one row per seed / repetition, one typed column per quantity, no joined
 cells), and a table ``_tasks`` of the completed task keys.
 
-Why SQLite rather than the CSV row store (:mod:`validation.store`): a finished task's rows and
+Why SQLite rather than the CSV row store (:mod:`validation.protocol.rows`): a finished task's rows
+and
 its "done" mark go in one transaction, so a kill at any instant leaves either the whole task or
 nothing -- what the CSV store needs an exclusive lock, per-line checksums, block sizes and a
 torn-write cut on opening for is the database's atomic commit (and concurrent writers simply wait
@@ -27,7 +28,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..store import exact_cell
+from ..protocol.rows import exact_cell
 from .spec import TYPES, Campaign
 
 if TYPE_CHECKING:

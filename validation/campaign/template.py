@@ -3,7 +3,7 @@
 ``{{! expression }}`` that render to nothing and must hold, and whose ``{{= name = expression }}``
 define names for what follows. :func:`render` fails with every claim that no longer holds, so a
 report regenerated from moved numbers cannot repeat stale prose. Used by the matrix's
-investigation notes (:mod:`validation.notes`) and the experiments' discussions
+investigation notes (:mod:`validation.matrix.notes`) and the experiments' discussions
 (``validation/reports/*_notes.md``); the formatting helpers are here too."""
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Finite-width theory against sRF simulations (docs/DERIVATIONS.md §8).
 
 ``python -m validation.experiments.finite_width [--simulate] [--ds 1000,2000] [--seeds 16]
-[--budget-s S] [--n-jobs N] [--out DIR]`` runs sRF repetitions (``validation.simulator``, model
+[--budget-s S] [--n-jobs N] [--out DIR]`` runs sRF repetitions (``validation.protocol.simulator``,
+model
 ``srf``, control-variate test error) at ``d = p`` (beta = 1) with eta_tilde chosen so that
 ``r sqrt(p)`` is 0.3, 1, 3 and 10, for two activation/target pairs: a
 :class:`validation.campaign.Campaign` with one task per repetition (a SQLite store, resumable: a
@@ -83,7 +84,7 @@ def _load() -> pd.DataFrame:
 def _task(job: tuple[dict, int, float, int]) -> list[dict]:
     """One sRF repetition of ``(pair, d, r sqrt(p), rep)``: repetition ``rep`` is child ``rep``
     of ``SeedSequence(SEED)``, so adding seeds extends a point."""
-    from validation.simulator import Setting, simulate_grid_once
+    from validation.protocol.simulator import Setting, simulate_grid_once
 
     pair, d, rsqp, rep = job
     p = int(round(pair["beta"] * d))

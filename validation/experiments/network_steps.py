@@ -118,7 +118,7 @@ def simulate_one(name: str, d: int, rep: int) -> list[dict]:
 
 
 def _target_power(target: str) -> float:
-    from validation.experiments.steps_theory import target_power
+    from validation.multistep.theory import target_power
 
     return target_power(target)
 

@@ -31,7 +31,7 @@ from validation.experiments.network_steps import (
     SETTINGS,
     readout_text,
 )
-from validation.experiments.steps_theory import summarize
+from validation.multistep.theory import summarize
 
 STEPS_RUNS = REPORTS / "data" / "multistep_risk.csv"
 READOUT_RUNS = REPORTS / "data" / "readouts_runs.csv"

@@ -35,9 +35,9 @@ import pandas as pd
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
-from validation import montecarlo as mc
-from validation.multistep import giant_step, readout_vector, ridge_test_error
+from validation.multistep.simulator import giant_step, readout_vector, ridge_test_error
 from validation.paths import user_cache
+from validation.protocol import montecarlo as mc
 
 SIGMA = "tanh"
 ALPHA0 = 2.0

@@ -21,6 +21,8 @@ from validation.experiments.spectra import (
     SIGMA,
     TAYLOR_POINT,
     Plan,
+)
+from validation.experiments.spectra_tables import (
     agreement_by_gap,
     counts_vs_d,
     exponent_table,

@@ -132,8 +132,8 @@ def _simulation_rows(alphas: Sequence[float], *, steps: int, sigma: str, target:
                      n_jobs: int, progress: bool | None) -> pd.DataFrame:
     """Mean and standard error over repetitions of the test error (control variate, module
     :mod:`validation.experiments.steps_theory`), the mean overlaps and the group statistics."""
-    from validation.experiments.steps_theory import target_power
-    from validation.multistep import MultiStepConfig, run_repetitions
+    from validation.multistep.simulator import MultiStepConfig, run_repetitions
+    from validation.multistep.theory import target_power
 
     cfg = MultiStepConfig(d=d, target=target, sigma=sigma, steps=steps, alpha0=alpha0,
                           beta=beta, eta=eta, readout=readout, delta=delta, lam=lam,

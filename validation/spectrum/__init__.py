@@ -62,7 +62,7 @@ from asymptotics.coefficients.functions import get_function
 from asymptotics.measures.marchenko_pastur import mp_density, mp_median, mp_singular_density
 from asymptotics.multiindex.spikes import target_function
 
-from ..montecarlo import sphere_rows, teacher_directions
+from ..protocol.montecarlo import sphere_rows, teacher_directions
 from .analysis import (
     BulkEdge,
     FeatureSpectrum,

@@ -12,8 +12,8 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.core import checks
 from asymptotics.multiindex.spikes import target_function
 
-from .. import montecarlo as mc
-from ..montecarlo import sphere_rows, teacher_directions
+from ..protocol import montecarlo as mc
+from ..protocol.montecarlo import sphere_rows, teacher_directions
 
 STREAMS = {"W0": 0, "readout": 1, "teacher": 2, "batch1": 3, "batch2": 4, "test": 5}
 READOUTS = ("gaussian", "uniform", "constant")
@@ -24,7 +24,7 @@ MAX_FEATURE_ORDER = 20
 
 def rng_for(seed: int, stream: str) -> np.random.Generator:
     """The generator of one named stream: child ``STREAMS[stream]`` of ``SeedSequence(seed)``
-    (:func:`validation.montecarlo.streams`)."""
+    (:func:`validation.protocol.montecarlo.streams`)."""
     return np.random.default_rng(mc.streams(np.random.SeedSequence(seed), list(STREAMS))[stream])
 
 
@@ -144,7 +144,7 @@ def gd_step(
     W: np.ndarray, a: np.ndarray, X: np.ndarray, y: np.ndarray, sigma: Function, eta: float
 ) -> tuple[np.ndarray, float]:
     """One full-batch step on W of L = (1/(2n)) sum_i (y_i - f(x_i))^2; returns (W_new, L)
-    (:func:`validation.montecarlo.giant_step` on a single chunk)."""
+    (:func:`validation.protocol.montecarlo.giant_step` on a single chunk)."""
     return mc.giant_step(W, [(X, y)], sigma, rate=eta / (X.shape[0] * W.shape[0]), a=a)
 
 

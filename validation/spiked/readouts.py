@@ -4,13 +4,15 @@ Two simulated models per setting, against the theory :func:`asymptotics.risk_rea
 
 - ``network``: the protocol of THEORY.md §1 with ``a0_j = eps_j / sqrt(p)``, ``eps_j`` drawn
   i.i.d. from the readout's support (``pm1``: ``+-1`` with probability 1/2 each; the group sizes
-  are therefore binomial); the step is :func:`validation.montecarlo.giant_step` with that ``a0``
+  are therefore binomial); the step is :func:`validation.protocol.montecarlo.giant_step` with that
+  ``a0``
   (``rate = eta_tilde / n0``, ``eta = eta_tilde p``), then the ridge readout and the test error of
-  :mod:`validation.simulator`. Seeds: repetition ``i`` is child ``i`` of ``SeedSequence(seed)``;
-  inside it the streams of :data:`validation.simulator.STREAMS` in the same order and roles
+  :mod:`validation.protocol.simulator`. Seeds: repetition ``i`` is child ``i`` of
+  ``SeedSequence(seed)``;
+  inside it the streams of :data:`validation.protocol.simulator.STREAMS` in the same order and roles
   (random stream 2), plus an eighth child ``readout`` for the draw of ``eps``. With
   ``readout="constant"`` a repetition is the repetition of
-  ``validation.simulator.simulate(Setting(model="network", ...))`` number for number;
+  ``validation.protocol.simulator.simulate(Setting(model="network", ...))`` number for number;
 - ``srf``: the K-group spiked random-features model of the mapping
   (:func:`asymptotics.readout_mapping`), simulated by :mod:`validation.spiked.simulator`
   (group ``g`` holds ``round(pi_g p)`` rows, one spike direction for all groups).
@@ -37,11 +39,11 @@ import numpy as np
 from asymptotics.coefficients.functions import get_function
 from asymptotics.spiked.readouts import parse_readout, readout_mapping
 
-from .. import montecarlo as mc
 from ..campaign import Campaign, Schema, Store, run_campaign
 from ..paths import data_file
-from ..simulator import STREAMS, estimate_test_error, fit_readouts, network_step
-from ..store import g10_cell
+from ..protocol import montecarlo as mc
+from ..protocol.rows import g10_cell
+from ..protocol.simulator import STREAMS, estimate_test_error, fit_readouts, network_step
 from .simulator import SpikedSetting
 from .simulator import simulate_once as spiked_once
 

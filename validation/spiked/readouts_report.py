@@ -1,7 +1,8 @@
 """The report of the finite-support readout campaign (:mod:`validation.spiked.readouts`):
 every simulated point against ``asymptotics.risk_readout`` at p = infinity and at the simulated p
 (THEORY.md §11, §10.6), the paired pm1 - constant differences, the d-scan, and the discussion
-rendered from ``validation/reports/readouts_notes.md`` (:func:`validation.notes.render`):
+rendered from ``validation/reports/readouts_notes.md``
+(:func:`validation.campaign.template.render`):
 ``READOUTS.md``, a function of the runs' CSV."""
 
 from __future__ import annotations
@@ -128,11 +129,12 @@ def _d_scan(allpts) -> list[str]:
 
 
 def notes_names(runs, allpts) -> dict:
-    """What the discussion's placeholders and claims can use (:func:`validation.notes.render`):
+    """What the discussion's placeholders and claims can use
+    (:func:`validation.campaign.template.render`):
     ``pts`` (the points at :data:`D`), ``allpts`` (every d), ``diffs`` (pm1 - constant, paired,
     with the theory's difference ``theory`` and ``z``), ``P(name, readout, model, alpha, d)``
     (one point), ``sub(name=..., readout=..., model=..., d=...)`` (a selection) and the
-    formatting helpers of :mod:`validation.notes`."""
+    formatting helpers of :mod:`validation.matrix.notes`."""
     from ..campaign.template import num, pct, signed, span
 
     pts = allpts[allpts.d == D]

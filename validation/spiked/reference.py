@@ -41,8 +41,8 @@ from scipy import linalg, special
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
 
-from .. import montecarlo as mc
-from ..simulator import STREAMS
+from ..protocol import montecarlo as mc
+from ..protocol.simulator import STREAMS
 from .simulator import SpikedSetting, directions
 
 KAPPA_NODES = {1: 81, 2: 48, 3: 36}  # small risks need fine rules (tested against 1.5x more)

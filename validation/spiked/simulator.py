@@ -12,16 +12,16 @@ The model (the protocol of docs/THEORY.md §1 with the first layer replaced):
   ``t_1..t_k`` orthonormal and orthogonal to ``V`` (so ``|theta_j| = 1``);
 - ``f(x) = a . sigma(W x) / sqrt(p)``, ``a`` the ridge readout with the SUM loss
   ``sum_i (y_i - f(x_i))^2 + lam |a|^2`` on ``n = round(alpha d)`` fresh samples (nested along
-  alpha: one pass, :func:`validation.simulator.fit_readouts`), risk ``E (g - f)^2`` on
+  alpha: one pass, :func:`validation.protocol.simulator.fit_readouts`), risk ``E (g - f)^2`` on
   ``n_test`` fresh noiseless inputs (the unbiased ``mc`` estimator of
-  :mod:`validation.estimators`).
+  :mod:`validation.protocol.estimators`).
 
 Seeds: repetition ``i`` is child ``i`` of ``SeedSequence(seed)``; inside it the named streams of
-:data:`validation.simulator.STREAMS` (the same names and order): ``weights`` the bulk ``G``
-(random stream 2, :class:`validation.montecarlo.BlockRows`), ``teacher`` the basis ``V``,
+:data:`validation.protocol.simulator.STREAMS` (the same names and order): ``weights`` the bulk ``G``
+(random stream 2, :class:`validation.protocol.montecarlo.BlockRows`), ``teacher`` the basis ``V``,
 ``step`` the directions ``T``, ``ridge``/``ridge_noise`` the readout batch, ``test`` the test
 inputs. With ``K = r = k = 1`` and ``Gamma = 1`` the repetition is the sRF repetition of
-:func:`validation.simulator.simulate` with ``spike = (|u|, c, sign(u))`` number for number
+:func:`validation.protocol.simulator.simulate` with ``spike = (|u|, c, sign(u))`` number for number
 (``tests/test_spiked_simulator.py``); for other ``Gamma`` the two draw the plane of
 ``(v, theta)`` differently and agree in law.
 """
@@ -41,8 +41,8 @@ from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
 from asymptotics.core import checks
 
-from .. import montecarlo as mc
-from ..simulator import STREAMS, estimate_test_error, fit_readouts
+from ..protocol import montecarlo as mc
+from ..protocol.simulator import STREAMS, estimate_test_error, fit_readouts
 
 Matrix = tuple[tuple[float, ...], ...]
 

@@ -10,7 +10,8 @@ Units of work (tasks):
   of the other parameters; ``theory-network``: the same for the network theory
   (``model="network"``);
 - ``network`` / ``srf`` / ``rf``: one Monte Carlo repetition
-  (``validation.simulator.simulate_grid_once``: one first layer, nested ridge batches along alpha,
+  (``validation.protocol.simulator.simulate_grid_once``: one first layer, nested ridge batches
+  along alpha,
   every lam), one task per combination of the other parameters and repetition ``rep < seeds``.
 
 Seeds come from the parameters, never from the order of work: repetition ``rep`` uses
@@ -20,7 +21,7 @@ simulation parameters (all but ``alpha`` and ``lam``, ``seed`` a salt; not the m
 Each task runs with one BLAS thread, so results are bit-identical whatever the scheduler and
 worker count (on the same BLAS build).
 
-Schedulers (:func:`validation.pool.run_tasks`, the package's one scheduler): ``local``
+Schedulers (:func:`validation.protocol.pool.run_tasks`, the package's one scheduler): ``local``
 (default) is a pool of ``n_jobs`` spawned processes (default: all cores; ``n_jobs = 1`` runs in
 this process); ``dask`` runs on ``dask.distributed``, a local cluster of ``n_jobs``
 single-threaded worker processes or the existing cluster at ``address`` (optional extra

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     pass
 
 from asymptotics.core.parameters import default
-from validation.pool import SCHEDULERS  # noqa: F401  (re-exported: the sweep's schedulers)
+from validation.protocol.pool import SCHEDULERS  # noqa: F401  (re-exported: the sweep's schedulers)
 
 KINDS = ("theory", "theory-network", "network", "srf", "rf")
 # the theory kinds: "theory" is the sRF equations (the model of the stored sweeps and figures),

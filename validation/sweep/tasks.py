@@ -85,7 +85,7 @@ def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = DEFAU
 
 
 def _check_setting(kind: str, params: dict, alphas: Sequence[float], lams: Sequence[float]) -> None:
-    from validation.simulator import Setting
+    from validation.protocol.simulator import Setting
 
     p = dict(params)
     p.pop("seed")
@@ -110,7 +110,7 @@ def run_task(task: Task) -> tuple[str, list[dict], float]:
     from threadpoolctl import threadpool_limits
 
     if not is_theory(task.kind):
-        import validation.simulator  # noqa: F401  (load scipy's BLAS before limiting it)
+        import validation.protocol.simulator  # noqa: F401  (load scipy's BLAS before limiting it)
     t0, c0 = time.perf_counter(), time.process_time()
     with threadpool_limits(limits=1):
         rows = _theory_rows(task) if is_theory(task.kind) else _simulation_rows(task)
@@ -159,7 +159,7 @@ def _theory_rows(task: Task) -> list[dict]:
 def _simulation_rows(task: Task) -> list[dict]:
     import numpy as np
 
-    from validation.simulator import Setting, simulate_grid_once
+    from validation.protocol.simulator import Setting, simulate_grid_once
 
     params = dict(task.params)
     sim = {k: v for k, v in params.items() if k != "seed"}

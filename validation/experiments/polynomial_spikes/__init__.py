@@ -12,7 +12,7 @@ For each setting (activation, target, ``a``; ``beta = 1``, ``alpha0 = 2``, ``eta
   and ``eta = eta_tilde p^(1/2 + a)`` (:func:`validation.spectrum.model.simulate`, streams of
   :data:`validation.spectrum.model.STREAMS`), then ridge on the readout with the sum loss on
   ``n = alpha d`` fresh samples and the test error on ``N_TEST`` fresh noiseless inputs
-  (:func:`validation.multistep.ridge_test_error`); repetition ``i`` is seed ``SEED + i``;
+  (:func:`validation.multistep.simulator.ridge_test_error`); repetition ``i`` is seed ``SEED + i``;
 - **columns** (Monte Carlo of the limit model): random features ``sigma(X W0^T)`` plus explicit
   unpenalised columns ``kappa^l`` (``kappa = <v, x>``, ``v = gamma theta + rho t``), ridge on
   the features only; it separates the closure (is the limit right?) from the convergence of the
@@ -63,7 +63,7 @@ N_TEST = 4000
 K_NODES = 10
 P_LADDER = (1e3, 1e4, 1e6, 1e8, 1e10)
 #: the report's discussion: a template whose numbers are placeholders filled from the table and
-#: whose qualitative claims are assertions on it (validation.notes.render)
+#: whose qualitative claims are assertions on it (validation.campaign.template.render)
 NOTES = REPORTS / "polynomial_spikes_notes.md"
 #: the check of the limit model with the step's own gamma: d and repetitions
 CHECK_DS = (500, 1000, 2000)
@@ -109,7 +109,7 @@ def network_run(setting: dict, d: int, rep: int) -> float:
     """One repetition of the protocol (module docstring)."""
     from asymptotics.coefficients.functions import get_function
     from asymptotics.multiindex.spikes import target_function
-    from validation.multistep import ridge_test_error
+    from validation.multistep.simulator import ridge_test_error
     from validation.spectrum.model import StepConfig, simulate
 
     c = COMMON
@@ -131,7 +131,7 @@ def columns_run(setting: dict, d: int, rep: int, gamma: float | None = None,
     """Random features plus explicit unpenalised columns kappa^l, l in S (the limit model);
     ``gamma`` and ``orders`` default to the theory's (:func:`theory`)."""
     from asymptotics.coefficients.functions import get_function
-    from validation.montecarlo import sphere_rows
+    from validation.protocol.montecarlo import sphere_rows
 
     if gamma is None or orders is None:
         th = theory(setting)

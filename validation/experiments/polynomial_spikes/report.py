@@ -72,7 +72,8 @@ def check_summary(chk: pd.DataFrame) -> pd.DataFrame:
 
 
 def notes_names(tab: pd.DataFrame, ladder: dict, chk: pd.DataFrame | None) -> dict:
-    """What the notes' placeholders and claims can use (:func:`validation.notes.render`)."""
+    """What the notes' placeholders and claims can use
+    (:func:`validation.campaign.template.render`)."""
     from validation.campaign.template import num, pct, signed, span
 
     def row(setting: str, d: int):

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .campaign import Campaign, Schema, Store, run_campaign
-from .simulator import Setting, simulate_grid_once
+from ..campaign import Campaign, Schema, Store, run_campaign
+from ..protocol.simulator import Setting, simulate_grid_once
 
 SIGMAS = ("tanh", "erf", "relu")
 TARGETS = ("tanh", "sin", "relu", "he2")
@@ -41,10 +41,11 @@ ALPHA0S = (0.5, 2.0, 20.0)
 ETAS = (0.0, 1.0, 3.0)
 LAMS = (0.01, 0.1)
 ALPHAS = (0.2, 1.0, 2.5, 5.0)
-#: random stream of the samples (validation.simulator.Setting.stream): the store was drawn with
+#: random stream of the samples (validation.protocol.simulator.Setting.stream): the store was drawn
+# with
 #: the sequential stream 1, kept so that every stored repetition can be re-run exactly
 STREAM = 1
-#: test-error estimator of new repetitions (validation.estimators): control variates. The
+#: test-error estimator of new repetitions (validation.protocol.estimators): control variates. The
 #: repetitions of sessions 1-3 are plain Monte Carlo ("mc" in the store's estimator column); both
 #: estimate the same test error of the same trained network, so they pool (unequal noise does not
 #: bias the mean, nor the usual s.e. of it)
@@ -286,7 +287,7 @@ def run(store_path: Path, *, d: int, seeds: int, max_seeds: int, target_se: floa
     """Run the repetitions the plan asks for, appending to the store as they finish, and plan
     again (with ``target_se``) until no point asks for more or the time budget is spent.
 
-    Workers: :func:`validation.pool.run_tasks` (spawned processes, one BLAS thread each).
+    Workers: :func:`validation.protocol.pool.run_tasks` (spawned processes, one BLAS thread each).
     ``progress``: the campaign's progress lines on stderr (False: none)."""
     from asymptotics.core.progress import shown
 
@@ -360,7 +361,8 @@ def _repetition(job: tuple) -> list[dict]:
 def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
              estimator: str, progress: bool = True) -> bool:
     """Run ``todo`` on ``n_jobs`` workers (:func:`validation.campaign.run_campaign` on
-    :func:`validation.pool.run_tasks`: one BLAS thread each, ended with this process), storing
+    :func:`validation.protocol.pool.run_tasks`: one BLAS thread each, ended with this process),
+    storing
     each repetition in one transaction as it finishes, then export the store to the CSV
     ``store_path``. After ``t_end`` nothing new starts and the running ones are finished and
     kept; False when that left some of ``todo`` undone."""
@@ -373,8 +375,3 @@ def _execute(todo: list[tuple], store_path: Path, n_jobs: int, t_end: float,
         st.export_csv(c, store_path)
     return out.complete
 
-
-if __name__ == "__main__":  # ``python -m validation.matrix``: the command line of matrix_cli
-    import runpy
-
-    runpy.run_module("validation.matrix_cli", run_name="__main__", alter_sys=True)

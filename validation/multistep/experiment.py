@@ -18,7 +18,8 @@ row is there),
 and builds the text of ``validation/reports/MULTISTEP.md`` from the numbers (``--quick``: small
 sizes, files named ``multistep_quick_*``).
 
-Conventions: :mod:`validation.multistep` (learning rate ``eta_t = eta_tilde_t p d^((kappa-1)/2)``,
+Conventions: :mod:`validation.multistep.simulator` (learning rate ``eta_t = eta_tilde_t p
+d^((kappa-1)/2)``,
 readout ``+-1/sqrt p`` halves, ``p = d``). Activation ``erf(z - 1)``: the staircase needs an
 activation whose derivatives have non-zero Gaussian means up to the staircase's height
 (``E sigma'``, ``E sigma''``, ``E sigma'''`` for three steps, since the step-``t`` signal along
@@ -42,9 +43,9 @@ from asymptotics.multiindex.staircase import staircase
 from validation.campaign import Campaign, Schema
 from validation.campaign import load_or_run as load_or_run_campaign
 from validation.campaign.report import table_lines
-from validation.multistep import MultiStepConfig, run_repetitions
+from validation.multistep.simulator import MultiStepConfig, run_repetitions
 from validation.paths import data_file
-from validation.store import g10_cell
+from validation.protocol.rows import g10_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "erf(z-1)"

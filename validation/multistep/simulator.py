@@ -25,12 +25,12 @@ Recorded after every step ``t = 0..T`` (0 = initialisation): the overlap matrix
 ``O[k, j] = |<w_k, theta_j>| / |w_k|`` (all neurons x directions), its mean and max over neurons
 per direction, and ``|W Theta^T|_F / |W|_F`` (the fraction of the weights' Frobenius norm in the
 target subspace; ``~ sqrt(k/d)`` at initialisation); with ``groups``, the statistics per readout
-group of :mod:`validation.multistep_groups`. Optionally a ridge readout
+group of :mod:`validation.multistep.groups`. Optionally a ridge readout
 ``argmin_a sum_i (y_i - <a, sigma(W_t x_i)>/sqrt p)^2 + lam |a|^2`` on ``n_r = ridge_alpha d`` fresh
 samples (a SUM over samples, THEORY.md §1) and its test error ``E (g - f)^2`` on ``n_test`` fresh
 noiseless inputs; the same ridge and test samples are used after every step. ``ridge_alphas``
 (several sizes): the readouts on the first ``round(alpha d)`` samples of one pool
-(:func:`validation.multistep_groups.ridge_test_errors`).
+(:func:`validation.protocol.montecarlo.ridge_test_errors`).
 
 Randomness: ``SeedSequence(seed)`` spawns one child per repetition; each child spawns the streams
 ``weights, teacher, ridge, ridge_noise, test`` and one batch and one label-noise stream per step.
@@ -51,14 +51,14 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import target_callable
 from asymptotics.core import checks
 
-from . import montecarlo as mc
-from . import multistep_groups as mg
-from .montecarlo import (  # noqa: F401  (descent_direction: re-exported)
+from ..protocol import montecarlo as mc
+from ..protocol.montecarlo import (  # noqa: F401  (descent_direction: re-exported)
     descent_direction,
     ridge_readout,
     sphere_rows,
     teacher_directions,
 )
+from . import groups as mg
 
 READOUTS = ("constant", "pm1", "hypercube")  # hypercube: an alias of pm1
 STREAMS = ("weights", "teacher", "ridge", "ridge_noise", "test")
@@ -198,7 +198,7 @@ class MultiStepRun:
     def table(self) -> pd.DataFrame:
         """Tidy rows (step, direction) with mean/max overlaps and every parameter; with several
         ridge sizes, ``test_error`` is the first size's and ``test_error_alpha<a>`` holds each
-        size's (one row per size and step: :func:`validation.multistep_groups.risk_rows`)."""
+        size's (one row per size and step: :func:`validation.multistep.groups.risk_rows`)."""
         cfg = self.config.record()
         rows = []
         T, _, k = self.overlaps.shape
@@ -248,7 +248,7 @@ def giant_step(W: np.ndarray, a: np.ndarray, theta: np.ndarray, g: Callable, sig
                n: int, eta: float, delta: float, rng: np.random.Generator,
                noise: np.random.Generator | None = None) -> tuple[np.ndarray, float]:
     """``W - eta grad_W L`` on a fresh batch of ``n`` samples drawn in chunks; returns the new
-    weights and ``L`` before the step (:func:`validation.montecarlo.giant_step`)."""
+    weights and ``L`` before the step (:func:`validation.protocol.montecarlo.giant_step`)."""
     p, d = W.shape
     chunks = mc.labelled(mc.batches(rng, n, d, chunk_rows(max(p, d), n)), theta, g, delta, noise)
     return mc.giant_step(W, chunks, sigma, rate=eta / (n * p), a=a)
@@ -270,25 +270,13 @@ def ridge_test_error(W: np.ndarray, theta: np.ndarray, g: Callable, sigma: Funct
                      ridge_seed: np.random.SeedSequence, noise_seed: np.random.SeedSequence,
                      test_seed: np.random.SeedSequence) -> tuple[float, float]:
     """Ridge readout on ``sigma(W x)/sqrt p`` (sum convention) and its test error; returns
-    ``(E (g - f)^2, E g^2)`` on the same fresh test inputs."""
-    p, d = W.shape
-    scale = 1.0 / math.sqrt(p)
-    gram, rhs = np.zeros((p, p)), np.zeros(p)
-    rng, noise = np.random.default_rng(ridge_seed), np.random.default_rng(noise_seed)
-    for X, y in mc.labelled(mc.batches(rng, n_ridge, d, chunk_rows(max(p, d), n_ridge)), theta,
-                            g, delta, noise):
-        F = sigma(X @ W.T) * scale
-        gram += F.T @ F
-        rhs += F.T @ y
-    a = ridge_readout(None, None, lam, gram=gram, rhs=rhs)
-    err = power = 0.0
-    test_rng = np.random.default_rng(test_seed)
-    for X in mc.batches(test_rng, n_test, d, chunk_rows(max(p, d), n_test)):
-        y = g(X @ theta.T)
-        pred = sigma(X @ W.T) @ a * scale
-        err += float(np.sum((y - pred) ** 2))
-        power += float(np.sum(y * y))
-    return err / n_test, power / n_test
+    ``(E (g - f)^2, E g^2)`` on the same fresh test inputs: the protocol's one ridge and test
+    error (:func:`validation.protocol.montecarlo.ridge_test_errors`) at one sample size."""
+    err, power = mc.ridge_test_errors(W, theta, g, sigma, n_ridges=[n_ridge], lam=lam,
+                                      n_test=n_test, delta=delta, ridge_seed=ridge_seed,
+                                      noise_seed=noise_seed, test_seed=test_seed,
+                                      chunk_bytes=CHUNK_BYTES)
+    return float(err[0]), power
 
 
 # ------------------------------------------------------------------------------------------------
@@ -325,7 +313,7 @@ def run_once(config: MultiStepConfig, seed: np.random.SeedSequence,
         if groups is not None:
             groups.append(mg.group_statistics(W, theta, a))
         if config.ridge_alphas:
-            test[t], power = mg.ridge_test_errors(
+            test[t], power = mc.ridge_test_errors(
                 W, theta, g, sigma, n_ridges=[round(r * config.d) for r in levels],
                 lam=config.lam, n_test=config.n_test, delta=config.delta, ridge_seed=s["ridge"],
                 noise_seed=s["ridge_noise"], test_seed=s["test"], chunk_bytes=CHUNK_BYTES)
@@ -357,13 +345,14 @@ def run_repetitions(config: MultiStepConfig, children: Sequence[np.random.SeedSe
                     repetitions: Iterable[int], n_jobs: int = 1,
                     progress: bool | None = False) -> list[MultiStepRun]:
     """:func:`run_once` for the given repetitions (repetition ``i`` from ``children[i]``), on
-    ``n_jobs`` workers of :func:`validation.pool.run_tasks`; in the order of ``repetitions``.
+    ``n_jobs`` workers of :func:`validation.protocol.pool.run_tasks`; in the order of
+    ``repetitions``.
     ``progress``: a report per repetition on stderr (:mod:`asymptotics.core.progress`)."""
     from functools import partial
 
     from asymptotics.core.progress import Progress
 
-    from .pool import run_tasks
+    from ..protocol.pool import run_tasks
 
     jobs = [(children[i], i) for i in repetitions]
     runs: list = [None] * len(jobs)

@@ -3,7 +3,8 @@
 :func:`run_tasks` is what every parallel loop of the package goes through: the campaigns
 (:func:`validation.campaign.run_campaign`: the sweep, the validation matrix, the K-group,
 finite-width and multi-step campaigns), the repetitions of
-:func:`validation.simulator.simulate_curve` and :func:`validation.multistep.run_multistep`.
+:func:`validation.protocol.simulator.simulate_curve` and
+:func:`validation.multistep.simulator.run_multistep`.
 
 Guarantees:
 
@@ -31,7 +32,7 @@ from typing import Any
 
 SCHEDULERS = ("local", "dask")
 #: thread-count variables a worker is spawned with (BLAS, OpenMP, numba, the row-block threads
-#: of :mod:`validation.montecarlo`, which follow ``OMP_NUM_THREADS``)
+#: of :mod:`validation.protocol.montecarlo`, which follow ``OMP_NUM_THREADS``)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
                     "NUMBA_NUM_THREADS")
 

@@ -1,7 +1,8 @@
 """The Monte Carlo core: sampling, seed streams, the one chunked giant step, ridge readouts.
 
 Everything the simulations of docs/THEORY.md §1 and §8 share lives here, once; the drivers
-(:mod:`validation.simulator`: one step + readout + test error; :mod:`validation.multistep`:
+(:mod:`validation.protocol.simulator`: one step + readout + test error;
+:mod:`validation.multistep.simulator`:
 several steps; :mod:`validation.spectrum`: one or two large steps and their spectra) only combine
 these pieces with their own parameters.
 
@@ -16,7 +17,8 @@ blocks of 512 rows, each from its own SFC64 generator, drawn in threads, indepen
 and thread count).
 
 Threads: the elementwise passes run by row blocks in a thread pool of ``OMP_NUM_THREADS`` (else
-the core count) threads; numpy ufuncs and the numba kernels of :mod:`validation.kernels` release
+the core count) threads; numpy ufuncs and the numba kernels of :mod:`validation.protocol.kernels`
+release
 the GIL.
 """
 
@@ -180,7 +182,7 @@ def by_rows(work: Callable[[int, int], None], m: int) -> None:
 
 def features(Z: np.ndarray, sigma: Function, scale: float) -> None:
     """``Z <- scale * sigma(Z)`` in place, by row blocks in threads (a fused kernel of
-    :mod:`validation.kernels` where the activation has one)."""
+    :mod:`validation.protocol.kernels` where the activation has one)."""
     if sigma.f in KERNELS:
         kernel = KERNELS[sigma.f][0]
         by_rows(lambda i0, i1: kernel(Z[i0:i1], scale), Z.shape[0])
@@ -307,3 +309,46 @@ def ridge_readout(
     b = linalg.cho_solve(linalg.cho_factor(K, lower=True, overwrite_a=True, check_finite=False),
                          y, check_finite=False)
     return features.T @ b
+
+
+def ridge_test_errors(W: np.ndarray, theta: np.ndarray, g: Callable, sigma: Function, *,
+                      n_ridges: Sequence[int], lam: float, n_test: int, delta: float,
+                      ridge_seed: np.random.SeedSequence, noise_seed: np.random.SeedSequence,
+                      test_seed: np.random.SeedSequence,
+                      chunk_bytes: int = 32 * 2**20) -> tuple[np.ndarray, float]:
+    """**The** ridge readout and its test error (THEORY.md §1), written once for every driver.
+
+    Readouts ``argmin_a sum_(i <= n_r) (y_i - <a, sigma(W x_i)>/sqrt p)^2 + lam |a|^2`` (a SUM
+    over samples) on the first ``n_r`` samples of one pool drawn sequentially from
+    ``ridge_seed`` (labels :func:`labelled`, noise from ``noise_seed``), for every ``n_r`` of
+    ``n_ridges``; returns their test errors ``E (g - f)^2`` on ``n_test`` fresh noiseless inputs
+    from ``test_seed`` (in the order of ``n_ridges``) and ``E g^2`` on the same inputs.
+    ``theta``: ``d`` or ``k x d``; chunks of at most ``chunk_bytes`` (at least 16 rows)."""
+    sizes = [int(m) for m in n_ridges]
+    if not sizes or min(sizes) < 1:
+        raise ValueError(f"every ridge sample size must be >= 1, got {sizes}")
+    p, d = W.shape
+    scale = 1.0 / math.sqrt(p)
+    pool = max(sizes)
+    gram, rhs = np.zeros((p, p)), np.zeros(p)
+    rng, noise = np.random.default_rng(ridge_seed), np.random.default_rng(noise_seed)
+    readouts: dict[int, np.ndarray] = {}
+    seen = 0
+    chunks = batches(rng, pool, d, chunk_rows(max(p, d), pool, chunk_bytes, 16), stops=sizes)
+    for X, y in labelled(chunks, theta, g, delta, noise):
+        F = sigma(X @ W.T) * scale
+        gram += F.T @ F
+        rhs += F.T @ y
+        seen += X.shape[0]
+        if seen in sizes:
+            readouts[seen] = ridge_readout(None, None, lam, gram=gram.copy(), rhs=rhs.copy())
+    A = np.stack([readouts[m] for m in sizes], axis=1)  # p x len(sizes)
+    err = np.zeros(len(sizes))
+    power = 0.0
+    test_rng = np.random.default_rng(test_seed)
+    for X in batches(test_rng, n_test, d, chunk_rows(max(p, d), n_test, chunk_bytes, 16)):
+        y = g(X @ theta.T)
+        pred = sigma(X @ W.T) @ A * scale
+        err += np.sum((y[:, None] - pred) ** 2, axis=0)
+        power += float(np.sum(y * y))
+    return err / n_test, power / n_test

@@ -1,6 +1,7 @@
-"""Command line of the validation matrix (``python -m validation.matrix_cli {run,report}``, also
-reached as ``python -m validation.matrix``): ``run`` drives :mod:`validation.matrix`, ``report``
-writes :mod:`validation.report`. Kept apart so that the runner never imports the report."""
+"""Command line of the validation matrix (``python -m validation.matrix {run,report}``, also
+reached as ``python -m validation.matrix``): ``run`` drives :mod:`validation.matrix.campaign`,
+``report``
+writes :mod:`validation.matrix.report`. Kept apart so that the runner never imports the report."""
 
 from __future__ import annotations
 
@@ -25,9 +26,9 @@ from asymptotics.cli.common import (  # noqa: E402
 from asymptotics.cli.common import integer as i_  # noqa: E402
 from asymptotics.cli.common import real as r_  # noqa: E402
 
-from . import matrix
-from .estimators import ESTIMATORS
-from .matrix import ESTIMATOR, TARGETS, run
+from ..protocol.estimators import ESTIMATORS
+from . import campaign as matrix
+from .campaign import ESTIMATOR, TARGETS, run
 from .report import write_report
 
 

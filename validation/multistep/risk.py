@@ -2,7 +2,7 @@
 population theory of the steps predicts (per readout group: mean projections on the target,
 bulk variance, Gram matrix of the group means): Monte Carlo ground truth to compare with it.
 
-``python -m validation.experiments.multistep_risk [--quick] [--force] [--budget S]
+``python -m validation.multistep.risk [--quick] [--force] [--budget S]
 [--big-d-seeds N] [--summary]``: runs what the data lack (one task per repetition, a SQLite store
 beside the CSV, resumable; a progress line per repetition, also when the output is not a terminal),
 exports ``validation/reports/data/multistep_risk.csv`` (``--quick``: small sizes,
@@ -13,7 +13,8 @@ the CSV, and simulates nothing.
 
 Settings (all: ``sigma = erf(z-1)``, ``beta = 1`` (``p = d``), ``T = 3`` steps, ``delta = 0``,
 ``lam = 0.01``, ridge sizes ``alpha_r = 0.5, 2, 4`` (the first ``round(alpha_r d)`` samples of one
-pool), ``n_test = 10000``; conventions of :mod:`validation.multistep`: ``n = alpha0 d`` fresh
+pool), ``n_test = 10000``; conventions of :mod:`validation.multistep.simulator`: ``n = alpha0 d``
+fresh
 samples per step, ``eta_t = eta_tilde_t p``, readout ``+-1/sqrt p`` halves (hypercube) or
 ``1/sqrt p`` (constant), never trained by the steps):
 
@@ -43,7 +44,7 @@ columns
 * ``subspace_fraction = |W Theta^T|_F / |W|_F``, ``weight_norm`` (mean row norm),
   ``train_loss`` (``L`` of ``W_t`` with the fixed readout on the next step's fresh batch; NaN at
   ``t = 3``), ``seconds`` (wall time of the whole repetition);
-* the statistics of :mod:`validation.multistep_groups` of ``W_t`` (the same in the three rows of
+* the statistics of :mod:`validation.multistep.groups` of ``W_t`` (the same in the three rows of
   a step): ``n_g0, n_g1`` (rows per group: readout sign + and -), ``a_g<g>_j<j>`` (mean over the
   group's rows of ``<w_i, theta_j>``, ``j = 1..3``), ``c_g<g>`` (bulk variance
   ``mean |w_i - wbar_g|^2``), ``B_00, B_01, B_11`` (``<wbar_g, wbar_h> - [g == h] c_g / n_g``),
@@ -65,10 +66,10 @@ import numpy as np
 import pandas as pd
 
 from validation.campaign import Campaign, Schema, Store, run_campaign
-from validation.multistep import MultiStepConfig, run_repetitions
-from validation.multistep_groups import group_columns, risk_rows
+from validation.multistep.groups import group_columns, risk_rows
+from validation.multistep.simulator import MultiStepConfig, run_repetitions
 from validation.paths import data_file
-from validation.store import g10_cell
+from validation.protocol.rows import g10_cell
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 SIGMA = "erf(z-1)"
@@ -333,9 +334,9 @@ def build_parser() -> argparse.ArgumentParser:
     from asymptotics.cli.common import Parser, integer, real
 
     parser = Parser(
-        prog="python -m validation.experiments.multistep_risk",
+        prog="python -m validation.multistep.risk",
         description="Test error after 0..3 giant steps with fresh batches at d = 1000, 2000, "
-                    "with the readout-group statistics (validation.experiments.multistep_risk).")
+                    "with the readout-group statistics (validation.multistep.risk).")
     parser.add_argument("--quick", action="store_true", help="small sizes (d = 24, 32)")
     parser.add_argument("--force", action="store_true", help="simulate everything afresh")
     parser.add_argument("--budget", type=real("budget", 0.0, strict_lo=True), default=None,

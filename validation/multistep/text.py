@@ -1,5 +1,5 @@
 """The text of validation/reports/MULTISTEP.md, written from the numbers of
-:mod:`validation.experiments.multistep`."""
+:mod:`validation.multistep.experiment`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from asymptotics.multiindex.staircase import report
-from validation.experiments.multistep import (
+from validation.multistep.experiment import (
     ALPHA0,
     ETA3,
     ETA5,

@@ -82,7 +82,8 @@ class Setting:
     n_test: int = 0  # 0: max(10000, 2 d)
     spike: tuple[float, float, float] | None = None  # srf only: (r, c, gamma) instead of the map
     stream: int = 2  # random stream of the samples: 2 = BlockRows (parallel), 1 = sequential
-    estimator: str = default("estimator")  # test error: mc, split or cv (validation.estimators)
+    # test error: mc, split or cv (validation.protocol.estimators)
+    estimator: str = default("estimator")
 
     def __post_init__(self) -> None:
         if self.model not in MODELS:
@@ -172,7 +173,7 @@ def network_step(
 
     With ``a0 = 1/sqrt(p)``, ``f = mean_k sigma(<w_k, x>)`` and ``eta = eta_tilde p`` this is
     ``W0 - eta grad_W L0`` of THEORY.md §1 (the factor ``1/sqrt(p)`` twice times ``p``); the step
-    itself is :func:`validation.montecarlo.giant_step`.
+    itself is :func:`validation.protocol.montecarlo.giant_step`.
     """
     p, d = W0.shape
     chunks = mc.labelled(batches(rng, n0, d, chunk_rows(p, n0)), theta, target, delta, noise_rng)
@@ -252,7 +253,7 @@ def estimate_test_error(
     n_test: int, rng: np.random.Generator | BlockRows, estimator: str = "mc",
 ) -> np.ndarray | float:
     """``E (g(<theta*, x>) - a . sigma(W1 x)/sqrt p)^2`` on ``n_test`` fresh noiseless inputs,
-    by ``estimator`` (:mod:`validation.estimators`: ``mc``, ``split`` or ``cv``).
+    by ``estimator`` (:mod:`validation.protocol.estimators`: ``mc``, ``split`` or ``cv``).
 
     ``a`` may be ``p x k`` (k readouts on the same test inputs): then an array of k errors.
     """
@@ -378,7 +379,8 @@ def simulate_curve(
     ``[setting.lam]``): one :class:`SimulationResult` per (alpha, lam), alpha-major.
 
     Repetition ``i`` uses child ``i`` of ``SeedSequence(seed)``, so the values do not depend on
-    ``n_jobs`` (worker processes of :func:`validation.pool.run_tasks`; 1 runs here). Within a
+    ``n_jobs`` (worker processes of :func:`validation.protocol.pool.run_tasks`; 1 runs here).
+    Within a
     repetition all points share the first layer and the test inputs and use nested ridge
     batches: each point's seeds are independent, points of one curve are correlated.
     ``progress``: a report per repetition on stderr (None or True,
@@ -386,7 +388,7 @@ def simulate_curve(
     called as repetitions finish (e.g. the ``update`` of a caller's report).
     """
     if not isinstance(setting, Setting):
-        raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
+        raise TypeError(f"setting must be a validation.protocol.simulator.Setting, got {setting!r}")
     _check_runs(seeds, seed, n_jobs)
     alphas = [_positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     lams = [setting.lam] if lams is None else [_positive("lam", v, allow_zero=True) for v in lams]
@@ -429,7 +431,7 @@ def simulate(
     (repetition ``i`` from child ``i`` of ``SeedSequence(seed)``, whatever ``n_jobs``);
     ``progress`` as in :func:`simulate_curve`."""
     if not isinstance(setting, Setting):
-        raise TypeError(f"setting must be a validation.simulator.Setting, got {setting!r}")
+        raise TypeError(f"setting must be a validation.protocol.simulator.Setting, got {setting!r}")
     return simulate_curve(setting, [setting.alpha], seeds=seeds, seed=seed, n_jobs=n_jobs,
                           progress=progress)[0]
 

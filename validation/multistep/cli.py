@@ -1,4 +1,5 @@
-"""Command line of :mod:`validation.multistep`: ``python -m validation multistep ...`` (T giant
+"""Command line of :mod:`validation.multistep.simulator`: ``python -m validation multistep ...`` (T
+giant
 steps with fresh batches; mean and standard error over seeds of the overlaps per step, CSV)."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .multistep import READOUTS, MultiStepConfig, run_multistep, summarize
+from .simulator import READOUTS, MultiStepConfig, run_multistep, summarize
 
 
 def _eta_list(text: str) -> tuple[float, ...]:

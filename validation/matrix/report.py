@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .matrix import (  # noqa: F401  (aggregate, naive_spike: re-exported)
+from .campaign import (  # noqa: F401  (aggregate, naive_spike: re-exported)
     ALPHAS,
     LAMS,
     aggregate,
@@ -115,7 +115,7 @@ def write_report(store_path: Path, out: Path, *, d: int = 2000, seeds: int = 8) 
              "`python -m validation.matrix report` (this file). Raw per-repetition risks: "
              f"`{store_path}`; aggregated: `{store_path.with_name('matrix_summary.csv')}`.", "",
              f"- {n_settings} settings at d = {d}: sigma x g x beta x alpha0 x eta_tilde from "
-             "`validation.matrix.matrix_settings()`, each simulated along alpha = "
+             "`validation.matrix.campaign.matrix_settings()`, each simulated along alpha = "
              f"{', '.join(map(str, ALPHAS))} and lambda = {', '.join(map(str, LAMS))} "
              "(one first layer and test set per repetition, nested ridge batches).",
              f"- {len(store)} simulated points in the store; CPU time "
@@ -156,9 +156,9 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
     lines = ["## Precision", "",
              f"d = {d}, every repetition in the store pooled: "
              + ", ".join(f"{int(n)} with the `{e}` test-error estimator" for e, n in counts.items())
-             + " (`validation.estimators`: both estimate the test error of the same trained "
-             "network, `cv` with control variates of known mean, so they pool; the s.e. of a "
-             "mean of values of unequal noise is still sd/sqrt(n)). The validation target is "
+             + " (`validation.protocol.estimators`: both estimate the test error of the same "
+             "trained network, `cv` with control variates of known mean, so they pool; the s.e. "
+             "of a mean of values of unequal noise is still sd/sqrt(n)). The validation target is "
              f"s.e. ≤ {target:g} at every point. `python -m validation.matrix run --target-se "
              f"{target:g}` adds repetitions, cheapest settings first, until it holds; where it is "
              "not reached, the pooled spread says how many repetitions it would take "
@@ -193,13 +193,13 @@ def _precision_section(full, store, d: int, target: float = 2e-3) -> list[str]:
 
 
 def notes_path(d: int) -> Path:
-    """The notes template of the report at ``d`` (:mod:`validation.notes`)."""
-    return Path(__file__).with_name(f"report_notes_d{int(d)}.md")
+    """The notes template of the report at ``d`` (:mod:`validation.matrix.notes`)."""
+    return Path(__file__).resolve().parents[1] / f"report_notes_d{int(d)}.md"
 
 
 def notes(store, agg, d: int, seeds: int, pooled=None) -> str | None:
     """The investigation notes at ``d`` rendered from the store (every number computed, every
-    claim checked: :mod:`validation.notes`), or None if there are none."""
+    claim checked: :mod:`validation.matrix.notes`), or None if there are none."""
     path = notes_path(d)
     if not path.exists():
         return None

@@ -1,6 +1,6 @@
-"""Statistics of the first layer per readout group, and the ridge readout at several sample sizes
-from one pool, for :mod:`validation.multistep` (what a population theory of the giant steps
-predicts: the mean row of each readout group and the bulk variance around it).
+"""Statistics of the first layer per readout group, for :mod:`validation.multistep.simulator`
+(what a population theory of the giant steps predicts: the mean row of each readout group and the
+bulk variance around it), and the rows of a run with several ridge sizes.
 
 Readout groups: the rows with readout sign ``+1`` (group 0) and ``-1`` (group 1; hypercube
 readout, the first ``ceil(p/2)`` rows are group 0); the constant readout has group 0 only. With
@@ -15,25 +15,19 @@ teacher:
   ``c_g`` dividing by ``n_g`` a bias ``O(tr Cov / n_g^2)`` remains);
 * ``Bperp_gh = B_gh - a_g . a_h``: the same Gram matrix in the complement of ``span(theta_j)``.
 
-Ridge at several sizes: one pool of ``max(n_r)`` samples from the ``ridge`` (and ``ridge_noise``)
-streams; the readout at size ``n_r`` uses the pool's first ``n_r`` samples (the Gram matrix is
-accumulated in chunks cut at every ``n_r``), and every readout is tested on the same fresh
-noiseless test inputs. For one size this is the single-size path of :mod:`validation.multistep`
-(same streams, same samples) up to the rounding of the chunked sums.
+Ridge at several sizes (:func:`validation.protocol.montecarlo.ridge_test_errors`, the protocol's
+one ridge and test error): one pool of ``max(n_r)`` samples from the ``ridge`` (and
+``ridge_noise``) streams; the readout at size ``n_r`` uses the pool's first ``n_r`` samples (the
+Gram matrix is accumulated in chunks cut at every ``n_r``), and every readout is tested on the
+same fresh noiseless test inputs.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
-from asymptotics.coefficients.functions import Function
-
-from . import montecarlo as mc
-from .montecarlo import ridge_readout
 
 #: the widest layout of :func:`GroupStats.flat` (two readout groups, three target directions)
 MAX_GROUPS = 2
@@ -100,48 +94,9 @@ def group_statistics(W: np.ndarray, theta: np.ndarray, a: np.ndarray) -> GroupSt
     return GroupStats(n, proj, c, B, Bperp)
 
 
-def ridge_test_errors(W: np.ndarray, theta: np.ndarray, g: Callable, sigma: Function, *,
-                      n_ridges: Sequence[int], lam: float, n_test: int, delta: float,
-                      ridge_seed: np.random.SeedSequence, noise_seed: np.random.SeedSequence,
-                      test_seed: np.random.SeedSequence,
-                      chunk_bytes: int = 32 * 2**20) -> tuple[np.ndarray, float]:
-    """Ridge readouts ``argmin_a sum_(i <= n_r) (y_i - <a, sigma(W x_i)>/sqrt p)^2 + lam |a|^2``
-    on the first ``n_r`` samples of one pool, for every ``n_r`` of ``n_ridges``; returns their
-    test errors ``E (g - f)^2`` (in the order of ``n_ridges``) and ``E g^2`` on the same test
-    inputs."""
-    sizes = [int(m) for m in n_ridges]
-    if not sizes or min(sizes) < 1:
-        raise ValueError(f"every ridge sample size must be >= 1, got {sizes}")
-    p, d = W.shape
-    scale = 1.0 / math.sqrt(p)
-    pool = max(sizes)
-    gram, rhs = np.zeros((p, p)), np.zeros(p)
-    rng, noise = np.random.default_rng(ridge_seed), np.random.default_rng(noise_seed)
-    readouts: dict[int, np.ndarray] = {}
-    seen = 0
-    chunks = mc.batches(rng, pool, d, mc.chunk_rows(max(p, d), pool, chunk_bytes, 16),
-                        stops=sizes)
-    for X, y in mc.labelled(chunks, theta, g, delta, noise):
-        F = sigma(X @ W.T) * scale
-        gram += F.T @ F
-        rhs += F.T @ y
-        seen += X.shape[0]
-        if seen in sizes:
-            readouts[seen] = ridge_readout(None, None, lam, gram=gram.copy(), rhs=rhs.copy())
-    A = np.stack([readouts[m] for m in sizes], axis=1)  # p x len(sizes)
-    err = np.zeros(len(sizes))
-    power = 0.0
-    test_rng = np.random.default_rng(test_seed)
-    for X in mc.batches(test_rng, n_test, d, mc.chunk_rows(max(p, d), n_test, chunk_bytes, 16)):
-        y = g(X @ theta.T)
-        pred = sigma(X @ W.T) @ A * scale
-        err += np.sum((y[:, None] - pred) ** 2, axis=0)
-        power += float(np.sum(y * y))
-    return err / n_test, power / n_test
-
-
 def risk_rows(run) -> list[dict]:
-    """One row per (step, ridge size) of a :class:`validation.multistep.MultiStepRun` made with
+    """One row per (step, ridge size) of a :class:`validation.multistep.simulator.MultiStepRun`
+    made with
     ``ridge_alphas`` (and ``groups``): every parameter, ``repetition``, ``step``, ``ridge_alpha``,
     ``n_ridge``, ``test_error``, ``target_power``, ``subspace_fraction``, ``weight_norm``,
     ``train_loss`` (as in ``MultiStepRun.table``: ``L`` of ``W_t`` with the fixed readout on the

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .campaign.template import num, pct, render, signed, span
+from ..campaign.template import num, pct, render, signed, span
 
 __all__ = ["Context", "Gap", "num", "one", "pct", "render", "sel", "signed", "span"]
 
@@ -66,7 +66,7 @@ class Context:
     """The aggregated store at ``d`` and the helpers the notes use."""
 
     def __init__(self, store, agg, d: int, seeds: int, pooled=None) -> None:
-        from .matrix import aggregate, matrix_settings
+        from .campaign import aggregate, matrix_settings
 
         self.store, self.d, self.seeds = store, d, seeds
         keys = {ms.key for ms in matrix_settings()}
@@ -104,7 +104,7 @@ class Context:
     def gap_table(self, keys, ds=None, model: str = "srf") -> str:
         """A markdown table of :meth:`gap` (all repetitions, their count in brackets) of the
         settings ``keys`` at the dimensions ``ds`` (default: the d-scaling ones)."""
-        from .matrix import D_SCALING
+        from .campaign import D_SCALING
 
         ds = tuple(ds or D_SCALING)
         lines = [f"| setting ({model}) | " + " | ".join(f"d = {x}" for x in ds) + " |",
