@@ -7,7 +7,7 @@ directories, ``--help`` / ``--version`` of every command -- over the Python API
 ``optimal_eta``, ``get_function``, ``from_weights``, ``validation.protocol.simulator.Setting`` /
 ``simulate``) and every command line (``python -m asymptotics``, ``python -m validation``,
 ``python -m validation.matrix``, ``python -m figures``, the report commands,
-``python -m validation.experiments.finite_width``).
+``python -m validation.matrix.finite_width``).
 
 Every entry runs in a fresh subprocess (no cache leaks between entries, hangs are timed out) and
 is classified by what it does:
@@ -609,7 +609,7 @@ def cli_entries() -> list[Entry]:
         "matrix_cli.report": "validation.matrix report", "figures": "figures",
         "multistep_report": "figures.multistep_report",
         "spectra_report": "figures.spectra_report",
-        "finite_width": "validation.experiments.finite_width",
+        "finite_width": "validation.matrix.finite_width",
     }
     for key, cmd in commands.items():
         a(cli(f"cli.{key}.help", f"{cmd} --help", K))
@@ -899,7 +899,7 @@ def cli_entries() -> list[Entry]:
     }
     for label, (args, accept, why, names) in fw.items():
         a(cli(f"cli.finite_width.{label}",
-              ["validation.experiments.finite_width", *args.split()], accept, names, why))
+              ["validation.matrix.finite_width", *args.split()], accept, names, why))
     return out
 
 

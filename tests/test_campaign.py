@@ -300,7 +300,7 @@ def test_polynomial_spikes_run_into_the_cache_when_installed(tmp_path, monkeypat
 
 
 def test_committed_finite_width_runs_are_the_export_of_their_store(tmp_path):
-    from validation.experiments import finite_width as FW
+    from validation.matrix import finite_width as FW
 
     c = FW.campaign([1000], 1)
     with Store(tmp_path / "s.sqlite") as st:
@@ -313,7 +313,7 @@ def test_finite_width_tasks_are_its_committed_repetitions():
     """A task re-run gives its committed row (d = 1000, the first point of repetition 0): the same
     seed and eta; the risk to the last bits that BLAS thread counts move (a re-run with other
     thread counts differs in the 16th digit, the old runner's too)."""
-    from validation.experiments import finite_width as FW
+    from validation.matrix import finite_width as FW
 
     committed = pd.read_csv(FW.RUNS)
     c = FW.campaign([1000], 1)
@@ -411,7 +411,7 @@ def test_multistep_runs_what_its_data_lack_then_reads_them(tmp_path, monkeypatch
 
 
 @pytest.mark.parametrize("command", [["validation.spiked.cli", "report"],
-                                     ["validation.experiments.finite_width"],
+                                     ["validation.matrix.finite_width"],
                                      ["figures.multistep_report"],
                                      ["figures.spectra_report"]])
 def test_installed_package_reports_need_out(command, monkeypatch, capsys):

@@ -144,10 +144,10 @@ def test_multistep_risk_edited_eta_is_not_reused(tmp_path, monkeypatch):
 
 def _plans():
     """The plan that computed each committed campaign CSV."""
-    from validation.experiments import finite_width as FW
     from validation.experiments import polynomial_spikes as PS
     from validation.experiments import spectra as SP
     from validation.matrix import campaign as M
+    from validation.matrix import finite_width as FW
     from validation.multistep import experiment as MS
     from validation.multistep import risk as MR
     from validation.spiked import campaign as SC

@@ -22,7 +22,7 @@ COMMANDS = {
     "validation.matrix.cli": "python -m validation.matrix",
     "validation.spectrum.cli": "python -m validation.spectrum",
     "validation.spiked.cli": "python -m validation.spiked",
-    "validation.experiments.finite_width": "python -m validation.experiments.finite_width",
+    "validation.matrix.finite_width": "python -m validation.matrix.finite_width",
     "figures.__main__": "python -m figures",
     "figures.multistep_report": "python -m figures.multistep_report",
     "figures.spectra_report": "python -m figures.spectra_report",

@@ -143,7 +143,7 @@ def test_cli_width(capsys):
 
 
 def test_experiment_eta_gives_the_requested_r_sqrt_p():
-    from validation.experiments.finite_width import PAIRS, eta_for
+    from validation.matrix.finite_width import PAIRS, eta_for
 
     for pair in PAIRS:
         eta = eta_for(pair, 3.0, 2000)

@@ -24,7 +24,7 @@ TABLE_WRITERS = {
     "validation/compare.py": "--out: the comparison table, or stdout",
     "validation/sweep/cli.py": "--out: the sweep's result table, or stdout",
     "validation/multistep/cli.py": "--out: the repetitions' table; the summary on stdout",
-    "validation/experiments/finite_width.py": "the report's matrix table into --out/data",
+    "validation/matrix/finite_width.py": "the report's matrix table into --out/data",
     "validation/experiments/polynomial_spikes/report.py": "the report's table into --out/data",
 }
 

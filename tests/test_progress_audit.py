@@ -40,7 +40,7 @@ LONG_COMMANDS = [
     ("validation.spiked.cli", ["reference"], None),
     ("validation.spiked.cli", ["report"], None),
     ("validation.spiked.cli", ["readouts"], None),
-    ("validation.experiments.finite_width", [], None),
+    ("validation.matrix.finite_width", [], None),
     ("validation.multistep.theory", [], None),
     ("validation.experiments.polynomial_spikes.report", [], None),
     ("figures.__main__", [], None),

@@ -86,7 +86,7 @@ def test_committed_spiked_report_is_regenerated(tmp_path):
 
 @pytest.mark.slow  # ~1 min: the finite-p theory at every point and the matrix table
 def test_committed_finite_width_report_is_regenerated(tmp_path):
-    from validation.experiments import finite_width as FW
+    from validation.matrix import finite_width as FW
 
     assert FW.main(["--out", str(tmp_path), "--quiet"]) == 0
     _same((tmp_path / "FINITE_WIDTH.md").read_text(), (FW.REPORTS / "FINITE_WIDTH.md").read_text())

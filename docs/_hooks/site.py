@@ -23,7 +23,7 @@ PREFIX = {"staircase": "multistep_", "outliers": "spectra_"}
 # figures made by other commands than ``python -m figures``: (title, image, command, caption)
 EXTRA = [
     ("finite_width", ROOT / "validation" / "reports" / "figures" / "finite_width_crossover.png",
-     "python -m validation.experiments.finite_width",
+     "python -m validation.matrix.finite_width",
      "the risk of sRF simulations at d = p = 1000, 2000, 4000 moves from random features to the "
      "p = infinity theory as r sqrt(p) grows; the finite-width theory follows them "
      "(validation/reports/FINITE_WIDTH.md)"),
