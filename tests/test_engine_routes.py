@@ -105,7 +105,8 @@ def test_batch_and_the_network_model_reach_curves_and_grids():
     """batch= (THEORY.md §14) and model="network" beyond one step (§15) take the same dispatch on
     every entry point: a curve's and a grid's points are risk()'s points; an unknown batch is
     refused in one line."""
-    kw = dict(sigma="tanh", target="He3(z1)/sqrt(6)", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0, steps=2)
+    kw = dict(sigma="tanh", target="He3(z1)/sqrt(6)", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0,
+              steps=2)
     alphas = [0.7, 2.0]
     reused = [A.risk(a, model="srf", batch="reused", **kw) for a in alphas]
     fresh = A.risk(2.0, model="srf", **kw)
@@ -113,14 +114,14 @@ def test_batch_and_the_network_model_reach_curves_and_grids():
     curve = A.risk_curve(alphas, model="srf", batch="reused", **kw)
     grid = A.risk_grid(alpha=alphas, model="srf", batch="reused", **kw)
     for df in (curve, grid):
-        assert [math.isclose(x, r.risk, rel_tol=1e-8) for x, r in zip(df.risk, reused)] == \
+        assert [math.isclose(x, r.risk, rel_tol=1e-8) for x, r in zip(df.risk, reused, strict=True)] == \
             [True, True]
     net = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0), lam=0.01,
                beta=1.0, steps=2, readout="pm1")
     points = [A.risk(a, **net) for a in alphas]
     assert all(p.model == "network" or p.parameters.get("model") == "network" for p in points)
     curve = A.risk_curve(alphas, **net)
-    assert [math.isclose(x, p.risk, rel_tol=1e-8) for x, p in zip(curve.risk, points)] == \
+    assert [math.isclose(x, p.risk, rel_tol=1e-8) for x, p in zip(curve.risk, points, strict=True)] == \
         [True, True]
     with pytest.raises(ValueError, match="batch must be one of fresh, reused"):
         A.risk(1.0, model="srf", batch="stale", **kw)
