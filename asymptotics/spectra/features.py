@@ -77,11 +77,10 @@ def features_bulk(prob: SpikedProblem, alpha: float) -> tuple[Solver, list, floa
     """(solver, support intervals, atom at 0): the atom is 1 - alpha/beta when n < p (rank n),
     else 0 (the features' noise part mus2 > 0 makes the n rows in general position)."""
     sol = features_solver(prob, alpha)
+    sol.atom = max(0.0, 1.0 - alpha / prob.beta)
     mean = sol.scale
     hi = mean * (1.0 + math.sqrt(max(prob.beta / alpha, alpha / prob.beta))) ** 2 * 4.0
-    support = bulk_support(sol, hi)
-    atom = max(0.0, 1.0 - alpha / prob.beta)
-    return sol, support, atom
+    return sol, bulk_support(sol, hi), sol.atom
 
 
 def channel_names(K: int, r: int) -> list[str]:

@@ -21,6 +21,7 @@ Y_END = 1e-10  # and ends at Im z = Y_END * scale (density at x + i0)
 SHRINK = 0.1  # Im z shrinks by this factor per stage
 NEWTON_TOL = 1e-12
 NEWTON_MAX = 40
+GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
 
 
 class Solver:
@@ -29,6 +30,7 @@ class Solver:
     def __init__(self, residual: Callable, start: Callable, stieltjes: Callable,
                  scale: float) -> None:
         self.residual, self.start, self.stieltjes, self.scale = residual, start, stieltjes, scale
+        self.atom = 0.0  # the mass at 0, once known (removed from the density)
 
     def _newton(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Newton on the points not yet converged (a finite-difference Jacobian: F is
@@ -66,15 +68,15 @@ class Solver:
 
     def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The solution at the points z (Im z >= 0; real z means z + i Y_END scale) and a
-        converged flag per point."""
+        converged flag per point: Newton at Im z = Y_START scale, then at Im z shrunk by
+        SHRINK per stage, each stage started from the previous one."""
         z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
         xr, yt = z.real, np.maximum(z.imag, Y_END * self.scale)
         y = max(Y_START * self.scale, float(np.max(yt)))
         x = self.start(xr + 1j * y)
         ok = np.ones(z.shape[0], dtype=bool)
         while True:
-            cur = xr + 1j * np.maximum(y, yt)
-            x, ok_s = self._newton(x, cur)
+            x, ok_s = self._newton(x, xr + 1j * np.maximum(y, yt))
             ok &= ok_s
             if y <= float(np.min(yt)):
                 break
@@ -92,14 +94,17 @@ class Solver:
 def density_of(solver: Solver, x: np.ndarray) -> np.ndarray:
     """(1/pi) Im m(x + i0): the bulk density (the atom at 0 excluded)."""
     x = np.asarray(x, dtype=np.float64)
-    d = np.maximum(solver.m(x.ravel() + 0j).imag / math.pi, 0.0)
+    z = x.ravel() + 1j * Y_END * solver.scale
+    m = solver.m(z) + solver.atom / z  # the atom's Lorentzian tail removed
+    d = np.maximum(m.imag / math.pi, 0.0)
     d[np.abs(x.ravel()) < 1e-12 * solver.scale] = 0.0
     return d.reshape(x.shape)
 
 
 def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
-    """The intervals where the density is positive, edges refined by two vectorised grid
-    passes (relative precision ~ 1e-6 of the range); ``hi`` bounds the bulk from above."""
+    """The intervals where the density is positive, on a linear grid joined with a geometric
+    one near 0 (small components beside an atom), edges refined by three vectorised grid
+    passes; ``hi`` bounds the bulk from above (doubled until it does)."""
     for _ in range(8):
         x = np.linspace(0.0, hi, n_grid + 1)[1:]
         d = density_of(solver, x)
@@ -107,15 +112,16 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
             break
         hi *= 2.0
     top = x[np.nonzero(d > 1e-7 * max(float(np.nanmax(d)), 1e-300))[0][-1]] if np.any(d > 0) else hi
-    x = np.linspace(0.0, min(hi, 1.1 * (top + hi / n_grid)), n_grid + 1)[1:]
+    top = min(hi, 1.1 * (top + hi / n_grid))
+    x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
+                                  np.geomspace(1e-4 * top, top / n_grid, 30)]))
     d = density_of(solver, x)
     tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
     on = d > tol
-    step = x[1] - x[0]
 
     def refine(a: float, b: float, rising: bool) -> float:
-        for _ in range(3):
-            g = np.linspace(a, b, 41)
+        for _ in range(2):
+            g = np.linspace(a, b, 65)
             dg = density_of(solver, g) > tol
             idx = np.argmax(dg) if rising else len(g) - 1 - np.argmax(dg[::-1])
             if rising:
@@ -131,8 +137,10 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
             j = i
             while j + 1 < len(x) and on[j + 1]:
                 j += 1
-            lo = refine(x[i] - step if i else 0.0, x[i], True)
-            up = refine(x[j], x[j] + step, False)
+            lo = refine(x[i - 1] if i else 0.0, x[i], True)
+            up = refine(x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], False)
+            if out and lo - out[-1][1] < GAP_MIN * top:
+                lo = out.pop()[0]
             out.append((float(max(lo, 0.0)), float(up)))
             i = j + 1
         else:

@@ -121,5 +121,6 @@ def weights_outliers(sol: Solver, edge: float, *, r: float, gamma: float, c: flo
 def weights_bulk(nodes: np.ndarray, wts: np.ndarray, beta: float) -> tuple[Solver, list, float]:
     """(solver, support intervals, atom at 0 = max(0, 1 - 1/beta))."""
     sol = gmp_solver(nodes, wts, beta)
+    sol.atom = max(0.0, 1.0 - 1.0 / beta)
     hi = float(np.max(nodes)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
-    return sol, bulk_support(sol, hi), max(0.0, 1.0 - 1.0 / beta)
+    return sol, bulk_support(sol, hi), sol.atom

@@ -107,10 +107,14 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 def kolmogorov(eig: np.ndarray, cdf, n_out: int) -> float:
     """sup_x |F_emp(x) - F(x)| over the eigenvalues without the top ``n_out`` (the outliers),
-    F the limiting law's cdf (atom included); the empirical cdf is that of all p - n_out."""
+    F the limiting law's cdf (atom included; numerically zero eigenvalues, below 1e-9 of the
+    largest, are the rank deficit and count as 0); both one-sided limits at every jump."""
     x = np.sort(eig)[: eig.size - n_out]
+    x = np.where(np.abs(x) < 1e-9 * np.max(np.abs(eig)), 0.0, x)
     m = x.size
-    F = cdf(x)
-    hi = np.arange(1, m + 1) / m
-    lo = np.arange(0, m) / m
-    return float(max(np.max(np.abs(hi - F)), np.max(np.abs(F - lo))))
+    u = np.unique(x)
+    le = np.searchsorted(x, u, side="right") / m
+    lt = np.searchsorted(x, u, side="left") / m
+    F = cdf(u)
+    F_left = np.where(u > 0.0, cdf(u * (1.0 - 1e-12)), 0.0)
+    return float(max(np.max(np.abs(le - F)), np.max(np.abs(lt - F_left))))
