@@ -102,7 +102,13 @@ def spectrum(of: str, alpha: float | None = None, *,
         g = get_function(target)
         sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta)
         nodes, wts = population(s, g, alpha0=alpha0, eta=eta, delta=delta, model=model)
-        sol, support, atom = weights_bulk(nodes, wts, beta)
+        exact = None
+        if model == "network" and eta > 0.0:
+            from asymptotics.spectra.weights import network_gmp_solver
+
+            exact = network_gmp_solver(s, g, alpha0=alpha0, eta=eta, delta=delta, beta=beta,
+                                       mean=float(nodes @ wts))
+        sol, support, atom = weights_bulk(nodes, wts, beta, exact)
         edge = support[-1][1] if support else 0.0
         forms = (network_forms(s, g, alpha0=alpha0, eta=eta, delta=delta)
                  if model == "network" and eta > 0.0 else None)

@@ -21,15 +21,23 @@ Phis = Callable[[float], tuple[np.ndarray, np.ndarray]]
 
 def _top(phis: Phis, lam: float) -> np.ndarray:
     A, B = phis(lam)
-    ev = np.linalg.eigvals(A @ B).real
+    P = A @ B
+    if not np.all(np.isfinite(P)):
+        return np.full(P.shape[0], np.nan)
+    ev = np.linalg.eigvals(P).real
     return np.sort(ev)[::-1]
 
 
 def outlier_locations(phis: Phis, edge: float, k: int) -> list[float]:
     """Roots lam > edge of det(I - Phi1 Phi2), descending (the eigenvalues of Phi1 Phi2 are real,
     >= 0 and decrease in lam above the bulk)."""
-    lo = edge * (1.0 + 1e-7) + 1e-12
-    ev_lo = _top(phis, lo)
+    for eps in (1e-7, 1e-5, 1e-3, 1e-2):  # just above the edge, where the forms are finite
+        lo = edge * (1.0 + eps) + 1e-12
+        ev_lo = _top(phis, lo)
+        if np.all(np.isfinite(ev_lo)):
+            break
+    else:
+        return []
     n_out = int(np.sum(ev_lo > 1.0))
     if n_out == 0:
         return []

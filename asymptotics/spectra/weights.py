@@ -45,6 +45,30 @@ def gmp_solver(nodes: np.ndarray, weights: np.ndarray, beta: float) -> Solver:
     return Solver(residual, start, lambda x: x[:, 0], scale=float(w @ t))
 
 
+def network_gmp_solver(s: Function, g: Function, *, alpha0: float, eta: float, delta: float,
+                       beta: float, mean: float) -> Solver:
+    """The generalised MP law of the network's bulk with the exact Stieltjes transform of the
+    population law, s_H(zeta) = tr (C - zeta)^-1/d (the resolvent kernel of the network theory):
+    E_H[t/(1 + beta t m)] = (1 - s_H(-1/(beta m))/(beta m))/(beta m). (A Gauss rule of H would
+    put spurious small components beside the bulk, one per tail node.)"""
+    k = ge_coefficients(s, g)
+    z, e, w = law_nodes(g, k.mu0, delta)
+    a = eta * k.c1
+    bq = eta * eta * max(k.s2 - k.c1 * k.c1, 0.0) / alpha0
+    psi = 1.0 / alpha0
+
+    def s_h(zeta: np.ndarray) -> np.ndarray:
+        out, _, ok = dyson_forms(np.ascontiguousarray(zeta), e, z, w, a, bq, psi, TOL, 20000)
+        return np.where(ok, out[:, 0], np.nan)
+
+    def residual(x: np.ndarray, zz: np.ndarray) -> np.ndarray:
+        m = x[:, 0]
+        bm = beta * m
+        return (-zz * m + (1.0 - s_h(-1.0 / bm) / bm) / beta - 1.0)[:, None]
+
+    return Solver(residual, lambda zz: (-1.0 / zz)[:, None], lambda x: x[:, 0], scale=mean)
+
+
 def population(s: Function, g: Function, *, alpha0: float, eta: float, delta: float,
                model: str) -> tuple[np.ndarray, np.ndarray]:
     """(nodes, weights) of the spectral law of C."""
@@ -118,9 +142,11 @@ def weights_outliers(sol: Solver, edge: float, *, r: float, gamma: float, c: flo
     return out
 
 
-def weights_bulk(nodes: np.ndarray, wts: np.ndarray, beta: float) -> tuple[Solver, list, float]:
-    """(solver, support intervals, atom at 0 = max(0, 1 - 1/beta))."""
-    sol = gmp_solver(nodes, wts, beta)
+def weights_bulk(nodes: np.ndarray, wts: np.ndarray, beta: float, exact: Solver | None = None
+                 ) -> tuple[Solver, list, float]:
+    """(solver, support intervals, atom at 0 = max(0, 1 - 1/beta)); ``exact``: a solver to use
+    instead of the one of the rule (nodes, wts), which then only bounds the spectrum."""
+    sol = gmp_solver(nodes, wts, beta) if exact is None else exact
     sol.atom = max(0.0, 1.0 - 1.0 / beta)
     hi = float(np.max(nodes)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
     return sol, bulk_support(sol, hi), sol.atom
