@@ -32,7 +32,7 @@ def _env() -> dict[str, str]:
 
 def test_the_four_tutorials_exist() -> None:
     assert NAMES == ["01_first_curves", "02_theory_vs_simulation", "03_reproduce_a_figure",
-                     "04_your_own_model"]
+                     "04_your_own_model", "06_spectra"]
     index = (ROOT / "docs" / "tutorials" / "index.md").read_text(encoding="utf-8")
     for path in TUTORIALS:
         text = path.read_text(encoding="utf-8")

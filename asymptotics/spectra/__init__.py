@@ -1,4 +1,4 @@
-"""Limiting spectra of the learned features and weights, bulk and outliers (docs/THEORY.md §13)."""
+"""Limiting spectra of the learned features and weights, bulk and outliers (docs/THEORY.md §14)."""
 
 from asymptotics.spectra.api import spectrum
 from asymptotics.spectra.law import Outlier, SpectralLaw

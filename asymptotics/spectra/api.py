@@ -1,5 +1,5 @@
 """``asymptotics.spectrum``: the limiting spectra of the learned features and weights with their
-outliers, at d -> infinity or at the user's d (docs/THEORY.md §13)."""
+outliers, at d -> infinity or at the user's d (docs/THEORY.md §14)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def spectrum(of: str, alpha: float | None = None, *,
              lam: float = default("lam"), beta: float = default("beta"),
              delta: float = default("delta"), model: str = "srf", readout: object = "constant",
              steps: int = 1, d: float | None = None) -> SpectralLaw:
-    """The limiting spectral law (docs/THEORY.md §13) of
+    """The limiting spectral law (docs/THEORY.md §14) of
     ``of="features"``: the p eigenvalues of F^T F, F = sigma(X W^T)/sqrt(p) on n = alpha d fresh
     inputs (the matrix of the readout's ridge normal equations; ``lam`` only shifts it); or
     ``of="weights"``: the p eigenvalues of W W^T (squared singular values of the first layer).

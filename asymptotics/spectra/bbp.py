@@ -1,5 +1,5 @@
 """Outliers of a finite-rank perturbation F = B + P Q^T of a matrix with a known limiting law
-(docs/THEORY.md §13.3; Benaych-Georges and Nadakuditi 2012, arXiv:0910.2120).
+(docs/THEORY.md §14.3; Benaych-Georges and Nadakuditi 2012, arXiv:0910.2120).
 
 With Phi1(lam) = lam P^T (lam - B B^T)^-1 P and Phi2(lam) = Q^T (lam - B^T B)^-1 Q (k x k,
 deterministic equivalents supplied by the caller), an eigenvalue lam of F^T F outside the bulk

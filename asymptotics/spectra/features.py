@@ -1,5 +1,5 @@
 """Spectrum of the learned features' ridge matrix F^T F, F = sigma(X W^T)/sqrt(p) on n = alpha d
-fresh inputs (docs/THEORY.md §13.1-§13.3), for the K-group, r-spike model of §10.
+fresh inputs (docs/THEORY.md §14.1-§14.3), for the K-group, r-spike model of §10.
 
 Bulk: m(z) = (1/p) tr (F^T F - z)^-1 = sum_g V2_g(lam = -z), the V-part of the K-group
 equations (the same tables and resolvent as the risk) continued to complex lam:

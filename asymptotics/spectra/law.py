@@ -1,4 +1,4 @@
-"""A limiting spectral law from its Stieltjes transform (docs/THEORY.md §13): the complex
+"""A limiting spectral law from its Stieltjes transform (docs/THEORY.md §14): the complex
 fixed point solved by Newton along a path z = x + i y, y from large to ~0 (the physical branch
 is the continuation of the large-|z| one), the density (1/pi) Im m(x + i0), the bulk's edges,
 its cdf with the atom at 0, and the result records (:class:`SpectralLaw`, :class:`Outlier`).
@@ -16,9 +16,9 @@ from functools import cached_property
 
 import numpy as np
 
-Y_START = 30.0  # the path starts at Im z = Y_START * scale
+Y_START = 5.0  # the path starts at Im z = Y_START * scale
 Y_END = 1e-10  # and ends at Im z = Y_END * scale (density at x + i0)
-SHRINK = 0.1  # Im z shrinks by this factor per stage
+SHRINK = 0.04  # Im z shrinks by this factor per stage
 NEWTON_TOL = 1e-12
 NEWTON_MAX = 40
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
@@ -162,7 +162,7 @@ class Outlier:
 
 @dataclass(frozen=True)
 class SpectralLaw:
-    """The limiting law of the eigenvalues of ``matrix`` (docs/THEORY.md §13) with its atom at
+    """The limiting law of the eigenvalues of ``matrix`` (docs/THEORY.md §14) with its atom at
     0, bulk ``support`` (intervals), ``outliers`` (descending) and every parameter.
     ``density(x)``, ``cdf(x)`` (atom included), ``stieltjes(z)``."""
 

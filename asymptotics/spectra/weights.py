@@ -1,5 +1,5 @@
 """Spectrum of the first layer after one giant step: the eigenvalues of W1 W1^T (p x p, the squared
-singular values of W1), docs/THEORY.md §13.4.
+singular values of W1), docs/THEORY.md §14.4.
 
 W1 = B + r 1_p v^T with bulk rows of population covariance C/d (given the first batch they are
 i.i.d.): the bulk law is the generalised Marchenko-Pastur law of C (Silverstein and Bai 1995),
@@ -138,7 +138,7 @@ def weights_outliers(sol: Solver, edge: float, *, r: float, gamma: float, c: flo
         ov_v = float(qv[0])
         out.append(Outlier(lam, "learned 1", {"mean": float(pu[0] / (r * r * p)),
                                              "learned 1": ov_v,
-                                             "target 1": ov_v * (tv / vv) ** 2}))
+                                             "target 1": float(ov_v * (tv / vv) ** 2)}))
     return out
 
 
