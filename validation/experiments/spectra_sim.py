@@ -1,4 +1,4 @@
-"""Monte Carlo of the spectra that :func:`asymptotics.spectrum` predicts (docs/THEORY.md §13):
+"""Monte Carlo of the spectra that :func:`asymptotics.spectrum` predicts (docs/THEORY.md §14):
 the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 = 1/sqrt(p), one
 or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
 surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
