@@ -114,3 +114,32 @@ def test_network_weights_bulk_against_monte_carlo(sigma: str, alpha0: float, eta
                              alpha0=alpha0, eta=eta, seed=seed)
         assert kolmogorov(D.w_eig, net.cdf, 1) <= 0.02
         assert kolmogorov(D.w_eig, srf.cdf, 1) > 0.02
+
+
+def test_two_opposite_groups_equal_one_group() -> None:
+    """Odd sigma, groups +u and -u (each half of the neurons, same bulk) are one group up to the
+    signs of the columns of F, which leave the eigenvalues of F^T F unchanged: the K = 2 law and
+    its outliers must equal the K = 1 law's (an exact identity, not a tolerance of the theory)."""
+    from asymptotics.spectra.features import features_bulk, features_outliers
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    common = dict(sigma="tanh", target="tanh", overlaps=[[0.8]], lam=0.01, beta=0.5)
+    one = build_spiked_problem(loadings=[[1.1]], bulk=[1.2], fractions=[1.0], **common)
+    two = build_spiked_problem(loadings=[[1.1], [-1.1]], bulk=[1.2, 1.2], fractions=[0.5, 0.5],
+                               **common)
+    (s1, sup1, _), (s2, sup2, _) = features_bulk(one, 2.0), features_bulk(two, 2.0)
+    x = np.linspace(sup1[0][0], sup1[-1][1], 7)[1:-1]
+    np.testing.assert_allclose(s2.m(x + 1e-3j), s1.m(x + 1e-3j), rtol=1e-9)
+    assert sup2[-1][1] == pytest.approx(sup1[-1][1], rel=1e-4)
+    o1 = features_outliers(one, 2.0, s1, sup1[-1][1], 1000)
+    o2 = features_outliers(two, 2.0, s2, sup2[-1][1], 1000)
+    assert [o.location for o in o2] == pytest.approx([o.location for o in o1], rel=1e-6)
+
+
+def test_committed_report_is_its_data() -> None:
+    """validation/reports/SPECTRA_THEORY.md is what ``--report-only`` writes from the CSV."""
+    import pandas as pd
+
+    from validation.experiments.spectra_theory import CSV, REPORT, report
+
+    assert REPORT.read_text() == report(pd.read_csv(CSV).to_dict("records")) + "\n"
