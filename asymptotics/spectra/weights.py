@@ -69,6 +69,30 @@ def network_gmp_solver(s: Function, g: Function, *, alpha0: float, eta: float, d
     return Solver(residual, lambda zz: (-1.0 / zz)[:, None], lambda x: x[:, 0], scale=mean)
 
 
+class PolishedSolver(Solver):
+    """The exact solver started from a cheap approximate one at the final z (a few Newton steps
+    instead of the whole path); where that fails (not converged, or a change above 10%), the
+    exact path for those points only."""
+
+    def __init__(self, exact: Solver, approx: Solver) -> None:
+        super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
+        self.approx = approx
+
+    def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
+        zt = z.real + 1j * np.maximum(z.imag, 1e-10 * self.scale)
+        x0, ok0 = self.approx.solve(z)
+        x, ok = self._newton(x0, zt)
+        m, m0 = self.stieltjes(x), self.stieltjes(x0)
+        ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
+        ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
+        bad = np.nonzero(~ok)[0]
+        if bad.size:
+            xb, okb = Solver.solve(self, z[bad])
+            x[bad], ok[bad] = xb, okb
+        return x, ok
+
+
 def population(s: Function, g: Function, *, alpha0: float, eta: float, delta: float,
                model: str) -> tuple[np.ndarray, np.ndarray]:
     """(nodes, weights) of the spectral law of C."""
@@ -146,7 +170,9 @@ def weights_bulk(nodes: np.ndarray, wts: np.ndarray, beta: float, exact: Solver 
                  ) -> tuple[Solver, list, float]:
     """(solver, support intervals, atom at 0 = max(0, 1 - 1/beta)); ``exact``: a solver to use
     instead of the one of the rule (nodes, wts), which then only bounds the spectrum."""
-    sol = gmp_solver(nodes, wts, beta) if exact is None else exact
+    sol = gmp_solver(nodes, wts, beta)
+    if exact is not None:
+        sol = PolishedSolver(exact, sol)
     sol.atom = max(0.0, 1.0 - 1.0 / beta)
     hi = float(np.max(nodes)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
     return sol, bulk_support(sol, hi), sol.atom
