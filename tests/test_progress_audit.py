@@ -40,6 +40,7 @@ LONG_COMMANDS = [
     ("validation.spiked.cli", ["readouts"], None),
     ("validation.experiments.finite_width", [], None),
     ("validation.experiments.steps_theory", [], None),
+    ("validation.experiments.spectra_theory", [], None),
     ("validation.experiments.polynomial_spikes", [], None),
     ("figures.__main__", [], None),
     ("figures.multistep_report", [], None),

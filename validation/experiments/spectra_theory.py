@@ -9,7 +9,6 @@ writes validation/reports/data/spectra_theory.csv and validation/reports/SPECTRA
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 import time
@@ -179,39 +178,47 @@ def report(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="d = 1000 only, 2 draws; no files")
-    ap.add_argument("--quiet", action="store_true", help="no progress report")
-    ap.add_argument("--large", action="store_true",
-                    help="add the first setting at d = 4000 (5 draws, ~10 core-minutes) to the CSV")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite SPECTRA_THEORY.md from the committed CSV (no simulation)")
-    args = ap.parse_args(argv)
-    if args.report_only:
-        import pandas as pd
+def build_parser():
+    from asymptotics.cli.common import Parser, add_quiet
 
+    parser = Parser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="d = 1000 only, 2 draws; print the report, write no files")
+    parser.add_argument("--large", action="store_true",
+                        help="add the first setting at d = 4000 (5 draws, ~10 core-minutes) to "
+                             "the CSV and rewrite the report")
+    parser.add_argument("--report-only", action="store_true",
+                        help="rewrite SPECTRA_THEORY.md from the committed CSV (no simulation)")
+    add_quiet(parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    import pandas as pd
+
+    from asymptotics.cli.common import apply_quiet
+
+    args = build_parser().parse_args(argv)
+    quiet = apply_quiet(args)
+    if args.report_only:
         REPORT.write_text(report(pd.read_csv(CSV).to_dict("records")) + "\n")
         return 0
     if args.large:
-        import pandas as pd
-
         old = pd.read_csv(CSV)
-        new = pd.DataFrame(run(quiet=args.quiet, jobs=[(SETTINGS[0], 4000)]))
+        new = pd.DataFrame(run(quiet=quiet, jobs=[(SETTINGS[0], 4000)]))
         old = old[~((old.setting == SETTINGS[0].name) & (old.d == 4000))]
+        order = {s.name: i for i, s in enumerate(SETTINGS)}
         rows = pd.concat([old, new], ignore_index=True).sort_values(
-            ["setting", "d"], kind="stable", key=lambda c: c.map(
-                {s.name: i for i, s in enumerate(SETTINGS)}) if c.name == "setting" else c)
+            ["setting", "d"], kind="stable",
+            key=lambda c: c.map(order) if c.name == "setting" else c)
         rows.to_csv(CSV, index=False)
         REPORT.write_text(report(rows.to_dict("records")) + "\n")
         return 0
-    rows = run(quick=args.quick, quiet=args.quiet)
+    rows = run(quick=args.quick, quiet=quiet)
     text = report(rows)
     if args.quick:
         print(text)
         return 0
-    import pandas as pd
-
     CSV.parent.mkdir(parents=True, exist_ok=True)
     pd.DataFrame(rows).to_csv(CSV, index=False)
     REPORT.write_text(text + "\n")
