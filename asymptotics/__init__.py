@@ -26,6 +26,7 @@ from asymptotics.measures.spectral import (
 from asymptotics.multiindex.polynomial_spikes import PolynomialSpikeResult, polynomial_spike_risk
 from asymptotics.multiindex.steps import state_from_weights, steps_mapping
 from asymptotics.multiindex.steps_risk import risk_by_step, risk_steps
+from asymptotics.spectra import SpectralLaw, spectrum
 from asymptotics.spiked import (
     SpikedResult,
     readout_mapping,
@@ -50,7 +51,7 @@ __all__ = [
     "SpikedResult", "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
     "risk_spiked_semi_empirical", "spike_contributions", "readout_mapping", "risk_readout",
     "risk_readout_curve", "risk_by_step", "risk_steps", "state_from_weights", "steps_mapping",
-    "PolynomialSpikeResult", "polynomial_spike_risk",
+    "PolynomialSpikeResult", "polynomial_spike_risk", "SpectralLaw", "spectrum",
 ]
 
 def _version() -> str:

@@ -16,6 +16,7 @@ FIGURES = {
     "bounds": ("figures.fig_bounds", "make"),
     "double_descent": ("figures.fig_double_descent", "make"),
     "spectrum": ("figures.fig_spectrum", "make"),
+    "spectra_theory": ("figures.fig_spectra_theory", "make"),
     "staircase": ("figures.fig_beyond_one_step", "staircase"),
     "outliers": ("figures.fig_beyond_one_step", "outliers"),
     "phase_diagram": ("figures.fig_phase_diagram", "make"),

@@ -142,9 +142,49 @@ def test_multistep_risk_edited_eta_is_not_reused(tmp_path, monkeypatch):
             monkeypatch.undo()
 
 
+def test_network_steps_edited_setting_is_not_reused(tmp_path, monkeypatch):
+    """Editing a new setting of the network-steps campaign (its alpha0, its readout) makes its
+    committed repetitions stale, and only those; more repetitions keep the stored ones."""
+    from validation.experiments import network_steps as NS
+
+    c = NS.campaign()
+    with Store(tmp_path / "s.sqlite") as st:
+        st.import_csv(c, NS.RUNS)
+        assert st.done(c) == set(c.plan_hashes())
+        assert st.done(NS.campaign(seeds=5)) == set(c.plan_hashes())
+        for field, value in (("alpha0", 8.0), ("readout", {1.0: 0.5, -1.0: 0.5})):
+            monkeypatch.setitem(NS.SETTINGS, "N6", dict(NS.SETTINGS["N6"], **{field: value}))
+            edited = NS.campaign()
+            stale = {edited.key_text(j) for j in edited.settings if j[0] == "N6"}
+            assert len(stale) == 3 and st.done(edited) == set(edited.plan_hashes()) - stale
+            monkeypatch.undo()
+
+
+def test_reused_batch_edited_protocol_is_not_reused(tmp_path, monkeypatch):
+    """A changed constant of the reused-batch protocol (ridge's lam) or its version reruns every
+    run; a changed target (its normalisation) reruns that target's runs only."""
+    from validation.experiments import reused_batch as RB
+
+    c = RB.campaign()
+    with Store(tmp_path / "s.sqlite") as st:
+        st.import_csv(c, RB.RUNS)
+        assert st.done(c) == set(c.plan_hashes())
+        monkeypatch.setattr(RB, "LAM", 0.1)
+        assert st.done(RB.campaign()) == set()
+        monkeypatch.undo()
+        assert st.done(replace(c, version="2")) == set()
+        monkeypatch.setitem(RB.TARGETS, "He2", "He2(z1)")
+        edited = RB.campaign()
+        stale = {edited.key_text(j) for j in edited.settings if j[0].target == "He2"}
+        assert len(stale) == 6 + 4 + 6  # He2 constant at d = 1000, 2000; He2 pm1
+        assert st.done(edited) == set(edited.plan_hashes()) - stale
+
+
 def _plans():
     """The plan that computed each committed campaign CSV."""
+    from validation.experiments import network_steps as NS
     from validation.experiments import polynomial_spikes as PS
+    from validation.experiments import reused_batch as RB
     from validation.experiments import spectra as SP
     from validation.matrix import campaign as M
     from validation.matrix import finite_width as FW
@@ -163,7 +203,9 @@ def _plans():
            (MR.campaign(MR.FULL), MR.paths(MR.FULL)[0], None),
            (PS.campaign([500, 1000, 2000], [24, 12, 8]), PS.RUNS, None),
            (PS.check_campaign(), PS.CHECK, None),
-           (RO.campaign(), RO.STORE, None)]
+           (RO.campaign(), RO.STORE, None),
+           (NS.campaign(), NS.RUNS, None),
+           (RB.campaign(), RB.RUNS, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]
     out += [(SP.campaign(n, SP.FULL), SP.REPORTS / "data" / f"spectra_{n}.csv", SP._import)

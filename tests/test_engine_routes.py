@@ -99,3 +99,29 @@ def test_python_and_the_command_line_share_the_steps_defaults():
     assert steps_eta(3) == (2.0, 8.0, 16.0) and steps_eta(4)[-1] == 16.0
     assert math.isclose(A.risk_curve([1.0], model="srf", steps=1, eta=2.0, **KW).risk.iloc[0],
                         A.risk(1.0, model="srf", steps=1, eta=2.0, **KW).risk)
+
+
+def test_batch_and_the_network_model_reach_curves_and_grids():
+    """batch= (THEORY.md §14) and model="network" beyond one step (§15) take the same dispatch on
+    every entry point: a curve's and a grid's points are risk()'s points; an unknown batch is
+    refused in one line."""
+    kw = dict(sigma="tanh", target="He3(z1)/sqrt(6)", alpha0=2.0, eta=1.0, lam=0.01, beta=1.0,
+              steps=2)
+    alphas = [0.7, 2.0]
+    reused = [A.risk(a, model="srf", batch="reused", **kw) for a in alphas]
+    fresh = A.risk(2.0, model="srf", **kw)
+    assert all(r.converged for r in reused) and reused[1].risk != fresh.risk
+    curve = A.risk_curve(alphas, model="srf", batch="reused", **kw)
+    grid = A.risk_grid(alpha=alphas, model="srf", batch="reused", **kw)
+    for df in (curve, grid):
+        want = [r.risk for r in reused]
+        assert all(math.isclose(x, y, rel_tol=1e-8) for x, y in zip(df.risk, want, strict=True))
+    net = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0), lam=0.01,
+               beta=1.0, steps=2, readout="pm1")
+    points = [A.risk(a, **net) for a in alphas]
+    assert all(p.model == "network" for p in points)
+    curve = A.risk_curve(alphas, **net)
+    want = [p.risk for p in points]
+    assert all(math.isclose(x, y, rel_tol=1e-8) for x, y in zip(curve.risk, want, strict=True))
+    with pytest.raises(ValueError, match="batch must be one of fresh, reused"):
+        A.risk(1.0, model="srf", batch="stale", **kw)

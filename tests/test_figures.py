@@ -14,7 +14,8 @@ from figures.__main__ import available
 def test_every_figure_renders_in_quick_mode(tmp_path):
     names = list(available())
     assert names == ["feature_learning", "batch_size", "bounds", "double_descent", "spectrum",
-                     "staircase", "outliers", "phase_diagram", "readouts", "steps"]  # the full list
+                     "spectra_theory", "staircase", "outliers", "phase_diagram", "readouts",
+                     "steps"]  # the full list
     out = subprocess.run([sys.executable, "-m", "figures", "all", "--quick", "--outdir",
                           str(tmp_path)], capture_output=True, text=True, timeout=900)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -156,3 +156,37 @@ def test_group_covariances_follow_a_simulated_network():
             theory = ng.cov[t][gi][:k, :k] / ng.states[t].c[gi]
             assert abs(theory[0, 1]) > 1.0  # the anisotropy the surrogate does not have
             assert np.max(np.abs(measured - theory)) <= 0.15 * np.max(np.abs(theory))
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["simulate", "--store", "runs.csv"], "--store must name a .sqlite file"),
+    (["simulate", "--only", "N1,N9"], "--only must name settings among"),
+    (["simulate", "--d", "500"], "--d must be one of the plan's"),
+    (["simulate", "--seeds", "0"], "--seeds must be >= 1, got 0"),
+])
+def test_simulate_bad_input_is_one_line(argv, says, tmp_path, monkeypatch, capsys):
+    """Bad input to the campaign's command: one line naming the parameter, exit 2, no store."""
+    from validation.experiments import network_steps as NS
+
+    monkeypatch.chdir(tmp_path)
+    assert NS.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and says in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_campaign_keys_hold_every_parameter():
+    """The plan is PLAN (3 repetitions of every setting at d = 1000, 4 of N1, N2 at 2000); a
+    task's key changes with any field of its setting, d, the repetition or the version."""
+    from dataclasses import replace
+
+    from validation.experiments import network_steps as NS
+
+    c = NS.campaign()
+    assert len(c.settings) == 8 * 3 + 2 * 4
+    job = ("N2", 1000, 0)
+    base = c.task_hash(job)
+    assert base != c.task_hash(("N2", 1000, 1)) != c.task_hash(("N2", 2000, 0))
+    assert base != replace(c, version="2").task_hash(job)
+    rec = c.record_of(job)["setting"]
+    assert rec["setting"]["eta"] == [2.0, 4.0, 8.0] and rec["index"] == 1

@@ -26,6 +26,12 @@ TABLE_WRITERS = {
     "validation/multistep/cli.py": "--out: the repetitions' table; the summary on stdout",
     "validation/matrix/finite_width.py": "the report's matrix table into --out/data",
     "validation/experiments/polynomial_spikes/report.py": "the report's table into --out/data",
+    "validation/experiments/network_steps_report.py": "the report's points table and its theory "
+                                                       "cache, derived and written whole "
+                                                       "(atomically)",
+    "validation/experiments/steps_compare.py": "--out: the theory-against-simulation table of "
+                                               "one call (means and s.e. over the repetitions it "
+                                               "ran, nothing stored or reused), or stdout",
 }
 
 

@@ -43,6 +43,7 @@ LONG_COMMANDS = [
     ("validation.matrix.finite_width", [], None),
     ("validation.multistep.theory", [], None),
     ("validation.experiments.polynomial_spikes.report", [], None),
+    ("validation.experiments.spectra_theory", [], None),
     ("figures.__main__", [], None),
     ("figures.multistep_report", [], None),
     ("figures.spectra_report", [], None),

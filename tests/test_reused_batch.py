@@ -202,3 +202,35 @@ def test_committed_report_is_regenerated_from_committed_data():
     assert len(new) == len(old)
     for i, (a, b) in enumerate(zip(new, old, strict=True)):
         assert a == b, f"line {i + 1}: regenerated {a!r}, committed {b!r}"
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["run", "--store", "runs.csv"], "--store must name a .sqlite file"),
+    (["run", "--d", "1000", "--seeds", "6", "4"], "--d and --seeds need one value each"),
+])
+def test_run_bad_input_is_one_line(argv, says, tmp_path, monkeypatch, capsys):
+    from validation.experiments import reused_batch as RB
+
+    monkeypatch.chdir(tmp_path)
+    assert RB.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: ") and says in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_report_refuses_a_missing_store(tmp_path, capsys):
+    from validation.experiments import reused_report as report
+
+    assert report.main(["--store", str(tmp_path / "none.sqlite")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --store") and len(err.splitlines()) == 1
+
+
+def test_campaign_plan_is_the_committed_one():
+    """MAIN at d = 1000 (6 seeds), LARGE at d = 2000 (4), the eta_tilde scan at d = 1000 (3)."""
+    from validation.experiments import reused_batch as RB
+
+    c = RB.campaign()
+    assert len(c.settings) == 6 * 6 + 4 * 4 + 3 * 3
+    rec = c.record_of(c.settings[0])["setting"]
+    assert rec["setting"]["_type"] == "Setting" and rec["lam"] == RB.LAM and rec["seed"] == 0

@@ -30,9 +30,9 @@ def _env() -> dict[str, str]:
     return env
 
 
-def test_the_five_tutorials_exist() -> None:
+def test_the_six_tutorials_exist() -> None:
     assert NAMES == ["01_first_curves", "02_theory_vs_simulation", "03_reproduce_a_figure",
-                     "04_your_own_model", "05_beyond_one_step"]
+                     "04_your_own_model", "05_beyond_one_step", "06_spectra"]
     index = (ROOT / "docs" / "tutorials" / "index.md").read_text(encoding="utf-8")
     for path in TUTORIALS:
         text = path.read_text(encoding="utf-8")

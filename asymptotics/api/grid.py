@@ -165,7 +165,7 @@ def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, c
                                     strict=strict, solver=solver, progress=False, batch=batch,
                                     **kw)
             if df is None:  # exactly the one-step network theory at eta (THEORY.md §15)
-                df = risk_grid(alphas, **{**kw, "eta": eta}, model=model,
+                df = risk_grid(alpha=alphas, **{**kw, "eta": eta}, model=model,
                                common_row=common_row, strict=strict, solver=solver,
                                engine=engine, progress=False)
             frames.append(df)

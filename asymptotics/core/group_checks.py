@@ -66,8 +66,8 @@ def spiked_inputs(loadings: object, bulk: object, fractions: object, overlaps: o
                          "similar rows")
     if r > MAX_SPIKES:
         raise ValueError(f"loadings has r = {r} spike directions; at most {MAX_SPIKES} are "
-                         f"supported (need r <= {MAX_SPIKES}: the kappa quadrature is a tensor rule "
-                         "in r dimensions)")
+                         f"supported (need r <= {MAX_SPIKES}: the kappa quadrature is a "
+                         "tensor rule in r dimensions)")
     if not np.all(np.isfinite(U)):
         raise ValueError(f"loadings must be finite, got {U.tolist()}")
     for name, value in (("bulk", bulk), ("fractions", fractions)):

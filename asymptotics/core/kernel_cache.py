@@ -21,6 +21,7 @@ STAMP = "giantstep-kernels.stamp"
 #: list is complete)
 KERNEL_MODULES = [
     "asymptotics.coefficients.quadrature",
+    "asymptotics.coefficients.line_moments",
     "asymptotics.measures.marchenko_pastur",
     "asymptotics.measures.channels",
     "asymptotics.measures.spectral",

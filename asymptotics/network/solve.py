@@ -222,7 +222,7 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
         return [res]
 
     r = np.shape(np.asarray(params["loadings"], dtype=np.float64))[1]
-    res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
+    res = replace(_refined(solve_at, int(r), n_kappa, n_omega)[0], model="network")
     if strict and not res.converged:
         raise ConvergenceError(f"network K-group equations did not converge at "
                                f"alpha={alpha:g}: {res.message}")

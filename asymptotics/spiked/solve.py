@@ -53,6 +53,9 @@ class SpikedResult:
     # checked, e.g. r = 1 or a rule given by the caller)
     n_kappa: int = 0
     quadrature_change: float = math.nan
+    #: the model the point describes: "srf" (the K-group sRF model, THEORY.md §10) or "network"
+    #: (the network theory of the groups, §15)
+    model: str = "srf"
 
     #: the three groups of fields, as in :class:`asymptotics.api.points.RiskResult`: what
     #: produced the point, what the equations give, how the solve went
@@ -61,11 +64,6 @@ class SpikedResult:
     SOLUTION = ("risk", "order")
     DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
                    "quadrature_change")
-
-    @property
-    def model(self) -> str:
-        """The model the point describes: the K-group sRF model (THEORY.md §10)."""
-        return "srf"
 
     @property
     def parameters(self) -> dict:

@@ -5,8 +5,14 @@ before any theory number was computed for them (:data:`SETTINGS`).
 
 ``python -m validation.experiments.network_steps simulate [--d 1000] [--seeds 3] [--only N1,N2]``
 simulates the new settings (protocol of THEORY.md §1/§11/§12, an independent numpy simulator
-below; appends to ``validation/reports/data/network_steps_runs.csv``, skipping repetitions that
-are there). ``python -m validation.experiments.network_steps_report [--quiet]`` computes both
+below) as a :class:`validation.campaign.Campaign` (:func:`campaign`: one task per setting, d and
+repetition, keyed by its full parameter record -- the setting, d, the repetition, the common
+parameters and :data:`VERSION`), run into a SQLite store (``--store``; default beside the
+exported CSV: ``validation/reports/data/network_steps_runs.sqlite`` in a checkout, else the user
+cache, :func:`validation.paths.data_file`) that starts from the committed CSV and its keys file,
+so stored repetitions are not rerun; every stored task is exported, sorted by setting, d and
+repetition, atomically to ``network_steps_runs.csv`` with its keys file.
+``python -m validation.experiments.network_steps_report [--quiet]`` computes both
 theories (``model="network"`` and ``model="srf"``) for every point and writes
 ``validation/reports/NETWORK_STEPS.md``.
 
@@ -29,16 +35,23 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
+from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
 RUNS = REPORTS / "data" / "network_steps_runs.csv"
 LAM = 0.01
 RIDGE_ALPHAS = (0.5, 2.0)
 N_TEST = 5000
+#: the protocol's version (part of every task's key): raise it when simulate_one changes
+VERSION = "1"
+SCHEMA = Schema.of(setting=str, d=int, repetition=int, step=int, ridge_alpha=float,
+                   test_error=float, target_power=float, test_error_cv=float, sigma=str,
+                   target=str, readout=str, alpha0=float, eta=str, beta=float, lam=float,
+                   seconds=float)
 
 #: the new settings, fixed before any theory number was computed for them (committed first)
 SETTINGS: dict[str, dict] = {
@@ -123,39 +136,86 @@ def _target_power(target: str) -> float:
     return target_power(target)
 
 
-def simulate(d: int | None, seeds: int | None, only: list[str] | None) -> None:
-    done = set()
-    if RUNS.exists():
-        old = pd.read_csv(RUNS)
-        done = set(zip(old.setting, old.d, old.repetition, strict=True))
-    for dd, ss, names in PLAN:
-        if d is not None and dd != d:
-            continue
-        for rep in range(seeds if seeds is not None else ss):
-            for name in names:
-                if only and name not in only or (name, dd, rep) in done:
-                    continue
-                rows = simulate_one(name, dd, rep)
-                df = pd.DataFrame(rows)
-                df.to_csv(RUNS, mode="a", header=not RUNS.exists(), index=False)
-                print(f"{name} d={dd} rep {rep}: {rows[-1]['seconds']:.1f} s, test error "
-                      + ", ".join(f"{r['test_error_cv']:.4f}" for r in rows), flush=True)
+def _task(job: tuple[str, int, int]) -> list[dict]:
+    return simulate_one(*job)
+
+
+def _record(job: tuple[str, int, int]) -> dict:
+    """A task's parameter record: the setting's every field and its index (which seeds the
+    streams), d, the repetition and the common parameters."""
+    name, d, rep = job
+    return {"name": name, "index": list(SETTINGS).index(name), "setting": SETTINGS[name],
+            "d": d, "repetition": rep, "lam": LAM, "ridge_alphas": RIDGE_ALPHAS,
+            "n_test": N_TEST}
+
+
+def campaign(d: int | None = None, seeds: int | None = None,
+             only: list[str] | None = None) -> Campaign:
+    """The plan (:data:`PLAN`, or its d ``d`` / its settings ``only`` / ``seeds`` repetitions
+    each) as a campaign: one task per (setting, d, repetition)."""
+    jobs = tuple((name, dd, rep) for dd, ss, names in PLAN if d is None or dd == d
+                 for rep in range(seeds if seeds is not None else ss)
+                 for name in names if not only or name in only)
+    return Campaign("network_steps_runs", jobs, _task, SCHEMA,
+                    key_columns=("setting", "d", "repetition"), key=lambda j: j,
+                    version=VERSION, record=_record)
+
+
+def paths() -> tuple[pathlib.Path, pathlib.Path]:
+    """``(read, write)`` of the runs' CSV (:func:`validation.paths.data_file`)."""
+    return data_file(RUNS, "validation", "reports", "data")
+
+
+def simulate(d: int | None, seeds: int | None, only: list[str] | None, *,
+             store: str | pathlib.Path | None = None, progress: bool = True) -> pathlib.Path:
+    """Run the tasks of :func:`campaign` the store lacks and export every stored task to the
+    runs' CSV (module docstring); returns the CSV written."""
+    c = campaign(d, seeds, only)
+    read, write = paths()
+    with Store(pathlib.Path(store) if store else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([write, read]):
+            if source.exists():
+                st.import_csv(c, source)
+        run_campaign(c, st, progress=progress)
+        st.export_csv(c, write)
+    return write
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m validation.experiments.network_steps",
                                  description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sim = sub.add_parser("simulate", help="simulate the new settings (appends, resumable)")
-    sim.add_argument("--d", type=int, default=None)
-    sim.add_argument("--seeds", type=int, default=None)
+    sim = sub.add_parser("simulate", help="simulate the new settings (resumable campaign)")
+    sim.add_argument("--d", type=int, default=None, help="only this d of the plan")
+    sim.add_argument("--seeds", type=int, default=None, help="repetitions per setting and d")
     sim.add_argument("--only", type=str, default=None, help="comma-separated setting names")
+    sim.add_argument("--store", default=None,
+                     help="the SQLite store (.sqlite; default beside the exported CSV)")
+    sim.add_argument("--quiet", action="store_true", help="no progress")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    simulate(args.d, args.seeds, args.only.split(",") if args.only else None)
+    only = args.only.split(",") if args.only else None
+    bad = [n for n in only or () if n not in SETTINGS]
+    if bad:
+        print(f"error: --only must name settings among {', '.join(SETTINGS)}, got "
+              f"{','.join(bad)}", file=sys.stderr)
+        return 2
+    if args.d is not None and args.d not in [d for d, _, _ in PLAN]:
+        print(f"error: --d must be one of the plan's {[d for d, _, _ in PLAN]}, got {args.d}",
+              file=sys.stderr)
+        return 2
+    if args.seeds is not None and args.seeds < 1:
+        print(f"error: --seeds must be >= 1, got {args.seeds}", file=sys.stderr)
+        return 2
+    if args.store is not None and not args.store.endswith(".sqlite"):
+        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
+              f"{args.store}", file=sys.stderr)
+        return 2
+    out = simulate(args.d, args.seeds, only, store=args.store, progress=not args.quiet)
+    print(out)
     return 0
 
 

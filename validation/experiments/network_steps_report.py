@@ -4,12 +4,14 @@ committed Monte Carlo of several steps and of readouts and on the new settings o
 :mod:`validation.experiments.network_steps` (``python -m validation.experiments.network_steps_report
 [--quiet]``). Both theories at the simulated width ``p = beta d`` (§10.6, DERIVATIONS.md §8).
 The theory values are cached per point in ``network_steps_points_theory.csv`` (only missing
-points are computed): delete that file after any change of either theory."""
+points are computed): delete that file after any change of either theory. Both that cache and
+the points table ``network_steps_points.csv`` are derived tables, written whole (atomically)."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import pathlib
 import sys
 from functools import lru_cache
@@ -145,7 +147,7 @@ def theory_table(keys: pd.DataFrame, progress: bool = True) -> pd.DataFrame:
         if len(rows) % 10 == 0 or i == len(todo) - 1:  # save as we go
             new = pd.DataFrame(rows)
             full = new if cache is None else pd.concat([cache, new], ignore_index=True)
-            full.to_csv(THEORY_CACHE, index=False)
+            _write_whole(full, THEORY_CACHE)
     if rows:
         new = pd.DataFrame(rows)
         cache = new if cache is None else pd.concat([cache, new], ignore_index=True)
@@ -319,9 +321,16 @@ def report_text(pts: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def _write_whole(df: pd.DataFrame, path: pathlib.Path) -> None:
+    """A derived table written whole and atomically (a kill leaves the old file or the new)."""
+    tmp = path.with_name(path.name + ".tmp")
+    df.to_csv(tmp, index=False)
+    os.replace(tmp, path)
+
+
 def write_report(progress: bool = True) -> pathlib.Path:
     pts = points(progress=progress)
-    pts.to_csv(THEORY_CSV, index=False)
+    _write_whole(pts, THEORY_CSV)
     OUT.write_text(report_text(pts))
     return OUT
 

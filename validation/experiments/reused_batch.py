@@ -11,13 +11,19 @@ overlaps ``|<u_t, theta_j>|`` of the leading right singular vector of ``W_t - W_
 test error of ridge on the readout (``n = alpha d`` fresh samples, ``lam``; the test set's power
 replaced by the exact ``E g^2``, a control variate with the same mean).
 
-    python -m validation.experiments.reused_batch run [--d 1000 2000] [--seeds 6 4] [--out DIR]
-    python -m validation.experiments.reused_report [--store DIR]
+    python -m validation.experiments.reused_batch run [--d 1000 2000] [--seeds 6 4]
+        [--store FILE.sqlite] [--no-scan] [--quiet]
+    python -m validation.experiments.reused_report [--store FILE.sqlite]
 
-``run`` writes one CSV per (setting, d, seed) to the store (the user cache, ``--out`` to
-choose); the report (:mod:`validation.experiments.reused_report`) collects the store into
-``validation/reports/data/reused_batch.csv``, puts the theory beside it and writes
-``validation/reports/REUSED.md`` and its figure (with no store, from the committed CSV).
+``run`` is a :class:`validation.campaign.Campaign` (:func:`campaign`: one task per (setting,
+d, seed), keyed by its full parameter record -- the setting, d, the seed, the protocol's
+constants and :data:`VERSION`), run into a SQLite store (``--store``; default beside the
+exported CSV: ``validation/reports/data/reused_batch.sqlite`` in a checkout, else the user cache,
+:func:`validation.paths.data_file`) that starts from the committed CSV and its keys file, so
+stored runs are not rerun; every stored run is exported, sorted by setting, d, seed, step and
+batch, atomically to ``reused_batch.csv`` with its keys file. The report
+(:mod:`validation.experiments.reused_report`) puts the theory beside that CSV (or beside a
+store's rows, ``--store``) and writes ``validation/reports/REUSED.md`` and its figure.
 """
 
 from __future__ import annotations
@@ -35,8 +41,9 @@ import pandas as pd
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
+from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.multistep.simulator import giant_step, readout_vector, ridge_test_error
-from validation.paths import user_cache
+from validation.paths import data_file
 from validation.protocol import montecarlo as mc
 
 SIGMA = "tanh"
@@ -46,6 +53,15 @@ ALPHA = 2.0  # ridge sample ratio n/d
 N_TEST = 3000
 TARGETS = {"He3": "He3(z1)/sqrt(6)", "z1+He3": "z1 + He3(z2)/sqrt(6)", "He2": "He2(z1)/sqrt(2)"}
 READOUTS = {"constant": "constant", "pm1": "hypercube"}
+#: the protocol's version (part of every task's key): raise it when run_once changes
+VERSION = "1"
+RUNS = pathlib.Path(__file__).resolve().parents[1] / "reports" / "data" / "reused_batch.csv"
+#: the committed CSV's columns (k = 2 targets add overlap2, direction2, drift2; a quantity a row
+#: does not have is NaN, an empty cell)
+SCHEMA = Schema.of(setting=str, target=str, readout=str, eta=float, d=int, seed=int, batch=str,
+                   step=int, overlap1=float, seconds=float, direction1=float, drift1=float,
+                   err=float, test_power=float, risk=float, overlap2=float, direction2=float,
+                   drift2=float)
 
 
 @dataclass(frozen=True)
@@ -139,33 +155,72 @@ def run_once(s: Setting, d: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def store_dir(out: str | None) -> pathlib.Path:
-    return pathlib.Path(out) if out else user_cache("reused_batch")
+def _task(job: tuple[Setting, int, int]) -> list[dict]:
+    rows = run_once(*job).to_dict("records")
+    return [{c: r.get(c, math.nan) for c in SCHEMA.names} for r in rows]
 
 
-def run(d_seeds: Sequence[tuple[int, int]], *, out: str | None = None, scan: bool = True,
-        quiet: bool = False) -> pathlib.Path:
-    """Every missing run of the campaign (MAIN at each (d, seeds); SCAN at the first d)."""
-    from asymptotics.core.progress import Progress
+def _record(job: tuple[Setting, int, int]) -> dict:
+    """A task's parameter record: the setting, d, the seed and the protocol's constants."""
+    s, d, seed = job
+    return {"setting": s, "d": d, "seed": seed, "sigma": SIGMA, "alpha0": ALPHA0, "lam": LAM,
+            "alpha": ALPHA, "n_test": N_TEST, "target": TARGETS[s.target],
+            "readout": READOUTS[s.readout]}
 
-    root = store_dir(out)
-    root.mkdir(parents=True, exist_ok=True)
-    todo = [(s, d, i) for d, n in d_seeds for s in (MAIN if d < 2000 else LARGE)
+
+def plan(d_seeds: Sequence[tuple[int, int]], scan: bool = True) -> list[tuple[Setting, int, int]]:
+    """MAIN at each (d, seeds) (LARGE at d >= 2000); SCAN at the first d, at most 3 seeds."""
+    jobs = [(s, d, i) for d, n in d_seeds for s in (MAIN if d < 2000 else LARGE)
             for i in range(n)]
     if scan and d_seeds:
         d, n = d_seeds[0]
-        todo += [(s, d, i) for s in SCAN for i in range(min(n, 3))]
-    todo = [j for j in todo if not (root / f"{j[0].name}_d{j[1]}_s{j[2]}.csv").exists()]
-    with Progress(len(todo), "reused-batch runs", unit="run", enabled=not quiet) as bar:
-        for s, d, i in todo:
-            run_once(s, d, i).to_csv(root / f"{s.name}_d{d}_s{i}.csv", index=False)
-            bar.update(1)
-    return root
+        jobs += [(s, d, i) for s in SCAN for i in range(min(n, 3))]
+    return jobs
 
 
-def collect(root: pathlib.Path) -> pd.DataFrame:
-    files = sorted(root.glob("*.csv"))
-    return pd.concat([pd.read_csv(f) for f in files], ignore_index=True) if files else None
+#: the committed campaign: d = 1000 with 6 seeds, d = 2000 with 4, the scan
+COMMITTED_PLAN = ((1000, 6), (2000, 4))
+
+
+def _cell(v: object) -> str:
+    """A CSV cell: exact floats (:func:`validation.store.exact_cell`), NaN as an empty cell."""
+    from validation.protocol.rows import exact_cell
+
+    return "" if isinstance(v, float) and math.isnan(v) else exact_cell(v)
+
+
+def campaign(d_seeds: Sequence[tuple[int, int]] = COMMITTED_PLAN, scan: bool = True) -> Campaign:
+    """One task per (setting, d, seed) of :func:`plan`."""
+    return Campaign("reused_batch", tuple(plan(d_seeds, scan)), _task, SCHEMA,
+                    key_columns=("setting", "d", "seed"), key=lambda j: (j[0].name, j[1], j[2]),
+                    order=("setting", "d", "seed", "step", "batch"), cell=_cell,
+                    version=VERSION, record=_record)
+
+
+def paths() -> tuple[pathlib.Path, pathlib.Path]:
+    """``(read, write)`` of the runs' CSV (:func:`validation.paths.data_file`)."""
+    return data_file(RUNS, "validation", "reports", "data")
+
+
+def run(d_seeds: Sequence[tuple[int, int]], *, store: str | pathlib.Path | None = None,
+        scan: bool = True, quiet: bool = False) -> pathlib.Path:
+    """Run the tasks of :func:`campaign` the store lacks and export every stored run to the
+    runs' CSV (module docstring); returns the CSV written."""
+    c = campaign(d_seeds, scan)
+    read, write = paths()
+    with Store(pathlib.Path(store) if store else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([write, read]):
+            if source.exists():
+                st.import_csv(c, source)
+        run_campaign(c, st, progress=not quiet)
+        st.export_csv(c, write)
+    return write
+
+
+def stored(store: str | pathlib.Path) -> pd.DataFrame:
+    """Every run held by the SQLite store ``store``, sorted as the export."""
+    with Store(store) as st:
+        return st.frame(campaign())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -175,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     r = sub.add_parser("run", help="the Monte Carlo campaign (missing runs only)")
     r.add_argument("--d", type=int, nargs="+", default=[1000, 2000])
     r.add_argument("--seeds", type=int, nargs="+", default=[6, 4])
-    r.add_argument("--out", help="the store directory (default: the user cache)")
+    r.add_argument("--store", help="the SQLite store (.sqlite; default beside the exported CSV)")
     r.add_argument("--no-scan", action="store_true", help="skip the eta_tilde scan")
     r.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -183,10 +238,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --d and --seeds need one value each, d >= 8, seeds >= 1, got "
               f"{args.d}, {args.seeds}", file=sys.stderr)
         return 2
-    root = run(list(zip(args.d, args.seeds, strict=True)), out=args.out,
-               scan=not args.no_scan, quiet=args.quiet)
-    print(f"store: {root}; report: python -m validation.experiments.reused_report "
-          f"--store {root}")
+    if args.store is not None and not args.store.endswith(".sqlite"):
+        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
+              f"{args.store}", file=sys.stderr)
+        return 2
+    out = run(list(zip(args.d, args.seeds, strict=True)), store=args.store,
+              scan=not args.no_scan, quiet=args.quiet)
+    print(f"runs: {out}; report: python -m validation.experiments.reused_report")
     return 0
 
 

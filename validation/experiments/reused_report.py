@@ -1,14 +1,16 @@
 """The report of the reused-batch campaign: Monte Carlo (:mod:`reused_batch`) against the theory
 of docs/THEORY.md §14, written to ``validation/reports/REUSED.md`` with its figure.
 
-``python -m validation.experiments.reused_report [--store DIR]`` (the store of
-``python -m validation.experiments.reused_batch run``; without one, the committed data).
+``python -m validation.experiments.reused_report [--store FILE.sqlite]``: from the runs' CSV
+exported by ``python -m validation.experiments.reused_batch run`` (the committed data, or the
+written copy, :func:`validation.paths.data_file`), or from the rows of a campaign store.
 """
 
 from __future__ import annotations
 
 import math
 import pathlib
+import sys
 
 import numpy as np
 import pandas as pd
@@ -16,10 +18,10 @@ import pandas as pd
 from asymptotics.multiindex.directions import step_directions
 from asymptotics.multiindex.steps_risk import risk_steps
 
-from .reused_batch import ALPHA, ALPHA0, LAM, SIGMA, TARGETS, collect, store_dir
+from .reused_batch import ALPHA, ALPHA0, LAM, RUNS, SIGMA, TARGETS, paths, stored
 
 HERE = pathlib.Path(__file__).resolve().parents[1] / "reports"
-DATA = HERE / "data" / "reused_batch.csv"
+DATA = RUNS
 FIGURE = HERE / "figures" / "reused_batch.png"
 REPORT = HERE / "REUSED.md"
 ETA_LINE = (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -267,13 +269,14 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m validation.experiments.reused_report",
                                      description="write validation/reports/REUSED.md")
-    parser.add_argument("--store", help="the runs' store (default: the user cache)")
-    store = store_dir(parser.parse_args(argv).store)
-    df = collect(store) if store.exists() else None
-    if df is not None:
-        DATA.parent.mkdir(parents=True, exist_ok=True)
-        df.sort_values(["setting", "d", "seed", "step", "batch"]).to_csv(DATA, index=False)
-    df = pd.read_csv(DATA)
+    parser.add_argument("--store", help="a campaign store (.sqlite) to read the runs from "
+                                        "(default: the runs' CSV)")
+    store = parser.parse_args(argv).store
+    if store is not None and not pathlib.Path(store).is_file():
+        print(f"error: --store must name an existing .sqlite store, got {store}",
+              file=sys.stderr)
+        return 2
+    df = stored(store) if store is not None else pd.read_csv(paths()[0])
     comp = compare(df)
     figure(df, FIGURE)
     REPORT.write_text(text(comp, df))

@@ -87,10 +87,16 @@ def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = DEFAU
 def _check_setting(kind: str, params: dict, alphas: Sequence[float], lams: Sequence[float]) -> None:
     from validation.protocol.simulator import Setting
 
-    p = dict(params)
-    p.pop("seed")
+    p = _simulated(kind, params)
     for a in alphas:
         Setting(model=kind, alpha=a, lam=lams[0], **p)  # raises ValueError naming the problem
+
+
+def _simulated(kind: str, params: dict) -> dict:
+    """The simulator's parameters of a task: the kind ``rf`` is random features, eta = 0 (the
+    sweep's ``eta`` column of an rf task is not used, as in ``validation.compare``)."""
+    sim = {k: v for k, v in params.items() if k != "seed"}
+    return dict(sim, eta=0.0) if kind == "rf" else sim
 
 
 @lru_cache(maxsize=1)
@@ -162,7 +168,7 @@ def _simulation_rows(task: Task) -> list[dict]:
     from validation.protocol.simulator import Setting, simulate_grid_once
 
     params = dict(task.params)
-    sim = {k: v for k, v in params.items() if k != "seed"}
+    sim = _simulated(task.kind, params)
     setting = Setting(model=task.kind, alpha=task.alphas[0], lam=task.lams[0], **sim)
     seed = np.random.SeedSequence(task.entropy, spawn_key=(task.rep,))
     values = simulate_grid_once(setting, task.alphas, task.lams, seed)

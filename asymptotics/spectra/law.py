@@ -1,0 +1,220 @@
+"""A limiting spectral law from its Stieltjes transform (docs/THEORY.md §16): the complex
+fixed point solved by Newton along a path z = x + i y, y from large to ~0 (the physical branch
+is the continuation of the large-|z| one), the density (1/pi) Im m(x + i0), the bulk's edges,
+its cdf with the atom at 0, and the result records (:class:`SpectralLaw`, :class:`Outlier`).
+
+A solver is a pair (``residual(x, z) -> F``, ``start(z) -> x``) on arrays of shape (N, q)
+complex; m(z) is read from the solution by ``stieltjes(x)``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+Y_START = 5.0  # the path starts at Im z = Y_START * scale
+Y_END = 1e-10  # and ends at Im z = Y_END * scale (density at x + i0)
+SHRINK = 0.04  # Im z shrinks by this factor per stage
+NEWTON_TOL = 1e-12
+NEWTON_MAX = 40
+GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
+
+
+class Solver:
+    """Continuation-Newton for a complex fixed point F(x, z) = 0, vectorised over z."""
+
+    def __init__(self, residual: Callable, start: Callable, stieltjes: Callable,
+                 scale: float) -> None:
+        self.residual, self.start, self.stieltjes, self.scale = residual, start, stieltjes, scale
+        self.atom = 0.0  # the mass at 0, once known (removed from the density)
+
+    def _newton(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Newton on the points not yet converged (a finite-difference Jacobian: F is
+        analytic in x)."""
+        x = x.copy()
+        ok = np.zeros(z.shape[0], dtype=bool)
+        act = np.arange(z.shape[0])
+        for _ in range(NEWTON_MAX):
+            xa, ok_a = self._newton_step(x[act], z[act])
+            x[act] = xa
+            ok[act] = ok_a
+            act = act[~ok_a]
+            if act.size == 0:
+                break
+        return x, ok
+
+    def _newton_step(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        q = x.shape[1]
+        F = self.residual(x, z)
+        J = np.empty(x.shape + (q,), dtype=np.complex128)
+        for j in range(q):
+            h = 1e-7 * (1.0 + np.abs(x[:, j]))
+            xp = x.copy()
+            xp[:, j] += h
+            J[:, :, j] = (self.residual(xp, z) - F) / h[:, None]
+        try:
+            dx = np.linalg.solve(J, -F[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            dx = np.full_like(x, np.nan)
+        bad = ~np.all(np.isfinite(dx), axis=1)
+        dx[bad] = 0.0
+        x = x + dx
+        size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x), axis=1))
+        return x, (size < NEWTON_TOL) & ~bad
+
+    def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The solution at the points z (Im z >= 0; real z means z + i Y_END scale) and a
+        converged flag per point: Newton at Im z = Y_START scale, then at Im z shrunk by
+        SHRINK per stage, each stage started from the previous one."""
+        z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
+        xr, yt = z.real, np.maximum(z.imag, Y_END * self.scale)
+        y = max(Y_START * self.scale, float(np.max(yt)))
+        x = self.start(xr + 1j * y)
+        ok = np.ones(z.shape[0], dtype=bool)
+        while True:
+            x, ok_s = self._newton(x, xr + 1j * np.maximum(y, yt))
+            ok &= ok_s
+            if y <= float(np.min(yt)):
+                break
+            y *= SHRINK
+        m = self.stieltjes(x)
+        ok &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
+        return x, ok
+
+    def m(self, z: np.ndarray) -> np.ndarray:
+        x, ok = self.solve(z)
+        out = self.stieltjes(x)
+        return np.where(ok, out, np.nan + 0j)
+
+
+def density_of(solver: Solver, x: np.ndarray) -> np.ndarray:
+    """(1/pi) Im m(x + i0): the bulk density (the atom at 0 excluded)."""
+    x = np.asarray(x, dtype=np.float64)
+    z = x.ravel() + 1j * Y_END * solver.scale
+    m = solver.m(z) + solver.atom / z  # the atom's Lorentzian tail removed
+    d = np.maximum(m.imag / math.pi, 0.0)
+    d[np.abs(x.ravel()) < 1e-12 * solver.scale] = 0.0
+    return d.reshape(x.shape)
+
+
+def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
+    """The intervals where the density is positive, on a linear grid joined with a geometric
+    one near 0 (small components beside an atom), edges refined by three vectorised grid
+    passes; ``hi`` bounds the bulk from above (doubled until it does)."""
+    for _ in range(8):
+        x = np.linspace(0.0, hi, n_grid + 1)[1:]
+        d = density_of(solver, x)
+        if not d[-1] > 1e-7 * max(float(np.nanmax(d)), 1e-300):
+            break
+        hi *= 2.0
+    top = x[np.nonzero(d > 1e-7 * max(float(np.nanmax(d)), 1e-300))[0][-1]] if np.any(d > 0) else hi
+    top = min(hi, 1.1 * (top + hi / n_grid))
+    x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
+                                  np.geomspace(1e-4 * top, top / n_grid, 30)]))
+    d = density_of(solver, x)
+    tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    on = d > tol
+
+    def refine(a: float, b: float, rising: bool) -> float:
+        for _ in range(2):
+            g = np.linspace(a, b, 65)
+            dg = density_of(solver, g) > tol
+            idx = np.argmax(dg) if rising else len(g) - 1 - np.argmax(dg[::-1])
+            if rising:
+                a, b = (g[max(idx - 1, 0)], g[idx])
+            else:
+                a, b = (g[idx], g[min(idx + 1, len(g) - 1)])
+        return 0.5 * (a + b)
+
+    out = []
+    i = 0
+    while i < len(x):
+        if on[i]:
+            j = i
+            while j + 1 < len(x) and on[j + 1]:
+                j += 1
+            lo = refine(x[i - 1] if i else 0.0, x[i], True)
+            up = refine(x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], False)
+            if out and lo - out[-1][1] < GAP_MIN * top:
+                lo = out.pop()[0]
+            out.append((float(max(lo, 0.0)), float(up)))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+@dataclass(frozen=True)
+class Outlier:
+    """One eigenvalue outside the bulk: ``location`` (an eigenvalue of the matrix of the law;
+    inf: it diverges with d, e.g. the features' mean at d = None), the ``channel`` it comes from
+    ('mean', 'learned j', 'spike'), and the squared overlaps of its eigen/singular vectors with
+    the named directions (``overlaps``; NaN where not derived)."""
+
+    location: float
+    channel: str
+    overlaps: dict
+
+
+@dataclass(frozen=True)
+class SpectralLaw:
+    """The limiting law of the eigenvalues of ``matrix`` (docs/THEORY.md §16) with its atom at
+    0, bulk ``support`` (intervals), ``outliers`` (descending) and every parameter.
+    ``density(x)``, ``cdf(x)`` (atom included), ``stieltjes(z)``."""
+
+    of: str
+    matrix: str
+    model: str
+    params: dict
+    support: tuple
+    atom: float
+    outliers: tuple
+    d: float | None
+    status: str
+    message: str
+    _solver: Solver = field(repr=False, compare=False)
+
+    def stieltjes(self, z: object) -> np.ndarray:
+        """m(z) = int dmu(x)/(x - z) of the bulk plus atom (Im z >= 0)."""
+        z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
+        return self._solver.m(z)
+
+    def density(self, x: object) -> np.ndarray:
+        """The bulk density (1/pi) Im m(x + i0) (the atom at 0 is in :meth:`cdf`)."""
+        return density_of(self._solver, np.atleast_1d(np.asarray(x, dtype=np.float64)))
+
+    @cached_property
+    def _cdf_table(self) -> tuple[np.ndarray, np.ndarray]:
+        xs, cs = [np.array([-np.inf, 0.0])], [np.array([0.0, self.atom])]
+        acc = self.atom
+        for lo, hi in self.support:
+            th = np.linspace(0.0, math.pi, 801)
+            x = lo + (hi - lo) * 0.5 * (1.0 - np.cos(th))
+            f = self.density(x) * (hi - lo) * 0.5 * np.sin(th)  # density dx/dtheta
+            c = acc + np.concatenate([[0.0], np.cumsum(0.5 * (f[1:] + f[:-1]) * np.diff(th))])
+            xs.append(x)
+            cs.append(c)
+            acc = float(c[-1])
+        return np.concatenate(xs), np.concatenate(cs)
+
+    @property
+    def mass(self) -> float:
+        """Atom + integral of the density: 1 up to the quadrature (a check of the solution)."""
+        return float(self._cdf_table[1][-1])
+
+    def cdf(self, x: object) -> np.ndarray:
+        """P(eigenvalue <= x) of the limiting law (atom at 0 included; outliers have zero mass)."""
+        xs, cs = self._cdf_table
+        x = np.atleast_1d(np.asarray(x, dtype=np.float64))
+        out = np.interp(x, xs[1:], cs[1:], left=0.0, right=float(cs[-1]))
+        out[x < 0.0] = 0.0
+        return out
+
+    @property
+    def edge(self) -> float:
+        """The bulk's upper edge."""
+        return float(self.support[-1][1]) if self.support else math.nan

@@ -1,0 +1,96 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 6. Spectra of the learned features and weights
+#
+# `asymptotics.spectrum` predicts the eigenvalue law of two matrices after a giant step
+# (theory §16):
+#
+# - `of="features"`: $F^\top F$, $F = \sigma(X W^\top)/\sqrt p$ on $n = \alpha d$ fresh inputs —
+#   the matrix of the readout's ridge normal equations;
+# - `of="weights"`: $W W^\top$, the squared singular values of the first layer.
+#
+# The result carries the bulk (`density`, `cdf` with its atom at 0, `support`) and the outliers
+# at the user's `d` (location, channel, squared overlaps of the singular vectors). Here both are
+# set beside one simulated network. `GIANTSTEP_FULL=1` simulates at d = 1000 instead of 500.
+
+# %%
+import os
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+import asymptotics as A
+from validation.experiments.spectra_sim import kolmogorov, simulate_network
+
+FULL = os.environ.get("GIANTSTEP_FULL") == "1"
+d = 1000 if FULL else 500
+setting = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=0.5, alpha=4.0)
+
+# %% [markdown]
+# ## The predictions
+# The features' law is the sRF surrogate's (the K-group equations' V-part at $\lambda = -z$);
+# the weights' the network theory's (a generalised Marchenko–Pastur law of the step's
+# population covariance) with the spike's outlier.
+
+# %%
+features = A.spectrum("features", d=d, **setting)
+weights = A.spectrum("weights", d=d, model="network", **setting)
+for law in (features, weights):
+    print(law.of, "bulk", [tuple(round(x, 3) for x in iv) for iv in law.support],
+          "atom", law.atom)
+    for o in law.outliers:
+        print("   outlier", round(o.location, 2), o.channel,
+              {k: round(v, 3) for k, v in o.overlaps.items()})
+
+# %% [markdown]
+# In the limit (`d=None`) the features' mean outlier and the weights' spike diverge (like $n$
+# and $p$): their location is `inf`.
+
+# %%
+print([o.location for o in A.spectrum("features", **setting).outliers])
+
+# %% [markdown]
+# ## One simulated network
+# The protocol's network after one step, its first layer and its features on fresh inputs.
+
+# %%
+draw = simulate_network(sigma="tanh", target="tanh", d=d, beta=0.5, alpha=4.0, alpha0=2.0,
+                        eta=1.0, seed=0)
+ks_f = kolmogorov(draw.f_eig, features.cdf, len(features.outliers))
+ks_w = kolmogorov(draw.w_eig, weights.cdf, len(weights.outliers))
+print(f"Kolmogorov distance of the bulk: features {ks_f:.4f}, weights {ks_w:.4f}")
+print("largest eigenvalues: features", np.round(draw.f_eig[-2:], 2), " weights",
+      np.round(draw.w_eig[-2:], 2))
+assert ks_f < 0.03 and ks_w < 0.03
+assert abs(draw.w_eig[-1] / weights.outliers[0].location - 1) < 0.1
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+for ax, law, eig in ((axes[0], features, draw.f_eig), (axes[1], weights, draw.w_eig)):
+    k = len(law.outliers)
+    bulk = eig[: eig.size - k]
+    ax.hist(bulk, bins=60, density=True, alpha=0.5, label=f"simulation, d = {d}")
+    x = np.linspace(1e-3, law.edge * 1.05, 300)
+    ax.plot(x, law.density(x), "k", lw=1.5, label="theory")
+    ax.set_title(f"{law.of}: bulk; outliers {[round(o.location, 1) for o in law.outliers]} "
+                 f"(sim. {[round(v, 1) for v in eig[-k:][::-1]]})", fontsize=8)
+    ax.set_xlabel("eigenvalue")
+    ax.legend(fontsize=8)
+fig.tight_layout()
+
+# %% [markdown]
+# ## What is covered
+# Features: one step or several (`steps=`), any initial readout (`readout=`), the sRF/K-group
+# model (`model="srf"`; `"rf"` at $\tilde\eta = 0$). Weights: one step with the constant readout,
+# `model="network"` (default of the theory of the network) or `"srf"`. A 300-point density costs
+# a fraction of a second (`benchmarks/bench_spectrum.py`); the comparison at d = 1000–4000 is
+# `validation/reports/SPECTRA_THEORY.md`.

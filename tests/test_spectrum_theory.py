@@ -1,0 +1,145 @@
+"""asymptotics.spectrum (docs/THEORY.md §16) against independent closed forms (Pennington and
+Worah 2017's quartic for the lazy features, Marchenko-Pastur for the lazy weights) and against a
+small Monte Carlo of the sRF model; the heavy comparison is validation/reports/SPECTRA_THEORY.md."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import asymptotics
+from asymptotics.coefficients.cget import ge_coefficients
+from validation.experiments.spectra_sim import kolmogorov, simulate_srf
+
+
+def pw_candidates(z: complex, phi: float, psi: float, eta: float, zeta: float) -> np.ndarray:
+    """Pennington and Worah (2017), M = Y Y^T/m, Y = f(W X/sqrt(n0)), f centred:
+    G(z) = psi/z P(1/(z psi)) + (1 - psi)/z with P a root of
+    P = 1 + (eta - zeta) t P_phi P_psi + P_phi P_psi t zeta/(1 - zeta t P_phi P_psi)."""
+    t = 1.0 / (z * psi)
+    Pv = np.polynomial.Polynomial([0.0, 1.0])
+    A = (1 + (Pv - 1) * phi) * (1 + (Pv - 1) * psi)
+    roots = ((Pv - 1 - (eta - zeta) * t * A) * (1 - zeta * t * A) - A * t * zeta).roots()
+    return psi / z * roots + (1 - psi) / z
+
+
+@pytest.mark.parametrize("alpha,beta", [(4.0, 0.5), (0.5, 1.0)])
+def test_lazy_features_match_pennington_worah(alpha: float, beta: float) -> None:
+    law = asymptotics.spectrum("features", alpha=alpha, beta=beta, eta=0.0, model="rf",
+                               sigma="tanh")
+    k = ge_coefficients("tanh", "tanh")
+    eta, zeta = k.mu1 ** 2 + k.mu_star ** 2, k.mu1 ** 2
+    r = alpha / beta  # our eigenvalues are (n/p) times theirs
+    lo, hi = law.support[0][0], law.edge
+    for x in np.linspace(lo, hi, 6)[1:-1]:
+        z = x + 1e-9j
+        m = law.stieltjes(z)[0]
+        cands = -pw_candidates(z / r, 1.0 / alpha, 1.0 / beta, eta, zeta) / r
+        assert np.min(np.abs(cands - m)) < 1e-8 * abs(m)
+    assert law.atom == pytest.approx(max(0.0, 1.0 - alpha / beta))
+    assert law.mass == pytest.approx(1.0, abs=2e-3)
+
+
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_lazy_weights_are_marchenko_pastur(beta: float) -> None:
+    law = asymptotics.spectrum("weights", beta=beta, eta=0.0, model="rf")
+    a, b = (1 - math.sqrt(beta)) ** 2, (1 + math.sqrt(beta)) ** 2
+    assert law.support[0][0] == pytest.approx(a, rel=2e-3)
+    assert law.edge == pytest.approx(b, rel=2e-3)
+    x = np.linspace(a, b, 9)[1:-1]
+    mp = np.sqrt((b - x) * (x - a)) / (2 * math.pi * beta * x)
+    np.testing.assert_allclose(law.density(x), mp, rtol=1e-6)
+    assert law.atom == pytest.approx(max(0.0, 1 - 1 / beta))
+    assert law.cdf([b * 1.01])[0] == pytest.approx(1.0, abs=2e-3)
+    assert law.outliers == ()
+
+
+def test_srf_against_monte_carlo() -> None:
+    """sRF at d = 600 (3 draws): bulk Kolmogorov distance and the two outliers (the weights'
+    spike, the features' mean) with their overlaps."""
+    sp = asymptotics.srf_mapping("tanh", "tanh", alpha0=2.0, eta=2.0)
+    kw = dict(alpha=2.0, beta=0.5, alpha0=2.0, eta=2.0, d=600)
+    lf, lw = asymptotics.spectrum("features", **kw), asymptotics.spectrum("weights", **kw)
+    assert [o.channel for o in lf.outliers] == ["mean"]
+    assert [o.channel for o in lw.outliers] == ["learned 1"]
+    fo, wo, ks = [], [], []
+    for seed in range(3):
+        D = simulate_srf(sigma="tanh", r=sp.r, c=sp.c, gamma=sp.gamma, d=600, beta=0.5,
+                         alpha=2.0, seed=seed)
+        ks += [kolmogorov(D.f_eig, lf.cdf, 1), kolmogorov(D.w_eig, lw.cdf, 1)]
+        fo.append(D.f_eig[-1])
+        wo.append((D.w_eig[-1], D.w_overlaps["target 1"][0]))
+    assert max(ks) < 0.03
+    assert np.mean(fo) == pytest.approx(lf.outliers[0].location, rel=0.05)
+    w = np.array(wo)
+    assert w[:, 0].mean() == pytest.approx(lw.outliers[0].location, rel=0.02)
+    assert w[:, 1].mean() == pytest.approx(lw.outliers[0].overlaps["target 1"], abs=0.03)
+
+
+def test_limit_outliers_diverge() -> None:
+    law = asymptotics.spectrum("features", alpha=2.0, beta=0.5, eta=2.0)
+    assert law.outliers[0].location == math.inf and law.outliers[0].channel == "mean"
+    assert law.d is None and law.params["alpha"] == 2.0
+
+
+@pytest.mark.parametrize("kw,msg", [
+    (dict(of="spectra", alpha=1.0), "of must be one of"),
+    (dict(of="features"), "alpha must be given"),
+    (dict(of="features", alpha=1.0, model="network"), "model must be 'srf' or 'rf'"),
+    (dict(of="weights", eta=1.0, model="rf"), "eta must be 0 for model='rf'"),
+    (dict(of="weights", steps=2, target="tanh(z1)"), "of='weights' covers one step"),
+    (dict(of="features", alpha=-1.0), "alpha must be"),
+])
+def test_bad_input(kw: dict, msg: str) -> None:
+    with pytest.raises(ValueError, match=msg):
+        asymptotics.spectrum(**kw)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sigma,alpha0,eta", [("tanh", 0.5, 2.0), ("relu", 1.0, 1.0)])
+def test_network_weights_bulk_against_monte_carlo(sigma: str, alpha0: float, eta: float) -> None:
+    """The trained network's first layer at small batches (d = 800, 2 draws): the population
+    covariance's generalised MP law fits the bulk (KS <= 0.02) where the sRF's scaled MP law does
+    not (measured KS 0.025-0.045 at d = 800-1000)."""
+    from validation.experiments.spectra_sim import simulate_network
+
+    kw = dict(sigma=sigma, target=sigma, alpha0=alpha0, eta=eta, beta=1.0 if sigma == "tanh"
+              else 0.5, d=800)
+    net = asymptotics.spectrum("weights", model="network", **kw)
+    srf = asymptotics.spectrum("weights", model="srf", **kw)
+    for seed in range(2):
+        D = simulate_network(sigma=sigma, target=sigma, d=800, beta=kw["beta"], alpha=1.0,
+                             alpha0=alpha0, eta=eta, seed=seed)
+        assert kolmogorov(D.w_eig, net.cdf, 1) <= 0.02
+        assert kolmogorov(D.w_eig, srf.cdf, 1) > 0.02
+
+
+def test_two_opposite_groups_equal_one_group() -> None:
+    """Odd sigma, groups +u and -u (each half of the neurons, same bulk) are one group up to the
+    signs of the columns of F, which leave the eigenvalues of F^T F unchanged: the K = 2 law and
+    its outliers must equal the K = 1 law's (an exact identity, not a tolerance of the theory)."""
+    from asymptotics.spectra.features import features_bulk, features_outliers
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    common = dict(sigma="tanh", target="tanh", overlaps=[[0.8]], lam=0.01, beta=0.5)
+    one = build_spiked_problem(loadings=[[1.1]], bulk=[1.2], fractions=[1.0], **common)
+    two = build_spiked_problem(loadings=[[1.1], [-1.1]], bulk=[1.2, 1.2], fractions=[0.5, 0.5],
+                               **common)
+    (s1, sup1, _), (s2, sup2, _) = features_bulk(one, 2.0), features_bulk(two, 2.0)
+    x = np.linspace(sup1[0][0], sup1[-1][1], 7)[1:-1]
+    np.testing.assert_allclose(s2.m(x + 1e-3j), s1.m(x + 1e-3j), rtol=1e-9)
+    assert sup2[-1][1] == pytest.approx(sup1[-1][1], rel=1e-4)
+    o1 = features_outliers(one, 2.0, s1, sup1[-1][1], 1000)
+    o2 = features_outliers(two, 2.0, s2, sup2[-1][1], 1000)
+    assert [o.location for o in o2] == pytest.approx([o.location for o in o1], rel=1e-6)
+
+
+def test_committed_report_is_its_data() -> None:
+    """validation/reports/SPECTRA_THEORY.md is what ``--report-only`` writes from the CSV."""
+    import pandas as pd
+
+    from validation.experiments.spectra_theory import CSV, REPORT, report
+
+    assert REPORT.read_text() == report(pd.read_csv(CSV).to_dict("records")) + "\n"

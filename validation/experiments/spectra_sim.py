@@ -1,0 +1,120 @@
+"""Monte Carlo of the spectra that :func:`asymptotics.spectrum` predicts (docs/THEORY.md §16):
+the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 = 1/sqrt(p), one
+or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
+surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
+F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
+eigenvectors with 1_p/sqrt(p), the learned direction(s) and theta*."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from asymptotics.coefficients.functions import get_function
+
+TOP = 3  # eigenvectors whose overlaps are recorded
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One simulated spectrum: ``w_eig`` (W W^T), ``f_eig`` (F^T F), ascending; overlaps of the
+    top ``TOP`` eigenvectors (descending order) as dicts name -> array."""
+
+    w_eig: np.ndarray
+    f_eig: np.ndarray
+    w_overlaps: dict
+    f_overlaps: dict
+
+
+def sphere(rng: np.random.Generator, p: int, d: int) -> np.ndarray:
+    W = rng.standard_normal((p, d))
+    return W / np.linalg.norm(W, axis=1, keepdims=True)
+
+
+def _top(eig: np.ndarray, vec: np.ndarray, dirs: dict) -> dict:
+    idx = np.argsort(eig)[::-1][:TOP]
+    return {k: (vec[:, idx].T @ u) ** 2 for k, u in dirs.items()}
+
+
+def _features(sig, W: np.ndarray, X: np.ndarray, dirs: dict) -> tuple[np.ndarray, dict]:
+    p = W.shape[0]
+    F = sig(X @ W.T) / math.sqrt(p)
+    ev, vec = np.linalg.eigh(F.T @ F)
+    return ev, _top(ev, vec, dirs)
+
+
+def _weights(W: np.ndarray, right: dict) -> tuple[np.ndarray, dict]:
+    p = W.shape[0]
+    U, s, Vt = np.linalg.svd(W, full_matrices=False)
+    ev = np.sort(s ** 2)
+    idx = np.argsort(s)[::-1][:TOP]
+    out = {"mean": (U[:, idx].T @ (np.ones(p) / math.sqrt(p))) ** 2}
+    for k, u in right.items():
+        out[k] = (Vt[idx] @ u) ** 2
+    return ev, out
+
+
+def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: float,
+                     alpha0: float, eta: float | tuple, seed: int, steps: int = 1) -> Draw:
+    """The protocol's network after ``steps`` giant steps (fresh batches, constant readout);
+    ``v`` (the learned direction) is the unit mean row of W minus W0's, theta* = e_1."""
+    rng = np.random.default_rng(seed)
+    sig, dsig, g = get_function(sigma), get_function(sigma).derivative, get_function(target)
+    p, n0, n = round(beta * d), round(alpha0 * d), round(alpha * d)
+    theta = np.zeros(d)
+    theta[0] = 1.0
+    W0 = sphere(rng, p, d)
+    W = W0.copy()
+    etas = (eta,) * steps if np.isscalar(eta) else tuple(eta)
+    for t in range(steps):
+        X0 = rng.standard_normal((n0, d))
+        H = X0 @ W.T
+        e = g(X0 @ theta) - sig(H).mean(axis=1)  # a0 = 1/sqrt(p): f = mean of sigma
+        W = W + (etas[t] / n0) * (dsig(H) * e[:, None]).T @ X0
+    mv = W.mean(axis=0) - W0.mean(axis=0)
+    v = mv / np.linalg.norm(mv)
+    X = rng.standard_normal((n, d))
+    w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
+    f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
+                                        "learned 1": _unit(W0 @ v)})
+    return Draw(w_eig, f_eig, w_ov, f_ov)
+
+
+def simulate_srf(*, sigma: str, r: float, c: float, gamma: float, d: int, beta: float,
+                 alpha: float, seed: int) -> Draw:
+    """The sRF surrogate W1 = sqrt(c) W0 + r 1 v^T, <v, theta*> = gamma."""
+    rng = np.random.default_rng(seed)
+    sig = get_function(sigma)
+    p, n = round(beta * d), round(alpha * d)
+    v = np.zeros(d)
+    v[0] = 1.0
+    theta = np.zeros(d)
+    theta[0], theta[1] = gamma, math.sqrt(max(1.0 - gamma * gamma, 0.0))
+    W0 = sphere(rng, p, d)
+    W = math.sqrt(c) * W0 + r * np.outer(np.ones(p), v)
+    X = rng.standard_normal((n, d))
+    w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
+    f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
+                                        "learned 1": _unit(W0 @ v)})
+    return Draw(w_eig, f_eig, w_ov, f_ov)
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x)
+
+
+def kolmogorov(eig: np.ndarray, cdf, n_out: int) -> float:
+    """sup_x |F_emp(x) - F(x)| over the eigenvalues without the top ``n_out`` (the outliers),
+    F the limiting law's cdf (atom included; numerically zero eigenvalues, below 1e-9 of the
+    largest, are the rank deficit and count as 0); both one-sided limits at every jump."""
+    x = np.sort(eig)[: eig.size - n_out]
+    x = np.where(np.abs(x) < 1e-9 * np.max(np.abs(eig)), 0.0, x)
+    m = x.size
+    u = np.unique(x)
+    le = np.searchsorted(x, u, side="right") / m
+    lt = np.searchsorted(x, u, side="left") / m
+    F = cdf(u)
+    F_left = np.where(u > 0.0, cdf(u * (1.0 - 1e-12)), 0.0)
+    return float(max(np.max(np.abs(le - F)), np.max(np.abs(lt - F_left))))
