@@ -180,12 +180,36 @@ def test_reused_batch_edited_protocol_is_not_reused(tmp_path, monkeypatch):
         assert st.done(edited) == set(edited.plan_hashes()) - stale
 
 
+def test_spectra_theory_edited_setting_is_not_reused(tmp_path, monkeypatch):
+    """A changed field of a spectra-vs-theory setting (its alpha0, its draws at one d) reruns
+    that setting's cells only; another version reruns every cell; the default plan (without
+    d = 4000) finds its cells stored."""
+    from validation.experiments import spectra_theory as ST
+
+    c = ST.campaign(**ST.COMMITTED)
+    with Store(tmp_path / "s.sqlite") as st:
+        st.import_csv(c, ST.CSV)
+        assert st.done(c) == set(c.plan_hashes()) and len(c.plan_hashes()) == 13
+        assert st.done(ST.campaign()) == set(ST.campaign().plan_hashes())
+        assert st.done(replace(c, version="2")) == set()
+        assert st.done(ST.campaign(quick=True)) == set()  # 2 draws: other keys
+        for i, edit in ((1, dict(alpha0=1.0)), (4, dict(seeds={1000: 7, 2000: 3, 4000: 5}))):
+            s = ST.SETTINGS[i]
+            monkeypatch.setattr(ST, "SETTINGS", tuple(replace(x, **edit) if x is s else x
+                                                      for x in ST.SETTINGS))
+            edited = ST.campaign(**ST.COMMITTED)
+            stale = {edited.key_text(j) for j in edited.settings if j[0].name == s.name}
+            assert len(stale) == 2 and st.done(edited) == set(edited.plan_hashes()) - stale
+            monkeypatch.undo()
+
+
 def _plans():
     """The plan that computed each committed campaign CSV."""
     from validation.experiments import network_steps as NS
     from validation.experiments import polynomial_spikes as PS
     from validation.experiments import reused_batch as RB
     from validation.experiments import spectra as SP
+    from validation.experiments import spectra_theory as ST
     from validation.matrix import campaign as M
     from validation.matrix import finite_width as FW
     from validation.multistep import experiment as MS
@@ -205,7 +229,8 @@ def _plans():
            (PS.check_campaign(), PS.CHECK, None),
            (RO.campaign(), RO.STORE, None),
            (NS.campaign(), NS.RUNS, None),
-           (RB.campaign(), RB.RUNS, None)]
+           (RB.campaign(), RB.RUNS, None),
+           (ST.campaign(**ST.COMMITTED), ST.CSV, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]
     out += [(SP.campaign(n, SP.FULL), SP.REPORTS / "data" / f"spectra_{n}.csv", SP._import)

@@ -29,6 +29,10 @@ TABLE_WRITERS = {
     "validation/experiments/network_steps_report.py": "the report's points table and its theory "
                                                        "cache, derived and written whole "
                                                        "(atomically)",
+    "validation/experiments/spectra_theory.py": "--onestep: the theory's outliers at the "
+                                                "simulated d beside spectra_onestep.csv "
+                                                "(spectra_theory_onestep.csv, derived, no "
+                                                "simulation), written whole (atomically)",
     "validation/experiments/steps_compare.py": "--out: the theory-against-simulation table of "
                                                "one call (means and s.e. over the repetitions it "
                                                "ran, nothing stored or reused), or stdout",

@@ -143,3 +143,26 @@ def test_committed_report_is_its_data() -> None:
     from validation.experiments.spectra_theory import CSV, REPORT, report
 
     assert REPORT.read_text() == report(pd.read_csv(CSV).to_dict("records")) + "\n"
+
+
+def test_a_store_not_sqlite_is_refused(tmp_path, monkeypatch, capsys) -> None:
+    """``--store runs.csv``: one line naming the option and the value, exit 2, nothing run."""
+    from validation.experiments import spectra_theory as ST
+
+    monkeypatch.chdir(tmp_path)
+    assert ST.main(["--store", "runs.csv", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --store") and "runs.csv" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_export_is_in_the_settings_order() -> None:
+    """The committed CSV lists the cells in SETTINGS order, then d (the campaign's rank)."""
+    import pandas as pd
+
+    from validation.experiments.spectra_theory import CSV, SETTINGS, campaign
+
+    cells = pd.read_csv(CSV)[["setting", "d"]].drop_duplicates()
+    names = [s.name for s in SETTINGS]
+    got = [(names.index(n), d) for n, d in cells.itertuples(index=False)]
+    assert got == sorted(got) and len(got) == len(campaign(large=True).settings)

@@ -153,7 +153,7 @@ class RotatedTarget:
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         g, _, _ = resolve_target(self.text)
-        return _evaluate(g, np.asarray(Z, dtype=np.float64) @ self.Q.T)
+        return evaluate(g, np.asarray(Z, dtype=np.float64) @ self.Q.T)
 
 
 def rotated_target(text: str, Q: np.ndarray) -> str | RotatedTarget:
@@ -163,7 +163,8 @@ def rotated_target(text: str, Q: np.ndarray) -> str | RotatedTarget:
     return RotatedTarget(text, np.ascontiguousarray(Q))
 
 
-def _evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
+def evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
+    """The target at the points ``Z`` (..., k): a one-variable Function at ``Z[..., 0]``."""
     if isinstance(g, Function):
         return np.asarray(g(Z[..., 0]), dtype=np.float64)
     return np.asarray(g(Z), dtype=np.float64)
@@ -174,7 +175,7 @@ def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
     return group_checks.steps_eta(eta, steps)
 
 
-def _trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
+def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
     """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectrally
     accurate for the analytic integrands here, also where they vary on a scale << 1)."""
     if r == 0:
@@ -200,7 +201,7 @@ def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
 
 
-def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
+def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                 wxi: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
     over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Each is a function of the group's M
@@ -216,7 +217,7 @@ def _xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
 
 
-def _factor(gram: np.ndarray) -> np.ndarray:
+def factor(gram: np.ndarray) -> np.ndarray:
     """``L`` (K x q) with ``L L^T = gram`` and q its numerical rank."""
     lam, vec = np.linalg.eigh((gram + gram.T) / 2)
     keep = lam > RANK_TOL * max(1.0, lam.max(initial=0.0))
@@ -251,14 +252,14 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                          f"steps' integrals use a product rule of more than {MAX_NODES:.0e} nodes "
                          f"there (r <= {MAX_SPIKE_AXES} at the default step; a readout with at "
                          f"most {MAX_SPIKE_AXES} values, or fewer steps)")
-    U, wu = _trapezoid(r, h)
+    U, wu = trapezoid(r, h)
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
     group_checks.quadrature_size(U.shape[0] * float(n_rest) ** (k + q - r),
                                  int(float(n_rest) ** (k + q - r)), f"step {state.step + 1}")
     R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
     xi, wxi = gauss_hermite(quad.xi)
-    F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
+    F, m1, m2, v = xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
     f = F @ (fractions * values)
     da, dL = np.zeros((K, k)), np.zeros((K, q))
     e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
@@ -267,7 +268,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         sl = slice(lo, lo + rows)
         X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
         w = wu[sl, None] * wr[None, :]
-        e = _evaluate(g, X[..., :k]) - f[sl, None]
+        e = evaluate(g, X[..., :k]) - f[sl, None]
         wm1 = (w * e)[..., None] * m1[sl, None, :]  # (u, rest, K)
         da += np.einsum("urg,urj->gj", wm1, X[..., :k])
         dL += np.einsum("urg,urj->gj", wm1, X[..., k:])
@@ -280,9 +281,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
     outside = state.L + eta * values[:, None] * dL
     if finite:
-        outside = np.hstack([outside, _factor(eta**2 * np.outer(values, values) * noise_mm
+        outside = np.hstack([outside, factor(eta**2 * np.outer(values, values) * noise_mm
                                                / alpha0)])
-    L_new = _factor(outside @ outside.T) if outside.shape[1] else outside
+    L_new = factor(outside @ outside.T) if outside.shape[1] else outside
     return GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
 
 
@@ -396,4 +397,4 @@ def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
                   for v, m in zip(groups, means, strict=True)])
     a = means @ theta.T
     gram = means @ means.T - np.diag(c / counts) - a @ a.T
-    return GroupState(-1, a, _factor(gram), c)
+    return GroupState(-1, a, factor(gram), c)

@@ -38,11 +38,11 @@ from asymptotics.multiindex.steps import (
     Quadrature,
     group_params,
 )
-from asymptotics.network.quadrature import etas as _etas
-from asymptotics.network.quadrature import evaluate as _evaluate
-from asymptotics.network.quadrature import factor as _factor
-from asymptotics.network.quadrature import trapezoid as _trapezoid
-from asymptotics.network.quadrature import xi_moments as _xi_moments
+from asymptotics.multiindex.steps import eta_schedule as _etas
+from asymptotics.multiindex.steps import evaluate as _evaluate
+from asymptotics.multiindex.steps import factor as _factor
+from asymptotics.multiindex.steps import trapezoid as _trapezoid
+from asymptotics.multiindex.steps import xi_moments as _xi_moments
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout

@@ -2,14 +2,25 @@
 of the trained network and of its sRF surrogate: bulk Kolmogorov distances, the outliers'
 locations and squared overlaps (mean over draws, standard error, z = (sim - theory)/s.e.).
 
-    python -m validation.experiments.spectra_theory [--quick] [--quiet] [--report-only]
+    python -m validation.experiments.spectra_theory [--quick] [--large] [--store FILE.sqlite]
+        [--onestep] [--report-only] [--quiet]
 
-writes validation/reports/data/spectra_theory.csv and validation/reports/SPECTRA_THEORY.md
-(full mode: about 8 core-minutes); ``--report-only`` rewrites the report from the CSV."""
+The simulation is a :class:`validation.campaign.Campaign` (:func:`campaign`: one task per
+(setting, d) cell, keyed by its full parameter record -- every field of the setting, d, the
+number of draws, the theory's models and :data:`VERSION`), run into a SQLite store (``--store``;
+default beside the exported CSV: ``validation/reports/data/spectra_theory.sqlite`` in a
+checkout, else the user cache, :func:`validation.paths.data_file`) that starts from the
+committed CSV and its keys file, so stored cells are not rerun; every stored cell is exported,
+in the settings' order then d, atomically to ``spectra_theory.csv`` with its keys file, and the
+report ``validation/reports/SPECTRA_THEORY.md`` is written from that CSV (full mode: about 8
+core-minutes; ``--large``: the first setting at d = 4000 too, ~10 core-minutes more).
+``--report-only`` rewrites the report from the CSV; ``--quick`` prints the report of d = 1000
+with 2 draws and writes nothing."""
 
 from __future__ import annotations
 
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -18,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from asymptotics import spectrum, srf_mapping
-from asymptotics.core.progress import Progress
+from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.experiments.spectra_sim import kolmogorov, simulate_network, simulate_srf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,6 +40,12 @@ ONESTEP_CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_onestep
 #: Gauss-Hermite groups standing for the Gaussian initial readout of the eta ~ p^(1/2 + a) runs
 READOUT_GROUPS = 6
 COMMAND = "python -m validation.experiments.spectra_theory"
+#: the protocol's version (part of every task's key): raise it when a cell's rows change
+VERSION = "1"
+#: the committed CSV's columns
+SCHEMA = Schema.of(setting=str, simulated=str, sim=float, d=int, of=str, model=str, seeds=int,
+                   sigma=str, target=str, beta=float, alpha=float, alpha0=float, eta=float,
+                   steps=int, quantity=str, theory=float, se=float, worst=float, seconds=float)
 
 
 @dataclass(frozen=True)
@@ -79,46 +96,119 @@ def _draw(s: Setting, d: int, seed: int):
                         alpha=s.alpha, seed=seed)
 
 
-def run(quick: bool = False, quiet: bool = False, jobs: list | None = None) -> list[dict]:
-    """One row per (setting, d, matrix, quantity); ``jobs``: (setting, d) pairs (default: every
-    setting at its dims)."""
+def _rows(s: Setting, d: int, n_seeds: int) -> list[dict]:
+    """The rows of one (setting, d) cell with ``n_seeds`` draws: per matrix, the bulk's
+    Kolmogorov distance, its edge, each predicted outlier and its overlaps."""
     rows = []
-    if jobs is None:
-        jobs = [(s, d) for s in SETTINGS for d in s.dims if not (quick and d > 1000)]
-    with Progress(len(jobs), "spectra vs theory", unit="cells", enabled=not quiet) as bar:
-        for s, d in bar.iter(jobs):
-            n_seeds = 2 if quick else s.seeds[d]
-            t0 = time.time()
-            laws = {"features": _theory(s, "features", d)}
-            if s.weights_model is not None:
-                laws["weights"] = _theory(s, "weights", d)
-            draws = [_draw(s, d, seed) for seed in range(n_seeds)]
-            for of, law in laws.items():
-                eig = [dr.f_eig if of == "features" else dr.w_eig for dr in draws]
-                ovs = [dr.f_overlaps if of == "features" else dr.w_overlaps for dr in draws]
-                k = len(law.outliers)
-                ks = [kolmogorov(e, law.cdf, k) for e in eig]
-                base = dict(setting=s.name, simulated=s.sim, d=d, of=of, model=law.model,
-                            seeds=n_seeds, sigma=s.sigma, target=s.target, beta=s.beta,
-                            alpha=s.alpha, alpha0=s.alpha0, eta=s.eta, steps=s.steps)
-                rows.append(dict(base, quantity="KS bulk", theory=0.0, sim=float(np.mean(ks)),
-                                 se=float(np.std(ks, ddof=1) / math.sqrt(n_seeds)),
-                                 worst=float(np.max(ks))))
-                nxt = [np.sort(e)[-k - 1] for e in eig]
-                rows.append(dict(base, quantity="bulk edge (largest bulk eigenvalue)",
-                                 theory=law.edge, **_stat(nxt)))
-                for i, o in enumerate(law.outliers):
-                    vals = [np.sort(e)[-1 - i] for e in eig]
-                    rows.append(dict(base, quantity=f"outlier {i + 1} ({o.channel})",
-                                     theory=o.location, **_stat(vals)))
-                    for name, val in o.overlaps.items():
-                        if name in ovs[0]:
-                            sims = [ov[name][i] for ov in ovs]
-                            rows.append(dict(base, quantity=f"outlier {i + 1}: overlap {name}",
-                                             theory=val, **_stat(sims)))
-            for r in rows:
-                r.setdefault("seconds", time.time() - t0)
+    t0 = time.time()
+    laws = {"features": _theory(s, "features", d)}
+    if s.weights_model is not None:
+        laws["weights"] = _theory(s, "weights", d)
+    draws = [_draw(s, d, seed) for seed in range(n_seeds)]
+    for of, law in laws.items():
+        eig = [dr.f_eig if of == "features" else dr.w_eig for dr in draws]
+        ovs = [dr.f_overlaps if of == "features" else dr.w_overlaps for dr in draws]
+        k = len(law.outliers)
+        ks = [kolmogorov(e, law.cdf, k) for e in eig]
+        base = dict(setting=s.name, simulated=s.sim, d=d, of=of, model=law.model,
+                    seeds=n_seeds, sigma=s.sigma, target=s.target, beta=s.beta,
+                    alpha=s.alpha, alpha0=s.alpha0, eta=s.eta, steps=s.steps)
+        rows.append(dict(base, quantity="KS bulk", theory=0.0, sim=float(np.mean(ks)),
+                         se=float(np.std(ks, ddof=1) / math.sqrt(n_seeds)),
+                         worst=float(np.max(ks))))
+        nxt = [np.sort(e)[-k - 1] for e in eig]
+        rows.append(dict(base, quantity="bulk edge (largest bulk eigenvalue)",
+                         theory=law.edge, **_stat(nxt)))
+        for i, o in enumerate(law.outliers):
+            vals = [np.sort(e)[-1 - i] for e in eig]
+            rows.append(dict(base, quantity=f"outlier {i + 1} ({o.channel})",
+                             theory=o.location, **_stat(vals)))
+            for name, val in o.overlaps.items():
+                if name in ovs[0]:
+                    sims = [ov[name][i] for ov in ovs]
+                    rows.append(dict(base, quantity=f"outlier {i + 1}: overlap {name}",
+                                     theory=val, **_stat(sims)))
+    for r in rows:
+        r["seconds"] = time.time() - t0
     return rows
+
+
+def _task(job: tuple[Setting, int, int]) -> list[dict]:
+    return _rows(*job)
+
+
+def _record(job: tuple[Setting, int, int]) -> dict:
+    """A task's parameter record: every field of the setting, d, the number of draws and the
+    models of the theory (features, weights)."""
+    s, d, n_seeds = job
+    return {"setting": s, "d": d, "draws": n_seeds,
+            "features_model": "rf" if s.eta == 0.0 else "srf",
+            "weights_model": None if s.weights_model is None else
+            "rf" if s.eta == 0.0 else s.weights_model}
+
+
+def _rank(row: dict) -> tuple:
+    """The export's order of the tasks: the settings' order in :data:`SETTINGS`, then d."""
+    names = [s.name for s in SETTINGS]
+    return (names.index(row["setting"]) if row["setting"] in names else len(names), row["d"])
+
+
+def _cell(v: object) -> str:
+    """A CSV cell: exact floats (:func:`validation.store.exact_cell`), NaN as an empty cell."""
+    from validation.protocol.rows import exact_cell
+
+    return "" if isinstance(v, float) and math.isnan(v) else exact_cell(v)
+
+
+def plan(quick: bool = False, large: bool = False) -> list[tuple[Setting, int, int]]:
+    """The (setting, d, draws) cells: every setting at its dims (``quick``: d = 1000 only, 2
+    draws), and with ``large`` the first setting at d = 4000."""
+    jobs = [(s, d, 2 if quick else s.seeds[d]) for s in SETTINGS for d in s.dims
+            if not (quick and d > 1000)]
+    if large and not quick:
+        jobs.append((SETTINGS[0], 4000, SETTINGS[0].seeds[4000]))
+    return jobs
+
+
+def campaign(quick: bool = False, large: bool = False) -> Campaign:
+    """One task per (setting, d) cell of :func:`plan`, keyed by its parameter record
+    (:func:`_record`) and :data:`VERSION`; exported in the settings' order (:func:`_rank`)."""
+    return Campaign("spectra_theory", tuple(plan(quick, large)), _task, SCHEMA,
+                    key_columns=("setting", "d"), key=lambda j: (j[0].name, j[1]),
+                    cell=_cell, version=VERSION, record=_record, rank=_rank)
+
+
+#: the committed campaign: every setting at its dims and the first one at d = 4000
+COMMITTED = dict(large=True)
+
+
+def paths() -> tuple[Path, Path]:
+    """``(read, write)`` of the CSV (:func:`validation.paths.data_file`)."""
+    from validation.paths import data_file
+
+    return data_file(CSV, "validation", "reports", "data")
+
+
+def run(large: bool = False, *, store: str | Path | None = None, quiet: bool = False) -> Path:
+    """Run the cells of :func:`campaign` the store lacks and export every stored cell to the
+    CSV (module docstring); returns the CSV written."""
+    c = campaign(large=large)
+    read, write = paths()
+    with Store(Path(store) if store else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([write, read]):
+            if source.exists():
+                st.import_csv(c, source)
+        run_campaign(c, st, progress=not quiet)
+        st.export_csv(c, write)
+    return write
+
+
+def quick_rows(quiet: bool = False) -> list[dict]:
+    """The rows of the quick plan (d = 1000, 2 draws), computed in an in-memory store."""
+    c = campaign(quick=True)
+    with Store(None) as st:
+        run_campaign(c, st, progress=not quiet)
+        return st.frame(c).to_dict("records")
 
 
 def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
@@ -255,6 +345,17 @@ def report(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def write_onestep(path: Path = ONESTEP_CSV) -> Path:
+    """The table of :func:`onestep_rows` (derived from ``spectra_onestep.csv`` by the theory, no
+    simulation), written whole and atomically."""
+    import pandas as pd
+
+    tmp = path.with_name(path.name + ".tmp")
+    pd.DataFrame(onestep_rows()).to_csv(tmp, index=False)
+    os.replace(tmp, path)
+    return path
+
+
 def build_parser():
     from asymptotics.cli.common import Parser, add_quiet
 
@@ -263,7 +364,9 @@ def build_parser():
                         help="d = 1000 only, 2 draws; print the report, write no files")
     parser.add_argument("--large", action="store_true",
                         help="add the first setting at d = 4000 (5 draws, ~10 core-minutes) to "
-                             "the CSV and rewrite the report")
+                             "the campaign and rewrite the report")
+    parser.add_argument("--store", default=None,
+                        help="the SQLite store (.sqlite; default beside the exported CSV)")
     parser.add_argument("--onestep", action="store_true",
                         help="predict the outliers of SPECTRA.md's one-step features at the "
                              "simulated d (~2 core-minutes) and rewrite the report")
@@ -279,31 +382,22 @@ def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import apply_quiet
 
     args = build_parser().parse_args(argv)
+    if args.store is not None and not args.store.endswith(".sqlite"):
+        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
+              f"{args.store}", file=sys.stderr)
+        return 2
     quiet = apply_quiet(args)
     if args.onestep:
-        pd.DataFrame(onestep_rows()).to_csv(ONESTEP_CSV, index=False)
+        write_onestep()
         args.report_only = True
     if args.report_only:
-        REPORT.write_text(report(pd.read_csv(CSV).to_dict("records")) + "\n")
+        REPORT.write_text(report(pd.read_csv(paths()[0]).to_dict("records")) + "\n")
         return 0
-    if args.large:
-        old = pd.read_csv(CSV)
-        new = pd.DataFrame(run(quiet=quiet, jobs=[(SETTINGS[0], 4000)]))
-        old = old[~((old.setting == SETTINGS[0].name) & (old.d == 4000))]
-        order = {s.name: i for i, s in enumerate(SETTINGS)}
-        rows = pd.concat([old, new], ignore_index=True).sort_values(
-            ["setting", "d"], kind="stable",
-            key=lambda c: c.map(order) if c.name == "setting" else c)
-        rows.to_csv(CSV, index=False)
-        REPORT.write_text(report(rows.to_dict("records")) + "\n")
-        return 0
-    rows = run(quick=args.quick, quiet=quiet)
-    text = report(rows)
     if args.quick:
-        print(text)
+        print(report(quick_rows(quiet=quiet)))
         return 0
-    CSV.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(CSV, index=False)
+    out = run(large=args.large, store=args.store, quiet=quiet)
+    text = report(pd.read_csv(out).to_dict("records"))
     REPORT.write_text(text + "\n")
     print(text)
     return 0
