@@ -138,22 +138,15 @@ def with_theory(runs: pd.DataFrame, progress=None) -> pd.DataFrame:
 
 def with_network(pts: pd.DataFrame) -> pd.DataFrame:
     """``network``: the network theory of K groups (THEORY.md §15) at ``p = beta d`` after each
-    step >= 1 (NaN at step 0, random features: not computed), with ``z_net``
-    and ``gap_net``. The numbers of NETWORK_STEPS.md: its cache, the same calls for a missing
-    point."""
-    from validation.experiments.network_steps_report import THEORY_KEYS, _key_frame, theory_table
+    step >= 1 (NaN at step 0, random features: not computed), with ``z_net`` and ``gap_net``:
+    ``asymptotics.risk(..., steps=t, readout=...)`` with the default ``model="network"``, read
+    from NETWORK_STEPS.md's theory cache (the same call for a missing point)."""
+    from validation.spiked.readouts_report import network_risk
 
-    later = pts[pts.step >= 1].rename(columns={"ridge_alpha": "alpha"})
-    net = pd.Series(math.nan, index=pts.index)
-    if not later.empty:
-        keys = _key_frame(later)  # typed as the cache's keys, one row per point
-        if len(keys) != len(later):
-            raise ValueError("two simulated points share the theory's parameters")
-        th = theory_table(keys, progress=False)
-        net.loc[later.index] = keys.merge(th, on=list(THEORY_KEYS), how="left",
-                                          validate="one_to_one")["network"].to_numpy()
     pts = pts.copy()
-    pts["network"] = net.to_numpy(dtype=float)
+    pts["network"] = [network_risk(r.sigma, r.target, r.readout, r.alpha0, r.eta, r.step,
+                                   r.ridge_alpha, r.beta, r.lam, r.d)
+                      if r.step >= 1 else math.nan for r in pts.itertuples()]
     pts["z_net"] = (pts["mean"] - pts["network"]) / pts["se"]
     pts["gap_net"] = (pts["network"] - pts["mean"]) / pts["mean"]
     return pts

@@ -7,6 +7,7 @@ rendered from ``validation/reports/readouts_notes.md`` (:func:`validation.notes.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -55,24 +56,58 @@ def summarize(runs, progress: bool | None = None):
     return pts
 
 
-def network_theory(points):
-    """``theory_net``: the network theory of the trained network, ``asymptotics.risk(...,
-    readout=..., model="network")`` (THEORY.md §8 for the constant readout, §15 for the groups
-    of pm1) at the simulated width ``p = beta d``, at the trained network's rows (NaN at the
-    sRF model's, which it does not describe). The numbers of NETWORK_STEPS.md: its theory cache
-    (:mod:`validation.experiments.network_steps_report`), the same calls for a missing point."""
-    from validation.experiments.network_steps_report import THEORY_KEYS, _key_frame, theory_table
+#: the theory cache of NETWORK_STEPS.md (``python -m validation.experiments.network_steps_report``)
+NETWORK_CACHE = REPORT.parent / "data" / "network_steps_points_theory.csv"
 
+
+def _network_key(sigma, target, readout, alpha0, eta, step, alpha, beta, lam, d) -> tuple:
+    readout = "pm1" if readout == "hypercube" else str(readout)
+    etas = tuple(float(e) for e in str(eta).split(","))
+    return (str(sigma), str(target), readout, float(alpha0), etas, int(step), float(alpha),
+            float(beta), float(lam), int(d))
+
+
+@lru_cache(maxsize=1)
+def _network_cache() -> dict:
+    if not NETWORK_CACHE.is_file():
+        return {}
+    import pandas as pd
+
+    df = pd.read_csv(NETWORK_CACHE, dtype={"eta": str})
+    cols = ["sigma", "target", "readout", "alpha0", "eta", "step", "alpha", "beta", "lam", "d"]
+    return {_network_key(*row): float(v)  # the last row of a key wins, as in its writer
+            for row, v in zip(df[cols].itertuples(index=False), df["network"], strict=True)}
+
+
+@lru_cache(maxsize=1024)
+def network_risk(sigma: str, target: str, readout: str, alpha0: float, eta: str | float,
+                 step: int, alpha: float, beta: float, lam: float, d: int) -> float:
+    """The network theory of the trained network after ``step`` giant steps at the simulated
+    width ``p = beta d`` (``asymptotics.risk(..., steps=step, readout=...)`` with the default
+    ``model="network"``, THEORY.md §8, §15; NaN if not converged): read from the theory cache of
+    NETWORK_STEPS.md, :data:`NETWORK_CACHE`, and computed by the same call where it lacks the
+    point (``eta``: ``"2,8,16"``, one value per step; ``readout``: ``hypercube`` is ``pm1``)."""
+    key = _network_key(sigma, target, readout, alpha0, eta, step, alpha, beta, lam, d)
+    if key in _network_cache():
+        return _network_cache()[key]
+    import asymptotics as A
+
+    etas = key[4][:step]
+    res = A.risk(alpha, steps=step, readout=key[2], sigma=sigma, target=target, alpha0=alpha0,
+                 eta=etas[0] if step == 1 and "z2" not in target else etas, lam=lam, beta=beta,
+                 p=beta * d)
+    return res.risk if res.converged else math.nan
+
+
+def network_theory(points):
+    """``theory_net``, ``z_net``, ``gap_net``: the network theory (:func:`network_risk`, one
+    step, p = d) at the trained network's rows (NaN at the sRF model's, which it does not
+    describe)."""
     points = points.copy()
-    points["theory_net"] = math.nan
-    net = points[points.model == "network"].assign(step=1)
-    if not net.empty:
-        keys = _key_frame(net)  # typed as the cache's keys, one row per point
-        if len(keys) != len(net):
-            raise ValueError("two simulated points share the theory's parameters")
-        th = theory_table(keys, progress=False)
-        points.loc[net.index, "theory_net"] = keys.merge(
-            th, on=list(THEORY_KEYS), how="left", validate="one_to_one")["network"].to_numpy()
+    points["theory_net"] = [
+        network_risk(r.sigma, r.target, r.readout, r.alpha0, r.eta, 1, r.alpha, r.beta, r.lam,
+                     r.d) if r.model == "network" else math.nan
+        for r in points.itertuples(index=False)]
     points["z_net"] = (points["mean"] - points.theory_net) / points.se
     points["gap_net"] = (points["mean"] - points.theory_net) / points.theory_net
     return points
