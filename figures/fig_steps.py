@@ -1,4 +1,5 @@
-"""Risk against the number of giant steps (docs/THEORY.md §12): theory lines and the trained
+"""Risk against the number of giant steps: the network theory of K groups (docs/THEORY.md §15,
+solid, at p = d) and the sRF surrogate (§12, dashed, p -> infinity) against the trained
 network's test error (Monte Carlo of the protocol, ``validation/reports/data/multistep_risk.csv``)
 for ``z1 + z1 z2`` (pm1 against the one-spike constant readout) and the staircase
 ``z1 + z1 z2 + z1 z2 z3``, with the groups' loadings on each target direction.
@@ -9,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-DESCRIPTION = "Risk vs the number of giant steps: theory (K groups) and the trained network"
+DESCRIPTION = ("Risk vs the number of giant steps: the network theory (solid), the sRF surrogate "
+               "(dashed) and the trained network")
 
 
 def make(outdir: Path, quick: bool = False, refresh: bool = False) -> list[Path]:

@@ -6,10 +6,13 @@ and the groups' statistics (loadings on the target, bulk variance, outside Gram)
 simulations (default ``validation/reports/data/multistep_risk.csv``), computes the theory at
 their parameters, writes ``STEPS.md`` and ``figures/steps.png`` (risk vs the number of steps)
 into ``--out`` (default ``validation/reports``) and prints the summary table. Three theories per
-point: ``theory`` (the mapping of §12 then the K-group equations, ``p -> infinity``),
-``theory_p`` (the same at the simulated width, §10.6) and ``measured_groups`` (the K-group
-equations fed with the group statistics measured on the simulated first layer: the readout
-theory alone, without the mapping's closure).
+point of the K-group surrogate: ``theory`` (the mapping of §12 then the K-group equations,
+``p -> infinity``), ``theory_p`` (the same at the simulated width, §10.6) and ``measured_groups``
+(the K-group equations fed with the group statistics measured on the simulated first layer: the
+readout theory alone, without the mapping's closure); and ``network``, the network theory of K
+groups (§15, ``asymptotics.risk(..., steps=t)`` with the default ``model="network"``) at the
+simulated width, read from the theory cache of
+:mod:`validation.experiments.network_steps_report` (computed by the same calls where missing).
 """
 
 from __future__ import annotations
@@ -130,6 +133,22 @@ def with_theory(runs: pd.DataFrame, progress=None) -> pd.DataFrame:
     pts["gap"] = (pts["theory"] - pts["mean"]) / pts["mean"]
     pts["gap_p"] = (pts["theory_p"] - pts["mean"]) / pts["mean"]
     pts["gap_groups"] = (pts["measured_groups"] - pts["mean"]) / pts["mean"]
+    return with_network(pts)
+
+
+def with_network(pts: pd.DataFrame) -> pd.DataFrame:
+    """``network``: the network theory of K groups (THEORY.md §15) at ``p = beta d`` after each
+    step >= 1 (NaN at step 0, random features: not computed), with ``z_net`` and ``gap_net``:
+    ``asymptotics.risk(..., steps=t, readout=...)`` with the default ``model="network"``, read
+    from NETWORK_STEPS.md's theory cache (the same call for a missing point)."""
+    from validation.spiked.readouts_report import network_risk
+
+    pts = pts.copy()
+    pts["network"] = [network_risk(r.sigma, r.target, r.readout, r.alpha0, r.eta, r.step,
+                                   r.ridge_alpha, r.beta, r.lam, r.d)
+                      if r.step >= 1 else math.nan for r in pts.itertuples()]
+    pts["z_net"] = (pts["mean"] - pts["network"]) / pts["se"]
+    pts["gap_net"] = (pts["network"] - pts["mean"]) / pts["mean"]
     return pts
 
 
@@ -156,7 +175,8 @@ def group_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def protocol_table(pts: pd.DataFrame) -> pd.DataFrame:
-    """Per setting and d (steps >= 1): points within 3 s.e., median and max relative gap."""
+    """Per setting and d (steps >= 1): points within 3 s.e., median and max relative gap, of the
+    sRF surrogate (p -> infinity) and of the network theory (p = d)."""
     rows = []
     later = pts[pts.step >= 1]
     for (setting, d), g in later.groupby(["setting", "d"]):
@@ -165,15 +185,20 @@ def protocol_table(pts: pd.DataFrame) -> pd.DataFrame:
         rows.append({
             "setting": setting, "target": r.target, "readout": readout_name(r.readout),
             "alpha0": f"{r.alpha0:g}", "eta": r.eta, "d": int(d), "seeds": int(g["count"].min()),
-            "within 3 s.e.": f"{int((g.z.abs() <= 3).sum())}/{len(g)}",
-            "median |gap|": f"{g.gap.abs().median():.1%}", "max |gap|": f"{g.gap.abs().max():.1%}",
+            "sRF: within 3 s.e.": f"{int((g.z.abs() <= 3).sum())}/{len(g)}",
+            "sRF: median |gap|": f"{g.gap.abs().median():.1%}",
+            "sRF: max |gap|": f"{g.gap.abs().max():.1%}",
             "median |gap|, measured groups": f"{g.gap_groups.abs().median():.1%}",
+            "network: within 3 s.e.": f"{int((g.z_net.abs() <= 3).sum())}/{len(g)}",
+            "network: median |gap|": f"{g.gap_net.abs().median():.1%}",
+            "network: max |gap|": f"{g.gap_net.abs().max():.1%}",
             "step 0 (RF) within 3 s.e.": f"{int((rf.z.abs() <= 3).sum())}/{len(rf)}"})
     return pd.DataFrame(rows)
 
 
 def figure(pts: pd.DataFrame, runs: pd.DataFrame, ridge_alpha: float = 4.0):
-    """Risk vs the number of steps (theory lines, Monte Carlo mean +- s.e.) for the two
+    """Risk vs the number of steps (the network theory solid, the sRF surrogate dashed, Monte
+    Carlo mean +- s.e.) for the two
     targets, pm1 (two groups) against the constant readout (one spike, K = 1), and the groups'
     loadings on each target direction."""
     from matplotlib.figure import Figure
@@ -190,22 +215,30 @@ def figure(pts: pd.DataFrame, runs: pd.DataFrame, ridge_alpha: float = 4.0):
             if sub.empty:
                 continue
             th = sub.groupby("step")["theory"].first()
-            ax.plot(th.index, th.values, "-", color=colors[s], lw=1.3,
-                    label=f"theory, {labels[s]}")
+            ax.plot(th.index, th.values, "--", color=colors[s], lw=1.0,
+                    label=f"sRF surrogate (p = inf), {labels[s]}")
+            dmax = sub.d.max()  # p = d: the lines at the two d differ by less than a marker
+            at = sub[sub.d == dmax].set_index("step")
+            net = at["network"].where(at.index >= 1, at["theory_p"])  # step 0: RF at p = d
+            ax.plot(net.index, net.values, "-", color=colors[s], lw=1.4,
+                    label=f"network theory (p = d = {dmax}), {labels[s]}")
             for d, marker in zip(sorted(sub.d.unique()), "os^", strict=False):
                 m = sub[sub.d == d]
                 shift = 0.06 * (1 if marker == "s" else -1)
                 ax.errorbar(m.step + shift, m["mean"], yerr=m.se, fmt=marker, ms=4,
                             color=colors[s], mfc="white" if marker == "s" else colors[s],
-                            capsize=2, lw=1, label=f"network, d = {d}")
-            one = sub[sub.step == 1]["theory"].iloc[0]
+                            capsize=2, lw=1, label=(f"trained network, d = {d}"
+                                                    if s == settings[0] else None))
+            one = net.loc[1]
             ax.axhline(one, color=colors[s], ls=":", lw=1)
         ax.set_xticks(range(4), ["RF", "1", "2", "3"])
         ax.set_xlabel("giant steps")
         ax.set_title(rf"$g$ = {title}, $\alpha$ = {ridge_alpha:g} (dotted: one step)",
                      fontsize=9)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, frameon=False)
+        lo, hi = ax.get_ylim()  # headroom for the legend above the curves
+        ax.set_ylim(lo, hi + (0.55 if len(settings) > 1 else 0.3) * (hi - lo))
+        ax.legend(fontsize=6, frameon=False, loc="upper right")
     axes[0].set_ylabel("test error")
     ax = axes[2]
     sub = runs[(runs.setting == "B") & (runs.ridge_alpha == runs.ridge_alpha.min())]
@@ -213,11 +246,12 @@ def figure(pts: pd.DataFrame, runs: pd.DataFrame, ridge_alpha: float = 4.0):
         mp = mapping_of(sub.iloc[0])
         for j, color in zip(range(3), ("#0072B2", "#D55E00", "#009E73"), strict=True):
             ax.plot(range(4), [abs(st.a[0, j]) for st in mp.states], "-", color=color,
-                    label=rf"theory $|a_{{+,{j + 1}}}|$")
+                    label=rf"theory (§12) $|a_{{+,{j + 1}}}|$")
             d = sub.d.max()
             m = sub[sub.d == d].groupby("step")[f"a_g0_j{j + 1}"].agg(["mean", "std", "count"])
             ax.errorbar(m.index, m["mean"].abs(), yerr=m["std"] / np.sqrt(m["count"]), fmt="o",
-                        ms=4, color=color, capsize=2, label=f"network, d = {d}" if j == 0 else None)
+                        ms=4, color=color, capsize=2,
+                        label=f"trained network, d = {d}" if j == 0 else None)
         ax.set_xticks(range(4), ["init", "1", "2", "3"])
         ax.set_xlabel("giant steps")
         ax.set_ylabel(r"group + loading on $\theta_j$")
@@ -256,18 +290,27 @@ def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> st
                                                       strict=True)],
         theory=pts_t.theory.map("{:.3f}".format), theory_p=pts_t.theory_p.map("{:.3f}".format),
         measured_groups=pts_t.measured_groups.map("{:.3f}".format),
-        z=pts_t.z.map("{:+.1f}".format), gap=pts_t.gap.map("{:+.1%}".format))
+        z=pts_t.z.map("{:+.1f}".format), gap=pts_t.gap.map("{:+.1%}".format),
+        network=pts_t.network.map(lambda x: "-" if math.isnan(x) else f"{x:.3f}"),
+        z_net=pts_t.z_net.map(lambda x: "-" if math.isnan(x) else f"{x:+.1f}"),
+        gap_net=pts_t.gap_net.map(lambda x: "-" if math.isnan(x) else f"{x:+.1%}"))
     cols = ["setting", "d", "step", "ridge_alpha", "count", "MC", "theory", "z", "gap",
-            "theory_p", "measured_groups", "MC_raw"]
+            "network", "z_net", "gap_net", "theory_p", "measured_groups", "MC_raw"]
     later = pts[pts.step >= 1]
     n_in = int((later.z.abs() <= 3).sum())
+    n_p = int((later.z_p.abs() <= 3).sum())
+    n_net = int((later.z_net.abs() <= 3).sum())
+    no_net = int(later.network.isna().sum())  # not converged: counted as misses
     out = [
         "# Several giant steps: theory against the trained network\n",
         "Generated by `python -m validation.multistep.theory` from the simulations of "
         "`python -m validation.multistep.risk` "
         "(`validation/reports/data/multistep_risk.csv`). Theory: docs/THEORY.md §12 (the "
         "population recursion of the readout groups with the batch-noise closure, then the "
-        "K-group equations of §10). Figure: `figures/" + figure_name + "`.\n",
+        "K-group equations of §10: the sRF surrogate) and §15 (the network theory of K groups, "
+        "`asymptotics.risk(..., steps=t)` with the default `model=\"network\"`, at the "
+        "simulated width p = d; its numbers are those of NETWORK_STEPS.md). Figure: `figures/"
+        + figure_name + "`.\n",
         "Protocol: `sigma = erf(z-1)`, `p = d`, three giant steps on fresh batches of "
         "`n0 = alpha0 d` samples with `eta_t = eta_tilde_t p`, the readout frozen at `1/sqrt p` "
         "(constant) or `+-1/sqrt p` on two halves (pm1), then ridge (sum loss, `lam = 0.01`) on "
@@ -277,11 +320,17 @@ def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> st
         "`target_power` has the known mean `E g^2`; same mean as the raw error, far less "
         "variance for the heavy-tailed `z1 z2 z3`); the raw error is in the columns `MC raw`. "
         + _few_seeds(pts) + "\n",
-        f"**Summary** (steps 1-3): {n_in} of {len(later)} points within 3 s.e.; median |gap| "
-        f"{later.gap.abs().median():.1%}, max {later.gap.abs().max():.1%} "
-        "(gap = (theory - MC)/MC).\n",
+        f"**Summary** (steps 1-3, {len(later)} points; gap = (theory - MC)/MC): the network "
+        f"theory (p = d) is within 3 s.e. at {n_net} of {len(later)} points, median |gap| "
+        f"{later.gap_net.abs().median():.1%}, max {later.gap_net.abs().max():.1%}"
+        + (f" ({no_net} without a converged theory number, counted as misses)" if no_net
+           else "")
+        + f"; the sRF surrogate at {n_in} of {len(later)} (p -> infinity; {n_p} at p = d), "
+        f"median |gap| {later.gap.abs().median():.1%}, max {later.gap.abs().max():.1%}.\n",
         _markdown(protocol_table(pts)) + "\n",
-        "`theory` is d = p -> infinity; `theory_p` the same mapping with the finite-width "
+        "`theory` is the surrogate at d = p -> infinity; `network` (z_net, gap_net) the network "
+        "theory at p = d (no number at step 0: random features); `theory_p` the surrogate's "
+        "mapping with the finite-width "
         "K-group equations at p = d (§10.6); `measured_groups` the K-group equations at p = d "
         "fed with the group statistics measured on the simulated first layers (the readout "
         "theory alone: where it sides with `theory`, the gap is not the mapping's but the "

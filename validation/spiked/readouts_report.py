@@ -8,6 +8,7 @@ rendered from ``validation/reports/readouts_notes.md``
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -56,26 +57,60 @@ def summarize(runs, progress: bool | None = None):
     return pts
 
 
-def network_theory(points):
-    """``theory_net``: the project's network theory of the constant readout
-    (``asymptotics.risk(model="network")``, p = infinity) where ``readout == "constant"``, NaN
-    elsewhere (it has no K-group counterpart): context for the network's departures."""
+#: the theory cache of NETWORK_STEPS.md (``python -m validation.experiments.network_steps_report``)
+NETWORK_CACHE = REPORT.parent / "data" / "network_steps_points_theory.csv"
+
+
+def _network_key(sigma, target, readout, alpha0, eta, step, alpha, beta, lam, d) -> tuple:
+    readout = "pm1" if readout == "hypercube" else str(readout)
+    etas = tuple(float(e) for e in str(eta).split(","))
+    return (str(sigma), str(target), readout, float(alpha0), etas, int(step), float(alpha),
+            float(beta), float(lam), int(d))
+
+
+@lru_cache(maxsize=1)
+def _network_cache() -> dict:
+    if not NETWORK_CACHE.is_file():
+        return {}
+    import pandas as pd
+
+    df = pd.read_csv(NETWORK_CACHE, dtype={"eta": str})
+    cols = ["sigma", "target", "readout", "alpha0", "eta", "step", "alpha", "beta", "lam", "d"]
+    return {_network_key(*row): float(v)  # the last row of a key wins, as in its writer
+            for row, v in zip(df[cols].itertuples(index=False), df["network"], strict=True)}
+
+
+@lru_cache(maxsize=1024)
+def network_risk(sigma: str, target: str, readout: str, alpha0: float, eta: str | float,
+                 step: int, alpha: float, beta: float, lam: float, d: int) -> float:
+    """The network theory of the trained network after ``step`` giant steps at the simulated
+    width ``p = beta d`` (``asymptotics.risk(..., steps=step, readout=...)`` with the default
+    ``model="network"``, THEORY.md §8, §15; NaN if not converged): read from the theory cache of
+    NETWORK_STEPS.md, :data:`NETWORK_CACHE`, and computed by the same call where it lacks the
+    point (``eta``: ``"2,8,16"``, one value per step; ``readout``: ``hypercube`` is ``pm1``)."""
+    key = _network_key(sigma, target, readout, alpha0, eta, step, alpha, beta, lam, d)
+    if key in _network_cache():
+        return _network_cache()[key]
     import asymptotics as A
 
-    cache: dict = {}
-    out = []
-    for row in points.itertuples(index=False):
-        if row.readout != "constant":
-            out.append(math.nan)
-            continue
-        key = (row.sigma, row.target, row.eta, row.alpha0, row.lam, row.beta, row.alpha)
-        if key not in cache:
-            cache[key] = A.risk(row.alpha, sigma=row.sigma, target=row.target,
-                                alpha0=row.alpha0, eta=row.eta, lam=row.lam, beta=row.beta,
-                                model="network").risk
-        out.append(cache[key])
+    etas = key[4][:step]
+    res = A.risk(alpha, steps=step, readout=key[2], sigma=sigma, target=target, alpha0=alpha0,
+                 eta=etas[0] if step == 1 and "z2" not in target else etas, lam=lam, beta=beta,
+                 p=beta * d)
+    return res.risk if res.converged else math.nan
+
+
+def network_theory(points):
+    """``theory_net``, ``z_net``, ``gap_net``: the network theory (:func:`network_risk`, one
+    step, p = d) at the trained network's rows (NaN at the sRF model's, which it does not
+    describe)."""
     points = points.copy()
-    points["theory_net"] = out
+    points["theory_net"] = [
+        network_risk(r.sigma, r.target, r.readout, r.alpha0, r.eta, 1, r.alpha, r.beta, r.lam,
+                     r.d) if r.model == "network" else math.nan
+        for r in points.itertuples(index=False)]
+    points["z_net"] = (points["mean"] - points.theory_net) / points.se
+    points["gap_net"] = (points["mean"] - points.theory_net) / points.theory_net
     return points
 
 
@@ -198,18 +233,35 @@ def build_report(runs, progress: bool | None = None, allpts=None) -> str:
               f"seeds per point: {', '.join(map(str, seeds))}. Simulation time: "
               f"{hours:.2f} hours of wall-clock summed over the repetitions (BLAS on at most "
               f"2 cores of a shared machine: at most {2 * hours:.2f} core-hours).", ""]
+    tn = allpts[allpts.model == "network"]
+
+    def _count(frame, z: str) -> str:
+        return f"{int((frame[z].abs() <= 3).sum())}/{len(frame)}"
+
     lines += ["## Summary", "",
-              "Theory at p = infinity; the last column counts the points within 3 s.e. of the "
-              "finite-width theory at the simulated p (THEORY.md §10.6, each group's mean "
-              "channel priced).", "",
+              f"**The trained network** ({len(tn[tn.d == D])} points at d = {D}, {len(tn)} at "
+              f"every d): the network theory (`model=\"network\"`, p = d) within 3 s.e. at "
+              f"{_count(tn[tn.d == D], 'z_net')} (every d: {_count(tn, 'z_net')}, median abs. "
+              f"rel. gap {100 * tn.gap_net.abs().median():.2f}%, max "
+              f"{100 * tn.gap_net.abs().max():.2f}%); the K-group sRF surrogate at "
+              f"{_count(tn[tn.d == D], 'z')} at p = infinity and {_count(tn[tn.d == D], 'z_p')} "
+              f"at p = d (every d: {_count(tn, 'z')} and {_count(tn, 'z_p')}).", "",
+              "Theory at p = infinity; `within 3 s.e. (finite p)` counts the points within 3 "
+              "s.e. of the surrogate's finite-width theory at the simulated p (THEORY.md §10.6, "
+              "each group's mean channel priced); the last two columns, at the trained network's "
+              "rows, the network theory at p = d (THEORY.md §8, §15; `-` at the sRF model's).",
+              "",
               "| setting | readout | model | within 3 s.e. | median abs. rel. gap | "
-              "max abs. rel. gap | within 3 s.e. (finite p) |", "|---|---|---|---|---|---|---|"]
+              "max abs. rel. gap | within 3 s.e. (finite p) | network theory: within 3 s.e. | "
+              "network theory: median abs. rel. gap |", "|---|---|---|---|---|---|---|---|---|"]
 
     def _row(label: str, readout: str, model: str, grp) -> str:
         gaps = grp.gap.abs()
-        return (f"| {label} | {readout} | {model} | {int((grp.z.abs() <= 3).sum())}/{len(grp)} | "
+        net = ("- | -" if model != "network" else
+               f"{_count(grp, 'z_net')} | {100 * grp.gap_net.abs().median():.2f}%")
+        return (f"| {label} | {readout} | {model} | {_count(grp, 'z')} | "
                 f"{100 * gaps.median():.2f}% | {100 * gaps.max():.2f}% | "
-                f"{int((grp.z_p.abs() <= 3).sum())}/{len(grp)} |")
+                f"{_count(grp, 'z_p')} | {net} |")
 
     for (name, readout, model), grp in pts.groupby(["name", "readout", "model"], sort=False):
         lines.append(_row(name, readout, model, grp))
@@ -217,9 +269,9 @@ def build_report(runs, progress: bool | None = None, allpts=None) -> str:
         lines.append(_row("**all**", "", model, pts[pts.model == model]))
     lines += ["", "## Points", "",
               "Theory: p = infinity; at p: the finite-width closure at the simulated p; "
-              "network theory: `asymptotics.risk(model=\"network\")`, the project's theory of "
-              "the trained network (constant readout only; z of the network against it in "
-              "brackets).", "",
+              "network theory: `asymptotics.risk(..., readout=..., model=\"network\")`, the "
+              "project's theory of the trained network, at p = d (z of the network against it "
+              "in brackets).", "",
               "| setting | readout | alpha | theory | theory at p | network (z) | sRF (z) | "
               "network theory (z) |",
               "|---|---|---|---|---|---|---|---|"]
@@ -230,9 +282,8 @@ def build_report(runs, progress: bool | None = None, allpts=None) -> str:
             cells[model] = ("-" if r.empty else
                             f"{_f(r['mean'].iloc[0])} ± {_f(r.se.iloc[0])} ({r.z.iloc[0]:+.1f})")
         net = grp[grp.model == "network"]
-        tn = float(grp.theory_net.iloc[0])
-        zn = ("-" if net.empty or not np.isfinite(tn) else
-              f"{_f(tn)} ({(net['mean'].iloc[0] - tn) / net.se.iloc[0]:+.1f})")
+        tnet = math.nan if net.empty else float(net.theory_net.iloc[0])
+        zn = ("-" if not np.isfinite(tnet) else f"{_f(tnet)} ({net.z_net.iloc[0]:+.1f})")
         lines.append(f"| {name} | {readout} | {alpha:g} | {_f(grp.theory.iloc[0])} | "
                      f"{_f(grp.theory_p.iloc[0])} | {cells['network']} | {cells['srf']} | "
                      f"{zn} |")
