@@ -183,10 +183,9 @@ COMMITTED_PLAN = ((1000, 6), (2000, 4))
 
 
 def _cell(v: object) -> str:
-    """A CSV cell: exact floats (:func:`validation.store.exact_cell`), NaN as an empty cell."""
-    from validation.protocol.rows import exact_cell
+    from validation.protocol.rows import exact_or_empty_cell
 
-    return "" if isinstance(v, float) and math.isnan(v) else exact_cell(v)
+    return exact_or_empty_cell(v)
 
 
 def campaign(d_seeds: Sequence[tuple[int, int]] = COMMITTED_PLAN, scan: bool = True) -> Campaign:

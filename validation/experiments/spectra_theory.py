@@ -154,10 +154,9 @@ def _rank(row: dict) -> tuple:
 
 
 def _cell(v: object) -> str:
-    """A CSV cell: exact floats (:func:`validation.store.exact_cell`), NaN as an empty cell."""
-    from validation.protocol.rows import exact_cell
+    from validation.protocol.rows import exact_or_empty_cell
 
-    return "" if isinstance(v, float) and math.isnan(v) else exact_cell(v)
+    return exact_or_empty_cell(v)
 
 
 def plan(quick: bool = False, large: bool = False) -> list[tuple[Setting, int, int]]:

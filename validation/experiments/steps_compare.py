@@ -131,7 +131,7 @@ def _simulation_rows(alphas: Sequence[float], *, steps: int, sigma: str, target:
                      delta: float, readout: str, d: int, seeds: int, seed: int, n_test: int,
                      n_jobs: int, progress: bool | None) -> pd.DataFrame:
     """Mean and standard error over repetitions of the test error (control variate, module
-    :mod:`validation.experiments.steps_theory`), the mean overlaps and the group statistics."""
+    :mod:`validation.multistep.theory`), the mean overlaps and the group statistics."""
     from validation.multistep.simulator import MultiStepConfig, run_repetitions
     from validation.multistep.theory import target_power
 

@@ -63,6 +63,11 @@ def exact_cell(v: Any) -> str:
     return str(v).replace("\r", " ").replace("\n", " ")
 
 
+def exact_or_empty_cell(v: Any) -> str:
+    """As :func:`exact_cell`, with a float NaN as an empty cell (what pandas reads back as NaN)."""
+    return "" if isinstance(v, float) and math.isnan(v) else exact_cell(v)
+
+
 def g_cell(v: Any, digits: int = 10) -> str:
     """A cell as ``pandas.DataFrame.to_csv(float_format=f"%.{digits}g")`` writes it (NaN and
     None empty): the format of the committed figure and experiment data."""
