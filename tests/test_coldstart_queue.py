@@ -145,7 +145,7 @@ def test_a_pool_worker_compiles_itself_and_starts_no_compiler(tmp_path, monkeypa
     spool = cache / compile_queue.SPOOL
     assert not list(spool.glob("*.json")) and not (spool / compile_queue.LOG).exists()
     assert not coldstart._SCHEDULED  # no compiler, now or at exit
-    src = (ROOT / "validation" / "pool.py").read_text()
+    src = (ROOT / "validation" / "protocol" / "pool.py").read_text()
     assert "forbid_compiler()" in src.split("def _worker_init")[1].split("\ndef ")[0]
 
 
