@@ -24,8 +24,8 @@ from asymptotics.measures.spectral import (
     marchenko_pastur,
 )
 from asymptotics.multiindex.polynomial_spikes import PolynomialSpikeResult, polynomial_spike_risk
-from asymptotics.multiindex.steps import state_from_weights, steps_mapping
-from asymptotics.multiindex.steps_risk import risk_by_step, risk_steps
+from asymptotics.multiindex.steps import steps_mapping
+from asymptotics.multiindex.steps_risk import risk_by_step, risk_steps, state_from_weights
 from asymptotics.spectra import SpectralLaw, spectrum
 from asymptotics.spiked import (
     SpikedResult,

@@ -11,7 +11,8 @@ import pytest
 
 import asymptotics as A
 from asymptotics.coefficients.cget import ge_coefficients
-from asymptotics.multiindex.steps import GroupState, group_params, state_from_weights
+from asymptotics.multiindex.steps import GroupState, group_params
+from asymptotics.multiindex.steps_risk import state_from_weights
 from asymptotics.spiked.readouts import parse_readout
 from asymptotics.step.srf import step_moments
 

@@ -299,13 +299,27 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
-                  eta: float | Sequence[float], delta: float = 0.0,
-                  readout: object = "constant", quad: Quadrature = Quadrature(),
-                  batch: str = "fresh") -> StepsMapping:
-    """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
-    number or one per step; ``alpha0 = inf`` is the large-batch (population) limit;
-    ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
+@dataclass(frozen=True)
+class MappingInputs:
+    """The checked and parsed inputs of a mapping of several steps (THEORY.md §12): shared by
+    :func:`steps_mapping` and the network route's groups (``asymptotics.network``)."""
+
+    steps: int
+    etas: tuple[float, ...]
+    delta: float
+    readout: Readout
+    sigma: Function
+    g: Function | Callable
+    k: int
+    values: np.ndarray
+    fractions: np.ndarray
+    degree: int | None
+
+
+def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float, readout: object,
+                   quad: Quadrature) -> MappingInputs:
+    """Check and parse the parameters of a mapping (one-line errors naming the parameter)."""
     steps = checks.integer("steps", steps, 1)
     if steps > MAX_STEPS:
         raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
@@ -314,19 +328,32 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     group_checks.instance("quad", quad, Quadrature, "Quadrature(h=0.05)")
     etas = eta_schedule(eta, steps)
     delta = checks.real("delta", delta, 0.0)
-    if batch != "fresh":  # every step on the same batch: THEORY.md §14 (reused.py)
-        reused.check_batch(batch)
-        reused.check_reused(steps, delta)
     ro = parse_readout(readout)
     s = get_function(sigma)
     if not isinstance(target, str):
         raise TypeError(f"target must be an expression in z1..zk for several steps, got {target!r}")
     g, k, _ = resolve_target(target)
-    values = np.asarray(ro.values, dtype=np.float64)
-    fractions = np.asarray(ro.weights, dtype=np.float64)
-    K = len(values)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
+    return MappingInputs(steps, etas, delta, ro, s, g, k,
+                         np.asarray(ro.values, dtype=np.float64),
+                         np.asarray(ro.weights, dtype=np.float64), degree)
+
+
+def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                  eta: float | Sequence[float], delta: float = 0.0,
+                  readout: object = "constant", quad: Quadrature = Quadrature(),
+                  batch: str = "fresh") -> StepsMapping:
+    """The groups after ``t = 0..steps`` giant steps (THEORY.md §12); ``eta``: eta_tilde, one
+    number or one per step; ``alpha0 = inf`` is the large-batch (population) limit;
+    ``batch="reused"``: every step on the same batch (THEORY.md §14)."""
+    m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, quad=quad)
+    steps, etas, delta, ro, s, g, k = m.steps, m.etas, m.delta, m.readout, m.sigma, m.g, m.k
+    values, fractions, degree, K = m.values, m.fractions, m.degree, len(m.values)
+    if batch != "fresh":  # every step on the same batch: THEORY.md §14 (reused.py)
+        reused.check_batch(batch)
+        reused.check_reused(steps, delta)
     # a reused batch: the first step as on a fresh batch, the second below (THEORY.md §14)
     reuse = batch == "reused" and steps >= 2 and math.isfinite(alpha0)
     n_fresh = 1 if reuse else steps
@@ -364,37 +391,3 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         states = states[:2] + [second]
     return StepsMapping(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
                         eta=etas, delta=delta, k=k, states=tuple(states), batch=batch)
-
-
-# ------------------------------------------------------------------------------------------------
-# the risk after several steps, and the groups read off a given first layer
-
-
-def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
-                       values: Sequence[float] | None = None) -> GroupState:
-    """The groups of a given first layer (THEORY.md §12.4): rows ``W`` (p x d), each row's
-    readout value ``eps`` (p; equal values form a group, ordered as ``values``, by default
-    increasing), target
-    directions ``theta`` (k x d, orthonormal rows). ``s_g`` is the group's mean row, ``c_g`` the
-    mean squared distance of its rows to it; the Gram of the means loses the sampling bias
-    ``c_g / p_g`` of a mean over ``p_g`` rows."""
-    W = group_checks.real_array("W", W)
-    theta = np.atleast_2d(group_checks.real_array("theta", theta))
-    eps = group_checks.real_array("eps", eps).ravel()
-    if W.ndim != 2 or eps.shape[0] != W.shape[0] or theta.shape[1] != W.shape[1]:
-        raise ValueError(f"need W (p x d), eps (p) and theta (k x d); got {W.shape}, "
-                         f"{eps.shape}, {theta.shape}")
-    if not np.allclose(theta @ theta.T, np.eye(theta.shape[0]), atol=1e-8):
-        raise ValueError("theta must have orthonormal rows")
-    group_checks.weights_groups(W, eps, theta, values)
-    groups = np.unique(eps) if values is None else np.asarray(values, dtype=np.float64)
-    if not np.all(np.isin(eps, groups)) or any(np.sum(eps == v) == 0 for v in groups):
-        raise ValueError(f"every readout value must be one of values={groups.tolist()}, each "
-                         "used by some row")
-    means = np.array([W[eps == v].mean(axis=0) for v in groups])
-    counts = np.array([np.sum(eps == v) for v in groups])
-    c = np.array([np.mean(np.sum((W[eps == v] - m) ** 2, axis=1))
-                  for v, m in zip(groups, means, strict=True)])
-    a = means @ theta.T
-    gram = means @ means.T - np.diag(c / counts) - a @ a.T
-    return GroupState(-1, a, factor(gram), c)

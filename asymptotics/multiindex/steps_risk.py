@@ -12,7 +12,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import STEPS_EXAMPLE, steps_eta
-from asymptotics.multiindex.steps import StepsMapping, steps_mapping
+from asymptotics.multiindex.steps import GroupState, StepsMapping, factor, steps_mapping
 from asymptotics.spiked.readouts import parse_readout
 
 
@@ -171,3 +171,33 @@ def api_steps_risk(alpha: float, steps: object, *, model: str, overrides: dict, 
         raise ValueError(f"steps={steps} does not support {', '.join(given)} (the groups are "
                          "built from the steps' parameters, THEORY.md §12)")
     return risk_steps(alpha, steps=steps, lam=lam, eta=eta, **kw)
+
+
+def state_from_weights(W: np.ndarray, eps: np.ndarray, theta: np.ndarray,
+                       values: Sequence[float] | None = None) -> GroupState:
+    """The groups of a given first layer (THEORY.md §12.4): rows ``W`` (p x d), each row's
+    readout value ``eps`` (p; equal values form a group, ordered as ``values``, by default
+    increasing), target
+    directions ``theta`` (k x d, orthonormal rows). ``s_g`` is the group's mean row, ``c_g`` the
+    mean squared distance of its rows to it; the Gram of the means loses the sampling bias
+    ``c_g / p_g`` of a mean over ``p_g`` rows."""
+    W = group_checks.real_array("W", W)
+    theta = np.atleast_2d(group_checks.real_array("theta", theta))
+    eps = group_checks.real_array("eps", eps).ravel()
+    if W.ndim != 2 or eps.shape[0] != W.shape[0] or theta.shape[1] != W.shape[1]:
+        raise ValueError(f"need W (p x d), eps (p) and theta (k x d); got {W.shape}, "
+                         f"{eps.shape}, {theta.shape}")
+    if not np.allclose(theta @ theta.T, np.eye(theta.shape[0]), atol=1e-8):
+        raise ValueError("theta must have orthonormal rows")
+    group_checks.weights_groups(W, eps, theta, values)
+    groups = np.unique(eps) if values is None else np.asarray(values, dtype=np.float64)
+    if not np.all(np.isin(eps, groups)) or any(np.sum(eps == v) == 0 for v in groups):
+        raise ValueError(f"every readout value must be one of values={groups.tolist()}, each "
+                         "used by some row")
+    means = np.array([W[eps == v].mean(axis=0) for v in groups])
+    counts = np.array([np.sum(eps == v) for v in groups])
+    c = np.array([np.mean(np.sum((W[eps == v] - m) ** 2, axis=1))
+                  for v, m in zip(groups, means, strict=True)])
+    a = means @ theta.T
+    gram = means @ means.T - np.diag(c / counts) - a @ a.T
+    return GroupState(-1, a, factor(gram), c)

@@ -25,27 +25,24 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import checks
 from asymptotics.multiindex.steps import (
     CHUNK,
-    MAX_STEPS,
     RANK_TOL,
     REST_NODES,
     TRAPEZOID_STEP,
     GroupState,
     Quadrature,
     group_params,
+    mapping_inputs,
 )
-from asymptotics.multiindex.steps import eta_schedule as _etas
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.steps import factor as _factor
 from asymptotics.multiindex.steps import trapezoid as _trapezoid
 from asymptotics.multiindex.steps import xi_moments as _xi_moments
 from asymptotics.spiked.coefficients import tensor_rule
-from asymptotics.spiked.problem import resolve_target, target_degrees
-from asymptotics.spiked.readouts import Readout, parse_readout
+from asymptotics.spiked.readouts import Readout
 
 DEFAULT_QUAD = Quadrature()
 
@@ -219,23 +216,10 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
                    ) -> NetworkGroups:
     """The groups and their bulk covariances after ``t = 0..steps`` giant steps (module
     docstring); the states are those of :func:`asymptotics.multiindex.steps.steps_mapping`."""
-    steps = checks.integer("steps", steps, 1)
-    if steps > MAX_STEPS:
-        raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
-    if not (isinstance(alpha0, (int, float, np.integer, np.floating)) and alpha0 > 0):
-        raise ValueError(f"alpha0 must be > 0 (inf: the large-batch limit), got {alpha0!r}")
-    etas = _etas(eta, steps)
-    delta = checks.real("delta", delta, 0.0)
-    ro = parse_readout(readout)
-    s = get_function(sigma)
-    if not isinstance(target, str):
-        raise TypeError(f"target must be an expression in z1..zk, got {target!r}")
-    g, k, _ = resolve_target(target)
-    values = np.asarray(ro.values, dtype=np.float64)
-    fractions = np.asarray(ro.weights, dtype=np.float64)
-    K = len(values)
-    per = target_degrees(target) if not isinstance(g, Function) else (None,)
-    degree = None if any(dg is None for dg in per) else int(sum(per))
+    m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, quad=quad)
+    steps, etas, delta, ro, s, g, k = m.steps, m.etas, m.delta, m.readout, m.sigma, m.g, m.k
+    values, fractions, degree, K = m.values, m.fractions, m.degree, len(m.values)
     st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
     cov = np.repeat(np.eye(k)[None], K, axis=0)
     states, covs = [st], [cov]
