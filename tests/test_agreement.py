@@ -1,12 +1,16 @@
-"""CI guard: the sRF simulation agrees with the theory within 4 standard errors.
+"""CI guard: the sRF simulation agrees with the theory.
 
-A handful of settings across activations, targets and beta at d = 800; a regression in the
-equations, the solver, the sRF mapping or the simulator moves some z far beyond 4.
+A handful of settings across activations, targets and beta at d = 800, 12 draws each; the
+standard error is estimated from the draws, so |z| is compared with the Student quantile of 11
+degrees of freedom at a two-sided level of 1e-3 per point (4.44; the former 4 with 6 draws was
+a 1% false alarm per point under the Student law). A regression in the equations, the solver,
+the sRF mapping or the simulator moves some z far beyond it.
 The full matrix (48 settings, d = 2000) is `python -m validation.matrix`, see validation/REPORT.md.
 """
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from asymptotics import risk_curve
 from validation.protocol.simulator import Setting, simulate_curve
@@ -19,19 +23,22 @@ CASES = [  # sigma, target, beta, alpha0, eta_tilde
     ("erf", "he2", 1.0, 2.0, 0.0),
 ]
 ALPHAS, LAMS = [0.5, 2.0], [0.05]
+SEEDS = 12
+Z_MAX = float(student_t.ppf(1 - 1e-3 / 2, SEEDS - 1))  # 4.437
 
 
 @pytest.mark.parametrize("sigma,target,beta,alpha0,eta", CASES)
-def test_srf_simulation_within_four_standard_errors(sigma, target, beta, alpha0, eta):
+def test_srf_simulation_within_the_student_quantile(sigma, target, beta, alpha0, eta):
     base = Setting(model="srf", sigma=sigma, target=target, alpha=1.0, alpha0=alpha0, eta=eta,
                    lam=LAMS[0], beta=beta, d=800, n_test=8000)
-    sims = simulate_curve(base, ALPHAS, LAMS, seeds=6, seed=2026)
+    sims = simulate_curve(base, ALPHAS, LAMS, seeds=SEEDS, seed=2026)
     theory = risk_curve(ALPHAS, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                         lam=LAMS[0], beta=beta, progress=False, model="srf")
     assert theory["converged"].all()
     z = [(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)]
-    assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}, theory = {theory['risk'].tolist()}, " \
-        f"sim = {[round(s.mean, 5) for s in sims]} ± {[round(s.se, 5) for s in sims]}"
+    assert np.all(np.abs(z) < Z_MAX), (
+        f"z = {np.round(z, 2)} (limit {Z_MAX:.2f}), theory = {theory['risk'].tolist()}, "
+        f"sim = {[round(s.mean, 5) for s in sims]} ± {[round(s.se, 5) for s in sims]}")
 
 
 @pytest.mark.slow
