@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from asymptotics.api.paths import RESULT_COLUMNS
+from asymptotics.core.meta import FieldGroups
 from asymptotics.equations.fixed_point import (
     HAT_NAMES,
     STATE_NAMES,
@@ -46,7 +47,7 @@ V_COLD = np.array([0.5, 0.5])
 
 
 @dataclass(frozen=True)
-class RiskResult:
+class RiskResult(FieldGroups):
     """One point of the theory, with every parameter that produced it (THEORY.md §1 conventions).
 
     ``risk`` is the test error E_x (g - f)^2 on noiseless inputs; NaN unless ``converged``.
@@ -95,21 +96,6 @@ class RiskResult:
                   "measure", "p", "common_row")
     SOLUTION = ("risk", "r", "c", "gamma", *STATE_NAMES, *HAT_NAMES)
     DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual")
-
-    @property
-    def parameters(self) -> dict:
-        """Every parameter that produced the point (and which model and measure it describes)."""
-        return {k: getattr(self, k) for k in self.PARAMETERS}
-
-    @property
-    def solution(self) -> dict:
-        """The risk, the step's spike (r, c, gamma) and the order parameters (THEORY.md §5)."""
-        return {k: getattr(self, k) for k in self.SOLUTION}
-
-    @property
-    def diagnostics(self) -> dict:
-        """Whether and how the solver converged."""
-        return {k: getattr(self, k) for k in self.DIAGNOSTICS}
 
     def to_dict(self) -> dict:
         """All fields but the raw solver state, in the order of ``RESULT_COLUMNS``."""

@@ -1,4 +1,5 @@
-"""The distribution's version, and warnings shown as one line (commands and pool workers)."""
+"""The distribution's version, warnings shown as one line (commands and pool workers), and the
+three field groups every result type exposes."""
 
 from __future__ import annotations
 
@@ -36,3 +37,28 @@ def one_line_warnings() -> None:
 
     warnings.showwarning = show
     warnings.simplefilter("default")
+
+
+class FieldGroups:
+    """``parameters``, ``solution``, ``diagnostics`` of a result dataclass from its class tuples
+    ``PARAMETERS``, ``SOLUTION``, ``DIAGNOSTICS`` (what produced the point, what the equations
+    give, how the solve went): one definition for every result type."""
+
+    PARAMETERS: tuple[str, ...] = ()
+    SOLUTION: tuple[str, ...] = ()
+    DIAGNOSTICS: tuple[str, ...] = ()
+
+    @property
+    def parameters(self) -> dict:
+        """Every parameter that produced the point."""
+        return {k: getattr(self, k) for k in self.PARAMETERS}
+
+    @property
+    def solution(self) -> dict:
+        """The risk and the order parameters."""
+        return {k: getattr(self, k) for k in self.SOLUTION}
+
+    @property
+    def diagnostics(self) -> dict:
+        """Whether and how the solver converged."""
+        return {k: getattr(self, k) for k in self.DIAGNOSTICS}

@@ -14,6 +14,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
+from asymptotics.core.meta import FieldGroups
 from asymptotics.core.parameters import default
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.spiked import contrast
@@ -25,7 +26,7 @@ STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
 
 @dataclass(frozen=True)
-class SpikedResult:
+class SpikedResult(FieldGroups):
     """One point of the K-group, r-spike theory with every parameter (docs/THEORY.md §10).
     ``risk`` is E_x (g - f)^2 on noiseless inputs; NaN unless ``converged``."""
 
@@ -64,21 +65,6 @@ class SpikedResult:
     SOLUTION = ("risk", "order")
     DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
                    "quadrature_change")
-
-    @property
-    def parameters(self) -> dict:
-        """Every parameter that produced the point."""
-        return {k: getattr(self, k) for k in self.PARAMETERS}
-
-    @property
-    def solution(self) -> dict:
-        """The risk and the order parameters (THEORY.md §10.3)."""
-        return {k: getattr(self, k) for k in self.SOLUTION}
-
-    @property
-    def diagnostics(self) -> dict:
-        """Whether and how the solver converged, and the kappa rule it settled on."""
-        return {k: getattr(self, k) for k in self.DIAGNOSTICS}
 
     def to_dict(self) -> dict:
         """As :meth:`as_dict` (the name :class:`~asymptotics.api.points.RiskResult` uses)."""
