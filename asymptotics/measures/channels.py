@@ -15,7 +15,8 @@ from asymptotics.core.coldstart import kernel
 
 @kernel(cache=True, error_model="numpy")
 def population_bulk(
-    out: np.ndarray, beta: float, lam: np.ndarray, wts: np.ndarray, s0: float, s1: float
+    out: np.ndarray, beta: float, lam: np.ndarray, wts: np.ndarray, s0: float, s1: float,
+    full: bool,
 ) -> None:
     """Kernel: the bulk averages out[0:5] of Omega = B B^T (p x p) when the d columns of B have
     population variances lam_j / d (generalised Marchenko-Pastur law, Silverstein and Bai 1995;
@@ -23,7 +24,8 @@ def population_bulk(
     (the leave-one-column-out identity), by safeguarded Newton; the other averages are its
     derivatives in s0, s1. ``wts``: the weight of each lam_j (sum 1; 1/d for the d population
     variances of a sampled device, Gauss weights for a quadrature of the population law).
-    NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist)."""
+    NaNs when S = 0 is not excluded (s0 = 0 and the root does not exist). ``full`` False: only
+    out[0:2] (<1/S>, <rho/S>, the same numbers), what the closed V-subsystem reads."""
     n = lam.shape[0]
     if s0 < 0.0 or s1 < 0.0 or (s0 == 0.0 and s1 == 0.0):
         out[0:5] = np.nan
@@ -71,7 +73,9 @@ def population_bulk(
             lo = m
         step = phi / dphi if dphi > 0.0 else 0.0
         mn = m - step
-        if not (lo < mn < hi):
+        # the closed bracket: a Newton step onto the root itself (phi = 0 sets lo = m, step 0)
+        # is the answer, not a bisection of [m, hi] (which bisected back for ~40 more sweeps)
+        if not (lo <= mn <= hi):
             mn = 0.5 * (lo + hi)
         if abs(mn - m) <= 1e-15 * m:
             m = mn
@@ -84,6 +88,10 @@ def population_bulk(
         den = 1.0 + beta * lam[j] * w
         A += wts[j] * lam[j] / den
         B += wts[j] * lam[j] / (den * den)
+    out[0] = m
+    out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
+    if not full:
+        return
     D = s0 + s1 * B
     m2 = m / D  # <1/S^2> = -dm/ds0
     mr2 = m * B / D  # <rho/S^2> = -dm/ds1
@@ -91,8 +99,6 @@ def population_bulk(
     for j in range(n):
         den = 1.0 + beta * lam[j] * w
         x2 += wts[j] * lam[j] * (beta * lam[j] * m * m + mr2) / (den * den)
-    out[0] = m
-    out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
     out[2] = m2
     out[3] = mr2
     out[4] = x2
