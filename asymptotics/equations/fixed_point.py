@@ -45,11 +45,10 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.core.result import HAT_NAMES, STATE_NAMES  # noqa: F401  (the one definition)
 from asymptotics.measures.spectral import bulk_moments, measure_moments
 
 N_STATE = 7
-STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
-HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
 
 
 @kernel(cache=True, error_model="numpy")
