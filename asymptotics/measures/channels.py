@@ -8,6 +8,8 @@ carried by Gauss rules (:func:`quadrature_columns`, kind ``quadrature``).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
@@ -58,7 +60,15 @@ def population_bulk(
     else:
         out[0:5] = np.nan
         return
-    m = 0.5 * (lo + hi)
+    # start from the root for the population's mean alone (one atom at mean1: the quadratic
+    # s0 beta a m^2 + (s0 + a - beta a) m - 1 = 0, a = s1 mean1), Newton's answer to rounding
+    # in ~3 sweeps when the population is narrow; the bracket's midpoint where it falls outside
+    a = s1 * mean1
+    qb = s0 + a - beta * a
+    den0 = qb + math.sqrt(qb * qb + 4.0 * s0 * beta * a)
+    m = 2.0 / den0 if den0 > 0.0 else 0.5 * (lo + hi)
+    if not (lo < m < hi):
+        m = 0.5 * (lo + hi)
     for _ in range(200):
         phi = s0 * m - 1.0
         dphi = s0
