@@ -314,3 +314,35 @@ def test_population_measure_closes_the_network_families():
         z_rank.append((mean - rank) / se)
     assert np.all(np.abs(z_pop) <= 3), f"z = {np.round(z_pop, 2)}"
     assert np.sum(np.abs(z_rank) > 3) >= 2, f"rank-one z = {np.round(z_rank, 2)}"
+
+
+def test_population_bulk_root_and_the_v_subsystem_averages():
+    """The generalised MP root m = <1/S> solves 1 = s0 m + <g(s1 m lam)> to rounding from the
+    closed-form start (wide and narrow populations, s0 -> 0 included); at s0 = 0 (beta < 1) it
+    is MP's closed form 1/((1 - beta) s1 c); ``bulk_moments``, what the V-subsystem iterates on,
+    is ``measure_moments``' first two averages bit for bit."""
+    from asymptotics.measures.spectral import bulk_moments, marchenko_pastur, measure_moments
+
+    z = np.zeros(0)
+    rng = np.random.default_rng(3)
+    for lam in (np.full(16, 1.3), np.linspace(1.0, 1.07, 16), rng.uniform(0.05, 9.0, 40)):
+        w = np.full(lam.shape[0], 1.0 / lam.shape[0])
+        for beta in (0.5, 1.0, 2.0):
+            for s0, s1 in [(1e-6, 3.0), (0.01, 0.5), (0.3, 0.8), (2.0, 1e-4), (0.05, 40.0)]:
+                mom = measure_moments(3, beta, 1.0, lam, z, z, z, s0, s1)
+                m = mom[0]
+                y = s1 * m * lam
+                terms = np.concatenate([[s0 * m], w * y / (1 + beta * y)])
+                assert abs(terms.sum() - 1.0) <= 1e-14 * np.abs(terms).sum() + 1e-15
+                got = bulk_moments(3, beta, 1.0, lam, z, z, z, s0, s1)
+                assert got[0] == mom[0] and got[1] == mom[1]
+                if lam.shape[0] == 16:  # the quadrature kind reads its bulk from block 0
+                    F = np.concatenate([w, np.zeros(64)])
+                    q = measure_moments(4, beta, 1.0, np.concatenate([lam, np.ones(64)]), F,
+                                        np.zeros(1), z, s0, s1)
+                    b = bulk_moments(4, beta, 1.0, np.concatenate([lam, np.ones(64)]), F,
+                                     np.zeros(1), z, s0, s1)
+                    assert b[0] == q[0] and b[1] == q[1]
+    a = marchenko_pastur(0.5, 1.0).moments(0.0, 2.0)[0]
+    b = measure_moments(3, 0.5, 1.0, np.ones(8), z, z, z, 0.0, 2.0)[0]
+    assert abs(b - a) <= 1e-14 * a and abs(a - 1.0 / (0.5 * 2.0)) <= 1e-14

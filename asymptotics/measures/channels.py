@@ -14,6 +14,9 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 
+#: the relative Newton step of :func:`population_bulk` after which its root is exact to rounding
+NEWTON_STOP = 1e-8
+
 
 @kernel(cache=True, error_model="numpy")
 def population_bulk(
@@ -48,16 +51,19 @@ def population_bulk(
     # phi(m) = s0 m + <g(s1 m lam)> - 1 is increasing and concave in m, phi(0) = -1
     lo = 0.0
     hi = 1.0 / s0 if s0 > 0.0 else 1.0
-    for _ in range(200):  # bracket
+    # s0 > 0: the root lies below 1/s0 (phi(1/s0) = <g> >= 0), no bracketing sweep
+    found = s0 > 0.0
+    for _ in range(0 if found else 200):  # bracket
         phi = s0 * hi - 1.0
         for j in range(n):
             y = s1 * hi * lam[j]
             phi += wts[j] * y / (1.0 + beta * y)
         if phi >= 0.0:
+            found = True
             break
         lo = hi
         hi *= 2.0
-    else:
+    if not found:
         out[0:5] = np.nan
         return
     # start from the root for the population's mean alone (one atom at mean1: the quadratic
@@ -74,9 +80,9 @@ def population_bulk(
         dphi = s0
         for j in range(n):
             y = s1 * m * lam[j]
-            den = 1.0 + beta * y
-            phi += wts[j] * y / den
-            dphi += wts[j] * s1 * lam[j] / (den * den)
+            iden = 1.0 / (1.0 + beta * y)
+            phi += wts[j] * y * iden
+            dphi += wts[j] * s1 * lam[j] * iden * iden
         if phi > 0.0:
             hi = m
         else:
@@ -85,23 +91,30 @@ def population_bulk(
         mn = m - step
         # the closed bracket: a Newton step onto the root itself (phi = 0 sets lo = m, step 0)
         # is the answer, not a bisection of [m, hi] (which bisected back for ~40 more sweeps)
-        if not (lo <= mn <= hi):
+        newton = lo <= mn <= hi
+        if not newton:
             mn = 0.5 * (lo + hi)
-        if abs(mn - m) <= 1e-15 * m:
+        # |m phi''| <= 2 phi' here (g'' = -2 beta g'/(1 + beta y)), so a Newton step of relative
+        # size s leaves a relative error <= s^2: below NEWTON_STOP it is rounding
+        if abs(mn - m) <= (NEWTON_STOP if newton else 1e-15) * m:
             m = mn
             break
         m = mn
     w = s1 * m
     A = 0.0
+    if not full:
+        for j in range(n):
+            A += wts[j] * lam[j] / (1.0 + beta * lam[j] * w)
+        out[0] = m
+        out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
+        return
     B = 0.0
     for j in range(n):
         den = 1.0 + beta * lam[j] * w
         A += wts[j] * lam[j] / den
         B += wts[j] * lam[j] / (den * den)
     out[0] = m
-    out[1] = m * A  # <rho/S> = (1 - s0 m)/s1
-    if not full:
-        return
+    out[1] = m * A
     D = s0 + s1 * B
     m2 = m / D  # <1/S^2> = -dm/ds0
     mr2 = m * B / D  # <rho/S^2> = -dm/ds1
