@@ -236,10 +236,10 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                       solver: SolverConfig = SolverConfig(), progress: bool | None = None,
                       **params):
-    """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, every parameter
-    and order parameter as columns (lists and matrices as JSON strings). ``progress``: a report
-    per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none; with
-    r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
+    """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, the columns of
+    every result (``RESULT_COLUMNS``; lists and the ``order`` mapping as JSON). ``progress``: a
+    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none;
+    with r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
     import pandas as pd
 
     from asymptotics.core.progress import Progress
