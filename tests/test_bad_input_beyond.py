@@ -487,7 +487,7 @@ def test_steps_cli(argv, word, capsys):
 
 
 def test_steps_cli_plot_suffix_is_checked_before_any_work(capsys, monkeypatch):
-    import asymptotics.multiindex.steps_risk as sr
+    import asymptotics.api.by_step as sr
 
     def never(*args, **kwargs):
         raise AssertionError("computed before checking --plot")

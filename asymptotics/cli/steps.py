@@ -110,7 +110,7 @@ def _plot(df, path: str) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Print the table (alpha x step); bad input: one line on stderr, exit status 2."""
-    from asymptotics.multiindex.steps_risk import risk_by_step
+    from asymptotics.api.by_step import risk_by_step
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)

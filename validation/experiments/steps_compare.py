@@ -103,9 +103,9 @@ def _theory_rows(alphas: Sequence[float], *, steps: int, sigma: str, target: str
     """Both theories at p -> infinity and at the simulated width p = beta d (the sRF surrogate
     point by point as ``risk(steps=t, model="srf")``, the network theory as
     :func:`asymptotics.risk_by_step`), and the groups' state (the same in both)."""
+    from asymptotics.api.by_step import risk_by_step
     from asymptotics.core.progress import Progress
     from asymptotics.multiindex.steps import steps_mapping
-    from asymptotics.multiindex.steps_risk import risk_by_step
     from asymptotics.spiked.solve import risk_spiked
 
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,

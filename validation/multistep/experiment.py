@@ -319,12 +319,13 @@ def theory_overlaps(cfg: MultiStepConfig) -> pd.DataFrame:
 
 
 def theory_test_error(cfg: MultiStepConfig) -> pd.DataFrame:
-    """Rows (step, theory): the risk of the ridge readout after each step (THEORY.md §12,
-    ``p -> infinity``) at the experiment's ``ridge_alpha`` and ``lam``."""
-    from asymptotics.multiindex.steps_risk import risk_by_step
+    """Rows (step, theory): the risk of the ridge readout after each step by the K-group
+    (sRF) theory of THEORY.md §12 (``p -> infinity``; the report's row) at the experiment's
+    ``ridge_alpha`` and ``lam``."""
+    from asymptotics.api.by_step import risk_by_step
 
     readout = "pm1" if cfg.readout in ("pm1", "hypercube") else "constant"
     df = risk_by_step([cfg.ridge_alpha], steps=cfg.steps, sigma=cfg.sigma, target=cfg.target,
                       alpha0=cfg.alpha0, eta=cfg.eta, lam=cfg.lam, beta=cfg.beta,
-                      delta=cfg.delta, readout=readout)
+                      delta=cfg.delta, readout=readout, model="srf")
     return df[["step", "risk"]].rename(columns={"risk": "theory"})
