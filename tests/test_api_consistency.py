@@ -61,6 +61,9 @@ def test_risk_by_step_and_the_command_share_the_table_defaults():
     assert sig["eta"].default is None and args.eta is None  # both: the example's schedule
     assert steps_eta(STEPS_EXAMPLE["steps"]) == tuple(STEPS_EXAMPLE["eta"])
     assert check("model", sig["model"].default) == "network"  # a value the table accepts
+    from validation.experiments.steps_compare import compare_steps
+
+    assert inspect.signature(compare_steps).parameters["steps"].default == STEPS_EXAMPLE["steps"]
 
 
 def test_python_and_the_shell_give_the_same_default_numbers(tmp_path, capsys):

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from asymptotics.core import checks
-from asymptotics.core.parameters import default
+from asymptotics.core.parameters import STEPS_EXAMPLE, default
 
 #: the readouts the simulation covers; "hypercube" is the simulator's older name of "pm1"
 READOUTS = ("constant", "pm1", "hypercube")
@@ -195,7 +195,7 @@ def _simulation_rows(alphas: Sequence[float], *, steps: int, sigma: str, target:
     return pd.DataFrame(rows)
 
 
-def compare_steps(alpha: float | Sequence[float], *, steps: int = 3,
+def compare_steps(alpha: float | Sequence[float], *, steps: int = STEPS_EXAMPLE["steps"],
                   sigma: str = default("sigma"), target: str = default("target"),
                   alpha0: float = default("alpha0"),
                   eta: float | Sequence[float] = default("eta"), lam: float = default("lam"),
@@ -283,8 +283,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"), default=[0.5, 2.0, 4.0],
                    help="ridge sample ratios n/d: a list or START:STOP:NUM (default 0.5,2,4)")
-    p.add_argument("--steps", type=integer("--steps", 1, 8), default=3,
-                   help="number of giant steps T, 1..8 (default 3)")
+    p.add_argument("--steps", type=integer("--steps", 1, 8), default=STEPS_EXAMPLE["steps"],
+                   help=f"number of giant steps T, 1..8 (default {STEPS_EXAMPLE['steps']})")
     p.add_argument("--sigma", default=default("sigma"),
                    help=f"activation: a name or an expression in z (default {default('sigma')})")
     p.add_argument("--target", default=default("target"),
