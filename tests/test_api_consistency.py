@@ -133,6 +133,17 @@ def test_step_t_of_risk_by_step_is_risk_after_t_steps(setting, model, request):
             assert r.risk == pytest.approx(rf.risk, rel=QUADRATURE_RTOL)
 
 
+@pytest.mark.parametrize("setting", BY_STEP_SETTINGS[:2], ids=["erf-multi-pm1", "relu-tanh-const"])
+def test_step_t_of_the_network_at_finite_width_is_risk_after_t_steps(setting):
+    """The same at the width p = 300 (the column ``theory_network_p`` of ``compare_steps``)."""
+    kw = dict(setting, lam=0.01, beta=1.0, p=300.0)
+    df = A.risk_by_step([2.5], steps=2, model="network", progress=False, **kw)
+    for r in df[df.step > 0].itertuples():
+        ref = A.risk(r.alpha, steps=r.step, **{**kw, "eta": kw["eta"][:r.step]})
+        assert ref.model == "network" and ref.converged
+        assert r.risk == pytest.approx(ref.risk, rel=QUADRATURE_RTOL), r.step
+
+
 def test_the_two_models_differ_after_a_step():
     """The network theory is not the surrogate relabelled: after a step of the K = 2 example
     the two differ by more than the quadrature tolerance."""
