@@ -258,6 +258,7 @@ def steps_weights(s: Function, target: object, *, alpha0: float, eta: float, del
                        readout=readout)
     state = mp.states[-1]
     fr = np.asarray(mp.readout.weights, float)
+    eps = np.asarray(mp.readout.values, float)
     c = np.asarray(state.c, float)
     loadings, overlaps, rot = state.spiked_model()
     gamma = np.asarray(overlaps) @ np.asarray(rot).T  # V_a . theta_j (original targets)
@@ -276,19 +277,20 @@ def steps_weights(s: Function, target: object, *, alpha0: float, eta: float, del
     edge, mt = rowvar_top(c, fr, beta)
     p = beta * d
     L = np.asarray(loadings, float)
-    mean_left = (fr[:, None] * L).sum(axis=0)  # E[l] (the mean row's loadings)
     outs = []
     for lam, qv, pu in lowrank_outliers(mt, edge, p=p, c=c, w=fr, left=L, gram=np.eye(r)):
         q = fr / (1.0 + c * mt(lam))
         E = (L.T * q[None, :]) @ L  # E[l l^T/(1 + c m_t)]
-        a1 = (q[:, None] * L).sum(axis=0)  # E[l/(1 + c m_t)]: 1_p/sqrt p against u
-        u_mean = float(math.sqrt(p) * a1 @ np.linalg.solve(p * E, pu))
-        ov = {"mean": u_mean ** 2}
+        y = np.linalg.solve(p * E, pu)
+        ov = {}
+        for name, t in (("mean", np.ones_like(fr)), ("readout", eps / math.sqrt(fr @ eps ** 2))):
+            # t(g)/sqrt p against u: sqrt p E[t l^T/(1 + c m_t)] (p E)^-1 P^T u
+            ov[name] = float(math.sqrt(p) * ((q * t) @ L) @ y) ** 2
         ov.update({f"learned {a + 1}": float(qv[a] ** 2) for a in range(r)})
+        ov["learned span"] = float(qv @ qv)
         ov.update({f"target {j + 1}": float((gamma[:, j] @ qv) ** 2) for j in range(k)})
         a_top = int(np.argmax(np.abs(qv)))
         outs.append(Outlier(float(lam), f"learned {a_top + 1}", ov))
-    params["mean_loadings"] = mean_left.tolist()
     return sol, support, atom, outs, params
 
 

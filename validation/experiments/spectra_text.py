@@ -56,7 +56,12 @@ def _grid_matrix(table: pd.DataFrame, d: int) -> pd.DataFrame:
         for r in s.itertuples(index=False):
             m = (f"{r.measured_min}" if r.measured_min == r.measured_max
                  else f"{r.measured_min}-{r.measured_max}")
-            row[f"a2={r.a2:g}"] = f"{m}/{r.predicted}" + ("" if r.agree else " ✗")
+            if "at_d" in t and t.at_d.notna().any():
+                row[f"a2={r.a2:g}"] = (f"{m}/{int(r.at_d)}/{r.predicted}"
+                                       + ("" if r.agree_d else " ✗d")
+                                       + ("" if r.agree else " ✗a"))
+            else:
+                row[f"a2={r.a2:g}"] = f"{m}/{r.predicted}" + ("" if r.agree else " ✗")
         out[f"a1={a1:g}"] = row
     return pd.DataFrame(out).T.reset_index(names="")
 
@@ -108,7 +113,10 @@ def onestep_result(one: pd.DataFrame, check: bool = True) -> str:
 
 def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.Path],
                  wall: float) -> str:
-    grid = grid_table(data["grid"])
+    from validation.experiments import spectra_twostep
+
+    grid = grid_table(data["grid"], None if plan is QUICK else spectra_twostep.load())
+    has_d = bool(grid.at_d.notna().any())
     share = agreement_by_gap(grid)
     counts = counts_vs_d(data["scaling"])
     exps = exponent_table(data["scaling"])
@@ -168,21 +176,33 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.P
         "## 2. Phase diagram",
         "",
         f"Grid a1 in {list(plan.a1s)}, a2 in {list(plan.a2s)}; {plan.grid_seeds} seed(s) per "
-        "point (common random numbers). Cells: measured (range over seeds) / predicted; ✗ marks "
-        "a mismatch in any seed. The boundary gap `min_k |a2 - k(1/2 - a1)|` is the exponent "
+        "point (common random numbers). "
+        + ("Cells: measured (range over seeds) / predicted at the simulated d / asymptotic "
+           "(Moniri & Hassani's count); ✗d and ✗a mark a mismatch in any seed with the count at d "
+           "and with the asymptotic count. " if has_d else
+           "Cells: measured (range over seeds) / predicted; ✗ marks a mismatch in any seed. ")
+        + "The boundary gap `min_k |a2 - k(1/2 - a1)|` is the exponent "
         "of the marginal term: it is separated from the bulk by a factor `p^gap` only.",
         "",
     ]
+    if has_d:
+        out += [at_d_text(), ""]
     for d in plan.grid_ds:
         out += [f"**d = {d}** (p = {int(round(BETA * d))})", "", _md(_grid_matrix(grid, d)), ""]
     out += [
-        "Agreement (measured == predicted in every seed), by boundary gap:",
+        ("Agreement (measured == predicted in every seed: `agree` the asymptotic count, "
+         "`agree_at_d` the count at d), by boundary gap:" if has_d else
+         "Agreement (measured == predicted in every seed), by boundary gap:"),
         "",
         _md(share),
         "",
         f"At the largest d ({d_max}) the counts agree at {s_max.agree}/{s_max.points} grid "
         f"points overall and at {s_far.agree}/{s_far.points} points with gap >= 0.075.",
         "",
+    ]
+    if has_d:
+        out += [at_d_result(grid, share), ""]
+    out += [
         "## 3. Counts and term amplitudes vs d",
         "",
         f"d in {list(plan.scaling_ds)}, {plan.scaling_seeds} seeds. Counts (min-max over seeds):",
@@ -306,3 +326,38 @@ what is not reachable by simulation is the constant-free regime `p^(|e_k|) >> 1`
 boundaries."""
 
 
+
+
+def at_d_text() -> str:
+    """How the count at the simulated d is predicted (docs/THEORY.md §16.7)."""
+    return (
+        "**The count at the simulated d** (`asymptotics.spectra.twostep.two_step_weights`, "
+        "docs/THEORY.md §16.7; `python -m validation.experiments.spectra_twostep` writes "
+        "`validation/reports/data/spectra_grid_theory.csv`): given the readout g, every row of "
+        "`W2` is a common vector `R(g) = eps1 E sigma' g u + eps2 g (1/n) sum e h_g(kappa) x` "
+        "(`h_g(kappa) = E_zeta sigma'(s(g) zeta + eps1 E sigma' g kappa)`, the whole Taylor "
+        "series of the second step in the first step's shift) plus an isotropic part of variance "
+        "`c(g)` (the rescaled `W0` row and both batches' noise). So `W2 = D^(1/2) G + P Q^T`: a "
+        "row-variance Marchenko-Pastur bulk with the rows' variances at the p readouts' expected "
+        "order statistics, and a finite-rank perturbation whose right vectors carry, besides "
+        "their means in span(theta, u), the batch noise `(d/n) E[e^2 h_g h_g']`, distinct for "
+        "each order of g (what lets several outliers out). The outliers solve the "
+        "Benaych-Georges-Nadakuditi equation; the count is the number of predicted singular "
+        "values above the predicted edge plus two fitted spacings (the measurement's own rule, "
+        "applied to the predicted quantiles), minus the leading one.")
+
+
+def at_d_result(grid: pd.DataFrame, share: pd.DataFrame) -> str:
+    """The agreement of the count at d, written from the numbers."""
+    parts = []
+    for d, t in grid.groupby("d"):
+        al = share[(share.d == d) & (share.gap == "all")].iloc[0]
+        bd = share[(share.d == d) & (share.gap == "gap < 0.025 (on a boundary)")].iloc[0]
+        inr = int(((t.measured_min <= t.at_d) & (t.at_d <= t.measured_max)).sum())
+        parts.append(
+            f"d = {d}: {int(al.agree_at_d)}/{int(al.points)} cells agree with the count at d in "
+            f"every seed ({inr} within the seeds' range; under {int(al.under_at_d)}, over "
+            f"{int(al.over_at_d)}), against {int(al.agree)} for the asymptotic count; on a "
+            f"boundary (gap < 0.025) {int(bd.agree_at_d)}/{int(bd.points)} against "
+            f"{int(bd.agree)}")
+    return "**Count at the simulated d.** " + "; ".join(parts) + "."
