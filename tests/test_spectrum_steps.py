@@ -126,7 +126,7 @@ def test_committed_grid_prediction_is_reproduced() -> None:
     theory gives (the report's column is computed, not typed)."""
     import pandas as pd
 
-    from validation.experiments.spectra_twostep import CSV, predict
+    from validation.experiments.spectra_weights.twostep import CSV, predict
 
     df = pd.read_csv(CSV)
     for _, r in df[(df.d == 1000) & (df.a1 == 0.35) & (df.a2.isin([0.3, 0.4]))].iterrows():

@@ -55,7 +55,7 @@ def spectrum(of: str, alpha: float | None = None, *,
     ``of="weights"``: the p eigenvalues of W W^T (squared singular values of the first layer).
     ``model``: "srf" (the spiked random features of the step, default), "network" (weights
     only: the trained network's population covariance) or "rf" (eta = 0). ``readout`` and
-    ``steps`` (features only, model "srf") give the K-group model of §10-§12.
+    ``steps`` (model "srf") give the K-group model of §10-§12 (for the weights: §16.6).
     ``d``: the input dimension at which the outliers are located (None: the limit, where the
     features' mean and the weights' spike diverge, location inf)."""
     if of not in OF:

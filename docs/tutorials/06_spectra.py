@@ -32,7 +32,7 @@ import asymptotics as A
 from asymptotics.multiindex.spikes import two_step_outlier_count
 from asymptotics.spectra import two_step_weights
 from validation.experiments.spectra_sim import kolmogorov, simulate_network
-from validation.experiments.spectra_steps import SETTINGS, simulate
+from validation.experiments.spectra_weights.steps import SETTINGS, simulate
 
 FULL = os.environ.get("GIANTSTEP_FULL") == "1"
 d = 1000 if FULL else 500

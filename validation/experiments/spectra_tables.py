@@ -35,8 +35,8 @@ def grid_table(df: pd.DataFrame, at_d: pd.DataFrame | None = None) -> pd.DataFra
 
 def with_predicted_at_d(table: pd.DataFrame, at_d: pd.DataFrame | None) -> pd.DataFrame:
     """The count predicted at the simulated d (``at_d``: the rows of
-    :mod:`validation.experiments.spectra_twostep`, columns d, a1, a2, predicted_at_d, sv1..) as
-    ``at_d``, with ``agree_d`` (every seed equal to it); NaN where not predicted."""
+    :mod:`validation.experiments.spectra_weights.twostep`, columns d, a1, a2, predicted_at_d,
+    sv1..) as ``at_d``, with ``agree_d`` (every seed equal to it); NaN where not predicted."""
     out = table.copy()
     if at_d is None or not len(at_d):
         out["at_d"] = np.nan

@@ -113,7 +113,7 @@ def onestep_result(one: pd.DataFrame, check: bool = True) -> str:
 
 def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.Path],
                  wall: float) -> str:
-    from validation.experiments import spectra_twostep
+    from validation.experiments.spectra_weights import twostep as spectra_twostep
 
     grid = grid_table(data["grid"], None if plan is QUICK else spectra_twostep.load())
     has_d = bool(grid.at_d.notna().any())
@@ -332,7 +332,7 @@ def at_d_text() -> str:
     """How the count at the simulated d is predicted (docs/THEORY.md §16.7)."""
     return (
         "**The count at the simulated d** (`asymptotics.spectra.twostep.two_step_weights`, "
-        "docs/THEORY.md §16.7; `python -m validation.experiments.spectra_twostep` writes "
+        "docs/THEORY.md §16.7; `python -m validation.experiments.spectra_weights.twostep` writes "
         "`validation/reports/data/spectra_grid_theory.csv`): given the readout g, every row of "
         "`W2` is a common vector `R(g) = eps1 E sigma' g u + eps2 g (1/n) sum e h_g(kappa) x` "
         "(`h_g(kappa) = E_zeta sigma'(s(g) zeta + eps1 E sigma' g kappa)`, the whole Taylor "

@@ -323,7 +323,7 @@ def report(rows: list[dict]) -> str:
                        f"{'' if math.isnan(z) else f'{z:+.1f}'} | {r.worst:.4g} |")
         out.append("")
     out += onestep_section()
-    from validation.experiments.spectra_steps import section as steps_section
+    from validation.experiments.spectra_weights.steps import section as steps_section
 
     out += steps_section()  # the weights after several steps (their own CSV)
     ks = df[df.quantity == "KS bulk"]

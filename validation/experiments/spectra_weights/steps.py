@@ -7,9 +7,9 @@ eps_i = 1 (constant) or +-1 (half each, ``pm1``), T full-batch steps eta = eta_t
 batches of n0 = alpha0 d samples of y = g(<theta, x>), theta = e_1. Per draw: the eigenvalues of
 W W^T and, for the top eigenvectors, the squared overlaps of the left one with 1_p/sqrt(p) and
 eps/sqrt(p), of the right one with theta and with the span of the groups' mean rows of W - W0
-(the learned directions). ``python -m validation.experiments.spectra_steps [--quiet]`` writes
-``validation/reports/data/spectra_theory_steps.csv`` (whole, atomically); the report's section is
-built from it by :func:`section`."""
+(the learned directions). ``python -m validation.experiments.spectra_weights.steps [--quiet]``
+writes ``validation/reports/data/spectra_theory_steps.csv`` (whole, atomically); the report's
+section is built from it by :func:`section`."""
 
 from __future__ import annotations
 
@@ -27,9 +27,9 @@ from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
 from validation.experiments.spectra_sim import kolmogorov, sphere
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_steps.csv"
-COMMAND = "python -m validation.experiments.spectra_steps"
+COMMAND = "python -m validation.experiments.spectra_weights.steps"
 TOP = 2  # outliers compared at most
 
 

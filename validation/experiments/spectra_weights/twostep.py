@@ -2,8 +2,8 @@
 validation/reports/SPECTRA.md (section 2): :func:`asymptotics.spectra.twostep.two_step_weights`
 at every (d, a1, a2) of the grid, with the experiments' protocol (sigma = tanh(z+0.5), target
 z1, Gaussian readout, eta_tilde = (1, 3), beta = 1/2, alpha0 = 1). No simulation: the theory
-alone (~1-2 s a point). ``python -m validation.experiments.spectra_twostep [--quiet]`` writes
-``validation/reports/data/spectra_grid_theory.csv`` (whole, atomically); the report
+alone (~1-2 s a point). ``python -m validation.experiments.spectra_weights.twostep [--quiet]``
+writes ``validation/reports/data/spectra_grid_theory.csv`` (whole, atomically); the report
 (``python -m figures.spectra_report``) reads it."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from validation.experiments.spectra import (
 )
 
 CSV = REPORTS / "data" / "spectra_grid_theory.csv"
-COMMAND = "python -m validation.experiments.spectra_twostep"
+COMMAND = "python -m validation.experiments.spectra_weights.twostep"
 TOP = 4  # predicted singular values recorded per point
 TARGET = "linear"  # the target z1 as a function of the teacher coordinate
 
