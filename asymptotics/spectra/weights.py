@@ -1,5 +1,6 @@
-"""Spectrum of the first layer after one giant step: the eigenvalues of W1 W1^T (p x p, the squared
-singular values of W1), docs/THEORY.md §16.4.
+"""Spectrum of the first layer: the eigenvalues of W W^T (p x p, the squared singular values of
+W) after one giant step (docs/THEORY.md §16.3) and after several steps or with a finite-support
+readout (§16.6: :func:`steps_weights`, :func:`rowvar_solver`, :func:`lowrank_outliers`).
 
 W1 = B + r 1_p v^T with bulk rows of population covariance C/d (given the first batch they are
 i.i.d.): the bulk law is the generalised Marchenko-Pastur law of C (Silverstein and Bai 1995),
@@ -205,12 +206,6 @@ def rowvar_bulk(c: np.ndarray, w: np.ndarray, beta: float) -> tuple[Solver, list
     sol = rowvar_solver(c, w, beta)
     hi = float(np.max(c)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
     return sol, bulk_support(sol, hi), sol.atom
-
-
-def m_t(sol: Solver, lam: float) -> float:
-    """The d x d transform m_t(lam + i0) of a :func:`rowvar_solver` (real above the bulk)."""
-    x, ok = sol.solve(np.array([lam + 0j]))
-    return float(x[0, 0].real) if ok[0] else math.nan
 
 
 def lowrank_outliers(mt: Callable[[float], float], edge: float, *, p: float, c: np.ndarray,
