@@ -49,12 +49,14 @@ class TwoStepWeights:
     (degree m: the second step's Taylor order k = m - 1) and the ``channels`` so named, the
     bulk's upper ``edge`` (singular value) and the detection ``threshold`` edge + kappa c (c:
     the fitted spacing of s_j ~ edge - c j^(2/3) of the predicted quantiles, the rule of the
-    simulations' counts); ``count`` = outliers above the threshold minus the leading one."""
+    simulations' counts); ``count`` = outliers above the threshold minus the leading one;
+    ``theta_overlaps``: the squared overlap of each outlier's right vector with theta."""
 
     params: dict
     outliers: tuple
     channels: tuple
     degrees: tuple
+    theta_overlaps: tuple
     edge: float
     threshold: float
     count: int
@@ -142,7 +144,8 @@ def two_step_weights(sigma: str | Function, target: str | Function = "linear", *
     F = np.hstack([mean, noise])  # R(g_j) . R(g_k) = (F F^T)_jk
     # P Q^T with orthonormal right vectors: left functions of g, l(g_j) = (F V S)_j.
     ev, V = np.linalg.eigh((F * wg[:, None]).T @ F)
-    left = F @ V[:, ev > RANK_TOL * ev[-1]]  # n_g x r
+    basis = V[:, ev > RANK_TOL * ev[-1]]  # the right vectors in F's coordinates
+    left = F @ basis  # n_g x r; coordinate 0 of F is theta
     # the bulk: the rows' variances, the central 90% merged into equal-count bins
     cn, cw = _compress(c, wg)
     edge2, mt = rowvar_top(cn, cw, beta)
@@ -151,6 +154,7 @@ def two_step_weights(sigma: str | Function, target: str | Function = "linear", *
                   beta=beta, alpha0=alpha0, delta=delta, kappa=kappa, n_g=n_g, n_gh=n_gh)
     outs = lowrank_outliers(mt, edge2, p=p, c=c, w=wg, left=left, gram=np.eye(left.shape[1]))
     locs = tuple(math.sqrt(o[0]) for o in outs)
+    theta = tuple(float((basis[0] @ o[1]) ** 2) for o in outs)  # <v, theta>^2
     # the left vector as a function of g: u(g) ~ l(g) . Phi1^-1 P^T u / (1 + c(g) m_t)
     H = np.stack([_hermite(G, m) for m in range(1, DEG_MAX + 1)])
     degs = []
@@ -170,7 +174,8 @@ def two_step_weights(sigma: str | Function, target: str | Function = "linear", *
     thr = float(E + kappa * cc)
     count = max(0, sum(v > thr for v in locs) - 1)
     chans = tuple("step 1 + order 0" if m == 1 else f"order {m - 1}" for m in degs)
-    return TwoStepWeights(params, locs, chans, degs, math.sqrt(edge2), thr, int(count), sol)
+    return TwoStepWeights(params, locs, chans, degs, theta, math.sqrt(edge2), thr, int(count),
+                          sol)
 
 
 def _top_quantiles(sol: Solver, top: float, q: np.ndarray) -> np.ndarray:

@@ -33,7 +33,8 @@ TARGET = "linear"  # the target z1 as a function of the teacher coordinate
 
 def predict(d: int, a1: float, a2: float) -> dict:
     """One grid point: the count beyond the leading outlier at d, the bulk edge and detection
-    threshold (singular values), the top predicted singular values and their readout degrees."""
+    threshold (singular values), the top predicted singular values, their readout degrees and
+    the squared overlaps of their right vectors with theta."""
     from asymptotics.spectra.twostep import two_step_weights
 
     t0 = time.perf_counter()
@@ -44,6 +45,7 @@ def predict(d: int, a1: float, a2: float) -> dict:
     for i in range(TOP):
         row[f"sv{i + 1}"] = r.outliers[i] if i < len(r.outliers) else math.nan
         row[f"deg{i + 1}"] = r.degrees[i] if i < len(r.outliers) else math.nan
+        row[f"theta{i + 1}"] = r.theta_overlaps[i] if i < len(r.outliers) else math.nan
     row["seconds"] = time.perf_counter() - t0
     return row
 
