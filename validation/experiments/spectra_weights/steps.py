@@ -172,7 +172,7 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
-    parser = Parser(prog=COMMAND, description=__doc__.splitlines()[0])
+    parser = Parser(prog=COMMAND, description=" ".join(__doc__.split("\n\n")[0].split()))
     add_quiet(parser)
     args = parser.parse_args(argv)
     quiet = apply_quiet(args)

@@ -71,7 +71,8 @@ def load() -> pd.DataFrame | None:
 def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
-    parser = Parser(prog=COMMAND, description=__doc__.split("\n\n")[0].replace("\n", " "))
+    text = " ".join(__doc__.split(". No simulation")[0].split()) + "."
+    parser = Parser(prog=COMMAND, description=text)
     add_quiet(parser)
     args = parser.parse_args(argv)
     quiet = apply_quiet(args)
