@@ -324,7 +324,10 @@ None of these contradicts the asymptotic count: the fitted amplitude exponents (
 follow `e_k` to within 0.13 for k <= 2 (k = 0 runs 0.03-0.06 steeper; k = 3 sits at the noise
 floor and is not resolved), and `floor(a2/(1/2 - a1))` is the number of k >= 1 with `e_k > 0`;
 what is not reachable by simulation is the constant-free regime `p^(|e_k|) >> 1` near the
-boundaries."""
+boundaries. The count at the simulated d of section 2 (docs/THEORY.md §16.7) carries all four
+effects: the BBP threshold at the simulated p (1), the overlaps of the left vectors and the
+batch noise that gives each order its own right vector (2), the exact `h_g` in place of the
+Taylor terms (3) and the rows' inflated variances (4)."""
 
 
 
