@@ -163,6 +163,9 @@ def test_group_covariances_follow_a_simulated_network():
     (["simulate", "--only", "N1,N9"], "--only must name settings among"),
     (["simulate", "--d", "500"], "--d must be one of the plan's"),
     (["simulate", "--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["diagnose", "--setting", "N9", "--steps", "1"], "--setting must be one of"),
+    (["diagnose", "--setting", "N1", "--steps", "3"], "--steps in 1..2"),
+    (["diagnose", "--setting", "N1", "--steps", "x"], "must be comma-separated integers"),
 ])
 def test_simulate_bad_input_is_one_line(argv, says, tmp_path, monkeypatch, capsys):
     """Bad input to the campaign's command: one line naming the parameter, exit 2, no store."""
@@ -223,3 +226,28 @@ def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
     fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81, **prob)
     assert fine.converged
     assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
+
+
+def test_measured_groups_recover_a_planted_layer():
+    """The diagnosis reads a layer's groups: planted group means, bulk variances and bulk
+    covariances on E (target coordinates and the means' outside span) come back."""
+    from validation.experiments.network_steps import measured_groups
+
+    rng = np.random.default_rng(4)
+    d, p, k = 300, 6000, 2
+    labels = np.repeat([0, 1], p // 2)
+    means = np.zeros((2, d))
+    means[0, :3] = [1.0, 0.5, 0.8]
+    means[1, :3] = [-0.7, 0.2, 0.0]
+    means[1, 3] = 0.6
+    C = np.array([[2.0, 0.7], [0.7, 1.5]])  # the planted covariance on (z1, z2), units 1/d
+    B = rng.standard_normal((p, d)) / np.sqrt(d)
+    B[:, :2] = rng.standard_normal((p, 2)) @ np.linalg.cholesky(C).T / np.sqrt(d)
+    st, cov, E, _, _ = measured_groups(means[labels] + B, labels, k)
+    assert np.allclose(st.a, means[:, :k], atol=0.01)
+    assert np.allclose(st.spike_gram, means @ means.T, atol=0.02)
+    assert np.allclose(st.c, (d - 2 + 3.5) / d, rtol=0.02)
+    assert E.shape == (d, k + 2)
+    for g in range(2):
+        assert np.allclose(cov[g][:2, :2], C, atol=0.15)
+        assert np.allclose(cov[g][2:, 2:], np.eye(2), atol=0.15)

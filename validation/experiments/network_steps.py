@@ -12,6 +12,9 @@ exported CSV: ``validation/reports/data/network_steps_runs.sqlite`` in a checkou
 cache, :func:`validation.paths.data_file`) that starts from the committed CSV and its keys file,
 so stored repetitions are not rerun; every stored task is exported, sorted by setting, d and
 repetition, atomically to ``network_steps_runs.csv`` with its keys file.
+``python -m validation.experiments.network_steps diagnose --setting N1 --d 1000 --seeds 1,2
+--steps 2`` trains one network per seed and sets its first layer against its groups (the
+semi-empirical decomposition of docs/DERIVATIONS.md §9.5: :func:`diagnose`).
 ``python -m validation.experiments.network_steps_report [--quiet]`` computes both
 theories (``model="network"`` and ``model="srf"``) for every point and writes
 ``validation/reports/NETWORK_STEPS.md``.
