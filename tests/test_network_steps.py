@@ -251,3 +251,23 @@ def test_measured_groups_recover_a_planted_layer():
     for g in range(2):
         assert np.allclose(cov[g][:2, :2], C, atol=0.15)
         assert np.allclose(cov[g][2:, 2:], np.eye(2), atol=0.15)
+
+
+def test_network_groups_cache_is_exact():
+    """A cached mapping, and a longer run started from a cached shorter one, are the mapping
+    computed from scratch (the network route's cache, as the surrogate's)."""
+    from asymptotics.network.groups import clear_cache
+
+    kw = dict(target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 4.0, 8.0), readout="pm1")
+    clear_cache()
+    fresh = network_groups("relu", steps=3, **kw)
+    clear_cache()
+    network_groups("relu", steps=2, **{**kw, "eta": (2.0, 4.0)})
+    resumed = network_groups("relu", steps=3, **kw)
+    again = network_groups("relu", steps=3, **kw)
+    for ng in (resumed, again):
+        assert ng.eta == fresh.eta and len(ng.states) == 4
+        for a, b in zip(ng.cov, fresh.cov, strict=True):
+            assert np.array_equal(a, b)
+        for a, b in zip(ng.states, fresh.states, strict=True):
+            assert np.array_equal(a.c, b.c) and np.array_equal(a.a, b.a)

@@ -145,7 +145,7 @@ def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
         if prev is not None and cur.converged and prev.converged:
             change = abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
             if change <= QUADRATURE_RTOL:
-                return replace(cur, n_kappa=int(prob.tables.weights.shape[0]),
+                return replace(cur, n_kappa=n,
                                quadrature_change=change,
                                message=f"converged (aligned rule: trapezoid step {h:g} on the "
                                        f"sharpest spike axis, {n} Gauss-Hermite nodes on the "
