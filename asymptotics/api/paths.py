@@ -105,6 +105,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
     for name in GROUP_FIELDS:
         value = _NO_GROUPS[name]
         cols[name] = [value] * n if value is None else np.full(n, value)
-    return pd.DataFrame(cols)[RESULT_COLUMNS]
+    # in the schema's order (a dict in that order: no reindexing copy of the frame)
+    return pd.DataFrame({name: cols[name] for name in RESULT_COLUMNS})
 
 
