@@ -3,7 +3,8 @@ the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 =
 or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
 surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
 F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
-eigenvectors with 1_p/sqrt(p), the learned direction(s) and theta*."""
+eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the features W0 v and, for the
+network, its bulk column B v = (W - 1_p mean row) v) and theta*."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: flo
     X = rng.standard_normal((n, d))
     w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
     f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
-                                        "learned 1": _unit(W0 @ v)})
+                                        "learned 1": _unit(W0 @ v),
+                                        "learned 1 (B v)": _unit((W - W.mean(axis=0)) @ v)})
     return Draw(w_eig, f_eig, w_ov, f_ov)
 
 

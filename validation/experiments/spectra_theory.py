@@ -80,8 +80,16 @@ SETTINGS = (
 )
 
 
+def features_model(s: Setting) -> str:
+    """The features' theory: the network's one-step law for the simulated network after one
+    step, the K-group sRF surrogate after two steps and for the simulated sRF, rf at eta = 0."""
+    if s.eta == 0.0:
+        return "rf"
+    return "network" if s.sim == "network" and s.steps == 1 else "srf"
+
+
 def _theory(s: Setting, of: str, d: int):
-    model = "rf" if s.eta == 0.0 else ("srf" if of == "features" else s.weights_model)
+    model = features_model(s) if of == "features" else "rf" if s.eta == 0.0 else s.weights_model
     return spectrum(of, alpha=s.alpha, sigma=s.sigma, target=s.target, alpha0=s.alpha0,
                     eta=s.eta, beta=s.beta, steps=s.steps, model=model, d=d)
 
@@ -142,7 +150,7 @@ def _record(job: tuple[Setting, int, int]) -> dict:
     models of the theory (features, weights)."""
     s, d, n_seeds = job
     return {"setting": s, "d": d, "draws": n_seeds,
-            "features_model": "rf" if s.eta == 0.0 else "srf",
+            "features_model": features_model(s),
             "weights_model": None if s.weights_model is None else
             "rf" if s.eta == 0.0 else s.weights_model}
 
@@ -301,8 +309,9 @@ def report(rows: list[dict]) -> str:
            "singular values of the first layer). `sim` is the mean over the draws, `se` its "
            "standard error, `z = (sim - theory)/se`; `KS bulk` is the Kolmogorov distance "
            "between the predicted law (atom included) and the eigenvalues without the predicted "
-           "outliers (mean, and worst draw). The theory of the features is the sRF surrogate "
-           "(K-group model of the steps for two steps); of the weights, the model named. The "
+           "outliers (mean, and worst draw). The theory of the features is the model named: the "
+           "network's one-step law (`network`), the sRF surrogate (`srf`; the K-group model of "
+           "the steps for two steps) or random features (`rf`); of the weights, likewise. The "
            "bulk edge row compares the predicted edge with the largest non-outlier eigenvalue, "
            "which sits O(p^(-2/3)) below it (Tracy-Widom): no z there.", ""]
     for name, g in df.groupby("setting", sort=False):
