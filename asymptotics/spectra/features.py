@@ -82,6 +82,7 @@ def network_features_solver(prob: SpikedProblem, alpha: float, *, sigma, target,
     from asymptotics.coefficients.cget import ge_coefficients
     from asymptotics.measures.population_quadrature import (
         TOL,
+        QuadratureError,
         law_nodes,
         population_rules,
     )
@@ -95,10 +96,13 @@ def network_features_solver(prob: SpikedProblem, alpha: float, *, sigma, target,
     w, mb1, ms2 = t.weights, t.mub1[:, 0], t.mus2[:, 0]
     beta, c = prob.beta, float(prob.bulk[0])
     A = alpha / beta
-    rules = population_rules(sigma, target, float(alpha0), float(eta), float(delta), N_POP)
-    keep = rules.weights[0] > 0.0
-    xj = rules.nodes[0][keep] / c
-    wj = rules.weights[0][keep] / rules.weights[0][keep].sum()
+    try:  # the path's approximation: the Gauss rule of the population law (else c I)
+        rules = population_rules(sigma, target, float(alpha0), float(eta), float(delta), N_POP)
+        keep = rules.weights[0] > 0.0
+        xj = rules.nodes[0][keep] / c
+        wj = rules.weights[0][keep] / rules.weights[0][keep].sum()
+    except QuadratureError:
+        xj, wj = np.ones(1), np.ones(1)
     k = ge_coefficients(sigma, target)
     zq, eq, wq = law_nodes(target, k.mu0, delta)
     a_ = eta * k.c1
@@ -198,12 +202,10 @@ def network_channels(prob: SpikedProblem, sigma: Function, target: Function, *,
             return math.nan
         return prob.beta * tau * (un2 / out[0, 3].real - 1.0 / y) / c
 
-    from asymptotics.measures.population_quadrature import population_rules
-    from asymptotics.spectra.weights import N_POP
+    from asymptotics.step.plane import step_covariances
 
-    rules = population_rules(sigma, target, float(alpha0), float(eta), float(delta), N_POP)
-    vcv = rules.var_eps + float(rules.nodes[1] @ rules.weights[1])
-    return NetworkChannels(left, form, vcv / c)
+    svv = step_covariances(sigma, target, alpha0=alpha0, eta=eta, delta=delta)[0]
+    return NetworkChannels(left, form, svv / c)
 
 
 def features_mean(prob: SpikedProblem, alpha: float) -> float:

@@ -290,6 +290,52 @@ def onestep_section() -> list[str]:
     return out
 
 
+OVERLAP_SCAN = ROOT / "validation" / "reports" / "data" / "spectra_overlap_scan.csv"
+
+
+def overlap_scan_section() -> list[str]:
+    """The report's section on the weights' learned-direction overlap offsets (from the CSV of
+    ``python benchmarks/spectra_overlap_scan.py --csv ...``): the simulated direction v_hat
+    (the driver's) against the population mean row v_pop (the theory's v), over d, with the
+    weighted least-squares slope of the offset against 1/p."""
+    import pandas as pd
+
+    if not OVERLAP_SCAN.exists():
+        return []
+    df = pd.read_csv(OVERLAP_SCAN)
+    out = ["## The weights' learned-direction overlap: which direction is simulated", "",
+           "The table above compares the top right singular vector of `W1` with `v_hat`, the "
+           "unit mean row of `W1 - W0` over the p simulated neurons; the theory's `v` is the "
+           "direction of the population mean row given the batch, `v_pop = (eta/n0) sum_i e_i "
+           "E_w0[sigma'(w0.x_i)] x_i` (docs/THEORY.md §16.3). `v_hat` adds the sample mean of "
+           "the p bulk rows, which the top singular vector shares: an estimator bias of order "
+           "1/p. A d-scan (`python benchmarks/spectra_overlap_scan.py --csv "
+           "validation/reports/data/spectra_overlap_scan.csv`; tanh, fresh draws) of both:", "",
+           "| setting | d | p | draws | theory | v_hat | se | z | v_pop | se | z |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for _, r in df.iterrows():
+        zh = (r.v_hat - r.theory) / r.v_hat_se
+        zp = (r.v_pop - r.theory) / r.v_pop_se
+        out.append(f"| {r.setting} | {r.d} | {r.p:g} | {r.seeds} | {r.theory:.6f} | "
+                   f"{r.v_hat:.6f} | {r.v_hat_se:.1e} | {zh:+.1f} | {r.v_pop:.6f} | "
+                   f"{r.v_pop_se:.1e} | {zp:+.1f} |")
+    out.append("")
+    for name, g in df.groupby("setting", sort=False):
+        x = 1.0 / g.p.to_numpy()
+        parts = []
+        for col in ("v_hat", "v_pop"):
+            y = (g[col] - g.theory).to_numpy()
+            sd = g[f"{col}_se"].to_numpy()
+            k = float(np.sum(x * y / sd ** 2) / np.sum(x * x / sd ** 2))
+            k_se = float(1.0 / math.sqrt(np.sum(x * x / sd ** 2)))
+            chi2 = float(np.sum(((y - k * x) / sd) ** 2))
+            parts.append(f"`{col}` offset = k/p with k = {k:.3g} +- {1.96 * k_se:.2g} (95%; "
+                         f"chi2 {chi2:.1f} on {len(x) - 1} dof)")
+        out.append(f"- {name}: " + "; ".join(parts) + ".")
+    out.append("")
+    return out
+
+
 def _stat(v: list) -> dict:
     v = np.asarray(v, dtype=float)
     se = float(np.std(v, ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
@@ -332,6 +378,7 @@ def report(rows: list[dict]) -> str:
                        f"{'' if math.isnan(z) else f'{z:+.1f}'} | {r.worst:.4g} |")
         out.append("")
     out += onestep_section()
+    out += overlap_scan_section()
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
     ovl = df[df.quantity.str.contains("overlap")]
@@ -347,9 +394,11 @@ def report(rows: list[dict]) -> str:
             f"(largest |z| {zs(locs).max():.1f}).",
             f"- Overlaps: {int((zs(ovl) <= 3).sum())} of {len(ovl)} within 3 s.e. (largest |z| "
             f"{zs(ovl).max():.1f}); largest |sim - theory| {(ovl.sim - ovl.theory).abs().max():.2g}"
-            f", among the misses {(miss.sim - miss.theory).abs().max():.2g} (squared overlaps "
-            f"{miss.theory.min():.4f}-{miss.theory.max():.4f}, standard errors "
-            f"{miss.se.min():.1g}-{miss.se.max():.1g}: offsets of order 1/p).", ""]
+            + (f", among the misses {(miss.sim - miss.theory).abs().max():.2g} (squared overlaps "
+               f"{miss.theory.min():.4f}-{miss.theory.max():.4f}, standard errors "
+               f"{miss.se.min():.1g}-{miss.se.max():.1g}): " + ", ".join(
+                   f"{r.setting} d = {r.d} {r.of} {r.quantity.split(': ')[-1]}"
+                   for _, r in miss.iterrows()) if len(miss) else "") + ".", ""]
     return "\n".join(out)
 
 
