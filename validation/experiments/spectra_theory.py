@@ -37,6 +37,7 @@ CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory.csv"
 REPORT = ROOT / "validation" / "reports" / "SPECTRA_THEORY.md"
 ONESTEP_DATA = ROOT / "validation" / "reports" / "data" / "spectra_onestep.csv"
 ONESTEP_CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_onestep.csv"
+OVERLAP_SCAN = ROOT / "validation" / "reports" / "data" / "spectra_overlap_scan.csv"
 #: Gauss-Hermite groups standing for the Gaussian initial readout of the eta ~ p^(1/2 + a) runs
 READOUT_GROUPS = 6
 COMMAND = "python -m validation.experiments.spectra_theory"
@@ -81,11 +82,8 @@ SETTINGS = (
 
 
 def features_model(s: Setting) -> str:
-    """The features' theory: the network's one-step law for the simulated network after one
-    step, the K-group sRF surrogate after two steps and for the simulated sRF, rf at eta = 0."""
-    if s.eta == 0.0:
-        return "rf"
-    return "network" if s.sim == "network" and s.steps == 1 else "srf"
+    """The features' theory: the network's after one step, else sRF (K groups), rf at eta 0."""
+    return "rf" if s.eta == 0.0 else "network" if s.sim == "network" and s.steps == 1 else "srf"
 
 
 def _theory(s: Setting, of: str, d: int):
@@ -226,6 +224,7 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
     centres the features; singular values of F/sqrt(n) (F^T F/p eigenvalues times p/n)."""
     import pandas as pd
 
+    from asymptotics.coefficients.functions import get_function
     from asymptotics.coefficients.quadrature import gauss_hermite
 
     data = pd.read_csv(ONESTEP_DATA)
@@ -234,7 +233,7 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
     g, wg = gauss_hermite(groups)
     readout = {float(v): float(q) for v, q in zip(g, wg, strict=True)}
     for _, r in data.iterrows():
-        mu0 = float(np.sum(w * get_sigma(r.sigma)(z)))
+        mu0 = float(np.sum(w * get_function(r.sigma)(z)))
         law = spectrum("features", alpha=r.n / r.d, beta=r.beta, alpha0=r.alpha0,
                        eta=r.eta1 * r.p ** (r.a1 - 0.5), sigma=f"{r.sigma} - {mu0!r}",
                        target="z" if r.target == "z1" else r.target, readout=readout, d=r.d)
@@ -247,12 +246,6 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
                         sv2=sv[1] if len(sv) > 1 else math.nan,
                         sv3=sv[2] if len(sv) > 2 else math.nan, groups=groups))
     return out
-
-
-def get_sigma(name: str):
-    from asymptotics.coefficients.functions import get_function
-
-    return get_function(name)
 
 
 def onestep_section() -> list[str]:
@@ -290,50 +283,40 @@ def onestep_section() -> list[str]:
     return out
 
 
-OVERLAP_SCAN = ROOT / "validation" / "reports" / "data" / "spectra_overlap_scan.csv"
-
-
 def overlap_scan_section() -> list[str]:
-    """The report's section on the weights' learned-direction overlap offsets (from the CSV of
-    ``python benchmarks/spectra_overlap_scan.py --csv ...``): the simulated direction v_hat
-    (the driver's) against the population mean row v_pop (the theory's v), over d, with the
-    weighted least-squares slope of the offset against 1/p."""
+    """The section on the weights' learned-direction overlap offsets (the CSV of
+    ``python benchmarks/spectra_overlap_scan.py --csv ...``): the driver's direction v_hat
+    against the population mean row v_pop, over d, and the weighted least-squares slope of the
+    offset against 1/p (through 0)."""
     import pandas as pd
 
     if not OVERLAP_SCAN.exists():
         return []
     df = pd.read_csv(OVERLAP_SCAN)
     out = ["## The weights' learned-direction overlap: which direction is simulated", "",
-           "The table above compares the top right singular vector of `W1` with `v_hat`, the "
-           "unit mean row of `W1 - W0` over the p simulated neurons; the theory's `v` is the "
-           "direction of the population mean row given the batch, `v_pop = (eta/n0) sum_i e_i "
-           "E_w0[sigma'(w0.x_i)] x_i` (docs/THEORY.md §16.3). `v_hat` adds the sample mean of "
-           "the p bulk rows, which the top singular vector shares: an estimator bias of order "
-           "1/p. A d-scan (`python benchmarks/spectra_overlap_scan.py --csv "
-           "validation/reports/data/spectra_overlap_scan.csv`; tanh, fresh draws) of both:", "",
+           "The tables above compare W1's top right singular vector with `v_hat`, the unit mean "
+           "row of `W1 - W0` over the p neurons; the theory's `v` is the population mean row "
+           "given the batch, `v_pop = (eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i` (THEORY.md "
+           "§16.3). `v_hat` adds the sample mean of the bulk rows, which the top singular vector "
+           "shares: an estimator bias of order 1/p. A d-scan of both (tanh; `python "
+           "benchmarks/spectra_overlap_scan.py --csv validation/reports/data/"
+           "spectra_overlap_scan.csv`):", "",
            "| setting | d | p | draws | theory | v_hat | se | z | v_pop | se | z |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for _, r in df.iterrows():
-        zh = (r.v_hat - r.theory) / r.v_hat_se
-        zp = (r.v_pop - r.theory) / r.v_pop_se
-        out.append(f"| {r.setting} | {r.d} | {r.p:g} | {r.seeds} | {r.theory:.6f} | "
-                   f"{r.v_hat:.6f} | {r.v_hat_se:.1e} | {zh:+.1f} | {r.v_pop:.6f} | "
-                   f"{r.v_pop_se:.1e} | {zp:+.1f} |")
-    out.append("")
+    out += [f"| {r.setting} | {r.d} | {r.p:g} | {r.seeds} | {r.theory:.6f} | {r.v_hat:.6f} | "
+            f"{r.v_hat_se:.1e} | {(r.v_hat - r.theory) / r.v_hat_se:+.1f} | {r.v_pop:.6f} | "
+            f"{r.v_pop_se:.1e} | {(r.v_pop - r.theory) / r.v_pop_se:+.1f} |"
+            for _, r in df.iterrows()] + [""]
     for name, g in df.groupby("setting", sort=False):
-        x = 1.0 / g.p.to_numpy()
-        parts = []
+        x, fits = 1.0 / g.p.to_numpy(), []
         for col in ("v_hat", "v_pop"):
-            y = (g[col] - g.theory).to_numpy()
-            sd = g[f"{col}_se"].to_numpy()
-            k = float(np.sum(x * y / sd ** 2) / np.sum(x * x / sd ** 2))
-            k_se = float(1.0 / math.sqrt(np.sum(x * x / sd ** 2)))
+            y, sd = (g[col] - g.theory).to_numpy(), g[f"{col}_se"].to_numpy()
+            k, k_se = np.sum(x * y / sd ** 2) / np.sum(x * x / sd ** 2), np.sum(x * x / sd ** 2)
             chi2 = float(np.sum(((y - k * x) / sd) ** 2))
-            parts.append(f"`{col}` offset = k/p with k = {k:.3g} +- {1.96 * k_se:.2g} (95%; "
-                         f"chi2 {chi2:.1f} on {len(x) - 1} dof)")
-        out.append(f"- {name}: " + "; ".join(parts) + ".")
-    out.append("")
-    return out
+            fits.append(f"`{col}` offset = k/p with k = {k:.3g} +- {1.96 / math.sqrt(k_se):.2g} "
+                        f"(95%; chi2 {chi2:.1f} on {len(x) - 1} dof)")
+        out.append(f"- {name}: " + "; ".join(fits) + ".")
+    return out + [""]
 
 
 def _stat(v: list) -> dict:
