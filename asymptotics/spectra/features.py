@@ -9,6 +9,10 @@ Outliers: the channels F = B + P Q^T of the means (left mu0_g(kappa), right the 
 of the learned directions (left mub1_g(kappa) kappa_a, right P_g G v_a), with
     lam P^T (lam - B B^T)^-1 P = (n/p) E[psi psi^T/(1+V)],  Q^T (lam - B^T B)^-1 Q = -tau_g |q|^2
 (the n x n resolvent's diagonal is 1/(lam (1 + V(kappa)))).
+The trained network after one step (:func:`network_features_solver`, :func:`network_channels`):
+the same V-part with Omega the generalised MP law of the step's population covariance C, and
+the learned channel's right vector B v (form <F_vv/S>) with the bulk-variance channel in its
+left vector (docs/THEORY.md §16.1-§16.2, docs/DERIVATIONS.md §7).
 """
 
 from __future__ import annotations
