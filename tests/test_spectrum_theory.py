@@ -131,10 +131,15 @@ def test_network_features_default_and_small_step() -> None:
     assert asymptotics.spectrum("features", eta=1.0, steps=2, target="relu(z1)",
                                 **{k: v for k, v in kw.items() if k != "target"}
                                 ).model == "srf"
-    net = asymptotics.spectrum("features", eta=1e-3, model="network", **kw)
-    srf = asymptotics.spectrum("features", eta=1e-3, model="srf", **kw)
+    net = asymptotics.spectrum("features", eta=1e-3, model="network", d=1000, **kw)
+    srf = asymptotics.spectrum("features", eta=1e-3, model="srf", d=1000, **kw)
     z = np.array([0.3 + 0.2j, 1.5 + 0.01j, 3.0 + 0.5j])
     np.testing.assert_allclose(net.stieltjes(z), srf.stieltjes(z), rtol=1e-5)
+    # the network's channels (B v form, bulk-variance shift) tend to the sRF ones too
+    (on,), (os_,) = net.outliers, srf.outliers
+    assert on.location == pytest.approx(os_.location, rel=1e-4)
+    assert on.overlaps["mean"] == pytest.approx(os_.overlaps["mean"], abs=1e-5)
+    assert on.overlaps["learned 1 (B v)"] == pytest.approx(os_.overlaps["learned 1"], rel=1e-2)
     sol = asymptotics.spectrum("features", eta=1.0, model="network", **kw)._solver
     np.testing.assert_allclose(sol.m(z), sol.approx.m(z), rtol=1e-3)
     assert net.mass == pytest.approx(1.0, abs=2e-3)
