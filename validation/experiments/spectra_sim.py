@@ -120,3 +120,18 @@ def kolmogorov(eig: np.ndarray, cdf, n_out: int) -> float:
     F = cdf(u)
     F_left = np.where(u > 0.0, cdf(u * (1.0 - 1e-12)), 0.0)
     return float(max(np.max(np.abs(le - F)), np.max(np.abs(lt - F_left))))
+
+
+def fit_inverse_p(p: np.ndarray, offset: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
+    """(k, its 95% half-width, chi2) of the weighted least-squares fit offset = k/p through 0
+    (weights 1/se^2): whether simulated-minus-theory offsets scale as 1/p."""
+    x, y, sd = 1.0 / np.asarray(p, float), np.asarray(offset, float), np.asarray(se, float)
+    info = float(np.sum(x * x / sd ** 2))
+    k = float(np.sum(x * y / sd ** 2)) / info
+    return k, 1.96 / math.sqrt(info), float(np.sum(((y - k * x) / sd) ** 2))
+
+
+def fit_text(what: str, p, offset, se) -> str:
+    """:func:`fit_inverse_p` as a sentence for the reports."""
+    k, h, chi2 = fit_inverse_p(p, offset, se)
+    return f"{what} = k/p with k = {k:.3g} +- {h:.2g} (95%; chi2 {chi2:.1f} on {len(p) - 1} dof)"
