@@ -148,7 +148,7 @@ def test_network_features_default_and_small_step() -> None:
 @pytest.mark.slow
 def test_network_features_against_monte_carlo() -> None:
     """The relu network's features after one step (d = 800, 2 draws): the network's law fits
-    the bulk (KS <= 0.02, the issue's target) and closer than the sRF surrogate's in every draw
+    the bulk (KS <= 0.02, the validation's target) and closer than the sRF surrogate's in every draw
     (the surrogate: KS 0.023-0.035 at d = 800-2000, its bulk ends at 5.26 where the draws reach
     5.9-6.3); the mean outlier's squared overlap with 1_p/sqrt(p) (sRF 0.998 at d = 800)
     within 5e-4 of the network theory's."""
