@@ -1,0 +1,138 @@
+"""The xi-moments of the steps' mapping as functions of one pre-activation shift (THEORY.md §12.2).
+
+Per node of the steps' integrals and per group, ``F = E sigma``, ``m1 = E sigma'``,
+``m2 = E[xi sigma']`` and ``E sigma'^2`` at the pre-activation ``sqrt(c) xi + M`` depend on the
+group's shift ``M`` alone. They are smooth in ``M`` (the Gaussian ``xi`` smooths a kinked sigma),
+so they are taken from a piecewise Chebyshev interpolant of the xi rule itself, as in
+``asymptotics.coefficients.line_moments`` (same lattice of pieces, same checks), with two
+differences that matter on the steps' wide grids of shifts (|M| up to tens):
+
+* a piece is checked against the rule to ``TOL`` of the moment's largest value over the pieces
+  in use (not of its own: far out, where sigma is flat, ``m1`` and ``m2`` are rounding noise
+  around zero, and a piece-relative check refuses every interpolant there);
+* a refused piece falls back to the rule at the shifts inside that piece only.
+
+The numbers are the rule's to ``TOL`` of each moment's scale either way, and do not depend on
+which pieces earlier calls cached (tests/test_steps_speed.py compares with the rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.line_moments import _clenshaw
+
+#: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
+#: check points per piece (fractions of its half-length), the gain needed to interpolate
+M_CHEB = 32
+HALF_LENGTH = 1.0
+TOL = 1e-13
+CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
+GAIN = 2.0
+
+#: per (sigma, scale, xi rule): piece index -> (Chebyshev coefficients (m, q), the largest
+#: check error (q), the largest value (q)); a piece depends on nothing else
+_PIECES: dict = {}
+CACHE_KEYS = 256
+
+
+def clear_cache() -> None:
+    """Forget the cached pieces."""
+    _PIECES.clear()
+
+
+def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(m)
+    x = np.cos(np.pi * (k + 0.5) / m)
+    T = np.cos(np.pi * np.outer(np.arange(m), k + 0.5) / m) * (2.0 / m)
+    T[0] *= 0.5
+    return x, T
+
+
+def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: float) -> dict:
+    """New pieces ``todo``: coefficients, check errors and largest values."""
+    x, T = _cheb(M_CHEB)
+    checks = np.asarray(CHECKS)
+    centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
+    m = len(todo) * M_CHEB
+    pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
+                          (centres[:, None] + h * checks[None, :]).ravel()])
+    vals = np.asarray(direct(pts), dtype=np.float64)
+    q = vals.shape[1]
+    cheb = vals[:m].reshape(len(todo), M_CHEB, q)
+    coef = np.einsum("jk,pkq->pjq", T, cheb)
+    chk = vals[m:].reshape(len(todo), len(CHECKS), q)
+    out = {}
+    for j, i in enumerate(todo):
+        c = np.ascontiguousarray(coef[j:j + 1])
+        approx = _clenshaw(c, 2 * h * i, h, h * (2 * i + 1) + h * checks)
+        err = np.max(np.abs(approx - chk[j]), axis=0)
+        big = np.maximum(np.max(np.abs(cheb[j]), axis=0), np.max(np.abs(chk[j]), axis=0))
+        out[i] = (c[0], err, big)
+    return out
+
+
+def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
+              key: object) -> np.ndarray:
+    """``direct(t)`` ((n, q): q smooth functions of a scalar by a fixed rule) through the checked
+    piecewise interpolant of the module docstring; pieces of half-length min(1, smoothness)."""
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    n = t.shape[0]
+    h = min(HALF_LENGTH, smoothness)
+    if not h > 0 or n == 0:
+        return direct(t)
+    p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
+    n_pieces = p_hi - p_lo + 1
+    if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:
+        return direct(t)
+    if len(_PIECES) > CACHE_KEYS:
+        _PIECES.clear()
+    store = _PIECES.setdefault(key, {}) if key is not None else {}
+    todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
+    if todo:
+        store.update(_pieces(direct, todo, h))
+    used = [store[i] for i in range(p_lo, p_hi + 1)]
+    scale = np.maximum(np.max(np.stack([u[2] for u in used]), axis=0), 1e-300)
+    bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
+    coef = np.ascontiguousarray(np.stack([u[0] for u in used]))
+    lo = 2 * h * p_lo
+    out = _clenshaw(coef, lo, h, t)
+    if bad.any():
+        piece = np.minimum(((t - lo) / (2.0 * h)).astype(np.int64), n_pieces - 1)
+        sel = bad[piece]
+        out[sel] = direct(t[sel])
+    return out
+
+
+def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
+               wxi: np.ndarray) -> np.ndarray:
+    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
+    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
+        m1 = (s @ (wxi * xi)) / sc
+        m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
+    else:
+        m1, m2 = ds @ wxi, np.zeros(M.shape[0])
+    return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
+
+
+def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
+               wxi: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
+    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring)."""
+    out = np.empty((4,) + M.shape)
+    for g in range(M.shape[1]):
+        sc = math.sqrt(c[g])
+        key = ("xi", sigma, sc, xi.shape[0])
+        try:
+            hash(key)
+        except TypeError:  # an unhashable sigma: no cache
+            key = None
+        vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc, key)
+        out[:, :, g] = vals.T
+    F, m1, m2, Eds2 = out
+    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
