@@ -233,21 +233,22 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     xi, wxi = gauss_hermite(quad.xi)
     F, m1, m2, v = xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
     f = F @ (fractions * values)
-    da, dL = np.zeros((K, k)), np.zeros((K, q))
-    e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
     # X = U Br^T + R Bo^T is linear in the nodes: the sums over the other axes first, per
     # spike node (e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 + delta])
     Br, Bo = basis[:, :r].T, basis[:, r:].T
     Rz = R @ Bo[:, :k]
-    e0, e1, e2 = np.empty(U.shape[0]), np.empty((U.shape[0], R.shape[1])), np.empty(U.shape[0])
+    W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + k + q - r)
+    e01, e2 = np.empty((U.shape[0], W.shape[1])), np.empty(U.shape[0])
+    Uz = U @ Br[:, :k]
     rows = max(1, CHUNK // max(1, R.shape[0]))
     for lo in range(0, U.shape[0], rows):
         sl = slice(lo, lo + rows)
-        e = evaluate(g, (U[sl] @ Br[:, :k])[:, None, :] + Rz[None, :, :]) - f[sl, None]
-        we = e * wr[None, :]
-        e0[sl] = we.sum(axis=1)
-        e1[sl] = we @ R
-        e2[sl] = (we * e).sum(axis=1) + delta * wr.sum()
+        e = evaluate(g, Uz[sl, None, :] + Rz[None, :, :])
+        e -= f[sl, None]
+        e01[sl] = e @ W
+        e *= e
+        e2[sl] = e @ wr + delta * wr.sum()
+    e0, e1 = e01[:, 0], e01[:, 1:]
     wm1 = (wu * e0)[:, None] * m1  # (u, K)
     dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bo  # (K, k + q)
     da, dL = dX[:, :k], dX[:, k:]
