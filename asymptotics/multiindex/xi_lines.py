@@ -24,7 +24,6 @@ from collections.abc import Callable
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.line_moments import _clenshaw
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -53,6 +52,31 @@ def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
     return x, T
 
 
+def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+    """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
+    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece, the basis by its
+    recurrence, one product per piece."""
+    n_pieces, m, q = coef.shape
+    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
+    order = np.argsort(piece, kind="stable")
+    ps = piece[order]
+    x = np.clip((t[order] - (lo + h * (2 * ps + 1))) / h, -1.0, 1.0)
+    T = np.empty((m, t.shape[0]))
+    T[0] = 1.0
+    if m > 1:
+        T[1] = x
+    for j in range(2, m):
+        np.multiply(2.0 * x, T[j - 1], out=T[j])
+        T[j] -= T[j - 2]
+    out = np.empty((t.shape[0], q))
+    bounds = np.searchsorted(ps, np.arange(n_pieces + 1))
+    for i in range(n_pieces):
+        a, b = bounds[i], bounds[i + 1]
+        if b > a:
+            out[order[a:b]] = T[:, a:b].T @ coef[i]
+    return out
+
+
 def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: float) -> dict:
     """New pieces ``todo``: coefficients, check errors and largest values."""
     x, T = _cheb(M_CHEB)
@@ -68,7 +92,7 @@ def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: floa
     chk = vals[m:].reshape(len(todo), len(CHECKS), q)
     # every check in one call: the new pieces laid side by side from 0
     at = (h * (2 * np.arange(len(todo), dtype=np.float64) + 1))[:, None] + h * checks[None, :]
-    approx = _clenshaw(np.ascontiguousarray(coef), 0.0, h, at.ravel()).reshape(chk.shape)
+    approx = chebyshev_pieces(coef, 0.0, h, at.ravel()).reshape(chk.shape)
     err = np.max(np.abs(approx - chk), axis=1)
     big = np.maximum(np.max(np.abs(cheb), axis=1), np.max(np.abs(chk), axis=1))
     return {i: (coef[j], err[j], big[j]) for j, i in enumerate(todo)}
@@ -98,9 +122,9 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
     coef = np.ascontiguousarray(np.stack([u[0] for u in used]))
     lo = 2 * h * p_lo
-    out = _clenshaw(coef, lo, h, t)
+    out = chebyshev_pieces(coef, lo, h, t)
     if bad.any():
-        piece = np.minimum(((t - lo) / (2.0 * h)).astype(np.int64), n_pieces - 1)
+        piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
         sel = bad[piece]
         out[sel] = direct(t[sel])
     return out
