@@ -183,10 +183,13 @@ def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
     w = np.exp(-0.5 * x * x)
     w /= w.sum()
-    pts = np.stack(np.meshgrid(*([x] * r), indexing="ij"), axis=-1).reshape(-1, r)
-    wts = np.prod(np.stack(np.meshgrid(*([w] * r), indexing="ij"), axis=-1).reshape(-1, r), 1)
-    keep = wts > 1e-18 * wts.max()
-    return pts[keep], wts[keep] / wts[keep].sum()
+    wts = w
+    for _ in range(r - 1):
+        wts = np.multiply.outer(wts, w)
+    wts = wts.ravel()
+    keep = np.flatnonzero(wts > 1e-18 * wts.max())
+    pts = x[np.stack(np.unravel_index(keep, (len(x),) * r), axis=-1)]
+    return pts, wts[keep] / wts[keep].sum()
 
 
 def factor(gram: np.ndarray) -> np.ndarray:

@@ -142,6 +142,31 @@ def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
 
 
+def _is_relu(sigma: Function) -> bool:
+    return sigma.identity is None and sigma.expression == "relu(z)"
+
+
+def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.ndarray:
+    """:func:`_xi_direct` for ReLU (sc > 0) in closed form: the rule's sums run over the nodes
+    with ``sc xi + M > 0``, a suffix of the sorted nodes, so each column is a suffix sum of
+    ``w xi^j`` (the same terms; O(n log nodes) instead of O(n nodes))."""
+    order = np.argsort(xi, kind="stable")
+    xs, ws = xi[order], wxi[order]
+    n = xs.shape[0]
+    suffix = np.zeros((4, n + 1))
+    for p in range(4):
+        suffix[p, :n] = np.cumsum((ws * xs**p)[::-1])[::-1]
+    j = np.searchsorted(xs, -M / sc, side="right")
+    # the rule's own test sc xi + M > 0 at the neighbouring nodes (rounding of -M / sc)
+    below = (j > 0) & (sc * xs[np.maximum(j - 1, 0)] + M > 0)
+    j = j - below
+    above = (j < n) & ~(sc * xs[np.minimum(j, n - 1)] + M > 0)
+    j = j + above
+    C0, C1, C2, C3 = suffix[:, j]
+    return np.column_stack([sc * C1 + M * C0, (sc * C2 + M * C1) / sc,
+                            (sc * (C3 - C1) + M * (C2 - C0)) / sc, C0])
+
+
 def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
@@ -154,7 +179,11 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
-        vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc, key)
+        if sc > 0 and _is_relu(sigma):
+            vals = _relu_rule(sc, np.ascontiguousarray(M[:, g]), xi, wxi)
+        else:
+            vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc,
+                             key)
         out[:, :, g] = vals.T
     F, m1, m2, Eds2 = out
     return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
