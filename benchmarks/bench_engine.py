@@ -59,7 +59,7 @@ ALPHAS = (0.7, 1.5, 3.0)
 STEPS_SETTING = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0, 16.0))
 
 
-N_EXTRA = 4
+N_EXTRA = 8
 
 
 def draw_steps_setting(rng: np.random.Generator) -> dict:
