@@ -32,6 +32,8 @@ HALF_LENGTH = 1.0
 TOL = 1e-13
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
+#: bulk scales closer than this (relative) are one scale (the moments move by as little)
+SAME_SCALE = 1e-14
 
 #: per (sigma, scale, xi rule): piece index -> (Chebyshev coefficients (m, q), the largest
 #: check error (q), the largest value (q)); a piece depends on nothing else
@@ -171,19 +173,29 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
     over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring)."""
-    out = np.empty((4,) + M.shape)
-    for g in range(M.shape[1]):
-        sc = math.sqrt(c[g])
+    n, K = M.shape
+    out = np.empty((4, n, K))
+    scs = np.sqrt(np.asarray(c, dtype=np.float64))
+    done = np.zeros(K, dtype=bool)
+    for g in range(K):
+        if done[g]:
+            continue
+        # groups of one bulk (to rounding: a symmetric readout's groups) share one evaluation
+        same = [h for h in range(g, K) if not done[h]
+                and abs(scs[h] - scs[g]) <= SAME_SCALE * scs[g]]
+        done[same] = True
+        sc = float(scs[g])
+        t = np.concatenate([M[:, h] for h in same])
         key = ("xi", sigma, sc, xi.shape[0])
         try:
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
         if sc > 0 and _is_relu(sigma):
-            vals = _relu_rule(sc, np.ascontiguousarray(M[:, g]), xi, wxi)
+            vals = _relu_rule(sc, t, xi, wxi)
         else:
-            vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc,
-                             key)
-        out[:, :, g] = vals.T
+            vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), t, sc, key)
+        for i, h in enumerate(same):
+            out[:, :, h] = vals[i * n:(i + 1) * n].T
     F, m1, m2, Eds2 = out
     return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
