@@ -32,6 +32,8 @@ HALF_LENGTH = 1.0
 TOL = 1e-13
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
+#: points per block of the basis (its rows stay in cache)
+BLOCK = 8192
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
 
@@ -56,26 +58,31 @@ def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece, the basis by its
-    recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece; per block of
+    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
+    n = t.shape[0]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
     x = np.clip((t[order] - (lo + h * (2 * ps + 1))) / h, -1.0, 1.0)
-    T = np.empty((m, t.shape[0]))
-    T[0] = 1.0
-    if m > 1:
-        T[1] = x
-    for j in range(2, m):
-        np.multiply(2.0 * x, T[j - 1], out=T[j])
-        T[j] -= T[j - 2]
-    out = np.empty((t.shape[0], q))
+    out = np.empty((n, q))
     bounds = np.searchsorted(ps, np.arange(n_pieces + 1))
-    for i in range(n_pieces):
-        a, b = bounds[i], bounds[i + 1]
-        if b > a:
-            out[order[a:b]] = T[:, a:b].T @ coef[i]
+    T = np.empty((m, min(BLOCK, n)))
+    for a0 in range(0, n, BLOCK):
+        b0 = min(a0 + BLOCK, n)
+        Tb = T[:, :b0 - a0]
+        Tb[0] = 1.0
+        if m > 1:
+            Tb[1] = x[a0:b0]
+        x2 = 2.0 * x[a0:b0]
+        for j in range(2, m):
+            np.multiply(x2, Tb[j - 1], out=Tb[j])
+            Tb[j] -= Tb[j - 2]
+        for i in range(ps[a0], ps[b0 - 1] + 1):
+            a, b = max(bounds[i], a0), min(bounds[i + 1], b0)
+            if b > a:
+                out[order[a:b]] = Tb[:, a - a0:b - a0].T @ coef[i]
     return out
 
 
