@@ -144,7 +144,7 @@ def test_steps_command_batch(tmp_path, capsys):
     out = tmp_path / "s.csv"
     assert main(["steps", "--steps", "2", "--eta", "1", "--alpha", "2", "--sigma", "tanh",
                  "--target", HE3, "--alpha0", "2", "--readout", "constant", "--batch", "reused",
-                 "--quiet", "--out", str(out)]) == 0
+                 "--model", "srf", "--quiet", "--out", str(out)]) == 0
     import pandas as pd
 
     df = pd.read_csv(out)
@@ -153,7 +153,8 @@ def test_steps_command_batch(tmp_path, capsys):
                            model="srf", steps=2, batch="reused")
     assert math.isclose(df[df.step == 2].risk.iloc[0], ref.risk, rel_tol=1e-9)
     capsys.readouterr()
-    assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused"]) == 2
+    assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused", "--model",
+                 "srf"]) == 2
     err = capsys.readouterr().err
     assert "steps must be <= 2 for batch='reused'" in err and "Traceback" not in err
 

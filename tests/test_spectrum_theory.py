@@ -89,7 +89,8 @@ def test_limit_outliers_diverge() -> None:
     (dict(of="features"), "alpha must be given"),
     (dict(of="features", alpha=1.0, model="network"), "model must be 'srf' or 'rf'"),
     (dict(of="weights", eta=1.0, model="rf"), "eta must be 0 for model='rf'"),
-    (dict(of="weights", steps=2, target="tanh(z1)"), "of='weights' covers one step"),
+    (dict(of="weights", steps=2, target="tanh(z1)", model="network"),
+     "model must be 'srf' for of='weights' with steps > 1"),
     (dict(of="features", alpha=-1.0), "alpha must be"),
 ])
 def test_bad_input(kw: dict, msg: str) -> None:

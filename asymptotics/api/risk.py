@@ -123,6 +123,7 @@ def risk(
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
+    eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,
                 batch=batch)
@@ -216,6 +217,7 @@ def risk_curve(
     checks.optional_flag("progress", progress)
     _check_solver(solver)
     alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,
                 batch=batch)
@@ -271,6 +273,20 @@ def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.Da
     if isinstance(lam, str):
         return optimal_lam(alphas, eta=eta, progress=progress, **kw, **overrides)
     return optimal_eta(alphas, lam=lam, progress=progress, **kw, **overrides)
+
+
+def one_step_eta(eta: object, steps: object) -> object:
+    """``eta`` of one step given as a schedule of one value (``eta=(1.0,)``, ``steps=1``): that
+    value, on every route, so that a loop ``risk(..., steps=t, eta=schedule[:t])`` keeps its
+    call; a schedule of another length at one step is refused in one line."""
+    if isinstance(eta, (str, bytes)) or np.ndim(eta) == 0:
+        return eta
+    if checks.integer("steps", steps, 1) != 1:
+        return eta
+    values = list(np.ravel(np.asarray(eta, dtype=object)))
+    if len(values) != 1:
+        raise ValueError(f"eta needs one value per step (steps=1), got {len(values)} values")
+    return values[0]
 
 
 def _check_solver(solver: object) -> None:

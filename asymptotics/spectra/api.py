@@ -55,7 +55,7 @@ def spectrum(of: str, alpha: float | None = None, *,
     ``of="weights"``: the p eigenvalues of W W^T (squared singular values of the first layer).
     ``model``: "srf" (the spiked random features of the step, default), "network" (weights
     only: the trained network's population covariance) or "rf" (eta = 0). ``readout`` and
-    ``steps`` (features only, model "srf") give the K-group model of §10-§12.
+    ``steps`` (model "srf") give the K-group model of §10-§12 (for the weights: §16.6).
     ``d``: the input dimension at which the outliers are located (None: the limit, where the
     features' mean and the weights' spike diverge, location inf)."""
     if of not in OF:
@@ -95,8 +95,17 @@ def spectrum(of: str, alpha: float | None = None, *,
                       fractions=gp["fractions"], overlaps=gp["overlaps"])
     else:
         if steps != 1 or not (isinstance(readout, str) and readout == "constant"):
-            raise ValueError("of='weights' covers one step with the constant readout (steps=1, "
-                             f"readout='constant'), got steps={steps}, readout={readout!r}")
+            if model != "srf":
+                raise ValueError("model must be 'srf' for of='weights' with steps > 1 or a "
+                                 f"non-constant readout, got {model!r}")
+            from asymptotics.spectra.weights import steps_weights
+
+            sol, support, atom, outs, extra = steps_weights(
+                s, target, alpha0=alpha0, eta=eta, delta=delta, beta=beta, readout=readout,
+                steps=steps, d=d)
+            params.update(alpha=alpha, **extra)
+            return _law(of, "W W^T (p x p): the squared singular values of the first layer",
+                        model, params, support, atom, outs, d, sol)
         from asymptotics.step.srf import srf_mapping
 
         g = get_function(target)
@@ -116,6 +125,11 @@ def spectrum(of: str, alpha: float | None = None, *,
                                 forms=forms)
         matrix = "W W^T (p x p): the squared singular values of the first layer"
         params.update(alpha=alpha, r=sp.r, c=sp.c, gamma=sp.gamma)
+    return _law(of, matrix, model, params, support, atom, outs, d, sol)
+
+
+def _law(of: str, matrix: str, model: str, params: dict, support: list, atom: float,
+         outs: list, d: float | None, sol: object) -> SpectralLaw:
     outs = sorted(outs, key=lambda o: -o.location)
     ok = bool(support) and all(math.isfinite(a) for iv in support for a in iv)
     return SpectralLaw(of=of, matrix=matrix, model=model, params=params, support=tuple(support),

@@ -323,6 +323,9 @@ def report(rows: list[dict]) -> str:
                        f"{'' if math.isnan(z) else f'{z:+.1f}'} | {r.worst:.4g} |")
         out.append("")
     out += onestep_section()
+    from validation.experiments.spectra_weights.steps import section as steps_section
+
+    out += steps_section()  # the weights after several steps (their own CSV)
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
     ovl = df[df.quantity.str.contains("overlap")]
