@@ -15,7 +15,9 @@ closed-form trace for ``c``, the Gauss rules of the deterministic measure for ``
 
 The same for the K-group model with a linear activation (``ridge.py``: the exact risk of ridge
 on its Gaussian features for a sampled W against the theory at p = infinity and at p = d) and
-for the block resolvent against its exact p x p evaluation (``blocks.py``).
+for the block resolvent against its exact p x p evaluation (``blocks.py``), and for sampled
+spectra against their predictions (``spectrum.py``: the sRF outliers at the simulated d, the
+Marchenko-Pastur atoms).
 
 One task per (setting, d, repetition), keyed by its full parameter record, on the campaign
 runner; exported to ``validation/reports/data/bias_slopes_runs.csv`` (one row per quantity).
@@ -39,6 +41,7 @@ from validation.paths import data_file
 
 from .blocks import BLOCKS, BlockSetting, block_draw, block_theory
 from .ridge import ALPHA_FW, ALPHAS, RidgeSetting, finite_width_draw, linear_draw, theory
+from .spectrum import SPECTRA, SpectrumSetting, spectrum_draw, spectrum_theory
 
 REPORTS = pathlib.Path(__file__).resolve().parents[2] / "reports"
 RUNS = REPORTS / "data" / "bias_slopes_runs.csv"
@@ -75,8 +78,8 @@ POPULATION = (
 #: the K-group model with a linear activation (``ridge.py``): risks at p = infinity and p = d
 RIDGE = (RidgeSetting("linear-3groups", "linear"), RidgeSetting("finite-width-2groups",
                                                                  "finite_width"))
-SETTINGS = POPULATION + RIDGE + BLOCKS
-Setting = BiasSetting | RidgeSetting | BlockSetting
+SETTINGS = POPULATION + RIDGE + BLOCKS + SPECTRA
+Setting = BiasSetting | RidgeSetting | BlockSetting | SpectrumSetting
 BY_NAME = {s.name: s for s in SETTINGS}
 
 
@@ -90,6 +93,8 @@ def quantities(setting: Setting) -> tuple[str, ...]:
     """The names of the quantities measured for ``setting``, in the rows' order."""
     if isinstance(setting, BlockSetting):
         return tuple(block_theory(setting, DS[0]))
+    if isinstance(setting, SpectrumSetting):
+        return tuple(spectrum_theory(setting, DS[0]))
     if isinstance(setting, RidgeSetting):
         return tuple(f"risk@{a:g}" for a in (ALPHAS if setting.kind == "linear"
                                               else (ALPHA_FW,)))
@@ -134,6 +139,8 @@ def draw(setting: Setting, d: int, rep: int) -> dict[str, float]:
         return (linear_draw if setting.kind == "linear" else finite_width_draw)(d, rng)
     if isinstance(setting, BlockSetting):
         return block_draw(setting, d, rng)
+    if isinstance(setting, SpectrumSetting):
+        return spectrum_draw(setting, d, rng)
     X, e = first_batch(setting, d, rng)
     n0 = X.shape[0]
     a, bq, _ = step_coefficients(setting)
@@ -173,6 +180,8 @@ def limits(setting: Setting, d: int | None = None) -> dict[str, float]:
         return theory(setting.kind, int(d) if setting.kind == "finite_width" else 0)
     if isinstance(setting, BlockSetting):
         return block_theory(setting, int(d))
+    if isinstance(setting, SpectrumSetting):
+        return spectrum_theory(setting, int(d))
     from asymptotics.coefficients.functions import get_function
     from asymptotics.measures import population_quadrature as PQ
     from asymptotics.measures.population import population_resolvent
@@ -204,7 +213,7 @@ def limits(setting: Setting, d: int | None = None) -> dict[str, float]:
 def _task(job: tuple[Setting, int, int]) -> list[dict]:
     s, d, rep = job
     vals = draw(s, d, rep)
-    if isinstance(s, RidgeSetting | BlockSetting):
+    if isinstance(s, RidgeSetting | BlockSetting | SpectrumSetting):
         head = dict(sigma="z", target="", alpha0=math.nan, eta=math.nan)
     else:
         head = dict(sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta)

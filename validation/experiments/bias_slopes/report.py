@@ -38,6 +38,9 @@ USES = (
      None, 200),
     ("test_spiked_theory.py::test_deterministic_resolvent_against_exact_p_by_p",
      ("blocks-K2r2k1-b1", "blocks-K3r2k2-b0.7", "blocks-K3r1k2-b1.5"), None, 300),
+    ("test_spectrum_theory.py::test_srf_against_monte_carlo", ("srf-outliers-tanh",), None, 600),
+    ("test_marchenko_pastur.py::test_empirical_measure_matches_deterministic_moments",
+     ("mp-atoms-0.5",), None, 600),
 )
 
 
@@ -105,7 +108,10 @@ def markdown(df: pd.DataFrame, command: str = REGENERATE) -> str:
             "sampled W, d = p, against the theory at p = infinity; `finite-width-2groups`: "
             "against the theory at p = d) and for the block resolvent of the K-group model "
             "against its exact p x p evaluation (`blocks-*`, p = beta d; `quiet.`: without the "
-            "spike fields)."
+            "spike fields); and for sampled spectra (`srf-outliers-tanh`: the sRF surrogate's "
+            "outliers, divided by d, and the spike's overlap with the target against "
+            "`asymptotics.spectrum` at the simulated d; `mp-atoms-0.5`: the atoms of "
+            "W Pi W^T for rows on the sphere, p = d/2, against Marchenko-Pastur)."
             + (f" Exact in every draw, so left out: {', '.join(exact)} (a real zeta)."
                if exact else ""))
     md.table(table(slopes))
