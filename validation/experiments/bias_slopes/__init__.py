@@ -17,7 +17,8 @@ The same for the K-group model with a linear activation (``ridge.py``: the exact
 on its Gaussian features for a sampled W against the theory at p = infinity and at p = d) and
 for the block resolvent against its exact p x p evaluation (``blocks.py``), and for sampled
 spectra against their predictions (``spectrum.py``: the sRF outliers at the simulated d, the
-Marchenko-Pastur atoms).
+Marchenko-Pastur atoms), and for the semi-empirical measure of sampled first layers
+(``channels.py``: sRF weights, the trained network's step covariances).
 
 One task per (setting, d, repetition), keyed by its full parameter record, on the campaign
 runner; exported to ``validation/reports/data/bias_slopes_runs.csv`` (one row per quantity).
@@ -40,6 +41,7 @@ from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.paths import data_file
 
 from .blocks import BLOCKS, BlockSetting, block_draw, block_theory
+from .channels import CHANNELS, ChannelSetting, channel_draw, channel_theory
 from .ridge import ALPHA_FW, ALPHAS, RidgeSetting, finite_width_draw, linear_draw, theory
 from .spectrum import SPECTRA, SpectrumSetting, spectrum_draw, spectrum_theory
 
@@ -78,8 +80,8 @@ POPULATION = (
 #: the K-group model with a linear activation (``ridge.py``): risks at p = infinity and p = d
 RIDGE = (RidgeSetting("linear-3groups", "linear"), RidgeSetting("finite-width-2groups",
                                                                  "finite_width"))
-SETTINGS = POPULATION + RIDGE + BLOCKS + SPECTRA
-Setting = BiasSetting | RidgeSetting | BlockSetting | SpectrumSetting
+SETTINGS = POPULATION + RIDGE + BLOCKS + SPECTRA + CHANNELS
+Setting = BiasSetting | RidgeSetting | BlockSetting | SpectrumSetting | ChannelSetting
 BY_NAME = {s.name: s for s in SETTINGS}
 
 
@@ -95,6 +97,8 @@ def quantities(setting: Setting) -> tuple[str, ...]:
         return tuple(block_theory(setting, DS[0]))
     if isinstance(setting, SpectrumSetting):
         return tuple(spectrum_theory(setting, DS[0]))
+    if isinstance(setting, ChannelSetting):
+        return tuple(channel_theory(setting))
     if isinstance(setting, RidgeSetting):
         return tuple(f"risk@{a:g}" for a in (ALPHAS if setting.kind == "linear"
                                               else (ALPHA_FW,)))
@@ -141,6 +145,8 @@ def draw(setting: Setting, d: int, rep: int) -> dict[str, float]:
         return block_draw(setting, d, rng)
     if isinstance(setting, SpectrumSetting):
         return spectrum_draw(setting, d, rng)
+    if isinstance(setting, ChannelSetting):
+        return channel_draw(setting, d, rng)
     X, e = first_batch(setting, d, rng)
     n0 = X.shape[0]
     a, bq, _ = step_coefficients(setting)
@@ -182,6 +188,8 @@ def limits(setting: Setting, d: int | None = None) -> dict[str, float]:
         return block_theory(setting, int(d))
     if isinstance(setting, SpectrumSetting):
         return spectrum_theory(setting, int(d))
+    if isinstance(setting, ChannelSetting):
+        return channel_theory(setting)
     from asymptotics.coefficients.functions import get_function
     from asymptotics.measures import population_quadrature as PQ
     from asymptotics.measures.population import population_resolvent
@@ -213,7 +221,7 @@ def limits(setting: Setting, d: int | None = None) -> dict[str, float]:
 def _task(job: tuple[Setting, int, int]) -> list[dict]:
     s, d, rep = job
     vals = draw(s, d, rep)
-    if isinstance(s, RidgeSetting | BlockSetting | SpectrumSetting):
+    if not isinstance(s, BiasSetting):
         head = dict(sigma="z", target="", alpha0=math.nan, eta=math.nan)
     else:
         head = dict(sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta)
@@ -251,7 +259,13 @@ def simulate(save: bool = True, progress: bool | None = True, n_jobs: int = 1,
 
 def load_runs() -> pd.DataFrame:
     """The committed (or refreshed) runs."""
-    return pd.read_csv(data_file(RUNS, "validation", "reports", "data")[0])
+    path = data_file(RUNS, "validation", "reports", "data")[0]
+    return _read(str(path), path.stat().st_mtime_ns).copy()
+
+
+@functools.lru_cache(maxsize=2)
+def _read(path: str, mtime: int) -> pd.DataFrame:
+    return pd.read_csv(path)
 
 
 @dataclass(frozen=True)
@@ -287,7 +301,8 @@ def fit_slopes(df: pd.DataFrame) -> list[Slope]:
             x = 1.0 / agg.index.to_numpy(float)
             lim = np.array([limits(BY_NAME[name], int(d))[q] for d in agg.index])
             b = agg["mean"].to_numpy() - lim
-            if not np.any(b) and not np.any(agg["std"].to_numpy()):  # exact in every draw
+            tiny = 1e-12 * max(1.0, float(np.max(np.abs(lim))))
+            if np.all(np.abs(b) <= tiny) and np.all(agg["std"].to_numpy() <= tiny):  # exact
                 out.append(Slope(name, q, float(lim[-1]), 0.0, 0.0, 0.0, len(x) - 1, 0.0,
                                  int(agg["count"].min())))
                 continue

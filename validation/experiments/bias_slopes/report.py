@@ -41,6 +41,10 @@ USES = (
     ("test_spectrum_theory.py::test_srf_against_monte_carlo", ("srf-outliers-tanh",), None, 600),
     ("test_marchenko_pastur.py::test_empirical_measure_matches_deterministic_moments",
      ("mp-atoms-0.5",), None, 600),
+    ("test_channels.py::test_from_weights_recovers_the_srf_spike_and_risk", ("srf-weights-relu",),
+     None, 400),
+    ("test_channels.py::test_step_covariances_match_the_sampled_first_layer",
+     ("network-step-relu",), None, 600),
 )
 
 
@@ -111,8 +115,13 @@ def markdown(df: pd.DataFrame, command: str = REGENERATE) -> str:
             "spike fields); and for sampled spectra (`srf-outliers-tanh`: the sRF surrogate's "
             "outliers, divided by d, and the spike's overlap with the target against "
             "`asymptotics.spectrum` at the simulated d; `mp-atoms-0.5`: the atoms of "
-            "W Pi W^T for rows on the sphere, p = d/2, against Marchenko-Pastur)."
-            + (f" Exact in every draw, so left out: {', '.join(exact)} (a real zeta)."
+            "W Pi W^T for rows on the sphere, p = d/2, against Marchenko-Pastur); and for the "
+            "semi-empirical measure of sampled first layers (`srf-weights-relu`: sRF weights, "
+            "`v.` with v given, `est.` with v estimated, against the sRF spike and theory; "
+            "`network-step-relu`: the trained network's (F, G, H) means against the step's "
+            "covariances)."
+            + (f" Exact in every draw (to rounding), so left out: {', '.join(exact)} (the "
+               "imaginary part of the trace at a real zeta, gamma = v.theta* with v given)."
                if exact else ""))
     md.table(table(slopes))
     md.heading("Allowances of the tests")
