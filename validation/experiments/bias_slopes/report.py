@@ -45,6 +45,8 @@ USES = (
      None, 400),
     ("test_channels.py::test_step_covariances_match_the_sampled_first_layer",
      ("network-step-relu",), None, 600),
+    ("test_channels.py::test_population_bulk_is_generalised_marchenko_pastur",
+     ("gmp-bulk-two-variances",), None, 600),
 )
 
 
@@ -119,7 +121,9 @@ def markdown(df: pd.DataFrame, command: str = REGENERATE) -> str:
             "semi-empirical measure of sampled first layers (`srf-weights-relu`: sRF weights, "
             "`v.` with v given, `est.` with v estimated, against the sRF spike and theory; "
             "`network-step-relu`: the trained network's (F, G, H) means against the step's "
-            "covariances)."
+            "covariances; `gmp-bulk-two-variances`: the relative deviation of five moments of "
+            "a sampled Gram matrix with two population variances from the generalised "
+            "Marchenko-Pastur moments of the sampled variances, limit 0)."
             + (f" Exact in every draw (to rounding), so left out: {', '.join(exact)} (the "
                "imaginary part of the trace at a real zeta, gamma = v.theta* with v given)."
                if exact else ""))
