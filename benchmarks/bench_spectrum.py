@@ -35,6 +35,7 @@ def main() -> None:
     t_risk = best_of(lambda: A.risk(next(alphas), model="srf", lam=0.01, **SETTING), repeat=5)
     print(f"one sRF risk point: {t_risk * 1e3:.1f} ms")
     cases = {"features (sRF)": dict(of="features", alpha=ALPHA, model="srf"),
+             "features (network)": dict(of="features", alpha=ALPHA, model="network"),
              "weights (sRF)": dict(of="weights", model="srf"),
              "weights (network)": dict(of="weights", model="network"),
              "weights (3 steps, pm1)": dict(of="weights", model="srf", steps=3, readout="pm1",

@@ -189,7 +189,7 @@ def test_spectra_theory_edited_setting_is_not_reused(tmp_path, monkeypatch):
     c = ST.campaign(**ST.COMMITTED)
     with Store(tmp_path / "s.sqlite") as st:
         st.import_csv(c, ST.CSV)
-        assert st.done(c) == set(c.plan_hashes()) and len(c.plan_hashes()) == 13
+        assert st.done(c) == set(c.plan_hashes()) and len(c.plan_hashes()) == 14
         assert st.done(ST.campaign()) == set(ST.campaign().plan_hashes())
         assert st.done(replace(c, version="2")) == set()
         assert st.done(ST.campaign(quick=True)) == set()  # 2 draws: other keys

@@ -40,9 +40,10 @@ setting = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=0.5, alpha
 
 # %% [markdown]
 # ## The predictions
-# The features' law is the sRF surrogate's (the K-group equations' V-part at $\lambda = -z$);
-# the weights' the network theory's (a generalised Marchenko–Pastur law of the step's
-# population covariance) with the spike's outlier.
+# Both laws are the network theory's (the default for the features at one step): the features'
+# is the V-part of the equations at $\lambda = -z$ with the first layer's bulk a generalised
+# Marchenko–Pastur law of the step's population covariance, the weights' that law itself, with
+# the spike's outlier.
 
 # %%
 features = A.spectrum("features", d=d, **setting)
@@ -125,10 +126,32 @@ for a1, a2 in ((0.35, 0.3), (0.4, 0.45)):
           f"{np.round(r.outliers, 3)}, readout degrees {r.degrees}, edge {r.edge:.3f}")
 # validation/reports/SPECTRA.md, section 2, compares these counts with the simulations.
 
+# ## The network against its sRF surrogate (relu)
+# For tanh the step's population covariance is nearly isotropic and the network's features law
+# is the sRF surrogate's. For relu ($\mathbb E[z\sigma'(z)] \neq 0$) the step stretches the bulk
+# rows along the batch's weighted covariance: the features' bulk reaches further than the
+# surrogate's scaled Marchenko–Pastur law, and `model="network"` follows it.
+
+# %%
+relu = dict(sigma="relu", target="relu", alpha0=1.0, eta=1.0, beta=0.5, alpha=2.0)
+net, srf = (A.spectrum("features", d=d, model=m, **relu) for m in ("network", "srf"))
+draw_r = simulate_network(d=d, seed=0, **relu)
+ks = {m: kolmogorov(draw_r.f_eig, law.cdf, 1) for m, law in (("network", net), ("srf", srf))}
+print("bulk edge: network", round(net.edge, 2), " sRF", round(srf.edge, 2),
+      " largest bulk eigenvalue of the draw", round(draw_r.f_eig[-2], 2))
+print("Kolmogorov distance:", {m: round(v, 4) for m, v in ks.items()})
+print("mean outlier's overlap with 1_p/sqrt(p): network",
+      round(net.outliers[0].overlaps["mean"], 5), " sRF",
+      round(srf.outliers[0].overlaps["mean"], 5), " draw",
+      round(float(draw_r.f_overlaps["mean"][0]), 5))
+assert ks["network"] < ks["srf"]
+
 # %% [markdown]
 # ## What is covered
-# Features: one step or several (`steps=`), any initial readout (`readout=`), the sRF/K-group
-# model (`model="srf"`; `"rf"` at $\tilde\eta = 0$). Weights: one step with the constant readout,
+# Features: the trained network after one step with the constant readout (`model="network"`,
+# the default there); one step or several (`steps=`) and any initial readout (`readout=`) with
+# the sRF/K-group model (`model="srf"`, the default there: the network's anisotropic groups have
+# no features law yet); `"rf"` at $\tilde\eta = 0$. Weights: one step with the constant readout,
 # `model="network"` (default of the theory of the network) or `"srf"`; several steps and any
 # finite-support readout with `model="srf"` (the groups of the steps); the two-step
 # $\eta \sim p^{1/2 + a}$ weights at the user's d with `two_step_weights`. A 300-point density costs

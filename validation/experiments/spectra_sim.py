@@ -3,7 +3,8 @@ the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 =
 or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
 surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
 F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
-eigenvectors with 1_p/sqrt(p), the learned direction(s) and theta*."""
+eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the features W0 v and, for the
+network, its bulk column B v = (W - 1_p mean row) v) and theta*."""
 
 from __future__ import annotations
 
@@ -78,7 +79,8 @@ def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: flo
     X = rng.standard_normal((n, d))
     w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
     f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
-                                        "learned 1": _unit(W0 @ v)})
+                                        "learned 1": _unit(W0 @ v),
+                                        "learned 1 (B v)": _unit((W - W.mean(axis=0)) @ v)})
     return Draw(w_eig, f_eig, w_ov, f_ov)
 
 
@@ -118,3 +120,18 @@ def kolmogorov(eig: np.ndarray, cdf, n_out: int) -> float:
     F = cdf(u)
     F_left = np.where(u > 0.0, cdf(u * (1.0 - 1e-12)), 0.0)
     return float(max(np.max(np.abs(le - F)), np.max(np.abs(lt - F_left))))
+
+
+def fit_inverse_p(p: np.ndarray, offset: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
+    """(k, its 95% half-width, chi2) of the weighted least-squares fit offset = k/p through 0
+    (weights 1/se^2): whether simulated-minus-theory offsets scale as 1/p."""
+    x, y, sd = 1.0 / np.asarray(p, float), np.asarray(offset, float), np.asarray(se, float)
+    info = float(np.sum(x * x / sd ** 2))
+    k = float(np.sum(x * y / sd ** 2)) / info
+    return k, 1.96 / math.sqrt(info), float(np.sum(((y - k * x) / sd) ** 2))
+
+
+def fit_text(what: str, p, offset, se) -> str:
+    """:func:`fit_inverse_p` as a sentence for the reports."""
+    k, h, chi2 = fit_inverse_p(p, offset, se)
+    return f"{what} = k/p with k = {k:.3g} +- {h:.2g} (95%; chi2 {chi2:.1f} on {len(p) - 1} dof)"
