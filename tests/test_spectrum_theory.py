@@ -232,3 +232,37 @@ def test_the_export_is_in_the_settings_order() -> None:
     names = [s.name for s in SETTINGS]
     got = [(names.index(n), d) for n, d in cells.itertuples(index=False)]
     assert got == sorted(got) and len(got) == len(campaign(large=True).settings)
+
+
+def test_steps_store_not_sqlite_is_refused(tmp_path, monkeypatch, capsys) -> None:
+    """The weights-after-several-steps command: ``--store runs.csv`` is one line, exit 2."""
+    from validation.experiments.spectra_weights import steps as SW
+
+    monkeypatch.chdir(tmp_path)
+    assert SW.main(["--store", "runs.csv", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: --store") and "runs.csv" in err and len(err.splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_steps_export_is_the_committed_csv(tmp_path) -> None:
+    """The committed weights-after-several-steps CSV is its campaign's export: every cell of the
+    plan, in the settings' order then d, the same bytes and keys when exported again."""
+    import json
+
+    from validation.campaign import Store
+    from validation.campaign.store import keys_path
+    from validation.experiments.spectra_weights import steps as SW
+
+    c = SW.campaign()
+    out = tmp_path / "steps.csv"
+    with Store(None) as st:
+        st.import_csv(c, SW.CSV)
+        assert st.done(c) == set(c.plan_hashes())
+        st.export_csv(c, out)
+    assert out.read_bytes() == SW.CSV.read_bytes()
+    assert keys_path(out).read_text() == keys_path(SW.CSV).read_text()
+    names = [s.name for s in SW.SETTINGS]
+    places = [json.loads(ln.split(" ", 1)[1]) for ln in keys_path(out).read_text().splitlines()[1:]]
+    cells = [(names.index(name), d) for name, d in places]
+    assert cells == sorted(cells) and len(cells) == len(c.settings)

@@ -39,7 +39,6 @@ CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory.csv"
 REPORT = ROOT / "validation" / "reports" / "SPECTRA_THEORY.md"
 ONESTEP_DATA = ROOT / "validation" / "reports" / "data" / "spectra_onestep.csv"
 ONESTEP_CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_onestep.csv"
-OVERLAP_SCAN = ROOT / "validation" / "reports" / "data" / "spectra_overlap_scan.csv"
 #: Gauss-Hermite groups standing for the Gaussian initial readout of the eta ~ p^(1/2 + a) runs
 READOUT_GROUPS = 6
 COMMAND = "python -m validation.experiments.spectra_theory"
@@ -285,37 +284,6 @@ def onestep_section() -> list[str]:
     return out
 
 
-def overlap_scan_section() -> list[str]:
-    """The section on the weights' learned-direction overlap offsets (the CSV of
-    ``python benchmarks/spectra_overlap_scan.py --csv ...``): the driver's direction v_hat
-    against the population mean row v_pop, over d, and the weighted least-squares slope of the
-    offset against 1/p (through 0)."""
-    import pandas as pd
-
-    if not OVERLAP_SCAN.exists():
-        return []
-    df = pd.read_csv(OVERLAP_SCAN)
-    out = ["## The weights' learned-direction overlap: which direction is simulated", "",
-           "The tables above compare W1's top right singular vector with `v_hat`, the unit mean "
-           "row of `W1 - W0` over the p neurons; the theory's `v` is the population mean row "
-           "given the batch, `v_pop = (eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i` (THEORY.md "
-           "§16.3). `v_hat` adds the sample mean of the bulk rows, which the top singular vector "
-           "shares: an estimator bias of order 1/p. A d-scan of both (tanh; `python "
-           "benchmarks/spectra_overlap_scan.py --csv validation/reports/data/"
-           "spectra_overlap_scan.csv`):", "",
-           "| setting | d | p | draws | theory | v_hat | se | z | v_pop | se | z |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
-    out += [f"| {r.setting} | {r.d} | {r.p:g} | {r.seeds} | {r.theory:.6f} | {r.v_hat:.6f} | "
-            f"{r.v_hat_se:.1e} | {(r.v_hat - r.theory) / r.v_hat_se:+.1f} | {r.v_pop:.6f} | "
-            f"{r.v_pop_se:.1e} | {(r.v_pop - r.theory) / r.v_pop_se:+.1f} |"
-            for _, r in df.iterrows()] + [""]
-    for name, g in df.groupby("setting", sort=False):
-        fits = [spectra_sim.fit_text(f"`{col}` offset", g.p, g[col] - g.theory, g[f"{col}_se"])
-                for col in ("v_hat", "v_pop")]
-        out.append(f"- {name}: " + "; ".join(fits) + ".")
-    return out + [""]
-
-
 def _stat(v: list) -> dict:
     v = np.asarray(v, dtype=float)
     se = float(np.std(v, ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.nan
@@ -361,7 +329,7 @@ def report(rows: list[dict]) -> str:
     from validation.experiments.spectra_weights.steps import section as steps_section
 
     out += steps_section()  # the weights after several steps (their own CSV)
-    out += overlap_scan_section()
+    out += spectra_sim.overlap_scan_section()
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
     ovl = df[df.quantity.str.contains("overlap")]

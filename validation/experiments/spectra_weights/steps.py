@@ -7,14 +7,22 @@ eps_i = 1 (constant) or +-1 (half each, ``pm1``), T full-batch steps eta = eta_t
 batches of n0 = alpha0 d samples of y = g(<theta, x>), theta = e_1. Per draw: the eigenvalues of
 W W^T and, for the top eigenvectors, the squared overlaps of the left one with 1_p/sqrt(p) and
 eps/sqrt(p), of the right one with theta and with the span of the groups' mean rows of W - W0
-(the learned directions). ``python -m validation.experiments.spectra_weights.steps [--quiet]``
-writes ``validation/reports/data/spectra_theory_steps.csv`` (whole, atomically); the report's
-section is built from it by :func:`section`."""
+(the learned directions).
+
+    python -m validation.experiments.spectra_weights.steps [--store FILE.sqlite] [--quiet]
+
+The simulation is a :class:`validation.campaign.Campaign` (:func:`campaign`: one task per
+(setting, d) cell, keyed by its full parameter record -- every field of the setting, d, the
+number of draws, :data:`TOP` and :data:`VERSION`), run into a SQLite store (``--store``; default
+beside the exported CSV, :func:`validation.paths.data_file`) that starts from the committed CSV
+and its keys file, so stored cells are not rerun; every stored cell is exported, in the
+settings' order then d, atomically to ``validation/reports/data/spectra_theory_steps.csv`` with
+its keys file (about 4 core-minutes from scratch). The report's section is built from that CSV
+by :func:`section`."""
 
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -25,12 +33,19 @@ import pandas as pd
 
 from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
+from validation.campaign import Campaign, Schema, Store, run_campaign
 from validation.experiments.spectra_sim import kolmogorov, sphere
 
 ROOT = Path(__file__).resolve().parents[3]
 CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_steps.csv"
 COMMAND = "python -m validation.experiments.spectra_weights.steps"
 TOP = 2  # outliers compared at most
+#: the protocol's version (part of every task's key): raise it when a cell's rows change
+VERSION = "1"
+#: the exported CSV's columns
+SCHEMA = Schema.of(setting=str, d=int, seeds=int, steps=int, readout=str, sigma=str, target=str,
+                   beta=float, alpha0=float, eta=float, quantity=str, theory=float, sim=float,
+                   se=float, worst=float, seconds=float, theory_seconds=float)
 
 
 @dataclass(frozen=True)
@@ -114,16 +129,62 @@ def cell(s: StepsSetting, d: int, n_seeds: int) -> list[dict]:
     return rows
 
 
-def run(quiet: bool = False) -> pd.DataFrame:
-    from asymptotics.core.progress import Progress
+def plan() -> list[tuple[StepsSetting, int, int]]:
+    """The (setting, d, draws) cells: every setting at every d of :data:`SEEDS`."""
+    return [(s, d, n) for s in SETTINGS for d, n in SEEDS.items()]
 
-    jobs = [(s, d, n) for s in SETTINGS for d, n in SEEDS.items()]
-    out = []
-    with Progress(len(jobs), "weights after several steps", unit="cells",
-                  enabled=not quiet) as bar:
-        for job in bar.iter(jobs):
-            out += cell(*job)
-    return pd.DataFrame(out)
+
+def _task(job: tuple[StepsSetting, int, int]) -> list[dict]:
+    return cell(*job)
+
+
+def _record(job: tuple[StepsSetting, int, int]) -> dict:
+    """A task's parameter record: every field of the setting, d, the number of draws and the
+    number of outliers compared."""
+    s, d, n_seeds = job
+    return {"setting": s, "d": d, "draws": n_seeds, "top": TOP}
+
+
+def _rank(row: dict) -> tuple:
+    """The export's order of the tasks: the settings' order in :data:`SETTINGS`, then d."""
+    names = [s.name for s in SETTINGS]
+    return (names.index(row["setting"]) if row["setting"] in names else len(names), row["d"])
+
+
+def _cell(v: object) -> str:
+    from validation.protocol.rows import g10_cell
+
+    return g10_cell(v)
+
+
+def campaign() -> Campaign:
+    """One task per (setting, d) cell of :func:`plan`, keyed by its parameter record
+    (:func:`_record`) and :data:`VERSION`; exported in the settings' order (:func:`_rank`) with
+    ``%.10g`` cells."""
+    return Campaign("spectra_theory_steps", tuple(plan()), _task, SCHEMA,
+                    key_columns=("setting", "d"), key=lambda j: (j[0].name, j[1]),
+                    cell=_cell, version=VERSION, record=_record, rank=_rank)
+
+
+def paths() -> tuple[Path, Path]:
+    """``(read, write)`` of the CSV (:func:`validation.paths.data_file`)."""
+    from validation.paths import data_file
+
+    return data_file(CSV, "validation", "reports", "data")
+
+
+def run(*, store: str | Path | None = None, quiet: bool = False) -> Path:
+    """Run the cells of :func:`campaign` the store lacks and export every stored cell to the
+    CSV (module docstring); returns the CSV written."""
+    c = campaign()
+    read, write = paths()
+    with Store(Path(store) if store else write.with_suffix(".sqlite")) as st:
+        for source in dict.fromkeys([write, read]):
+            if source.exists():
+                st.import_csv(c, source)
+        run_campaign(c, st, progress=not quiet)
+        st.export_csv(c, write)
+    return write
 
 
 def section(df: pd.DataFrame | None = None) -> list[str]:
@@ -173,14 +234,17 @@ def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
     parser = Parser(prog=COMMAND, description=" ".join(__doc__.split("\n\n")[0].split()))
+    parser.add_argument("--store", default=None,
+                        help="the SQLite store (.sqlite; default beside the exported CSV)")
     add_quiet(parser)
     args = parser.parse_args(argv)
+    if args.store is not None and not args.store.endswith(".sqlite"):
+        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
+              f"{args.store}", file=sys.stderr)
+        return 2
     quiet = apply_quiet(args)
-    df = run(quiet=quiet)
-    tmp = CSV.with_name(CSV.name + ".tmp")
-    df.to_csv(tmp, index=False, float_format="%.10g")
-    os.replace(tmp, CSV)
-    print("\n".join(section(df)))
+    out = run(store=args.store, quiet=quiet)
+    print("\n".join(section(pd.read_csv(out))))
     return 0
 
 
