@@ -127,35 +127,55 @@ def test_network_route_is_the_default_model_for_steps():
 
 
 def test_group_covariances_follow_a_simulated_network():
-    """The recursion of the groups' bulk covariances (DERIVATIONS.md §9.2) against a trained
-    network (protocol of THEORY.md §1/§12, d = 500, p = 2000, one draw): relu, z1 + z1 z2, pm1,
-    alpha0 = 8, eta_tilde = (2, 4). C_zz / c is far from the surrogate's identity (off-diagonal
-    ~ +-1.3 and +-3.2) and the sampled one follows the theory to 15% of its largest entry
-    (sampling s.e. of a covariance over 1000 rows ~ 4.5%)."""
-    from asymptotics.coefficients.functions import get_function
-    from asymptotics.coefficients.targets import target_callable
+    """The recursion of the groups' bulk covariances (DERIVATIONS.md §9.2) against trained
+    networks (protocol of THEORY.md §1/§12; relu, z1 + z1 z2, pm1, alpha0 = 8, eta_tilde =
+    (2, 4), d = 300, p = 1200, eight draws): C_zz / c is far from the surrogate's identity
+    (off-diagonal ~ +-1.3 and +-3.2), and the mean of each group's sampled C11/c and C12/c after
+    each step is at the theory within the Student quantile of eight draws (two-sided 1e-3 per
+    entry) times its s.e., plus the finite-d bias measured as c/d
+    (validation/reports/BIAS_SLOPES.md, network-groups-relu: (|c| + 3 s.e.)/300). C22/c is
+    not on that footing: see the next test. It was one draw at d = 500 within 15% of the
+    largest entry."""
+    from scipy import stats
 
-    d, p, alpha0, etas = 500, 2000, 8.0, (2.0, 4.0)
-    ng = network_groups("relu", "z1 + z1*z2", steps=2, alpha0=alpha0, eta=etas, readout="pm1")
-    sig = get_function("relu")
-    g, k = target_callable("z1 + z1*z2")
+    from validation.experiments import bias_slopes as BS
+    from validation.experiments.bias_slopes.channels import (
+        network_group_covariances,
+        network_group_theory,
+    )
+
+    d = 300
+    theory = network_group_theory()
+    assert abs(theory["step1:group0:C12/c"]) > 1.0  # the anisotropy the surrogate lacks
+    assert abs(theory["step2:group1:C12/c"]) > 3.0
     rng = np.random.default_rng(11)
-    W = rng.standard_normal((p, d))
-    W /= np.linalg.norm(W, axis=1, keepdims=True)
-    eps = np.repeat([1.0, -1.0], p // 2)
-    n0 = int(alpha0 * d)
-    for t, eta in enumerate(etas, start=1):
-        X = rng.standard_normal((n0, d))
-        act, dact = sig.value_and_derivative(X @ W.T)
-        e = g(X[:, :k]) - act @ eps / p
-        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
-        for gi, val in enumerate((1.0, -1.0)):
-            B = W[eps == val] - W[eps == val].mean(axis=0)
-            c = np.mean(np.sum(B[:, k:] ** 2, axis=1)) * d / (d - k)
-            measured = np.cov(B[:, :k].T * np.sqrt(d)) / c
-            theory = ng.cov[t][gi][:k, :k] / ng.states[t].c[gi]
-            assert abs(theory[0, 1]) > 1.0  # the anisotropy the surrogate does not have
-            assert np.max(np.abs(measured - theory)) <= 0.15 * np.max(np.abs(theory))
+    runs = [network_group_covariances(d, rng) for _ in range(8)]
+    t = stats.t.ppf(1 - 5e-4, len(runs) - 1)
+    for q, lim in theory.items():
+        if q.endswith("C22/c"):
+            continue
+        x = np.array([r[q] for r in runs])
+        band = (t * x.std(ddof=1) / np.sqrt(x.size)
+                + BS.slope("network-groups-relu", q).allowance(d))
+        assert abs(x.mean() - lim) <= band, (q, x.mean(), lim, band)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured gap: the sampled C22/c of the two-step relu network sits 4-9% below the groups' "
+    "recursion after step 1 at every d = 200, 400, 800 (32 draws each, p = 4d; the same at "
+    "p = 16d, d = 200), so it does not close as c/d: step 1, group 1 intercept z = -5.6 "
+    "(BIAS_SLOPES.md)"))
+def test_group_covariance_c22_limit_is_the_theory():
+    """The committed bias measurement of C22/c (network-groups-relu, d = 200, 400, 800): the
+    free line a + c/d through the means must meet the theory's limit within 4 of its standard
+    errors, as it does for C11/c and C12/c."""
+    from validation.experiments import bias_slopes as BS
+    from validation.experiments.bias_slopes.channels import network_group_theory
+
+    for q in network_group_theory():
+        if q.endswith("C22/c"):
+            s = BS.slope("network-groups-relu", q)
+            assert abs(s.z_limit) <= 4.0, (q, s.z_limit, s.c, s.se)
 
 
 @pytest.mark.parametrize("argv,says", [

@@ -119,16 +119,18 @@ def test_bad_input(kw: dict, msg: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("sigma,alpha0,eta", [("tanh", 0.5, 2.0), ("relu", 1.0, 1.0)])
 def test_network_weights_bulk_against_monte_carlo(sigma: str, alpha0: float, eta: float) -> None:
-    """The trained network's first layer at small batches (d = 800, 2 draws): the population
-    covariance's generalised MP law fits the bulk (KS <= 0.02) where the sRF's scaled MP law does
-    not (measured KS 0.025-0.045 at d = 800-1000)."""
+    """The trained network's first layer at small batches (d = 800, eight draws): in every draw
+    the population covariance's generalised MP law fits the bulk (KS <= 0.02) where the sRF's
+    scaled MP law does not (measured KS 0.025-0.045 at d = 800-1000). The eigenvalues' KS
+    distance is no i.i.d. KS statistic (no quantile of it to state), so each draw is checked;
+    it was two draws."""
     from validation.experiments.spectra_sim import simulate_network
 
     kw = dict(sigma=sigma, target=sigma, alpha0=alpha0, eta=eta, beta=1.0 if sigma == "tanh"
               else 0.5, d=800)
     net = asymptotics.spectrum("weights", model="network", **kw)
     srf = asymptotics.spectrum("weights", model="srf", **kw)
-    for seed in range(2):
+    for seed in range(8):
         D = simulate_network(sigma=sigma, target=sigma, d=800, beta=kw["beta"], alpha=1.0,
                              alpha0=alpha0, eta=eta, seed=seed)
         assert kolmogorov(D.w_eig, net.cdf, 1) <= 0.02
@@ -162,24 +164,35 @@ def test_network_features_default_and_small_step() -> None:
 
 @pytest.mark.slow
 def test_network_features_against_monte_carlo() -> None:
-    """The relu network's features after one step (d = 800, 2 draws): the network's law fits
-    the bulk (KS <= 0.02, the validation's target) and closer than the sRF surrogate's in every draw
+    """The relu network's features after one step (d = 800, eight draws): in every draw the
+    network's law fits the bulk (KS <= 0.02, the validation's target; checked per draw, the
+    eigenvalues' KS distance being no i.i.d. KS statistic) and closer than the sRF surrogate's
     (the surrogate: KS 0.023-0.035 at d = 800-2000, its bulk ends at 5.26 where the draws reach
-    5.9-6.3); the mean outlier's squared overlap with 1_p/sqrt(p) (sRF 0.998 at d = 800)
-    within 5e-4 of the network theory's."""
+    5.9-6.3); the mean outlier's squared overlap with 1_p/sqrt(p) (sRF 0.998 at d = 800) at
+    the network theory's at d = 800 within the Student quantile of eight draws (two-sided
+    1e-3) times its s.e., plus the residual finite-d bias measured as c/d
+    (validation/reports/BIAS_SLOPES.md, network-features-relu: (|c| + 3 s.e.)/800; it was
+    two draws, the overlap within a fixed 5e-4)."""
     from validation.experiments.spectra_sim import simulate_network
 
     kw = dict(sigma="relu", target="relu", alpha=2.0, alpha0=1.0, eta=1.0, beta=0.5, d=800)
     net = asymptotics.spectrum("features", model="network", **kw)
     srf = asymptotics.spectrum("features", model="srf", **kw)
     ov = []
-    for seed in range(2):
+    for seed in range(8):
         D = simulate_network(seed=seed, **kw)
         ks_net = kolmogorov(D.f_eig, net.cdf, 1)
         assert ks_net <= 0.02
         assert kolmogorov(D.f_eig, srf.cdf, 1) > ks_net
         ov.append(D.f_overlaps["mean"][0])
-    assert np.mean(ov) == pytest.approx(net.outliers[0].overlaps["mean"], abs=5e-4)
+    from scipy import stats
+
+    from validation.experiments import bias_slopes as BS
+
+    ov = np.array(ov)
+    band = (stats.t.ppf(1 - 5e-4, ov.size - 1) * ov.std(ddof=1) / np.sqrt(ov.size)
+            + BS.slope("network-features-relu", "features_mean_overlap").allowance(800))
+    assert abs(ov.mean() - net.outliers[0].overlaps["mean"]) <= band, (ov.mean(), band)
 
 
 def test_two_opposite_groups_equal_one_group() -> None:

@@ -2,7 +2,7 @@
 the theory of several giant steps against the Monte Carlo of the trained network in one call
 (shape, names and defaults at small d; the overlaps against the theory at d = 300; in the slow
 suite, the committed d = 1000 repetitions of validation/reports/STEPS.md reproduced exactly and
-the theory within 3 s.e. of them)."""
+the theory within the Student band of them)."""
 
 from __future__ import annotations
 
@@ -138,35 +138,52 @@ def test_command_line(capsys, tmp_path: Path) -> None:
 
 def test_overlaps_follow_the_theory_at_d300() -> None:
     """The mean overlaps of the trained network's rows with each target direction after each
-    step (Monte Carlo, d = 300) against the d -> infinity theory: learned directions within
-    0.02, unlearned ones at the initial level sqrt(2 / (pi d))."""
+    step (Monte Carlo, d = 300, eight repetitions) against the d -> infinity theory: a learned
+    direction (theory > 0.05) within the Student quantile of eight draws (two-sided 1e-3 per
+    comparison) times its s.e., plus the finite-d bias measured as c/d
+    (validation/reports/BIAS_SLOPES.md, steps-overlaps-erf: (|c| + 3 s.e.)/300); an unlearned
+    one at the initial level sqrt(2 / (pi d)) within a factor 2 (it decays like d^(-1/2), no
+    limit to compare with). It was two repetitions, the learned ones within a fixed 0.02."""
+    from scipy import stats
+
+    from validation.experiments import bias_slopes as BS
+
     df = compare_steps(2.0, steps=2, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16,
-                       eta=(2, 8), readout="pm1", d=300, seeds=2, n_test=1000, progress=False)
+                       eta=(2, 8), readout="pm1", d=300, seeds=8, n_test=1000, progress=False)
     init = math.sqrt(2 / (math.pi * 300))
+    t = stats.t.ppf(1 - 5e-4, 8 - 1)
     for r in df.itertuples():
         for j in (1, 2):
             th, sim = getattr(r, f"overlap_{j}"), getattr(r, f"sim_overlap_{j}")
             if th > 0.05:
-                assert abs(sim - th) < 0.02, (r.step, j, sim, th)
+                band = (t * getattr(r, f"sim_overlap_{j}_se")
+                        + BS.slope("steps-overlaps-erf", f"step{r.step}:overlap{j}")
+                        .allowance(300))
+                assert abs(sim - th) <= band, (r.step, j, sim, th, band)
             else:
                 assert 0.5 * init < sim < 2 * init, (r.step, j, sim)
 
 
 @pytest.mark.slow
 def test_reproduces_the_committed_runs_and_agrees() -> None:
-    """Setting F of validation/reports/STEPS.md at d = 1000 (6 seeds, root seed 601000): the
-    same repetitions as the committed CSV, and the theory within 3 s.e. after every step
-    (the report: 9/9)."""
+    """Setting F of validation/reports/STEPS.md at d = 1000 (8 seeds, root seed 601000): the
+    same repetitions as the committed CSV, and the sRF theory after every step within the
+    Student quantile of 8 seeds (two-sided 1e-3 per point) times the s.e., with no finite-d
+    allowance (it was 6 seeds at 3 s.e.)."""
+    from scipy import stats
+
     df = compare_steps([0.5, 2.0, 4.0], steps=3, sigma="erf(z-1)", target="z1 + z1*z2",
-                       alpha0=16, eta=(1, 1, 1), readout="pm1", lam=0.01, d=1000, seeds=6,
+                       alpha0=16, eta=(1, 1, 1), readout="pm1", lam=0.01, d=1000, seeds=8,
                        seed=601000, progress=False)
     runs = pd.read_csv(ROOT / "validation" / "reports" / "data" / "multistep_risk.csv")
     runs = runs[(runs.setting == "F") & (runs.d == 1000)]
     ref = runs.groupby(["ridge_alpha", "step"]).test_error.mean()
     for r in df.itertuples():
         assert r.sim_mean_raw == pytest.approx(ref[(r.alpha, r.step)], rel=1e-8)
+    assert runs.groupby("step").repetition.nunique().min() == 8
     later = df[df.step >= 1]
-    assert (later.z_srf.abs() <= 3).all(), later[["alpha", "step", "z_srf"]]
+    t = stats.t.ppf(1 - 5e-4, 8 - 1)
+    assert (later.z_srf.abs() <= t).all(), later[["alpha", "step", "z_srf"]]
 
 
 def test_guide_block_runs() -> None:

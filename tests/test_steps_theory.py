@@ -113,9 +113,12 @@ def test_errors(kw, match):
 
 def test_theory_matches_the_committed_staircase_simulations():
     """The overlaps of the network after 1-3 giant steps (committed Monte Carlo of the protocol,
-    d = 1024, 5 seeds: validation/reports/MULTISTEP.md) against the d -> infinity theory: every
-    learned entry within 3 standard errors."""
+    d = 1024, 8 seeds: validation/reports/MULTISTEP.md) against the d -> infinity theory: every
+    learned entry within the Student quantile of its seeds (two-sided 1e-3 per entry) times its
+    standard error, with no finite-d allowance (none needed: measured |z| <= 0.9). It was 5
+    seeds at 3 s.e."""
     import pandas as pd
+    from scipy import stats
 
     from validation.multistep.experiment import FULL, REPORTS, configs, summary, theory_overlaps
 
@@ -127,10 +130,13 @@ def test_theory_matches_the_committed_staircase_simulations():
     th = theory_overlaps(cfg)
     learned = th[th["theory"] > 0.05]
     assert len(learned) == 6  # theta1 at step 1; theta1, 2 at step 2; all three at step 3
+    seeds = df[df["d"] == dmax]["repetition"].nunique()
+    assert seeds >= 8
+    t = stats.t.ppf(1 - 5e-4, seeds - 1)
     for r in learned.itertuples():
         m = s[(s["d"] == dmax) & (s["step"] == r.step) & (s["direction"] == r.direction)]
         z = (m["mean_overlap_mean"].iloc[0] - r.theory) / m["mean_overlap_se"].iloc[0]
-        assert abs(z) <= 3.0, (r.step, r.direction, z)
+        assert abs(z) <= t, (r.step, r.direction, z, t)
 
 
 def test_steps_command(tmp_path, capsys):

@@ -76,11 +76,13 @@ class Plan:
     leap4_seeds: int
     n_test: int
     prefix: str
+    #: repetitions of the staircase (0: ``seeds``); the theory is checked against it
+    staircase_seeds: int = 0
 
 
 FULL = Plan(ds=(64, 128, 256, 512, 1024), ds_quadratic=(32, 64, 128, 256), seeds=5,
             ridge_max_d=256, side_d=512, side_seeds=3, leap4_seeds=3, n_test=4000,
-            prefix="multistep")
+            prefix="multistep", staircase_seeds=8)
 QUICK = Plan(ds=(32, 64), ds_quadratic=(16, 32), seeds=2, ridge_max_d=64, side_d=64,
              side_seeds=2, leap4_seeds=2, n_test=1000, prefix="multistep_quick")
 
@@ -135,7 +137,8 @@ SCHEMA = Schema.of(d=int, target=str, sigma=str, steps=int, alpha0=float, kappa=
 
 def seeds_for(name: str, plan: Plan) -> int:
     """Repetitions per configuration of experiment ``name``."""
-    return {"activations": plan.side_seeds, "leap4": plan.leap4_seeds}.get(name, plan.seeds)
+    return {"activations": plan.side_seeds, "leap4": plan.leap4_seeds,
+            "staircase": plan.staircase_seeds or plan.seeds}.get(name, plan.seeds)
 
 
 def _task(job: tuple[MultiStepConfig, int, int]) -> list[dict]:

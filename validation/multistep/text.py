@@ -26,6 +26,7 @@ from validation.multistep.experiment import (
     configs,
     markdown,
     scaling_table,
+    seeds_for,
     summary,
     theory_overlaps,
     theory_test_error,
@@ -67,7 +68,8 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figures: list[pathli
       "for the quadratic batch.\n"
       "- Measured: `O[k,j] = |<w_k,theta_j>|/|w_k|`; tables give its mean over the `p` neurons, "
       "then mean ± standard error over independent seeds "
-      f"({plan.seeds} per d; {plan.leap4_seeds} for the five-step leap-4 runs, the most "
+      f"({plan.seeds} per d; {seeds_for('staircase', plan)} for the staircase; "
+      f"{plan.leap4_seeds} for the five-step leap-4 runs, the most "
       f"expensive; {plan.side_seeds} in the activation table). At initialisation "
       "`E O = sqrt(2/(pi d))` (0.100 at d=64, 0.025 at d=1024).\n"
       "- Scaling: `exponent` is the weighted least-squares slope of log(mean overlap) vs log(d) "

@@ -18,7 +18,8 @@ on its Gaussian features for a sampled W against the theory at p = infinity and 
 for the block resolvent against its exact p x p evaluation (``blocks.py``), and for sampled
 spectra against their predictions (``spectrum.py``: the sRF outliers at the simulated d, the
 Marchenko-Pastur atoms), and for the semi-empirical measure of sampled first layers
-(``channels.py``: sRF weights, the trained network's step covariances).
+(``channels.py``: sRF weights, the trained network's step covariances, the two-step network's
+group covariances), and for the overlaps of a network trained by two steps (``steps.py``).
 
 One task per (setting, d, repetition), keyed by its full parameter record, on the campaign
 runner; exported to ``validation/reports/data/bias_slopes_runs.csv`` (one row per quantity).
@@ -44,6 +45,7 @@ from .blocks import BLOCKS, BlockSetting, block_draw, block_theory
 from .channels import CHANNELS, ChannelSetting, channel_draw, channel_theory
 from .ridge import ALPHA_FW, ALPHAS, RidgeSetting, finite_width_draw, linear_draw, theory
 from .spectrum import SPECTRA, SpectrumSetting, spectrum_draw, spectrum_theory
+from .steps import STEPS, StepsSetting, steps_draw, steps_theory
 
 REPORTS = pathlib.Path(__file__).resolve().parents[2] / "reports"
 RUNS = REPORTS / "data" / "bias_slopes_runs.csv"
@@ -80,8 +82,9 @@ POPULATION = (
 #: the K-group model with a linear activation (``ridge.py``): risks at p = infinity and p = d
 RIDGE = (RidgeSetting("linear-3groups", "linear"), RidgeSetting("finite-width-2groups",
                                                                  "finite_width"))
-SETTINGS = POPULATION + RIDGE + BLOCKS + SPECTRA + CHANNELS
-Setting = BiasSetting | RidgeSetting | BlockSetting | SpectrumSetting | ChannelSetting
+SETTINGS = POPULATION + RIDGE + BLOCKS + SPECTRA + CHANNELS + STEPS
+Setting = (BiasSetting | RidgeSetting | BlockSetting | SpectrumSetting | ChannelSetting
+           | StepsSetting)
 BY_NAME = {s.name: s for s in SETTINGS}
 
 
@@ -99,6 +102,8 @@ def quantities(setting: Setting) -> tuple[str, ...]:
         return tuple(spectrum_theory(setting, DS[0]))
     if isinstance(setting, ChannelSetting):
         return tuple(channel_theory(setting))
+    if isinstance(setting, StepsSetting):
+        return tuple(steps_theory(setting))
     if isinstance(setting, RidgeSetting):
         return tuple(f"risk@{a:g}" for a in (ALPHAS if setting.kind == "linear"
                                               else (ALPHA_FW,)))
@@ -147,6 +152,8 @@ def draw(setting: Setting, d: int, rep: int) -> dict[str, float]:
         return spectrum_draw(setting, d, rng)
     if isinstance(setting, ChannelSetting):
         return channel_draw(setting, d, rng)
+    if isinstance(setting, StepsSetting):
+        return steps_draw(setting, d, rng)
     X, e = first_batch(setting, d, rng)
     n0 = X.shape[0]
     a, bq, _ = step_coefficients(setting)
@@ -190,6 +197,8 @@ def limits(setting: Setting, d: int | None = None) -> dict[str, float]:
         return spectrum_theory(setting, int(d))
     if isinstance(setting, ChannelSetting):
         return channel_theory(setting)
+    if isinstance(setting, StepsSetting):
+        return steps_theory(setting)
     from asymptotics.coefficients.functions import get_function
     from asymptotics.measures import population_quadrature as PQ
     from asymptotics.measures.population import population_resolvent

@@ -8,7 +8,14 @@ against :func:`asymptotics.step.plane.step_covariances` (docs/DERIVATIONS.md §7
 (``gmp_bulk``) the spectrum of a sampled p x d Gram matrix B B^T, B = G diag(lam/d)^(1/2) with
 two population variances (4 with probability 0.3, else 0.7; beta = 0.5, 1.5), against the
 generalised Marchenko-Pastur moments of the sampled variances: the relative deviations of
-five resolvent moments at (s0, s1) = (0.1, 1) and (1, 0.3), whose limit is 0."""
+five resolvent moments at (s0, s1) = (0.1, 1) and (1, 0.3), whose limit is 0; and
+(``network_groups``) a network trained by two steps (relu, target z1 + z1 z2, pm1 readout,
+p = 4d, alpha0 = 8, eta_tilde = (2, 4)): each readout group's bulk covariance on (z1, z2) over
+its bulk variance c, against :func:`asymptotics.network.groups.network_groups`
+(docs/DERIVATIONS.md §9.2); and (``network_risk``) the trained network's test error at
+alpha = 5 (the simulator's protocol, control-variate estimator, p = d) and the semi-empirical
+theory of its sampled first layer, each against the deterministic network theory, and their
+paired difference (limit 0)."""
 
 from __future__ import annotations
 
@@ -23,7 +30,8 @@ ALPHA = 5.0
 
 @dataclass(frozen=True)
 class ChannelSetting:
-    """``kind``: ``'srf_weights'`` or ``'network_step'``."""
+    """``kind``: ``'srf_weights'``, ``'network_step'``, ``'gmp_bulk'``, ``'network_groups'`` or
+    ``'network_risk'``."""
 
     name: str
     kind: str
@@ -31,7 +39,12 @@ class ChannelSetting:
 
 CHANNELS = (ChannelSetting("srf-weights-relu", "srf_weights"),
             ChannelSetting("network-step-relu", "network_step"),
-            ChannelSetting("gmp-bulk-two-variances", "gmp_bulk"))
+            ChannelSetting("gmp-bulk-two-variances", "gmp_bulk"),
+            ChannelSetting("network-groups-relu", "network_groups"),
+            ChannelSetting("network-risk-relu", "network_risk"))
+#: the two-step network of ``network_groups``
+GROUPS_KW = dict(sigma="relu", target="z1 + z1*z2", alpha0=8.0, eta=(2.0, 4.0), readout="pm1")
+GROUP_ENTRIES = ((0, 0), (0, 1), (1, 1))
 GMP_BETAS, GMP_S = (0.5, 1.5), ((0.1, 1.0), (1.0, 0.3))
 GMP_NAMES = ("1/S", "rho/S", "1/S^2", "rho/S^2", "rho^2/S^2")
 
@@ -57,6 +70,64 @@ def gmp_deviations(d: int, rng: np.random.Generator) -> dict[str, float]:
     return out
 
 
+def _group_name(t: int, g: int, i: int, j: int) -> str:
+    return f"step{t}:group{g}:C{i + 1}{j + 1}/c"
+
+
+def network_group_covariances(d: int, rng: np.random.Generator) -> dict[str, float]:
+    """One network trained by the two steps (the protocol of docs/THEORY.md §1/§12: rows of W0
+    on the sphere, readout +-1 by halves, fresh batches of n0 = alpha0 d): after each step,
+    d times each group's covariance of the bulk rows on the target coordinates over its bulk
+    variance c (measured on the other d - k coordinates)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.targets import target_callable
+
+    sig = get_function(GROUPS_KW["sigma"])
+    g, k = target_callable(GROUPS_KW["target"])
+    p, n0 = 4 * d, int(GROUPS_KW["alpha0"] * d)
+    W = rng.standard_normal((p, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    eps = np.repeat([1.0, -1.0], p // 2)
+    out = {}
+    for t, eta in enumerate(GROUPS_KW["eta"], start=1):
+        X = rng.standard_normal((n0, d))
+        act, dact = sig.value_and_derivative(X @ W.T)
+        e = g(X[:, :k]) - act @ eps / p
+        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
+        for gi, val in enumerate((1.0, -1.0)):
+            B = W[eps == val] - W[eps == val].mean(axis=0)
+            c = np.mean(np.sum(B[:, k:] ** 2, axis=1)) * d / (d - k)
+            C = np.cov(B[:, :k].T * np.sqrt(d)) / c
+            out.update({_group_name(t, gi, i, j): float(C[i, j]) for i, j in GROUP_ENTRIES})
+    return out
+
+
+def network_group_theory() -> dict[str, float]:
+    """The groups' covariances over c of :func:`asymptotics.network.groups.network_groups`."""
+    from asymptotics.network.groups import network_groups
+
+    kw = dict(GROUPS_KW)
+    ng = network_groups(kw.pop("sigma"), kw.pop("target"), steps=2, **kw)
+    return {_group_name(t, gi, i, j): float(ng.cov[t][gi][i, j] / ng.states[t].c[gi])
+            for t in (1, 2) for gi in (0, 1) for i, j in GROUP_ENTRIES}
+
+
+def network_risk_draw(d: int, rng: np.random.Generator) -> dict[str, float]:
+    """One trained network at d = p: its test error at :data:`ALPHA` and the semi-empirical
+    theory's of its first layer."""
+    import asymptotics as A
+    from asymptotics.coefficients.functions import get_function
+    from validation.protocol.simulator import Setting, first_layer, simulate_grid_once
+
+    f = get_function(KW["sigma"])
+    st = Setting(model="network", alpha=ALPHA, d=d, estimator="cv", **KW)
+    ch = np.random.SeedSequence(int(rng.integers(2**63)))
+    W1, theta, _ = first_layer(st, ch, f, f)
+    semi = float(A.risk(ALPHA, **KW, measure=A.from_weights(W1, None, theta)).risk)
+    net = float(simulate_grid_once(st, [ALPHA], [KW["lam"]], ch)[0, 0])
+    return {"net_risk": net, "semi_risk": semi, "semi_minus_net": semi - net}
+
+
 def srf_weights(rng: np.random.Generator, d: int, p: int, r: float, c: float, gamma: float):
     """``(W, v, theta)``: W = sqrt(c) W0 + r 1 v^T, W0 rows on the sphere, <v, theta> = gamma."""
     W0 = rng.standard_normal((p, d))
@@ -76,6 +147,10 @@ def channel_draw(s: ChannelSetting, d: int, rng: np.random.Generator) -> dict[st
 
     if s.kind == "gmp_bulk":
         return gmp_deviations(d, rng)
+    if s.kind == "network_groups":
+        return network_group_covariances(d, rng)
+    if s.kind == "network_risk":
+        return network_risk_draw(d, rng)
     if s.kind == "srf_weights":
         sp = A.build_problem(**KW, model="srf").spike
         W, v, theta = srf_weights(rng, d, d, sp.r, sp.c, sp.gamma)
@@ -101,6 +176,11 @@ def channel_theory(s: ChannelSetting) -> dict[str, float]:
     """The deterministic values (d -> infinity)."""
     import asymptotics as A
 
+    if s.kind == "network_groups":
+        return network_group_theory()
+    if s.kind == "network_risk":
+        th = float(A.risk(ALPHA, **KW, model="network").risk)
+        return {"net_risk": th, "semi_risk": th, "semi_minus_net": 0.0}
     if s.kind == "gmp_bulk":
         return {f"beta{beta:g}@({s0:g},{s1:g}):{name}": 0.0 for beta in GMP_BETAS
                 for s0, s1 in GMP_S for name in GMP_NAMES}

@@ -47,6 +47,18 @@ USES = (
      ("network-step-relu",), None, 600),
     ("test_channels.py::test_population_bulk_is_generalised_marchenko_pastur",
      ("gmp-bulk-two-variances",), None, 600),
+    ("test_spectra.py::test_bulk_edge_of_W0_matches_marchenko_pastur", ("edge-bbp-0.5",),
+     ("edge_fit", "edge_mp"), 400),
+    ("test_spectra.py::test_bbp_spike_above_threshold_is_detected_below_is_not",
+     ("edge-bbp-0.5",), ("outlier@2", "two_outliers@3", "two_outliers@2"), 400),
+    ("test_network_steps.py::test_group_covariances_follow_a_simulated_network",
+     ("network-groups-relu",), None, 300),
+    ("test_spectrum_theory.py::test_network_features_against_monte_carlo",
+     ("network-features-relu",), None, 800),
+    ("test_channels.py::test_semi_empirical_and_network_theory_predict_the_network",
+     ("network-risk-relu",), ("net_risk", "semi_minus_net"), 1000),
+    ("test_steps_compare.py::test_overlaps_follow_the_theory_at_d300", ("steps-overlaps-erf",),
+     None, 300),
 )
 
 
@@ -123,7 +135,20 @@ def markdown(df: pd.DataFrame, command: str = REGENERATE) -> str:
             "`network-step-relu`: the trained network's (F, G, H) means against the step's "
             "covariances; `gmp-bulk-two-variances`: the relative deviation of five moments of "
             "a sampled Gram matrix with two population variances from the generalised "
-            "Marchenko-Pastur moments of the sampled variances, limit 0)."
+            "Marchenko-Pastur moments of the sampled variances, limit 0; "
+            "`network-groups-relu`: a network trained by two steps, p = 4d, each readout "
+            "group's bulk covariance on the target coordinates over its bulk variance against "
+            "the network theory of K groups); and for the bulk edge and BBP outliers of "
+            "`edge-bbp-0.5` (rows on the sphere, p = d/2: the edge estimated by the `fit` and "
+            "`mp` methods against 1 + sqrt(p/d), the top singular values of one and two "
+            "planted rank-one spikes of strength 2 and 3 against the BBP locations; "
+            "`network-features-relu`: the relu network's features after one step, the mean "
+            "outlier's squared overlap with the constant direction against the network theory "
+            "at the simulated d; `network-risk-relu`: the trained network's test error at "
+            "alpha = 5 (p = d) and the semi-empirical theory of its first layer against the "
+            "network theory, and their paired difference, limit 0); and for the learned "
+            "overlaps of a network trained by two steps (`steps-overlaps-erf`, the d = 300 "
+            "check of `steps_compare`) against the groups' d -> infinity theory."
             + (f" Exact in every draw (to rounding), so left out: {', '.join(exact)} (the "
                "imaginary part of the trace at a real zeta, gamma = v.theta* with v given)."
                if exact else ""))
@@ -151,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--simulate", action="store_true",
-                    help="run the repetitions the store lacks first (~0.15 core-hours at full "
+                    help="run the repetitions the store lacks first (~0.35 core-hours at full "
                          "size)")
     ap.add_argument("--out", default=None, help="directory of the report (default: print only)")
     add_quiet(ap)
