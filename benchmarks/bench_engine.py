@@ -21,7 +21,8 @@ machine's load varies); every figure below is printed as a ratio to it.
 
 Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
 wall time counts the waits), the best of several repeats.
-Run: ``GIANTSTEP_COLD_START=compile python benchmarks/bench_engine.py`` (a few minutes).
+Run: ``GIANTSTEP_COLD_START=compile python benchmarks/bench_engine.py`` (a few minutes);
+``--only points``: section 1 alone.
 """
 
 from __future__ import annotations
@@ -113,7 +114,12 @@ def point(alpha: float, kw: dict) -> None:
     risk_spiked(alpha, **kw)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Speed of every route against one sRF point.")
+    ap.add_argument("--only", choices=("points",), help="run one section alone")
+    only = ap.parse_args(argv).only
     for a in ALPHAS:
         A.risk(a, model="srf")
     ref = srf_point()
@@ -139,6 +145,8 @@ def main() -> None:
             print(f"K-group points, {name} ({len(xs)} settings): median {med:.2f}x "
                   f"(target <= {goal:g}x), slowest {max(xs):.2f}x = {max(xs) / med:.2f}x the "
                   "median (target <= 3x)")
+    if only == "points":
+        return
 
     # 2. the several-steps mapping
     ref = srf_point()

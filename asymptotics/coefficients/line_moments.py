@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.quadrature import gaussian_moments
+from asymptotics.coefficients.quadrature import N_SMOOTH, gauss_hermite, gaussian_moments
 from asymptotics.core.coldstart import kernel
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required
@@ -60,11 +60,79 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     return out
 
 
+@kernel(cache=True, error_model="numpy")
+def _check_pieces(coef: np.ndarray, index: np.ndarray, h: float, checks: np.ndarray,
+                  vals: np.ndarray, scale: np.ndarray, tol: float) -> np.ndarray:
+    """Kernel: for each new piece j (lattice index ``index[j]``, series ``coef[j]``), whether
+    the series agrees with the direct values ``vals[j]`` at the check points to ``tol`` times
+    ``scale[j]`` (per column): the arithmetic of ``_clenshaw`` on one piece, all pieces in one
+    call."""
+    n_new, m, q = coef.shape
+    ok = np.ones(n_new, dtype=np.bool_)
+    for j in range(n_new):
+        lo = 2 * h * index[j]
+        for c_i in range(checks.shape[0]):
+            t = h * (2 * index[j] + 1) + h * checks[c_i]
+            x = min(max((t - (lo + h * 1)) / h, -1.0), 1.0)
+            for c in range(q):
+                b1 = 0.0
+                b2 = 0.0
+                for i in range(m - 1, 0, -1):
+                    b1, b2 = coef[j, i, c] + 2.0 * x * b1 - b2, b1
+                approx = coef[j, 0, c] + x * b1 - b2
+                if not abs(approx - vals[j, c_i, c]) <= tol * scale[j, c]:
+                    ok[j] = False
+    return ok
+
+
 def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z) for every t_i, as ``gaussian_moments(fn, t,
-    s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale)."""
-    return on_line(lambda pts: gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw), t, s,
-                   key=("gaussian", fn, float(s), tuple(sorted(kw.items()))))
+    s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale: sqrt(E F^2)
+    for the first two, E F^2 for the third, their largest values on the piece; by
+    Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
+    return on_line(lambda pts: _direct(fn, pts, float(s), kw), t, s,
+                   key=("gaussian", fn, float(s), tuple(sorted(kw.items()))),
+                   scales=_moment_scales)
+
+
+def _moment_scales(vals: np.ndarray) -> np.ndarray:
+    """Per piece, the scales of (E F, E[F Z], E F^2): sqrt(max E F^2), the same, max E F^2."""
+    s2 = np.max(np.abs(vals[:, :, 2]), axis=1)
+    s1 = np.sqrt(s2)
+    return np.stack([s1, s1, s2], axis=1)
+
+
+def _direct(fn: Function, pts: np.ndarray, s: float, kw: dict) -> np.ndarray:
+    """``gaussian_moments(fn, pts, s, **kw)``; for a smooth F, whose Gauss-Hermite rule is the
+    same at every shift, without forming the rule's (shifts x nodes) copies (the same sums)."""
+    if fn.kinks and s != 0.0:
+        return gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw)
+    x, w = gauss_hermite(int(kw.get("n_smooth", N_SMOOTH)))
+    arg = pts[:, None] + np.full(pts.shape[0], s)[:, None] * x[None, :]
+    values = fn(arg)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
+    return _shared_moments(np.ascontiguousarray(values), x, w)
+
+
+@kernel(cache=True, error_model="numpy")
+def _shared_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Kernel: ``quadrature.weighted_moments`` for one rule (z, w) shared by every row."""
+    m, n = values.shape
+    out = np.zeros((m, 3))
+    for i in range(m):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(n):
+            wf = w[j] * values[i, j]
+            s0 += wf
+            s1 += wf * z[j]
+            s2 += wf * values[i, j]
+        out[i, 0] = s0
+        out[i, 1] = s1
+        out[i, 2] = s2
+    return out
 
 
 #: the pieces computed so far, by (function, scale, rule) and piece index: a piece depends on
@@ -80,12 +148,15 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None) -> np.ndarray:
+            key: object = None,
+            scales: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
-    cache)."""
+    cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale: the
+    largest |value| of the column on the piece, or ``scales(values)`` ((pieces, q) from the
+    pieces' values (pieces, M_CHEB, q)) where that is larger."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -105,22 +176,23 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
     if todo:
         x, T = _cheb(M_CHEB)
-        centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
+        index = np.asarray(todo, dtype=np.int64)
+        centres = h * (2 * index.astype(np.float64) + 1)
         checks = np.asarray(CHECKS)
         m = len(todo) * M_CHEB
         pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
                               (centres[:, None] + h * checks[None, :]).ravel()])
         vals = np.asarray(direct(pts), dtype=np.float64)
         q = vals.shape[1]
-        coef = np.einsum("jk,pkq->pjq", T, vals[:m].reshape(len(todo), M_CHEB, q))
-        chk = vals[m:].reshape(len(todo), len(CHECKS), q)
+        cheb_vals = vals[:m].reshape(len(todo), M_CHEB, q)
+        coef = np.ascontiguousarray(np.einsum("jk,pkq->pjq", T, cheb_vals))
+        chk = np.ascontiguousarray(vals[m:].reshape(len(todo), len(CHECKS), q))
+        scale = np.maximum(np.max(np.abs(cheb_vals), axis=1), 1e-300)
+        if scales is not None:
+            scale = np.maximum(scale, scales(cheb_vals))
+        ok = _check_pieces(coef, index, h, checks, chk, np.ascontiguousarray(scale), TOL)
         for j, i in enumerate(todo):
-            c = np.ascontiguousarray(coef[j:j + 1])
-            approx = _clenshaw(c, 2 * h * i, h, h * (2 * i + 1) + h * checks)
-            scale = np.maximum(np.max(np.abs(vals[j * M_CHEB:(j + 1) * M_CHEB]), axis=0),
-                               1e-300)
-            ok = np.all(np.abs(approx - chk[j]) <= TOL * scale[None, :])
-            store[i] = c[0] if ok else None
+            store[i] = coef[j] if ok[j] else None
     if any(store[i] is None for i in range(p_lo, p_hi + 1)):
         return direct(t)
     coef = np.ascontiguousarray(np.stack([store[i] for i in range(p_lo, p_hi + 1)]))
