@@ -48,41 +48,75 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
+    b1 = np.empty(q)
+    b2 = np.empty(q)
     for i in range(t.shape[0]):
         p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
         x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+        x2 = 2.0 * x
+        b1[:] = 0.0
+        b2[:] = 0.0
+        for j in range(m - 1, 0, -1):  # the q recurrences side by side (independent chains)
+            for c in range(q):
+                b = coef[p, j, c] + x2 * b1[c] - b2[c]
+                b2[c] = b1[c]
+                b1[c] = b
         for c in range(q):
-            b1 = 0.0
-            b2 = 0.0
-            for j in range(m - 1, 0, -1):
-                b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
-            out[i, c] = coef[p, 0, c] + x * b1 - b2
+            out[i, c] = coef[p, 0, c] + x * b1[c] - b2[c]
     return out
 
 
 @kernel(cache=True, error_model="numpy")
-def _check_pieces(coef: np.ndarray, index: np.ndarray, h: float, checks: np.ndarray,
-                  vals: np.ndarray, scale: np.ndarray, tol: float) -> np.ndarray:
-    """Kernel: for each new piece j (lattice index ``index[j]``, series ``coef[j]``), whether
-    the series agrees with the direct values ``vals[j]`` at the check points to ``tol`` times
-    ``scale[j]`` (per column): the arithmetic of ``_clenshaw`` on one piece, all pieces in one
-    call."""
-    n_new, m, q = coef.shape
+def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
+                checks: np.ndarray, moments: bool, tol: float) -> tuple:
+    """Kernel: the Chebyshev series of new pieces from the direct values ``vals`` (pieces,
+    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points) and
+    whether each is accepted: the series (the arithmetic of ``_clenshaw`` on one piece) agrees
+    with the values at the check points to ``tol`` times each column's scale, the largest
+    |value| of the column on the piece or, where the columns are (E F, E[F Z], E F^2)
+    (``moments``), sqrt(max E F^2) for the first two and max E F^2 for the third if larger
+    (by Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
+    n_new, _, q = vals.shape
+    m = T.shape[0]
+    coef = np.zeros((n_new, m, q))
     ok = np.ones(n_new, dtype=np.bool_)
-    for j in range(n_new):
-        lo = 2 * h * index[j]
+    scale = np.empty(q)
+    b1 = np.empty(q)
+    b2 = np.empty(q)
+    for p in range(n_new):
+        for j in range(m):
+            for k in range(m):
+                for c in range(q):
+                    coef[p, j, c] += T[j, k] * vals[p, k, c]
+        for c in range(q):
+            big = 0.0
+            for k in range(m):
+                big = max(big, abs(vals[p, k, c]))
+            scale[c] = max(big, 1e-300)
+        if moments:
+            s2 = 0.0
+            for k in range(m):
+                s2 = max(s2, abs(vals[p, k, 2]))
+            scale[0] = max(scale[0], np.sqrt(s2))
+            scale[1] = max(scale[1], np.sqrt(s2))
+            scale[2] = max(scale[2], s2)
+        lo = 2 * h * index[p]
         for c_i in range(checks.shape[0]):
-            t = h * (2 * index[j] + 1) + h * checks[c_i]
+            t = h * (2 * index[p] + 1) + h * checks[c_i]
             x = min(max((t - (lo + h * 1)) / h, -1.0), 1.0)
+            x2 = 2.0 * x
+            b1[:] = 0.0
+            b2[:] = 0.0
+            for j in range(m - 1, 0, -1):
+                for c in range(q):
+                    b = coef[p, j, c] + x2 * b1[c] - b2[c]
+                    b2[c] = b1[c]
+                    b1[c] = b
             for c in range(q):
-                b1 = 0.0
-                b2 = 0.0
-                for i in range(m - 1, 0, -1):
-                    b1, b2 = coef[j, i, c] + 2.0 * x * b1 - b2, b1
-                approx = coef[j, 0, c] + x * b1 - b2
-                if not abs(approx - vals[j, c_i, c]) <= tol * scale[j, c]:
-                    ok[j] = False
-    return ok
+                approx = coef[p, 0, c] + x * b1[c] - b2[c]
+                if not abs(approx - vals[p, m + c_i, c]) <= tol * scale[c]:
+                    ok[p] = False
+    return coef, ok
 
 
 def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
@@ -92,14 +126,7 @@ def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
     Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
     return on_line(lambda pts: _direct(fn, pts, float(s), kw), t, s,
                    key=("gaussian", fn, float(s), tuple(sorted(kw.items()))),
-                   scales=_moment_scales)
-
-
-def _moment_scales(vals: np.ndarray) -> np.ndarray:
-    """Per piece, the scales of (E F, E[F Z], E F^2): sqrt(max E F^2), the same, max E F^2."""
-    s2 = np.max(np.abs(vals[:, :, 2]), axis=1)
-    s1 = np.sqrt(s2)
-    return np.stack([s1, s1, s2], axis=1)
+                   moments=True)
 
 
 def _direct(fn: Function, pts: np.ndarray, s: float, kw: dict) -> np.ndarray:
@@ -148,15 +175,13 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None,
-            scales: Callable[[np.ndarray], np.ndarray] | None = None) -> np.ndarray:
+            key: object = None, moments: bool = False) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
-    cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale: the
-    largest |value| of the column on the piece, or ``scales(values)`` ((pieces, q) from the
-    pieces' values (pieces, M_CHEB, q)) where that is larger."""
+    cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale
+    (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2))."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -179,18 +204,11 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
         checks = np.asarray(CHECKS)
-        m = len(todo) * M_CHEB
-        pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
-                              (centres[:, None] + h * checks[None, :]).ravel()])
+        # per piece: its Chebyshev points, then its check points
+        pts = (centres[:, None] + h * np.concatenate([x, checks])[None, :]).ravel()
         vals = np.asarray(direct(pts), dtype=np.float64)
-        q = vals.shape[1]
-        cheb_vals = vals[:m].reshape(len(todo), M_CHEB, q)
-        coef = np.ascontiguousarray(np.einsum("jk,pkq->pjq", T, cheb_vals))
-        chk = np.ascontiguousarray(vals[m:].reshape(len(todo), len(CHECKS), q))
-        scale = np.maximum(np.max(np.abs(cheb_vals), axis=1), 1e-300)
-        if scales is not None:
-            scale = np.maximum(scale, scales(cheb_vals))
-        ok = _check_pieces(coef, index, h, checks, chk, np.ascontiguousarray(scale), TOL)
+        vals = np.ascontiguousarray(vals.reshape(len(todo), M_CHEB + len(CHECKS), -1))
+        coef, ok = _new_pieces(vals, T, index, h, checks, moments, TOL)
         for j, i in enumerate(todo):
             store[i] = coef[j] if ok[j] else None
     if any(store[i] is None for i in range(p_lo, p_hi + 1)):

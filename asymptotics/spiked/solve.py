@@ -20,7 +20,7 @@ from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import solve_point
 from asymptotics.spiked.kernels import sizes
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.problem import SpikedProblem, spiked_builder
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
@@ -245,9 +245,16 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
+    build = spiked_builder(**params)
+    start: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
+
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
-        return [solve_spiked(prob, alpha, solver)]
+        prob = build(nk, no)
+        res = solve_spiked(prob, alpha, solver, x0=start[0])
+        if res.converged:
+            o = sizes(*prob.loadings.shape, prob.k)
+            start[0] = np.array(res.state[o[2]:o[4]])
+        return [res]
 
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
     res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
@@ -277,11 +284,12 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
 
     built: dict = {}  # the problem of each rule (the probes and the curve share it)
+    build = spiked_builder(**params)
 
     def solve_at(nk: int | None, no: int | None, idx: list[int] | None = None
                  ) -> list[SpikedResult]:
         if (nk, no) not in built:
-            built[(nk, no)] = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
+            built[(nk, no)] = build(nk, no)
         prob = built[(nk, no)]
         out, x0 = [], None
         K = prob.fractions.shape[0]
