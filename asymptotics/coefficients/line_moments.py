@@ -124,14 +124,15 @@ def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
     s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale: sqrt(E F^2)
     for the first two, E F^2 for the third, their largest values on the piece; by
     Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
-    return on_line(lambda pts: _direct(fn, pts, float(s), kw), t, s,
+    return on_line(lambda pts: direct_moments(fn, pts, float(s), **kw), t, s,
                    key=("gaussian", fn, float(s), tuple(sorted(kw.items()))),
                    moments=True)
 
 
-def _direct(fn: Function, pts: np.ndarray, s: float, kw: dict) -> np.ndarray:
-    """``gaussian_moments(fn, pts, s, **kw)``; for a smooth F, whose Gauss-Hermite rule is the
-    same at every shift, without forming the rule's (shifts x nodes) copies (the same sums)."""
+def direct_moments(fn: Function, pts: np.ndarray, s: float, **kw) -> np.ndarray:
+    """``gaussian_moments(fn, pts, s, **kw)`` at one scale s; for a smooth F, whose
+    Gauss-Hermite rule is the same at every shift, without forming the rule's (shifts x nodes)
+    copies (the same sums)."""
     if fn.kinks and s != 0.0:
         return gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw)
     x, w = gauss_hermite(int(kw.get("n_smooth", N_SMOOTH)))

@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.line_moments import line_moments
-from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments, kappa_rule
+from asymptotics.coefficients.line_moments import direct_moments, line_moments
+from asymptotics.coefficients.quadrature import gauss_hermite, kappa_rule
 from asymptotics.core import group_checks
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
@@ -124,7 +124,7 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
             ms = line_moments(sigma, t, sq, **INNER_NODES)
         else:
-            ms = gaussian_moments(sigma, t, np.full_like(t, sq))
+            ms = direct_moments(sigma, t, sq)
         scale = float(np.max(ms[:, 2])) + 1e-300
         mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
         mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
@@ -144,7 +144,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     n = kappa.shape[0]
     if isinstance(target, Function):
         mg = (line_moments(target, shift[:, 0], float(rho[0])) if kappa.shape[1] > 1
-              else gaussian_moments(target, shift[:, 0], np.full(n, rho[0])))
+              else direct_moments(target, shift[:, 0], float(rho[0])))
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]

@@ -121,28 +121,44 @@ def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> t
 
 
 @kernel(cache=True, error_model="numpy")
-def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
-               X2: np.ndarray) -> tuple:
-    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
-    (implicit differentiation of the tau equation)."""
+def dresolvent_parts(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
+    """Kernel: what :func:`dresolvent` needs that does not depend on the direction (D, Ai, Bi,
+    I - J)."""
     K = M.shape[0]
     eye = np.eye(K)
     D = np.diag(beta * pi * tau)
     Ai = np.linalg.inv(eye + M @ D)
     Bi = np.linalg.inv(eye + D @ M)
     Km = M @ Bi
-    Y = Ai @ X1 @ Bi
     J = np.empty((K, K))
-    b = np.empty(K)
     for g in range(K):
         t2 = tau[g] * tau[g]
-        b[g] = -t2 * (X2[g] + Y[g, g])
         for h in range(K):
             J[g, h] = t2 * Km[g, h] * Km[h, g] * beta * pi[h]
-    dtau = np.linalg.solve(eye - J, b)
+    return D, Ai, Bi, eye - J
+
+
+@kernel(cache=True, error_model="numpy")
+def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
+                     X1: np.ndarray, X2: np.ndarray) -> tuple:
+    """Kernel: :func:`dresolvent` from its ``dresolvent_parts`` (many directions, one point)."""
+    D, Ai, Bi, ImJ = parts
+    Y = Ai @ X1 @ Bi
+    b = np.empty(M.shape[0])
+    for g in range(M.shape[0]):
+        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
+    dtau = np.linalg.solve(ImJ, b)
     dD = np.diag(beta * pi * dtau)
     dV1 = (dD @ Ai - D @ Ai @ (X1 @ D + M @ dD) @ Ai) / beta
     return 0.5 * (dV1 + dV1.T), pi * dtau
+
+
+@kernel(cache=True, error_model="numpy")
+def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
+               X2: np.ndarray) -> tuple:
+    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
+    (implicit differentiation of the tau equation)."""
+    return dresolvent_along(dresolvent_parts(M, tau, beta, pi), M, tau, beta, pi, X1, X2)
 
 
 @kernel(cache=True, error_model="numpy")
@@ -351,7 +367,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             zz += zh[g * r + i] ** 2
         X2[g] += beta * zz + m[g] * m[g] * p_inv / (V2[g] * V2[g])
     nq = K * K + K
-    dV1, dV2 = dresolvent(M, tau, beta, pi, X1, X2)
+    parts = dresolvent_parts(M, tau, beta, pi)
+    dV1, dV2 = dresolvent_along(parts, M, tau, beta, pi, X1, X2)
     c0 = np.empty(nq)
     c0[:K * K] = -dV1.ravel()
     c0[K * K:] = -dV2
@@ -364,7 +381,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             else:
                 qi[j] = ms2[j, col - K * K]
         K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
-        e1, e2 = dresolvent(M, tau, beta, pi, K1, K2)
+        e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
         Mq[:K * K, col] += e1.ravel()
         Mq[K * K:, col] += e2
     ok = np.linalg.det(Mq) > DET_MIN
