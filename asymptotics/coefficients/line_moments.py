@@ -48,21 +48,25 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    b1 = np.empty(q)
-    b2 = np.empty(q)
     for i in range(t.shape[0]):
         p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
         x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        x2 = 2.0 * x
-        b1[:] = 0.0
-        b2[:] = 0.0
-        for j in range(m - 1, 0, -1):  # the q recurrences side by side (independent chains)
-            for c in range(q):
-                b = coef[p, j, c] + x2 * b1[c] - b2[c]
-                b2[c] = b1[c]
-                b1[c] = b
+        if q == 3:  # the three recurrences side by side (independent chains; the same sums)
+            a1, a2, b1, b2, c1, c2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            for j in range(m - 1, 0, -1):
+                a1, a2 = coef[p, j, 0] + 2.0 * x * a1 - a2, a1
+                b1, b2 = coef[p, j, 1] + 2.0 * x * b1 - b2, b1
+                c1, c2 = coef[p, j, 2] + 2.0 * x * c1 - c2, c1
+            out[i, 0] = coef[p, 0, 0] + x * a1 - a2
+            out[i, 1] = coef[p, 0, 1] + x * b1 - b2
+            out[i, 2] = coef[p, 0, 2] + x * c1 - c2
+            continue
         for c in range(q):
-            out[i, c] = coef[p, 0, c] + x * b1[c] - b2[c]
+            b1 = 0.0
+            b2 = 0.0
+            for j in range(m - 1, 0, -1):
+                b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
+            out[i, c] = coef[p, 0, c] + x * b1 - b2
     return out
 
 
