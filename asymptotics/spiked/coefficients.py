@@ -117,19 +117,29 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
                    bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
     n, K = kappa.shape[0], loadings.shape[0]
-    mu0, mb1, ms2 = (np.zeros((n, K)) for _ in range(3))
+    raw = np.empty((3, n, K))
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            ms = line_moments(sigma, t, sq, **INNER_NODES)
+            raw[:, :, g] = line_moments(sigma, t, sq, **INNER_NODES).T
         else:
-            ms = direct_moments(sigma, t, sq)
-        scale = float(np.max(ms[:, 2])) + 1e-300
-        mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
-        mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
-        ms2[:, g] = np.maximum(flush(ms[:, 2] - ms[:, 0] ** 2 - ms[:, 1] ** 2, scale), 0.0)
+            raw[:, :, g] = direct_moments(sigma, t, sq).T
+    scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
+    root = np.sqrt(scale)
+    mu0, mb1 = flush_columns(raw[0], root), flush_columns(raw[1], root)
+    ms2 = np.maximum(flush_columns(raw[2] - raw[0] ** 2 - raw[1] ** 2, scale), 0.0)
     return mu0, mb1, ms2
+
+
+def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> np.ndarray:
+    """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
+    out = np.array(values, dtype=np.float64)
+    if out.size:
+        empty = np.max(np.abs(out), axis=0) <= rel * scale
+        out[np.abs(out) <= 1e-15 * scale[None, :]] = 0.0
+        out[:, empty] = 0.0
+    return out
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,

@@ -8,8 +8,7 @@ concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On
 The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
 D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
 X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
-psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, finite p in
-§10.6).
+psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, §10.6).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.small_dense import inv, mm, solve
 
 TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
@@ -82,7 +82,7 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
     eye = np.eye(K)
     for _ in range(2000):
         D = np.diag(beta * pi * tau)
-        Km = M @ np.linalg.inv(eye + D @ M)
+        Km = mm(M, inv(eye + mm(D, M)))
         F = np.empty(K)
         for g in range(K):
             F[g] = 1.0 / (lamg[g] + Km[g, g])
@@ -93,9 +93,9 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
         # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
         # elsewhere the plain iteration, which increases monotonically to the fixed point
         new = F
-        ones = np.linalg.solve(eye - J, np.ones(K))
+        ones = solve(eye - J, np.ones(K))
         if np.all(ones > 0.0):
-            cand = tau + np.linalg.solve(eye - J, F - tau)
+            cand = tau + solve(eye - J, F - tau)
             if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
                 new = cand
         done = True
@@ -115,21 +115,20 @@ def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> t
     tau = tau_solve(M, lamg, beta, pi)
     K = M.shape[0]
     D = np.diag(beta * pi * tau)
-    V1 = D @ np.linalg.inv(np.eye(K) + M @ D) / beta
+    V1 = mm(D, inv(np.eye(K) + mm(M, D))) / beta
     V1 = 0.5 * (V1 + V1.T)
     return tau, V1, pi * tau
 
 
 @kernel(cache=True, error_model="numpy")
 def dresolvent_parts(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: what :func:`dresolvent` needs that does not depend on the direction (D, Ai, Bi,
-    I - J)."""
+    """Kernel: the direction-free parts of :func:`dresolvent` (D, Ai, Bi, I - J)."""
     K = M.shape[0]
     eye = np.eye(K)
     D = np.diag(beta * pi * tau)
-    Ai = np.linalg.inv(eye + M @ D)
-    Bi = np.linalg.inv(eye + D @ M)
-    Km = M @ Bi
+    Ai = inv(eye + mm(M, D))
+    Bi = inv(eye + mm(D, M))
+    Km = mm(M, Bi)
     J = np.empty((K, K))
     for g in range(K):
         t2 = tau[g] * tau[g]
@@ -143,13 +142,13 @@ def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, 
                      X1: np.ndarray, X2: np.ndarray) -> tuple:
     """Kernel: :func:`dresolvent` from its ``dresolvent_parts`` (many directions, one point)."""
     D, Ai, Bi, ImJ = parts
-    Y = Ai @ X1 @ Bi
+    Y = mm(mm(Ai, X1), Bi)
     b = np.empty(M.shape[0])
     for g in range(M.shape[0]):
         b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
-    dtau = np.linalg.solve(ImJ, b)
+    dtau = solve(ImJ, b)
     dD = np.diag(beta * pi * dtau)
-    dV1 = (dD @ Ai - D @ Ai @ (X1 @ D + M @ dD) @ Ai) / beta
+    dV1 = (mm(dD, Ai) - mm(mm(mm(D, Ai), mm(X1, D) + mm(M, dD)), Ai)) / beta
     return 0.5 * (dV1 + dV1.T), pi * dtau
 
 
@@ -372,18 +371,19 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     c0 = np.empty(nq)
     c0[:K * K] = -dV1.ravel()
     c0[K * K:] = -dV2
-    Mq = np.eye(nq)
+    E = np.zeros((nq, nq))
     qi = np.empty(n)
     for col in range(nq):
+        if col < K * K and col // K > col % K:  # Q1 is symmetric: column (a, b) is (b, a)'s
+            E[:, col] = E[:, (col % K) * K + col // K]
+            continue
         for j in range(n):
-            if col < K * K:
-                qi[j] = mb1[j, col // K] * mb1[j, col % K]
-            else:
-                qi[j] = ms2[j, col - K * K]
+            qi[j] = mb1[j, col // K] * mb1[j, col % K] if col < K * K else ms2[j, col - K * K]
         K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
         e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
-        Mq[:K * K, col] += e1.ravel()
-        Mq[K * K:, col] += e2
+        E[:K * K, col] = e1.ravel()
+        E[K * K:, col] = e2
+    Mq = np.eye(nq) + E
     ok = np.linalg.det(Mq) > DET_MIN
     for i in range(nq):
         ok = ok and Mq[i, i] > 0.0
