@@ -48,19 +48,31 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    for i in range(t.shape[0]):
-        p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
-        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        if q == 3:  # the three recurrences side by side (independent chains; the same sums)
+    n = t.shape[0]
+    if q == 3:  # two points' three recurrences side by side (independent chains; same sums)
+        for i in range(0, n - 1, 2):
+            p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
+            x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+            P = min(int((t[i + 1] - lo) / (2.0 * h)), n_pieces - 1)
+            X = min(max((t[i + 1] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
             a1, a2, b1, b2, c1, c2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            A1, A2, B1, B2, C1, C2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
             for j in range(m - 1, 0, -1):
                 a1, a2 = coef[p, j, 0] + 2.0 * x * a1 - a2, a1
                 b1, b2 = coef[p, j, 1] + 2.0 * x * b1 - b2, b1
                 c1, c2 = coef[p, j, 2] + 2.0 * x * c1 - c2, c1
+                A1, A2 = coef[P, j, 0] + 2.0 * X * A1 - A2, A1
+                B1, B2 = coef[P, j, 1] + 2.0 * X * B1 - B2, B1
+                C1, C2 = coef[P, j, 2] + 2.0 * X * C1 - C2, C1
             out[i, 0] = coef[p, 0, 0] + x * a1 - a2
             out[i, 1] = coef[p, 0, 1] + x * b1 - b2
             out[i, 2] = coef[p, 0, 2] + x * c1 - c2
-            continue
+            out[i + 1, 0] = coef[P, 0, 0] + X * A1 - A2
+            out[i + 1, 1] = coef[P, 0, 1] + X * B1 - B2
+            out[i + 1, 2] = coef[P, 0, 2] + X * C1 - C2
+    for i in range(n - n % 2 if q == 3 else 0, n):
+        p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
+        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
         for c in range(q):
             b1 = 0.0
             b2 = 0.0
@@ -140,7 +152,7 @@ def direct_moments(fn: Function, pts: np.ndarray, s: float, **kw) -> np.ndarray:
     if fn.kinks and s != 0.0:
         return gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw)
     x, w = gauss_hermite(int(kw.get("n_smooth", N_SMOOTH)))
-    arg = pts[:, None] + np.full(pts.shape[0], s)[:, None] * x[None, :]
+    arg = pts[:, None] + (s * x)[None, :]  # (the products s x_j of the rule's broadcast)
     values = fn(arg)
     if not np.all(np.isfinite(values)):
         raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")

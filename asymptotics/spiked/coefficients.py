@@ -136,9 +136,9 @@ def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> 
     """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
     out = np.array(values, dtype=np.float64)
     if out.size:
-        empty = np.max(np.abs(out), axis=0) <= rel * scale
-        out[np.abs(out) <= 1e-15 * scale[None, :]] = 0.0
-        out[:, empty] = 0.0
+        size = np.abs(out)
+        out[size <= 1e-15 * scale[None, :]] = 0.0
+        out[:, np.max(size, axis=0) <= rel * scale] = 0.0
     return out
 
 
@@ -173,11 +173,11 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
         wom = wo[:, None] * om  # (m, k'): weights times the free omegas
         for s in range(0, n, chunk):
             e = min(n, s + chunk)
-            Z = np.empty((e - s, om.shape[0], k))
-            Z[...] = shift[s:e, None, :]
+            Zt = np.empty((k, e - s, om.shape[0]))  # Z[..., j] contiguous (the target reads it)
+            Zt[...] = shift[s:e].T[:, :, None]
             for i, j in enumerate(free):
-                Z[:, :, j] += rho[j] * om[None, :, i]
-            gv = np.asarray(target(Z), dtype=np.float64)
+                Zt[j] += rho[j] * om[None, :, i]
+            gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64)
             if not np.all(np.isfinite(gv)):
                 raise ValueError("target returned non-finite values at quadrature nodes")
             h[s:e] = gv @ wo
