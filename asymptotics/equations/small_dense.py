@@ -88,3 +88,39 @@ def inv(A: np.ndarray) -> np.ndarray:
         e[j] = 1.0
         out[:, j] = lu_solve(a, piv, e)
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def weighted_gram(Y: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Kernel: sum_j a_j y_j y_j^T over the rows y_j of Y (n x L, L small), the upper triangle
+    accumulated and mirrored."""
+    n, L = Y.shape
+    G = np.zeros((L, L))
+    for j in range(n):
+        for p in range(L):
+            ay = a[j] * Y[j, p]
+            for q in range(p, L):
+                G[p, q] += ay * Y[j, q]
+    for p in range(L):
+        for q in range(p):
+            G[p, q] = G[q, p]
+    return G
+
+
+@kernel(cache=True, error_model="numpy")
+def pair_gram(B: np.ndarray, S: np.ndarray, a: np.ndarray) -> tuple:
+    """Kernel: (G, idx): the weighted Gram (:func:`weighted_gram`) of the rows
+    y_j = (B_ja B_jb for a <= b, S_jc) (B: n x K, S: n x K'), and idx[a, b] the column of
+    B_a B_b in y (K (K + 1) / 2 products, then the K' columns of S)."""
+    n, K = B.shape
+    L = K * (K + 1) // 2
+    Y = np.empty((n, L + S.shape[1]))
+    idx = np.empty((K, K), dtype=np.int64)
+    c = 0
+    for i in range(K):
+        for k in range(i, K):
+            idx[i, k], idx[k, i] = c, c
+            Y[:, c] = B[:, i] * B[:, k]
+            c += 1
+    Y[:, L:] = S
+    return weighted_gram(Y, a), idx

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.small_dense import inv, mm, solve
+from asymptotics.equations.small_dense import inv, mm, pair_gram, solve
 
 TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
@@ -155,8 +155,7 @@ def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, 
 @kernel(cache=True, error_model="numpy")
 def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
                X2: np.ndarray) -> tuple:
-    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
-    (implicit differentiation of the tau equation)."""
+    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)."""
     return dresolvent_along(dresolvent_parts(M, tau, beta, pi), M, tau, beta, pi, X1, X2)
 
 
@@ -233,8 +232,8 @@ def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest are a
-    null space: only mu0(k) . m is determined there, and only it enters)."""
+    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest: a
+    null space, where only mu0(k) . m, which alone enters, is determined)."""
     K = Phi.shape[1]
     if np.max(np.abs(Phi)) == 0.0:
         return np.zeros(K)
@@ -371,15 +370,16 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     c0 = np.empty(nq)
     c0[:K * K] = -dV1.ravel()
     c0[K * K:] = -dV2
-    E = np.zeros((nq, nq))
-    qi = np.empty(n)
+    G, idx = pair_gram(mb1, ms2, w * iv2)  # Vhat along every direction of the Q-system
+    G *= A
+    L = K * (K + 1) // 2
+    E, K1, K2 = np.zeros((nq, nq)), np.empty((K, K)), np.empty(K)
     for col in range(nq):
-        if col < K * K and col // K > col % K:  # Q1 is symmetric: column (a, b) is (b, a)'s
-            E[:, col] = E[:, (col % K) * K + col // K]
-            continue
-        for j in range(n):
-            qi[j] = mb1[j, col // K] * mb1[j, col % K] if col < K * K else ms2[j, col - K * K]
-        K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
+        pc = idx[col // K, col % K] if col < K * K else L + col - K * K
+        for g in range(K):
+            K2[g] = G[pc, L + g]
+            for h in range(K):
+                K1[g, h] = G[pc, idx[g, h]]
         e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
         E[:K * K, col] = e1.ravel()
         E[K * K:, col] = e2
