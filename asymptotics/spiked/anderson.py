@@ -124,14 +124,14 @@ def _residual(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 
 @kernel(cache=True, error_model="numpy")
 def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
-                p_inv, rtol, floor, max_iter, damping, m_hist):
+                p_inv, rtol, floor, max_iter, damping, m_hist, blowup=1e12):
     """Kernel: one point of the K-group equations (docs/THEORY.md §10.5) in one call: the
     (V1, V2) solve from ``x0`` (if ``has_x0``), else or then from the cold start 0.5 diag(pi),
     0.5 pi, and once more from it with four times the iterations and damping 0.2; three
     contraction steps; the exact completion; the relative residual of the literal map and the
     physical domain (Q2 >= 0, diag Q1 >= 0 up to round-off). Returns (state, status, n_iter,
     residual, x, solved, risk): ``x`` the (V1, V2) the solve ended on, ``solved`` whether it
-    converged, ``risk`` NaN unless the status is converged."""
+    converged, ``risk`` NaN unless the status is converged. ``blowup``: as in :func:`anderson`."""
     K = pi.shape[0]
     r = kap.shape[1]
     k = h1.shape[1]
@@ -150,7 +150,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         last = i == n_att - 1
         x, code, n_it, rr = anderson(start.copy(), nonneg, w, mb1, ms2, A, lam, beta, pi,
                                      rtol / 10, floor, 4 * max_iter if last else max_iter,
-                                     0.2 if last else damping, m_hist)
+                                     0.2 if last else damping, m_hist, blowup)
         if code == CONVERGED:
             break
     solved = code == CONVERGED

@@ -326,8 +326,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
-    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) as in full_map
-    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) (as in full_map)
+    U, sv, Vt = np.linalg.svd(Phi, full_matrices=False)
     nk = 0
     for i in range(sv.shape[0]):
         if sv[i] > 1e-12 * sv[0]:
@@ -345,7 +345,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             rhs[gi] *= dl
             Sys[gi, gi] += 1.0
     zeta = np.linalg.solve(Sys, rhs)
-    m = mean_lstsq(Phi, ht - Psi @ zeta)
+    m = Vt[:nk].T @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])  # mean_lstsq, by this SVD
     zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
