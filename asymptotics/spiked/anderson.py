@@ -130,8 +130,11 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     0.5 pi, and once more from it with four times the iterations and damping 0.2; three
     contraction steps; the exact completion; the relative residual of the literal map and the
     physical domain (Q2 >= 0, diag Q1 >= 0 up to round-off). Returns (state, status, n_iter,
-    residual, x, solved, risk): ``x`` the (V1, V2) the solve ended on, ``solved`` whether it
-    converged, ``risk`` NaN unless the status is converged. ``blowup``: as in :func:`anderson`."""
+    residual, x, solved, risk, sv, power, total): ``x`` the (V1, V2) the solve ended on,
+    ``solved`` whether it converged, ``risk`` NaN unless the status is converged; (sv, power,
+    total) the mean design's singular values, the target's power along them and in all (the
+    contrast check, ``spiked.contrast``), empty unless solved. ``blowup``: as in
+    :func:`anderson`."""
     K = pi.shape[0]
     r = kap.shape[1]
     k = h1.shape[1]
@@ -155,14 +158,15 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
             break
     solved = code == CONVERGED
     state = np.full(o[7], np.nan)
+    sv, power, total = np.zeros(0), np.zeros(0), 0.0
     resid = rr
     status = code
     if solved:
         v = x
         for _ in range(3):
             v = v_map(v, w, mb1, ms2, A, lam, beta, pi)
-        state, ok = complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
-                             p_inv)
+        state, ok, sv, power, total = complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam,
+                                               delta, beta, pi, p_inv)
         fx = full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv)
         resid = _residual(state, fx, floor)
         finite = True
@@ -192,4 +196,4 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     risk = np.nan
     if status == CONVERGED:
         risk = risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2)
-    return state, status, n_it, resid, x, solved, risk
+    return state, status, n_it, resid, x, solved, risk, sv, power, total

@@ -18,14 +18,19 @@ if TYPE_CHECKING:
 
 
 def contrast_status(prob: SpikedProblem, alpha: float, v: np.ndarray,
-                    status: Status) -> tuple[Status | str, str]:
+                    status: Status, svd: tuple | None = None) -> tuple[Status | str, str]:
     """K >= 2 groups at p = infinity: ``("needs_width", reason)`` where the mean channel uses a
     direction of the groups' mean features so weak that only networks wider than
     :data:`~asymptotics.core.group_checks.MAX_LIMIT_WIDTH` reach the limit (the groups'
-    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged."""
+    contrast channel opened by a tiny loading difference, THEORY.md §10.6); else unchanged.
+    ``svd``: the mean design's (singular values, the target's power along them, its total
+    power) at (V1, V2) = v, as ``anderson.solve_point`` returns them (else computed here)."""
     t = prob.tables
     K = prob.fractions.shape[0]
-    finite, s, power, total = design_svd(v, t.weights, t.mu0, t.mub1, t.mus2, t.h)
+    if svd is None:
+        finite, s, power, total = design_svd(v, t.weights, t.mu0, t.mub1, t.mus2, t.h)
+    else:
+        finite, (s, power, total) = True, svd
     need, rel = (group_checks.contrast_need(s, power, total, alpha / prob.beta, v[K * K:])
                  if finite else (0.0, 1.0))
     if need <= group_checks.WARN_LIMIT_WIDTH:

@@ -301,9 +301,9 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
 def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
     system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
-    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok); ok False
-    where the Q-system has no physical solution (det <= DET_MIN or a non-positive
-    diagonal)."""
+    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok, the mean
+    design's singular values, the target's power along them, its total power); ok False where
+    the Q-system has no physical solution (det <= DET_MIN or a non-positive diagonal)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -390,7 +390,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     qv = np.linalg.solve(Mq, c0)
     state[o_q1:o_q2] = qv[:K * K]
     state[o_q2:o_v1] = qv[K * K:]
-    return state, ok
+    return state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht)
 
 
 @kernel(cache=True, error_model="numpy")

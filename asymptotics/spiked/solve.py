@@ -122,7 +122,7 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     has_x0 = x0 is not None
     start = (np.ascontiguousarray(x0, dtype=np.float64) if has_x0
              else np.zeros(K * K + K))
-    state, code, n_iter, resid, v, solved, risk = solve_point(
+    state, code, n_iter, resid, v, solved, risk, sv, power, total = solve_point(
         start, has_x0, nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2,
         alpha / prob.beta, prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv,
         solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
@@ -139,7 +139,8 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                                        f"{lim.message}")
             return lim
     if solved and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
-        status, message = contrast.contrast_status(prob, alpha, v, status)
+        status, message = contrast.contrast_status(prob, alpha, v, status,
+                                                   (sv, power, total))
         conv = status == Status.CONVERGED
     else:
         message = status.message
