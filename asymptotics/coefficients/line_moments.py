@@ -6,8 +6,9 @@ takes thousands of distinct values for r >= 2 spikes. The moments are smooth fun
 (the Gaussian smooths F's kinks when s > 0), so they are computed by the same rule on the
 Chebyshev points of short pieces of [min t, max t] and interpolated (Clenshaw). The interpolant
 is checked against the direct rule at points between the Chebyshev points; if any check differs
-by more than ``TOL`` (relative to the moment's scale) the direct rule is used at every t, so the
-result is the direct rule's to ``TOL`` either way (tests/test_line_moments.py).
+by more than ``TOL`` (relative to the moment's scale on the piece: sqrt(max E F^2) for E F and
+E[F Z], max E F^2 for E F^2) the direct rule is used at every t, so the result is the direct
+rule's to ``TOL`` either way (tests/test_line_moments.py).
 """
 
 from __future__ import annotations
