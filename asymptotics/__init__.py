@@ -3,6 +3,7 @@
 # isort: off
 from asymptotics.core import numba_cache  # noqa: F401  (first: kernels are cached outside the package)
 # isort: on
+from asymptotics.api.by_step import risk_by_step
 from asymptotics.api.grid import risk_grid
 from asymptotics.api.risk import (
     ConvergenceError,
@@ -25,7 +26,7 @@ from asymptotics.measures.spectral import (
 )
 from asymptotics.multiindex.polynomial_spikes import PolynomialSpikeResult, polynomial_spike_risk
 from asymptotics.multiindex.steps import steps_mapping
-from asymptotics.multiindex.steps_risk import risk_by_step, risk_steps, state_from_weights
+from asymptotics.multiindex.steps_risk import risk_steps, state_from_weights
 from asymptotics.spectra import SpectralLaw, spectrum
 from asymptotics.spiked import (
     SpikedResult,

@@ -17,12 +17,18 @@ machine's load varies); every figure below is printed as a ratio to it.
    computation with every cache cleared (best of 3; target <= 50 ms for T <= 3) and a repeated
    call (cached).
 3. A 100-alpha curve after three steps (mapping included, warm cache): target <= 100x.
-4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x.
+4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x, on the
+   default setting and ``N_NETWORK`` settings drawn as ``draw_network_setting`` states
+   (``--sections 4``: this section alone).
 
 Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
 wall time counts the waits), the best of several repeats.
+Sections 2 and 3 also print extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``) by
+``draw_steps_setting``: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from ``TARGETS``,
+the readout pm1 or constant, alpha0 from (4, 16, inf), each eta_tilde uniform in [0.5, 16].
+
 Run: ``GIANTSTEP_COLD_START=compile python benchmarks/bench_engine.py`` (a few minutes);
-``--only points``: section 1 alone.
+``--sections 2,3``: those sections only.
 """
 
 from __future__ import annotations
@@ -53,6 +59,20 @@ SIGMAS = ("tanh", "relu", "erf", "softplus")
 TARGETS = {1: ("tanh", "z1 + 0.5*z1**2", "relu"), 2: ("z1*z2 + tanh(z1)", "z1 + z1*z2")}
 ALPHAS = (0.7, 1.5, 3.0)
 STEPS_SETTING = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0, 16.0))
+
+
+N_EXTRA = 8
+
+
+def draw_steps_setting(rng: np.random.Generator) -> dict:
+    """One several-steps setting from the distribution of the module docstring."""
+    sigmas = SIGMAS + ("erf(z-1)",)
+    targets = TARGETS[1] + TARGETS[2]
+    return dict(sigma=sigmas[int(rng.integers(len(sigmas)))],
+                target=targets[int(rng.integers(len(targets)))],
+                readout=("pm1", "constant")[int(rng.integers(2))],
+                alpha0=float(rng.choice([4.0, 16.0, np.inf])),
+                eta=tuple(float(x) for x in np.round(rng.uniform(0.5, 16.0, 3), 2)))
 
 
 def draw_setting(rng: np.random.Generator) -> tuple[float, dict]:
@@ -114,18 +134,28 @@ def point(alpha: float, kw: dict) -> None:
     risk_spiked(alpha, **kw)
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
-
-    ap = argparse.ArgumentParser(description="Speed of every route against one sRF point.")
-    ap.add_argument("--only", choices=("points",), help="run one section alone")
-    only = ap.parse_args(argv).only
+def main() -> None:
+    sections = {1, 2, 3, 4}
+    if "--sections" in sys.argv:
+        sections = {int(x) for x in sys.argv[sys.argv.index("--sections") + 1].split(",")}
     for a in ALPHAS:
         A.risk(a, model="srf")
     ref = srf_point()
     print(f"reference: one sRF point {ref * 1e3:.2f} ms")
+    if 1 in sections:
+        k_group_points()
+    extra = [draw_steps_setting(np.random.default_rng([SEED, i])) for i in range(N_EXTRA)]
+    if 2 in sections:
+        steps_mappings(extra)
+    if 3 in sections:
+        steps_curves(extra)
+    if 4 in sections:
+        network_curve()
+    sys.stdout.flush()
 
-    # 1. K-group points
+
+def k_group_points() -> None:
+    """Section 1."""
     rng = np.random.default_rng(SEED)
     rows = []
     for i in range(N_SETTINGS):
@@ -145,11 +175,11 @@ def main(argv: list[str] | None = None) -> None:
             print(f"K-group points, {name} ({len(xs)} settings): median {med:.2f}x "
                   f"(target <= {goal:g}x), slowest {max(xs):.2f}x = {max(xs) / med:.2f}x the "
                   "median (target <= 3x)")
-    if only == "points":
-        return
 
-    # 2. the several-steps mapping
-    ref = srf_point()
+
+def steps_mappings(extra: list[dict]) -> None:
+    """Section 2 (and the extra settings, T = 3)."""
+    srf_point()  # the reference re-measured, as before (warms the same paths)
     for readout in ("pm1", "constant"):
         for T in (1, 2, 3):
             kw = dict(STEPS_SETTING, eta=STEPS_SETTING["eta"][:T])
@@ -162,40 +192,82 @@ def main(argv: list[str] | None = None) -> None:
                 readout=readout), 3)
             print(f"steps mapping T={T} readout={readout:8s}: first {first * 1e3:7.1f} ms "
                   f"(target <= 50 ms), again {again * 1e3:7.2f} ms")
+    for kw in extra:
+        first = best_of(lambda kw=kw: (_clear_steps_cache(), A.steps_mapping(
+            kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"], eta=kw["eta"],
+            readout=kw["readout"])), 3)
+        print(f"  extra: steps mapping T=3 {kw}: first {first * 1e3:7.1f} ms (target <= 50 ms)")
 
-    # 3. a 100-alpha curve after three steps
+
+
+def steps_curves(extra: list[dict]) -> None:
+    """Section 3 (and the extra settings)."""
     alphas = np.linspace(0.2, 5.0, 100)
-    kw = dict(STEPS_SETTING)
 
-    def steps_curve() -> None:
+    def steps_curve(kw: dict, readout: str = "pm1") -> None:
         if "steps" in A.risk_curve.__code__.co_varnames:
-            A.risk_curve(alphas, model="srf", steps=3, readout="pm1", lam=0.01, **kw)
+            A.risk_curve(alphas, model="srf", steps=3, readout=readout, lam=0.01, **kw)
         else:  # the route before: the mapping, then the K-group curve on its groups
             mp = A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"],
-                                 eta=kw["eta"], readout="pm1")
+                                 eta=kw["eta"], readout=readout)
             A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
                                 **mp.spiked_params(3))
 
-    steps_curve()
-    ref = srf_point()
-    _clear_steps_cache()
-    t_cold = best_of(lambda: (_clear_steps_cache(), steps_curve()), 1)
-    t_warm = best_of(steps_curve, 2)
-    print(f"100-alpha curve after three steps (pm1): {t_cold:.3f} s = {t_cold / ref:.0f}x "
-          f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
-          "(target <= 100x)")
+    for i, kw in enumerate([dict(STEPS_SETTING)] + extra):
+        kw = dict(kw)
+        readout = kw.pop("readout", "pm1")
+        steps_curve(kw, readout)
+        ref = srf_point()
+        _clear_steps_cache()
+        t_cold = best_of(lambda kw=kw, ro=readout: (_clear_steps_cache(), steps_curve(kw, ro)),
+                         1)
+        t_warm = best_of(lambda kw=kw, ro=readout: steps_curve(kw, ro), 2)
+        what = ("100-alpha curve after three steps (pm1)" if i == 0 else
+                f"  extra: 100-alpha curve after three steps {dict(kw, readout=readout)}")
+        print(f"{what}: {t_cold:.3f} s = {t_cold / ref:.0f}x "
+              f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
+              "(target <= 100x)", flush=True)
 
-    # 4. network curve against sRF curve
+
+
+#: the settings of section 4 beyond the default one: ``N_NETWORK`` draws (seed ``SEED``) of sigma
+#: from ``SIGMAS``, the target from ``TARGETS[1]`` and "sin", alpha0 uniform in [0.5, 8], eta
+#: uniform in [0.25, 4], lam from (0.01, 0.1), beta from (0.5, 1, 2)
+N_NETWORK = 8
+
+
+def draw_network_setting(rng: np.random.Generator) -> dict:
+    return dict(sigma=str(rng.choice(SIGMAS)), target=str(rng.choice((*TARGETS[1], "sin"))),
+                alpha0=float(rng.uniform(0.5, 8.0)), eta=float(rng.uniform(0.25, 4.0)),
+                lam=float(rng.choice((0.01, 0.1))), beta=float(rng.choice((0.5, 1.0, 2.0))))
+
+
+def network_curve(n_settings: int = N_NETWORK, rounds: int = 9) -> None:
+    """Section 4: the network curve against the sRF curve (``risk_curve``, 40 alphas): the default
+    setting, then ``n_settings`` drawn ones; each the best of ``rounds`` measured alternately."""
+    import warnings
+
     alphas = np.linspace(0.2, 5.0, 40)
-    A.risk_curve(alphas, model="network")
-    A.risk_curve(alphas, model="srf")
-    t_net, t_srf = [], []
-    for _ in range(9):  # alternately (the load changes over seconds)
-        t_net.append(best_of(lambda: A.risk_curve(alphas, model="network"), 1))
-        t_srf.append(best_of(lambda: A.risk_curve(alphas, model="srf"), 1))
-    t_net, t_srf = min(t_net), min(t_srf)
-    print(f"network curve {t_net * 1e3:.1f} ms, sRF curve {t_srf * 1e3:.1f} ms: "
-          f"{t_net / t_srf:.2f}x (target <= 1.2x)")
+    rng = np.random.default_rng(SEED + 4)
+    settings = [{}] + [draw_network_setting(rng) for _ in range(n_settings)]
+    ratios = []
+    for kw in settings:
+        with warnings.catch_warnings():  # (a fallback to the sampled device says so, once)
+            warnings.simplefilter("ignore")
+            A.risk_curve(alphas, model="network", **kw)
+            A.risk_curve(alphas, model="srf", **kw)
+            t_net, t_srf = [], []
+            for _ in range(rounds):  # alternately (the load changes over seconds)
+                t_net.append(best_of(lambda kw=kw: A.risk_curve(alphas, model="network", **kw), 1))
+                t_srf.append(best_of(lambda kw=kw: A.risk_curve(alphas, model="srf", **kw), 1))
+        t_net, t_srf = min(t_net), min(t_srf)
+        ratios.append(t_net / t_srf)
+        what = "default setting" if not kw else ", ".join(
+            f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in kw.items())
+        print(f"network curve {t_net * 1e3:.1f} ms, sRF curve {t_srf * 1e3:.1f} ms: "
+              f"{t_net / t_srf:.2f}x (target <= 1.2x)  [{what}]", flush=True)
+    print(f"network / sRF curve over {len(ratios)} settings: median "
+          f"{statistics.median(ratios):.2f}x, largest {max(ratios):.2f}x (target <= 1.2x)")
     sys.stdout.flush()
 
 

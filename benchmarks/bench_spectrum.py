@@ -35,14 +35,18 @@ def main() -> None:
     t_risk = best_of(lambda: A.risk(next(alphas), model="srf", lam=0.01, **SETTING), repeat=5)
     print(f"one sRF risk point: {t_risk * 1e3:.1f} ms")
     cases = {"features (sRF)": dict(of="features", alpha=ALPHA, model="srf"),
+             "features (network)": dict(of="features", alpha=ALPHA, model="network"),
              "weights (sRF)": dict(of="weights", model="srf"),
-             "weights (network)": dict(of="weights", model="network")}
+             "weights (network)": dict(of="weights", model="network"),
+             "weights (3 steps, pm1)": dict(of="weights", model="srf", steps=3, readout="pm1",
+                                            target="tanh(z1)")}
     for name, kw in cases.items():
-        t_build = best_of(lambda kw=kw: A.spectrum(d=1000, **kw, **SETTING), repeat=1)
-        law = A.spectrum(d=1000, **kw, **SETTING)
+        kw = {**SETTING, **kw}
+        t_build = best_of(lambda kw=kw: A.spectrum(d=1000, **kw), repeat=1)
+        law = A.spectrum(d=1000, **kw)
         x = np.linspace(0.0, law.edge * 1.05, 300)
         t_dens = best_of(lambda law=law, x=x: law.density(x))
-        print(f"{name:18s}: 300-point density {t_dens * 1e3:7.1f} ms "
+        print(f"{name:22s}: 300-point density {t_dens * 1e3:7.1f} ms "
               f"({t_dens / t_risk:5.1f} risk points; one density point "
               f"{t_dens / 300 / t_risk:.2f} risk points); law with support and outliers "
               f"{t_build:5.2f} s ({t_build / t_risk:5.1f} risk points)")

@@ -20,10 +20,15 @@ import numpy as np
 import pandas as pd
 
 from asymptotics.measures.marchenko_pastur import mp_median, mp_singular_density
+from asymptotics.spectra import two_step_weights
 from validation.experiments.spectra import (  # noqa: F401
+    ALPHA0,
+    ETA1,
+    ETA2,
     EXPERIMENTS,
     REPORTS,
     REUSE_TARGETS,
+    SIGMA,
     Plan,
     load_or_run,
     plan_for,
@@ -148,7 +153,9 @@ def draw_reuse(table: pd.DataFrame, outdir: pathlib.Path, prefix: str) -> pathli
 def figure_spectrum(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
     """Histogram of the singular values of W0 and of W2 after two steps at (a1, a2) =
     (0.35, 0.35) with the Marchenko-Pastur density (W0: exact scale 1; W2: median-matched scale)
-    and the outliers above the fitted edge marked. Data cached as ``spectra[_quick]_spectrum.csv``.
+    and the outliers above the fitted edge marked; for W2 also the law and outliers predicted at
+    that d (:func:`asymptotics.spectra.two_step_weights`). Data cached as
+    ``spectra[_quick]_spectrum.csv``.
     """
     plt = _style()
     plan = plan_for(quick)
@@ -171,14 +178,29 @@ def figure_spectrum(outdir: pathlib.Path, quick: bool) -> list[pathlib.Path]:
         ax.plot(x, mp_singular_density(x, beta, scale), color="#D55E00",
                 label=f"Marchenko-Pastur, scale {scale:.3f}")
         ax.axvline(edge.threshold, color="k", ls=":", lw=1, label="outlier threshold")
+        if name == "W2":  # the prediction at this d (docs/THEORY.md §16.7)
+            pred = two_step_weights(SIGMA, "linear", a1=float(df.a1.iloc[0]),
+                                    a2=float(df.a2.iloc[0]), d=d, eta1=ETA1, eta2=ETA2,
+                                    beta=beta, alpha0=ALPHA0)
+            xs = x[x < pred.edge]
+            ax.plot(xs, 2.0 * xs * pred.density(xs * xs), color="#009E73", lw=1.2,
+                    label="predicted at this d")
         ymax = ax.get_ylim()[1]
         near = out[out <= hi]
         if near.size:
             ax.plot(near, np.full(near.size, 0.06 * ymax), "v", color="#CC0000", ms=7,
                     label=f"outliers ({edge.n_outliers})")
+        if name == "W2":
+            pnear = np.array([v for v in pred.outliers if v <= hi])
+            if pnear.size:
+                ax.plot(pnear, np.full(pnear.size, 0.14 * ymax), "^", color="#009E73", ms=7,
+                        label=f"predicted outliers ({len(pred.outliers)})")
         far = out[out > hi]
         if far.size:
-            ax.annotate("outside: " + ", ".join(f"{v:.3g}" for v in far) + r" $\rightarrow$",
+            ax.annotate("outside: " + ", ".join(f"{v:.3g}" for v in far)
+                        + ("" if name == "W0" else
+                           f" (predicted {', '.join(f'{v:.3g}' for v in pred.outliers if v > hi)})")
+                        + r" $\rightarrow$",
                         xy=(0.97, 0.45), xycoords="axes fraction", ha="right", fontsize=7,
                         color="#CC0000")
         ax.set_xlabel("singular value")

@@ -25,6 +25,8 @@ CASES = [  # sigma, target, beta, alpha0, eta_tilde
 ALPHAS, LAMS = [0.5, 2.0], [0.05]
 SEEDS = 12
 Z_MAX = float(student_t.ppf(1 - 1e-3 / 2, SEEDS - 1))  # 4.437
+SEEDS_SLOW = 8
+Z_SLOW = float(student_t.ppf(1 - 1e-3 / 2, SEEDS_SLOW - 1))  # 5.408
 
 
 @pytest.mark.parametrize("sigma,target,beta,alpha0,eta", CASES)
@@ -48,17 +50,20 @@ def test_srf_simulation_within_the_student_quantile(sigma, target, beta, alpha0,
     ("relu", "tanh", 2.0, 2.0, 1.0)])
 def test_simulation_agrees_at_d2000(model, sigma, target, beta, alpha0, eta):
     """The heavier version (python -m pytest -m slow), d = 2000, 8 seeds: each simulated model
-    against the theory of the same model, within 4 s.e.: the sRF simulations against the sRF
-    equations (exact in the limit), the trained network against the network theory at its own
-    width p = beta d (validation/REPORT.md, "The trained network against the network theory")."""
+    against the theory of the same model, |z| below the Student quantile of 7 degrees of freedom
+    at a two-sided 1e-3 per point (5.41; the former 4 was a 0.5% false alarm per point under
+    the Student law), no bias allowance: the sRF simulations against the sRF equations (exact
+    in the limit), the trained network against the network theory at its own width
+    p = beta d (validation/REPORT.md, "The trained network against the network theory")."""
     alphas = [0.5, 2.0, 4.0]
     d = 2000
     base = Setting(model=model, sigma=sigma, target=target, alpha=1.0, alpha0=alpha0, eta=eta,
                    lam=LAMS[0], beta=beta, d=d)
-    sims = simulate_curve(base, alphas, LAMS, seeds=8, seed=7)
+    sims = simulate_curve(base, alphas, LAMS, seeds=SEEDS_SLOW, seed=7)
     width = beta * d if model == "network" else None
     theory = risk_curve(alphas, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                         lam=LAMS[0], beta=beta, progress=False, model=model, p=width)
     z = np.array([(s.mean - t) / s.se for s, t in zip(sims, theory["risk"], strict=True)])
     rel = np.array([s.mean / t - 1 for s, t in zip(sims, theory["risk"], strict=True)])
-    assert np.all(np.abs(z) < 4), f"z = {np.round(z, 2)}, relative gap {np.round(rel, 4)}"
+    assert np.all(np.abs(z) < Z_SLOW), (
+        f"z = {np.round(z, 2)} (limit {Z_SLOW:.2f}), relative gap {np.round(rel, 4)}")

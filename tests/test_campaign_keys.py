@@ -189,7 +189,7 @@ def test_spectra_theory_edited_setting_is_not_reused(tmp_path, monkeypatch):
     c = ST.campaign(**ST.COMMITTED)
     with Store(tmp_path / "s.sqlite") as st:
         st.import_csv(c, ST.CSV)
-        assert st.done(c) == set(c.plan_hashes()) and len(c.plan_hashes()) == 13
+        assert st.done(c) == set(c.plan_hashes()) and len(c.plan_hashes()) == 14
         assert st.done(ST.campaign()) == set(ST.campaign().plan_hashes())
         assert st.done(replace(c, version="2")) == set()
         assert st.done(ST.campaign(quick=True)) == set()  # 2 draws: other keys
@@ -203,6 +203,29 @@ def test_spectra_theory_edited_setting_is_not_reused(tmp_path, monkeypatch):
             monkeypatch.undo()
 
 
+def test_spectra_weights_steps_edited_setting_is_not_reused(tmp_path, monkeypatch):
+    """The weights-after-several-steps campaign: its committed cells are the plan's; another
+    eta_tilde of one setting, more draws at one d or another version reruns only those cells."""
+    from validation.experiments.spectra_weights import steps as SW
+
+    c = SW.campaign()
+    with Store(tmp_path / "s.sqlite") as st:
+        assert st.import_csv(c, SW.CSV) == len(c.settings) == 8
+        assert st.done(c) == set(c.plan_hashes())
+        assert st.done(replace(c, version="2")) == set()
+        s = SW.SETTINGS[1]
+        monkeypatch.setattr(SW, "SETTINGS", tuple(replace(x, eta=2.0) if x is s else x
+                                                  for x in SW.SETTINGS))
+        edited = SW.campaign()
+        stale = {edited.key_text(j) for j in edited.settings if j[0].name == s.name}
+        assert len(stale) == 2 and st.done(edited) == set(edited.plan_hashes()) - stale
+        monkeypatch.undo()
+        monkeypatch.setitem(SW.SEEDS, 2000, 5)
+        edited = SW.campaign()
+        stale = {edited.key_text(j) for j in edited.settings if j[1] == 2000}
+        assert len(stale) == 4 and st.done(edited) == set(edited.plan_hashes()) - stale
+
+
 def _plans():
     """The plan that computed each committed campaign CSV."""
     from validation.experiments import network_steps as NS
@@ -210,6 +233,7 @@ def _plans():
     from validation.experiments import reused_batch as RB
     from validation.experiments import spectra as SP
     from validation.experiments import spectra_theory as ST
+    from validation.experiments.spectra_weights import steps as SW
     from validation.matrix import campaign as M
     from validation.matrix import finite_width as FW
     from validation.multistep import experiment as MS
@@ -230,7 +254,8 @@ def _plans():
            (RO.campaign(), RO.STORE, None),
            (NS.campaign(), NS.RUNS, None),
            (RB.campaign(), RB.RUNS, None),
-           (ST.campaign(**ST.COMMITTED), ST.CSV, None)]
+           (ST.campaign(**ST.COMMITTED), ST.CSV, None),
+           (SW.campaign(), SW.CSV, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]
     out += [(SP.campaign(n, SP.FULL), SP.REPORTS / "data" / f"spectra_{n}.csv", SP._import)

@@ -74,11 +74,11 @@ def test_interpreted_failure_falls_back_to_the_compiled_kernel(monkeypatch):
     F = np.full(7, 1.0 / 7)
     want = np.zeros(14)
     got = want.copy()
-    population_bulk(want, 0.7, rho, F, 0.1, 1.0)
+    population_bulk(want, 0.7, rho, F, 0.1, 1.0, True)
 
     calls = []
 
-    def boom(out, beta, lam, wts, s0, s1):  # population_bulk's parameters
+    def boom(out, beta, lam, wts, s0, s1, full):  # population_bulk's parameters
         calls.append(1)
         out[:] = 123.0
         raise ZeroDivisionError
@@ -97,7 +97,7 @@ def test_interpreted_failure_falls_back_to_the_compiled_kernel(monkeypatch):
             pass
 
     disp._cache = Cache()
-    disp(got, 0.7, rho, F, 0.1, 1.0)
+    disp(got, 0.7, rho, F, 0.1, 1.0, True)
     assert calls == [1]
     np.testing.assert_array_equal(got, want)
 

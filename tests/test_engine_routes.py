@@ -11,8 +11,8 @@ import math
 import pytest
 
 import asymptotics as A
+from asymptotics.api.by_step import risk_by_step
 from asymptotics.core.parameters import STEPS_EXAMPLE, steps_eta
-from asymptotics.multiindex.steps_risk import risk_by_step
 
 KW = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, lam=0.01, beta=1.0)
 

@@ -58,6 +58,12 @@ def _exact_erf_risk(W, a, theta, target_name):
 
 @pytest.mark.parametrize("target_name", ["linear", "he2"])
 def test_estimators_are_unbiased_and_cv_is_the_most_precise(target_name):
+    """60 paired repetitions: each estimator's mean within the Student quantile of 59 degrees of
+    freedom at a two-sided 1e-3 Bonferroni-split over the 6 comparisons (3 estimators x 2
+    readouts: 4.02 s.e.) of the exact risk, no bias allowance (the estimators are unbiased at
+    every n)."""
+    from scipy import stats
+
     rng, W, theta = _problem(seed=1)
     p = W.shape[0]
     erf, target = get_function("erf"), get_function(target_name)
@@ -72,10 +78,11 @@ def test_estimators_are_unbiased_and_cv_is_the_most_precise(target_name):
             values[est].append(estimate_test_error(W, A, theta, erf, target,
                                                    iter([X[: n // 2], X[n // 2:]]), n, est))
     spread = {}
+    t = stats.t.ppf(1 - 1e-3 / 2 / (len(ESTIMATORS) * 2), reps - 1)
     for est, v in values.items():
         v = np.array(v)
         mean, se = v.mean(axis=0), v.std(axis=0, ddof=1) / math.sqrt(reps)
-        assert np.all(np.abs(mean - exact) < 4.5 * se), (est, mean, exact, se)
+        assert np.all(np.abs(mean - exact) < t * se), (est, mean, exact, se)
         spread[est] = v.std(axis=0, ddof=1)
     assert np.all(spread["cv"] <= 1.05 * np.minimum(spread["mc"], spread["split"])), spread
     if target_name == "he2":  # g is not learned: most of the plain Monte Carlo noise is g^2

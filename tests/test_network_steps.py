@@ -163,6 +163,9 @@ def test_group_covariances_follow_a_simulated_network():
     (["simulate", "--only", "N1,N9"], "--only must name settings among"),
     (["simulate", "--d", "500"], "--d must be one of the plan's"),
     (["simulate", "--seeds", "0"], "--seeds must be >= 1, got 0"),
+    (["diagnose", "--setting", "N9", "--steps", "1"], "--setting must be one of"),
+    (["diagnose", "--setting", "N1", "--steps", "3"], "--steps in 1..2"),
+    (["diagnose", "--setting", "N1", "--steps", "x"], "must be comma-separated integers"),
 ])
 def test_simulate_bad_input_is_one_line(argv, says, tmp_path, monkeypatch, capsys):
     """Bad input to the campaign's command: one line naming the parameter, exit 2, no store."""
@@ -190,3 +193,81 @@ def test_campaign_keys_hold_every_parameter():
     assert base != replace(c, version="2").task_hash(job)
     rec = c.record_of(job)["setting"]
     assert rec["setting"]["eta"] == [2.0, 4.0, 8.0] and rec["index"] == 1
+
+
+def test_aligned_rule_is_an_exact_change_of_basis():
+    """The aligned kappa rule (rotation of V, trapezoid on the sharpest spike axis) gives the
+    Gauss-Hermite ladder's number on a point the ladder settles (r = 2, to its 1e-3)."""
+    from asymptotics.network.solve import aligned_problem, aligned_rotation, solve_network
+
+    sig = _random_channels(2, 4, seed=5)
+    R = aligned_rotation(np.array(GROUPS["loadings"]), np.array(GROUPS["bulk"]))
+    assert np.allclose(R.T @ R, np.eye(2), atol=1e-12)
+    u = np.array(GROUPS["loadings"][0])  # the sharper group: sqrt(0.8)/1.04 < sqrt(1.1)/0.94
+    assert np.allclose(R[:, 0], u / np.linalg.norm(u), atol=1e-12)
+    ladder = risk_network_groups(0.8, channels=sig, **GROUPS)
+    prob, ch = aligned_problem(dict(GROUPS), sig, 0.05, 54, None)
+    aligned = solve_network(prob, ch, 0.8)
+    assert ladder.converged and aligned.converged
+    assert abs(aligned.risk - ladder.risk) <= 2e-3 * ladder.risk
+
+
+def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
+    """relu, three-value readout, two steps (r = 3, a loading of norm 7.6 at bulk variance 0.64:
+    the tensor Gauss-Hermite ladder oscillates by 0.2-0.6%): the aligned rule settles it, at the
+    value a much finer tensor rule (81^3 nodes) gives to 1e-3."""
+    from asymptotics.network.route import network_problem, risk_network
+
+    kw = dict(sigma="relu", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0),
+              readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25})
+    prob = network_problem(steps=2, **kw)
+    res = risk_network(2.0, steps=2, lam=0.01, beta=0.5, p=500, problem=prob, **kw)
+    assert res.converged and "aligned rule" in res.message
+    fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81, **prob)
+    assert fine.converged
+    assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
+
+
+def test_measured_groups_recover_a_planted_layer():
+    """The diagnosis reads a layer's groups: planted group means, bulk variances and bulk
+    covariances on E (target coordinates and the means' outside span) come back."""
+    from validation.experiments.network_steps import measured_groups
+
+    rng = np.random.default_rng(4)
+    d, p, k = 300, 6000, 2
+    labels = np.repeat([0, 1], p // 2)
+    means = np.zeros((2, d))
+    means[0, :3] = [1.0, 0.5, 0.8]
+    means[1, :3] = [-0.7, 0.2, 0.0]
+    means[1, 3] = 0.6
+    C = np.array([[2.0, 0.7], [0.7, 1.5]])  # the planted covariance on (z1, z2), units 1/d
+    B = rng.standard_normal((p, d)) / np.sqrt(d)
+    B[:, :2] = rng.standard_normal((p, 2)) @ np.linalg.cholesky(C).T / np.sqrt(d)
+    st, cov, E, _, _ = measured_groups(means[labels] + B, labels, k)
+    assert np.allclose(st.a, means[:, :k], atol=0.01)
+    assert np.allclose(st.spike_gram, means @ means.T, atol=0.02)
+    assert np.allclose(st.c, (d - 2 + 3.5) / d, rtol=0.02)
+    assert E.shape == (d, k + 2)
+    for g in range(2):
+        assert np.allclose(cov[g][:2, :2], C, atol=0.15)
+        assert np.allclose(cov[g][2:, 2:], np.eye(2), atol=0.15)
+
+
+def test_network_groups_cache_is_exact():
+    """A cached mapping, and a longer run started from a cached shorter one, are the mapping
+    computed from scratch (the network route's cache, as the surrogate's)."""
+    from asymptotics.network.groups import clear_cache
+
+    kw = dict(target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 4.0, 8.0), readout="pm1")
+    clear_cache()
+    fresh = network_groups("relu", steps=3, **kw)
+    clear_cache()
+    network_groups("relu", steps=2, **{**kw, "eta": (2.0, 4.0)})
+    resumed = network_groups("relu", steps=3, **kw)
+    again = network_groups("relu", steps=3, **kw)
+    for ng in (resumed, again):
+        assert ng.eta == fresh.eta and len(ng.states) == 4
+        for a, b in zip(ng.cov, fresh.cov, strict=True):
+            assert np.array_equal(a, b)
+        for a, b in zip(ng.states, fresh.states, strict=True):
+            assert np.array_equal(a.c, b.c) and np.array_equal(a.a, b.a)

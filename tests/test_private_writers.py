@@ -33,6 +33,10 @@ TABLE_WRITERS = {
                                                 "simulated d beside spectra_onestep.csv "
                                                 "(spectra_theory_onestep.csv, derived, no "
                                                 "simulation), written whole (atomically)",
+    "validation/experiments/spectra_weights/twostep.py": "the two-step count predicted at the "
+                                                         "simulated d (spectra_grid_theory.csv, "
+                                                         "theory only, no simulation), written "
+                                                         "whole (atomically)",
     "validation/experiments/steps_compare.py": "--out: the theory-against-simulation table of "
                                                "one call (means and s.e. over the repetitions it "
                                                "ran, nothing stored or reused), or stdout",

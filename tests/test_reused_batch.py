@@ -112,19 +112,24 @@ def _mc_drift(target: str, d: int, seeds: int, reuse: bool) -> tuple[float, floa
 
 def test_self_term_drift_against_a_direct_simulation():
     """The reused second step's drift along theta (He3, d -> infinity: -0.0789) against the
-    simulated network at d = 200 (30 seeds): within 4 s.e. Measured (same protocol):
+    simulated network at d = 200 (30 seeds): within the Student quantile of 29 degrees of
+    freedom at a two-sided 1e-3 (3.66 s.e.; 4.78 for the 10-seed checks), no bias allowance.
+    Measured (same protocol):
     -0.0782 +- 0.0024 at d = 200, -0.0774 +- 0.0024 at d = 400, -0.0822 +- 0.0039 at d = 800, so
     the finite-d bias is below the s.e.; He2 stays at 0 and a fresh second batch gives 0 (its
     drift fluctuates by ~0.1 from seed to seed at d = 200: the fresh batch's noise along theta,
     which on a reused batch is largely the first step's and cancels)."""
+    from scipy import stats
+
+    t29, t9 = stats.t.ppf(1 - 5e-4, 29), stats.t.ppf(1 - 5e-4, 9)
     _, he3 = _parts(HE3, "constant")
     theory = he3.d_theta[0, 0]
     mean, se = _mc_drift(HE3, 200, 30, reuse=True)
-    assert abs(mean - theory) < 4 * se, (mean, se, theory)
+    assert abs(mean - theory) < t29 * se, (mean, se, theory)
     mean2, se2 = _mc_drift(HE2, 200, 10, reuse=True)
-    assert abs(mean2) < 4 * se2 and abs(mean2) < 0.02, (mean2, se2)
+    assert abs(mean2) < t9 * se2 and abs(mean2) < 0.02, (mean2, se2)
     mean_f, se_f = _mc_drift(HE3, 200, 10, reuse=False)
-    assert abs(mean_f) < 4 * se_f, (mean_f, se_f)  # a fresh step's drift fluctuates more
+    assert abs(mean_f) < t9 * se_f, (mean_f, se_f)  # a fresh step's drift fluctuates more
 
 
 def test_bad_input():
@@ -144,7 +149,7 @@ def test_steps_command_batch(tmp_path, capsys):
     out = tmp_path / "s.csv"
     assert main(["steps", "--steps", "2", "--eta", "1", "--alpha", "2", "--sigma", "tanh",
                  "--target", HE3, "--alpha0", "2", "--readout", "constant", "--batch", "reused",
-                 "--quiet", "--out", str(out)]) == 0
+                 "--model", "srf", "--quiet", "--out", str(out)]) == 0
     import pandas as pd
 
     df = pd.read_csv(out)
@@ -153,7 +158,8 @@ def test_steps_command_batch(tmp_path, capsys):
                            model="srf", steps=2, batch="reused")
     assert math.isclose(df[df.step == 2].risk.iloc[0], ref.risk, rel_tol=1e-9)
     capsys.readouterr()
-    assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused"]) == 2
+    assert main(["steps", "--steps", "3", "--eta", "1", "--batch", "reused", "--model",
+                 "srf"]) == 2
     err = capsys.readouterr().err
     assert "steps must be <= 2 for batch='reused'" in err and "Traceback" not in err
 

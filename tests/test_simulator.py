@@ -184,15 +184,27 @@ def test_block_rows_do_not_depend_on_chunking_or_threads(monkeypatch):
     assert abs(whole.mean()) < 4 / np.sqrt(whole.size) and abs(whole.std() - 1) < 0.05
 
 
+def welch_quantile(r1, r2, level: float = 1e-3) -> float:
+    """The two-sided ``level`` Student quantile of the Welch-Satterthwaite degrees of freedom of
+    the difference of two means with standard errors ``r1.se``, ``r2.se``."""
+    from scipy import stats
+
+    n1, n2 = len(r1.values), len(r2.values)
+    dof = (r1.se**2 + r2.se**2) ** 2 / (r1.se**4 / (n1 - 1) + r2.se**4 / (n2 - 1))
+    return float(stats.t.ppf(1 - level / 2, dof))
+
+
 def test_stream_1_and_2_agree_in_distribution_not_in_values():
+    """Eight seeds of each stream: the means agree within the Welch-Student quantile at a
+    two-sided 1e-3 (same law, no bias allowance)."""
     from validation.protocol.simulator import Setting, simulate
 
     base = dict(model="srf", sigma="tanh", target="tanh", alpha=1.5, alpha0=2.0, eta=1.0,
                 lam=0.1, d=300)
-    r1 = simulate(Setting(**base, stream=1), seeds=6, seed=5)
-    r2 = simulate(Setting(**base, stream=2), seeds=6, seed=5)
+    r1 = simulate(Setting(**base, stream=1), seeds=8, seed=5)
+    r2 = simulate(Setting(**base, stream=2), seeds=8, seed=5)
     assert r1.values != r2.values
-    assert abs(r1.mean - r2.mean) < 4 * np.hypot(r1.se, r2.se)
+    assert abs(r1.mean - r2.mean) < welch_quantile(r1, r2) * np.hypot(r1.se, r2.se)
     with pytest.raises(ValueError, match="stream must be 1 or 2"):
         Setting(**base, stream=3)
 

@@ -32,15 +32,24 @@ def test_one_row_per_alpha_and_step_with_real_columns(small: pd.DataFrame) -> No
     assert len(small) == 2 * 3
     assert list(small[["alpha", "step"]].itertuples(index=False, name=None)) == [
         (0.5, 0), (0.5, 1), (0.5, 2), (4.0, 0), (4.0, 1), (4.0, 2)]
-    assert list(small.columns[:10]) == ["model", "alpha", "step", "theory", "theory_p",
-                                        "sim_mean", "sim_se", "z", "z_p", "rel_gap"]
-    assert (small.model == "srf").all() and (small.simulated == "network").all()
+    assert list(small.columns[:14]) == [
+        "alpha", "step", "theory_network", "theory_srf", "theory_network_p", "theory_srf_p",
+        "sim_mean", "sim_se", "z_network", "z_srf", "z_network_p", "z_srf_p", "rel_gap_network",
+        "rel_gap_srf"]
+    assert (small.simulated == "network").all()
     for col in ("overlap_1", "overlap_2", "sim_overlap_1", "sim_overlap_2_se", "a_g0_j1",
-                "a_g1_j2", "c_g0", "sim_a_g1_j1", "sim_c_g1", "theory", "sim_mean", "z"):
+                "a_g1_j2", "c_g0", "sim_a_g1_j1", "sim_c_g1", "theory_network", "theory_srf",
+                "sim_mean", "z_network", "z_srf"):
         assert pd.api.types.is_float_dtype(small[col]), col
-    assert small[["theory", "theory_p", "sim_mean", "sim_se"]].notna().all().all()
-    z = (small.sim_mean - small.theory) / small.sim_se
-    assert np.allclose(z, small.z)
+    assert small[["theory_network", "theory_srf", "theory_network_p", "theory_srf_p",
+                  "sim_mean", "sim_se"]].notna().all().all()
+    for m in ("network", "srf"):
+        z = (small.sim_mean - small[f"theory_{m}"]) / small.sim_se
+        assert np.allclose(z, small[f"z_{m}"])
+    # step 0 is random features in both theories; the steps are two different theories
+    t0, later = small[small.step == 0], small[small.step > 0]
+    assert np.allclose(t0.theory_network, t0.theory_srf, rtol=1e-9, atol=0)
+    assert not np.allclose(later.theory_network, later.theory_srf, rtol=1e-3, atol=0)
     row = small.iloc[0]
     assert (row.readout, row.eta, row.d, row.p, row.seeds, row.steps) == ("pm1", "2,8", 32, 32,
                                                                           2, 2)
@@ -54,14 +63,17 @@ def test_one_row_per_alpha_and_step_with_real_columns(small: pd.DataFrame) -> No
 
 def test_theory_is_the_public_risk_after_steps(small: pd.DataFrame) -> None:
     kw = {k: SMALL[k] for k in ("sigma", "target", "alpha0", "eta", "readout")}
-    for (alpha, t), th in small.set_index(["alpha", "step"]).theory.items():
-        if t == SMALL["steps"]:
-            ref = A.risk(alpha, steps=t, model="srf", **kw).risk
-            assert th == pytest.approx(ref, rel=1e-10)
-    ref = A.risk_by_step([0.5, 4.0], progress=False, **{**kw, "steps": 2})
-    mine = small.set_index(["alpha", "step"]).theory
-    for r in ref.itertuples():
-        assert mine[(r.alpha, r.step)] == pytest.approx(r.risk, rel=1e-10)
+    mine = small.set_index(["alpha", "step"])
+    for (alpha, t), r in mine.iterrows():
+        if t >= 1:
+            ref = A.risk(alpha, steps=t, model="srf", **{**kw, "eta": SMALL["eta"][:t]}).risk
+            assert r.theory_srf == pytest.approx(ref, rel=1e-10)
+            ref = A.risk(alpha, steps=t, **{**kw, "eta": SMALL["eta"][:t]})
+            assert ref.model == "network" and r.theory_network == ref.risk
+    for m in ("network", "srf"):
+        ref = A.risk_by_step([0.5, 4.0], progress=False, model=m, **{**kw, "steps": 2})
+        for r in ref.itertuples():
+            assert mine[f"theory_{m}"][(r.alpha, r.step)] == pytest.approx(r.risk, rel=1e-10)
 
 
 def test_same_seed_same_numbers_and_hypercube_is_pm1(small: pd.DataFrame) -> None:
@@ -87,7 +99,8 @@ def test_single_index_names_reach_the_simulator() -> None:
     sRF theory (K = r = 1), and the simulator reads the target name as tanh(z1)."""
     df = compare_steps(2.0, steps=1, d=24, seeds=2, n_test=400, progress=False)
     assert list(df.step) == [0, 1] and (df.target == "tanh").all()
-    assert df.theory.iloc[1] == pytest.approx(A.risk(2.0, model="srf").risk, rel=1e-6)
+    assert df.theory_srf.iloc[1] == pytest.approx(A.risk(2.0, model="srf").risk, rel=1e-6)
+    assert df.theory_network.iloc[1] == pytest.approx(A.risk(2.0).risk, rel=1e-6)
     assert df.sim_mean.notna().all()
 
 
@@ -114,7 +127,8 @@ def test_command_line(capsys, tmp_path: Path) -> None:
     captured = capsys.readouterr()
     assert code == 0 and captured.err == ""
     lines = captured.out.strip().splitlines()
-    assert lines[0].startswith("alpha,step,theory,theory_p,sim_mean,sim_se,z,overlap_1")
+    assert lines[0].startswith("alpha,step,theory_network,theory_srf,sim_mean,sim_se,z_network,"
+                               "z_srf,overlap_1")
     assert len(lines) == 1 + 2 * 3
     assert len(pd.read_csv(out)) == 6
     assert validation_main(["steps", "--eta", "1,2", "--quiet"]) == 2
@@ -152,7 +166,7 @@ def test_reproduces_the_committed_runs_and_agrees() -> None:
     for r in df.itertuples():
         assert r.sim_mean_raw == pytest.approx(ref[(r.alpha, r.step)], rel=1e-8)
     later = df[df.step >= 1]
-    assert (later.z.abs() <= 3).all(), later[["alpha", "step", "z"]]
+    assert (later.z_srf.abs() <= 3).all(), later[["alpha", "step", "z_srf"]]
 
 
 def test_guide_block_runs() -> None:
@@ -164,7 +178,8 @@ def test_guide_block_runs() -> None:
     namespace: dict = {}
     exec(compile(code, "guide.md", "exec"), namespace)
     df = namespace["df"]
-    assert len(df) == 3 * 4 and df[["theory", "sim_mean", "overlap_1"]].notna().all().all()
+    assert len(df) == 3 * 4
+    assert df[["theory_network", "theory_srf", "sim_mean", "overlap_1"]].notna().all().all()
 
 
 def test_run_multistep_keeps_every_ridge_size() -> None:

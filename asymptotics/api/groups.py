@@ -1,9 +1,9 @@
 """The one dispatch of the theory's entry points between the one-spike equations (THEORY.md §5)
 and the K-group ones (§10): several steps (§12), a finite-support readout (§11), a given K-group
 model (§10.1) or a multi-index target all go to the K-group engine, one compiled solver
-(``asymptotics.spiked``) with one result type (:class:`~asymptotics.spiked.SpikedResult`, the
-same accessors as :class:`~asymptotics.api.points.RiskResult`). Options a route cannot honour
-are refused in one line naming them.
+(``asymptotics.spiked``) giving the one result record of every route
+(:class:`~asymptotics.core.result.RiskResult`). Options a route cannot honour are refused in one
+line naming them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from asymptotics.core import checks
 if TYPE_CHECKING:
     import pandas as pd
 
-    from asymptotics.spiked.solve import SpikedResult
+    from asymptotics.core.result import RiskResult
 
 GIVEN = ("loadings", "bulk", "fractions", "overlaps")
 
@@ -50,7 +50,7 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
                   given: dict, model: object, engine: object, overrides: dict, lam: Any,
                   eta: Any, sigma: Any, target: Any, alpha0: Any, beta: Any, delta: Any, p: Any,
                   strict: bool, solver: Any, progress: bool | None = None,
-                  batch: str = "fresh") -> tuple[SpikedResult | pd.DataFrame | None, Any]:
+                  batch: str = "fresh") -> tuple[RiskResult | pd.DataFrame | None, Any]:
     """``(answer, eta)``: one point (``curve=False``, ``alphas`` of length 1) or a curve on the
     K-group route ``how`` of :func:`route`. ``answer`` None (``model="network"`` only): the case
     is exactly the one-step network theory at the returned ``eta`` (THEORY.md §15), which the

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from asymptotics.equations.fixed_point import HAT_NAMES, STATE_NAMES
+from asymptotics.core.result import GROUP_FIELDS, HAT_NAMES, RESULT_COLUMNS, STATE_NAMES
 from asymptotics.equations.solver import SolverConfig, Status
 from asymptotics.equations.solver_kernels import RISK, solve_path_kernel
 
@@ -21,11 +21,9 @@ if TYPE_CHECKING:
     from asymptotics.models.problem import Problem
 
 FIRST = ["alpha", "risk", "converged", "iterations", "residual"]
-#: the columns of a theory point, in order: the one schema of ``risk_curve``, ``risk_grid`` and
-#: ``RiskResult.to_frame`` (grouped there as parameters, solution and diagnostics)
-RESULT_COLUMNS = [*FIRST, "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
-                  "measure", "r", "c", "gamma", "status", "message", *STATE_NAMES, *HAT_NAMES,
-                  "p", "common_row"]
+#: the one-spike route's value of the K-group fields (``asymptotics.core.result``)
+_NO_GROUPS = dict(loadings=None, bulk=None, fractions=None, overlaps=None, order=None,
+                  n_kappa=0, quadrature_change=np.nan)
 _MESSAGES = {int(s): s.message for s in Status}
 _NAMES = {int(s): s.name.lower() for s in Status}
 
@@ -104,6 +102,10 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
         cols[name] = np.where(conv, hats[:, j], np.nan)
     cols["p"] = np.full(n, math.inf if problem.p is None else problem.p)
     cols["common_row"] = np.full(n, problem.common_row)
-    return pd.DataFrame(cols)[RESULT_COLUMNS]
+    for name in GROUP_FIELDS:
+        value = _NO_GROUPS[name]
+        cols[name] = [value] * n if value is None else np.full(n, value)
+    # in the schema's order (a dict in that order: no reindexing copy of the frame)
+    return pd.DataFrame({name: cols[name] for name in RESULT_COLUMNS})
 
 

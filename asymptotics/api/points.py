@@ -1,5 +1,6 @@
 """One theory point (and a curve point by point) through the Python orchestration of the
-solver, and the result record (docs/THEORY.md §5).
+solver (docs/THEORY.md §5), as the one result record of every route
+(:class:`~asymptotics.core.result.RiskResult`, re-exported here).
 
 :func:`solve_point` solves the equations at one alpha for a prepared :class:`Problem`:
 ``engine="compiled"`` runs the whole solve in one numba kernel (``asymptotics.api.paths``),
@@ -14,16 +15,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 import numpy as np
 
-from asymptotics.api.paths import RESULT_COLUMNS
-from asymptotics.core.meta import FieldGroups
-from asymptotics.equations.fixed_point import (
+from asymptotics.core.result import (  # noqa: F401  (RiskResult: re-exported)
     HAT_NAMES,
     STATE_NAMES,
+    RiskResult,
+)
+from asymptotics.equations.fixed_point import (
     complete_state,
     conjugates,
     fixed_point_map,
@@ -39,76 +40,8 @@ from asymptotics.equations.solver import (  # noqa: F401  (ConvergenceError: re-
 from asymptotics.equations.solver_kernels import RISK
 from asymptotics.models.problem import Problem, check_value, function_name
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 NONNEG = (0, 1, 2, 3)  # q1, q2, V1, V2
 V_COLD = np.array([0.5, 0.5])
-
-
-@dataclass(frozen=True)
-class RiskResult(FieldGroups):
-    """One point of the theory, with every parameter that produced it (THEORY.md §1 conventions).
-
-    ``risk`` is the test error E_x (g - f)^2 on noiseless inputs; NaN unless ``converged``.
-    """
-
-    alpha: float
-    sigma: str
-    target: str
-    alpha0: float
-    eta: float
-    lam: float
-    beta: float
-    delta: float
-    model: str
-    measure: str
-    r: float
-    c: float
-    gamma: float
-    risk: float
-    converged: bool
-    status: str
-    message: str
-    iterations: int
-    residual: float
-    q1: float
-    q2: float
-    V1: float
-    V2: float
-    zeta: float
-    psi: float
-    m: float
-    Vhat1: float
-    Vhat2: float
-    qhat1: float
-    qhat2: float
-    zetahat: float
-    psihat: float
-    state: tuple[float, ...] = field(repr=False, compare=False)
-    p: float = math.inf  # width of the finite-p theory (docs/DERIVATIONS.md §8); inf: the limit
-    # omega of the mean row at finite p (docs/DERIVATIONS.md §8, "The network's initial output")
-    common_row: float = 1.0
-
-    #: the three groups of fields: what produced the point, what the equations give, how the
-    #: solve went (``RESULT_COLUMNS`` is their one column order)
-    PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
-                  "measure", "p", "common_row")
-    SOLUTION = ("risk", "r", "c", "gamma", *STATE_NAMES, *HAT_NAMES)
-    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual")
-
-    def to_dict(self) -> dict:
-        """All fields but the raw solver state, in the order of ``RESULT_COLUMNS``."""
-        out = asdict(self)
-        return {k: out[k] for k in RESULT_COLUMNS}
-
-    as_dict = to_dict
-
-    def to_frame(self) -> pd.DataFrame:
-        """A one-row DataFrame with the columns of ``risk_curve`` (``RESULT_COLUMNS``)."""
-        import pandas as pd
-
-        return pd.DataFrame([self.to_dict()], columns=RESULT_COLUMNS)
 
 
 def _solve_state(

@@ -45,8 +45,6 @@ from asymptotics.step.srf import SpikeMapping
 if TYPE_CHECKING:
     import pandas as pd
 
-    from asymptotics.spiked.solve import SpikedResult
-
 
 def risk(
     alpha: float,
@@ -74,7 +72,7 @@ def risk(
     fractions: object = default("fractions"),
     overlaps: object = default("overlaps"),
     batch: str = default("batch"),
-) -> RiskResult | SpikedResult:
+) -> RiskResult:
     """Asymptotic test error after one giant step (eta = eta_tilde > 0) or of random features
     (eta = 0), at sample ratio alpha = n/d, width ratio beta = p/d, first batch alpha0 = n0/d,
     ridge lam (sum-loss convention of THEORY.md §1) and label noise delta. The defaults are those
@@ -102,27 +100,30 @@ def risk(
     finite p, omega = 1 (the numbers of §8) otherwise.
 
     ``readout``: the initial second layer (THEORY.md §11): "constant" (default, §1), "pm1" or a
-    mapping value -> weight; other than "constant" it returns a
-    :class:`~asymptotics.spiked.SpikedResult`: with ``model="srf"`` that of
-    :func:`asymptotics.risk_readout`, with ``model="network"`` the network theory of the groups
-    (THEORY.md §15; the one-step network theory itself where it applies exactly).
+    mapping value -> weight; other than "constant" it is the K-group route: with
+    ``model="srf"`` that of :func:`asymptotics.risk_readout`, with ``model="network"`` the
+    network theory of the groups (THEORY.md §15; the one-step network theory itself where it
+    applies exactly).
 
     ``steps``: the number of giant steps, each on a fresh batch of alpha0 d samples (THEORY.md
     §12); 1 (default) is the one step above. ``steps > 1`` accepts a target in z1..zk, ``eta``
     as one eta_tilde or one per step, ``alpha0=inf`` (the large-batch limit) and any
-    ``readout``, and returns a :class:`~asymptotics.spiked.SpikedResult`: the network theory of
-    the groups (THEORY.md §15) or, with ``model="srf"``, :func:`asymptotics.risk_steps`.
+    ``readout``: the network theory of the groups (THEORY.md §15) or, with ``model="srf"``,
+    :func:`asymptotics.risk_steps`.
     ``batch="reused"``: every step on the same batch (THEORY.md §14; steps <= 2, ``model="srf"``).
 
     ``loadings``, ``bulk``, ``fractions``, ``overlaps``: a given K-group model (THEORY.md §10.1,
     with ``model="srf"``), solved as :func:`asymptotics.risk_spiked`. A target in z1..zk
     (k >= 2, or with He_n) is the K-group model of one step. Every K-group route has the one
-    compiled engine (``engine="python"`` is refused) and returns a
-    :class:`~asymptotics.spiked.SpikedResult`, with the accessors of :class:`RiskResult`
-    (``parameters``, ``solution``, ``diagnostics``, ``to_frame()``)."""
+    compiled engine (``engine="python"`` is refused).
+
+    Every route returns the one :class:`RiskResult` (same fields, same ``to_frame()`` columns;
+    ``asymptotics.core.result``): on a K-group route the one-spike order parameters are NaN and
+    the groups' are ``order``; ``alpha0`` and a single ``eta`` are the step's."""
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
+    eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,
                 batch=batch)
@@ -134,8 +135,8 @@ def risk(
                                  lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
                                  beta=beta, delta=delta, p=p, strict=strict, solver=solver,
                                  batch=batch)
-        if res is not None:
-            return res  # else: the one-step network theory answers exactly, at that eta
+        if res is not None:  # else: the one-step network theory answers exactly, at that eta
+            return replace(res, **_step_fields(how, alpha0, eta))
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = check_value("alpha", alpha, positive=True)
@@ -216,6 +217,7 @@ def risk_curve(
     checks.optional_flag("progress", progress)
     _check_solver(solver)
     alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,
                 batch=batch)
@@ -227,8 +229,10 @@ def risk_curve(
                                 lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
                                 beta=beta, delta=delta, p=p, strict=strict, solver=solver,
                                 progress=progress, batch=batch)
-        if df is not None:
-            return df  # else: the one-step network theory answers exactly, at that eta
+        if df is not None:  # else: the one-step network theory answers exactly, at that eta
+            for name, value in _step_fields(how, alpha0, eta).items():
+                df[name] = value
+            return df
     check_engine(engine)
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)
@@ -260,6 +264,20 @@ def risk_curve(
     return df[first + [c for c in df.columns if c not in first]]
 
 
+def _step_fields(how: str, alpha0: object, eta: object) -> dict:
+    """The step's alpha0 and eta_tilde on a K-group route's result (the K-group solver knows
+    only the groups): a single eta_tilde as ``eta`` (a schedule of several steps stays NaN);
+    none for a given K-group model (no step)."""
+    if how == "given":
+        return {}
+    out = {"alpha0": float(alpha0)}
+    if isinstance(eta, int | float) and not isinstance(eta, bool):
+        out["eta"] = float(eta)
+    elif np.ndim(eta) == 1 and len(eta) == 1:
+        out["eta"] = float(eta[0])
+    return out
+
+
 def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.DataFrame:
     from asymptotics.api.grid import optimal_eta, optimal_lam
 
@@ -271,6 +289,20 @@ def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.Da
     if isinstance(lam, str):
         return optimal_lam(alphas, eta=eta, progress=progress, **kw, **overrides)
     return optimal_eta(alphas, lam=lam, progress=progress, **kw, **overrides)
+
+
+def one_step_eta(eta: object, steps: object) -> object:
+    """``eta`` of one step given as a schedule of one value (``eta=(1.0,)``, ``steps=1``): that
+    value, on every route, so that a loop ``risk(..., steps=t, eta=schedule[:t])`` keeps its
+    call; a schedule of another length at one step is refused in one line."""
+    if isinstance(eta, (str, bytes)) or np.ndim(eta) == 0:
+        return eta
+    if checks.integer("steps", steps, 1) != 1:
+        return eta
+    values = list(np.ravel(np.asarray(eta, dtype=object)))
+    if len(values) != 1:
+        raise ValueError(f"eta needs one value per step (steps=1), got {len(values)} values")
+    return values[0]
 
 
 def _check_solver(solver: object) -> None:

@@ -1,5 +1,7 @@
 """``python -m asymptotics steps``: the risk of the ridge readout after each of T giant steps
-with fresh batches (docs/THEORY.md §12), along alpha, for a multi-index target."""
+with fresh batches (docs/THEORY.md §12), along alpha, for a multi-index target: the network theory
+of the groups (``--model network``, the default of the parameter table, §15) or their sRF
+surrogate (``--model srf``), the numbers of ``asymptotics.risk_by_step``."""
 
 from __future__ import annotations
 
@@ -17,7 +19,11 @@ from asymptotics.cli.common import (
     real,
     real_list,
 )
-from asymptotics.core.parameters import STEPS_EXAMPLE
+from asymptotics.core.parameters import STEPS_EXAMPLE, default
+
+#: what each model of the table is (its first line, the figure's title)
+MODEL_TEXT = {"network": "the network theory of the groups (docs/THEORY.md §15)",
+              "srf": "the sRF surrogate of the groups (docs/THEORY.md §12)"}
 
 
 def _alpha0(text: str) -> float:
@@ -33,7 +39,9 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
         "steps", help="risk after each of T giant steps (fresh batches; multi-index targets)",
         description="Risk of ridge on the readout after t = 0..T giant steps, each on a fresh "
                     "batch of alpha0 d samples with learning rate eta_tilde_t p (docs/THEORY.md "
-                    "§12: the K-group model of the steps; t = 0 is random features).")
+                    "§12: the K-group model of the steps; t = 0 is random features), by the "
+                    "network theory of the groups (--model network, the default, as "
+                    "asymptotics.risk(steps=T), §15) or their sRF surrogate (--model srf).")
     ex = STEPS_EXAMPLE  # the defaults of risk_by_step too (the parameter table)
     p.add_argument("--steps", type=integer("--steps", 1, 8), default=ex["steps"],
                    help=f"number of giant steps T (1..8, default {ex['steps']})")
@@ -50,9 +58,14 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--readout", choices=("constant", "pm1"), default=ex["readout"],
                    help="the frozen second layer: constant 1/sqrt(p), or +-1/sqrt(p) on two "
                          f"halves (default {ex['readout']})")
+    p.add_argument("--model", choices=("network", "srf"), default=default("model"),
+                   help="network: the trained network's theory of the groups (THEORY.md §15); "
+                        "srf: their spiked-random-features surrogate (§12); default "
+                        f"{default('model')}, as asymptotics.risk")
     p.add_argument("--batch", choices=("fresh", "reused"), default="fresh",
                    help="fresh: a new batch every step (default); reused: every step on the "
-                        "same batch (docs/THEORY.md §14; --steps <= 2, --delta 0)")
+                        "same batch (docs/THEORY.md §14; --steps <= 2, --delta 0, "
+                        "--model srf)")
     p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"),
                    default=parse_grid(ex["alpha"]),
                    help=f"ridge sample ratios n/d: a list or START:STOP:NUM (default "
@@ -85,7 +98,8 @@ def _plot(df, path: str) -> None:
     r = df.iloc[0]
     ax.set_xlabel(r"$\alpha = n/d$")
     ax.set_ylabel("test error")
-    ax.set_title(rf"$g$={r['target']}, $\sigma$={r['sigma']}, readout {r['readout']}, "
+    ax.set_title(f"{MODEL_TEXT[r['model']]}\n"
+                 rf"$g$={r['target']}, $\sigma$={r['sigma']}, readout {r['readout']}, "
                  rf"{r.get('batch', 'fresh')} batch, "
                  rf"$\alpha_0$={r['alpha0']:g}, $\tilde\eta$=({r['eta']})", fontsize=8)
     ax.legend(frameon=False, fontsize=8)
@@ -96,7 +110,7 @@ def _plot(df, path: str) -> None:
 
 def run_cli(args: argparse.Namespace) -> int:
     """Print the table (alpha x step); bad input: one line on stderr, exit status 2."""
-    from asymptotics.multiindex.steps_risk import risk_by_step
+    from asymptotics.api.by_step import risk_by_step
 
     check_writable(args.out, "--out")
     check_writable(args.plot, "--plot", suffixes=PLOT_SUFFIXES)
@@ -107,8 +121,9 @@ def run_cli(args: argparse.Namespace) -> int:
     df = risk_by_step(args.alpha, steps=args.steps, sigma=args.sigma, target=args.target,
                       alpha0=args.alpha0, eta=eta, lam=args.lam, beta=args.beta,
                       delta=args.delta, readout=args.readout, progress=not apply_quiet(args),
-                      batch=args.batch)
+                      batch=args.batch, model=args.model)
     table = df.pivot(index="alpha", columns="step", values="risk")
+    print(f"model {args.model}: {MODEL_TEXT[args.model]}")
     print("alpha  " + "  ".join("RF(t=0)" if t == 0 else f"step {t:<3d}" for t in table.columns))
     for a, row in table.iterrows():
         print(f"{a:<6.3g} " + "  ".join("   nan  " if math.isnan(v) else f"{v:8.5f}"

@@ -45,11 +45,10 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.measures.spectral import measure_moments
+from asymptotics.core.result import HAT_NAMES, STATE_NAMES  # noqa: F401  (the one definition)
+from asymptotics.measures.spectral import bulk_moments, measure_moments
 
 N_STATE = 7
-STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
-HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
 
 
 @kernel(cache=True, error_model="numpy")
@@ -196,7 +195,7 @@ def v_update(
         iv = w[j] / (1.0 + a1 * V1 + ms2[j] * V2)
         vh1 += iv * a1
         vh2 += iv * ms2[j]
-    mom = measure_moments(kind, beta, c, rho, F, H, G, lam + A * vh2, A * vh1)
+    mom = bulk_moments(kind, beta, c, rho, F, H, G, lam + A * vh2, A * vh1)
     out = np.empty(2)
     out[0] = mom[1]
     out[1] = mom[0]

@@ -81,13 +81,14 @@ def measure_moments(
             out[j] /= n
         return out
     if kind == 3:
-        population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1)
+        population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1,
+                        True)
         if not math.isnan(out[0]):
             special_columns(out, beta, F, G, H, s1)
         return out
     if kind == 4:
         n = rho.shape[0] // 5
-        population_bulk(out, beta, rho[:n], F[:n], s0, s1)
+        population_bulk(out, beta, rho[:n], F[:n], s0, s1, True)
         if not math.isnan(out[0]):
             quadrature_columns(out, beta, rho, F, H[0], s1, n)
         return out
@@ -132,6 +133,34 @@ def measure_moments(
     out[12] = 0.0
     out[13] = 0.0
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def bulk_moments(
+    kind: int,
+    beta: float,
+    c: float,
+    rho: np.ndarray,
+    F: np.ndarray,
+    H: np.ndarray,
+    G: np.ndarray,
+    s0: float,
+    s1: float,
+) -> np.ndarray:
+    """Kernel: <1/S>, <rho/S> (out[0:2] of :func:`measure_moments`, the same numbers; the other
+    entries are not computed for the population kinds): all the closed (V1, V2) subsystem reads,
+    without the channel averages a population measure would sum at every iteration."""
+    if kind == MEASURE_POPULATION:
+        out = np.empty(N_AVERAGES)
+        population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1,
+                        False)
+        return out
+    if kind == MEASURE_QUADRATURE:
+        out = np.empty(N_AVERAGES)
+        n = rho.shape[0] // 5
+        population_bulk(out, beta, rho[:n], F[:n], s0, s1, False)
+        return out
+    return measure_moments(kind, beta, c, rho, F, H, G, s0, s1)
 
 
 @dataclass(frozen=True)

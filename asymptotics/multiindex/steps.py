@@ -33,9 +33,9 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.coefficients.line_moments import on_line
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex import reused
+from asymptotics.multiindex import reused, xi_lines
+from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -183,38 +183,13 @@ def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
     w = np.exp(-0.5 * x * x)
     w /= w.sum()
-    pts = np.stack(np.meshgrid(*([x] * r), indexing="ij"), axis=-1).reshape(-1, r)
-    wts = np.prod(np.stack(np.meshgrid(*([w] * r), indexing="ij"), axis=-1).reshape(-1, r), 1)
-    keep = wts > 1e-18 * wts.max()
-    return pts[keep], wts[keep] / wts[keep].sum()
-
-
-def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray) -> np.ndarray:
-    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
-    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
-    if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
-        m1 = (s @ (wxi * xi)) / sc
-        m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
-    else:
-        m1, m2 = ds @ wxi, np.zeros(M.shape[0])
-    return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
-
-
-def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
-                wxi: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
-    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M. Each is a function of the group's M
-    alone: evaluated on a checked Chebyshev interpolant in M
-    (``asymptotics.coefficients.line_moments.on_line``, the rule's values to 1e-13)."""
-    out = np.empty((4,) + M.shape)
-    for g in range(M.shape[1]):
-        sc = math.sqrt(c[g])
-        vals = on_line(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), M[:, g], sc,
-                       key=("xi", sigma, sc, xi.shape[0]))
-        out[:, :, g] = vals.T
-    F, m1, m2, Eds2 = out
-    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
+    wts = w
+    for _ in range(r - 1):
+        wts = np.multiply.outer(wts, w)
+    wts = wts.ravel()
+    keep = np.flatnonzero(wts > 1e-18 * wts.max())
+    pts = x[np.stack(np.unravel_index(keep, (len(x),) * r), axis=-1)]
+    return pts, wts[keep] / wts[keep].sum()
 
 
 def factor(gram: np.ndarray) -> np.ndarray:
@@ -261,21 +236,29 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     xi, wxi = gauss_hermite(quad.xi)
     F, m1, m2, v = xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
     f = F @ (fractions * values)
-    da, dL = np.zeros((K, k)), np.zeros((K, q))
-    e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
+    # X = U Br^T + R Bo^T is linear in the nodes: the sums over the other axes first, per
+    # spike node (e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 + delta])
+    Br, Bo = basis[:, :r].T, basis[:, r:].T
+    Rz = R @ Bo[:, :k]
+    W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + k + q - r)
+    e01, e2 = np.empty((U.shape[0], W.shape[1])), np.empty(U.shape[0])
+    Uz = U @ Br[:, :k]
     rows = max(1, CHUNK // max(1, R.shape[0]))
     for lo in range(0, U.shape[0], rows):
         sl = slice(lo, lo + rows)
-        X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
-        w = wu[sl, None] * wr[None, :]
-        e = evaluate(g, X[..., :k]) - f[sl, None]
-        wm1 = (w * e)[..., None] * m1[sl, None, :]  # (u, rest, K)
-        da += np.einsum("urg,urj->gj", wm1, X[..., :k])
-        dL += np.einsum("urg,urj->gj", wm1, X[..., k:])
-        e_m2 += np.einsum("ur,ug->g", w * e, m2[sl])
-        noise = np.sum(w * (e * e + delta), axis=1)
-        noise_v += noise @ v[sl]
-        noise_mm += (m1[sl] * noise[:, None]).T @ m1[sl]
+        e = evaluate(g, Uz[sl, None, :] + Rz[None, :, :])
+        e -= f[sl, None]
+        e01[sl] = e @ W
+        e *= e
+        e2[sl] = e @ wr + delta * wr.sum()
+    e0, e1 = e01[:, 0], e01[:, 1:]
+    wm1 = (wu * e0)[:, None] * m1  # (u, K)
+    dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bo  # (K, k + q)
+    da, dL = dX[:, :k], dX[:, k:]
+    e_m2 = (wu * e0) @ m2
+    noise = wu * e2
+    noise_v = noise @ v
+    noise_mm = (m1 * noise[:, None]).T @ m1
     sqrt_c = np.sqrt(state.c) + eta * values * e_m2
     finite = math.isfinite(alpha0)
     c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
@@ -295,8 +278,9 @@ CACHE_SIZE = 128
 
 
 def clear_cache() -> None:
-    """Forget the cached mappings (benchmarks time a first computation)."""
+    """Forget the cached mappings and xi-moment pieces (benchmarks time a first computation)."""
     _CACHE.clear()
+    xi_lines.clear_cache()
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,16 @@
 """The risk of the ridge readout after several giant steps (docs/THEORY.md §12): the groups of
 :func:`asymptotics.multiindex.steps.steps_mapping` through the K-group equations of §10, the
-entry of ``asymptotics.risk(..., steps=T)`` and the table of the risk after each step."""
+entry of ``asymptotics.risk(..., steps=T)`` (the table of the risk after each step, of both models,
+is :func:`asymptotics.api.by_step.risk_by_step`)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
-from asymptotics.core.parameters import STEPS_EXAMPLE, steps_eta
 from asymptotics.multiindex.steps import GroupState, StepsMapping, factor, steps_mapping
 from asymptotics.spiked.readouts import parse_readout
 
@@ -66,60 +65,6 @@ def check_mapping(mapping: StepsMapping, *, steps: int, sigma: object, target: o
         if have != want:
             raise ValueError(f"mapping was computed with {name}={have!r}, not the {name}={want!r} "
                              "passed (omit mapping, or pass its parameters)")
-
-
-_EX = STEPS_EXAMPLE
-
-
-def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
-                 sigma: str = _EX["sigma"], target: str = _EX["target"],
-                 alpha0: float = _EX["alpha0"], eta: float | Sequence[float] | None = None,
-                 lam: float = _EX["lam"], beta: float = _EX["beta"],
-                 delta: float = _EX["delta"], readout: object = _EX["readout"],
-                 p: float | None = None, on_step: Callable[[int], None] | None = None,
-                 progress: bool | None = None, batch: str = "fresh"):
-    """A DataFrame with the risk after each step ``t = 0..steps`` (0: random features) at each
-    alpha, with the groups' state (``loadings``, ``bulk``, ``overlaps`` as JSON) and every
-    parameter; unconverged points have risk NaN. The defaults are the parameter table's
-    several-steps example (``asymptotics.core.parameters.STEPS_EXAMPLE``, also those of
-    ``python -m asymptotics steps``); ``eta=None``: its schedule (2, 8, 16, the last repeated).
-    Each step's groups are solved as one curve along alpha (one kappa rule per curve).
-    ``on_step(t)`` is called after step ``t``; ``progress``: a report per step on stderr
-    (:class:`asymptotics.core.progress.Progress`; False: none); ``batch="reused"``: every
-    step on the same batch (THEORY.md §14)."""
-    import json
-
-    import pandas as pd
-
-    from asymptotics.core.progress import Progress
-    from asymptotics.spiked.solve import risk_spiked_curve
-
-    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
-                                                                   np.atleast_1d(alphas))]
-    steps = checks.integer("steps", steps, 1)
-    eta = steps_eta(steps) if eta is None else eta
-    group_checks.by_step_options(progress, on_step)
-    group_checks.ridge(lam, beta, p, parse_readout(readout).weights)
-    mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                       readout=readout, batch=batch)
-    rows = []
-    with Progress(steps + 1, "risk by step", unit="steps", enabled=progress) as bar:
-        for t in bar.iter(range(steps + 1)):
-            params = mp.spiked_params(t)
-            df = risk_spiked_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                                   progress=False, **params)
-            for a, risk, conv in zip(alphas, df.risk, df.converged, strict=True):
-                rows.append(dict(model="srf-groups", step=t, alpha=a,
-                                 risk=float(risk) if conv else math.nan,
-                                 converged=bool(conv), sigma=mp.sigma, target=target,
-                                 readout=mp.readout.name, batch=mp.batch, alpha0=alpha0,
-                                 eta=",".join(f"{e:g}" for e in mp.eta), lam=lam, beta=beta,
-                                 delta=delta, p=p, loadings=json.dumps(params["loadings"]),
-                                 bulk=json.dumps(params["bulk"]),
-                                 overlaps=json.dumps(params["overlaps"])))
-            if on_step is not None:
-                on_step(t)
-    return pd.DataFrame(rows)
 
 
 def needs_groups(target: object) -> bool:

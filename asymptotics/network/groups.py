@@ -210,6 +210,18 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
     return new_state, cov_new
 
 
+#: the states and covariances of every network mapping computed in this process, by
+#: (parameters, etas so far), as the surrogate's mappings are cached in multiindex.steps: a
+#: mapping is computed once and shared by every point (and a longer run starts from a shorter one)
+_CACHE: dict = {}
+CACHE_SIZE = 128
+
+
+def clear_cache() -> None:
+    """Forget the cached network mappings (benchmarks time a first computation)."""
+    _CACHE.clear()
+
+
 def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: float,
                    eta: float | Sequence[float], delta: float = 0.0,
                    readout: object = "constant", quad: Quadrature = DEFAULT_QUAD
@@ -220,14 +232,31 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
                        readout=readout, quad=quad)
     steps, etas, delta, ro, s, g, k = m.steps, m.etas, m.delta, m.readout, m.sigma, m.g, m.k
     values, fractions, degree, K = m.values, m.fractions, m.degree, len(m.values)
-    st = GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))
-    cov = np.repeat(np.eye(k)[None], K, axis=0)
-    states, covs = [st], [cov]
-    for t in range(steps):
+    base = (s, target, float(alpha0), delta, ro, quad)
+    try:
+        hash(base)
+    except TypeError:  # an unhashable part: computed, not cached
+        base = None
+    done = next((t for t in range(steps, 0, -1) if base is not None
+                 and (base, etas[:t]) in _CACHE), 0)
+    if done:
+        states, covs = (list(x) for x in _CACHE[(base, etas[:done])])
+    else:
+        states = [GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
+        covs = [np.repeat(np.eye(k)[None], K, axis=0)]
+    st, cov = states[-1], covs[-1]
+    for t in range(done, steps):
         st, cov = advance_network(st, cov, sigma=s, g=g, values=values, fractions=fractions,
                                   eta=etas[t], alpha0=float(alpha0), delta=delta, quad=quad,
                                   degree=degree)
+        for arr in (st.a, st.L, st.c, cov):
+            arr.flags.writeable = False  # shared through the cache
         states.append(st)
         covs.append(cov)
+        if base is not None:
+            _CACHE[(base, etas[:t + 1])] = (tuple(states), tuple(covs))
+            while len(_CACHE) > CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
     return NetworkGroups(sigma=s.name, target=target, readout=ro, alpha0=float(alpha0),
-                         eta=etas, delta=delta, k=k, states=tuple(states), cov=tuple(covs))
+                         eta=etas[:steps], delta=delta, k=k, states=tuple(states[:steps + 1]),
+                         cov=tuple(covs[:steps + 1]))

@@ -11,10 +11,13 @@ from dataclasses import replace
 
 import numpy as np
 
+from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
+from asymptotics.multiindex.steps import trapezoid
 from asymptotics.network.channels import Channels
 from asymptotics.spiked.anderson import anderson
+from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
 from asymptotics.spiked.kernels import (
     DET_MIN,
     channel_v,
@@ -29,7 +32,7 @@ from asymptotics.spiked.kernels import (
     v_map,
     vhats,
 )
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem, target_degrees
 from asymptotics.spiked.solve import (
     KAPPA_LADDER,
     QUADRATURE_RTOL,
@@ -75,6 +78,80 @@ def _refined(solve_at: Callable[[int | None, int | None], list[SpikedResult]], r
         message=f"quadrature not resolved: the risk still moves by {r_.quadrature_change:.2g} "
                 f"(relative) from {ladder[-2]} to {ladder[-1]} kappa nodes per dimension; "
                 "pass a larger n_kappa") for r_ in out]
+
+
+#: the aligned rules tried where the Gauss-Hermite ladder does not settle (THEORY.md §15): the
+#: trapezoid step on the sharpest group's spike axis and the Gauss-Hermite nodes on each other
+#: axis of kappa (rotated so that the first axis is that group's loading)
+ALIGNED_LADDER = ((0.1, 36), (0.05, 54))
+
+
+def aligned_rotation(loadings: np.ndarray, bulk: np.ndarray) -> np.ndarray:
+    """An orthogonal r x r rotation of kappa whose first axis is the loading of the group with the
+    sharpest feature along kappa (the smallest ``sqrt(c_g)/|u_g|``), the next axes the principal
+    directions of the other loadings orthogonal to it."""
+    U = np.asarray(loadings, dtype=np.float64)
+    norms = np.linalg.norm(U, axis=1)
+    width = np.where(norms > 0, np.sqrt(np.asarray(bulk, dtype=np.float64)) /
+                     np.maximum(norms, 1e-300), np.inf)
+    r = U.shape[1]
+    if not np.any(np.isfinite(width)):
+        return np.eye(r)
+    e1 = U[int(np.argmin(width))] / norms[int(np.argmin(width))]
+    _, _, vt = np.linalg.svd(np.vstack([U - np.outer(U @ e1, e1), np.eye(r)]))
+    R, _ = np.linalg.qr(np.column_stack([e1, vt[:r - 1].T]))
+    return R * np.sign(R[:, 0] @ e1)  # (a QR sign of the first column only: any sign is exact)
+
+
+def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
+                    n_omega: int | None) -> tuple[SpikedProblem, Channels]:
+    """The K-group problem with kappa rotated by :func:`aligned_rotation` (loadings ``U R``,
+    overlaps ``R^T Gamma``, the channels' V block ``R^T Sig R``: an exact change of the basis of
+    V) on the product of a trapezoid rule of step ``h`` on the first axis and ``n``
+    Gauss-Hermite nodes on each other axis."""
+    U = np.asarray(params["loadings"], dtype=np.float64)
+    r = U.shape[1]
+    R = aligned_rotation(U, params["bulk"])
+    G = np.asarray(params["overlaps"], dtype=np.float64)
+    k = G.shape[1]
+    Rb = np.eye(r + k)
+    Rb[:r, :r] = R
+    rot = dict(params, loadings=(U @ R).tolist(), overlaps=(R.T @ G).tolist())
+    base = build_spiked_problem(**rot, n_kappa=2, n_omega=n_omega)
+    u1, w1 = trapezoid(1, h)
+    rest, wr = tensor_rule(r - 1, n) if r > 1 else (np.zeros((1, 0)), np.ones(1))
+    kap = np.hstack([np.repeat(u1, len(wr), axis=0), np.tile(rest, (len(w1), 1))])
+    w = np.repeat(w1, len(wr)) * np.tile(wr, len(w1))
+    w = w / w.sum()
+    target = params["target"]
+    degrees = target_degrees(base.target_name) if isinstance(target, str) and not isinstance(
+        base.target, Function) else getattr(target, "degrees", None)
+    mu0, mb1, ms2 = feature_tables(base.sigma, kap, base.loadings, base.bulk)
+    hh, h1, h2 = target_tables(base.target, base.k, kap, base.overlaps, n_omega, degrees)
+    c = np.ascontiguousarray
+    prob = replace(base, tables=Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(hh), c(h1),
+                                       c(h2)))
+    return prob, Channels(np.einsum("ai,gab,bj->gij", Rb, sig, Rb), r, k)
+
+
+def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
+             n_omega: int | None, res: SpikedResult) -> SpikedResult:
+    """The point on :data:`ALIGNED_LADDER` where the Gauss-Hermite ladder left it unsettled
+    (``res``): the first two rules that agree to :data:`QUADRATURE_RTOL`, else ``res``."""
+    prev = None
+    for h, n in ALIGNED_LADDER:
+        prob, ch = aligned_problem(params, sig, h, n, n_omega)
+        cur = solve_network(prob, ch, alpha, solver)
+        if prev is not None and cur.converged and prev.converged:
+            change = abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
+            if change <= QUADRATURE_RTOL:
+                return replace(cur, n_kappa=n,
+                               quadrature_change=change,
+                               message=f"converged (aligned rule: trapezoid step {h:g} on the "
+                                       f"sharpest spike axis, {n} Gauss-Hermite nodes on the "
+                                       "others; the tensor Gauss-Hermite ladder did not settle)")
+        prev = cur
+    return res
 
 
 def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:
@@ -222,7 +299,11 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
         return [res]
 
     r = np.shape(np.asarray(params["loadings"], dtype=np.float64))[1]
-    res = replace(_refined(solve_at, int(r), n_kappa, n_omega)[0], model="network")
+    res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
+    if n_kappa is None and r >= 2 and not res.converged and res.quadrature_change > \
+            QUADRATURE_RTOL:
+        res = _aligned(params, sig, alpha, solver, n_omega, res)
+    res = replace(res, model="network")
     if strict and not res.converged:
         raise ConvergenceError(f"network K-group equations did not converge at "
                                f"alpha={alpha:g}: {res.message}")

@@ -2,5 +2,6 @@
 
 from asymptotics.spectra.api import spectrum
 from asymptotics.spectra.law import Outlier, SpectralLaw
+from asymptotics.spectra.twostep import TwoStepWeights, two_step_weights
 
-__all__ = ["Outlier", "SpectralLaw", "spectrum"]
+__all__ = ["Outlier", "SpectralLaw", "TwoStepWeights", "spectrum", "two_step_weights"]

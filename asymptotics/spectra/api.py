@@ -47,19 +47,25 @@ def spectrum(of: str, alpha: float | None = None, *,
              sigma: str | Function = default("sigma"), target: str | Function = default("target"),
              alpha0: float = default("alpha0"), eta: float = default("eta"),
              lam: float = default("lam"), beta: float = default("beta"),
-             delta: float = default("delta"), model: str = "srf", readout: object = "constant",
+             delta: float = default("delta"), model: str | None = None,
+             readout: object = "constant",
              steps: int = 1, d: float | None = None) -> SpectralLaw:
     """The limiting spectral law (docs/THEORY.md §16) of
     ``of="features"``: the p eigenvalues of F^T F, F = sigma(X W^T)/sqrt(p) on n = alpha d fresh
     inputs (the matrix of the readout's ridge normal equations; ``lam`` only shifts it); or
     ``of="weights"``: the p eigenvalues of W W^T (squared singular values of the first layer).
-    ``model``: "srf" (the spiked random features of the step, default), "network" (weights
-    only: the trained network's population covariance) or "rf" (eta = 0). ``readout`` and
-    ``steps`` (features only, model "srf") give the K-group model of §10-§12.
+    ``model``: "network" (the trained network after one step with the constant readout: the
+    population covariance of its bulk rows, §16.1/§16.3), "srf" (the spiked random features of
+    the step; with ``readout`` and ``steps`` the K-group model of §10-§12, for the weights
+    §16.6) or "rf" (eta = 0). None (default): "network" for the features at one step with the
+    constant readout and eta > 0, else "srf" (the weights: "srf").
     ``d``: the input dimension at which the outliers are located (None: the limit, where the
     features' mean and the weights' spike diverge, location inf)."""
     if of not in OF:
         raise ValueError(f"of must be one of {OF}, got {of!r}")
+    if model is None:
+        one = steps == 1 and isinstance(readout, str) and readout == "constant"
+        model = "network" if of == "features" and one and eta != 0.0 else "srf"
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     beta = checks.positive("beta", beta)
@@ -79,24 +85,43 @@ def spectrum(of: str, alpha: float | None = None, *,
         if alpha is None:
             raise ValueError("alpha must be given for of='features' (n = alpha d fresh inputs)")
         alpha = checks.positive("alpha", alpha)
-        if model == "network":
-            raise ValueError("model must be 'srf' or 'rf' for of='features', got 'network' (the "
-                             "network's features spectrum is not derived)")
+        net = model == "network" and eta > 0.0
+        if net and (steps != 1 or not (isinstance(readout, str) and readout == "constant")):
+            raise ValueError("model='network' for of='features' covers one step with the constant "
+                             f"readout (steps=1, readout='constant'), got steps={steps}, "
+                             f"readout={readout!r}; use model='srf' (the K-group surrogate)")
         from asymptotics.spiked.problem import build_spiked_problem
 
         gp = _groups(s, target, alpha0=alpha0, eta=eta, delta=delta, readout=readout,
                      steps=steps, model=model)
         prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
-        sol, support, atom = features_bulk(prob, alpha)
+        sol = network = None
+        if net:
+            from asymptotics.spectra.features import network_channels, network_features_solver
+
+            g = get_function(target)
+            sol = network_features_solver(prob, alpha, sigma=s, target=g, alpha0=alpha0,
+                                          eta=eta, delta=delta)
+            network = network_channels(prob, s, g, alpha0=alpha0, eta=eta, delta=delta)
+        sol, support, atom = features_bulk(prob, alpha, sol)
         edge = support[-1][1] if support else 0.0
-        outs = features_outliers(prob, alpha, sol, edge, d)
+        outs = features_outliers(prob, alpha, sol, edge, d, network)
         matrix = "F^T F (p x p), F = sigma(X W^T)/sqrt(p), X: n = alpha d fresh inputs"
         params.update(alpha=alpha, loadings=gp["loadings"], bulk=gp["bulk"],
                       fractions=gp["fractions"], overlaps=gp["overlaps"])
     else:
         if steps != 1 or not (isinstance(readout, str) and readout == "constant"):
-            raise ValueError("of='weights' covers one step with the constant readout (steps=1, "
-                             f"readout='constant'), got steps={steps}, readout={readout!r}")
+            if model != "srf":
+                raise ValueError("model must be 'srf' for of='weights' with steps > 1 or a "
+                                 f"non-constant readout, got {model!r}")
+            from asymptotics.spectra.weights import steps_weights
+
+            sol, support, atom, outs, extra = steps_weights(
+                s, target, alpha0=alpha0, eta=eta, delta=delta, beta=beta, readout=readout,
+                steps=steps, d=d)
+            params.update(alpha=alpha, **extra)
+            return _law(of, "W W^T (p x p): the squared singular values of the first layer",
+                        model, params, support, atom, outs, d, sol)
         from asymptotics.step.srf import srf_mapping
 
         g = get_function(target)
@@ -116,6 +141,11 @@ def spectrum(of: str, alpha: float | None = None, *,
                                 forms=forms)
         matrix = "W W^T (p x p): the squared singular values of the first layer"
         params.update(alpha=alpha, r=sp.r, c=sp.c, gamma=sp.gamma)
+    return _law(of, matrix, model, params, support, atom, outs, d, sol)
+
+
+def _law(of: str, matrix: str, model: str, params: dict, support: list, atom: float,
+         outs: list, d: float | None, sol: object) -> SpectralLaw:
     outs = sorted(outs, key=lambda o: -o.location)
     ok = bool(support) and all(math.isfinite(a) for iv in support for a in iv)
     return SpectralLaw(of=of, matrix=matrix, model=model, params=params, support=tuple(support),

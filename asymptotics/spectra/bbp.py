@@ -59,7 +59,14 @@ def outlier_locations(phis: Phis, edge: float, k: int) -> list[float]:
 
 def overlap_vectors(phis: Phis, lam: float) -> tuple[np.ndarray, np.ndarray]:
     """(Q^T v)^2 and (P^T u)^2 (componentwise) at an outlier lam, v, u the unit eigenvector of
-    F^T F and of F F^T. Residue of the resolvent of the dilation [[0, F], [F^T, 0]] at
+    F^T F and of F F^T (the squares of :func:`signed_overlaps`)."""
+    qv, pu = signed_overlaps(phis, lam)
+    return qv ** 2, pu ** 2
+
+
+def signed_overlaps(phis: Phis, lam: float) -> tuple[np.ndarray, np.ndarray]:
+    """Q^T v and P^T u at an outlier lam (one common sign left free), v, u the unit eigenvector
+    of F^T F and of F F^T. Residue of the resolvent of the dilation [[0, F], [F^T, 0]] at
     s = sqrt(lam): with M(s) = -diag(s P^T R1 P, s Q^T R2 Q), R1 = (s^2 - B B^T)^-1, the null
     vector (x_P, x_Q) of C + M (C the block swap), x_Q = Phi1/s x_P, x_P = s Phi2 x_Q, gives
     P^T u = sqrt 2 x_Q / sqrt(n'), Q^T v = sqrt 2 x_P / sqrt(n'), n' = x^T M'(s) x."""
@@ -80,4 +87,5 @@ def overlap_vectors(phis: Phis, lam: float) -> tuple[np.ndarray, np.ndarray]:
     Am, Bm = blocks(s - h)
     dA, dB = (Ap - Am) / (2 * h), (Bp - Bm) / (2 * h)
     nrm = -(xp @ dA @ xp + xq @ dB @ xq)  # M' = -diag(dA, dB)
-    return 2.0 * xp ** 2 / nrm, 2.0 * xq ** 2 / nrm
+    f = math.sqrt(2.0 / nrm) if nrm > 0.0 else math.nan
+    return f * xp, f * xq

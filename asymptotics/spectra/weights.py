@@ -1,5 +1,6 @@
-"""Spectrum of the first layer after one giant step: the eigenvalues of W1 W1^T (p x p, the squared
-singular values of W1), docs/THEORY.md §16.4.
+"""Spectrum of the first layer: the eigenvalues of W W^T (p x p, the squared singular values of
+W) after one giant step (docs/THEORY.md §16.3) and after several steps or with a finite-support
+readout (§16.6: :func:`steps_weights`, :func:`rowvar_solver`, :func:`lowrank_outliers`).
 
 W1 = B + r 1_p v^T with bulk rows of population covariance C/d (given the first batch they are
 i.i.d.): the bulk law is the generalised Marchenko-Pastur law of C (Silverstein and Bai 1995),
@@ -23,7 +24,7 @@ from asymptotics.coefficients.cget import ge_coefficients
 from asymptotics.coefficients.functions import Function
 from asymptotics.measures.population_quadrature import TOL, law_nodes, population_rules
 from asymptotics.measures.resolvent_kernels import dyson_forms
-from asymptotics.spectra.bbp import outlier_locations, overlap_vectors
+from asymptotics.spectra.bbp import outlier_locations, overlap_vectors, signed_overlaps
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
 
 N_POP = 16  # Gauss nodes of the population law of the network's bulk rows (its default)
@@ -176,3 +177,148 @@ def weights_bulk(nodes: np.ndarray, wts: np.ndarray, beta: float, exact: Solver 
     sol.atom = max(0.0, 1.0 - 1.0 / beta)
     hi = float(np.max(nodes)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
     return sol, bulk_support(sol, hi), sol.atom
+
+
+def rowvar_solver(c: np.ndarray, w: np.ndarray, beta: float) -> Solver:
+    """The law of W W^T (p x p) for W = D^(1/2) G (docs/THEORY.md §16.6): G p x d with i.i.d.
+    entries of variance 1/d, row variances D of law sum_j w_j delta(c_j), beta = p/d. Unknowns
+    (m_t, m): the d x d transform m_t = 1/(-z + beta E[c/(1 + c m_t)]) and the p x p one
+    m = -E[1/(z (1 + c m_t))] (the diagonal of the p x p resolvent, row i: -1/(z(1 + c_i m_t)))."""
+    c, w = np.asarray(c, float), np.asarray(w, float) / np.sum(w)
+
+    def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        mt, m = x[:, 0], x[:, 1]
+        q = 1.0 + c[None, :] * mt[:, None]
+        f1 = mt * (-z + beta * (w[None, :] * c[None, :] / q).sum(axis=1)) - 1.0
+        f2 = z * m + (w[None, :] / q).sum(axis=1)
+        return np.stack([f1, f2], axis=1)
+
+    def start(z: np.ndarray) -> np.ndarray:
+        return np.stack([-1.0 / z, -1.0 / z], axis=1)
+
+    sol = Solver(residual, start, lambda x: x[:, 1], scale=float(w @ c))
+    sol.atom = max(0.0, 1.0 - 1.0 / beta)
+    return sol
+
+
+def rowvar_bulk(c: np.ndarray, w: np.ndarray, beta: float) -> tuple[Solver, list, float]:
+    """(solver, support intervals, atom) of :func:`rowvar_solver`."""
+    sol = rowvar_solver(c, w, beta)
+    hi = float(np.max(c)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5
+    return sol, bulk_support(sol, hi), sol.atom
+
+
+def lowrank_outliers(mt: Callable[[float], float], edge: float, *, p: float, c: np.ndarray,
+                     w: np.ndarray, left: np.ndarray, gram: np.ndarray
+                     ) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Outliers of W W^T, W = D^(1/2) G + P Q^T (docs/THEORY.md §16.6): the left vectors are
+    functions of the row's label (``left``: labels x r, the rows' labels of law ``w``, variance
+    ``c`` per label), the right ones have Gram ``gram`` (r x r) and are generic for G. Then
+    Phi1 = p E[l l^T/(1 + c m_t)], Phi2 = -m_t Q^T Q, with ``mt(lam)`` the d x d transform
+    above the bulk's ``edge``. Returns (location, Q^T v, P^T u) per outlier, descending."""
+    c, w = np.asarray(c, float), np.asarray(w, float) / np.sum(w)
+    left, gram = np.asarray(left, float), np.asarray(gram, float)
+
+    def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+        m = mt(lam)
+        if not math.isfinite(m):
+            r = gram.shape[0]
+            return np.full((r, r), np.nan), np.full((r, r), np.nan)
+        q = w / (1.0 + c * m)
+        return p * (left.T * q[None, :]) @ left, -m * gram
+
+    out = []
+    for lam in outlier_locations(phis, edge, gram.shape[0]):
+        if not math.isfinite(lam):
+            continue
+        qv, pu = signed_overlaps(phis, lam)
+        out.append((lam, qv, pu))
+    return out
+
+
+def steps_weights(s: Function, target: object, *, alpha0: float, eta: float, delta: float,
+                  beta: float, readout: object, steps: int, d: float | None
+                  ) -> tuple[Solver, list, float, list[Outlier], dict]:
+    """W W^T after ``steps`` fresh-batch giant steps with a finite-support readout, from the
+    groups of :func:`asymptotics.multiindex.steps.steps_mapping` (docs/THEORY.md §12, §16.6):
+    group g's rows are sqrt(c_g) G_i + s_g, so W = D^(1/2) G + P Q^T with P's columns the
+    loadings of the spikes on the groups and Q an orthonormal basis of the spikes' span."""
+    from asymptotics.multiindex.steps import steps_mapping
+
+    tname = target if isinstance(target, str) else getattr(target, "name", None)
+    if not isinstance(tname, str):
+        raise TypeError(f"target must be an expression in z1..zk for of='weights' with steps > 1 "
+                        f"or a non-constant readout, got {target!r}")
+    mp = steps_mapping(s, tname, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout)
+    state = mp.states[-1]
+    fr = np.asarray(mp.readout.weights, float)
+    eps = np.asarray(mp.readout.values, float)
+    c = np.asarray(state.c, float)
+    loadings, overlaps, rot = state.spiked_model()
+    gamma = np.asarray(overlaps) @ np.asarray(rot).T  # V_a . theta_j (original targets)
+    sol, support, atom = rowvar_bulk(c, fr, beta)
+    params = dict(bulk=c.tolist(), fractions=fr.tolist(), loadings=np.asarray(loadings).tolist(),
+                  learned_target_overlaps=gamma.tolist(), spike_gram=state.spike_gram.tolist())
+    r, k = gamma.shape
+    if not np.any(np.asarray(loadings) != 0.0):
+        return sol, support, atom, [], params
+    if d is None:  # every spike has strength ~ sqrt(p): the outliers diverge
+        outs = [Outlier(math.inf, f"learned {a + 1}",
+                        {f"learned {a + 1}": 1.0,
+                         **{f"target {j + 1}": float(gamma[a, j] ** 2) for j in range(k)}})
+                for a in range(r)]
+        return sol, support, atom, outs, params
+    edge, mt = rowvar_top(c, fr, beta)
+    p = beta * d
+    L = np.asarray(loadings, float)
+    outs = []
+    for lam, qv, pu in lowrank_outliers(mt, edge, p=p, c=c, w=fr, left=L, gram=np.eye(r)):
+        q = fr / (1.0 + c * mt(lam))
+        E = (L.T * q[None, :]) @ L  # E[l l^T/(1 + c m_t)]
+        y = np.linalg.solve(p * E, pu)
+        ov = {}
+        for name, t in (("mean", np.ones_like(fr)), ("readout", eps / math.sqrt(fr @ eps ** 2))):
+            # t(g)/sqrt p against u: sqrt p E[t l^T/(1 + c m_t)] (p E)^-1 P^T u
+            ov[name] = float(math.sqrt(p) * ((q * t) @ L) @ y) ** 2
+        ov.update({f"learned {a + 1}": float(qv[a] ** 2) for a in range(r)})
+        ov["learned span"] = float(qv @ qv)
+        ov.update({f"target {j + 1}": float((gamma[:, j] @ qv) ** 2) for j in range(k)})
+        a_top = int(np.argmax(np.abs(qv)))
+        outs.append(Outlier(float(lam), f"learned {a_top + 1}", ov))
+    return sol, support, atom, outs, params
+
+
+def rowvar_top(c: np.ndarray, w: np.ndarray, beta: float
+               ) -> tuple[float, Callable[[float], float]]:
+    """The upper edge of :func:`rowvar_solver`'s law and m_t(lam) above it, on the real axis:
+    lam(m) = -1/m + beta E[c/(1 + c m)] is the inverse of m_t; from m = 0- it decreases to the
+    edge (its first local minimum), and the physical m_t(lam > edge) lies between (Silverstein
+    and Choi 1995)."""
+    from scipy.optimize import brentq, minimize_scalar
+
+    c, w = np.asarray(c, float), np.asarray(w, float) / np.sum(w)
+
+    def lam_of(m: float) -> float:
+        return -1.0 / m + beta * float(w @ (c / (1.0 + c * m)))
+
+    lo = -1.0 / float(np.max(c))
+    t = np.geomspace(1e-6, 1.0 - 1e-9, 4000)
+    ms = lo * t
+    ls = -1.0 / ms + beta * ((w[None, :] * c[None, :]) / (1.0 + c[None, :] * ms[:, None])
+                             ).sum(axis=1)
+    up = np.nonzero(np.diff(ls) > 0.0)[0]
+    i = int(up[0]) if up.size else ls.size - 1
+    a, b = ms[min(i + 1, ms.size - 1)], ms[max(i - 1, 0)]
+    res = minimize_scalar(lam_of, bounds=(a, b), method="bounded",
+                          options={"xatol": 1e-14 * abs(lo)})
+    m_star = float(res.x)
+    edge = lam_of(m_star)
+
+    def mt(lam: float) -> float:
+        if not lam > edge:
+            return math.nan
+        m_hi = -0.5 / (lam + beta * float(np.max(c)))  # lam_of(m_hi) >= 2 lam
+        return float(brentq(lambda m: lam_of(m) - lam, m_star, m_hi, xtol=1e-15, rtol=1e-13))
+
+    return edge, mt

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
@@ -189,16 +189,18 @@ def risk_readout(alpha: float, *, readout: object = "pm1",
                  solver: SolverConfig = SolverConfig(), n_kappa: int | None = None):
     """Asymptotic test error after one giant step whose initial readout has finite support
     (THEORY.md §11): the K-group sRF model of :func:`readout_mapping` solved by
-    :func:`asymptotics.spiked.risk_spiked` (a :class:`~asymptotics.spiked.SpikedResult`).
-    Defaults as :func:`asymptotics.risk`; ``readout="constant"`` is
-    ``asymptotics.risk(model="srf")`` (to solver precision). ``p``: finite width (§10.6)."""
+    :func:`asymptotics.spiked.risk_spiked` (a :class:`~asymptotics.RiskResult` carrying the
+    step's ``alpha0`` and ``eta``). Defaults as :func:`asymptotics.risk`;
+    ``readout="constant"`` is ``asymptotics.risk(model="srf")`` (to solver precision). ``p``:
+    finite width (§10.6)."""
     from asymptotics.spiked.solve import risk_spiked
 
     ro = parse_readout(readout)
     check_model(model, ro)
     mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
-    return risk_spiked(alpha, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta, p=p,
-                       strict=strict, solver=solver, n_kappa=n_kappa, **mp.spiked_params())
+    res = risk_spiked(alpha, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta, p=p,
+                      strict=strict, solver=solver, n_kappa=n_kappa, **mp.spiked_params())
+    return replace(res, alpha0=float(alpha0), eta=float(eta))
 
 
 def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
@@ -220,6 +222,7 @@ def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
                            p=p, strict=strict, solver=solver, progress=progress,
                            **mp.spiked_params())
     df.insert(1, "readout", ro.name)
+    df["alpha0"], df["eta"] = float(alpha0), float(eta)  # the step's, as on risk_readout's
     return df
 
 

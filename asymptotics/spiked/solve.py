@@ -5,17 +5,20 @@ relative residual of the literal map over all unknowns at ``rtol``. Unconverged:
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import replace
 
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
-from asymptotics.core.meta import FieldGroups
 from asymptotics.core.parameters import default
+from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former name, same class)
+    RESULT_COLUMNS,
+    RiskResult,
+    SpikedResult,
+)
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import solve_point
@@ -23,72 +26,6 @@ from asymptotics.spiked.kernels import sizes
 from asymptotics.spiked.problem import SpikedProblem, spiked_builder
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
-
-
-@dataclass(frozen=True)
-class SpikedResult(FieldGroups):
-    """One point of the K-group, r-spike theory with every parameter (docs/THEORY.md §10).
-    ``risk`` is E_x (g - f)^2 on noiseless inputs; NaN unless ``converged``."""
-
-    alpha: float
-    risk: float
-    converged: bool
-    status: str
-    message: str
-    iterations: int
-    residual: float
-    sigma: str
-    target: str
-    loadings: list
-    bulk: list
-    fractions: list
-    overlaps: list
-    lam: float
-    beta: float
-    delta: float
-    p: float
-    order: dict = field(repr=False, compare=False)  # the order parameters (lists)
-    state: tuple = field(repr=False, compare=False)
-    # the kappa rule the risk was computed on (nodes per dimension; 0: the problem's own rule)
-    # and the relative change of the risk from the next coarser rule of the ladder (NaN: not
-    # checked, e.g. r = 1 or a rule given by the caller)
-    n_kappa: int = 0
-    quadrature_change: float = math.nan
-    #: the model the point describes: "srf" (the K-group sRF model, THEORY.md §10) or "network"
-    #: (the network theory of the groups, §15)
-    model: str = "srf"
-
-    #: the three groups of fields, as in :class:`asymptotics.api.points.RiskResult`: what
-    #: produced the point, what the equations give, how the solve went
-    PARAMETERS = ("alpha", "sigma", "target", "loadings", "bulk", "fractions", "overlaps", "lam",
-                  "beta", "delta", "p")
-    SOLUTION = ("risk", "order")
-    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
-                   "quadrature_change")
-
-    def to_dict(self) -> dict:
-        """As :meth:`as_dict` (the name :class:`~asymptotics.api.points.RiskResult` uses)."""
-        return self.as_dict()
-
-    def to_frame(self):
-        """A one-row DataFrame with the columns of :func:`risk_spiked_curve`."""
-        import pandas as pd
-
-        return pd.DataFrame([self.as_dict()])
-
-    def as_dict(self) -> dict:
-        """Flat record; lists, matrices and the order parameters as JSON strings."""
-        out = {}
-        for f in fields(self):  # (not dataclasses.asdict: it deep-copies the raw state)
-            k, v = f.name, getattr(self, f.name)
-            if k == "state":
-                continue
-            if k == "order":
-                for name, val in v.items():
-                    out[name] = json.dumps(val)
-            else:
-                out[k] = json.dumps(v) if isinstance(v, list) else v
-        return out
 
 
 def _args(prob: SpikedProblem, alpha: float) -> tuple:
@@ -268,10 +205,10 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                       solver: SolverConfig = SolverConfig(), progress: bool | None = None,
                       **params):
-    """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, every parameter
-    and order parameter as columns (lists and matrices as JSON strings). ``progress``: a report
-    per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none; with
-    r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
+    """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, the columns of
+    every result (``RESULT_COLUMNS``; lists and the ``order`` mapping as JSON). ``progress``: a
+    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none;
+    with r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
     import pandas as pd
 
     from asymptotics.core.progress import Progress
@@ -312,7 +249,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
                                f"{bad.message}")
-    return pd.DataFrame([res.as_dict() for res in results])
+    return pd.DataFrame([res.to_dict() for res in results], columns=RESULT_COLUMNS)
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,

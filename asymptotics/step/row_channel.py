@@ -92,7 +92,8 @@ def kappa_shift(coefficients: ConditionalCoefficients, sigma: Function, target: 
         return None
     kappa, nu = _nu(sigma, target, float(spike.r), float(spike.c), float(spike.gamma),
                     int(n_kappa))
-    if not np.allclose(kappa, coefficients.kappa):
+    same = kappa is coefficients.kappa or np.array_equal(kappa, coefficients.kappa)
+    if not (same or np.allclose(kappa, coefficients.kappa)):
         raise RuntimeError("the kappa rule of the bulk-variance channel differs from the tables'")
     mu1 = coefficients.mu1
     return lam_v * np.divide(nu, mu1, out=np.zeros_like(nu), where=np.abs(mu1) > 1e-200)

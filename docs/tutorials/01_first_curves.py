@@ -77,7 +77,11 @@ net[["alpha", "risk", "converged", "iterations", "residual", "r", "c", "gamma"]]
 # - `r`, `c`, `gamma`: the step as a spike: its size $r$, the bulk scale $c$ and the overlap
 #   $\gamma$ of the learned direction with the target (theory §3);
 # - `q1, q2, V1, V2, zeta, psi, m` and the hatted ones: the order parameters and their
-#   conjugates (theory §5).
+#   conjugates (theory §5);
+# - `loadings`, `bulk`, `fractions`, `overlaps`, `order`, `n_kappa`, `quadrature_change`: the
+#   K-group model and its order parameters (theory §10), empty here: every route returns the
+#   same record and the same columns (a K-group curve fills these and leaves `q1 ... psihat`
+#   NaN).
 
 # %%
 print(sorted(net.columns))

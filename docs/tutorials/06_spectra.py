@@ -29,7 +29,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 import asymptotics as A
+from asymptotics.multiindex.spikes import two_step_outlier_count
+from asymptotics.spectra import two_step_weights
 from validation.experiments.spectra_sim import kolmogorov, simulate_network
+from validation.experiments.spectra_weights.steps import SETTINGS, simulate
 
 FULL = os.environ.get("GIANTSTEP_FULL") == "1"
 d = 1000 if FULL else 500
@@ -37,9 +40,10 @@ setting = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=0.5, alpha
 
 # %% [markdown]
 # ## The predictions
-# The features' law is the sRF surrogate's (the K-group equations' V-part at $\lambda = -z$);
-# the weights' the network theory's (a generalised Marchenko–Pastur law of the step's
-# population covariance) with the spike's outlier.
+# Both laws are the network theory's (the default for the features at one step): the features'
+# is the V-part of the equations at $\lambda = -z$ with the first layer's bulk a generalised
+# Marchenko–Pastur law of the step's population covariance, the weights' that law itself, with
+# the spike's outlier.
 
 # %%
 features = A.spectrum("features", d=d, **setting)
@@ -88,9 +92,68 @@ for ax, law, eig in ((axes[0], features, draw.f_eig), (axes[1], weights, draw.w_
 fig.tight_layout()
 
 # %% [markdown]
+# ## The weights after several steps, with a $\pm 1$ readout
+# After `steps=T` fresh-batch steps the groups of the steps (docs/THEORY.md §12) give
+# $W = D^{1/2} G + P Q^\top$: a Marchenko–Pastur bulk with one row variance per readout value and
+# the groups' spikes as a low-rank perturbation (§16.6). The outlier's left vector lies on the
+# readout's signs, its right vector on the learned direction, partly on $\theta^*$.
+
+# %%
+s3 = next(s for s in SETTINGS if s.steps == 3 and s.readout == "pm1")
+law3 = A.spectrum("weights", sigma=s3.sigma, target=s3.target, alpha0=s3.alpha0, eta=s3.eta,
+                  beta=s3.beta, steps=3, readout="pm1", d=d)
+ev3, ov3 = simulate(s3, d, seed=0)
+o = law3.outliers[0]
+print(f"outlier {o.location:.1f} (sim. {ev3[-1]:.1f}), channel {o.channel}; overlaps theory / "
+      f"sim.: readout {o.overlaps['readout']:.4f} / {ov3['readout'][0]:.4f}, theta* "
+      f"{o.overlaps['target 1']:.3f} / {ov3['target 1'][0]:.3f}")
+print(f"Kolmogorov distance of the bulk: {kolmogorov(ev3, law3.cdf, 1):.4f}")
+assert abs(ev3[-1] / o.location - 1) < 0.05 and kolmogorov(ev3, law3.cdf, 1) < 0.03
+
+# %% [markdown]
+# ## Two steps with $\eta_t \sim p^{1/2 + a_t}$: the outliers at the simulated d
+# Moniri & Hassani (2026) count $\lfloor a_2/(1/2 - a_1)\rfloor$ outliers beyond the leading one
+# as $d \to \infty$; at d = 1000 the marginal ones are too weak to leave the bulk.
+# `two_step_weights` predicts them at the given d (§16.7): each row's common vector, a function
+# of its readout $g$, carries the second step's whole Taylor series in the first step's shift,
+# and the batch noise gives each order of $g$ its own direction.
+
+# %%
+for a1, a2 in ((0.35, 0.3), (0.4, 0.45)):
+    r = two_step_weights("tanh(z+0.5)", "linear", a1=a1, a2=a2, d=1000, eta1=1.0, eta2=3.0)
+    print(f"(a1, a2) = ({a1}, {a2}): at d = 1000 {r.count} beyond the leading one "
+          f"(asymptotically {two_step_outlier_count(a1, a2)}); singular values "
+          f"{np.round(r.outliers, 3)}, readout degrees {r.degrees}, edge {r.edge:.3f}")
+# validation/reports/SPECTRA.md, section 2, compares these counts with the simulations.
+
+# ## The network against its sRF surrogate (relu)
+# For tanh the step's population covariance is nearly isotropic and the network's features law
+# is the sRF surrogate's. For relu ($\mathbb E[z\sigma'(z)] \neq 0$) the step stretches the bulk
+# rows along the batch's weighted covariance: the features' bulk reaches further than the
+# surrogate's scaled Marchenko–Pastur law, and `model="network"` follows it.
+
+# %%
+relu = dict(sigma="relu", target="relu", alpha0=1.0, eta=1.0, beta=0.5, alpha=2.0)
+net, srf = (A.spectrum("features", d=d, model=m, **relu) for m in ("network", "srf"))
+draw_r = simulate_network(d=d, seed=0, **relu)
+ks = {m: kolmogorov(draw_r.f_eig, law.cdf, 1) for m, law in (("network", net), ("srf", srf))}
+print("bulk edge: network", round(net.edge, 2), " sRF", round(srf.edge, 2),
+      " largest bulk eigenvalue of the draw", round(draw_r.f_eig[-2], 2))
+print("Kolmogorov distance:", {m: round(v, 4) for m, v in ks.items()})
+print("mean outlier's overlap with 1_p/sqrt(p): network",
+      round(net.outliers[0].overlaps["mean"], 5), " sRF",
+      round(srf.outliers[0].overlaps["mean"], 5), " draw",
+      round(float(draw_r.f_overlaps["mean"][0]), 5))
+assert ks["network"] < ks["srf"]
+
+# %% [markdown]
 # ## What is covered
-# Features: one step or several (`steps=`), any initial readout (`readout=`), the sRF/K-group
-# model (`model="srf"`; `"rf"` at $\tilde\eta = 0$). Weights: one step with the constant readout,
-# `model="network"` (default of the theory of the network) or `"srf"`. A 300-point density costs
+# Features: the trained network after one step with the constant readout (`model="network"`,
+# the default there); one step or several (`steps=`) and any initial readout (`readout=`) with
+# the sRF/K-group model (`model="srf"`, the default there: the network's anisotropic groups have
+# no features law yet); `"rf"` at $\tilde\eta = 0$. Weights: one step with the constant readout,
+# `model="network"` (default of the theory of the network) or `"srf"`; several steps and any
+# finite-support readout with `model="srf"` (the groups of the steps); the two-step
+# $\eta \sim p^{1/2 + a}$ weights at the user's d with `two_step_weights`. A 300-point density costs
 # a fraction of a second (`benchmarks/bench_spectrum.py`); the comparison at d = 1000–4000 is
 # `validation/reports/SPECTRA_THEORY.md`.

@@ -12,6 +12,9 @@ exported CSV: ``validation/reports/data/network_steps_runs.sqlite`` in a checkou
 cache, :func:`validation.paths.data_file`) that starts from the committed CSV and its keys file,
 so stored repetitions are not rerun; every stored task is exported, sorted by setting, d and
 repetition, atomically to ``network_steps_runs.csv`` with its keys file.
+``python -m validation.experiments.network_steps diagnose --setting N1 --d 1000 --seeds 1,2
+--steps 2`` trains one network per seed and sets its first layer against its groups (the
+semi-empirical decomposition of docs/DERIVATIONS.md §9.5: :func:`diagnose`).
 ``python -m validation.experiments.network_steps_report [--quiet]`` computes both
 theories (``model="network"`` and ``model="srf"``) for every point and writes
 ``validation/reports/NETWORK_STEPS.md``.
@@ -33,6 +36,7 @@ import math
 import pathlib
 import sys
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -181,6 +185,155 @@ def simulate(d: int | None, seeds: int | None, only: list[str] | None, *,
     return write
 
 
+# -- diagnosis of the misses (docs/DERIVATIONS.md §9.4): the trained layer against its groups --
+
+DIAG_ALPHAS = RIDGE_ALPHAS
+DIAG_TEST = 20000
+DIAG_RIDGES = 2
+
+
+def _diag_risk(W: np.ndarray, sig, g, k: int, rng: np.random.Generator) -> dict[float, float]:
+    """Ridge test error of the readout on the layer ``W`` (DIAG_RIDGES draws of the ridge and
+    test inputs, averaged), at each ridge alpha of :data:`DIAG_ALPHAS`."""
+    p, d = W.shape
+    out = {}
+    for ra in DIAG_ALPHAS:
+        errs = []
+        for _ in range(DIAG_RIDGES):
+            n = int(round(ra * d))
+            Xr = rng.standard_normal((n, d))
+            Fr = sig(Xr @ W.T) / math.sqrt(p)
+            a = np.linalg.solve(Fr.T @ Fr + LAM * np.eye(p), Fr.T @ g(Xr[:, :k]))
+            Xt = rng.standard_normal((DIAG_TEST, d))
+            errs.append(float(np.mean((g(Xt[:, :k]) - sig(Xt @ W.T) / math.sqrt(p) @ a) ** 2)))
+        out[ra] = float(np.mean(errs))
+    return out
+
+
+def measured_groups(W: np.ndarray, labels: np.ndarray, k: int):
+    """The groups of a layer whose target directions are the first k coordinates: (GroupState,
+    each group's bulk covariance on E in absolute units (K x (k+q) x (k+q)), the basis of E
+    (d x (k+q)), the bulk rows, their group means)."""
+    from asymptotics.multiindex.steps import GroupState
+
+    K = int(labels.max()) + 1
+    d = W.shape[1]
+    means = np.array([W[labels == j].mean(axis=0) for j in range(K)])
+    B = W - means[labels]
+    c = np.array([np.mean(np.sum(B[labels == j] ** 2, axis=1)) for j in range(K)])
+    a = means[:, :k]
+    outside = means.copy()
+    outside[:, :k] = 0.0
+    _, sv, vt = np.linalg.svd(outside, full_matrices=False)
+    q = int(np.sum(sv > 1e-6 * max(1.0, sv.max(initial=0.0))))
+    E = np.hstack([np.eye(d)[:, :k], vt[:q].T])
+    cov = np.array([d * np.cov((B[labels == j] @ E).T, bias=True).reshape(k + q, k + q)
+                    for j in range(K)])
+    return GroupState(-1, a, outside @ vt[:q].T, c), cov, E, B, means
+
+
+def _semi(st, E: np.ndarray, B: np.ndarray, labels: np.ndarray, s: dict, k: int,
+          rng: np.random.Generator, iso_outside: bool = False) -> dict[float, float]:
+    """The semi-empirical K-group theory (THEORY.md §10.3) on the bulk ``B`` of the layer
+    (``iso_outside``: its part outside E replaced by isotropic Gaussian rows)."""
+    from asymptotics.multiindex.steps import group_params
+    from asymptotics.spiked.semi_empirical import risk_spiked_semi_empirical
+
+    _, Q = st.spiked_model()[1:]
+    S = np.hstack([st.a, st.L])
+    _, _, wt = np.linalg.svd(S, full_matrices=False)
+    r = st.spiked_model()[0].shape[1]
+    d = B.shape[1]
+    V = E @ wt[:r].T
+    th = (Q.T @ np.eye(d)[:k]).T
+    T = th - V @ (V.T @ th)
+    nrm = np.linalg.norm(T, axis=0)
+    T = np.where(nrm > 1e-12, T / np.maximum(nrm, 1e-300), 0.0)
+    G = B / np.sqrt(st.c[labels])[:, None]
+    if iso_outside:
+        P = E @ np.linalg.pinv(E)
+        Z = rng.standard_normal(G.shape) / math.sqrt(d)
+        G = G @ P + Z - Z @ P
+    K = st.a.shape[0]
+    params = group_params(st, s["target"], [float(np.mean(labels == j)) for j in range(K)])
+    params.pop("fractions")
+    return {a: risk_spiked_semi_empirical(a, G=G, labels=labels, V=V, T=T, sigma=s["sigma"],
+                                          lam=LAM, **params).risk for a in DIAG_ALPHAS}
+
+
+def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
+    """Per diagnosed step of one trained network (the protocol of :func:`simulate_one`, its own
+    seed ``1000 + rep``): the ridge test error of the layer, of the layer with its bulk outside
+    E replaced by isotropic Gaussian rows (``mc_iso_outside``) and with every bulk row at its
+    group's mean norm (``mc_equal_norm``); the network theory on the theory's groups, on the
+    measured groups and covariances (``net_measured``); the semi-empirical theory of the layer,
+    of its isotropic-outside version and of the equal-norm layer (docs/DERIVATIONS.md §9.4)."""
+    from asymptotics.multiindex.steps import group_params
+    from asymptotics.network.groups import model_channels, network_groups
+    from asymptotics.network.solve import risk_network_groups
+    from asymptotics.spiked.readouts import parse_readout
+
+    s = SETTINGS[name]
+    sig = get_function(s["sigma"])
+    g, k = target_callable(s["target"])
+    p = int(round(s["beta"] * d))
+    rng = np.random.default_rng(1000 + rep)
+    W = rng.standard_normal((p, d))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    vals = np.array(list(s["readout"]), dtype=np.float64)
+    counts = np.floor(np.array(list(s["readout"].values())) * p).astype(int)
+    counts[-1] = p - counts[:-1].sum()
+    eps = np.repeat(vals, counts)
+    order = list(parse_readout(s["readout"]).values)
+    labels = np.array([order.index(v) for v in eps])
+    K = len(order)
+    fractions = [float(np.mean(labels == j)) for j in range(K)]
+    n0 = int(round(s["alpha0"] * d))
+    ng = network_groups(s["sigma"], s["target"], steps=len(s["eta"]), alpha0=s["alpha0"],
+                        eta=s["eta"], readout=s["readout"])
+    kw = dict(sigma=s["sigma"], lam=LAM, beta=s["beta"], p=p)
+    rows = []
+    for t, eta in enumerate(s["eta"], start=1):
+        X = rng.standard_normal((n0, d))
+        pre = X @ W.T
+        act, dact = sig.value_and_derivative(pre)
+        e = g(X[:, :k]) - act @ eps / p
+        W = W + (eta / n0) * ((e[:, None] * dact) * eps[None, :]).T @ X
+        del X, pre, act, dact
+        if t not in steps:
+            continue
+        row = {"setting": name, "d": d, "repetition": rep, "step": t}
+        mc = _diag_risk(W, sig, g, k, rng)
+        st, cov, E, B, means = measured_groups(W, labels, k)
+        th = {}
+        for label, state, cv in (("net_theory", ng.states[t], ng.cov[t]),
+                                 ("net_measured", st, cov)):
+            params = group_params(state, s["target"], fractions)
+            ch = model_channels(state, cv)
+            th[label] = {a: risk_network_groups(a, channels=ch, **kw, **params).risk
+                         for a in DIAG_ALPHAS}
+        semi = _semi(st, E, B, labels, s, k, rng)
+        semi_iso = _semi(st, E, B, labels, s, k, rng, iso_outside=True)
+        P = E @ np.linalg.pinv(E)
+        Z = rng.standard_normal(B.shape) / math.sqrt(d - E.shape[1])
+        rest = np.array([np.mean(np.sum((B[labels == j] - B[labels == j] @ P) ** 2, axis=1))
+                         for j in range(K)])
+        Z = (Z - Z @ P) * np.sqrt(rest)[labels][:, None]
+        mc_iso = _diag_risk(means[labels] + B @ P + Z, sig, g, k, rng)
+        norms = np.sqrt(np.sum(B**2, axis=1))
+        Bn = B / norms[:, None] * np.sqrt(st.c[labels])[:, None]
+        mc_norm = _diag_risk(means[labels] + Bn, sig, g, k, rng)
+        semi_norm = _semi(st, E, Bn, labels, s, k, rng)
+        for a in DIAG_ALPHAS:
+            rows.append({**row, "alpha": a, "mc": mc[a], "net_theory": th["net_theory"][a],
+                         "net_measured": th["net_measured"][a], "semi": semi[a],
+                         "semi_iso_outside": semi_iso[a], "mc_iso_outside": mc_iso[a],
+                         "mc_equal_norm": mc_norm[a], "semi_equal_norm": semi_norm[a],
+                         "c_measured": float(st.c[0]), "c_theory": float(ng.states[t].c[0]),
+                         "norm_spread": float(np.std(norms**2) / np.mean(norms**2))})
+    return rows
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m validation.experiments.network_steps",
                                  description=__doc__.split("\n\n")[0])
@@ -192,11 +345,20 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--store", default=None,
                      help="the SQLite store (.sqlite; default beside the exported CSV)")
     sim.add_argument("--quiet", action="store_true", help="no progress")
+    dg = sub.add_parser("diagnose", help="one trained network against its groups: the layer, "
+                        "its isotropic-outside and equal-norm versions, the network and "
+                        "semi-empirical theories (docs/DERIVATIONS.md §9.4)")
+    dg.add_argument("--setting", required=True, help="a setting name (N1..N8)")
+    dg.add_argument("--d", type=int, default=1000, help="dimension (default 1000)")
+    dg.add_argument("--seeds", type=str, default="0", help="comma-separated repetitions")
+    dg.add_argument("--steps", type=str, required=True, help="comma-separated steps to diagnose")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.cmd == "diagnose":
+        return _diagnose_main(args)
     only = args.only.split(",") if args.only else None
     bad = [n for n in only or () if n not in SETTINGS]
     if bad:
@@ -216,6 +378,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = simulate(args.d, args.seeds, only, store=args.store, progress=not args.quiet)
     print(out)
+    return 0
+
+
+def _diagnose_main(args: argparse.Namespace) -> int:
+    if args.setting not in SETTINGS:
+        print(f"error: --setting must be one of {', '.join(SETTINGS)}, got {args.setting}",
+              file=sys.stderr)
+        return 2
+    try:
+        seeds = [int(x) for x in args.seeds.split(",")]
+        steps = [int(x) for x in args.steps.split(",")]
+    except ValueError:
+        print(f"error: --seeds and --steps must be comma-separated integers, got "
+              f"{args.seeds!r} and {args.steps!r}", file=sys.stderr)
+        return 2
+    T = len(SETTINGS[args.setting]["eta"])
+    if args.d < 10 or any(x < 0 for x in seeds) or any(not 1 <= t <= T for t in steps):
+        print(f"error: need --d >= 10, --seeds >= 0 and --steps in 1..{T}, got d={args.d}, "
+              f"seeds={args.seeds}, steps={args.steps}", file=sys.stderr)
+        return 2
+    cols = ("mc", "mc_iso_outside", "mc_equal_norm", "net_theory", "net_measured", "semi",
+            "semi_iso_outside", "semi_equal_norm")
+    print("| setting | d | rep | step | alpha | " + " | ".join(cols) + " |")
+    print("|" + "---|" * (5 + len(cols)))
+    for rep in seeds:
+        for r in diagnose(args.setting, args.d, rep, steps):
+            print(f"| {r['setting']} | {r['d']} | {r['repetition']} | {r['step']} | "
+                  f"{r['alpha']:g} | " + " | ".join(f"{r[c]:.4f}" for c in cols) + " |",
+                  flush=True)
     return 0
 
 

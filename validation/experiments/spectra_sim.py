@@ -3,18 +3,24 @@ the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 =
 or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
 surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
 F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
-eigenvectors with 1_p/sqrt(p), the learned direction(s) and theta*."""
+eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the features W0 v and, for the
+network, its bulk column B v = (W - 1_p mean row) v) and theta*. Also the fit of simulated-minus-
+theory overlap offsets as k/p (:func:`fit_text`) and the report's section on the weights'
+learned-direction overlap d-scan (:func:`overlap_scan_section`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from asymptotics.coefficients.functions import get_function
 
 TOP = 3  # eigenvectors whose overlaps are recorded
+OVERLAP_SCAN = (Path(__file__).resolve().parents[2] / "validation" / "reports" / "data"
+                / "spectra_overlap_scan.csv")
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,8 @@ def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: flo
     X = rng.standard_normal((n, d))
     w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
     f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
-                                        "learned 1": _unit(W0 @ v)})
+                                        "learned 1": _unit(W0 @ v),
+                                        "learned 1 (B v)": _unit((W - W.mean(axis=0)) @ v)})
     return Draw(w_eig, f_eig, w_ov, f_ov)
 
 
@@ -118,3 +125,49 @@ def kolmogorov(eig: np.ndarray, cdf, n_out: int) -> float:
     F = cdf(u)
     F_left = np.where(u > 0.0, cdf(u * (1.0 - 1e-12)), 0.0)
     return float(max(np.max(np.abs(le - F)), np.max(np.abs(lt - F_left))))
+
+
+def fit_inverse_p(p: np.ndarray, offset: np.ndarray, se: np.ndarray) -> tuple[float, float, float]:
+    """(k, its 95% half-width, chi2) of the weighted least-squares fit offset = k/p through 0
+    (weights 1/se^2): whether simulated-minus-theory offsets scale as 1/p."""
+    x, y, sd = 1.0 / np.asarray(p, float), np.asarray(offset, float), np.asarray(se, float)
+    info = float(np.sum(x * x / sd ** 2))
+    k = float(np.sum(x * y / sd ** 2)) / info
+    return k, 1.96 / math.sqrt(info), float(np.sum(((y - k * x) / sd) ** 2))
+
+
+def fit_text(what: str, p, offset, se) -> str:
+    """:func:`fit_inverse_p` as a sentence for the reports."""
+    k, h, chi2 = fit_inverse_p(p, offset, se)
+    return f"{what} = k/p with k = {k:.3g} +- {h:.2g} (95%; chi2 {chi2:.1f} on {len(p) - 1} dof)"
+
+
+def overlap_scan_section() -> list[str]:
+    """The section on the weights' learned-direction overlap offsets (the CSV of
+    ``python benchmarks/spectra_overlap_scan.py --csv ...``): the driver's direction v_hat
+    against the population mean row v_pop, over d, and the weighted least-squares slope of the
+    offset against 1/p (through 0)."""
+    import pandas as pd
+
+    if not OVERLAP_SCAN.exists():
+        return []
+    df = pd.read_csv(OVERLAP_SCAN)
+    out = ["## The weights' learned-direction overlap: which direction is simulated", "",
+           "The tables above compare W1's top right singular vector with `v_hat`, the unit mean "
+           "row of `W1 - W0` over the p neurons; the theory's `v` is the population mean row "
+           "given the batch, `v_pop = (eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i` (THEORY.md "
+           "§16.3). `v_hat` adds the sample mean of the bulk rows, which the top singular vector "
+           "shares: an estimator bias of order 1/p. A d-scan of both (tanh; `python "
+           "benchmarks/spectra_overlap_scan.py --csv validation/reports/data/"
+           "spectra_overlap_scan.csv`):", "",
+           "| setting | d | p | draws | theory | v_hat | se | z | v_pop | se | z |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    out += [f"| {r.setting} | {r.d} | {r.p:g} | {r.seeds} | {r.theory:.6f} | {r.v_hat:.6f} | "
+            f"{r.v_hat_se:.1e} | {(r.v_hat - r.theory) / r.v_hat_se:+.1f} | {r.v_pop:.6f} | "
+            f"{r.v_pop_se:.1e} | {(r.v_pop - r.theory) / r.v_pop_se:+.1f} |"
+            for _, r in df.iterrows()] + [""]
+    for name, g in df.groupby("setting", sort=False):
+        fits = [fit_text(f"`{col}` offset", g.p, g[col] - g.theory, g[f"{col}_se"])
+                for col in ("v_hat", "v_pop")]
+        out.append(f"- {name}: " + "; ".join(fits) + ".")
+    return out + [""]

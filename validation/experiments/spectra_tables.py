@@ -19,8 +19,9 @@ from asymptotics.multiindex.spikes import (
 from validation.experiments.spectra import ALPHA0, REUSE_TARGETS
 
 
-def grid_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Per (d, a1, a2): mean/min/max measured count over seeds, predicted count, ratio, gap."""
+def grid_table(df: pd.DataFrame, at_d: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per (d, a1, a2): mean/min/max measured count over seeds, predicted count (asymptotic),
+    ratio, gap, and the count predicted at the simulated d (:func:`with_predicted_at_d`)."""
     g = df.groupby(["d", "a1", "a2"], sort=True)
     out = g.agg(measured_mean=("measured", "mean"), measured_min=("measured", "min"),
                 measured_max=("measured", "max"), seeds=("measured", "size"),
@@ -29,6 +30,24 @@ def grid_table(df: pd.DataFrame) -> pd.DataFrame:
     out["ratio"] = [two_step_ratio(a, b) for a, b in zip(out.a1, out.a2, strict=True)]
     out["gap"] = [round(boundary_gap(a, b), 10) for a, b in zip(out.a1, out.a2, strict=True)]
     out["agree"] = (out.measured_min == out.predicted) & (out.measured_max == out.predicted)
+    return with_predicted_at_d(out, at_d)
+
+
+def with_predicted_at_d(table: pd.DataFrame, at_d: pd.DataFrame | None) -> pd.DataFrame:
+    """The count predicted at the simulated d (``at_d``: the rows of
+    :mod:`validation.experiments.spectra_weights.twostep`, columns d, a1, a2, predicted_at_d,
+    sv1..) as ``at_d``, with ``agree_d`` (every seed equal to it); NaN where not predicted."""
+    out = table.copy()
+    if at_d is None or not len(at_d):
+        out["at_d"] = np.nan
+        out["agree_d"] = False
+        return out
+    key = at_d.set_index(["d", "a1", "a2"])
+    idx = list(zip(out.d, out.a1.round(10), out.a2.round(10), strict=True))
+    key.index = pd.MultiIndex.from_tuples([(int(d), round(a, 10), round(b, 10))
+                                           for d, a, b in key.index])
+    out["at_d"] = [key.predicted_at_d.get((int(d), a, b), np.nan) for d, a, b in idx]
+    out["agree_d"] = (out.measured_min == out.at_d) & (out.measured_max == out.at_d)
     return out
 
 
@@ -42,13 +61,20 @@ def agreement_by_gap(table: pd.DataFrame) -> pd.DataFrame:
     for d, t in table.groupby("d"):
         for lo, hi, label in GAP_CLASSES:
             s = t[(t.gap >= lo - 1e-12) & (t.gap < hi - 1e-12)]
-            rows.append(dict(d=d, gap=label, points=len(s), agree=int(s.agree.sum()),
-                             under=int((s.measured_mean < s.predicted).sum()),
-                             over=int((s.measured_mean > s.predicted).sum())))
-        rows.append(dict(d=d, gap="all", points=len(t), agree=int(t.agree.sum()),
-                         under=int((t.measured_mean < t.predicted).sum()),
-                         over=int((t.measured_mean > t.predicted).sum())))
+            rows.append(dict(d=d, gap=label, **_shares(s)))
+        rows.append(dict(d=d, gap="all", **_shares(t)))
     return pd.DataFrame(rows)
+
+
+def _shares(s: pd.DataFrame) -> dict:
+    out = dict(points=len(s), agree=int(s.agree.sum()),
+               under=int((s.measured_mean < s.predicted).sum()),
+               over=int((s.measured_mean > s.predicted).sum()))
+    if "at_d" in s and s.at_d.notna().any():
+        out.update(agree_at_d=int(s.agree_d.sum()),
+                   under_at_d=int((s.measured_mean < s.at_d).sum()),
+                   over_at_d=int((s.measured_mean > s.at_d).sum()))
+    return out
 
 
 def signal_share(df: pd.DataFrame, m: int) -> np.ndarray:

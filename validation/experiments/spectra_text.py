@@ -56,7 +56,12 @@ def _grid_matrix(table: pd.DataFrame, d: int) -> pd.DataFrame:
         for r in s.itertuples(index=False):
             m = (f"{r.measured_min}" if r.measured_min == r.measured_max
                  else f"{r.measured_min}-{r.measured_max}")
-            row[f"a2={r.a2:g}"] = f"{m}/{r.predicted}" + ("" if r.agree else " ✗")
+            if "at_d" in t and t.at_d.notna().any():
+                row[f"a2={r.a2:g}"] = (f"{m}/{int(r.at_d)}/{r.predicted}"
+                                       + ("" if r.agree_d else " ✗d")
+                                       + ("" if r.agree else " ✗a"))
+            else:
+                row[f"a2={r.a2:g}"] = f"{m}/{r.predicted}" + ("" if r.agree else " ✗")
         out[f"a1={a1:g}"] = row
     return pd.DataFrame(out).T.reset_index(names="")
 
@@ -108,7 +113,10 @@ def onestep_result(one: pd.DataFrame, check: bool = True) -> str:
 
 def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.Path],
                  wall: float) -> str:
-    grid = grid_table(data["grid"])
+    from validation.experiments.spectra_weights import twostep as spectra_twostep
+
+    grid = grid_table(data["grid"], None if plan is QUICK else spectra_twostep.load())
+    has_d = bool(grid.at_d.notna().any())
     share = agreement_by_gap(grid)
     counts = counts_vs_d(data["scaling"])
     exps = exponent_table(data["scaling"])
@@ -168,21 +176,34 @@ def build_report(data: dict[str, pd.DataFrame], plan: Plan, figs: list[pathlib.P
         "## 2. Phase diagram",
         "",
         f"Grid a1 in {list(plan.a1s)}, a2 in {list(plan.a2s)}; {plan.grid_seeds} seed(s) per "
-        "point (common random numbers). Cells: measured (range over seeds) / predicted; ✗ marks "
-        "a mismatch in any seed. The boundary gap `min_k |a2 - k(1/2 - a1)|` is the exponent "
+        "point (common random numbers). "
+        + ("Cells: measured (range over seeds) / predicted at the simulated d / asymptotic "
+           "(Moniri & Hassani's count); ✗d and ✗a mark a mismatch in any seed with the count at d "
+           "and with the asymptotic count. " if has_d else
+           "Cells: measured (range over seeds) / predicted; ✗ marks a mismatch in any seed. ")
+        + "The boundary gap `min_k |a2 - k(1/2 - a1)|` is the exponent "
         "of the marginal term: it is separated from the bulk by a factor `p^gap` only.",
         "",
     ]
+    if has_d:
+        out += [at_d_text(), ""]
     for d in plan.grid_ds:
         out += [f"**d = {d}** (p = {int(round(BETA * d))})", "", _md(_grid_matrix(grid, d)), ""]
     out += [
-        "Agreement (measured == predicted in every seed), by boundary gap:",
+        ("Agreement (measured == predicted in every seed: `agree` the asymptotic count, "
+         "`agree_at_d` the count at d), by boundary gap:" if has_d else
+         "Agreement (measured == predicted in every seed), by boundary gap:"),
         "",
         _md(share),
         "",
         f"At the largest d ({d_max}) the counts agree at {s_max.agree}/{s_max.points} grid "
         f"points overall and at {s_far.agree}/{s_far.points} points with gap >= 0.075.",
         "",
+    ]
+    if has_d:
+        out += [at_d_result(grid, share), "",
+                at_d_locations(data["grid"], spectra_twostep.load()), ""]
+    out += [
         "## 3. Counts and term amplitudes vs d",
         "",
         f"d in {list(plan.scaling_ds)}, {plan.scaling_seeds} seeds. Counts (min-max over seeds):",
@@ -303,6 +324,69 @@ None of these contradicts the asymptotic count: the fitted amplitude exponents (
 follow `e_k` to within 0.13 for k <= 2 (k = 0 runs 0.03-0.06 steeper; k = 3 sits at the noise
 floor and is not resolved), and `floor(a2/(1/2 - a1))` is the number of k >= 1 with `e_k > 0`;
 what is not reachable by simulation is the constant-free regime `p^(|e_k|) >> 1` near the
-boundaries."""
+boundaries. The count at the simulated d of section 2 (docs/THEORY.md §16.7) carries all four
+effects: the BBP threshold at the simulated p (1), the overlaps of the left vectors and the
+batch noise that gives each order its own right vector (2), the exact `h_g` in place of the
+Taylor terms (3) and the rows' inflated variances (4)."""
 
 
+
+
+def at_d_text() -> str:
+    """How the count at the simulated d is predicted (docs/THEORY.md §16.7)."""
+    return (
+        "**The count at the simulated d** (`asymptotics.spectra.twostep.two_step_weights`, "
+        "docs/THEORY.md §16.7; `python -m validation.experiments.spectra_weights.twostep` writes "
+        "`validation/reports/data/spectra_grid_theory.csv`): given the readout g, every row of "
+        "`W2` is a common vector `R(g) = eps1 E sigma' g u + eps2 g (1/n) sum e h_g(kappa) x` "
+        "(`h_g(kappa) = E_zeta sigma'(s(g) zeta + eps1 E sigma' g kappa)`, the whole Taylor "
+        "series of the second step in the first step's shift) plus an isotropic part of variance "
+        "`c(g)` (the rescaled `W0` row and both batches' noise). So `W2 = D^(1/2) G + P Q^T`: a "
+        "row-variance Marchenko-Pastur bulk with the rows' variances at the p readouts' expected "
+        "order statistics, and a finite-rank perturbation whose right vectors carry, besides "
+        "their means in span(theta, u), the batch noise `(d/n) E[e^2 h_g h_g']`, distinct for "
+        "each order of g (what lets several outliers out). The outliers solve the "
+        "Benaych-Georges-Nadakuditi equation; the count is the number of predicted singular "
+        "values above the predicted edge plus two fitted spacings (the measurement's own rule, "
+        "applied to the predicted quantiles), minus the leading one.")
+
+
+def at_d_result(grid: pd.DataFrame, share: pd.DataFrame) -> str:
+    """The agreement of the count at d, written from the numbers."""
+    parts = []
+    for d, t in grid.groupby("d"):
+        al = share[(share.d == d) & (share.gap == "all")].iloc[0]
+        bd = share[(share.d == d) & (share.gap == "gap < 0.025 (on a boundary)")].iloc[0]
+        inr = int(((t.measured_min <= t.at_d) & (t.at_d <= t.measured_max)).sum())
+        parts.append(
+            f"d = {d}: {int(al.agree_at_d)}/{int(al.points)} cells agree with the count at d in "
+            f"every seed ({inr} within the seeds' range; under {int(al.under_at_d)}, over "
+            f"{int(al.over_at_d)}), against {int(al.agree)} for the asymptotic count; on a "
+            f"boundary (gap < 0.025) {int(bd.agree_at_d)}/{int(bd.points)} against "
+            f"{int(bd.agree)}")
+    return "**Count at the simulated d.** " + "; ".join(parts) + "."
+
+
+def at_d_locations(runs: pd.DataFrame, at_d: pd.DataFrame) -> str:
+    """The predicted singular values and theta overlaps against every simulated run (one row
+    per (d, a1, a2, seed) of the grid), written from the numbers."""
+    key = ["d", "a1", "a2"]
+    m = runs.assign(**{k: runs[k].round(10) for k in key[1:]}).merge(
+        at_d.assign(**{k: at_d[k].round(10) for k in key[1:]}), on=key,
+        suffixes=("_sim", "_th"))
+    rel1 = (m.sv1_sim / m.sv1_th - 1.0).abs()
+    dth = (m.ov1_theta1 ** 2 - m.theta1).abs()
+    nxt = []
+    for k in (2, 3, 4):
+        if f"sv{k}_sim" in m and f"sv{k}_th" in m:
+            both = m[m[f"sv{k}_sim"].notna() & m[f"sv{k}_th"].notna()
+                     & (m[f"sv{k}_th"] > m["threshold_th"])]
+            nxt.append((both[f"sv{k}_sim"] / both[f"sv{k}_th"] - 1.0).abs())
+    nxt = pd.concat(nxt) if nxt else pd.Series(dtype=float)
+    return (f"**Locations at the simulated d.** Over the {len(m)} simulated runs of the grid: "
+            f"the leading singular value within {100 * rel1.median():.1f}% of the predicted one "
+            f"(median; largest {100 * rel1.max():.1f}%), the squared overlap of its right vector "
+            f"with theta within {dth.median():.3f} (median; largest {dth.max():.3f}; predicted "
+            f"{m.theta1.min():.2f}-{m.theta1.max():.2f}); the next outliers, where one is "
+            f"predicted above the threshold and one is measured ({len(nxt)} pairs, in order), "
+            f"within {100 * nxt.median():.1f}% (median; largest {100 * nxt.max():.1f}%).")

@@ -13,7 +13,8 @@ checkout, else the user cache, :func:`validation.paths.data_file`) that starts f
 committed CSV and its keys file, so stored cells are not rerun; every stored cell is exported,
 in the settings' order then d, atomically to ``spectra_theory.csv`` with its keys file, and the
 report ``validation/reports/SPECTRA_THEORY.md`` is written from that CSV (full mode: about 8
-core-minutes; ``--large``: the first setting at d = 4000 too, ~10 core-minutes more).
+core-minutes; ``--large``: the first setting at d = 4000 too, and the two-step one with 3
+draws, ~20 core-minutes more).
 ``--report-only`` rewrites the report from the CSV; ``--quick`` prints the report of d = 1000
 with 2 draws and writes nothing."""
 
@@ -30,6 +31,7 @@ import numpy as np
 
 from asymptotics import spectrum, srf_mapping
 from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.experiments import spectra_sim
 from validation.experiments.spectra_sim import kolmogorov, simulate_network, simulate_srf
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,8 +82,13 @@ SETTINGS = (
 )
 
 
+def features_model(s: Setting) -> str:
+    """The features' theory: the network's after one step, else sRF (K groups), rf at eta 0."""
+    return "rf" if s.eta == 0.0 else "network" if s.sim == "network" and s.steps == 1 else "srf"
+
+
 def _theory(s: Setting, of: str, d: int):
-    model = "rf" if s.eta == 0.0 else ("srf" if of == "features" else s.weights_model)
+    model = features_model(s) if of == "features" else "rf" if s.eta == 0.0 else s.weights_model
     return spectrum(of, alpha=s.alpha, sigma=s.sigma, target=s.target, alpha0=s.alpha0,
                     eta=s.eta, beta=s.beta, steps=s.steps, model=model, d=d)
 
@@ -142,7 +149,7 @@ def _record(job: tuple[Setting, int, int]) -> dict:
     models of the theory (features, weights)."""
     s, d, n_seeds = job
     return {"setting": s, "d": d, "draws": n_seeds,
-            "features_model": "rf" if s.eta == 0.0 else "srf",
+            "features_model": features_model(s),
             "weights_model": None if s.weights_model is None else
             "rf" if s.eta == 0.0 else s.weights_model}
 
@@ -161,11 +168,11 @@ def _cell(v: object) -> str:
 
 def plan(quick: bool = False, large: bool = False) -> list[tuple[Setting, int, int]]:
     """The (setting, d, draws) cells: every setting at its dims (``quick``: d = 1000 only, 2
-    draws), and with ``large`` the first setting at d = 4000."""
+    draws), and with ``large`` the first setting at d = 4000 and the two-step one (3 draws)."""
     jobs = [(s, d, 2 if quick else s.seeds[d]) for s in SETTINGS for d in s.dims
             if not (quick and d > 1000)]
     if large and not quick:
-        jobs.append((SETTINGS[0], 4000, SETTINGS[0].seeds[4000]))
+        jobs += [(SETTINGS[0], 4000, SETTINGS[0].seeds[4000]), (SETTINGS[3], 4000, 3)]
     return jobs
 
 
@@ -218,6 +225,7 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
     centres the features; singular values of F/sqrt(n) (F^T F/p eigenvalues times p/n)."""
     import pandas as pd
 
+    from asymptotics.coefficients.functions import get_function
     from asymptotics.coefficients.quadrature import gauss_hermite
 
     data = pd.read_csv(ONESTEP_DATA)
@@ -226,7 +234,7 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
     g, wg = gauss_hermite(groups)
     readout = {float(v): float(q) for v, q in zip(g, wg, strict=True)}
     for _, r in data.iterrows():
-        mu0 = float(np.sum(w * get_sigma(r.sigma)(z)))
+        mu0 = float(np.sum(w * get_function(r.sigma)(z)))
         law = spectrum("features", alpha=r.n / r.d, beta=r.beta, alpha0=r.alpha0,
                        eta=r.eta1 * r.p ** (r.a1 - 0.5), sigma=f"{r.sigma} - {mu0!r}",
                        target="z" if r.target == "z1" else r.target, readout=readout, d=r.d)
@@ -239,12 +247,6 @@ def onestep_rows(groups: int = READOUT_GROUPS) -> list[dict]:
                         sv2=sv[1] if len(sv) > 1 else math.nan,
                         sv3=sv[2] if len(sv) > 2 else math.nan, groups=groups))
     return out
-
-
-def get_sigma(name: str):
-    from asymptotics.coefficients.functions import get_function
-
-    return get_function(name)
 
 
 def onestep_section() -> list[str]:
@@ -301,8 +303,9 @@ def report(rows: list[dict]) -> str:
            "singular values of the first layer). `sim` is the mean over the draws, `se` its "
            "standard error, `z = (sim - theory)/se`; `KS bulk` is the Kolmogorov distance "
            "between the predicted law (atom included) and the eigenvalues without the predicted "
-           "outliers (mean, and worst draw). The theory of the features is the sRF surrogate "
-           "(K-group model of the steps for two steps); of the weights, the model named. The "
+           "outliers (mean, and worst draw). The theory of the features is the model named: the "
+           "network's one-step law (`network`), the sRF surrogate (`srf`; the K-group model of "
+           "the steps for two steps) or random features (`rf`); of the weights, likewise. The "
            "bulk edge row compares the predicted edge with the largest non-outlier eigenvalue, "
            "which sits O(p^(-2/3)) below it (Tracy-Widom): no z there.", ""]
     for name, g in df.groupby("setting", sort=False):
@@ -323,6 +326,10 @@ def report(rows: list[dict]) -> str:
                        f"{'' if math.isnan(z) else f'{z:+.1f}'} | {r.worst:.4g} |")
         out.append("")
     out += onestep_section()
+    from validation.experiments.spectra_weights.steps import section as steps_section
+
+    out += steps_section()  # the weights after several steps (their own CSV)
+    out += spectra_sim.overlap_scan_section()
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
     ovl = df[df.quantity.str.contains("overlap")]
@@ -331,6 +338,11 @@ def report(rows: list[dict]) -> str:
         return ((x.sim - x.theory) / x.se).abs()
 
     miss = ovl[zs(ovl) > 3]
+    keys = ["setting", "of", "quantity"]
+    scans = [spectra_sim.fit_text(f"{k[0]}, {k[1]}, {k[2].split(': ')[-1]}: offset", g.beta * g.d,
+                       g.sim - g.theory, g.se)
+             for k, g in ovl.groupby(keys, sort=False)
+             if len(g) > 1 and k in set(map(tuple, miss[keys].to_numpy()))]
     out += ["## Summary", "",
             f"- Bulk: worst Kolmogorov distance over all draws {ks.worst.max():.4f} "
             f"({int((ks.worst <= 0.02).sum())} of {len(ks)} cells with every draw <= 0.02).",
@@ -338,9 +350,12 @@ def report(rows: list[dict]) -> str:
             f"(largest |z| {zs(locs).max():.1f}).",
             f"- Overlaps: {int((zs(ovl) <= 3).sum())} of {len(ovl)} within 3 s.e. (largest |z| "
             f"{zs(ovl).max():.1f}); largest |sim - theory| {(ovl.sim - ovl.theory).abs().max():.2g}"
-            f", among the misses {(miss.sim - miss.theory).abs().max():.2g} (squared overlaps "
-            f"{miss.theory.min():.4f}-{miss.theory.max():.4f}, standard errors "
-            f"{miss.se.min():.1g}-{miss.se.max():.1g}: offsets of order 1/p).", ""]
+            + (f", among the misses {(miss.sim - miss.theory).abs().max():.2g} (squared overlaps "
+               f"{miss.theory.min():.4f}-{miss.theory.max():.4f}, standard errors "
+               f"{miss.se.min():.1g}-{miss.se.max():.1g}): " + ", ".join(
+                   f"{r.setting} d = {r.d} {r.of} {r.quantity.split(': ')[-1]}"
+                   for _, r in miss.iterrows()) if len(miss) else "") + ".",
+            *(f"  - {t}." for t in scans), ""]
     return "\n".join(out)
 
 
@@ -362,8 +377,8 @@ def build_parser():
     parser.add_argument("--quick", action="store_true",
                         help="d = 1000 only, 2 draws; print the report, write no files")
     parser.add_argument("--large", action="store_true",
-                        help="add the first setting at d = 4000 (5 draws, ~10 core-minutes) to "
-                             "the campaign and rewrite the report")
+                        help="add the first setting at d = 4000 (5 draws) and the two-step one (3 "
+                             "draws; ~20 core-minutes) to the campaign and rewrite the report")
     parser.add_argument("--store", default=None,
                         help="the SQLite store (.sqlite; default beside the exported CSV)")
     parser.add_argument("--onestep", action="store_true",

@@ -1,8 +1,9 @@
 """Theory against simulation after several giant steps, in one call (docs/THEORY.md §12).
 
 :func:`compare_steps` computes, at every ridge sample ratio ``alpha`` and after every step
-``t = 0..steps`` (0: random features), the risk of the K-group theory of the steps
-(``asymptotics.risk(..., steps=T, model="srf")``, :func:`asymptotics.risk_by_step`) and the
+``t = 0..steps`` (0: random features), the risk of both K-group theories of the steps, the
+network theory of the groups (``asymptotics.risk(..., steps=T)``, ``model="network"``, THEORY.md
+§15) and their sRF surrogate (``model="srf"``, §12; :func:`asymptotics.risk_by_step`), and the
 Monte Carlo of the protocol (:mod:`validation.multistep`: the trained network, the readout frozen
 during the steps, then ridge on ``alpha d`` fresh samples), with the same parameter names and
 defaults as the theory (``asymptotics.core.parameters``: tanh, tanh, ``alpha0 = 2``,
@@ -30,12 +31,17 @@ import numpy as np
 import pandas as pd
 
 from asymptotics.core import checks
-from asymptotics.core.parameters import default
+from asymptotics.core.parameters import STEPS_EXAMPLE, default
 
 #: the readouts the simulation covers; "hypercube" is the simulator's older name of "pm1"
 READOUTS = ("constant", "pm1", "hypercube")
-THEORY_MODEL = "srf"
+#: the theories beside the simulation: the network theory of the groups (THEORY.md §15, the
+#: default model) and their sRF surrogate (§12); columns ``theory_<model>``, ``z_<model>``, ...
+THEORY_MODELS = ("network", "srf")
 SIMULATED = "network"
+LEAD = ["alpha", "step", "theory_network", "theory_srf", "theory_network_p", "theory_srf_p",
+        "sim_mean", "sim_se", "z_network", "z_srf", "z_network_p", "z_srf_p", "rel_gap_network",
+        "rel_gap_srf"]
 
 
 def readout_name(readout: object) -> str:
@@ -94,7 +100,10 @@ def _etas(eta: object, steps: int) -> tuple[float, ...]:
 def _theory_rows(alphas: Sequence[float], *, steps: int, sigma: str, target: str, alpha0: float,
                  eta: tuple[float, ...], lam: float, beta: float, delta: float, readout: str,
                  d: int, progress: bool | None) -> pd.DataFrame:
-    """The theory at p -> infinity and at the simulated width p = beta d, the groups' state."""
+    """Both theories at p -> infinity and at the simulated width p = beta d (the sRF surrogate
+    point by point as ``risk(steps=t, model="srf")``, the network theory as
+    :func:`asymptotics.risk_by_step`), and the groups' state (the same in both)."""
+    from asymptotics.api.by_step import risk_by_step
     from asymptotics.core.progress import Progress
     from asymptotics.multiindex.steps import steps_mapping
     from asymptotics.spiked.solve import risk_spiked
@@ -102,8 +111,15 @@ def _theory_rows(alphas: Sequence[float], *, steps: int, sigma: str, target: str
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout)
     fractions = mp.readout.weights
+    net = {}
+    for col, p in (("theory_network", None), ("theory_network_p", beta * d)):
+        df = risk_by_step(alphas, steps=steps, sigma=sigma, target=target, alpha0=alpha0,
+                          eta=eta, lam=lam, beta=beta, delta=delta, readout=readout, p=p,
+                          model="network", progress=progress)
+        net[col] = {(float(r.alpha), int(r.step)): (r.risk, r.converged)
+                    for r in df.itertuples()}
     rows = []
-    with Progress(2 * (steps + 1) * len(alphas), "steps theory", unit="pt",
+    with Progress(2 * (steps + 1) * len(alphas), "steps theory (srf)", unit="pt",
                   enabled=progress) as bar:
         for t, st in enumerate(mp.states):
             params = mp.spiked_params(t)
@@ -116,12 +132,16 @@ def _theory_rows(alphas: Sequence[float], *, steps: int, sigma: str, target: str
                 stats[f"c_g{g}"] = float(st.c[g])
             for a in alphas:
                 out = {}
-                for col, p in (("theory", None), ("theory_p", beta * d)):
+                for col, p in (("theory_srf", None), ("theory_srf_p", beta * d)):
                     res = risk_spiked(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
                                       **params)
                     out[col] = res.risk if res.converged else math.nan
                     out[f"{col}_status"] = "converged" if res.converged else str(res.status)
                     bar.update()
+                for col, values in net.items():
+                    risk, conv = values[(float(a), t)]
+                    out[col] = float(risk) if conv else math.nan
+                    out[f"{col}_status"] = "converged" if conv else "not converged"
                 rows.append(dict(alpha=float(a), step=t, **out, **stats))
     return pd.DataFrame(rows)
 
@@ -175,7 +195,7 @@ def _simulation_rows(alphas: Sequence[float], *, steps: int, sigma: str, target:
     return pd.DataFrame(rows)
 
 
-def compare_steps(alpha: float | Sequence[float], *, steps: int = 3,
+def compare_steps(alpha: float | Sequence[float], *, steps: int = STEPS_EXAMPLE["steps"],
                   sigma: str = default("sigma"), target: str = default("target"),
                   alpha0: float = default("alpha0"),
                   eta: float | Sequence[float] = default("eta"), lam: float = default("lam"),
@@ -183,25 +203,28 @@ def compare_steps(alpha: float | Sequence[float], *, steps: int = 3,
                   readout: str = "constant", d: int = default("d"),
                   seeds: int = default("seeds"), seed: int = 0, n_test: int = 10_000,
                   n_jobs: int = 1, progress: bool | None = None) -> pd.DataFrame:
-    """The K-group theory of ``steps`` giant steps (THEORY.md §12, ``model="srf"``) against the
-    Monte Carlo of the trained network, after every step ``t = 0..steps``, at every ``alpha``.
+    """Both theories of ``steps`` giant steps, the network theory of the groups (THEORY.md §15,
+    ``model="network"``) and their sRF surrogate (§12, ``model="srf"``), against the Monte Carlo
+    of the trained network, after every step ``t = 0..steps``, at every ``alpha``.
 
-    Parameters are those of ``asymptotics.risk(alpha, steps=steps, model="srf", ...)`` with the
+    Parameters are those of ``asymptotics.risk(alpha, steps=steps, ...)`` with the
     same defaults; ``eta`` is eta_tilde, one number or one per step; ``readout`` is
     ``"constant"`` or ``"pm1"`` (``"hypercube"``: the same as ``"pm1"``); ``d``, ``seeds``,
     ``seed``, ``n_test`` (fresh noiseless test inputs) and ``n_jobs`` set the simulation.
 
-    Returns one row per ``(alpha, step)``: ``theory`` (``p -> infinity``), ``theory_p`` (at the
-    simulated width ``p = beta d``) with their ``*_status``; ``sim_mean``, ``sim_se`` (the test
-    error with the control variate ``test_error - target_power + E g^2``, the estimator of
-    ``validation/reports/STEPS.md``), ``sim_mean_raw``, ``sim_se_raw`` (the raw test error);
-    ``z = (sim_mean - theory) / sim_se``, ``z_p`` (against ``theory_p``), ``rel_gap =
-    (theory - sim_mean) / sim_mean``; the mean overlaps ``|<w_i, theta_j>| / |w_i|`` over the
-    neurons, theory ``overlap_<j>`` (d -> infinity: 0 for a direction not learned) and
-    simulation ``sim_overlap_<j>`` (``_se``; about ``sqrt(2/(pi d))`` at initialisation); the
-    readout groups' mean projections on ``theta_j`` and bulk variances, theory ``a_g<g>_j<j>``,
-    ``c_g<g>`` and simulation ``sim_a_g<g>_j<j>``, ``sim_c_g<g>`` (group 0: readout +, group 1:
-    readout -); and every parameter (``eta`` as text, one value per step)."""
+    Returns one row per ``(alpha, step)``: for each model ``m`` in ``network, srf``:
+    ``theory_<m>`` (``p -> infinity``), ``theory_<m>_p`` (at the simulated width ``p = beta d``)
+    with their ``*_status`` (step 0, random features, is the same number in both); ``sim_mean``,
+    ``sim_se`` (the test error with the control variate ``test_error - target_power + E g^2``,
+    the estimator of ``validation/reports/STEPS.md``), ``sim_mean_raw``, ``sim_se_raw`` (the raw
+    test error); ``z_<m> = (sim_mean - theory_<m>) / sim_se``, ``z_<m>_p`` (against
+    ``theory_<m>_p``), ``rel_gap_<m> = (theory_<m> - sim_mean) / sim_mean``; the mean overlaps
+    ``|<w_i, theta_j>| / |w_i|`` over the neurons, theory ``overlap_<j>`` (d -> infinity: 0 for
+    a direction not learned) and simulation ``sim_overlap_<j>`` (``_se``; about ``sqrt(2/(pi
+    d))`` at initialisation); the readout groups' mean projections on ``theta_j`` and bulk
+    variances, theory ``a_g<g>_j<j>``, ``c_g<g>`` and simulation ``sim_a_g<g>_j<j>``,
+    ``sim_c_g<g>`` (group 0: readout +, group 1: readout -); and every parameter (``eta`` as
+    text, one value per step)."""
     steps = checks.integer("steps", steps, 1)
     alphas = sorted({checks.positive("alpha", a) for a in np.atleast_1d(alpha).tolist()})
     if not alphas:
@@ -230,15 +253,15 @@ def compare_steps(alpha: float | Sequence[float], *, steps: int = 3,
                             seeds=seeds, seed=seed, n_test=n_test, n_jobs=n_jobs,
                             progress=progress)
     df = theory.merge(sims, on=["alpha", "step"], how="left", validate="one_to_one")
-    df["z"] = (df["sim_mean"] - df["theory"]) / df["sim_se"]
-    df["z_p"] = (df["sim_mean"] - df["theory_p"]) / df["sim_se"]
-    df["rel_gap"] = (df["theory"] - df["sim_mean"]) / df["sim_mean"]
-    params = dict(model=THEORY_MODEL, simulated=SIMULATED, steps=steps, sigma=sigma,
+    for m in THEORY_MODELS:
+        df[f"z_{m}"] = (df["sim_mean"] - df[f"theory_{m}"]) / df["sim_se"]
+        df[f"z_{m}_p"] = (df["sim_mean"] - df[f"theory_{m}_p"]) / df["sim_se"]
+        df[f"rel_gap_{m}"] = (df[f"theory_{m}"] - df["sim_mean"]) / df["sim_mean"]
+    params = dict(simulated=SIMULATED, steps=steps, sigma=sigma,
                   target=target, readout=name, alpha0=float(alpha0),
                   eta=",".join(f"{e:g}" for e in etas), lam=lam, beta=float(beta), delta=delta,
                   d=d, p=int(round(beta * d)), seeds=seeds, seed=seed, n_test=n_test)
-    lead = ["model", "alpha", "step", "theory", "theory_p", "sim_mean", "sim_se", "z", "z_p",
-            "rel_gap"]
+    lead = LEAD
     for k, v in params.items():
         if k not in df:
             df[k] = v
@@ -249,7 +272,8 @@ def compare_steps(alpha: float | Sequence[float], *, steps: int = 3,
 # ------------------------------------------------------------------------------------------------
 # command line
 
-SUMMARY = ["alpha", "step", "theory", "theory_p", "sim_mean", "sim_se", "z"]
+SUMMARY = ["alpha", "step", "theory_network", "theory_srf", "sim_mean", "sim_se",
+           "z_network", "z_srf"]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -259,8 +283,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--alpha", type=lambda s: parse_grid(s, "alpha"), default=[0.5, 2.0, 4.0],
                    help="ridge sample ratios n/d: a list or START:STOP:NUM (default 0.5,2,4)")
-    p.add_argument("--steps", type=integer("--steps", 1, 8), default=3,
-                   help="number of giant steps T, 1..8 (default 3)")
+    p.add_argument("--steps", type=integer("--steps", 1, 8), default=STEPS_EXAMPLE["steps"],
+                   help=f"number of giant steps T, 1..8 (default {STEPS_EXAMPLE['steps']})")
     p.add_argument("--sigma", default=default("sigma"),
                    help=f"activation: a name or an expression in z (default {default('sigma')})")
     p.add_argument("--target", default=default("target"),
@@ -297,8 +321,9 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     """Register ``steps`` on the subparsers of ``python -m validation``."""
     p = subparsers.add_parser(
         "steps", help="several giant steps: the theory against the trained network",
-        description="The K-group theory of several giant steps (docs/THEORY.md §12, "
-                    "model srf) against the Monte Carlo of the trained network after each step "
+        description="Both K-group theories of several giant steps, the network theory of "
+                    "the groups (docs/THEORY.md §15) and their sRF surrogate (§12), against the "
+                    "Monte Carlo of the trained network after each step "
                     "t = 0..T (0: random features), at every ridge alpha. Prints "
                     f"{','.join(SUMMARY)} and the mean overlaps (CSV); --out writes every column.")
     add_arguments(p)

@@ -21,6 +21,7 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
     from asymptotics.cli.common import add_quiet
     from asymptotics.cli.common import integer as i_
     from asymptotics.cli.common import real as r_
+    from asymptotics.core.parameters import default
 
     p = subparsers.add_parser(
         "multistep", help="T giant steps with fresh batches: overlaps with a multi-index target",
@@ -48,8 +49,11 @@ def add_subparser(subparsers) -> argparse.ArgumentParser:
                    help="label-noise variance (default 0)")
     p.add_argument("--ridge-alpha", type=r_("ridge-alpha"), default=0.0,
                    help="ridge readout on ridge_alpha*d samples after each step; 0 = off")
-    p.add_argument("--lam", type=r_("lam"), default=1e-3,
-                   help="ridge penalty (sum convention; default: 0.001)")
+    p.add_argument("--lam", type=r_("lam"), default=default("lam"),
+                   help="ridge penalty of the readout after each step (sum convention; default "
+                        f"{default('lam'):g}, the parameter table's; the committed campaigns of "
+                        "validation/reports/MULTISTEP.md used 0.001, which their CSVs record); "
+                        "printed as the lam column")
     p.add_argument("--n-test", type=i_("n-test"), default=10_000,
                    help="test inputs for the test error (default: 10000)")
     p.add_argument("--seeds", type=i_("seeds"), default=3, help="repetitions (default: 3)")
@@ -83,5 +87,6 @@ def run_cli(args: argparse.Namespace) -> int:
     if args.out:
         df.to_csv(args.out, index=False, float_format="%.10g")
     summary = summarize(df)
+    summary["lam"] = config.lam  # the ridge penalty used (the table's unless --lam)
     sys.stdout.write(summary.to_csv(index=False, float_format="%.6g"))
     return 0

@@ -27,10 +27,12 @@ per direction, and ``|W Theta^T|_F / |W|_F`` (the fraction of the weights' Frobe
 target subspace; ``~ sqrt(k/d)`` at initialisation); with ``groups``, the statistics per readout
 group of :mod:`validation.multistep.groups`. Optionally a ridge readout
 ``argmin_a sum_i (y_i - <a, sigma(W_t x_i)>/sqrt p)^2 + lam |a|^2`` on ``n_r = ridge_alpha d`` fresh
-samples (a SUM over samples, THEORY.md §1) and its test error ``E (g - f)^2`` on ``n_test`` fresh
-noiseless inputs; the same ridge and test samples are used after every step. ``ridge_alphas``
-(several sizes): the readouts on the first ``round(alpha d)`` samples of one pool
-(:func:`validation.protocol.montecarlo.ridge_test_errors`).
+samples (a SUM over samples, THEORY.md §1; ``lam`` defaults to the parameter table's, 0.01,
+as the theory; the committed overlap campaigns of :mod:`validation.multistep.experiment` were run
+with 1e-3, their ``CAMPAIGN_LAM``, which their records carry) and its test error
+``E (g - f)^2`` on ``n_test`` fresh noiseless inputs; the same ridge and test samples are used
+after every step. ``ridge_alphas`` (several sizes): the readouts on the first
+``round(alpha d)`` samples of one pool (:func:`validation.protocol.montecarlo.ridge_test_errors`).
 
 Randomness: ``SeedSequence(seed)`` spawns one child per repetition; each child spawns the streams
 ``weights, teacher, ridge, ridge_noise, test`` and one batch and one label-noise stream per step.
@@ -50,6 +52,7 @@ import pandas as pd
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import target_callable
 from asymptotics.core import checks
+from asymptotics.core.parameters import default
 
 from ..protocol import montecarlo as mc
 from ..protocol.montecarlo import (  # noqa: F401  (descent_direction: re-exported)
@@ -100,7 +103,7 @@ class MultiStepConfig:
     readout: str = "hypercube"
     delta: float = 0.0
     ridge_alpha: float = 0.0
-    lam: float = 1e-3
+    lam: float = default("lam")  # the table's (THEORY.md §1); the campaigns: CAMPAIGN_LAM
     n_test: int = 10_000
     ridge_alphas: tuple[float, ...] = ()
     groups: bool = False

@@ -50,10 +50,12 @@ def _theory_result_columns() -> tuple[str, ...]:
     from dataclasses import fields
 
     from asymptotics.api.risk import RiskResult
+    from asymptotics.core.result import GROUP_FIELDS
 
     # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit,
-    # where the mean-row ratio "common_row" does not enter either
-    skip = set(THEORY_PARAMS) | {"state", "p", "common_row"}
+    # where the mean-row ratio "common_row" does not enter either; sweeps are one-spike points
+    # (no K-group model or order parameters)
+    skip = set(THEORY_PARAMS) | {"state", "p", "common_row", *GROUP_FIELDS}
     first = ("risk", "converged", "iterations", "residual")
     rest = tuple(f.name for f in fields(RiskResult) if f.name not in skip and f.name not in first)
     return first + rest
@@ -78,8 +80,9 @@ def schema(kind: str):
     named = {"float": float, "int": int, "str": str, "bool": bool}
     types = dict(TYPES)
     for f in fields(RiskResult):
-        if f.name not in types and isinstance(f.type, str) and f.type in named:
-            types[f.name] = named[f.type]
+        base = f.type.split(" | ")[0] if isinstance(f.type, str) else None  # "str | None"
+        if f.name not in types and base in named:
+            types[f.name] = named[base]
     return Schema(tuple((c, types[c]) for c in columns(kind)))
 
 

@@ -1,0 +1,130 @@
+"""The one result record of the theory: :class:`RiskResult`, returned by every entry point
+(``risk`` on every route, the rows of ``risk_curve`` and ``risk_grid``, the named doors
+``risk_spiked``, ``risk_readout``, ``risk_steps``, ...) with the same fields and the same
+``to_frame()`` columns (:data:`RESULT_COLUMNS`) whichever equations produced it: the one-spike
+equations (docs/THEORY.md §5) or the K-group ones (§10-§12, §15).
+
+A field that does not apply to the route is None (or NaN for a number): the one-spike order
+parameters ``q1 ... psihat`` and the spike ``r, c, gamma`` are NaN on a K-group route, whose
+order parameters (matrices by group) are the mapping ``order`` and whose model is
+``loadings, bulk, fractions, overlaps``; those are None on the one-spike route.
+``SpikedResult`` (the K-group record's former name) is the same class.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from asymptotics.core.meta import FieldGroups
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: the one-spike order parameters and their conjugates (docs/THEORY.md §5)
+STATE_NAMES = ("q1", "q2", "V1", "V2", "zeta", "psi", "m")
+HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
+#: the K-group model and order parameters (None on the one-spike route), and the quadrature
+#: rule of a K-group point (``n_kappa`` 0 and ``quadrature_change`` NaN where not refined)
+GROUP_FIELDS = ("loadings", "bulk", "fractions", "overlaps", "order", "n_kappa",
+                "quadrature_change")
+#: fields that are lists or mappings: JSON strings in ``to_dict`` and the frames
+JSON_FIELDS = ("loadings", "bulk", "fractions", "overlaps", "order")
+#: the columns of a result, in order: the one schema of ``to_frame``, ``risk_curve`` and
+#: ``risk_grid`` on every route (grouped as parameters, solution and diagnostics)
+RESULT_COLUMNS = ["alpha", "risk", "converged", "iterations", "residual", "sigma", "target",
+                  "alpha0", "eta", "lam", "beta", "delta", "model", "measure", "r", "c", "gamma",
+                  "status", "message", *STATE_NAMES, *HAT_NAMES, "p", "common_row",
+                  *GROUP_FIELDS]
+
+NAN = math.nan
+
+
+@dataclass(frozen=True, kw_only=True)
+class RiskResult(FieldGroups):
+    """One point of the theory with every parameter that produced it (THEORY.md §1
+    conventions): ``risk`` is the test error E_x (g - f)^2 on noiseless inputs, NaN unless
+    ``converged`` (then ``status`` and ``message`` say why). Fields that do not apply to the
+    route are None or NaN (module docstring)."""
+
+    alpha: float
+    sigma: str
+    target: str
+    alpha0: float = NAN  # the first batch n0/d (NaN: a given K-group model has no step)
+    eta: float = NAN  # eta_tilde of the step (NaN: a K-group route)
+    lam: float
+    beta: float
+    delta: float
+    #: "srf", "network" or "rf": the model the point describes
+    model: str = "srf"
+    measure: str | None = None  # the spectral measure's kind (one-spike route)
+    r: float = NAN
+    c: float = NAN
+    gamma: float = NAN
+    risk: float
+    converged: bool
+    status: str
+    message: str
+    iterations: int
+    residual: float
+    q1: float = NAN
+    q2: float = NAN
+    V1: float = NAN
+    V2: float = NAN
+    zeta: float = NAN
+    psi: float = NAN
+    m: float = NAN
+    Vhat1: float = NAN
+    Vhat2: float = NAN
+    qhat1: float = NAN
+    qhat2: float = NAN
+    zetahat: float = NAN
+    psihat: float = NAN
+    #: the solver's raw state (the unknowns in the equations' order)
+    state: tuple = field(default=(), repr=False, compare=False)
+    p: float = math.inf  # width of the finite-p theory (docs/DERIVATIONS.md §8); inf: the limit
+    # omega of the mean row at finite p (docs/DERIVATIONS.md §8, "The network's initial
+    # output"); NaN on a K-group route
+    common_row: float = NAN
+    loadings: list | None = None
+    bulk: list | None = None
+    fractions: list | None = None
+    overlaps: list | None = None
+    #: the K-group order parameters Q1, Q2, V1, V2, zeta, psi, m (lists by group)
+    order: dict | None = field(default=None, repr=False, compare=False)
+    # the kappa rule a K-group risk was computed on (nodes per dimension; 0: the problem's own)
+    # and the relative change of the risk from the next coarser rule (NaN: not checked)
+    n_kappa: int = 0
+    quadrature_change: float = NAN
+
+    #: the three groups of fields: what produced the point, what the equations give, how the
+    #: solve went (``RESULT_COLUMNS`` is their one column order)
+    PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
+                  "measure", "p", "common_row", "loadings", "bulk", "fractions", "overlaps")
+    SOLUTION = ("risk", "r", "c", "gamma", *STATE_NAMES, *HAT_NAMES, "order")
+    DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
+                   "quadrature_change")
+
+    def to_dict(self) -> dict:
+        """Every field but the raw solver state, in the order of :data:`RESULT_COLUMNS`;
+        lists and mappings as JSON strings."""
+        out = {}
+        for k in RESULT_COLUMNS:
+            v = getattr(self, k)
+            out[k] = json.dumps(v) if v is not None and k in JSON_FIELDS else v
+        return out
+
+    as_dict = to_dict
+
+    def to_frame(self) -> pd.DataFrame:
+        """A one-row DataFrame with the columns of ``risk_curve`` (:data:`RESULT_COLUMNS`)."""
+        import pandas as pd
+
+        return pd.DataFrame([self.to_dict()], columns=RESULT_COLUMNS)
+
+
+#: the former name of the K-group record, kept so that old code runs (deprecated: use
+#: :class:`RiskResult`, the same class)
+SpikedResult = RiskResult

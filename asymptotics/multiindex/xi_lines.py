@@ -1,0 +1,208 @@
+"""The xi-moments of the steps' mapping as functions of one pre-activation shift (THEORY.md §12.2).
+
+Per node of the steps' integrals and per group, ``F = E sigma``, ``m1 = E sigma'``,
+``m2 = E[xi sigma']`` and ``E sigma'^2`` at the pre-activation ``sqrt(c) xi + M`` depend on the
+group's shift ``M`` alone. They are smooth in ``M`` (the Gaussian ``xi`` smooths a kinked sigma),
+so they are taken from a piecewise Chebyshev interpolant of the xi rule itself, as in
+``asymptotics.coefficients.line_moments`` (same lattice of pieces, same checks), with two
+differences that matter on the steps' wide grids of shifts (|M| up to tens):
+
+* a piece is checked against the rule to ``TOL`` of the moment's largest value over the pieces
+  in use (not of its own: far out, where sigma is flat, ``m1`` and ``m2`` are rounding noise
+  around zero, and a piece-relative check refuses every interpolant there);
+* a refused piece falls back to the rule at the shifts inside that piece only.
+
+The numbers are the rule's to ``TOL`` of each moment's scale either way, and do not depend on
+which pieces earlier calls cached (tests/test_steps_speed.py compares with the rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function
+
+#: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
+#: check points per piece (fractions of its half-length), the gain needed to interpolate
+M_CHEB = 32
+HALF_LENGTH = 1.0
+TOL = 1e-13
+CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
+GAIN = 2.0
+#: points per block of the basis (its rows stay in cache)
+BLOCK = 8192
+#: bulk scales closer than this (relative) are one scale (the moments move by as little)
+SAME_SCALE = 1e-14
+
+#: per (sigma, scale, xi rule): piece index -> (Chebyshev coefficients (m, q), the largest
+#: check error (q), the largest value (q)); a piece depends on nothing else
+_PIECES: dict = {}
+CACHE_KEYS = 256
+
+
+def clear_cache() -> None:
+    """Forget the cached pieces."""
+    _PIECES.clear()
+
+
+def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
+    k = np.arange(m)
+    x = np.cos(np.pi * (k + 0.5) / m)
+    T = np.cos(np.pi * np.outer(np.arange(m), k + 0.5) / m) * (2.0 / m)
+    T[0] *= 0.5
+    return x, T
+
+
+def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+    """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
+    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece; per block of
+    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    n_pieces, m, q = coef.shape
+    n = t.shape[0]
+    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
+    order = np.argsort(piece, kind="stable")
+    ps = piece[order]
+    x = np.clip((t[order] - (lo + h * (2 * ps + 1))) / h, -1.0, 1.0)
+    out = np.empty((n, q))
+    bounds = np.searchsorted(ps, np.arange(n_pieces + 1))
+    T = np.empty((m, min(BLOCK, n)))
+    for a0 in range(0, n, BLOCK):
+        b0 = min(a0 + BLOCK, n)
+        Tb = T[:, :b0 - a0]
+        Tb[0] = 1.0
+        if m > 1:
+            Tb[1] = x[a0:b0]
+        x2 = 2.0 * x[a0:b0]
+        for j in range(2, m):
+            np.multiply(x2, Tb[j - 1], out=Tb[j])
+            Tb[j] -= Tb[j - 2]
+        for i in range(ps[a0], ps[b0 - 1] + 1):
+            a, b = max(bounds[i], a0), min(bounds[i + 1], b0)
+            if b > a:
+                out[order[a:b]] = Tb[:, a - a0:b - a0].T @ coef[i]
+    return out
+
+
+def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: float) -> dict:
+    """New pieces ``todo``: coefficients, check errors and largest values."""
+    x, T = _cheb(M_CHEB)
+    checks = np.asarray(CHECKS)
+    centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
+    m = len(todo) * M_CHEB
+    pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
+                          (centres[:, None] + h * checks[None, :]).ravel()])
+    vals = np.asarray(direct(pts), dtype=np.float64)
+    q = vals.shape[1]
+    cheb = vals[:m].reshape(len(todo), M_CHEB, q)
+    coef = np.einsum("jk,pkq->pjq", T, cheb)
+    chk = vals[m:].reshape(len(todo), len(CHECKS), q)
+    # every check in one call: the new pieces laid side by side from 0
+    at = (h * (2 * np.arange(len(todo), dtype=np.float64) + 1))[:, None] + h * checks[None, :]
+    approx = chebyshev_pieces(coef, 0.0, h, at.ravel()).reshape(chk.shape)
+    err = np.max(np.abs(approx - chk), axis=1)
+    big = np.maximum(np.max(np.abs(cheb), axis=1), np.max(np.abs(chk), axis=1))
+    return {i: (coef[j], err[j], big[j]) for j, i in enumerate(todo)}
+
+
+def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
+              key: object) -> np.ndarray:
+    """``direct(t)`` ((n, q): q smooth functions of a scalar by a fixed rule) through the checked
+    piecewise interpolant of the module docstring; pieces of half-length min(1, smoothness)."""
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    n = t.shape[0]
+    h = min(HALF_LENGTH, smoothness)
+    if not h > 0 or n == 0:
+        return direct(t)
+    p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
+    n_pieces = p_hi - p_lo + 1
+    if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:
+        return direct(t)
+    if len(_PIECES) > CACHE_KEYS:
+        _PIECES.clear()
+    store = _PIECES.setdefault(key, {}) if key is not None else {}
+    todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
+    if todo:
+        store.update(_pieces(direct, todo, h))
+    used = [store[i] for i in range(p_lo, p_hi + 1)]
+    scale = np.maximum(np.max(np.stack([u[2] for u in used]), axis=0), 1e-300)
+    bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
+    coef = np.ascontiguousarray(np.stack([u[0] for u in used]))
+    lo = 2 * h * p_lo
+    out = chebyshev_pieces(coef, lo, h, t)
+    if bad.any():
+        piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
+        sel = bad[piece]
+        out[sel] = direct(t[sel])
+    return out
+
+
+def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
+               wxi: np.ndarray) -> np.ndarray:
+    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
+    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
+        m1 = (s @ (wxi * xi)) / sc
+        m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
+    else:
+        m1, m2 = ds @ wxi, np.zeros(M.shape[0])
+    return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
+
+
+def _is_relu(sigma: Function) -> bool:
+    return sigma.identity is None and sigma.expression == "relu(z)"
+
+
+def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.ndarray:
+    """:func:`_xi_direct` for ReLU (sc > 0) in closed form: the rule's sums run over the nodes
+    with ``sc xi + M > 0``, a suffix of the sorted nodes, so each column is a suffix sum of
+    ``w xi^j`` (the same terms; O(n log nodes) instead of O(n nodes))."""
+    order = np.argsort(xi, kind="stable")
+    xs, ws = xi[order], wxi[order]
+    n = xs.shape[0]
+    suffix = np.zeros((4, n + 1))
+    for p in range(4):
+        suffix[p, :n] = np.cumsum((ws * xs**p)[::-1])[::-1]
+    j = np.searchsorted(xs, -M / sc, side="right")
+    # the rule's own test sc xi + M > 0 at the neighbouring nodes (rounding of -M / sc)
+    below = (j > 0) & (sc * xs[np.maximum(j - 1, 0)] + M > 0)
+    j = j - below
+    above = (j < n) & ~(sc * xs[np.minimum(j, n - 1)] + M > 0)
+    j = j + above
+    C0, C1, C2, C3 = suffix[:, j]
+    return np.column_stack([sc * C1 + M * C0, (sc * C2 + M * C1) / sc,
+                            (sc * (C3 - C1) + M * (C2 - C0)) / sc, C0])
+
+
+def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
+               wxi: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
+    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring)."""
+    n, K = M.shape
+    out = np.empty((4, n, K))
+    scs = np.sqrt(np.asarray(c, dtype=np.float64))
+    done = np.zeros(K, dtype=bool)
+    for g in range(K):
+        if done[g]:
+            continue
+        # groups of one bulk (to rounding: a symmetric readout's groups) share one evaluation
+        same = [h for h in range(g, K) if not done[h]
+                and abs(scs[h] - scs[g]) <= SAME_SCALE * scs[g]]
+        done[same] = True
+        sc = float(scs[g])
+        t = np.concatenate([M[:, h] for h in same])
+        key = ("xi", sigma, sc, xi.shape[0])
+        try:
+            hash(key)
+        except TypeError:  # an unhashable sigma: no cache
+            key = None
+        if sc > 0 and _is_relu(sigma):
+            vals = _relu_rule(sc, t, xi, wxi)
+        else:
+            vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), t, sc, key)
+        for i, h in enumerate(same):
+            out[:, :, h] = vals[i * n:(i + 1) * n].T
+    F, m1, m2, Eds2 = out
+    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
