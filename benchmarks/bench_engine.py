@@ -177,7 +177,6 @@ def k_group_points() -> None:
                   "median (target <= 3x)")
 
 
-
 def steps_mappings(extra: list[dict]) -> None:
     """Section 2 (and the extra settings, T = 3)."""
     srf_point()  # the reference re-measured, as before (warms the same paths)

@@ -6,8 +6,9 @@ takes thousands of distinct values for r >= 2 spikes. The moments are smooth fun
 (the Gaussian smooths F's kinks when s > 0), so they are computed by the same rule on the
 Chebyshev points of short pieces of [min t, max t] and interpolated (Clenshaw). The interpolant
 is checked against the direct rule at points between the Chebyshev points; if any check differs
-by more than ``TOL`` (relative to the moment's scale) the direct rule is used at every t, so the
-result is the direct rule's to ``TOL`` either way (tests/test_line_moments.py).
+by more than ``TOL`` (relative to the moment's scale on the piece: sqrt(max E F^2) for E F and
+E[F Z], max E F^2 for E F^2) the direct rule is used at every t, so the result is the direct
+rule's to ``TOL`` either way (tests/test_line_moments.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.quadrature import gaussian_moments
+from asymptotics.coefficients.quadrature import N_SMOOTH, gauss_hermite, gaussian_moments
 from asymptotics.core.coldstart import kernel
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required
@@ -48,7 +49,29 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    for i in range(t.shape[0]):
+    n = t.shape[0]
+    if q == 3:  # two points' three recurrences side by side (independent chains; same sums)
+        for i in range(0, n - 1, 2):
+            p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
+            x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+            P = min(int((t[i + 1] - lo) / (2.0 * h)), n_pieces - 1)
+            X = min(max((t[i + 1] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
+            a1, a2, b1, b2, c1, c2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            A1, A2, B1, B2, C1, C2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            for j in range(m - 1, 0, -1):
+                a1, a2 = coef[p, j, 0] + 2.0 * x * a1 - a2, a1
+                b1, b2 = coef[p, j, 1] + 2.0 * x * b1 - b2, b1
+                c1, c2 = coef[p, j, 2] + 2.0 * x * c1 - c2, c1
+                A1, A2 = coef[P, j, 0] + 2.0 * X * A1 - A2, A1
+                B1, B2 = coef[P, j, 1] + 2.0 * X * B1 - B2, B1
+                C1, C2 = coef[P, j, 2] + 2.0 * X * C1 - C2, C1
+            out[i, 0] = coef[p, 0, 0] + x * a1 - a2
+            out[i, 1] = coef[p, 0, 1] + x * b1 - b2
+            out[i, 2] = coef[p, 0, 2] + x * c1 - c2
+            out[i + 1, 0] = coef[P, 0, 0] + X * A1 - A2
+            out[i + 1, 1] = coef[P, 0, 1] + X * B1 - B2
+            out[i + 1, 2] = coef[P, 0, 2] + X * C1 - C2
+    for i in range(n - n % 2 if q == 3 else 0, n):
         p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
         x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
         for c in range(q):
@@ -60,11 +83,101 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
     return out
 
 
+@kernel(cache=True, error_model="numpy")
+def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
+                checks: np.ndarray, moments: bool, tol: float) -> tuple:
+    """Kernel: the Chebyshev series of new pieces from the direct values ``vals`` (pieces,
+    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points) and
+    whether each is accepted: the series (the arithmetic of ``_clenshaw`` on one piece) agrees
+    with the values at the check points to ``tol`` times each column's scale, the largest
+    |value| of the column on the piece or, where the columns are (E F, E[F Z], E F^2)
+    (``moments``), sqrt(max E F^2) for the first two and max E F^2 for the third if larger
+    (by Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
+    n_new, _, q = vals.shape
+    m = T.shape[0]
+    coef = np.zeros((n_new, m, q))
+    ok = np.ones(n_new, dtype=np.bool_)
+    scale = np.empty(q)
+    b1 = np.empty(q)
+    b2 = np.empty(q)
+    for p in range(n_new):
+        for j in range(m):
+            for k in range(m):
+                for c in range(q):
+                    coef[p, j, c] += T[j, k] * vals[p, k, c]
+        for c in range(q):
+            big = 0.0
+            for k in range(m):
+                big = max(big, abs(vals[p, k, c]))
+            scale[c] = max(big, 1e-300)
+        if moments:
+            s2 = 0.0
+            for k in range(m):
+                s2 = max(s2, abs(vals[p, k, 2]))
+            scale[0] = max(scale[0], np.sqrt(s2))
+            scale[1] = max(scale[1], np.sqrt(s2))
+            scale[2] = max(scale[2], s2)
+        lo = 2 * h * index[p]
+        for c_i in range(checks.shape[0]):
+            t = h * (2 * index[p] + 1) + h * checks[c_i]
+            x = min(max((t - (lo + h * 1)) / h, -1.0), 1.0)
+            x2 = 2.0 * x
+            b1[:] = 0.0
+            b2[:] = 0.0
+            for j in range(m - 1, 0, -1):
+                for c in range(q):
+                    b = coef[p, j, c] + x2 * b1[c] - b2[c]
+                    b2[c] = b1[c]
+                    b1[c] = b
+            for c in range(q):
+                approx = coef[p, 0, c] + x * b1[c] - b2[c]
+                if not abs(approx - vals[p, m + c_i, c]) <= tol * scale[c]:
+                    ok[p] = False
+    return coef, ok
+
+
 def line_moments(fn: Function, t: np.ndarray, s: float, **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z) for every t_i, as ``gaussian_moments(fn, t,
-    s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale)."""
-    return on_line(lambda pts: gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw), t, s,
-                   key=("gaussian", fn, float(s), tuple(sorted(kw.items()))))
+    s)`` with the same rule options ``kw`` (to :data:`TOL` of each moment's scale: sqrt(E F^2)
+    for the first two, E F^2 for the third, their largest values on the piece; by
+    Cauchy-Schwarz |E F| and |E[F Z]| are at most sqrt(E F^2))."""
+    return on_line(lambda pts: direct_moments(fn, pts, float(s), **kw), t, s,
+                   key=("gaussian", fn, float(s), tuple(sorted(kw.items()))),
+                   moments=True)
+
+
+def direct_moments(fn: Function, pts: np.ndarray, s: float, **kw) -> np.ndarray:
+    """``gaussian_moments(fn, pts, s, **kw)`` at one scale s; for a smooth F, whose
+    Gauss-Hermite rule is the same at every shift, without forming the rule's (shifts x nodes)
+    copies (the same sums)."""
+    if fn.kinks and s != 0.0:
+        return gaussian_moments(fn, pts, np.full(pts.shape[0], s), **kw)
+    x, w = gauss_hermite(int(kw.get("n_smooth", N_SMOOTH)))
+    arg = pts[:, None] + (s * x)[None, :]  # (the products s x_j of the rule's broadcast)
+    values = fn(arg)
+    if not np.all(np.isfinite(values)):
+        raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
+    return _shared_moments(np.ascontiguousarray(values), x, w)
+
+
+@kernel(cache=True, error_model="numpy")
+def _shared_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Kernel: ``quadrature.weighted_moments`` for one rule (z, w) shared by every row."""
+    m, n = values.shape
+    out = np.zeros((m, 3))
+    for i in range(m):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(n):
+            wf = w[j] * values[i, j]
+            s0 += wf
+            s1 += wf * z[j]
+            s2 += wf * values[i, j]
+        out[i, 0] = s0
+        out[i, 1] = s1
+        out[i, 2] = s2
+    return out
 
 
 #: the pieces computed so far, by (function, scale, rule) and piece index: a piece depends on
@@ -80,12 +193,13 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None) -> np.ndarray:
+            key: object = None, moments: bool = False) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
-    cache)."""
+    cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale
+    (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2))."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -105,22 +219,16 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
     if todo:
         x, T = _cheb(M_CHEB)
-        centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
+        index = np.asarray(todo, dtype=np.int64)
+        centres = h * (2 * index.astype(np.float64) + 1)
         checks = np.asarray(CHECKS)
-        m = len(todo) * M_CHEB
-        pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
-                              (centres[:, None] + h * checks[None, :]).ravel()])
+        # per piece: its Chebyshev points, then its check points
+        pts = (centres[:, None] + h * np.concatenate([x, checks])[None, :]).ravel()
         vals = np.asarray(direct(pts), dtype=np.float64)
-        q = vals.shape[1]
-        coef = np.einsum("jk,pkq->pjq", T, vals[:m].reshape(len(todo), M_CHEB, q))
-        chk = vals[m:].reshape(len(todo), len(CHECKS), q)
+        vals = np.ascontiguousarray(vals.reshape(len(todo), M_CHEB + len(CHECKS), -1))
+        coef, ok = _new_pieces(vals, T, index, h, checks, moments, TOL)
         for j, i in enumerate(todo):
-            c = np.ascontiguousarray(coef[j:j + 1])
-            approx = _clenshaw(c, 2 * h * i, h, h * (2 * i + 1) + h * checks)
-            scale = np.maximum(np.max(np.abs(vals[j * M_CHEB:(j + 1) * M_CHEB]), axis=0),
-                               1e-300)
-            ok = np.all(np.abs(approx - chk[j]) <= TOL * scale[None, :])
-            store[i] = c[0] if ok else None
+            store[i] = coef[j] if ok[j] else None
     if any(store[i] is None for i in range(p_lo, p_hi + 1)):
         return direct(t)
     coef = np.ascontiguousarray(np.stack([store[i] for i in range(p_lo, p_hi + 1)]))

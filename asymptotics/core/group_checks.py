@@ -291,10 +291,16 @@ def contrast_width(design: np.ndarray, target: np.ndarray, A: float,
     if design.shape[1] < 2 or not (np.all(np.isfinite(design)) and np.all(np.isfinite(target))):
         return 0.0, 1.0
     U, s, _ = np.linalg.svd(design, full_matrices=False)
+    return contrast_need(s, (U.T @ target) ** 2, float(target @ target), A, V2)
+
+
+def contrast_need(s: np.ndarray, power: np.ndarray, total: float, A: float,
+                  V2: np.ndarray) -> tuple[float, float]:
+    """:func:`contrast_width` from the design's singular values ``s``, the target's power along
+    its left singular vectors and the target's total power ``total``."""
     if s.size == 0 or s[0] == 0.0:
         return 0.0, 1.0
-    power = (U.T @ target) ** 2
-    used = (s > 1e-12 * s[0]) & (power > CONTRAST_POWER * max(float(target @ target), 1e-300))
+    used = (s > 1e-12 * s[0]) & (power > CONTRAST_POWER * max(total, 1e-300))
     if not np.any(used):
         return 0.0, 1.0
     weakest = float(np.min(s[used])) ** 2

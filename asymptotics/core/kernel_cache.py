@@ -27,6 +27,7 @@ KERNEL_MODULES = [
     "asymptotics.measures.spectral",
     "asymptotics.equations.fixed_point",
     "asymptotics.equations.solver_kernels",
+    "asymptotics.equations.small_dense",
     "asymptotics.measures.resolvent_kernels",
 ]
 

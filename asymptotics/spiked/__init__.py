@@ -37,8 +37,10 @@ from asymptotics.spiked.solve import (
     spike_contributions,
 )
 
-# anderson inlines kernels.v_map: cached kernels never outlive an edit of a kernel they inline
-_guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson"])
+# anderson and contrast inline kernels of kernels.py: cached kernels never outlive an edit
+# of a kernel they inline
+_guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson",
+                     "asymptotics.spiked.contrast", "asymptotics.equations.small_dense"])
 
 __all__ = ["SpikedProblem", "SpikedResult", "build_spiked_problem", "risk_spiked",
            "risk_spiked_curve", "risk_spiked_grid", "risk_spiked_semi_empirical", "solve_spiked",

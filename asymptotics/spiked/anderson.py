@@ -13,11 +13,12 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.solver import Status
-from asymptotics.spiked.kernels import v_map
+from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
 
 # the status codes of Status (the one list), as plain ints the kernel compiles as constants
-CONVERGED, MAX_ITER, NON_FINITE = (int(Status.CONVERGED), int(Status.MAX_ITER),
-                                   int(Status.NON_FINITE))
+CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
+    int(Status.CONVERGED), int(Status.MAX_ITER), int(Status.NON_FINITE),
+    int(Status.OUT_OF_DOMAIN))
 
 
 @kernel(cache=True, error_model="numpy")
@@ -107,3 +108,92 @@ def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, d
         x = x_new
         fx = fx_new
     return x, MAX_ITER, max_iter, res
+
+
+@kernel(cache=True, error_model="numpy")
+def _residual(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
+    """max_i |fx_i - x_i| / max(|x_i|, floor), NaN if any term is (``solver.relative_residual``)."""
+    out = -np.inf
+    for i in range(x.shape[0]):
+        r = abs(fx[i] - x[i]) / max(abs(x[i]), floor)
+        if np.isnan(r):
+            return np.nan
+        out = max(out, r)
+    return out
+
+
+@kernel(cache=True, error_model="numpy")
+def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
+                p_inv, rtol, floor, max_iter, damping, m_hist, blowup=1e12):
+    """Kernel: one point of the K-group equations (docs/THEORY.md §10.5) in one call: the
+    (V1, V2) solve from ``x0`` (if ``has_x0``), else or then from the cold start 0.5 diag(pi),
+    0.5 pi, and once more from it with four times the iterations and damping 0.2; three
+    contraction steps; the exact completion; the relative residual of the literal map and the
+    physical domain (Q2 >= 0, diag Q1 >= 0 up to round-off). Returns (state, status, n_iter,
+    residual, x, solved, risk, sv, power, total): ``x`` the (V1, V2) the solve ended on,
+    ``solved`` whether it converged, ``risk`` NaN unless the status is converged; (sv, power,
+    total) the mean design's singular values, the target's power along them and in all (the
+    contrast check, ``spiked.contrast``), empty unless solved. ``blowup``: as in
+    :func:`anderson`."""
+    K = pi.shape[0]
+    r = kap.shape[1]
+    k = h1.shape[1]
+    o = sizes(K, r, k)
+    cold = np.zeros(K * K + K)
+    for g in range(K):
+        cold[g * (K + 1)] = 0.5 * pi[g]
+        cold[K * K + g] = 0.5 * pi[g]
+    n_att = 3 if has_x0 else 2
+    x = cold
+    code = MAX_ITER
+    n_it = 0
+    rr = np.inf
+    for i in range(n_att):
+        start = x0 if (has_x0 and i == 0) else cold
+        last = i == n_att - 1
+        x, code, n_it, rr = anderson(start.copy(), nonneg, w, mb1, ms2, A, lam, beta, pi,
+                                     rtol / 10, floor, 4 * max_iter if last else max_iter,
+                                     0.2 if last else damping, m_hist, blowup)
+        if code == CONVERGED:
+            break
+    solved = code == CONVERGED
+    state = np.full(o[7], np.nan)
+    sv, power, total = np.zeros(0), np.zeros(0), 0.0
+    resid = rr
+    status = code
+    if solved:
+        v = x
+        for _ in range(3):
+            v = v_map(v, w, mb1, ms2, A, lam, beta, pi)
+        state, ok, sv, power, total = complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam,
+                                               delta, beta, pi, p_inv)
+        fx = full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv)
+        resid = _residual(state, fx, floor)
+        finite = True
+        for i in range(state.shape[0]):
+            if not np.isfinite(state[i]):
+                finite = False
+        tiny = 0.0
+        if finite:
+            big = 0.0
+            for i in range(o[2]):
+                big = max(big, abs(state[i]))
+            tiny = 1e-12 * max(1.0, big)
+        q_ok = ok and finite
+        for i in range(o[1], o[2]):
+            if not state[i] >= -tiny:
+                q_ok = False
+        for g in range(K):
+            if not state[g * (K + 1)] >= -tiny:
+                q_ok = False
+        if q_ok:
+            for i in range(o[1], o[2]):
+                state[i] = max(state[i], 0.0)
+            if not resid <= rtol:
+                status = MAX_ITER
+        else:
+            status = OUT_OF_DOMAIN
+    risk = np.nan
+    if status == CONVERGED:
+        risk = risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2)
+    return state, status, n_it, resid, x, solved, risk, sv, power, total

@@ -21,8 +21,8 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.line_moments import line_moments
-from asymptotics.coefficients.quadrature import gauss_hermite, gaussian_moments, kappa_rule
+from asymptotics.coefficients.line_moments import direct_moments, line_moments
+from asymptotics.coefficients.quadrature import gauss_hermite, kappa_rule
 from asymptotics.core import group_checks
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
@@ -117,19 +117,29 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
                    bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
     n, K = kappa.shape[0], loadings.shape[0]
-    mu0, mb1, ms2 = (np.zeros((n, K)) for _ in range(3))
+    raw = np.empty((3, n, K))
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            ms = line_moments(sigma, t, sq, **INNER_NODES)
+            raw[:, :, g] = line_moments(sigma, t, sq, **INNER_NODES).T
         else:
-            ms = gaussian_moments(sigma, t, np.full_like(t, sq))
-        scale = float(np.max(ms[:, 2])) + 1e-300
-        mu0[:, g] = flush(ms[:, 0], math.sqrt(scale))
-        mb1[:, g] = flush(ms[:, 1], math.sqrt(scale))
-        ms2[:, g] = np.maximum(flush(ms[:, 2] - ms[:, 0] ** 2 - ms[:, 1] ** 2, scale), 0.0)
+            raw[:, :, g] = direct_moments(sigma, t, sq).T
+    scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
+    root = np.sqrt(scale)
+    mu0, mb1 = flush_columns(raw[0], root), flush_columns(raw[1], root)
+    ms2 = np.maximum(flush_columns(raw[2] - raw[0] ** 2 - raw[1] ** 2, scale), 0.0)
     return mu0, mb1, ms2
+
+
+def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> np.ndarray:
+    """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
+    out = np.array(values, dtype=np.float64)
+    if out.size:
+        size = np.abs(out)
+        out[size <= 1e-15 * scale[None, :]] = 0.0
+        out[:, np.max(size, axis=0) <= rel * scale] = 0.0
+    return out
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
@@ -144,7 +154,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     n = kappa.shape[0]
     if isinstance(target, Function):
         mg = (line_moments(target, shift[:, 0], float(rho[0])) if kappa.shape[1] > 1
-              else gaussian_moments(target, shift[:, 0], np.full(n, rho[0])))
+              else direct_moments(target, shift[:, 0], float(rho[0])))
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]
@@ -163,11 +173,11 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
         wom = wo[:, None] * om  # (m, k'): weights times the free omegas
         for s in range(0, n, chunk):
             e = min(n, s + chunk)
-            Z = np.empty((e - s, om.shape[0], k))
-            Z[...] = shift[s:e, None, :]
+            Zt = np.empty((k, e - s, om.shape[0]))  # Z[..., j] contiguous (the target reads it)
+            Zt[...] = shift[s:e].T[:, :, None]
             for i, j in enumerate(free):
-                Z[:, :, j] += rho[j] * om[None, :, i]
-            gv = np.asarray(target(Z), dtype=np.float64)
+                Zt[j] += rho[j] * om[None, :, i]
+            gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64)
             if not np.all(np.isfinite(gv)):
                 raise ValueError("target returned non-finite values at quadrature nodes")
             h[s:e] = gv @ wo

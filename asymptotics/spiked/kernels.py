@@ -8,8 +8,7 @@ concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On
 The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
 D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
 X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
-psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, finite p in
-§10.6).
+psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, §10.6).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.small_dense import inv, mm, pair_gram, solve
 
 TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
@@ -82,7 +82,7 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
     eye = np.eye(K)
     for _ in range(2000):
         D = np.diag(beta * pi * tau)
-        Km = M @ np.linalg.inv(eye + D @ M)
+        Km = mm(M, inv(eye + mm(D, M)))
         F = np.empty(K)
         for g in range(K):
             F[g] = 1.0 / (lamg[g] + Km[g, g])
@@ -93,9 +93,9 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
         # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
         # elsewhere the plain iteration, which increases monotonically to the fixed point
         new = F
-        ones = np.linalg.solve(eye - J, np.ones(K))
+        ones = solve(eye - J, np.ones(K))
         if np.all(ones > 0.0):
-            cand = tau + np.linalg.solve(eye - J, F - tau)
+            cand = tau + solve(eye - J, F - tau)
             if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
                 new = cand
         done = True
@@ -115,34 +115,48 @@ def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> t
     tau = tau_solve(M, lamg, beta, pi)
     K = M.shape[0]
     D = np.diag(beta * pi * tau)
-    V1 = D @ np.linalg.inv(np.eye(K) + M @ D) / beta
+    V1 = mm(D, inv(np.eye(K) + mm(M, D))) / beta
     V1 = 0.5 * (V1 + V1.T)
     return tau, V1, pi * tau
 
 
 @kernel(cache=True, error_model="numpy")
-def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
-               X2: np.ndarray) -> tuple:
-    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)
-    (implicit differentiation of the tau equation)."""
+def dresolvent_parts(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
+    """Kernel: the direction-free parts of :func:`dresolvent` (D, Ai, Bi, I - J)."""
     K = M.shape[0]
     eye = np.eye(K)
     D = np.diag(beta * pi * tau)
-    Ai = np.linalg.inv(eye + M @ D)
-    Bi = np.linalg.inv(eye + D @ M)
-    Km = M @ Bi
-    Y = Ai @ X1 @ Bi
+    Ai = inv(eye + mm(M, D))
+    Bi = inv(eye + mm(D, M))
+    Km = mm(M, Bi)
     J = np.empty((K, K))
-    b = np.empty(K)
     for g in range(K):
         t2 = tau[g] * tau[g]
-        b[g] = -t2 * (X2[g] + Y[g, g])
         for h in range(K):
             J[g, h] = t2 * Km[g, h] * Km[h, g] * beta * pi[h]
-    dtau = np.linalg.solve(eye - J, b)
+    return D, Ai, Bi, eye - J
+
+
+@kernel(cache=True, error_model="numpy")
+def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
+                     X1: np.ndarray, X2: np.ndarray) -> tuple:
+    """Kernel: :func:`dresolvent` from its ``dresolvent_parts`` (many directions, one point)."""
+    D, Ai, Bi, ImJ = parts
+    Y = mm(mm(Ai, X1), Bi)
+    b = np.empty(M.shape[0])
+    for g in range(M.shape[0]):
+        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
+    dtau = solve(ImJ, b)
     dD = np.diag(beta * pi * dtau)
-    dV1 = (dD @ Ai - D @ Ai @ (X1 @ D + M @ dD) @ Ai) / beta
+    dV1 = (mm(dD, Ai) - mm(mm(mm(D, Ai), mm(X1, D) + mm(M, dD)), Ai)) / beta
     return 0.5 * (dV1 + dV1.T), pi * dtau
+
+
+@kernel(cache=True, error_model="numpy")
+def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
+               X2: np.ndarray) -> tuple:
+    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)."""
+    return dresolvent_along(dresolvent_parts(M, tau, beta, pi), M, tau, beta, pi, X1, X2)
 
 
 @kernel(cache=True, error_model="numpy")
@@ -218,8 +232,8 @@ def mean_design(iv, w, kap, mu0, mb1, h, eps) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def mean_lstsq(Phi: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest are a
-    null space: only mu0(k) . m is determined there, and only it enters)."""
+    """Kernel: minimum-norm least-squares m (singular values below 1e-12 of the largest: a
+    null space, where only mu0(k) . m, which alone enters, is determined)."""
     K = Phi.shape[1]
     if np.max(np.abs(Phi)) == 0.0:
         return np.zeros(K)
@@ -287,9 +301,9 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
 def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: given (V1, V2), the rest of the state solved exactly: (zeta, m) from their linear
     system (the -b feedback of zetahat; m eliminated by projecting on the complement of the mu0
-    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok); ok False
-    where the Q-system has no physical solution (det <= DET_MIN or a non-positive
-    diagonal)."""
+    design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok, the mean
+    design's singular values, the target's power along them, its total power); ok False where
+    the Q-system has no physical solution (det <= DET_MIN or a non-positive diagonal)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -312,8 +326,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
-    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) as in full_map
-    U, sv, _ = np.linalg.svd(Phi, full_matrices=False)
+    # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) (as in full_map)
+    U, sv, Vt = np.linalg.svd(Phi, full_matrices=False)
     nk = 0
     for i in range(sv.shape[0]):
         if sv[i] > 1e-12 * sv[0]:
@@ -331,7 +345,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             rhs[gi] *= dl
             Sys[gi, gi] += 1.0
     zeta = np.linalg.solve(Sys, rhs)
-    m = mean_lstsq(Phi, ht - Psi @ zeta)
+    m = Vt[:nk].T @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])  # mean_lstsq, by this SVD
     zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
@@ -351,29 +365,32 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             zz += zh[g * r + i] ** 2
         X2[g] += beta * zz + m[g] * m[g] * p_inv / (V2[g] * V2[g])
     nq = K * K + K
-    dV1, dV2 = dresolvent(M, tau, beta, pi, X1, X2)
+    parts = dresolvent_parts(M, tau, beta, pi)
+    dV1, dV2 = dresolvent_along(parts, M, tau, beta, pi, X1, X2)
     c0 = np.empty(nq)
     c0[:K * K] = -dV1.ravel()
     c0[K * K:] = -dV2
-    Mq = np.eye(nq)
-    qi = np.empty(n)
+    G, idx = pair_gram(mb1, ms2, w * iv2)  # Vhat along every direction of the Q-system
+    G *= A
+    L = K * (K + 1) // 2
+    E, K1, K2 = np.zeros((nq, nq)), np.empty((K, K)), np.empty(K)
     for col in range(nq):
-        for j in range(n):
-            if col < K * K:
-                qi[j] = mb1[j, col // K] * mb1[j, col % K]
-            else:
-                qi[j] = ms2[j, col - K * K]
-        K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
-        e1, e2 = dresolvent(M, tau, beta, pi, K1, K2)
-        Mq[:K * K, col] += e1.ravel()
-        Mq[K * K:, col] += e2
+        pc = idx[col // K, col % K] if col < K * K else L + col - K * K
+        for g in range(K):
+            K2[g] = G[pc, L + g]
+            for h in range(K):
+                K1[g, h] = G[pc, idx[g, h]]
+        e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
+        E[:K * K, col] = e1.ravel()
+        E[K * K:, col] = e2
+    Mq = np.eye(nq) + E
     ok = np.linalg.det(Mq) > DET_MIN
     for i in range(nq):
         ok = ok and Mq[i, i] > 0.0
     qv = np.linalg.solve(Mq, c0)
     state[o_q1:o_q2] = qv[:K * K]
     state[o_q2:o_v1] = qv[K * K:]
-    return state, ok
+    return state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht)
 
 
 @kernel(cache=True, error_model="numpy")

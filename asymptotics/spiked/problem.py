@@ -135,6 +135,17 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
                          n_kappa: int | None = None, n_omega: int | None = None
                          ) -> SpikedProblem:
     """Validate (docs/THEORY.md §10.1) and precompute the tables (§10.2)."""
+    return spiked_builder(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
+                          fractions=fractions, overlaps=overlaps, lam=lam, beta=beta,
+                          delta=delta, p=p)(n_kappa, n_omega)
+
+
+def spiked_builder(*, sigma: str | Function | Callable, target: str | Function | Callable,
+                   loadings: object, bulk: object, fractions: object, overlaps: object,
+                   lam: float, beta: float, delta: float = 0.0, p: float | None = None
+                   ) -> Callable[[int | None, int | None], SpikedProblem]:
+    """Validate once (docs/THEORY.md §10.1); the answer builds the problem with the tables of a
+    given rule, ``(n_kappa, n_omega) -> SpikedProblem`` (the rules of a quadrature ladder)."""
     s = get_function(sigma)
     g, k, tname = resolve_target(target)
     U = _matrix("loadings", loadings, 2)
@@ -174,5 +185,10 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
         group_checks.group_width(p, pi)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
-    tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega, degrees=degrees)
-    return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)
+
+    def build(n_kappa: int | None = None, n_omega: int | None = None) -> SpikedProblem:
+        tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
+                              degrees=degrees)
+        return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)
+
+    return build

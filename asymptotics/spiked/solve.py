@@ -19,11 +19,11 @@ from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former n
     RiskResult,
     SpikedResult,
 )
-from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
+from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
-from asymptotics.spiked.anderson import anderson
-from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.anderson import solve_point
+from asymptotics.spiked.kernels import sizes
+from asymptotics.spiked.problem import SpikedProblem, spiked_builder
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
@@ -42,14 +42,6 @@ def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
             for i, (n, s) in enumerate(zip(STATE_NAMES, shapes, strict=True))}
 
 
-class _Solved:
-    """The outcome of the V-subsystem solve (the fields of ``solver.SolverResult`` used here)."""
-
-    def __init__(self, x: np.ndarray, status: Status, n_iter: int, residual: float) -> None:
-        self.x, self.status, self.n_iter, self.residual = x, status, n_iter, residual
-        self.converged = status == Status.CONVERGED
-
-
 def cold_start(prob: SpikedProblem) -> np.ndarray:
     """(V1, V2) to start from: 0.5 diag(pi), 0.5 pi."""
     pi = prob.fractions
@@ -60,49 +52,18 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                  x0: np.ndarray | None = None, strict: bool = False) -> SpikedResult:
     """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2)."""
     alpha = checks.positive("alpha", alpha)
-    a = _args(prob, alpha)
     t = prob.tables
     K = prob.fractions.shape[0]
-    vargs = (t.weights, t.mub1, t.mus2, alpha / prob.beta, prob.lam, prob.beta, prob.fractions)
-    nonneg = tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K))
-    attempts = [x0] if x0 is not None else []
-    attempts += [cold_start(prob), cold_start(prob)]
-    res = None
-    nn = np.array(nonneg, dtype=np.int64)
-    for i, start in enumerate(attempts):
-        cfg = solver if i < len(attempts) - 1 else SolverConfig(
-            solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
-        x, code, n_it, rr = anderson(np.asarray(start, dtype=np.float64), nn, *vargs,
-                                     cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
-                                     cfg.anderson)
-        res = (x, Status(int(code)), int(n_it), float(rr))
-        if res[1] == Status.CONVERGED:
-            break
-    assert res is not None
-    res = _Solved(*res)
-    status, n_iter = res.status, res.n_iter
-    state = np.full(sizes(K, *prob.loadings.shape[1:], prob.k)[-1], np.nan)
-    resid = res.residual
-    if res.converged:
-        v = res.x
-        for _ in range(3):  # polish: contraction steps
-            v = v_map(v, *vargs)
-        state, ok = complete(v, *a)
-        fx = full_map(state, *a)
-        o = sizes(K, *prob.loadings.shape[1:], prob.k)
-        resid = relative_residual(state, fx, solver.scale_floor)
-        # the physical domain Q2 >= 0, diag Q1 >= 0, up to round-off (a perfect fit has Q = 0)
-        tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if np.all(
-            np.isfinite(state)) else 0.0
-        q1d = np.diag(state[:o[1]].reshape(K, K))
-        q_ok = ok and np.all(np.isfinite(state)) and np.all(state[o[1]:o[2]] >= -tiny)
-        q_ok = q_ok and np.all(q1d >= -tiny)
-        if q_ok:
-            state[o[1]:o[2]] = np.maximum(state[o[1]:o[2]], 0.0)
-        if not q_ok:
-            status = Status.OUT_OF_DOMAIN
-        elif not resid <= solver.rtol:
-            status = Status.MAX_ITER
+    nn = np.array(tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K)),
+                  dtype=np.int64)
+    has_x0 = x0 is not None
+    start = (np.ascontiguousarray(x0, dtype=np.float64) if has_x0
+             else np.zeros(K * K + K))
+    state, code, n_iter, resid, v, solved, risk, sv, power, total = solve_point(
+        start, has_x0, nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2,
+        alpha / prob.beta, prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv,
+        solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
+    status = Status(int(code))
     conv = status == Status.CONVERGED
     if not conv and prob.lam == 0.0:  # the ridgeless limit lam -> 0+ (docs/THEORY.md §10.5)
         from asymptotics.spiked.ridgeless import ridgeless_limit
@@ -114,12 +75,13 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                 raise ConvergenceError(f"K-group equations at lam = 0, alpha={alpha:g}: "
                                        f"{lim.message}")
             return lim
-    if res.converged and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
-        status, message = contrast.contrast_status(prob, alpha, res.x, status)
+    if solved and prob.p is None and K >= 2:  # the contrast channel at p = inf (§10.6)
+        status, message = contrast.contrast_status(prob, alpha, v, status,
+                                                   (sv, power, total))
         conv = status == Status.CONVERGED
     else:
         message = status.message
-    risk = risk_of(state, *a[:8]) if conv else math.nan
+    risk = risk if conv else math.nan
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{message}")
@@ -221,9 +183,16 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
+    build = spiked_builder(**params)
+    start: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
+
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
-        return [solve_spiked(prob, alpha, solver)]
+        prob = build(nk, no)
+        res = solve_spiked(prob, alpha, solver, x0=start[0])
+        if res.converged:
+            o = sizes(*prob.loadings.shape, prob.k)
+            start[0] = np.array(res.state[o[2]:o[4]])
+        return [res]
 
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
     res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
@@ -253,11 +222,12 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
 
     built: dict = {}  # the problem of each rule (the probes and the curve share it)
+    build = spiked_builder(**params)
 
     def solve_at(nk: int | None, no: int | None, idx: list[int] | None = None
                  ) -> list[SpikedResult]:
         if (nk, no) not in built:
-            built[(nk, no)] = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
+            built[(nk, no)] = build(nk, no)
         prob = built[(nk, no)]
         out, x0 = [], None
         K = prob.fractions.shape[0]
