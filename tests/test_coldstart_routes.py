@@ -73,7 +73,7 @@ def test_every_route_looks_up_the_signature_numba_caches():
     for name in ROUTES:
         missing = [(kern, sig) for kern, sig, found in seen[name] if not found]
         assert not missing, f"{name}: {missing}"
-    assert any("omitted" in sig for rows in seen.values() for _, sig, _ in rows)  # anderson
+    assert any("omitted" in sig for rows in seen.values() for _, sig, _ in rows)  # solve_point (blowup)
 
 
 SECOND = """
