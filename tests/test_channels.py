@@ -13,6 +13,7 @@ import pytest
 
 import asymptotics as A
 from asymptotics.measures.spectral import SpectralMeasure, empirical_measure
+from validation.experiments.bias_slopes.channels import sphere_frame
 
 REFERENCE = [
     (dict(alpha=3.0, sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, beta=1.0),
@@ -56,15 +57,7 @@ def test_srf_closures_reproduce_the_srf_code(kw, risk, state):
 
 
 def _atoms(seed: int = 5, d: int = 300):
-    rng = np.random.default_rng(seed)
-    W0 = rng.standard_normal((d, d))
-    W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
-    v = rng.standard_normal(d)
-    v /= np.linalg.norm(v)
-    t = rng.standard_normal(d)
-    t -= (t @ v) * v
-    t /= np.linalg.norm(t)
-    return W0, v, t
+    return sphere_frame(np.random.default_rng(seed), d, d)
 
 
 KW = dict(sigma="tanh", target="tanh", alpha0=0.5, eta=1.0, lam=0.01, beta=1.0, model="srf")

@@ -8,6 +8,7 @@ import pytest
 import asymptotics as A
 from asymptotics.api.risk import check_width
 from asymptotics.models.rf_ridge import rf_ridge_risk
+from validation.experiments.bias_slopes.channels import sphere_frame
 
 TT = dict(sigma="tanh", target="tanh", alpha0=2.0, lam=0.01, beta=1.0, model="srf")
 
@@ -78,13 +79,7 @@ def _linear_srf_mc(d, p, n, lam, r, c, gamma, reps, seed):
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(reps):
-        W0 = rng.standard_normal((p, d))
-        W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
-        th = rng.standard_normal(d)
-        th /= np.linalg.norm(th)
-        t = rng.standard_normal(d)
-        t -= (t @ th) * th
-        t /= np.linalg.norm(t)
+        W0, th, t = sphere_frame(rng, p, d)
         v = gamma * th + math.sqrt(1 - gamma**2) * t
         W1 = math.sqrt(c) * W0 + r * np.outer(np.ones(p), v)
         X = rng.standard_normal((n, d))

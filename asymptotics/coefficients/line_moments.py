@@ -34,7 +34,7 @@ CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 
 
 @lru_cache(maxsize=4)
-def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
+def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
     """First-kind Chebyshev points x_k and the matrix taking values there to coefficients."""
     k = np.arange(m)
     x = np.cos(np.pi * (k + 0.5) / m)
@@ -218,7 +218,7 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         store = {}
     todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
     if todo:
-        x, T = _cheb(M_CHEB)
+        x, T = chebyshev_basis(M_CHEB)
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
         checks = np.asarray(CHECKS)

@@ -300,6 +300,18 @@ class MappingInputs:
     degree: int | None
 
 
+def cached_prefix(cache: dict, base: tuple, etas: tuple[float, ...], steps: int
+                  ) -> tuple[tuple | None, int]:
+    """``(base, done)``: ``base``, or None when a part of it is unhashable (computed, not
+    cached), and the most steps t <= ``steps`` whose states ``cache`` holds under
+    ``(base, etas[:t])`` (0: none)."""
+    try:
+        hash(base)
+    except TypeError:
+        return None, 0
+    return base, next((t for t in range(steps, 0, -1) if (base, etas[:t]) in cache), 0)
+
+
 def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: float,
                    eta: float | Sequence[float], delta: float, readout: object,
                    quad: Quadrature) -> MappingInputs:
@@ -341,13 +353,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     # a reused batch: the first step as on a fresh batch, the second below (THEORY.md §14)
     reuse = batch == "reused" and steps >= 2 and math.isfinite(alpha0)
     n_fresh = 1 if reuse else steps
-    base = (s, target, float(alpha0), delta, ro, quad)
-    try:
-        hash(base)
-    except TypeError:  # an unhashable part: computed, not cached
-        base = None
-    done = next((t for t in range(n_fresh, 0, -1) if base is not None
-                 and (base, etas[:t]) in _CACHE), 0)
+    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas,
+                               n_fresh)
     states = list(_CACHE[(base, etas[:done])]) if done else [
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]

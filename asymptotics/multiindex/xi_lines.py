@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.line_moments import chebyshev_basis
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -46,14 +47,6 @@ CACHE_KEYS = 256
 def clear_cache() -> None:
     """Forget the cached pieces."""
     _PIECES.clear()
-
-
-def _cheb(m: int) -> tuple[np.ndarray, np.ndarray]:
-    k = np.arange(m)
-    x = np.cos(np.pi * (k + 0.5) / m)
-    T = np.cos(np.pi * np.outer(np.arange(m), k + 0.5) / m) * (2.0 / m)
-    T[0] *= 0.5
-    return x, T
 
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
@@ -88,7 +81,7 @@ def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np
 
 def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: float) -> dict:
     """New pieces ``todo``: coefficients, check errors and largest values."""
-    x, T = _cheb(M_CHEB)
+    x, T = chebyshev_basis(M_CHEB)
     checks = np.asarray(CHECKS)
     centres = h * (2 * np.asarray(todo, dtype=np.float64) + 1)
     m = len(todo) * M_CHEB

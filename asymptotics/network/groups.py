@@ -34,6 +34,7 @@ from asymptotics.multiindex.steps import (
     TRAPEZOID_STEP,
     GroupState,
     Quadrature,
+    cached_prefix,
     group_params,
     mapping_inputs,
 )
@@ -232,13 +233,7 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
                        readout=readout, quad=quad)
     steps, etas, delta, ro, s, g, k = m.steps, m.etas, m.delta, m.readout, m.sigma, m.g, m.k
     values, fractions, degree, K = m.values, m.fractions, m.degree, len(m.values)
-    base = (s, target, float(alpha0), delta, ro, quad)
-    try:
-        hash(base)
-    except TypeError:  # an unhashable part: computed, not cached
-        base = None
-    done = next((t for t in range(steps, 0, -1) if base is not None
-                 and (base, etas[:t]) in _CACHE), 0)
+    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas, steps)
     if done:
         states, covs = (list(x) for x in _CACHE[(base, etas[:done])])
     else:

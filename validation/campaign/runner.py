@@ -102,6 +102,43 @@ def run_campaign(campaign: Campaign, store: Store, *, n_jobs: int = 1,
                       stopped=stopped, seconds=time.monotonic() - t0)
 
 
+def refresh_csv(c: Campaign, read: Path, write: Path, *, store: str | Path | None = None,
+                progress: bool = True) -> RunSummary:
+    """Run the tasks of campaign ``c`` the SQLite ``store`` (default: beside ``write``) lacks,
+    the store first taking the rows of the CSVs ``write`` and ``read`` that exist, then export
+    every stored task to ``write``. ``progress``: as in :func:`run_campaign`."""
+    with Store(Path(store) if store else write.with_suffix(".sqlite")) as st:
+        _start_from(st, c, write, read)
+        out = run_campaign(c, st, progress=progress)
+        st.export_csv(c, write)
+    return out
+
+
+def run_rows(c: Campaign, read: Path, write: Path, *, save: bool = True, n_jobs: int = 1,
+             progress: bool | None = True) -> pd.DataFrame:
+    """The rows of campaign ``c``'s settings, in their order, once the tasks the store lacks
+    are run. ``save``: the store is the SQLite file beside ``write``, first taking the rows of
+    the CSVs ``write`` and ``read`` that exist, and every stored task is exported to ``write``;
+    else the store is in memory and nothing is kept. ``progress``: as in :func:`run_campaign`
+    (None: shown)."""
+    with Store(write.with_suffix(".sqlite") if save else None) as st:
+        if save:
+            _start_from(st, c, write, read)
+        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
+        if save:
+            st.export_csv(c, write)
+        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
+
+
+def _start_from(st: Store, c: Campaign, write: Path, read: Path,
+                import_csv: Callable[[Store, Campaign, Path], Any] | None = None) -> None:
+    """The store ``st`` takes the rows of campaign ``c`` in the CSVs ``write`` and ``read`` that
+    exist (each once), read by ``import_csv`` (default :meth:`Store.import_csv`)."""
+    for source in dict.fromkeys([write, read]):
+        if source.exists():
+            (import_csv or Store.import_csv)(st, c, source)
+
+
 def load_or_run(c: Campaign, read: Path, write: Path, *,
                 ordered: Callable[[Path, Campaign, list[str]], pd.DataFrame | None],
                 force: bool = False, n_jobs: int = 1,
@@ -126,9 +163,7 @@ def load_or_run(c: Campaign, read: Path, write: Path, *,
     t0 = time.perf_counter()
     with Store(write.with_suffix(".sqlite"), fresh=force) as st:
         if not force:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    (import_csv or Store.import_csv)(st, c, source)
+            _start_from(st, c, write, read, import_csv)
         out = run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
         st.export_csv(c, write)
     log(f"[{what}] {out.ran} {done}: {time.perf_counter() - t0:.1f} s"

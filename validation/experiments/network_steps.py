@@ -42,7 +42,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, refresh_csv
 from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
@@ -87,20 +87,28 @@ def readout_text(readout: dict) -> str:
     return "{" + ", ".join(f"{v:g}: {w:.6g}" for v, w in readout.items()) + "}"
 
 
-def simulate_one(name: str, d: int, rep: int) -> list[dict]:
-    """One repetition of setting ``name`` at dimension ``d`` (module docstring)."""
-    s = SETTINGS[name]
-    sig = get_function(s["sigma"])
-    g, k = target_callable(s["target"])
+def initial_layer(s: dict, d: int, rng: np.random.Generator
+                  ) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(p, W0, eps)`` of setting ``s`` at dimension ``d``: p = round(beta d), W0 (p x d, rows
+    uniform on the unit sphere, drawn from ``rng``) and the readout's value per row (the
+    readout's fractions of p, rounded down, the last value taking the rest)."""
     p = int(round(s["beta"] * d))
-    rng = np.random.default_rng(np.random.SeedSequence([7_340_000 + d, list(SETTINGS).index(name),
-                                                        rep]))
     W = rng.standard_normal((p, d))
     W /= np.linalg.norm(W, axis=1, keepdims=True)
     vals = np.array(list(s["readout"]), dtype=np.float64)
     counts = np.floor(np.array(list(s["readout"].values())) * p).astype(int)
     counts[-1] = p - counts[:-1].sum()
-    eps = np.repeat(vals, counts)
+    return p, W, np.repeat(vals, counts)
+
+
+def simulate_one(name: str, d: int, rep: int) -> list[dict]:
+    """One repetition of setting ``name`` at dimension ``d`` (module docstring)."""
+    s = SETTINGS[name]
+    sig = get_function(s["sigma"])
+    g, k = target_callable(s["target"])
+    rng = np.random.default_rng(np.random.SeedSequence([7_340_000 + d, list(SETTINGS).index(name),
+                                                        rep]))
+    p, W, eps = initial_layer(s, d, rng)
     n0 = int(round(s["alpha0"] * d))
     t0 = time.perf_counter()
     rows = []
@@ -176,12 +184,7 @@ def simulate(d: int | None, seeds: int | None, only: list[str] | None, *,
     runs' CSV (module docstring); returns the CSV written."""
     c = campaign(d, seeds, only)
     read, write = paths()
-    with Store(pathlib.Path(store) if store else write.with_suffix(".sqlite")) as st:
-        for source in dict.fromkeys([write, read]):
-            if source.exists():
-                st.import_csv(c, source)
-        run_campaign(c, st, progress=progress)
-        st.export_csv(c, write)
+    refresh_csv(c, read, write, store=store, progress=progress)
     return write
 
 
@@ -276,14 +279,8 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
     s = SETTINGS[name]
     sig = get_function(s["sigma"])
     g, k = target_callable(s["target"])
-    p = int(round(s["beta"] * d))
     rng = np.random.default_rng(1000 + rep)
-    W = rng.standard_normal((p, d))
-    W /= np.linalg.norm(W, axis=1, keepdims=True)
-    vals = np.array(list(s["readout"]), dtype=np.float64)
-    counts = np.floor(np.array(list(s["readout"].values())) * p).astype(int)
-    counts[-1] = p - counts[:-1].sum()
-    eps = np.repeat(vals, counts)
+    p, W, eps = initial_layer(s, d, rng)
     order = list(parse_readout(s["readout"]).values)
     labels = np.array([order.index(v) for v in eps])
     K = len(order)

@@ -41,7 +41,7 @@ import pandas as pd
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, Store, refresh_csv
 from validation.multistep.simulator import giant_step, readout_vector, ridge_test_error
 from validation.paths import data_file
 from validation.protocol import montecarlo as mc
@@ -207,12 +207,7 @@ def run(d_seeds: Sequence[tuple[int, int]], *, store: str | pathlib.Path | None 
     runs' CSV (module docstring); returns the CSV written."""
     c = campaign(d_seeds, scan)
     read, write = paths()
-    with Store(pathlib.Path(store) if store else write.with_suffix(".sqlite")) as st:
-        for source in dict.fromkeys([write, read]):
-            if source.exists():
-                st.import_csv(c, source)
-        run_campaign(c, st, progress=not quiet)
-        st.export_csv(c, write)
+    refresh_csv(c, read, write, store=store, progress=not quiet)
     return write
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from asymptotics import spectrum, srf_mapping
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, Store, refresh_csv, run_campaign
 from validation.experiments import spectra_sim
 from validation.experiments.spectra_sim import kolmogorov, simulate_network, simulate_srf
 
@@ -200,12 +200,7 @@ def run(large: bool = False, *, store: str | Path | None = None, quiet: bool = F
     CSV (module docstring); returns the CSV written."""
     c = campaign(large=large)
     read, write = paths()
-    with Store(Path(store) if store else write.with_suffix(".sqlite")) as st:
-        for source in dict.fromkeys([write, read]):
-            if source.exists():
-                st.import_csv(c, source)
-        run_campaign(c, st, progress=not quiet)
-        st.export_csv(c, write)
+    refresh_csv(c, read, write, store=store, progress=not quiet)
     return write
 
 

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtri
 
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, run_rows
 from validation.paths import data_file
 
 from .blocks import BLOCKS, BlockSetting, block_draw, block_theory
@@ -255,15 +255,7 @@ def simulate(save: bool = True, progress: bool | None = True, n_jobs: int = 1,
     """Run what the store lacks (from the committed CSV and its keys file) and export it."""
     c = campaign(**plan)
     read, write = data_file(RUNS, "validation", "reports", "data")
-    with Store(write.with_suffix(".sqlite") if save else None) as st:
-        if save:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    st.import_csv(c, source)
-        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
-        if save:
-            st.export_csv(c, write)
-        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
+    return run_rows(c, read, write, save=save, n_jobs=n_jobs, progress=progress)
 
 
 def load_runs() -> pd.DataFrame:

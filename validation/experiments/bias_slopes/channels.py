@@ -128,15 +128,23 @@ def network_risk_draw(d: int, rng: np.random.Generator) -> dict[str, float]:
     return {"net_risk": net, "semi_risk": semi, "semi_minus_net": semi - net}
 
 
-def srf_weights(rng: np.random.Generator, d: int, p: int, r: float, c: float, gamma: float):
-    """``(W, v, theta)``: W = sqrt(c) W0 + r 1 v^T, W0 rows on the sphere, <v, theta> = gamma."""
+def sphere_frame(rng: np.random.Generator, p: int, d: int
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(W0, a, b)``, drawn in that order: W0 (p x d) with rows uniform on the unit sphere, a a
+    uniform unit vector, b a unit vector orthogonal to a."""
     W0 = rng.standard_normal((p, d))
     W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
-    theta = rng.standard_normal(d)
-    theta /= np.linalg.norm(theta)
-    t = rng.standard_normal(d)
-    t -= (t @ theta) * theta
-    t /= np.linalg.norm(t)
+    a = rng.standard_normal(d)
+    a /= np.linalg.norm(a)
+    b = rng.standard_normal(d)
+    b -= (b @ a) * a
+    b /= np.linalg.norm(b)
+    return W0, a, b
+
+
+def srf_weights(rng: np.random.Generator, d: int, p: int, r: float, c: float, gamma: float):
+    """``(W, v, theta)``: W = sqrt(c) W0 + r 1 v^T, W0 rows on the sphere, <v, theta> = gamma."""
+    W0, theta, t = sphere_frame(rng, p, d)
     v = gamma * theta + math.sqrt(1 - gamma * gamma) * t
     return math.sqrt(c) * W0 + r * v[None, :], v, theta
 

@@ -93,15 +93,9 @@ def spectrum_draw(s: SpectrumSetting, d: int, rng: np.random.Generator) -> dict[
                 "weights_outlier/d": float(D.w_eig[-1]) / d,
                 "weights_outlier_target_overlap": float(D.w_overlaps["target 1"][0])}
     from asymptotics.measures.spectral import empirical_measure
+    from validation.experiments.bias_slopes.channels import sphere_frame
 
-    p = d // 2
-    W0 = rng.standard_normal((p, d))
-    W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
-    v = rng.standard_normal(d)
-    v /= np.linalg.norm(v)
-    t = rng.standard_normal(d)
-    t -= (t @ v) * v
-    t /= np.linalg.norm(t)
+    W0, v, t = sphere_frame(rng, d // 2, d)
     emp = empirical_measure(W0, v, t, MP_C)
     out = {f"moment{j}": float(m) for j, m in enumerate(emp.moments(*MP_S)[:5])}
     out.update(F_mean=float(np.mean(emp.F)), rho_mean=float(np.mean(emp.rho)))

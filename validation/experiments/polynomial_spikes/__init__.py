@@ -44,7 +44,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, run_rows
 from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[2] / "reports"
@@ -243,15 +243,7 @@ def check(save: bool = True, progress: bool | None = True, n_jobs: int = 1) -> p
     ``data/polynomial_spikes_check.csv`` like the runs)."""
     c = check_campaign()
     read, write = data_file(CHECK, "validation", "reports", "data")
-    with Store(write.with_suffix(".sqlite") if save else None) as st:
-        if save:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    st.import_csv(c, source)
-        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
-        if save:
-            st.export_csv(c, write)
-        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
+    return run_rows(c, read, write, save=save, n_jobs=n_jobs, progress=progress)
 
 
 def paths() -> tuple[pathlib.Path, pathlib.Path]:
@@ -306,15 +298,7 @@ def simulate(ds: list[int], seeds: list[int], kinds=("network", "columns"),
     is kept. ``progress``: the run's progress on stderr."""
     c = campaign(ds, seeds, kinds, settings)
     read, write = paths()
-    with Store(write.with_suffix(".sqlite") if save else None) as st:
-        if save:
-            for source in dict.fromkeys([write, read]):
-                if source.exists():
-                    st.import_csv(c, source)
-        run_campaign(c, st, n_jobs=n_jobs, progress=progress is not False)
-        if save:
-            st.export_csv(c, write)
-        return st.frame(c, keys=[c.key_text(j) for j in c.settings])
+    return run_rows(c, read, write, save=save, n_jobs=n_jobs, progress=progress)
 
 
 def table(df: pd.DataFrame, settings=SETTINGS) -> pd.DataFrame:

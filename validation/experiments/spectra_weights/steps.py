@@ -33,7 +33,7 @@ import pandas as pd
 
 from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
-from validation.campaign import Campaign, Schema, Store, run_campaign
+from validation.campaign import Campaign, Schema, refresh_csv
 from validation.experiments.spectra_sim import kolmogorov, sphere
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -178,12 +178,7 @@ def run(*, store: str | Path | None = None, quiet: bool = False) -> Path:
     CSV (module docstring); returns the CSV written."""
     c = campaign()
     read, write = paths()
-    with Store(Path(store) if store else write.with_suffix(".sqlite")) as st:
-        for source in dict.fromkeys([write, read]):
-            if source.exists():
-                st.import_csv(c, source)
-        run_campaign(c, st, progress=not quiet)
-        st.export_csv(c, write)
+    refresh_csv(c, read, write, store=store, progress=not quiet)
     return write
 
 
