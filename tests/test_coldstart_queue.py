@@ -101,8 +101,11 @@ def test_default_mode_is_compiled_from_the_second_process_on(tmp_path):
     # the kernel it could not compile is reported once, with the log, and raises numba's error
     second = _run(RUN, cache, str(mods), "bad")
     lines = second.stderr.splitlines()
-    if lines and lines[0] == coldstart.MESSAGE_WAIT.format(log=log):
-        lines = lines[1:]
+    # the wait line, when the compiler is still at work on another kernel, comes before or after
+    # the failure line (the order of the compiler's jobs; seen both ways on a loaded machine)
+    wait = coldstart.MESSAGE_WAIT.format(log=log)
+    assert lines.count(wait) <= 1, lines
+    lines = [line for line in lines if line != wait]
     assert len(lines) == 1, lines
     assert lines[0].startswith("giantstep: the background compiler could not compile "
                                "toykern.bad (TypingError") and str(log) in lines[0]
