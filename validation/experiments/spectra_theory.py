@@ -367,7 +367,7 @@ def report(rows: list[dict]) -> str:
                    for _, r in miss.iterrows()) if len(miss) else "") + ".",
             *(f"  - {t}." for t in scans)]
     if len(vhat):
-        out.append(f"- The driver's direction `v_hat` (the weights' `learned 1 (v_hat)` rows, not "
+        out.append(f"- The mean-row direction `v_hat` (the weights' `learned 1 (v_hat)` rows, not "
                    f"counted above): {int((zs(vhat) <= 3).sum())} of {len(vhat)} within 3 s.e. "
                    f"(largest |z| {zs(vhat).max():.1f}); the network's weights' `learned 1` "
                    f"(against `v_pop`): {int((zs(_learned(ovl)) <= 3).sum())} of "
