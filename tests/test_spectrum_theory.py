@@ -279,3 +279,23 @@ def test_steps_export_is_the_committed_csv(tmp_path) -> None:
     places = [json.loads(ln.split(" ", 1)[1]) for ln in keys_path(out).read_text().splitlines()[1:]]
     cells = [(names.index(name), d) for name, d in places]
     assert cells == sorted(cells) and len(cells) == len(c.settings)
+
+
+def test_population_direction_is_the_mean_row_over_many_neurons() -> None:
+    """The weights' simulated learned direction after one step (docs/THEORY.md §16.3): the
+    Gauss-Hermite population mean row given the batch equals the mean update of 200000
+    independent sphere rows on that batch (Monte Carlo, relative error ~0.3%)."""
+    from asymptotics.coefficients.functions import get_function
+    from validation.experiments.spectra_sim import population_direction, sphere
+
+    rng = np.random.default_rng(1)
+    d, n0, eta = 100, 60, 2.0
+    dsig = get_function("tanh").derivative
+    X0, e = rng.standard_normal((n0, d)), rng.standard_normal(n0)
+    v_pop = population_direction(dsig, X0, e, eta)
+    acc = np.zeros(d)
+    for _ in range(10):
+        W = sphere(rng, 20000, d)
+        acc += (eta / n0) * ((dsig(X0 @ W.T) * e[:, None]).T @ X0).sum(axis=0)
+    mc = acc / 200000
+    assert np.linalg.norm(mc - v_pop) <= 0.01 * np.linalg.norm(v_pop)

@@ -3,8 +3,10 @@ the trained network of the protocol (§1: rows of W0 uniform on the sphere, a0 =
 or two giant steps eta = eta_tilde p on fresh batches of n0 = alpha0 d samples) and its sRF
 surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of F^T F,
 F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
-eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the features W0 v and, for the
-network, its bulk column B v = (W - 1_p mean row) v) and theta*. Also the fit of simulated-minus-
+eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the weights after one step the
+population mean row v_pop, :func:`population_direction`, and the mean row v_hat beside it; for
+the features W0 v and, for the network, its bulk column B v = (W - 1_p mean row) v, v = v_hat)
+and theta*. Also the fit of simulated-minus-
 theory overlap offsets as k/p (:func:`fit_text`) and the report's section on the weights'
 learned-direction overlap d-scan (:func:`overlap_scan_section`)."""
 
@@ -17,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.quadrature import gauss_hermite
 
 TOP = 3  # eigenvectors whose overlaps are recorded
 OVERLAP_SCAN = (Path(__file__).resolve().parents[2] / "validation" / "reports" / "data"
@@ -64,8 +67,11 @@ def _weights(W: np.ndarray, right: dict) -> tuple[np.ndarray, dict]:
 
 def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: float,
                      alpha0: float, eta: float | tuple, seed: int, steps: int = 1) -> Draw:
-    """The protocol's network after ``steps`` giant steps (fresh batches, constant readout);
-    ``v`` (the learned direction) is the unit mean row of W minus W0's, theta* = e_1."""
+    """The protocol's network after ``steps`` giant steps (fresh batches, constant readout),
+    theta* = e_1. The weights' ``learned 1`` is the theory's direction after one step, the
+    population mean row given the batch (:func:`population_direction`, docs/THEORY.md §16.3);
+    ``learned 1 (v_hat)`` (and, after more steps, ``learned 1``) the unit mean row of W minus
+    W0's, the features' learned directions use the latter."""
     rng = np.random.default_rng(seed)
     sig, dsig, g = get_function(sigma), get_function(sigma).derivative, get_function(target)
     p, n0, n = round(beta * d), round(alpha0 * d), round(alpha * d)
@@ -74,19 +80,36 @@ def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: flo
     W0 = sphere(rng, p, d)
     W = W0.copy()
     etas = (eta,) * steps if np.isscalar(eta) else tuple(eta)
+    v_pop = None
     for t in range(steps):
         X0 = rng.standard_normal((n0, d))
         H = X0 @ W.T
         e = g(X0 @ theta) - sig(H).mean(axis=1)  # a0 = 1/sqrt(p): f = mean of sigma
         W = W + (etas[t] / n0) * (dsig(H) * e[:, None]).T @ X0
+        if steps == 1:
+            v_pop = _unit(population_direction(dsig, X0, e, etas[t]))
     mv = W.mean(axis=0) - W0.mean(axis=0)
     v = mv / np.linalg.norm(mv)
     X = rng.standard_normal((n, d))
-    w_eig, w_ov = _weights(W, {"learned 1": v, "target 1": theta})
+    w_eig, w_ov = _weights(W, {"learned 1": v if v_pop is None else v_pop,
+                               "learned 1 (v_hat)": v, "target 1": theta})
     f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
                                         "learned 1": _unit(W0 @ v),
                                         "learned 1 (B v)": _unit((W - W.mean(axis=0)) @ v)})
     return Draw(w_eig, f_eig, w_ov, f_ov)
+
+
+def population_direction(dsig, X0: np.ndarray, e: np.ndarray, eta: float) -> np.ndarray:
+    """The first step's population mean row given the batch (docs/THEORY.md §16.3), the
+    theory's learned direction: (eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i, the expectation
+    over w0 with w0.x_i ~ N(0, |x_i|^2/d) by 64-point Gauss-Hermite. The unit mean row of
+    W1 - W0 over the p neurons (``v_hat``) adds the sample mean of the bulk rows, which W1's
+    top singular vector shares: a bias of order 1/p in its overlap."""
+    n0, d = X0.shape
+    z, w = gauss_hermite(64)
+    s = np.linalg.norm(X0, axis=1) / math.sqrt(d)
+    m = dsig(s[:, None] * z[None, :]) @ w
+    return (eta / n0) * (e * m) @ X0
 
 
 def simulate_srf(*, sigma: str, r: float, c: float, gamma: float, d: int, beta: float,
@@ -153,11 +176,14 @@ def overlap_scan_section() -> list[str]:
         return []
     df = pd.read_csv(OVERLAP_SCAN)
     out = ["## The weights' learned-direction overlap: which direction is simulated", "",
-           "The tables above compare W1's top right singular vector with `v_hat`, the unit mean "
-           "row of `W1 - W0` over the p neurons; the theory's `v` is the population mean row "
-           "given the batch, `v_pop = (eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i` (THEORY.md "
-           "§16.3). `v_hat` adds the sample mean of the bulk rows, which the top singular vector "
-           "shares: an estimator bias of order 1/p. A d-scan of both (tanh; `python "
+           "The network's weights' `learned 1` rows above compare W1's top right singular "
+           "vector with the theory's `v`, the population mean row given the batch, `v_pop = "
+           "(eta/n0) sum_i e_i E_w0[sigma'(w0.x_i)] x_i` (docs/THEORY.md §16.3; "
+           "`validation.experiments.spectra_sim.population_direction`); the `learned 1 (v_hat)` "
+           "rows beside them (not counted in the summary) with `v_hat`, the unit mean row of "
+           "`W1 - W0` over the p neurons. `v_hat` adds the sample mean of the bulk rows, which "
+           "the top singular vector shares: an estimator bias of order 1/p. A d-scan of both "
+           "(tanh; `python "
            "benchmarks/spectra_overlap_scan.py --csv validation/reports/data/"
            "spectra_overlap_scan.csv`):", "",
            "| setting | d | p | draws | theory | v_hat | se | z | v_pop | se | z |",

@@ -131,9 +131,12 @@ def _rows(s: Setting, d: int, n_seeds: int) -> list[dict]:
             rows.append(dict(base, quantity=f"outlier {i + 1} ({o.channel})",
                              theory=o.location, **_stat(vals)))
             for name, val in o.overlaps.items():
-                if name in ovs[0]:
-                    sims = [ov[name][i] for ov in ovs]
-                    rows.append(dict(base, quantity=f"outlier {i + 1}: overlap {name}",
+                # the weights' learned 1 is the population direction; the driver's v_hat
+                # (unit mean row of W1 - W0) beside it, an extra row not counted in the summary
+                extra = [name + " (v_hat)"] if name + " (v_hat)" in ovs[0] else []
+                for sim_name in [name] * (name in ovs[0]) + extra:
+                    sims = [ov[sim_name][i] for ov in ovs]
+                    rows.append(dict(base, quantity=f"outlier {i + 1}: overlap {sim_name}",
                                      theory=val, **_stat(sims)))
     for r in rows:
         r["seconds"] = time.time() - t0
@@ -148,10 +151,15 @@ def _record(job: tuple[Setting, int, int]) -> dict:
     """A task's parameter record: every field of the setting, d, the number of draws and the
     models of the theory (features, weights)."""
     s, d, n_seeds = job
-    return {"setting": s, "d": d, "draws": n_seeds,
-            "features_model": features_model(s),
-            "weights_model": None if s.weights_model is None else
-            "rf" if s.eta == 0.0 else s.weights_model}
+    out = {"setting": s, "d": d, "draws": n_seeds,
+           "features_model": features_model(s),
+           "weights_model": None if s.weights_model is None else
+           "rf" if s.eta == 0.0 else s.weights_model}
+    if s.sim == "network" and s.steps == 1 and out["weights_model"] is not None:
+        # the simulated weights' learned direction (spectra_sim.population_direction), v_hat
+        # beside it: only the cells whose rows it changes rerun
+        out["weights_learned"] = "v_pop, v_hat"
+    return out
 
 
 def _rank(row: dict) -> tuple:
@@ -327,7 +335,9 @@ def report(rows: list[dict]) -> str:
     out += spectra_sim.overlap_scan_section()
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
-    ovl = df[df.quantity.str.contains("overlap")]
+    ovl_all = df[df.quantity.str.contains("overlap")]
+    vhat = ovl_all[ovl_all.quantity.str.endswith("(v_hat)")]
+    ovl = ovl_all.drop(vhat.index)
 
     def zs(x):
         return ((x.sim - x.theory) / x.se).abs()
@@ -350,8 +360,20 @@ def report(rows: list[dict]) -> str:
                f"{miss.se.min():.1g}-{miss.se.max():.1g}): " + ", ".join(
                    f"{r.setting} d = {r.d} {r.of} {r.quantity.split(': ')[-1]}"
                    for _, r in miss.iterrows()) if len(miss) else "") + ".",
-            *(f"  - {t}." for t in scans), ""]
-    return "\n".join(out)
+            *(f"  - {t}." for t in scans)]
+    if len(vhat):
+        out.append(f"- The mean-row direction `v_hat` (the weights' `learned 1 (v_hat)` rows, not "
+                   f"counted above): {int((zs(vhat) <= 3).sum())} of {len(vhat)} within 3 s.e. "
+                   f"(largest |z| {zs(vhat).max():.1f}); the network's weights' `learned 1` "
+                   f"(against `v_pop`): {int((zs(_learned(ovl)) <= 3).sum())} of "
+                   f"{len(_learned(ovl))}.")
+    return "\n".join(out + [""])
+
+
+def _learned(ovl):
+    """The network's weights' learned-direction overlap rows (measured against v_pop)."""
+    return ovl[(ovl.simulated == "network") & (ovl["of"] == "weights")
+               & ovl.quantity.str.endswith("overlap learned 1")]
 
 
 def write_onestep(path: Path = ONESTEP_CSV) -> Path:
