@@ -204,6 +204,9 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
         Cg[:n, :n] = cov[gi]
         Cg[n:, n:] = state.c[gi] * np.eye(qf)
         Cg = Lg @ Cg @ Lg.T + nz[gi] * np.eye(ne)
+        if qf:  # the row noise on E already holds its part along the row's fresh coordinate
+            A = eta * values[gi] * Jg[:n, n:]
+            Cg[:n, :n] -= state.c[gi] * (A @ A.T)
         if finite:  # the row noise on E is E[(e^2 + delta) Var sigma' x x^T] eta^2 eps^2 / alpha0
             Cg[:n, :n] += eta**2 * values[gi] ** 2 * (NX[gi] - noise_v[gi] * np.eye(n)) / alpha0
         cov_new[gi] = P @ Cg @ P.T
