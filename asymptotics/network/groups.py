@@ -12,9 +12,11 @@ to first order in it, by ``b -> (I + eta eps_g J_g) b`` with
 which is ``1 + eta eps_g E[e m1'_g]`` times the identity outside E (the scale of §12.2) and, on
 E, the matrix ``E[e m1'_g x x^T]`` (x restricted to E) plus the self-terms of the step's fresh
 noise directions, which are built from the same batch (docs/DERIVATIONS.md §9.2). The step's row
-noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x x^T] / alpha0`` on E and isotropic
-elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T + noise`` with
-``L_g = I + eta eps_g J_g``. At t = 0, ``C_g = I``.
+noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x~ x~^T] / alpha0`` on E and the fresh
+directions (x~: the batch input, whose fresh coordinates carry their self part) and isotropic
+elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T - S_g + noise`` with
+``L_g = I + eta eps_g J_g`` and ``S_g`` the product of two self-terms through a fresh coordinate,
+which the noise already holds (DERIVATIONS.md §9.2, §9.5). At t = 0, ``C_g = I``.
 """
 
 from __future__ import annotations
