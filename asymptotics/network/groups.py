@@ -12,9 +12,11 @@ to first order in it, by ``b -> (I + eta eps_g J_g) b`` with
 which is ``1 + eta eps_g E[e m1'_g]`` times the identity outside E (the scale of §12.2) and, on
 E, the matrix ``E[e m1'_g x x^T]`` (x restricted to E) plus the self-terms of the step's fresh
 noise directions, which are built from the same batch (docs/DERIVATIONS.md §9.2). The step's row
-noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x x^T] / alpha0`` on E and isotropic
-elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T + noise`` with
-``L_g = I + eta eps_g J_g``. At t = 0, ``C_g = I``.
+noise is ``eta^2 eps_g^2 E[(e^2 + delta) Var_xi sigma'_g x~ x~^T] / alpha0`` on E and the fresh
+directions (x~: the batch input, whose fresh coordinates carry their self part) and isotropic
+elsewhere (``c_g``'s closure of §12.2). Then ``C_g -> L_g C_g L_g^T - S_g + noise`` with
+``L_g = I + eta eps_g J_g`` and ``S_g`` the product of two self-terms through a fresh coordinate,
+which the noise already holds (DERIVATIONS.md §9.2, §9.5). At t = 0, ``C_g = I``.
 """
 
 from __future__ import annotations
@@ -142,6 +144,8 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
     T3 = np.zeros((K, K, n))  # E[(e^2 + delta) m1'_g m1_h x]
     T4 = np.zeros((K, K, K))  # E[(e^3 + 3 e delta) m1'_g m1_h m1_l]
     NX = np.zeros((K, n, n))  # E[(e^2 + delta) Var_xi sigma'_g x x^T]: the row noise on E
+    T5 = np.zeros((K, K, n))  # E[(e^3 + 3 e delta) Var_xi sigma'_g m1_h x]: noise on E x fresh
+    T6 = np.zeros((K, K, K))  # E[(e^4 + 6 e^2 delta + 3 delta^2) Var sigma'_g m1_h m1_l]
     rows = max(1, CHUNK // max(1, R.shape[0] * max(1, n)))
     for lo in range(0, U.shape[0], rows):
         sl = slice(lo, lo + rows)
@@ -165,10 +169,14 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
             e_m1p[gi] += wp.sum()
             NX[gi] += (Xf * (we2 * np.repeat(v[sl, gi], nu))[:, None]).T @ Xf
             w2 = we2 * np.repeat(m1p[sl, gi], nu)
+            w5 = (w * (e**3 + 3.0 * e * delta)).reshape(-1) * np.repeat(v[sl, gi], nu)
             for hi in range(K):
                 T3[gi, hi] += (w2 * np.repeat(m1[sl, hi], nu)) @ Xf
+                T5[gi, hi] += (w5 * np.repeat(m1[sl, hi], nu)) @ Xf
         w3 = np.sum(w * (e**3 + 3.0 * e * delta), axis=1)
         T4 += np.einsum("u,ug,uh,ul->ghl", w3, m1p[sl], m1[sl], m1[sl])
+        w4 = np.sum(w * (e**4 + 6.0 * e * e * delta + 3.0 * delta**2), axis=1)
+        T6 += np.einsum("u,ug,uh,ul->ghl", w4, v[sl], m1[sl], m1[sl])
     sqrt_c = np.sqrt(state.c) + eta * values * e_m2
     finite = math.isfinite(alpha0)
     nz = eta**2 * values**2 * noise_v / alpha0 if finite else np.zeros(K)
@@ -205,6 +213,16 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
         Cg[:n, :n] = cov[gi]
         Cg[n:, n:] = state.c[gi] * np.eye(qf)
         Cg = Lg @ Cg @ Lg.T + nz[gi] * np.eye(ne)
+        if qf:  # the self-terms (docs/DERIVATIONS.md §9.5): the row noise already holds the
+            # product of two self-terms through a fresh coordinate, and on the fresh
+            # coordinates x carries its self part sum_h sf_h e m1_h
+            Sg = eta * values[gi] * (Jg[:, n:] - np.vstack([np.zeros((n, qf)),
+                                                            e_m1p[gi] * np.eye(qf)]))
+            Cg -= state.c[gi] * (Sg @ Sg.T)
+            nw = eta**2 * values[gi] ** 2 / alpha0
+            Cg[:n, n:] += nw * np.einsum("ha,hb->ab", T5[gi], sf) if n else 0.0
+            Cg[n:, :n] = Cg[:n, n:].T
+            Cg[n:, n:] += nw * np.einsum("hl,ha,lb->ab", T6[gi], sf, sf)
         if finite:  # the row noise on E is E[(e^2 + delta) Var sigma' x x^T] eta^2 eps^2 / alpha0
             Cg[:n, :n] += eta**2 * values[gi] ** 2 * (NX[gi] - noise_v[gi] * np.eye(n)) / alpha0
         cov_new[gi] = P @ Cg @ P.T
