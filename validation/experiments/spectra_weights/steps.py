@@ -65,9 +65,10 @@ SETTINGS = tuple(StepsSetting(f"{T} steps, {ro} readout", T, ro)
 SEEDS = {1000: 4, 2000: 4}
 
 
-def simulate(s: StepsSetting, d: int, seed: int) -> tuple[np.ndarray, dict]:
-    """The eigenvalues of W W^T (ascending) and the squared overlaps of the top ``TOP``
-    eigenvectors (dict name -> array)."""
+def train(s, d: int, seed: int) -> tuple[np.random.Generator, np.ndarray, np.ndarray,
+                                          np.ndarray]:
+    """(the generator, W0, W after the steps, the readout eps) of the protocol (module
+    docstring) for a setting with the fields of :class:`StepsSetting`."""
     rng = np.random.default_rng(seed)
     sig, dsig = get_function(s.sigma), get_function(s.sigma).derivative
     g = get_function(s.target.replace("(z1)", ""))
@@ -82,6 +83,14 @@ def simulate(s: StepsSetting, d: int, seed: int) -> tuple[np.ndarray, dict]:
         H = X @ W.T
         e = g(X[:, 0]) - sig(H) @ eps / p  # f = (1/p) sum_i eps_i sigma(<w_i, x>)
         W = W + (s.eta / n0) * ((dsig(H) * e[:, None]).T @ X) * eps[:, None]
+    return rng, W0, W, eps
+
+
+def simulate(s: StepsSetting, d: int, seed: int) -> tuple[np.ndarray, dict]:
+    """The eigenvalues of W W^T (ascending) and the squared overlaps of the top ``TOP``
+    eigenvectors (dict name -> array)."""
+    _, W0, W, eps = train(s, d, seed)
+    p = W.shape[0]
     D = W - W0
     means = np.stack([D[eps == v].mean(axis=0) for v in np.unique(eps)])
     Qs, sv, _ = np.linalg.svd(means.T, full_matrices=False)
