@@ -58,12 +58,17 @@ def channel_dirs(sig: np.ndarray, r: int) -> list[int]:
 
 
 def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: float,
-                           d: float | None, sig: np.ndarray, values: tuple) -> list[Outlier]:
+                           d: float | None, sig: np.ndarray, values: tuple,
+                           row_slope: np.ndarray | None = None) -> list[Outlier]:
     """The outliers of F^T F (module docstring) at the user's d (None: the limit, where the
     means diverge and the E channels act with the means projected out), with the squared
     overlaps of the eigenvector with 1_p (``mean``), the readout vector (``readout``, K > 1),
     the span of the learned columns ``P_g B V`` (``learned span (B V)``), of the target columns
-    ``P_g B t`` (``target (B t)``) and with each channel's right vector."""
+    ``P_g B t`` (``target (B t)``) and with each channel's right vector. ``row_slope``
+    (K x r, optional): the regression lam of the rows' bulk variances on their coordinates
+    along V, d Cov(c_i - c_g, (B v_a)_i)/(c_g Sig_aa), which adds the bulk-variance channel
+    ``sqrt(c_g) lam_ga nu_g(kappa)`` (nu = d mu0/dc) to the learned channels' left vectors as
+    after one step (§16.2); the route does not provide it (None: no such channel)."""
     t = prob.tables
     K, r = prob.loadings.shape
     pi, beta = prob.fractions, prob.beta
@@ -78,6 +83,15 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     kap_cols = [i for i, (g, j) in enumerate(sp) if j < r]
     left = np.concatenate([t.mu0] + [t.mub1[:, g:g + 1] * t.kappa[:, j:j + 1]
                                      for g, j in sp if j < r], axis=1)
+    if row_slope is not None:
+        from asymptotics.spiked.coefficients import feature_tables
+
+        h = 1e-4 * prob.bulk
+        nu = (feature_tables(prob.sigma, t.kappa, prob.loadings, prob.bulk + h)[0]
+              - feature_tables(prob.sigma, t.kappa, prob.loadings, prob.bulk - h)[0]) / (2 * h)
+        for col, i in enumerate(kap_cols):
+            g, j = sp[i]
+            left[:, K + col] += math.sqrt(prob.bulk[g]) * row_slope[g][j] * nu[:, g]
     gram = np.zeros((nch, nch))  # the right vectors' Gram matrix (|1_g|^2 = p pi_g: finite d)
     for g in range(K):
         blk = slice(K + g * nd, K + (g + 1) * nd)
