@@ -177,7 +177,8 @@ def _dominant(ov: dict, names: list) -> str:
 
 
 def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, beta: float,
-                          readout: object, steps: int, d: float | None
+                          readout: object, steps: int, d: float | None,
+                          channels: np.ndarray | None = None
                           ) -> tuple[Solver, list, float, list[Outlier], dict]:
     """W W^T after ``steps`` steps for the network route (docs/THEORY.md §16.6): row i of group
     g is ``s_g + b_i`` with ``b_i`` of covariance ``c_g I/d`` outside E = [V, T] and
@@ -189,14 +190,16 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
                  (lbar_g lbar_g^T + c_g Sig_g/d)/(1 + c_g m_t(lam)),
     the eigenvector u = R L x (Lambda x = x, |u|^2 = -x^T Lambda' x = 1) and the right one's
     coordinates on E are ``x/sqrt(lam)``. ``Sig_g = I`` gives the outliers of
-    :func:`asymptotics.spectra.weights.steps_weights` (the isotropic groups)."""
+    :func:`asymptotics.spectra.weights.steps_weights` (the isotropic groups). ``channels``:
+    the groups' ``Sig_g`` on ``[V, T]`` to use instead of the route's (a diagnosis: e.g. the
+    bulk covariance measured on trained layers)."""
     from asymptotics.network.groups import model_channels, network_groups
     from asymptotics.spectra.weights import rowvar_bulk, rowvar_top
 
     ng = network_groups(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout)
     state = ng.states[-1]
-    sig = model_channels(state, ng.cov[-1])
+    sig = model_channels(state, ng.cov[-1]) if channels is None else np.asarray(channels, float)
     fr = np.asarray(ng.readout.weights, float)
     eps = np.asarray(ng.readout.values, float)
     c = np.asarray(state.c, float)

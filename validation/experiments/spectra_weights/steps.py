@@ -377,7 +377,45 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
                            for _, r in g.iterrows())
         out.append(f"| {name} | {model} | {q.split(': ')[-1]} | {k:+.3g} +- {h:.2g} | "
                    f"{chi2:.1f}/{len(g) - 1} | {ratios} |")
-    return out + [""] + shadow_section()
+    return out + [""] + measured_sig_section(df) + shadow_section()
+
+
+def measured_sig_section(df: pd.DataFrame) -> list[str]:
+    """The left overlaps with the route's ``Sig_vv`` replaced by the simulated one (theory only,
+    from the CSV's rows at d = 1000 and 2000; one learned direction)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.network.groups import model_channels, network_groups
+    from asymptotics.spectra.netsteps import network_steps_weights
+
+    out = ["The left overlaps with the bulk's variance along the spike taken from the "
+           "simulation (the route's `Sig` with `Sig_vv` replaced by the row above; the "
+           "network theory otherwise unchanged):", "",
+           "| setting | d | Sig_vv route / sim | overlap | isotropic | network | with sim Sig_vv "
+           "| sim (se) | z |", "|---|---|---|---|---|---|---|---|---|"]
+    net = df[df.model == "network"]
+    zs = []
+    for (name, d), g in net[net.d.isin([1000, 2000])].groupby(["setting", "d"], sort=False):
+        s = next(x for x in SETTINGS if x.name == name)
+        svv = g[g.quantity == SIG_VV].iloc[0]
+        ng = network_groups(s.sigma, s.target, steps=s.steps, alpha0=s.alpha0, eta=s.eta,
+                            readout=s.readout)
+        sig = np.array(model_channels(ng.states[-1], ng.cov[-1]))
+        sig[:, 0, 0] = svv.sim
+        o = network_steps_weights(get_function(s.sigma), s.target, alpha0=s.alpha0, eta=s.eta,
+                                  delta=0.0, beta=s.beta, readout=s.readout, steps=s.steps,
+                                  d=d, channels=sig)[3][0]
+        q = "mean" if s.readout == "constant" else "readout"
+        row = g[g.quantity == f"outlier 1: overlap {q}"].iloc[0]
+        iso = df[(df.model == "srf") & (df.setting == name) & (df.d == d)
+                 & (df.quantity == row.quantity)].iloc[0].theory
+        z = (row.sim - o.overlaps[q]) / row.se
+        zs.append(abs(z))
+        out.append(f"| {name} | {d} | {svv.theory:.3f} / {svv.sim:.3f} | {q} | {iso:.6f} | "
+                   f"{row.theory:.6f} | {o.overlaps[q]:.6f} | {row.sim:.6f} ({row.se:.1g}) | "
+                   f"{z:+.1f} |")
+    out += ["", f"With the simulated `Sig_vv`: {sum(z <= 3 for z in zs)} of {len(zs)} within "
+            f"3 s.e. (largest |z| {max(zs):.1f}).", ""]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
