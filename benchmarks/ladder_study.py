@@ -8,6 +8,13 @@ steps (T uniform in {2, 3}) of a setting drawn as ``bench_engine.draw_steps_sett
 its spike rank r is 2 or 3) with lam from (0.01, 0.1), beta = 1; alpha log-uniform in [0.2, 5]
 for both. Each rule is solved from a cold start at a fixed ``n_kappa``.
 
+Criteria compared (``python -m benchmarks.ladder_study --analyse``, written to
+``benchmarks/data/ladder_study.txt``): the first rule of a ladder where the estimate is at most
+the tolerance 1e-3 is reported; "pair tol/f": f times the last relative change; "max2 tol": the
+largest of the last two changes (three successive rules, the criterion of
+``asymptotics.spiked.solve``); the true error is the reported value against the reference, over
+the points whose reference rules agree to tol/10.
+
 Run: ``python -m benchmarks.ladder_study [N]`` (writes ``benchmarks/data/ladder_study.csv``);
 ``--steps``: steps points only (seed ``[SEED, 1]``; ``ladder_study_steps.csv``), the regime where
 the rules converge slowly.
@@ -62,8 +69,73 @@ def draw_point(rng: np.random.Generator, i: int, only_steps: bool = False
             return alpha, dict(sigma=s["sigma"], lam=lam, beta=1.0, **params), desc
 
 
+TOL = 1e-3
+LADDER_BEFORE = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54)}
+LADDER_LOW = {2: (16, 24, 36, 54, 81, 122), 3: (10, 16, 24, 36, 54)}
+LADDER_NOW = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54)}
+
+
+def _pair(f: float):
+    return lambda v, i: np.inf if i < 1 else f * abs(v[i] - v[i - 1]) / abs(v[i])
+
+
+def _max2(v, i):
+    return np.inf if i < 2 else max(abs(v[i] - v[i - 1]), abs(v[i - 1] - v[i - 2])) / abs(v[i])
+
+
+CRITERIA = [("pair tol, 24.. (before)", _pair(1), LADDER_BEFORE),
+            ("pair tol/2, 24..", _pair(2), LADDER_BEFORE),
+            ("pair tol/4, 24..", _pair(4), LADDER_BEFORE),
+            ("pair tol/2, 16..", _pair(2), LADDER_LOW),
+            ("max2 tol, 16..122", _max2, LADDER_LOW),
+            ("max2 tol, 16..183 (now)", _max2, LADDER_NOW)]
+
+
+def analyse(files: list[Path]) -> str:
+    """The table of the criteria (module docstring) over the points of ``files``."""
+    import pandas as pd
+
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    out = []
+    for _, p in df.iterrows():
+        r = int(p.r)
+        ref = p[f"n{REFERENCE[r][-1]}"]
+        referr = abs(ref - p[f"n{REFERENCE[r][0]}"]) / abs(ref)
+        for name, crit, ladders in CRITERIA:
+            lad = ladders[r]
+            v = [p[f"n{n}"] for n in lad]
+            s = None
+            for i in range(len(lad)):
+                if not np.isfinite(v[i]):
+                    break
+                if crit(v, i) <= TOL:
+                    s = i
+                    break
+            last = s if s is not None else len(lad) - 1
+            out.append(dict(name=name, r=r, ok=s is not None, referr=referr,
+                            err=abs(v[s] - ref) / abs(ref) if s is not None else np.nan,
+                            cost=sum(n ** r for n in lad[:last + 1])))
+    R = pd.DataFrame(out)
+    acc = R[R.referr < TOL / 10]
+    lines = [f"{len(df)} points ({', '.join(f.name for f in files)}); reference within tol/10 at "
+             f"{len(acc) // len(CRITERIA)}; tolerance {TOL:g}",
+             "criterion                 | settled | error > tol | largest error | mean nodes"]
+    for name, g in acc.groupby("name", sort=False):
+        s = g[g.ok]
+        lines.append(f"{name:25s} | {len(s)}/{len(g)} | {int((s.err > TOL).sum())} "
+                     f"({(s.err > TOL).mean():.1%}) | {s.err.max():.2g} | {g.cost.mean():.0f}")
+    return "\n".join(lines)
+
+
 def main() -> None:
     import pandas as pd
+
+    if "--analyse" in sys.argv:
+        files = [OUT, OUT.with_name("ladder_study_steps.csv")]
+        text = "\n\n".join(analyse(f) for f in ([files[0]], [files[1]], files))
+        OUT.with_suffix(".txt").write_text(text + "\n")
+        print(text)
+        return
 
     from asymptotics.spiked.solve import risk_spiked
 
