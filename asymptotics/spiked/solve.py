@@ -177,8 +177,9 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     are ``sqrt(bulk[g]) G_i + V loadings[g]``; the target ``g(z1..zk)`` reads
     ``theta_j = V overlaps[:, j] + rho_j t_j``. ``p``: finite width (§10.6), None the limit.
     ``n_kappa`` / ``n_omega``: Gauss-Hermite nodes per kappa / unlearned target dimension; by
-    default (r >= 2) the kappa rule is refined along :data:`KAPPA_LADDER` until the risk moves
-    by less than :data:`QUADRATURE_RTOL` (``n_kappa``, ``quadrature_change`` of the result)."""
+    default (r >= 2) the kappa rule is refined along :data:`LADDER` until the point is settled
+    (:func:`_climb`: the error estimate :func:`quadrature_error` within
+    :data:`QUADRATURE_RTOL`; ``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
     group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p, n_kappa, n_omega)
@@ -244,8 +245,9 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                       **params):
     """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, the columns of
     every result (``RESULT_COLUMNS``; lists and the ``order`` mapping as JSON). ``progress``: a
-    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none;
-    with r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
+    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none).
+    With r >= 2 spikes the kappa rule is decided once for the curve by probe points
+    (:func:`_curve_on_ladder`), then every alpha is solved once on it."""
     import pandas as pd
 
     from asymptotics.core.progress import Progress
