@@ -72,7 +72,7 @@ def draw_point(rng: np.random.Generator, i: int, only_steps: bool = False
 TOL = 1e-3
 LADDER_BEFORE = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54)}
 LADDER_LOW = {2: (16, 24, 36, 54, 81, 122), 3: (10, 16, 24, 36, 54)}
-LADDER_NOW = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54)}
+LADDER_NOW = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54, 72)}
 
 
 def _pair(f: float):

@@ -15,6 +15,7 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former name, same class)
+    JSON_FIELDS,
     RESULT_COLUMNS,
     RiskResult,
     SpikedResult,
@@ -49,8 +50,10 @@ def cold_start(prob: SpikedProblem) -> np.ndarray:
 
 
 def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = SolverConfig(),
-                 x0: np.ndarray | None = None, strict: bool = False) -> SpikedResult:
-    """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2)."""
+                 x0: np.ndarray | None = None, strict: bool = False,
+                 rule: tuple[int, float] = (0, math.nan)) -> SpikedResult:
+    """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2); ``rule``:
+    the (``n_kappa``, ``quadrature_change``) the result carries."""
     alpha = checks.positive("alpha", alpha)
     t = prob.tables
     K = prob.fractions.shape[0]
@@ -90,7 +93,8 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                         status=status.name.lower() if isinstance(status, Status) else status,
                         message=message,
                         iterations=int(n_iter), residual=float(resid),
-                        order=unpack_state(prob, state), state=tuple(state.tolist()), **pr)
+                        order=unpack_state(prob, state), state=tuple(state.tolist()),
+                        n_kappa=rule[0], quadrature_change=rule[1], **pr)
 
 
 #: the kappa rules of the one-spike ladder's former criterion (two successive rules agreeing to
@@ -99,7 +103,7 @@ KAPPA_LADDER = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54), 4: (10, 15, 22, 3
 #: the kappa rules per dimension of the K-group sRF ladder (r >= 2; tensor Gauss-Hermite converges
 #: slowly, and not monotonically, where the target is learned almost exactly): climbed until
 #: :func:`quadrature_error` is at most QUADRATURE_RTOL (docs/THEORY.md §10.8)
-LADDER = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54), 4: (10, 15, 22, 33)}
+LADDER = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54, 72), 4: (10, 15, 22, 33)}
 QUADRATURE_RTOL = 1e-3
 #: a risk is settled when each of the last SETTLE_CHANGES changes between successive converged
 #: rules is at most QUADRATURE_RTOL / SETTLE_FACTOR (relative to the last risk): two rules that
@@ -215,7 +219,7 @@ def _nonneg(K: int) -> np.ndarray:
 
 
 def _curve_on_ladder(alphas: list[float], ladder: tuple[int, ...],
-                     sweep: Callable[[int, bool | None], list[SpikedResult]],
+                     sweep: Callable[..., list[SpikedResult]],
                      climb: Callable[[float], tuple[SpikedResult, int | None]],
                      progress: bool | None) -> list[SpikedResult]:
     """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
@@ -231,8 +235,7 @@ def _curve_on_ladder(alphas: list[float], ladder: tuple[int, ...],
         if done and all(i is not None for _, i in probes):
             top = max(i for _, i in done)
             err = max(res.quadrature_change for res, _ in done)
-            return [replace(res, n_kappa=ladder[top], quadrature_change=err)
-                    for res in sweep(ladder[top], progress)]
+            return sweep(ladder[top], progress, (ladder[top], err))
     from asymptotics.core.progress import Progress
 
     with Progress(n, "spiked curve (kappa ladder per point)", unit="pt",
@@ -248,8 +251,6 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none).
     With r >= 2 spikes the kappa rule is decided once for the curve by probe points
     (:func:`_curve_on_ladder`), then every alpha is solved once on it."""
-    import pandas as pd
-
     from asymptotics.core.progress import Progress
 
     checks.flag("strict", strict)
@@ -268,9 +269,10 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
             built[nk] = build(nk, n_omega)  # (the rule of the unlearned directions is kept)
         return built[nk]
 
-    def sweep(nk: int | None, bar_on: bool | None) -> list[SpikedResult]:
+    def sweep(nk: int | None, bar_on: bool | None, rule: tuple[int, float] = (0, math.nan)
+              ) -> list[SpikedResult]:
         """Every alpha once on rule ``nk``, each started from the line through the solutions at
-        the two previous converged alphas (continuation)."""
+        the two previous converged alphas (continuation); ``rule``: what each result carries."""
         prob, out, seen = problem(nk), [], []
         nn = _nonneg(prob.fractions.shape[0])
         desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
@@ -281,7 +283,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                     (a0, v0), (a1, v1) = seen
                     x0 = v1 + (v1 - v0) * ((a - a1) / (a1 - a0))
                     x0[nn] = np.maximum(x0[nn], 0.0)
-                res = solve_spiked(prob, a, solver, x0=x0)
+                res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
                 if res.converged:
                     seen = [*seen[-1:], (a, _v(prob, res))]
                 out.append(res)
@@ -310,7 +312,26 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
                                f"{bad.message}")
-    return pd.DataFrame([res.to_dict() for res in results], columns=RESULT_COLUMNS)
+    return _frame(results)
+
+
+def _frame(results: list[SpikedResult]):
+    """The rows of ``results`` (one problem: the same model in every row) as the DataFrame of
+    ``[res.to_dict() ...]``, the model's JSON columns encoded once."""
+    import json
+
+    import pandas as pd
+
+    if not results:
+        return pd.DataFrame([], columns=RESULT_COLUMNS)
+    first = results[0].to_dict()
+    cols = {k: [getattr(res, k) for res in results] for k in RESULT_COLUMNS}
+    for k in JSON_FIELDS:
+        if k == "order":
+            cols[k] = [None if v is None else json.dumps(v) for v in cols[k]]
+        else:
+            cols[k] = [first[k]] * len(results)
+    return pd.DataFrame(cols, columns=RESULT_COLUMNS)
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
