@@ -57,8 +57,11 @@ def main() -> None:
         over += int(np.sum(errs[ok] > TOL))
         rows += int(ok.sum())
         worst.append(np.nanmax(errs) if ok.any() else np.nan)
-        print(f"T={T} r={r} {s}: rule {df.n_kappa.iloc[0]}, estimate "
-              f"{df.quadrature_change.iloc[0]:.1e}, converged {int(df.converged.sum())}/40, "
+        one = df.n_kappa.nunique() == 1 and df.quadrature_change.nunique() == 1
+        route = (f"one rule {df.n_kappa.iloc[0]} (probes), estimate "
+                 f"{df.quadrature_change.iloc[0]:.1e}" if one else
+                 f"a ladder per point (rules {sorted(set(df.n_kappa))})")
+        print(f"T={T} r={r} {s}: {route}, converged {int(df.converged.sum())}/40, "
               f"largest error against {FINE[r]} nodes {worst[-1]:.1e}, median "
               f"{np.nanmedian(errs):.1e}, rows above {TOL:g}: {int(np.sum(errs[ok] > TOL))}",
               flush=True)

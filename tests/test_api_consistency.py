@@ -311,6 +311,21 @@ def test_a_curve_after_steps_is_its_points(model):
                                rtol=QUADRATURE_RTOL, atol=0)
 
 
+def test_a_long_curve_decides_one_rule_and_its_rows_are_the_points():
+    """A curve of more than ten alphas (sRF after two steps) is solved on one kappa rule chosen
+    by its probes: every row carries that rule and the probes' error estimate (within
+    QUADRATURE_RTOL), and rows that are not probes are the single points ``risk()`` (each on
+    its own ladder) to QUADRATURE_RTOL."""
+    alphas = list(np.linspace(0.4, 4.0, 12))
+    df = A.risk_curve(alphas, **dict(STEPS_KW, model="srf"))
+    assert df.converged.all() and df.n_kappa.nunique() == 1
+    assert df.quadrature_change.nunique() == 1
+    assert df.quadrature_change.iloc[0] <= QUADRATURE_RTOL
+    for i in (1, 4, 10):  # not probes (0, 3, 6, 8, 11)
+        pt = A.risk(alphas[i], **dict(STEPS_KW, model="srf"))
+        assert df.risk.iloc[i] == pytest.approx(pt.risk, rel=QUADRATURE_RTOL), alphas[i]
+
+
 def test_one_step_takes_a_schedule_of_one_value():
     """``eta=(1.0,)`` at ``steps=1`` is ``eta=1.0`` on the one-spike and readout routes too (a
     loop over ``eta=schedule[:t]`` keeps its call); two values at one step are refused."""
