@@ -55,17 +55,21 @@ def _climb(risks):
 
 def test_a_point_is_settled_only_by_converged_rules_that_agree():
     """Settled: the last SETTLE_CHANGES changes between successive converged rules all within
-    QUADRATURE_RTOL; a NaN (one rule unconverged) restarts the count; two failures in a row are
-    a failure of the equations; two rules agreeing by accident after a large change do not
-    settle a point; a ladder exhausted unsettled is NaN with the reason."""
+    QUADRATURE_RTOL, or the last one within QUADRATURE_RTOL / PAIR_FACTOR; a NaN (one rule
+    unconverged) restarts the count; two failures in a row are a failure of the equations; two
+    rules agreeing by accident after a large change do not settle a point; a ladder exhausted
+    unsettled is NaN with the reason."""
     assert spiked_solve.SETTLE_CHANGES == 2 and spiked_solve.QUADRATURE_RTOL == 1e-3
+    assert spiked_solve.PAIR_FACTOR == 100.0
     res, i = _climb([0.5, 0.5 * (1 + 1e-4), 0.5 * (1 + 2e-4)])
     assert i == 2 and res.converged and res.n_kappa == 12
     assert res.quadrature_change == pytest.approx(1e-4, rel=1e-3)
+    res, i = _climb([0.5, 0.5 * (1 + 1e-6), 0.7])  # two rules agreeing to 1e-6
+    assert i == 1 and res.quadrature_change == pytest.approx(1e-4, rel=1e-3)
     # an oscillation crossing its limit: 0.50 -> 0.51 -> 0.5101 agree to 2e-4 but do not settle
     res, i = _climb([0.50, 0.51, 0.5101, 0.5102])
     assert i == 3 and res.risk == 0.5102
-    res, i = _climb([0.5, 0.5, math.nan, 0.5, 0.5, 0.5])
+    res, i = _climb([0.5, 0.51, math.nan, 0.5, 0.5003, 0.5004])
     assert i == 5
     res, i = _climb([0.5, math.nan, math.nan, 0.5, 0.5])
     assert i == -1 and not res.converged

@@ -107,9 +107,12 @@ LADDER = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54, 72), 4: (10
 QUADRATURE_RTOL = 1e-3
 #: a risk is settled when each of the last SETTLE_CHANGES changes between successive converged
 #: rules is at most QUADRATURE_RTOL / SETTLE_FACTOR (relative to the last risk): two rules that
-#: agree by accident (an oscillating sequence crossing its limit) do not settle a point
+#: agree by accident (an oscillating sequence crossing its limit) do not settle a point; or when
+#: the last change alone is at most QUADRATURE_RTOL / PAIR_FACTOR (two rules agreeing to 1e-5:
+#: a point whose integrand the coarse rules already resolve)
 SETTLE_CHANGES = 2
 SETTLE_FACTOR = 1.0
+PAIR_FACTOR = 100.0
 #: the probe points of a curve (fractions of its length) that choose its kappa rule
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -120,14 +123,17 @@ def _ladder(r: int) -> tuple[int, ...]:
 
 def quadrature_error(risks: list[float]) -> float:
     """The estimated relative quadrature error of the last of the risks of successive converged
-    kappa rules (docs/THEORY.md §10.8): SETTLE_FACTOR times the largest of the last
-    SETTLE_CHANGES relative changes; inf while there are too few rules (NaN if any is)."""
-    if len(risks) <= SETTLE_CHANGES:
+    kappa rules (docs/THEORY.md §10.8): the smaller of SETTLE_FACTOR times the largest of the
+    last SETTLE_CHANGES relative changes and PAIR_FACTOR times the last change; inf while there
+    are too few rules (NaN if any risk is)."""
+    if len(risks) < 2:
         return math.inf
-    last = risks[-1]
-    changes = [abs(a - b) for a, b in zip(risks[-SETTLE_CHANGES - 1:-1], risks[-SETTLE_CHANGES:],
-                                         strict=True)]
-    return SETTLE_FACTOR * max(changes) / max(abs(last), 1e-300)
+    scale = max(abs(risks[-1]), 1e-300)
+    changes = [abs(a - b) / scale for a, b in zip(risks[:-1], risks[1:], strict=True)]
+    pair = PAIR_FACTOR * changes[-1]
+    if len(changes) < SETTLE_CHANGES:
+        return pair
+    return min(pair, SETTLE_FACTOR * max(changes[-SETTLE_CHANGES:]))
 
 
 def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
