@@ -12,8 +12,8 @@ Criteria compared (``python -m benchmarks.ladder_study --analyse``, written to
 ``benchmarks/data/ladder_study.txt``): the first rule of a ladder where the estimate is at most
 the tolerance 1e-3 is reported; "pair tol/f": f times the last relative change; "max2 tol": the
 largest of the last two changes (three successive rules); "or pair tol/100": or 100 times the
-last change (the criterion of ``asymptotics.spiked.solve``); the true error is the reported value against the reference, over
-the points whose reference rules agree to tol/10.
+last change (the criterion of ``asymptotics.spiked.solve``); the true error is the reported
+value against the reference, over the points whose reference rules agree to tol/10.
 
 Run: ``python -m benchmarks.ladder_study [N]`` (writes ``benchmarks/data/ladder_study.csv``);
 ``--steps``: steps points only (seed ``[SEED, 1]``; ``ladder_study_steps.csv``), the regime where
