@@ -38,9 +38,10 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
     ``model="network"``: the network theory of the groups (THEORY.md §15), step t the number of
     ``asymptotics.risk(alpha, steps=t, model="network")`` (the one-step network theory where a
     step is exactly that, the groups computed once for all steps); ``model="srf"``: the sRF
-    surrogate of the groups (§12), each step's groups solved as one curve along alpha (one
-    kappa rule per curve: the numbers of ``risk(steps=t, model="srf")`` to the quadrature
-    tolerance of the kappa ladder, ``asymptotics.spiked.solve.QUADRATURE_RTOL``).
+    surrogate of the groups (§12), each step's groups solved as one curve along alpha (at most
+    ten alphas: each point on its own kappa ladder, the numbers of
+    ``risk(steps=t, model="srf")``; more: one kappa rule per curve, those numbers to the
+    quadrature tolerance ``asymptotics.spiked.solve.QUADRATURE_RTOL``).
     ``on_step(t)`` is called after step ``t``; ``progress``: a report per step on stderr
     (:class:`asymptotics.core.progress.Progress`; False: none); ``batch="reused"``: every
     step on the same batch (THEORY.md §14; ``model="srf"``)."""
