@@ -233,12 +233,36 @@ def next_steps(h: np.ndarray, diff: float, h0: float) -> np.ndarray:
 def smooth_variables(g: Function | Callable, target: object, k: int,
                      degrees: tuple[int | None, ...] | None) -> tuple[int | None, ...] | None:
     """Per target variable its polynomial degree or None (not polynomial in it), when the target
-    is analytic; None when it may have a kink (or its form is unknown)."""
-    if isinstance(g, Function):
-        return (None,) if not g.kinks and g.identity is None else None
+    is analytic; None when it may have a kink (or its form is unknown). The steps' rule on the
+    other axes is then exact for a polynomial one-variable target (``z1 + 0.5*z1**2``)."""
+    if isinstance(g, Function):  # one variable: a polynomial expression has a degree
+        if g.kinks or g.identity is not None:
+            return None
+        return expression_degree(g.expression) if g.expression else (None,)
     if not isinstance(target, str) or degrees is None or len(degrees) != k:
         return None
     return tuple(degrees) if _analytic(target) else None
+
+
+@lru_cache(maxsize=64)
+def expression_degree(expression: str) -> tuple[int | None]:
+    """``(degree,)`` of a one-variable target expression in z that is a polynomial, else
+    ``(None,)`` (Gauss-Hermite with degree + 2 nodes is exact on the other axes)."""
+    from asymptotics.coefficients.functions import to_sympy
+
+    try:
+        expr, symbols = to_sympy(expression, ("z",))
+        z = symbols["z"]
+        return (int(expr.as_poly(z).degree()),) if expr.is_polynomial(z) else (None,)
+    except Exception:  # noqa: BLE001 (sympy raises many kinds on non-polynomials)
+        return (None,)
+
+
+def total_degree(degree: int | None, per: tuple[int | None, ...] | None) -> int | None:
+    """The target's total degree: ``degree``, else the sum of ``per`` when all are known."""
+    if degree is not None or per is None or any(d is None for d in per):
+        return degree
+    return int(sum(per))
 
 
 @lru_cache(maxsize=64)

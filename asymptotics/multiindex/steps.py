@@ -228,6 +228,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                          f"steps' integrals use a product rule of more than {MAX_NODES:.0e} nodes "
                          f"there (r <= {MAX_SPIKE_AXES} at the default step; a readout with at "
                          f"most {MAX_SPIKE_AXES} values, or fewer steps)")
+    degree = step_rules.total_degree(degree, per)  # also a polynomial one-variable target's
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
     step_rules.check_size(r, h, n_rest, k + q - r, U_MAX, f"step {state.step + 1}")
@@ -261,7 +262,6 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
         wm1 = (wu * e0)[:, None] * m1  # (u, K)
         dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
-        da, dL = dX[:, :k], dX[:, k:]
         e_m2 = (wu * e0) @ m2
         noise = wu * e2
         noise_v = noise @ v
@@ -269,11 +269,11 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         sqrt_c = np.sqrt(state.c) + eta * values * e_m2
         finite = math.isfinite(alpha0)
         c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
-        outside = state.L + eta * values[:, None] * dL
+        outside = state.L + eta * values[:, None] * dX[:, k:]
         if finite:
             outside = np.hstack([outside, factor(eta**2 * np.outer(values, values) * noise_mm
                                                    / alpha0)])
-        return state.a + eta * values[:, None] * da, outside, c_new
+        return state.a + eta * values[:, None] * dX[:, :k], outside, c_new
 
     hs, rules = (None, None) if quad.h is not None or r == 0 or per is None else step_rules.start(
         xi_lines.xi_direct, sigma, state.c, Mmat, h, xi, wxi, U_MAX)  # per None: a kink
