@@ -1,4 +1,4 @@
-"""Quadrature rules of one giant step's integrals (docs/THEORY.md §12.2, "Quadrature").
+"""Quadrature rules of one giant step's integrals (docs/THEORY.md §12.4, "The rules of one step").
 
 The integrals of :func:`asymptotics.multiindex.steps.advance` run over the r spike axes (the
 groups' pre-activations depend on these) and the other axes (the target alone does).
@@ -11,8 +11,12 @@ groups' pre-activations depend on these) and the other axes (the target alone do
   both at no extra cost. The trapezoid rule of an analytic integrand converges geometrically in
   1/h (the error of h is about the square of the error of 2 h), so the rule is accepted when
   both states agree to :data:`CHECK_TOL` of each array's largest entry; otherwise the steps
-  are halved, down to the default lattice (:func:`asymptotics.multiindex.steps.trapezoid`),
-  which is then used unchecked.
+  shrink (:func:`next_steps`), down to the default lattice
+  (:func:`asymptotics.multiindex.steps.trapezoid`), which is then used unchecked.
+* **The xi rule**: a rule with nodes ``xi_i`` gives moments ``sum_i w_i sigma(sqrt(c) xi_i + M)``
+  that ripple in M with period ``sqrt(c) (xi_{i+1} - xi_i)`` (:func:`ripple`); for a wide bulk
+  a group whose Gauss-Hermite rule ripples takes the trapezoid rule :func:`xi_trapezoid`, and
+  the lattice resolves what ripple is left (:func:`first_steps`).
 * **Other axes**: for a target that is analytic (no kink) and polynomial in all its variables
   but those of a set N whose directions span at most one other axis, the other axes are rotated
   so that the variables of N see one axis (Gauss-Hermite, ``n_smooth`` nodes) and the rest see
