@@ -35,8 +35,9 @@ WIDE_HALF_LENGTH = 8.0
 TOL = 1e-13
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
-#: points per block of the basis (its rows stay in cache)
+#: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
 BLOCK = 8192
+DIRECT_BLOCK = 1 << 21
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
 
@@ -136,7 +137,12 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
 
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> np.ndarray:
-    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
+    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
+    in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
+    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
+    if M.shape[0] > rows:
+        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
+                               for lo in range(0, M.shape[0], rows)])
     s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
