@@ -9,6 +9,13 @@ array's largest entry (over the states t = 1..T), and the largest over all setti
     PYTHONPATH=/path/to/ref python benchmarks/compare_steps_mapping.py --dump ref.npz
     PYTHONPATH=$PWD python benchmarks/compare_steps_mapping.py --dump new.npz
     python benchmarks/compare_steps_mapping.py --compare ref.npz new.npz
+
+``--validate I J ...``: for those settings, each step from this checkout's state before it, by
+this checkout's rules and by the former default rules (lattice step 0.04/0.08/0.2 for r = 1/2/3,
+96-node Gauss-Hermite xi rule, tensor rule on the other axes), against a reference on the same
+code path with a lattice twice as fine and a trapezoid xi rule 0.04 apart in the
+pre-activation (other axes: 128 nodes per axis for a non-polynomial target at r <= 2); the
+largest difference of a, L L^T, c relative to each array's largest entry.
 """
 
 from __future__ import annotations
@@ -91,13 +98,61 @@ def compare(ref_path: str, new_path: str, seed: int, n: int) -> None:
     print(f"largest relative difference over {n} settings: {worst_all:.3e}")
 
 
+def validate(ids: list[int], seed: int, n: int) -> None:
+    import asymptotics as A
+    from asymptotics.multiindex import step_rules
+    from asymptotics.multiindex import steps as S
+
+    S.MAX_NODES = 10**9  # the references' lattices (r = 3 at step 0.1)
+    step_rules.check_size = lambda *a: None
+
+    def rel(x, y) -> float:
+        out = 0.0
+        for u, v in ((x.a, y.a), (x.L @ x.L.T, y.L @ y.L.T), (x.c, y.c)):
+            out = max(out, float(np.max(np.abs(u - v))) / max(float(np.max(np.abs(v))), 1e-300))
+        return out
+
+    sets = settings(seed, n)
+    for i in ids:
+        kw = sets[i]
+        args = dict(steps=kw["steps"], alpha0=kw["alpha0"], eta=kw["eta"], readout=kw["readout"])
+        mp = A.steps_mapping(kw["sigma"], kw["target"], **args)
+        m = S.mapping_inputs(kw["sigma"], kw["target"], delta=0.0, quad=S.Quadrature(), **args)
+        notes, worst = [], [0.0, 0.0]
+        for t in range(1, kw["steps"] + 1):
+            st = mp.states[t - 1]
+            common = dict(sigma=m.sigma, g=m.g, values=m.values, fractions=m.fractions,
+                          eta=m.etas[t - 1], alpha0=kw["alpha0"], delta=0.0, degree=m.degree)
+            r = int(np.linalg.matrix_rank(np.hstack([st.a, st.L]), tol=1e-10)) if t > 1 else 0
+            h0 = S.TRAPEZOID_STEP.get(r, 0.25)
+            old = S.advance(st, per=None, quad=S.Quadrature(h=h0), **common)
+            sc = float(np.sqrt(np.max(st.c)))
+            x = np.arange(-12.0, 12.0 + 0.02 / sc, 0.04 / sc)
+            w = np.exp(-0.5 * x * x)
+            rest = 128 if (m.degree is None and r <= 2) else None
+            orig, S.gauss_hermite = S.gauss_hermite, lambda _n, x=x, w=w: (x, w / w.sum())
+            try:
+                ref = S.advance(st, per=None, quad=S.Quadrature(h=h0 if rest else h0 / 2,
+                                                                rest=rest), **common)
+            finally:
+                S.gauss_hermite = orig
+            dn, do = rel(mp.states[t], ref), rel(old, ref)
+            worst = [max(worst[0], dn), max(worst[1], do)]
+            notes.append(f"t{t} (r={r}, sqrt c {sc:.1f}): new {dn:.1e} former {do:.1e}")
+        print(f"#{i:3d} new {worst[0]:.1e} former {worst[1]:.1e} | {'; '.join(notes)} | {kw}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dump")
     ap.add_argument("--compare", nargs=2)
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("-n", type=int, default=216)
+    ap.add_argument("--validate", type=int, nargs="+")
     args = ap.parse_args()
+    if args.validate:
+        validate(args.validate, args.seed, args.n)
     if args.dump:
         dump(args.dump, args.seed, args.n)
     if args.compare:
