@@ -60,17 +60,27 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                  sigma="tanh", target: str = "tanh", alpha0: float = 2.0,
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, p: float | None = None, strict: bool = False,
-                 solver: SolverConfig = SolverConfig(), problem: dict | None = None):
+                 solver: SolverConfig = SolverConfig(), problem: dict | None = None,
+                 outside_bulk: bool = False):
     """The network theory's risk after ``steps`` giant steps with the initial readout
     ``readout`` by the K-group route (THEORY.md §15; a
     :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
     reuse. The one-step cases of :func:`one_step_equivalent` are answered by
-    ``asymptotics.risk(model="network")`` (the dispatcher sends them there)."""
+    ``asymptotics.risk(model="network")`` (the dispatcher sends them there).
+    ``outside_bulk``: the groups' anisotropic bulk outside E from the sampled device
+    (docs/DERIVATIONS.md §9.7; not the default: without the coupling of that bulk to E it moves
+    the risk away from the simulations, §9.7)."""
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
+    outside = None
+    if outside_bulk:
+        from asymptotics.network.device import network_bulk
+
+        outside = network_bulk(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                               readout=readout)
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                               strict=strict, solver=solver, **params)
+                               strict=strict, solver=solver, outside=outside, **params)
 
 
 def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
