@@ -134,3 +134,27 @@ def test_device_variance_is_the_recursion_c():
     assert abs(float(scale.mean()) - 1.0) < 0.03
     ng = network_groups("relu", "z1 + z1*z2", **kw)
     assert ng.states[2].c[0] > 0
+
+
+def test_coupling_zero_is_the_channels():
+    """``CoupledChannels`` with no coupling (``a = 0``, the residual covariance the channels'
+    own) is :class:`Channels` on the same bulk, order parameters included."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    params = dict(sigma="relu", target="z1 + z1*z2", loadings=[[1.0, 0.3], [-0.5, 0.8]],
+                  bulk=[0.8, 1.1], fractions=[0.4, 0.6], overlaps=[[0.7, 0.1], [0.2, 0.5]],
+                  lam=0.01, beta=1.2)
+    rng = np.random.default_rng(0)
+    ch = []
+    for _ in range(2):
+        A = rng.standard_normal((4, 4)) * 0.4
+        ch.append(np.eye(4) + A @ A.T)
+    ch = np.array(ch)
+    gb = GroupBulk(_noncommuting(2, 2, 10))
+    a = risk_network_groups(0.8, channels=ch, outside=gb, **params)
+    cc = CoupledChannels(gb, np.zeros((2, 2, 4, 10)), ch, 2, 2)
+    b = risk_network_groups(0.8, channels=ch, coupled=cc, **params)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-12 * a.risk
+    for name in ("Q1", "Q2", "zeta", "psi"):
+        assert np.allclose(a.order[name], b.order[name], atol=1e-12)

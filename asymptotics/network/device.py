@@ -147,3 +147,125 @@ def network_bulk(sigma: str | Function, target: str, *, steps: int, alpha0: floa
 def device_scales(sigma: str | Function, target: str, **kw) -> np.ndarray:
     """Each block's mean variance outside E over the recursion's ``c_g`` (B x K)."""
     return device_covariances(sigma, target, **kw)[1]
+
+
+def _factor_gram(S: np.ndarray) -> np.ndarray:
+    """A K x q factor of ``S S^T`` (q the rank)."""
+    u, s, _ = np.linalg.svd(S, full_matrices=False)
+    q = int(np.sum(s > 1e-10 * max(1.0, s.max(initial=0.0))))
+    return u[:, :q] * s[:q]
+
+
+def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float = 0.0,
+                   readout: object = "constant", size: int = DEVICE_SIZE,
+                   blocks: int = DEVICE_BLOCKS, seed: int = DEVICE_SEED,
+                   quad: Quadrature = DEFAULT_QUAD, n_ref: int = N_REF // 4
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(sig, a, ecov, r)``: the device of :func:`device_covariances` carrying E too (the target
+    coordinates and the spikes' outside parts built on the device's own batches, docs/
+    DERIVATIONS.md §9.7): per block the normalised covariance outside E (B x K x n' x n'), the
+    coupling vectors of the model's ``[V, T]`` coordinates to it (B x K x (r+k) x n') and the
+    residual covariances on ``[V, T]`` (K x (r+k) x (r+k), from the groups' channels)."""
+    from asymptotics.network.groups import model_channels
+
+    m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, quad=quad)
+    key = ("coupled", m.sigma, target, m.readout, float(alpha0), m.etas, m.delta, size, blocks,
+           seed, quad, n_ref)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    ng = network_groups(m.sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas,
+                        delta=m.delta, readout=m.readout, quad=quad)
+    values, fractions, k = np.asarray(m.values), np.asarray(m.fractions), m.k
+    K = len(values)
+    xi, wxi = gauss_hermite(XI_NODES)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, size, blocks, 7]))
+    n0 = max(1, int(round(alpha0 * size)))
+    D0 = k + size
+    stT = ng.states[m.steps]
+    U_model, _, Q = stT.spiked_model()
+    r = U_model.shape[1]
+    sig_ee = model_channels(stT, ng.cov[m.steps])
+    out_s, out_a, out_p = [], [], []
+    for _ in range(blocks):
+        C = np.repeat(np.eye(D0)[None], K, axis=0)
+        S = np.zeros((K, D0))
+        for t in range(m.steps):
+            st = ng.states[t]
+            eta_t = m.etas[t]
+            X = rng.standard_normal((n0, D0))
+            noise = rng.standard_normal(n0)
+            Lf = _factor_gram(S[:, k:])
+            dev = type(st)(t, S[:, :k], Lf, st.c)
+            Ex = np.hstack([X[:, :k], X[:, k:] @ (np.linalg.pinv(Lf) @ S[:, k:]).T]) \
+                if Lf.shape[1] else X[:, :k]
+            w, u = _weights(m, dev, Ex, noise, fractions, values, xi, wxi)
+            Er = rng.standard_normal((n_ref // 2, k + Lf.shape[1]))
+            Er = np.vstack([Er, -Er])
+            nr = rng.standard_normal(n_ref // 2)
+            wr, ur = _weights(m, dev, Er, np.concatenate([nr, -nr]), fractions, values, xi, wxi)
+            F, m1, _, _ = xi_moments(m.sigma, st.c, X @ S.T, xi, wxi)
+            e = _evaluate(m.g, X[:, :k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
+            S_new = S + eta_t * values[:, None] * ((e[:, None] * m1).T @ X) / n0
+            for g in range(K):
+                wg = wr[:, g].mean() + (w[:, g] - w[:, g].mean()) * (
+                    wr[:, g].std() / max(w[:, g].std(), 1e-300))
+                ug = u[:, g] * (ur[:, g].mean() / u[:, g].mean()) if u[:, g].mean() > 0 \
+                    else u[:, g]
+                Lg = np.eye(D0) + eta_t * values[g] * (X.T * wg) @ X / n0
+                C[g] = Lg @ C[g] @ Lg.T + D0 * (eta_t * values[g] / n0) ** 2 * (X.T * ug) @ X
+            S = S_new
+        # the model's [V, T] on this block: V from the device's spikes matched to the model's
+        # loadings (least squares, then the nearest orthonormal frame), T the rotated targets
+        Vd = np.linalg.pinv(S, rcond=1e-10) @ U_model
+        uu, _, vt = np.linalg.svd(Vd, full_matrices=False)
+        Vd = uu @ vt
+        th = np.zeros((D0, k))
+        th[:k] = Q
+        T = th - Vd @ (Vd.T @ th)
+        rho = np.linalg.norm(T, axis=0)
+        T = np.where(rho > 1e-12, T / np.maximum(rho, 1e-300), 0.0)
+        BE = np.hstack([Vd, T])
+        span = np.hstack([np.eye(D0)[:, :k], S.T])
+        us, ss, _ = np.linalg.svd(span, full_matrices=True)
+        qe = int(np.sum(ss > 1e-10 * max(1.0, ss.max(initial=0.0))))
+        Up = us[:, qe:]
+        sb, ab, pb = [], [], []
+        for g in range(K):
+            Ct = C[g] / stT.c[g]
+            Cp = Up.T @ Ct @ Up
+            A = (BE.T @ Ct @ Up) @ np.linalg.inv(Cp)
+            kap = Cp.shape[0] / np.trace(Cp)
+            sb.append(0.5 * (Cp + Cp.T) * kap)
+            ab.append(A / math.sqrt(kap))
+            pb.append(A @ Cp @ A.T)
+        out_s.append(sb)
+        out_a.append(ab)
+        out_p.append(pb)
+    ns = min(len(x[0]) for x in out_s)
+    sig = np.array([[s_[:ns, :ns] for s_ in x] for x in out_s])
+    a = np.array([[a_[:, :ns] for a_ in x] for x in out_a])
+    expl = np.mean(np.array(out_p), axis=0)
+    ecov = np.empty_like(sig_ee)
+    for g in range(K):
+        ev, evec = np.linalg.eigh(sig_ee[g] - expl[g])
+        ecov[g] = (evec * np.maximum(ev, 0.0)) @ evec.T
+    for arr in (sig, a, ecov):
+        arr.flags.writeable = False
+    out = (sig, a, ecov, r)
+    if key is not None:
+        _CACHE[key] = out
+    return out
+
+
+def network_coupled(sigma: str | Function, target: str, **kw):
+    """The :class:`asymptotics.network.coupling.CoupledChannels` of :func:`coupled_device`."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    sig, a, ecov, r = coupled_device(sigma, target, **kw)
+    return CoupledChannels(GroupBulk(sig), a, ecov, r, ecov.shape[1] - r)

@@ -136,13 +136,18 @@ def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
 
 
 def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
-             n_omega: int | None, res: SpikedResult, outside=None) -> SpikedResult:
+             n_omega: int | None, res: SpikedResult, outside=None, coupled=None
+             ) -> SpikedResult:
     """The point on :data:`ALIGNED_LADDER` where the Gauss-Hermite ladder left it unsettled
     (``res``): the first two rules that agree to :data:`QUADRATURE_RTOL`, else ``res``."""
     prev = None
     for h, n in ALIGNED_LADDER:
         prob, ch = aligned_problem(params, sig, h, n, n_omega)
-        cur = solve_network(prob, ch, alpha, solver, bulk=outside)
+        if coupled is not None:
+            ch = coupled.rotated(aligned_rotation(np.asarray(params["loadings"]),
+                                                  params["bulk"]))
+        cur = solve_network(prob, ch, alpha, solver,
+                            bulk=outside if coupled is None else coupled.bulk)
         if prev is not None and cur.converged and prev.converged:
             change = abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
             if change <= QUADRATURE_RTOL:
@@ -333,7 +338,8 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
 
 def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
                         solver: SolverConfig = SolverConfig(), n_kappa: int | None = None,
-                        n_omega: int | None = None, outside=None, **params) -> SpikedResult:
+                        n_omega: int | None = None, outside=None, coupled=None,
+                        **params) -> SpikedResult:
     """The K-group risk (parameters of :func:`asymptotics.spiked.risk_spiked`) with each
     group's normalised bulk covariance ``channels`` on ``[V, T]`` and, outside E, the
     population covariances ``outside`` (a :class:`asymptotics.network.bulk.GroupBulk`; None:
@@ -344,8 +350,9 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
-        ch = Channels(sig, prob.loadings.shape[1], prob.k)
-        res = solve_network(prob, ch, alpha, solver, bulk=outside)
+        ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None else coupled
+        res = solve_network(prob, ch, alpha, solver,
+                            bulk=outside if coupled is None else coupled.bulk)
         if not res.converged and prob.lam == 0.0:
             res = replace(res, message="lam = 0 is not covered by the network route of "
                                        "several groups; pass lam > 0")
@@ -355,7 +362,7 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
     res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
     if n_kappa is None and r >= 2 and not res.converged and res.quadrature_change > \
             QUADRATURE_RTOL:
-        res = _aligned(params, sig, alpha, solver, n_omega, res, outside)
+        res = _aligned(params, sig, alpha, solver, n_omega, res, outside, coupled)
     res = replace(res, model="network")
     if strict and not res.converged:
         raise ConvergenceError(f"network K-group equations did not converge at "

@@ -264,19 +264,19 @@ def _semi(st, E: np.ndarray, B: np.ndarray, labels: np.ndarray, s: dict, k: int,
                                           lam=LAM, **params).risk for a in DIAG_ALPHAS}
 
 
-def decorrelated(B: np.ndarray, E: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """The bulk ``B`` with, in each group, its part outside E made uncorrelated with its
-    coordinates on E (the part outside E minus its least-squares regression on them, rescaled
-    to the group's variance outside E): the spectrum outside E kept, the coupling dropped."""
+def shuffled(B: np.ndarray, E: np.ndarray, labels: np.ndarray,
+             rng: np.random.Generator) -> np.ndarray:
+    """The bulk ``B`` with, in each group, its rows' parts outside E permuted among the group's
+    rows: the spectrum outside E kept exactly, its coupling to the rows' coordinates on E
+    dropped (a least-squares decorrelation would also zero the O(p^-1/2) sample correlations
+    of independent columns, which the channels feel at O(1))."""
     P = E @ np.linalg.pinv(E)
     BE = B @ P
     Bp = B - BE
     out = Bp.copy()
     for j in np.unique(labels):
-        idx = labels == j
-        Ce = B[idx] @ E
-        out[idx] = Bp[idx] - Ce @ np.linalg.lstsq(Ce, Bp[idx], rcond=None)[0]
-        out[idx] *= math.sqrt(float(np.sum(Bp[idx] ** 2) / np.sum(out[idx] ** 2)))
+        idx = np.flatnonzero(labels == j)
+        out[idx] = Bp[rng.permutation(idx)]
     return BE + out
 
 
@@ -286,9 +286,10 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
     E replaced by isotropic Gaussian rows (``mc_iso_outside``) and with every bulk row at its
     group's mean norm (``mc_equal_norm``); the network theory on the theory's groups, on the
     measured groups and covariances (``net_measured``); the semi-empirical theory of the layer,
-    of its isotropic-outside version, of its version with the part outside E decorrelated
-    from E (``semi_decorrelated``) and of the equal-norm layer; and the network theory with the
-    groups' anisotropic bulk outside E (``net_bulk``, DERIVATIONS.md §9.7) (§9.5)."""
+    of its isotropic-outside version, of its version with the rows' parts outside E permuted
+    within each group (``semi_shuffled``: the coupling to E dropped) and of the equal-norm
+    layer; and the network theory with the groups' anisotropic bulk outside E (``net_bulk``,
+    DERIVATIONS.md §9.7) (§9.5)."""
     from asymptotics.multiindex.steps import group_params
     from asymptotics.network.device import network_bulk
     from asymptotics.network.groups import model_channels, network_groups
@@ -330,7 +331,8 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
                          for a in DIAG_ALPHAS}
         semi = _semi(st, E, B, labels, s, k, rng)
         semi_iso = _semi(st, E, B, labels, s, k, rng, iso_outside=True)
-        semi_dec = _semi(st, E, decorrelated(B, E, labels), labels, s, k, rng)
+        semi_sh = _semi(st, E, shuffled(B, E, labels, np.random.default_rng(rep)), labels, s,
+                        k, rng)
         ob = network_bulk(s["sigma"], s["target"], steps=t, alpha0=s["alpha0"], eta=s["eta"][:t],
                           readout=s["readout"])
         net_bulk = {a: risk_network_groups(
@@ -350,7 +352,7 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
             rows.append({**row, "alpha": a, "mc": mc[a], "net_theory": th["net_theory"][a],
                          "net_measured": th["net_measured"][a], "semi": semi[a],
                          "semi_iso_outside": semi_iso[a], "mc_iso_outside": mc_iso[a],
-                         "semi_decorrelated": semi_dec[a], "net_bulk": net_bulk[a],
+                         "semi_shuffled": semi_sh[a], "net_bulk": net_bulk[a],
                          "mc_equal_norm": mc_norm[a], "semi_equal_norm": semi_norm[a],
                          "c_measured": float(st.c[0]), "c_theory": float(ng.states[t].c[0]),
                          "norm_spread": float(np.std(norms**2) / np.mean(norms**2))})
@@ -422,7 +424,7 @@ def _diagnose_main(args: argparse.Namespace) -> int:
               f"seeds={args.seeds}, steps={args.steps}", file=sys.stderr)
         return 2
     cols = ("mc", "mc_iso_outside", "mc_equal_norm", "net_theory", "net_measured", "semi",
-            "semi_iso_outside", "semi_equal_norm", "semi_decorrelated", "net_bulk")
+            "semi_iso_outside", "semi_equal_norm", "semi_shuffled", "net_bulk")
     print("| setting | d | rep | step | alpha | " + " | ".join(cols) + " |")
     print("|" + "---|" * (5 + len(cols)))
     for rep in seeds:
