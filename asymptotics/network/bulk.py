@@ -24,6 +24,8 @@ implicit differentiation of the tau equation. ``Sig`` is held as independent dia
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotri as _potri
 
 
 class GroupBulk:
@@ -40,6 +42,9 @@ class GroupBulk:
         self._parts_key: tuple | None = None
         self._parts: tuple | None = None
         self.tau_last: np.ndarray | None = None
+        self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
+        ev = np.linalg.eigvalsh(sig)
+        self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -56,10 +61,56 @@ class GroupBulk:
 
     def evaluate(self, vhat1: np.ndarray, D: np.ndarray, beta: float
                  ) -> tuple[np.ndarray, np.ndarray]:
-        """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring)."""
-        T = self.trace_sig(self.kinv(vhat1, D))
+        """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring), from the symmetric
+        positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
+        (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
+        B, K, n = self.B, self.K, self.n
+        if self._sig_inv is None or not np.all(D > 0.0):
+            T = self.trace_sig(self.kinv(vhat1, D))
+        else:
+            T = np.zeros((K, K))
+            for b in range(B):
+                A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
+                for g in range(K):
+                    A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
+                c, info = _potrf(A, lower=True)
+                if info != 0:
+                    return self._evaluate_lu(vhat1, D, beta)
+                W, info = _potri(c, lower=True)
+                if info != 0:
+                    return self._evaluate_lu(vhat1, D, beta)
+                dg = np.diagonal(W.reshape(K, n, K, n), axis1=1, axis2=3).sum(axis=-1)
+                T += dg  # (lower triangle of W: tr W_ag for a >= g; W is symmetric)
+            T = np.tril(T) + np.tril(T, -1).T
+            T = T / D[None, :]
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
         V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
+        return e, 0.5 * (V1 + V1.T)
+
+    def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
+        definite), by Cholesky; None where that does not apply (singular Sig, D <= 0)."""
+        if self._sig_inv is None or not np.all(D > 0.0):
+            return None
+        B, K, n = self.B, self.K, self.n
+        out = np.empty((B, K * n, K * n))
+        for b in range(B):
+            A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
+            for g in range(K):
+                A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
+            c, info = _potrf(A, lower=True)
+            if info != 0:
+                return None
+            W, info = _potri(c, lower=True)
+            if info != 0:
+                return None
+            out[b] = np.tril(W) + np.tril(W, -1).T
+        return out.reshape(B, K, n, K, n)
+
+    def _evaluate_lu(self, vhat1, D, beta):
+        T = self.trace_sig(self.kinv(vhat1, D))
+        e = np.einsum("ga,ag->g", vhat1, T) / self.d
+        V1 = D[:, None] * T.T / (beta * self.d)
         return e, 0.5 * (V1 + V1.T)
 
     def ksig(self, Kc: np.ndarray) -> np.ndarray:
@@ -89,11 +140,16 @@ class GroupBulk:
         tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
         for _ in range(max_iter):
             D = beta * pi * tau
-            Kc = self.kinv(vhat1, D)
-            T = self.trace_sig(Kc)
+            W = self.wfull(vhat1, D)
+            if W is None:
+                Kc = self.kinv(vhat1, D)
+                T = self.trace_sig(Kc)
+                ED = self._ed(vhat1, Kc)
+            else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
+                T = np.einsum("baigi->ag", W) / D[None, :]
+                ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
             u = 1.0 / (lamg + e)
-            ED = self._ed(vhat1, Kc)
             Jm = np.eye(K) + (u * u)[:, None] * ED * (beta * pi)[None, :]
             try:
                 step = np.linalg.solve(Jm, u - tau)
@@ -118,7 +174,10 @@ class GroupBulk:
 
     def _ed(self, vhat1: np.ndarray, Kc: np.ndarray) -> np.ndarray:
         """``de_g/dD_h = -d^-1 tr[(Vc Kc Sig)_gh (Vc Kc Sig)_hg]`` (K x K)."""
-        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, self.ksig(Kc), optimize=True)
+        return self._ed_ks(vhat1, self.ksig(Kc))
+
+    def _ed_ks(self, vhat1: np.ndarray, KS: np.ndarray) -> np.ndarray:
+        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
         return -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
 
     # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
@@ -130,9 +189,14 @@ class GroupBulk:
         if self._parts_key == key:
             return self._parts
         D = beta * pi * tau
-        Kc = self.kinv(vhat1, D)
-        KS = self.ksig(Kc)
-        W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
+        W = self.wfull(vhat1, D)
+        if W is None:
+            Kc = self.kinv(vhat1, D)
+            KS = self.ksig(Kc)
+            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
+            KS = W / D[None, None, None, :, None]
+            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
         bd = beta * self.d
         HVV = -np.einsum("zdiaj,zejci->cdae", W, W, optimize=True) / bd
         HVD = np.einsum("zdigk,zcigk->cdg", KS, Kc, optimize=True) / bd

@@ -17,6 +17,8 @@ from asymptotics.network.solve import risk_network_groups
 from asymptotics.spiked.readouts import parse_readout
 
 ODD_TOL = 1e-12
+#: the groups' bulk outside E (risk_network's ``outside``)
+OUTSIDE = ("coupled", "spectrum", "isotropic")
 
 
 def _is_odd(sigma) -> bool:
@@ -61,26 +63,31 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, p: float | None = None, strict: bool = False,
                  solver: SolverConfig = SolverConfig(), problem: dict | None = None,
-                 outside_bulk: bool = False):
+                 outside: str = "coupled"):
     """The network theory's risk after ``steps`` giant steps with the initial readout
     ``readout`` by the K-group route (THEORY.md §15; a
     :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
     reuse. The one-step cases of :func:`one_step_equivalent` are answered by
     ``asymptotics.risk(model="network")`` (the dispatcher sends them there).
-    ``outside_bulk``: the groups' anisotropic bulk outside E from the sampled device
-    (docs/DERIVATIONS.md §9.7; not the default: without the coupling of that bulk to E it moves
-    the risk away from the simulations, §9.7)."""
+    ``outside``: the groups' bulk outside the span E of the targets and spikes
+    (docs/DERIVATIONS.md §9.7): ``"coupled"`` (default: its population covariances after the
+    steps from the sampled device, and their coupling to the bulk's coordinates on E),
+    ``"spectrum"`` (the covariances without the coupling), ``"isotropic"`` (``c_g I``, the
+    closure of §9.1)."""
+    if outside not in OUTSIDE:
+        raise ValueError(f"outside must be one of {', '.join(OUTSIDE)}, got {outside!r}")
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
-    outside = None
-    if outside_bulk:
-        from asymptotics.network.device import network_bulk
+    kw = {}
+    if outside != "isotropic" and np.isfinite(alpha0):
+        from asymptotics.network.device import network_bulk, network_coupled
 
-        outside = network_bulk(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                               readout=readout)
+        dev = dict(steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout)
+        kw = {"coupled": network_coupled(sigma, target, **dev)} if outside == "coupled" else \
+            {"outside": network_bulk(sigma, target, **dev)}
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                               strict=strict, solver=solver, outside=outside, **params)
+                               strict=strict, solver=solver, **kw, **params)
 
 
 def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,

@@ -267,11 +267,18 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
 
     y0 = np.concatenate([x[:K * K], x[K * K:] / pi])
     nn = tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K))
-    out = solve_fp(fmap, y0, SolverConfig(solver.rtol / 10, solver.scale_floor,
-                                          solver.max_iter, solver.damping, solver.anderson), nn)
+    cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
+                       solver.anderson)
+    last = getattr(bulk, "y_last", None)
+    out = None
+    if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
+        out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+    if out is None or not out.converged:
+        out = solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
         return x, out.status, out.n_iter, out.residual
     y = out.x
+    bulk.y_last = y.copy()
     bulk.tau_last = y[K * K:]
     v = np.concatenate([y[:K * K], pi * y[K * K:]])
     for _ in range(2):
