@@ -80,10 +80,8 @@ def device_covariances(sigma: str | Function, target: str, *, steps: int, alpha0
     rr = np.random.default_rng(np.random.SeedSequence([seed, 1]))
     for t in range(m.steps):
         st = ng.states[t]
-        Er = rr.standard_normal((N_REF // 2, k + st.L.shape[1]))
-        Er = np.vstack([Er, -Er])  # antithetic pairs
-        nr = rr.standard_normal(N_REF // 2)
-        w, u = _weights(m, st, Er, np.concatenate([nr, -nr]), fractions, values, xi, wxi)
+        Er, nr = _reference(rr, N_REF, k, st.L.shape[1])
+        w, u = _weights(m, st, Er, nr, fractions, values, xi, wxi)
         refs.append((w.mean(axis=0), w.std(axis=0), u.mean(axis=0)))
     sig = np.empty((blocks, K, size, size))
     scale = np.empty((blocks, K))
@@ -119,6 +117,18 @@ def device_covariances(sigma: str | Function, target: str, *, steps: int, alpha0
         while len(_CACHE) > CACHE_SIZE:
             _CACHE.pop(next(iter(_CACHE)))
     return out
+
+
+def _reference(rng: np.random.Generator, n: int, k: int, q: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The reference sample of ``(z, h)`` and the label noise: antithetic in ``(z, h)`` and
+    symmetric under the sign of ``h`` (the law is; the groups' outside basis is fixed only up to
+    sign, so the reference does not depend on it)."""
+    E = rng.standard_normal((max(1, n // 4), k + q))
+    nz = rng.standard_normal(E.shape[0])
+    F = E.copy()
+    F[:, k:] *= -1.0
+    return np.vstack([E, -E, F, -F]), np.concatenate([nz, -nz, nz, -nz])
 
 
 def _weights(m, st, E: np.ndarray, noise: np.ndarray, fractions: np.ndarray,
@@ -205,10 +215,8 @@ def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: fl
             Ex = np.hstack([X[:, :k], X[:, k:] @ (np.linalg.pinv(Lf) @ S[:, k:]).T]) \
                 if Lf.shape[1] else X[:, :k]
             w, u = _weights(m, dev, Ex, noise, fractions, values, xi, wxi)
-            Er = rng.standard_normal((n_ref // 2, k + Lf.shape[1]))
-            Er = np.vstack([Er, -Er])
-            nr = rng.standard_normal(n_ref // 2)
-            wr, ur = _weights(m, dev, Er, np.concatenate([nr, -nr]), fractions, values, xi, wxi)
+            Er, nr = _reference(rng, n_ref, k, Lf.shape[1])
+            wr, ur = _weights(m, dev, Er, nr, fractions, values, xi, wxi)
             F, m1, _, _ = xi_moments(m.sigma, st.c, X @ S.T, xi, wxi)
             e = _evaluate(m.g, X[:, :k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
             S_new = S + eta_t * values[:, None] * ((e[:, None] * m1).T @ X) / n0

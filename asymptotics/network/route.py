@@ -79,15 +79,31 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
-    kw = {}
-    if outside != "isotropic" and np.isfinite(alpha0):
-        from asymptotics.network.device import network_bulk, network_coupled
-
-        dev = dict(steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout)
-        kw = {"coupled": network_coupled(sigma, target, **dev)} if outside == "coupled" else \
-            {"outside": network_bulk(sigma, target, **dev)}
+    kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                    readout=readout, outside=outside)
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
                                strict=strict, solver=solver, **kw, **params)
+
+
+def outside_kw(sigma, target: str, *, steps: int, alpha0: float,
+               eta: float | Sequence[float], delta: float = 0.0, readout: object = "constant",
+               outside: str = "coupled") -> dict:
+    """The keyword (``coupled=`` or ``outside=``) of
+    :func:`asymptotics.network.solve.risk_network_groups` for the bulk outside E after
+    ``steps`` steps (:func:`risk_network`'s ``outside``); empty at ``alpha0 = inf``, where the
+    bulk outside E is exactly isotropic (no batch noise, no sampled coupling)."""
+    if outside == "isotropic" or not np.isfinite(alpha0):
+        return {}
+    from asymptotics.multiindex.steps import eta_schedule
+    from asymptotics.network.device import network_bulk, network_coupled
+
+    if isinstance(eta, Sequence) and not isinstance(eta, str):
+        eta = tuple(eta)[:steps]  # a longer schedule's first steps
+    dev = dict(steps=steps, alpha0=alpha0, eta=eta_schedule(eta, steps), delta=delta,
+               readout=readout)
+    if outside == "coupled":
+        return {"coupled": network_coupled(sigma, target, **dev)}
+    return {"outside": network_bulk(sigma, target, **dev)}
 
 
 def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
