@@ -301,10 +301,11 @@ def report_text(pts: pd.DataFrame) -> str:
         "the rows' coordinates on the span (+16% and +11%). The network theory now carries both "
         "(a K-group generalised Marchenko-Pastur bulk on a sampled device of the steps, and "
         "the coupling; `risk_network(outside=...)`, default `\"coupled\"`): on those two "
-        "networks it leaves +1.7% and +0.2% of the error, but it reproduces only about 70% of "
-        "the measured coupling, so the relu staircases stay 5-10% below the simulations, and "
+        "networks it leaves +0.2% and -0.7% of the error, but it reproduces about 80% of the "
+        "measured coupling, so the relu staircases stay up to 10% below the simulations, and "
         "a few erf(z-1) points of STEPS.md move about 1% down (the spectral spread without all "
-        "of the coupling). The row-norm spread (closure (b)) is a smaller term of either sign.",
+        "of the coupling); the sampled device moves a point by up to ~1.5%. The row-norm "
+        "spread (closure (b)) is a smaller term of either sign.",
         "",
         "## Summary by protocol and d",
         "",
