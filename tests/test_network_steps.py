@@ -242,7 +242,10 @@ def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
     prob = network_problem(steps=2, **kw)
     res = risk_network(2.0, steps=2, lam=0.01, beta=0.5, p=500, problem=prob, **kw)
     assert res.converged and "aligned rule" in res.message
-    fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81, **prob)
+    from asymptotics.network.route import outside_kw
+
+    fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81,
+                               **outside_kw(steps=2, **kw), **prob)
     assert fine.converged
     assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
 

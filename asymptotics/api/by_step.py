@@ -115,7 +115,7 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
     from asymptotics.api.risk import risk_curve
     from asymptotics.multiindex.steps import eta_schedule
     from asymptotics.network.groups import network_groups
-    from asymptotics.network.route import one_step_equivalent
+    from asymptotics.network.route import one_step_equivalent, outside_kw
     from asymptotics.network.solve import risk_network_groups
     from asymptotics.spiked.problem import resolve_target
 
@@ -132,9 +132,11 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
                             p=p, model="network", progress=False)
             return list(zip(df.risk, df.converged, strict=True))
         out = []
+        kw = outside_kw(sigma, target, steps=t, alpha0=alpha0, eta=eta, delta=delta,
+                        readout=readout) if t >= 1 else {}
         for a in alphas:
             res = risk_network_groups(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                                      **params)
+                                      **kw, **params)
             out.append((res.risk, res.converged))
         return out
 
