@@ -73,9 +73,9 @@ def relative_change(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 @kernel(cache=True, error_model="numpy")
 def anderson_start(n: int, m_hist: int) -> tuple:
     """Kernel: the workspace of an Anderson(m_hist) solve of n unknowns: ``work`` (rows
-    0..m_hist+1 the iterates, m_hist+2..2 m_hist+3 their residuals, 2 m_hist+4 the damped step)
-    and ``meta`` (:data:`NH`, :data:`IT`, :data:`PHASE`, :data:`BEST`, :data:`RES`)."""
-    work = np.zeros((2 * m_hist + 5, n))
+    0..m_hist+1 the iterates, m_hist+2..2 m_hist+3 their residuals) and ``meta`` (:data:`NH`,
+    :data:`IT`, :data:`PHASE`, :data:`BEST`, :data:`RES`)."""
+    work = np.zeros((2 * m_hist + 4, n))
     meta = np.zeros(5)
     meta[PHASE] = FRESH
     meta[BEST] = np.inf
@@ -93,13 +93,6 @@ def _reset(work: np.ndarray, meta: np.ndarray, m_hist: int) -> None:
 
 
 @kernel(cache=True, error_model="numpy")
-def _clip(x: np.ndarray, nonneg: np.ndarray) -> None:
-    for i in nonneg:
-        if x[i] < 0.0:
-            x[i] = 0.0
-
-
-@kernel(cache=True, error_model="numpy")
 def anderson_next(x: np.ndarray, fx: np.ndarray, work: np.ndarray, meta: np.ndarray,
                   nonneg: np.ndarray, rtol: float, floor: float, max_iter: int, damping: float,
                   m_hist: int, blowup: float) -> tuple:
@@ -111,9 +104,11 @@ def anderson_next(x: np.ndarray, fx: np.ndarray, work: np.ndarray, meta: np.ndar
     mh2 = m_hist + 2
     if meta[PHASE] == ACCELERATED:
         if not finite_below(fx, blowup) or relative_change(x, fx, floor) > 10.0 * meta[BEST]:
-            _reset(work, meta, m_hist)
-            x_new = work[2 * m_hist + 4].copy()
-            _clip(x_new, nonneg)
+            _reset(work, meta, m_hist)  # the damped step of the proposing (x, g), recomputed
+            x_new = work[0] + damping * work[m_hist + 2]
+            for i in nonneg:
+                if x_new[i] < 0.0:
+                    x_new[i] = 0.0
             meta[PHASE] = PLAIN
             return x_new, CONTINUE
     meta[PHASE] = FRESH
@@ -142,9 +137,7 @@ def anderson_next(x: np.ndarray, fx: np.ndarray, work: np.ndarray, meta: np.ndar
     work[mh2 + nh] = g
     nh += 1
     meta[NH] = nh
-    damped = x + damping * g
-    work[2 * m_hist + 4] = damped
-    x_new = damped.copy()
+    x_new = x + damping * g
     accelerated = False
     if m_hist > 0 and nh >= 2:
         k = nh - 1
@@ -179,6 +172,8 @@ def anderson_next(x: np.ndarray, fx: np.ndarray, work: np.ndarray, meta: np.ndar
                 accelerated = True
         if not accelerated:
             _reset(work, meta, m_hist)
-    _clip(x_new, nonneg)
+    for i in nonneg:
+        if x_new[i] < 0.0:
+            x_new[i] = 0.0
     meta[PHASE] = ACCELERATED if accelerated else PLAIN
     return x_new, CONTINUE
