@@ -11,6 +11,7 @@ import pytest
 
 from asymptotics.equations import mixing, solver_kernels
 from asymptotics.equations.solver import SolverConfig, Status, solve
+from asymptotics.spiked import anderson as spiked_anderson
 
 
 def _kernel_solve(fmap, x0, cfg: SolverConfig, nonneg=(), blowup=1e12):
@@ -80,10 +81,10 @@ def test_statuses_cover_the_cases():
     assert {Status.CONVERGED, Status.MAX_ITER, Status.NON_FINITE} <= seen
 
 
-@pytest.mark.parametrize("module", [solver_kernels])
+@pytest.mark.parametrize("module", [solver_kernels, spiked_anderson])
 def test_compiled_solvers_share_the_one_kernel(module):
-    """The compiled solvers iterate through mixing.anderson_next and keep no mixing of their
-    own."""
+    """The one-spike and the K-group solvers iterate through mixing.anderson_next and keep no
+    mixing of their own."""
     src = inspect.getsource(module)
     assert "anderson_next(" in src
     assert "lstsq" not in src
