@@ -26,6 +26,7 @@ KERNEL_MODULES = [
     "asymptotics.measures.channels",
     "asymptotics.measures.spectral",
     "asymptotics.equations.fixed_point",
+    "asymptotics.equations.mixing",
     "asymptotics.equations.solver_kernels",
     "asymptotics.equations.small_dense",
     "asymptotics.measures.resolvent_kernels",

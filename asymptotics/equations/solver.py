@@ -143,6 +143,7 @@ def solve(
             if bad:
                 X, G = X[-1:], G[-1:]
                 x_new = damped
+                x_new[nn] = np.maximum(x_new[nn], 0.0)  # as every step (the compiled kernels)
                 fx_new = fmap(x_new)
         x, fx = x_new, fx_new
     return SolverResult(x, False, Status.MAX_ITER, config.max_iter, hist[-1], tuple(hist))

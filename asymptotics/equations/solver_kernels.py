@@ -4,9 +4,10 @@ Same algorithm and result semantics as the Python orchestration of ``asymptotics
 +
 ``asymptotics.api.risk`` (kept callable as ``engine="python"`` for comparison, docs/THEORY.md §5):
 
-1. damped Picard with Anderson(m) mixing on the closed (V1, V2) subsystem (``v_update``), with the
-   safeguards of ``solver.solve`` (an accelerated step that is non-finite, negative, or raises the
-   residual tenfold over the best seen is rejected and the history reset), relative residual
+1. damped Picard with Anderson(m) mixing on the closed (V1, V2) subsystem (``v_update``) by the
+   one Anderson kernel of ``equations.mixing`` (the K-group solver's too), with the safeguards of
+   ``solver.solve`` (an accelerated step that is non-finite, negative, or raises the residual
+   tenfold over the best seen is rejected and the history reset), relative residual
    ``max_i |F(x)_i - x_i| / max(|x_i|, scale_floor)`` at ``rtol / 10``;
 2. fall-backs: a failed warm start is retried cold, then with damping 0.2;
 3. three polishing contraction steps, the exact completion of the state (``complete_state``), the
@@ -32,6 +33,8 @@ from asymptotics.equations.fixed_point import (
     fixed_point_map,
     v_update,
 )
+from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
+from asymptotics.equations.mixing import relative_change as _relres
 from asymptotics.equations.solver import Status
 
 # the status codes of Status (the one list), as plain ints the kernels compile as constants
@@ -46,24 +49,6 @@ V_COLD1 = 0.5
 
 
 @kernel(cache=True, error_model="numpy")
-def _ok(x: np.ndarray, blowup: float) -> bool:
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]) or abs(x[i]) >= blowup:
-            return False
-    return True
-
-
-@kernel(cache=True, error_model="numpy")
-def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
-    out = 0.0
-    for i in range(x.shape[0]):
-        r = abs(fx[i] - x[i]) / max(abs(x[i]), floor)
-        if not r <= out:  # also propagates NaN
-            out = r
-    return out
-
-
-@kernel(cache=True, error_model="numpy")
 def _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega):
     return v_update(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
 
@@ -71,88 +56,17 @@ def _vmap(v, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega):
 @kernel(cache=True, error_model="numpy")
 def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega,
                rtol, floor, max_iter, damping, m_hist, blowup):
-    """Kernel: damped Picard + Anderson(m_hist) on (V1, V2) -> v_update(V1, V2), with the
-    safeguards of ``solver.solve`` and V >= 0 enforced. Returns (V, status, n_iter, residual)."""
-    n = 2
+    """Kernel: (V1, V2) = v_update(V1, V2) from v0 by the one Anderson iteration
+    (``equations.mixing``), V >= 0. Returns (V, status, n_iter, residual)."""
+    work, meta = anderson_start(2, m_hist)
+    nonneg = np.arange(2)
     x = v0.copy()
-    Xh = np.zeros((m_hist + 2, n))
-    Gh = np.zeros((m_hist + 2, n))
-    nh = 0
-    best = np.inf
-    res = np.inf
-    fx = _vmap(x, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
-    for it in range(1, max_iter + 1):
-        if not _ok(fx, blowup):
-            return x, NON_FINITE, it, np.inf
-        g = fx - x
-        res = _relres(x, fx, floor)
-        if res <= rtol:
-            return fx, CONVERGED, it, res
-        best = min(best, res)
-        # push (x, g) into the history (at most m_hist + 1 entries)
-        if nh == m_hist + 1:
-            for k in range(nh - 1):
-                Xh[k] = Xh[k + 1]
-                Gh[k] = Gh[k + 1]
-            nh -= 1
-        Xh[nh] = x
-        Gh[nh] = g
-        nh += 1
-        damped = x + damping * g
-        x_new = damped.copy()
-        accelerated = False
-        if m_hist > 0 and nh >= 2:
-            k = nh - 1
-            dX = np.empty((n, k))
-            dG = np.empty((n, k))
-            for j in range(k):
-                for i in range(n):
-                    dX[i, j] = Xh[j + 1, i] - Xh[j, i]
-                    dG[i, j] = Gh[j + 1, i] - Gh[j, i]
-            good = True
-            for j in range(k):
-                for i in range(n):
-                    if not (math.isfinite(dX[i, j]) and math.isfinite(dG[i, j])
-                            and abs(dX[i, j]) < blowup and abs(dG[i, j]) < blowup):
-                        good = False
-            if good:
-                scale = np.empty(n)
-                for i in range(n):
-                    scale[i] = max(abs(x[i]), floor)
-                Ms = np.empty((n, k))
-                rhs = np.empty(n)
-                for i in range(n):
-                    rhs[i] = g[i] / scale[i]
-                    for j in range(k):
-                        Ms[i, j] = dG[i, j] / scale[i]
-                gam = np.linalg.lstsq(Ms, rhs, 1e-12)[0]
-                cand = x + damping * g - (dX + damping * dG) @ gam
-                nonneg = cand[0] >= 0.0 and cand[1] >= 0.0
-                if _ok(cand, blowup) and nonneg:
-                    x_new = cand
-                    accelerated = True
-            if not accelerated:
-                Xh[0] = Xh[nh - 1]
-                Gh[0] = Gh[nh - 1]
-                nh = 1
-        for i in range(n):
-            if x_new[i] < 0.0:
-                x_new[i] = 0.0
-        fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
-        if accelerated:
-            if not _ok(fx_new, blowup) or _relres(x_new, fx_new, floor) > 10.0 * best:
-                Xh[0] = Xh[nh - 1]
-                Gh[0] = Gh[nh - 1]
-                nh = 1
-                x_new = damped
-                for i in range(n):
-                    if x_new[i] < 0.0:
-                        x_new[i] = 0.0
-                fx_new = _vmap(x_new, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv,
-                               omega)
-        x = x_new
-        fx = fx_new
-    return x, MAX_ITER, max_iter, res
+    while True:
+        fx = _vmap(x, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omega)
+        x, code = anderson_next(x, fx, work, meta, nonneg, rtol, floor, max_iter, damping,
+                                m_hist, blowup)
+        if code != CONTINUE:
+            return x, code, int(meta[IT]), meta[RES]
 
 
 @kernel(cache=True, error_model="numpy")

@@ -37,10 +37,11 @@ from asymptotics.spiked.solve import (
     spike_contributions,
 )
 
-# anderson and contrast inline kernels of kernels.py: cached kernels never outlive an edit
-# of a kernel they inline
+# anderson and contrast inline kernels of kernels.py (and anderson the one Anderson iteration
+# of equations.mixing): cached kernels never outlive an edit of a kernel they inline
 _guard_kernel_cache(["asymptotics.spiked.kernels", "asymptotics.spiked.anderson",
-                     "asymptotics.spiked.contrast", "asymptotics.equations.small_dense"])
+                     "asymptotics.spiked.contrast", "asymptotics.equations.small_dense",
+                     "asymptotics.equations.mixing"])
 
 __all__ = ["SpikedProblem", "SpikedResult", "build_spiked_problem", "risk_spiked",
            "risk_spiked_curve", "risk_spiked_grid", "risk_spiked_semi_empirical", "solve_spiked",

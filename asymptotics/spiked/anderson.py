@@ -1,17 +1,16 @@
 """The solver of the closed (V1, V2) subsystem as one numba kernel (docs/THEORY.md §10.5): the
-algorithm of ``asymptotics.equations.solver.solve`` verbatim (damped Picard with Anderson(m)
-mixing; an
+one Anderson iteration of ``asymptotics.equations.mixing`` (that of the one-spike solver and of
+``asymptotics.equations.solver.solve``: damped Picard with Anderson(m) mixing; an
 accelerated step that is non-finite, leaves V >= 0 or raises the residual tenfold over the best
 seen is rejected and the history reset; relative residual
 max_i |F(x)_i - x_i| / max(|x_i|, scale_floor)), without the Python overhead per iteration."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
 
@@ -22,92 +21,19 @@ CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
 
 
 @kernel(cache=True, error_model="numpy")
-def _ok(x: np.ndarray, blowup: float) -> bool:
-    for i in range(x.shape[0]):
-        if not math.isfinite(x[i]) or abs(x[i]) >= blowup:
-            return False
-    return True
-
-
-@kernel(cache=True, error_model="numpy")
-def _relres(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
-    out = 0.0
-    for i in range(x.shape[0]):
-        r = abs(fx[i] - x[i]) / max(abs(x[i]), floor)
-        if not r <= out:  # also propagates NaN
-            out = r
-    return out
-
-
-@kernel(cache=True, error_model="numpy")
 def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, damping, m_hist,
              blowup=1e12):
-    """Kernel: x = v_map(x) from x0; returns (x, status, n_iter, residual) with the status codes
-    of ``asymptotics.equations.solver.Status`` (0 converged, 1 max_iter, 2 non-finite)."""
-    n = x0.shape[0]
+    """Kernel: x = v_map(x) from x0 by the one Anderson iteration (``equations.mixing``);
+    returns (x, status, n_iter, residual) with the status codes of
+    ``asymptotics.equations.solver.Status`` (0 converged, 1 max_iter, 2 non-finite)."""
+    work, meta = anderson_start(x0.shape[0], m_hist)
     x = x0.copy()
-    Xh = np.zeros((m_hist + 2, n))
-    Gh = np.zeros((m_hist + 2, n))
-    nh = 0
-    best = np.inf
-    res = np.inf
-    fx = v_map(x, w, mb1, ms2, A, lam, beta, pi)
-    for it in range(1, max_iter + 1):
-        if not _ok(fx, blowup):
-            return x, NON_FINITE, it, np.inf
-        g = fx - x
-        res = _relres(x, fx, floor)
-        if res <= rtol:
-            return fx, CONVERGED, it, res
-        best = min(best, res)
-        if nh == m_hist + 1:
-            for i in range(nh - 1):
-                Xh[i] = Xh[i + 1]
-                Gh[i] = Gh[i + 1]
-            nh -= 1
-        Xh[nh] = x
-        Gh[nh] = g
-        nh += 1
-        damped = x + damping * g
-        x_new = damped.copy()
-        accelerated = False
-        if m_hist > 0 and nh >= 2:
-            dX = np.empty((n, nh - 1))
-            dG = np.empty((n, nh - 1))
-            for j in range(nh - 1):
-                dX[:, j] = Xh[j + 1] - Xh[j]
-                dG[:, j] = Gh[j + 1] - Gh[j]
-            scale = np.maximum(np.abs(x), floor)
-            good = _ok(dG.ravel(), blowup) and _ok(dX.ravel(), blowup)
-            if good:
-                gam = np.linalg.lstsq(dG / scale.reshape((n, 1)), g / scale, 1e-12)[0]
-                cand = x + damping * g - (dX + damping * dG) @ gam
-                inside = _ok(cand, blowup)
-                for i in nonneg:
-                    if not cand[i] >= 0.0:
-                        inside = False
-                if inside:
-                    x_new = cand
-                    accelerated = True
-            if not accelerated:
-                Xh[0] = Xh[nh - 1]
-                Gh[0] = Gh[nh - 1]
-                nh = 1
-        for i in nonneg:
-            x_new[i] = max(x_new[i], 0.0)
-        fx_new = v_map(x_new, w, mb1, ms2, A, lam, beta, pi)
-        if accelerated:
-            if not _ok(fx_new, blowup) or _relres(x_new, fx_new, floor) > 10.0 * best:
-                Xh[0] = Xh[nh - 1]
-                Gh[0] = Gh[nh - 1]
-                nh = 1
-                x_new = damped
-                for i in nonneg:
-                    x_new[i] = max(x_new[i], 0.0)
-                fx_new = v_map(x_new, w, mb1, ms2, A, lam, beta, pi)
-        x = x_new
-        fx = fx_new
-    return x, MAX_ITER, max_iter, res
+    while True:
+        fx = v_map(x, w, mb1, ms2, A, lam, beta, pi)
+        x, code = anderson_next(x, fx, work, meta, nonneg, rtol, floor, max_iter, damping,
+                                m_hist, blowup)
+        if code != CONTINUE:
+            return x, code, int(meta[IT]), meta[RES]
 
 
 @kernel(cache=True, error_model="numpy")
