@@ -73,12 +73,17 @@ def test_every_route_looks_up_the_signature_numba_caches():
     for name in ROUTES:
         missing = [(kern, sig) for kern, sig, found in seen[name] if not found]
         assert not missing, f"{name}: {missing}"
-    assert any("omitted" in sig for rows in seen.values() for _, sig, _ in rows)  # solve_point (blowup)
+    # solve_point's blowup argument
+    assert any("omitted" in sig for rows in seen.values() for _, sig, _ in rows)
 
 
 SECOND = """
-import json, sys, time
+import json, sys, time, warnings
 import asymptotics as A
+from asymptotics.models.problem import LimitWarning
+# the K-group routes at p = infinity say their limit's caveat (a LimitWarning): not the cold
+# start's business, which is what this script's stderr is read for
+warnings.simplefilter("ignore", LimitWarning)
 out = {}
 for name, call in json.loads(sys.argv[1]).items():
     first = eval(call)
