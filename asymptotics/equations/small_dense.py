@@ -124,3 +124,76 @@ def pair_gram(B: np.ndarray, S: np.ndarray, a: np.ndarray) -> tuple:
             c += 1
     Y[:, L:] = S
     return weighted_gram(Y, a), idx
+
+
+# the same algorithms into given arrays (no allocation: the resolvent's Newton loop and the
+# completion's columns call them hundreds of times on 2 x 2 to 4 x 4 matrices; the numbers are
+# those of mm, lu, lu_solve and inv above, bit for bit)
+
+
+@kernel(cache=True, error_model="numpy")
+def mm_into(A: np.ndarray, B: np.ndarray, out: np.ndarray) -> None:
+    """Kernel: out = A B (:func:`mm`)."""
+    n, k = A.shape
+    m = B.shape[1]
+    for i in range(n):
+        for j in range(m):
+            s = 0.0
+            for l in range(k):
+                s += A[i, l] * B[l, j]
+            out[i, j] = s
+
+
+@kernel(cache=True, error_model="numpy")
+def lu_inplace(a: np.ndarray, piv: np.ndarray) -> None:
+    """Kernel: :func:`lu` of the matrix in ``a``, overwritten by its factors (piv filled)."""
+    n = a.shape[0]
+    for i in range(n):
+        piv[i] = i
+    for j in range(n):
+        p = j
+        for i in range(j + 1, n):
+            if abs(a[i, j]) > abs(a[p, j]):
+                p = i
+        if p != j:
+            for c in range(n):
+                a[j, c], a[p, c] = a[p, c], a[j, c]
+            piv[j], piv[p] = piv[p], piv[j]
+        for i in range(j + 1, n):
+            a[i, j] = a[i, j] / a[j, j]
+            f = a[i, j]
+            for c in range(j + 1, n):
+                a[i, c] -= f * a[j, c]
+
+
+@kernel(cache=True, error_model="numpy")
+def lu_solve_into(a: np.ndarray, piv: np.ndarray, b: np.ndarray, x: np.ndarray) -> None:
+    """Kernel: x = :func:`lu_solve` (a, piv, b)."""
+    n = a.shape[0]
+    for i in range(n):
+        s = b[piv[i]]
+        for c in range(i):
+            s -= a[i, c] * x[c]
+        x[i] = s
+    for i in range(n - 1, -1, -1):
+        s = x[i]
+        for c in range(i + 1, n):
+            s -= a[i, c] * x[c]
+        x[i] = s / a[i, i]
+
+
+@kernel(cache=True, error_model="numpy")
+def inv_into(A: np.ndarray, out: np.ndarray, a: np.ndarray, piv: np.ndarray, e: np.ndarray,
+             x: np.ndarray) -> None:
+    """Kernel: out = :func:`inv` (A); a (n x n), piv, e, x (n): work arrays."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(n):
+            a[i, j] = A[i, j]
+    lu_inplace(a, piv)
+    for j in range(n):
+        e[:] = 0.0
+        e[j] = 1.0
+        lu_solve_into(a, piv, e, x)
+        for i in range(n):
+            out[i, j] = x[i]

@@ -16,7 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.small_dense import inv, mm, pair_gram, solve
+from asymptotics.equations.small_dense import (
+    inv,
+    inv_into,
+    lu_inplace,
+    lu_solve_into,
+    mm,
+    mm_into,
+    pair_gram,
+    solve,
+)
 
 TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
@@ -70,7 +79,9 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
 @kernel(cache=True, error_model="numpy")
 def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
     """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
-    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails."""
+    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails.
+    (The small matrices live in work arrays allocated once; the arithmetic is that of ``mm``,
+    ``inv`` and ``solve``.)"""
     K = M.shape[0]
     tau = np.empty(K)
     for g in range(K):
@@ -79,30 +90,59 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
             tau[:] = np.nan
             return tau
         tau[g] = 1.0 / den
-    eye = np.eye(K)
+    bp = beta * pi
+    D = np.zeros((K, K))
+    T = np.empty((K, K))
+    Bi = np.empty((K, K))
+    Km = np.empty((K, K))
+    J = np.empty((K, K))
+    a = np.empty((K, K))
+    piv = np.empty(K, dtype=np.int64)
+    e = np.empty(K)
+    x = np.empty(K)
+    F = np.empty(K)
+    rhs = np.empty(K)
+    cand = np.empty(K)
     for _ in range(2000):
-        D = np.diag(beta * pi * tau)
-        Km = mm(M, inv(eye + mm(D, M)))
-        F = np.empty(K)
+        for g in range(K):
+            D[g, g] = bp[g] * tau[g]
+        mm_into(D, M, T)
+        for i in range(K):
+            for j in range(K):
+                T[i, j] = (1.0 if i == j else 0.0) + T[i, j]
+        inv_into(T, Bi, a, piv, e, x)
+        mm_into(M, Bi, Km)
         for g in range(K):
             F[g] = 1.0 / (lamg[g] + Km[g, g])
-        J = np.empty((K, K))
         for g in range(K):
             for h in range(K):
                 J[g, h] = F[g] * F[g] * Km[g, h] * Km[h, g] * beta * pi[h]
         # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
         # elsewhere the plain iteration, which increases monotonically to the fixed point
-        new = F
-        ones = solve(eye - J, np.ones(K))
-        if np.all(ones > 0.0):
-            cand = tau + solve(eye - J, F - tau)
-            if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
-                new = cand
+        for i in range(K):
+            for j in range(K):
+                a[i, j] = (1.0 if i == j else 0.0) - J[i, j]
+        lu_inplace(a, piv)
+        rhs[:] = 1.0
+        lu_solve_into(a, piv, rhs, x)
+        newton = True
+        for g in range(K):
+            if not x[g] > 0.0:
+                newton = False
+        if newton:
+            for g in range(K):
+                rhs[g] = F[g] - tau[g]
+            lu_solve_into(a, piv, rhs, x)
+            for g in range(K):
+                cand[g] = tau[g] + x[g]
+                if not (np.isfinite(cand[g]) and cand[g] > 0.0):
+                    newton = False
+        new = cand if newton else F
         done = True
         for g in range(K):
             if abs(new[g] - tau[g]) > TAU_TOL * abs(new[g]):
                 done = False
-        tau = new
+        tau[:] = new
         if done:
             return tau
     tau[:] = np.nan
@@ -114,9 +154,22 @@ def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> t
     """Kernel: (tau, V1, V2) of the deterministic block resolvent (docs/THEORY.md §10.4)."""
     tau = tau_solve(M, lamg, beta, pi)
     K = M.shape[0]
-    D = np.diag(beta * pi * tau)
-    V1 = mm(D, inv(np.eye(K) + mm(M, D))) / beta
-    V1 = 0.5 * (V1 + V1.T)
+    bp = beta * pi
+    D = np.zeros((K, K))
+    for g in range(K):
+        D[g, g] = bp[g] * tau[g]
+    T = np.empty((K, K))
+    mm_into(M, D, T)
+    for i in range(K):
+        for j in range(K):
+            T[i, j] = (1.0 if i == j else 0.0) + T[i, j]
+    Ti = np.empty((K, K))
+    inv_into(T, Ti, np.empty((K, K)), np.empty(K, dtype=np.int64), np.empty(K), np.empty(K))
+    mm_into(D, Ti, T)
+    V1 = np.empty((K, K))
+    for i in range(K):
+        for j in range(K):
+            V1[i, j] = 0.5 * (T[i, j] / beta + T[j, i] / beta)
     return tau, V1, pi * tau
 
 
@@ -150,6 +203,54 @@ def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, 
     dD = np.diag(beta * pi * dtau)
     dV1 = (mm(dD, Ai) - mm(mm(mm(D, Ai), mm(X1, D) + mm(M, dD)), Ai)) / beta
     return 0.5 * (dV1 + dV1.T), pi * dtau
+
+
+@kernel(cache=True, error_model="numpy")
+def along_work(parts: tuple, beta: float, pi: np.ndarray) -> tuple:
+    """Kernel: what :func:`along_into` reuses across directions at one point: the LU of I - J,
+    D Ai, and work arrays."""
+    D, Ai, Bi, ImJ = parts
+    K = D.shape[0]
+    a = ImJ.copy()
+    piv = np.empty(K, dtype=np.int64)
+    lu_inplace(a, piv)
+    W = np.zeros((9, K, K))  # W[2]: dD (diagonal), the others overwritten
+    return a, piv, mm(D, Ai), W, np.empty((2, K))
+
+
+@kernel(cache=True, error_model="numpy")
+def along_into(parts: tuple, work: tuple, M: np.ndarray, tau: np.ndarray, beta: float,
+               pi: np.ndarray, X1: np.ndarray, X2: np.ndarray, out1: np.ndarray,
+               out2: np.ndarray) -> None:
+    """Kernel: (out1, out2) = :func:`dresolvent_along` (parts, ..., X1, X2), the same arithmetic
+    with the work of :func:`along_work`."""
+    D, Ai, Bi, _ = parts
+    a, piv, DAi, W, v = work
+    K = M.shape[0]
+    T1, Y, dD, P, Q1, Q2, R, U = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
+    b, dtau = v[0], v[1]
+    mm_into(Ai, X1, T1)
+    mm_into(T1, Bi, Y)
+    for g in range(K):
+        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
+    lu_solve_into(a, piv, b, dtau)
+    for g in range(K):
+        dD[g, g] = beta * pi[g] * dtau[g]
+    mm_into(dD, Ai, P)
+    mm_into(X1, D, Q1)
+    mm_into(M, dD, Q2)
+    for i in range(K):
+        for j in range(K):
+            Q1[i, j] = Q1[i, j] + Q2[i, j]
+    mm_into(DAi, Q1, R)
+    mm_into(R, Ai, U)
+    for i in range(K):
+        for j in range(K):
+            P[i, j] = (P[i, j] - U[i, j]) / beta
+    for i in range(K):
+        for j in range(K):
+            out1[i, j] = 0.5 * (P[i, j] + P[j, i])
+        out2[i] = pi[i] * dtau[i]
 
 
 @kernel(cache=True, error_model="numpy")
@@ -345,7 +446,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             rhs[gi] *= dl
             Sys[gi, gi] += 1.0
     zeta = np.linalg.solve(Sys, rhs)
-    m = Vt[:nk].T @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])  # mean_lstsq, by this SVD
+    # mean_lstsq, by this SVD (the C copy is the one numba's '@' would make of the slice)
+    m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])
     zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
@@ -366,10 +468,14 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
         X2[g] += beta * zz + m[g] * m[g] * p_inv / (V2[g] * V2[g])
     nq = K * K + K
     parts = dresolvent_parts(M, tau, beta, pi)
-    dV1, dV2 = dresolvent_along(parts, M, tau, beta, pi, X1, X2)
+    work = along_work(parts, beta, pi)
+    e1, e2 = np.empty((K, K)), np.empty(K)
+    along_into(parts, work, M, tau, beta, pi, X1, X2, e1, e2)
     c0 = np.empty(nq)
-    c0[:K * K] = -dV1.ravel()
-    c0[K * K:] = -dV2
+    for i in range(K * K):
+        c0[i] = -e1[i // K, i % K]
+    for g in range(K):
+        c0[K * K + g] = -e2[g]
     G, idx = pair_gram(mb1, ms2, w * iv2)  # Vhat along every direction of the Q-system
     G *= A
     L = K * (K + 1) // 2
@@ -380,9 +486,11 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             K2[g] = G[pc, L + g]
             for h in range(K):
                 K1[g, h] = G[pc, idx[g, h]]
-        e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
-        E[:K * K, col] = e1.ravel()
-        E[K * K:, col] = e2
+        along_into(parts, work, M, tau, beta, pi, K1, K2, e1, e2)
+        for i in range(K * K):
+            E[i, col] = e1[i // K, i % K]
+        for g in range(K):
+            E[K * K + g, col] = e2[g]
     Mq = np.eye(nq) + E
     ok = np.linalg.det(Mq) > DET_MIN
     for i in range(nq):
