@@ -20,10 +20,11 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import special
+from scipy.special import roots_legendre
 
 from asymptotics.coefficients.functions import Function, get_function
-from asymptotics.coefficients.line_moments import direct_moments, line_moments
-from asymptotics.coefficients.quadrature import gauss_hermite, kappa_rule
+from asymptotics.coefficients.line_moments import direct_moments, line_moments, on_line
+from asymptotics.coefficients.quadrature import HALF_WIDTH, N_PIECE, gauss_hermite, kappa_rule
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
@@ -131,18 +132,11 @@ def _erf(z: np.ndarray) -> np.ndarray:
     return out
 
 
-@kernel(cache=True, error_model="numpy")
-def _softplus_flat(z: np.ndarray) -> np.ndarray:
-    """Kernel: numpy's logaddexp(0, z) = max(z, 0) + log1p(exp(-|z|)) with the C library's exp
-    and log1p (numpy's scalar loop; bit for bit)."""
-    return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
-
-
 def _softplus(z: np.ndarray) -> np.ndarray:
+    """log(1 + e^z) as max(z, 0) + log1p(exp(-|z|)) with numpy's vectorised exp and log1p
+    (numpy's logaddexp(0, z) calls the C library's per element: within an ulp of it)."""
     z = np.asarray(z, dtype=np.float64)
-    if z.ndim == 0:
-        return np.logaddexp(0.0, z)
-    return _softplus_flat(np.ascontiguousarray(z).reshape(-1)).reshape(z.shape)
+    return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
 _FAST = {"erf": _erf, "softplus": _softplus}
@@ -150,8 +144,9 @@ _FAST_FUNCTIONS: dict[str, Function] = {}
 
 
 def fast(fn: Function) -> Function:
-    """``fn`` with a cheaper evaluation of the same numbers (the registered erf and softplus;
-    tests/test_spiked_theory.py compares them bit for bit); other functions as given."""
+    """``fn`` with a cheaper evaluation of the same numbers (the registered erf bit for bit, the
+    registered softplus to an ulp; tests/test_spiked_theory.py compares them); other functions
+    as given."""
     if fn.identity is not None or fn.name not in _FAST:
         return fn
     if fn.name not in _FAST_FUNCTIONS:
@@ -160,19 +155,87 @@ def fast(fn: Function) -> Function:
     return out if out == fn and fn.f is get_function(fn.name).f else fn
 
 
+@kernel(cache=True, error_model="numpy")
+def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half_width: float
+                  ) -> np.ndarray:
+    """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass: per shift p the
+    Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
+    in the weights, the moments summed in the same order (exp from the C library instead of
+    numpy's vectorised one: within an ulp)."""
+    m, n = pts.shape[0], t.shape[0]
+    L = half_width
+    c = math.sqrt(2 * math.pi)
+    out = np.zeros((m, 3))
+    for i in range(m):
+        p = pts[i]
+        b = (0.0 - p) / s
+        if not np.isfinite(b):
+            b = L
+        b = min(max(b, -L), L)
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for piece in range(2):
+            lo = -L if piece == 0 else b
+            hi = b if piece == 0 else L
+            mid = 0.5 * (lo + hi)
+            half = 0.5 * (hi - lo)
+            for j in range(n):
+                z = mid + half * t[j]
+                w = half * wt[j] * np.exp(-0.5 * z * z) / c
+                v = max(p + s * z, 0.0)
+                wf = w * v
+                s0 += wf
+                s1 += wf * z
+                s2 += wf * v
+        out[i, 0] = s0
+        out[i, 1] = s1
+        out[i, 2] = s2
+    return out
+
+
+@lru_cache(maxsize=8)
+def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return roots_legendre(n)
+
+
+def _is_relu(fn: Function) -> bool:
+    return fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and \
+        fn.f is get_function("relu").f
+
+
+def moments(fn: Function, t: np.ndarray, s: float, line: bool, **kw) -> np.ndarray:
+    """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
+    ``direct_moments`` with the rule options ``kw``, through :func:`fast` and, for the registered
+    relu, :func:`_relu_moments` (its own cache key: other routes keep numpy's exp)."""
+    s = float(s)
+    f = fast(fn)
+    if _is_relu(fn) and s > 0.0:
+        t_leg, w_leg = _legendre(int(kw.get("n_piece", N_PIECE)))
+
+        def direct(pts: np.ndarray) -> np.ndarray:
+            return _relu_moments(np.ascontiguousarray(pts, dtype=np.float64), s, t_leg, w_leg,
+                                 HALF_WIDTH)
+
+        if not line:
+            return direct(t)
+        return on_line(direct, t, s, key=("relu, one pass", s, tuple(sorted(kw.items()))),
+                       moments=True)
+    return line_moments(f, t, s, **kw) if line else direct_moments(f, t, s, **kw)
+
+
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
                    bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
     n, K = kappa.shape[0], loadings.shape[0]
-    sigma = fast(sigma)
     raw = np.empty((3, n, K))
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[:, :, g] = line_moments(sigma, t, sq, **INNER_NODES).T
+            raw[:, :, g] = moments(sigma, t, sq, True, **INNER_NODES).T
         else:
-            raw[:, :, g] = direct_moments(sigma, t, sq).T
+            raw[:, :, g] = moments(sigma, t, sq, False).T
     scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
     root = np.sqrt(scale)
     mu0, mb1 = flush_columns(raw[0], root), flush_columns(raw[1], root)
@@ -201,9 +264,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
     if isinstance(target, Function):
-        target = fast(target)
-        mg = (line_moments(target, shift[:, 0], float(rho[0])) if kappa.shape[1] > 1
-              else direct_moments(target, shift[:, 0], float(rho[0])))
+        mg = moments(target, shift[:, 0], float(rho[0]), kappa.shape[1] > 1)
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]
