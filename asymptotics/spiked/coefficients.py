@@ -247,10 +247,25 @@ def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> 
     """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
     out = np.array(values, dtype=np.float64)
     if out.size:
-        size = np.abs(out)
-        out[size <= 1e-15 * scale[None, :]] = 0.0
-        out[:, np.max(size, axis=0) <= rel * scale] = 0.0
+        _flush_columns(out, np.ascontiguousarray(scale, dtype=np.float64), rel)
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def _flush_columns(out: np.ndarray, scale: np.ndarray, rel: float) -> None:
+    """Kernel: :func:`flush_columns` in place (entries |x| <= 1e-15 scale_c to 0, then columns
+    whose largest |x| was <= rel scale_c)."""
+    n, K = out.shape
+    for c in range(K):
+        big = 0.0
+        for j in range(n):
+            a = abs(out[j, c])
+            big = max(big, a)
+            if a <= 1e-15 * scale[c]:
+                out[j, c] = 0.0
+        if big <= rel * scale[c]:
+            for j in range(n):
+                out[j, c] = 0.0
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,

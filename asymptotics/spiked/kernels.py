@@ -48,16 +48,23 @@ def sizes(K: int, r: int, k: int) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) -> np.ndarray:
-    """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node."""
+    """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node (each node's sum in the order
+    g, then (g, h) for h, as one loop per term over the nodes)."""
     n, K = mb1.shape
+    bT = np.ascontiguousarray(mb1.T)
+    sT = np.ascontiguousarray(ms2.T)
     out = np.zeros(n)
-    for j in range(n):
-        s = 0.0
-        for g in range(K):
-            s += ms2[j, g] * V2[g]
-            for h in range(K):
-                s += mb1[j, g] * V1[g, h] * mb1[j, h]
-        out[j] = s
+    for g in range(K):
+        v2 = V2[g]
+        sg = sT[g]
+        for j in range(n):
+            out[j] += sg[j] * v2
+        bg = bT[g]
+        for h in range(K):
+            v1 = V1[g, h]
+            bh = bT[h]
+            for j in range(n):
+                out[j] += bg[j] * v1 * bh[j]
     return out
 
 
