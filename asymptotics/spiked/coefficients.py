@@ -140,7 +140,7 @@ def _erf(z: np.ndarray) -> np.ndarray:
 
 def _softplus(z: np.ndarray) -> np.ndarray:
     """log(1 + e^z) as max(z, 0) + log1p(exp(-|z|)) with numpy's vectorised exp and log1p
-    (numpy's logaddexp(0, z) calls the C library's per element: within an ulp of it)."""
+    (numpy's logaddexp(0, z) calls the C library's per element: within 3 ulps of it)."""
     z = np.asarray(z, dtype=np.float64)
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
@@ -151,7 +151,7 @@ _FAST_FUNCTIONS: dict[str, Function] = {}
 
 def fast(fn: Function) -> Function:
     """``fn`` with a cheaper evaluation of the same numbers (the registered erf bit for bit, the
-    registered softplus to an ulp; tests/test_spiked_theory.py compares them); other functions
+    registered softplus to 3 ulps; tests/test_kgroup_kernels.py compares them); other functions
     as given."""
     if fn.identity is not None or fn.name not in _FAST:
         return fn

@@ -5,8 +5,9 @@ concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On
     V(k) = mub1^T V1 mub1 + mus2 . V2,   q(k) = mub1^T Q1 mub1 + mus2 . Q2,
     b(k) = mu0 . m + sum_g mub1_g zeta_g . k,
     E(k) = h2 - 2 b h + b^2 - 2 sum_g mub1_g psi_g . h1 + q(k)   (E + Delta in the conjugates).
-The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
-D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
+The deterministic resolvent (§10.4; its kernels in ``asymptotics.equations.small_dense``):
+tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg), D = diag(beta pi_g tau_g);
+V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
 X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
 psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, §10.6).
 """
@@ -16,18 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.small_dense import (
-    inv,
-    inv_into,
-    lu_inplace,
-    lu_solve_into,
-    mm,
-    mm_into,
+from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
+    along_into,
+    along_work,
+    dresolvent,
+    dresolvent_along,
+    dresolvent_parts,
     pair_gram,
-    solve,
+    resolvent,
+    tau_solve,
 )
 
-TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
 #: regression; a determinant below DET_MIN (a risk ~ 1/det above ~1e10) is no physical solution
 DET_MIN = 1e-10
@@ -81,190 +81,6 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
             for h in range(K):
                 M[g, h] += a * mb1[j, g] * mb1[j, h]
     return A * M, A * v2
-
-
-@kernel(cache=True, error_model="numpy")
-def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
-    """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
-    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails.
-    (The small matrices live in work arrays allocated once; the arithmetic is that of ``mm``,
-    ``inv`` and ``solve``.)"""
-    K = M.shape[0]
-    tau = np.empty(K)
-    for g in range(K):
-        den = lamg[g] + M[g, g]
-        if not den > 0.0:
-            tau[:] = np.nan
-            return tau
-        tau[g] = 1.0 / den
-    bp = beta * pi
-    D = np.zeros((K, K))
-    T = np.empty((K, K))
-    Bi = np.empty((K, K))
-    Km = np.empty((K, K))
-    J = np.empty((K, K))
-    a = np.empty((K, K))
-    piv = np.empty(K, dtype=np.int64)
-    e = np.empty(K)
-    x = np.empty(K)
-    F = np.empty(K)
-    rhs = np.empty(K)
-    cand = np.empty(K)
-    for _ in range(2000):
-        for g in range(K):
-            D[g, g] = bp[g] * tau[g]
-        mm_into(D, M, T)
-        for i in range(K):
-            for j in range(K):
-                T[i, j] = (1.0 if i == j else 0.0) + T[i, j]
-        inv_into(T, Bi, a, piv, e, x)
-        mm_into(M, Bi, Km)
-        for g in range(K):
-            F[g] = 1.0 / (lamg[g] + Km[g, g])
-        for g in range(K):
-            for h in range(K):
-                J[g, h] = F[g] * F[g] * Km[g, h] * Km[h, g] * beta * pi[h]
-        # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
-        # elsewhere the plain iteration, which increases monotonically to the fixed point
-        for i in range(K):
-            for j in range(K):
-                a[i, j] = (1.0 if i == j else 0.0) - J[i, j]
-        lu_inplace(a, piv)
-        rhs[:] = 1.0
-        lu_solve_into(a, piv, rhs, x)
-        newton = True
-        for g in range(K):
-            if not x[g] > 0.0:
-                newton = False
-        if newton:
-            for g in range(K):
-                rhs[g] = F[g] - tau[g]
-            lu_solve_into(a, piv, rhs, x)
-            for g in range(K):
-                cand[g] = tau[g] + x[g]
-                if not (np.isfinite(cand[g]) and cand[g] > 0.0):
-                    newton = False
-        new = cand if newton else F
-        done = True
-        for g in range(K):
-            if abs(new[g] - tau[g]) > TAU_TOL * abs(new[g]):
-                done = False
-        tau[:] = new
-        if done:
-            return tau
-    tau[:] = np.nan
-    return tau
-
-
-@kernel(cache=True, error_model="numpy")
-def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: (tau, V1, V2) of the deterministic block resolvent (docs/THEORY.md §10.4)."""
-    tau = tau_solve(M, lamg, beta, pi)
-    K = M.shape[0]
-    bp = beta * pi
-    D = np.zeros((K, K))
-    for g in range(K):
-        D[g, g] = bp[g] * tau[g]
-    T = np.empty((K, K))
-    mm_into(M, D, T)
-    for i in range(K):
-        for j in range(K):
-            T[i, j] = (1.0 if i == j else 0.0) + T[i, j]
-    Ti = np.empty((K, K))
-    inv_into(T, Ti, np.empty((K, K)), np.empty(K, dtype=np.int64), np.empty(K), np.empty(K))
-    mm_into(D, Ti, T)
-    V1 = np.empty((K, K))
-    for i in range(K):
-        for j in range(K):
-            V1[i, j] = 0.5 * (T[i, j] / beta + T[j, i] / beta)
-    return tau, V1, pi * tau
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent_parts(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: the direction-free parts of :func:`dresolvent` (D, Ai, Bi, I - J)."""
-    K = M.shape[0]
-    eye = np.eye(K)
-    D = np.diag(beta * pi * tau)
-    Ai = inv(eye + mm(M, D))
-    Bi = inv(eye + mm(D, M))
-    Km = mm(M, Bi)
-    J = np.empty((K, K))
-    for g in range(K):
-        t2 = tau[g] * tau[g]
-        for h in range(K):
-            J[g, h] = t2 * Km[g, h] * Km[h, g] * beta * pi[h]
-    return D, Ai, Bi, eye - J
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
-                     X1: np.ndarray, X2: np.ndarray) -> tuple:
-    """Kernel: :func:`dresolvent` from its ``dresolvent_parts`` (many directions, one point)."""
-    D, Ai, Bi, ImJ = parts
-    Y = mm(mm(Ai, X1), Bi)
-    b = np.empty(M.shape[0])
-    for g in range(M.shape[0]):
-        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
-    dtau = solve(ImJ, b)
-    dD = np.diag(beta * pi * dtau)
-    dV1 = (mm(dD, Ai) - mm(mm(mm(D, Ai), mm(X1, D) + mm(M, dD)), Ai)) / beta
-    return 0.5 * (dV1 + dV1.T), pi * dtau
-
-
-@kernel(cache=True, error_model="numpy")
-def along_work(parts: tuple, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: what :func:`along_into` reuses across directions at one point: the LU of I - J,
-    D Ai, and work arrays."""
-    D, Ai, Bi, ImJ = parts
-    K = D.shape[0]
-    a = ImJ.copy()
-    piv = np.empty(K, dtype=np.int64)
-    lu_inplace(a, piv)
-    W = np.zeros((9, K, K))  # W[2]: dD (diagonal), the others overwritten
-    return a, piv, mm(D, Ai), W, np.empty((2, K))
-
-
-@kernel(cache=True, error_model="numpy")
-def along_into(parts: tuple, work: tuple, M: np.ndarray, tau: np.ndarray, beta: float,
-               pi: np.ndarray, X1: np.ndarray, X2: np.ndarray, out1: np.ndarray,
-               out2: np.ndarray) -> None:
-    """Kernel: (out1, out2) = :func:`dresolvent_along` (parts, ..., X1, X2), the same arithmetic
-    with the work of :func:`along_work`."""
-    D, Ai, Bi, _ = parts
-    a, piv, DAi, W, v = work
-    K = M.shape[0]
-    T1, Y, dD, P, Q1, Q2, R, U = W[0], W[1], W[2], W[3], W[4], W[5], W[6], W[7]
-    b, dtau = v[0], v[1]
-    mm_into(Ai, X1, T1)
-    mm_into(T1, Bi, Y)
-    for g in range(K):
-        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
-    lu_solve_into(a, piv, b, dtau)
-    for g in range(K):
-        dD[g, g] = beta * pi[g] * dtau[g]
-    mm_into(dD, Ai, P)
-    mm_into(X1, D, Q1)
-    mm_into(M, dD, Q2)
-    for i in range(K):
-        for j in range(K):
-            Q1[i, j] = Q1[i, j] + Q2[i, j]
-    mm_into(DAi, Q1, R)
-    mm_into(R, Ai, U)
-    for i in range(K):
-        for j in range(K):
-            P[i, j] = (P[i, j] - U[i, j]) / beta
-    for i in range(K):
-        for j in range(K):
-            out1[i, j] = 0.5 * (P[i, j] + P[j, i])
-        out2[i] = pi[i] * dtau[i]
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
-               X2: np.ndarray) -> tuple:
-    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)."""
-    return dresolvent_along(dresolvent_parts(M, tau, beta, pi), M, tau, beta, pi, X1, X2)
 
 
 @kernel(cache=True, error_model="numpy")
