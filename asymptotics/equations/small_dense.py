@@ -96,13 +96,33 @@ def inv(A: np.ndarray) -> np.ndarray:
 def weighted_gram(Y: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Kernel: sum_j a_j y_j y_j^T over the rows y_j of Y (n x L, L small), the upper triangle
     accumulated and mirrored."""
-    n, L = Y.shape
+    return _gram_t(np.ascontiguousarray(Y.T), a)
+
+
+@kernel(cache=True, error_model="numpy")
+def _gram_t(Yt: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """Kernel: :func:`weighted_gram` of Y = Yt^T: G[p, q] (q >= p) = sum over j in order of
+    (a_j Y_jp) Y_jq, up to four q a pass over the rows (independent chains), mirrored."""
+    L, n = Yt.shape
     G = np.zeros((L, L))
-    for j in range(n):
-        for p in range(L):
-            ay = a[j] * Y[j, p]
-            for q in range(p, L):
-                G[p, q] += ay * Y[j, q]
+    for p in range(L):
+        yp = Yt[p]
+        for q0 in range(p, L, 4):
+            nq = min(4, L - q0)
+            y0 = Yt[q0]
+            y1 = Yt[q0 + 1] if nq > 1 else y0
+            y2 = Yt[q0 + 2] if nq > 2 else y0
+            y3 = Yt[q0 + 3] if nq > 3 else y0
+            s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+            for j in range(n):
+                ay = a[j] * yp[j]
+                s0 += ay * y0[j]
+                s1 += ay * y1[j]
+                s2 += ay * y2[j]
+                s3 += ay * y3[j]
+            for i, sm in enumerate((s0, s1, s2, s3)):
+                if i < nq:
+                    G[p, q0 + i] = sm
     for p in range(L):
         for q in range(p):
             G[p, q] = G[q, p]
@@ -116,16 +136,19 @@ def pair_gram(B: np.ndarray, S: np.ndarray, a: np.ndarray) -> tuple:
     B_a B_b in y (K (K + 1) / 2 products, then the K' columns of S)."""
     n, K = B.shape
     L = K * (K + 1) // 2
-    Y = np.empty((n, L + S.shape[1]))
+    Yt = np.empty((L + S.shape[1], n))  # Y transposed: one row per column of Y
     idx = np.empty((K, K), dtype=np.int64)
     c = 0
     for i in range(K):
         for k in range(i, K):
             idx[i, k], idx[k, i] = c, c
-            Y[:, c] = B[:, i] * B[:, k]
+            for j in range(n):
+                Yt[c, j] = B[j, i] * B[j, k]
             c += 1
-    Y[:, L:] = S
-    return weighted_gram(Y, a), idx
+    for i in range(S.shape[1]):
+        for j in range(n):
+            Yt[L + i, j] = S[j, i]
+    return _gram_t(Yt, a), idx
 
 
 # the same algorithms into given arrays (no allocation: the resolvent's Newton loop and the

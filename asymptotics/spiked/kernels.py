@@ -70,16 +70,38 @@ def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) 
 
 @kernel(cache=True, error_model="numpy")
 def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float) -> tuple:
-    """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V))."""
+    """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V)); each
+    entry summed over the nodes in order, up to four entries a pass (independent chains)."""
     n, K = mb1.shape
     M = np.zeros((K, K))
     v2 = np.zeros(K)
+    a = np.empty(n)
     for j in range(n):
-        a = w[j] * iv[j]
-        for g in range(K):
-            v2[g] += a * ms2[j, g]
-            for h in range(K):
-                M[g, h] += a * mb1[j, g] * mb1[j, h]
+        a[j] = w[j] * iv[j]
+    bT = np.ascontiguousarray(mb1.T)
+    sT = np.ascontiguousarray(ms2.T)
+    for g in range(K):
+        bg = bT[g]
+        sg = sT[g]
+        for h0 in range(0, K, 4):
+            nh = min(4, K - h0)
+            b0 = bT[h0]
+            b1 = bT[h0 + 1] if nh > 1 else b0
+            b2 = bT[h0 + 2] if nh > 2 else b0
+            b3 = bT[h0 + 3] if nh > 3 else b0
+            s0, s1, s2, s3, sv = 0.0, 0.0, 0.0, 0.0, 0.0
+            for j in range(n):
+                ag = a[j] * bg[j]
+                s0 += ag * b0[j]
+                s1 += ag * b1[j]
+                s2 += ag * b2[j]
+                s3 += ag * b3[j]
+                sv += a[j] * sg[j]
+            for i, sm in enumerate((s0, s1, s2, s3)):
+                if i < nh:
+                    M[g, h0 + i] = sm
+            if h0 == 0:
+                v2[g] = sv
     return A * M, A * v2
 
 
