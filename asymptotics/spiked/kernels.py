@@ -212,6 +212,12 @@ def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
 @kernel(cache=True, error_model="numpy")
 def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: the literal map of all unknowns (its residual at the answer is what is reported)."""
+    return full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv)[0]
+
+
+@kernel(cache=True, error_model="numpy")
+def full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+    """Kernel: (:func:`full_map`, E(k) = E0 + q at ``state``: :func:`risk_of` is sum w E)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -240,7 +246,7 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
     out[o_z:o_p] = zeta.ravel()
     out[o_p:o_m] = psi.ravel()
     out[o_m:] = m
-    return out
+    return out, E
 
 
 @kernel(cache=True, error_model="numpy")
