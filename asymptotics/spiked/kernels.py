@@ -51,20 +51,15 @@ def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) 
     """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node (each node's sum in the order
     g, then (g, h) for h, as one loop per term over the nodes)."""
     n, K = mb1.shape
-    bT = np.ascontiguousarray(mb1.T)
-    sT = np.ascontiguousarray(ms2.T)
     out = np.zeros(n)
     for g in range(K):
         v2 = V2[g]
-        sg = sT[g]
         for j in range(n):
-            out[j] += sg[j] * v2
-        bg = bT[g]
+            out[j] += ms2[j, g] * v2
         for h in range(K):
             v1 = V1[g, h]
-            bh = bT[h]
             for j in range(n):
-                out[j] += bg[j] * v1 * bh[j]
+                out[j] += mb1[j, g] * v1 * mb1[j, h]
     return out
 
 
@@ -78,25 +73,20 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
     a = np.empty(n)
     for j in range(n):
         a[j] = w[j] * iv[j]
-    bT = np.ascontiguousarray(mb1.T)
-    sT = np.ascontiguousarray(ms2.T)
     for g in range(K):
-        bg = bT[g]
-        sg = sT[g]
         for h0 in range(0, K, 4):
             nh = min(4, K - h0)
-            b0 = bT[h0]
-            b1 = bT[h0 + 1] if nh > 1 else b0
-            b2 = bT[h0 + 2] if nh > 2 else b0
-            b3 = bT[h0 + 3] if nh > 3 else b0
+            h1 = h0 + 1 if nh > 1 else h0
+            h2 = h0 + 2 if nh > 2 else h0
+            h3 = h0 + 3 if nh > 3 else h0
             s0, s1, s2, s3, sv = 0.0, 0.0, 0.0, 0.0, 0.0
             for j in range(n):
-                ag = a[j] * bg[j]
-                s0 += ag * b0[j]
-                s1 += ag * b1[j]
-                s2 += ag * b2[j]
-                s3 += ag * b3[j]
-                sv += a[j] * sg[j]
+                ag = a[j] * mb1[j, g]
+                s0 += ag * mb1[j, h0]
+                s1 += ag * mb1[j, h1]
+                s2 += ag * mb1[j, h2]
+                s3 += ag * mb1[j, h3]
+                sv += a[j] * ms2[j, g]
             for i, sm in enumerate((s0, s1, s2, s3)):
                 if i < nh:
                     M[g, h0 + i] = sm
