@@ -15,15 +15,20 @@ machine's load varies); every figure below is printed as a ratio to it.
    <= 15x for r = 3; slowest <= 3x the median of its class.
 2. The several-steps mapping ``steps_mapping`` (T = 1, 2, 3; pm1 and constant readouts): its
    computation with every cache cleared (best of 3; target <= 50 ms for T <= 3) and a repeated
-   call (cached).
-3. A 100-alpha curve after three steps (mapping included, warm cache): target <= 100x.
+   call (cached); then ``N_MAPPING`` T = 3 settings drawn (seed ``SEED``, or
+   ``--mapping-seed N``) from ``draw_mapping_setting``'s distribution (multi-index targets,
+   pm1, constant and three-valued readouts, finite and infinite alpha0), each timed the same way.
+3. A 100-alpha curve after three steps (``risk_curve(model="srf", steps=3, lam=0.01)``, alpha
+   evenly from 0.2 to 5), timed with the mapping computed (every cache cleared) and cached:
+   target <= 100x; on the default setting and the ``N_EXTRA`` drawn ones (below), each with
+   the curve's difference from single points ``asymptotics.risk`` at three of its alphas.
 4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x, on the
    default setting and ``N_NETWORK`` settings drawn as ``draw_network_setting`` states
    (``--sections 4``: this section alone).
 
 Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
 wall time counts the waits), the best of several repeats.
-Sections 2 and 3 also print extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``) by
+Section 3 also prints extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``) by
 ``draw_steps_setting``: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from ``TARGETS``,
 the readout pm1 or constant, alpha0 from (4, 16, inf), each eta_tilde uniform in [0.5, 16].
 
@@ -64,7 +69,7 @@ ALPHAS = (0.7, 1.5, 3.0)
 STEPS_SETTING = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, eta=(2.0, 8.0, 16.0))
 
 
-N_EXTRA = 8
+N_EXTRA = 12
 
 
 def draw_steps_setting(rng: np.random.Generator) -> dict:
@@ -153,7 +158,8 @@ def main() -> None:
         k_group_points(seed)
     extra = [draw_steps_setting(np.random.default_rng([SEED, i])) for i in range(N_EXTRA)]
     if 2 in sections:
-        steps_mappings(extra)
+        steps_mappings(int(sys.argv[sys.argv.index("--mapping-seed") + 1])
+                       if "--mapping-seed" in sys.argv else SEED)
     if 3 in sections:
         steps_curves(extra)
     if 4 in sections:
@@ -184,8 +190,38 @@ def k_group_points(seed: int = SEED) -> None:
                   "median (target <= 3x)")
 
 
-def steps_mappings(extra: list[dict]) -> None:
-    """Section 2 (and the extra settings, T = 3)."""
+#: section 2's drawn settings: ``N_MAPPING`` draws (seed ``SEED``, or ``--mapping-seed``) of
+#: ``draw_mapping_setting``
+N_MAPPING = 24
+MAPPING_TARGETS = TARGETS[1] + TARGETS[2] + ("z1 + z1*z2 + z1*z2*z3",)
+
+
+def draw_mapping_setting(rng: np.random.Generator) -> dict:
+    """One T = 3 mapping setting: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from
+    ``MAPPING_TARGETS`` (three single-index, three multi-index), the readout pm1, constant or
+    three-valued (probability 1/3 each; three values: 1, -1 and v uniform in
+    [-2.5, -0.3] u [0.3, 2.5], weights Dirichlet(2, 2, 2) to two decimals), alpha0 from
+    (4, 16, inf), each eta_tilde uniform in [0.5, 16] (two decimals)."""
+    sigmas = SIGMAS + ("erf(z-1)",)
+    kind = int(rng.integers(3))
+    if kind == 2:
+        v = float(np.round(rng.uniform(0.3, 2.5) * rng.choice([-1.0, 1.0]), 2))
+        w = np.round(rng.dirichlet([2.0, 2.0, 2.0]), 2)
+        w = np.maximum(w, 0.05)
+        w[2] = 1.0 - w[0] - w[1]
+        readout = {1.0: float(w[0]), -1.0: float(w[1]), v: float(w[2])}
+        if not w[2] > 0.02:
+            readout = "pm1"
+    else:
+        readout = ("pm1", "constant")[kind]
+    return dict(sigma=sigmas[int(rng.integers(len(sigmas)))],
+                target=MAPPING_TARGETS[int(rng.integers(len(MAPPING_TARGETS)))],
+                readout=readout, alpha0=float(rng.choice([4.0, 16.0, np.inf])),
+                eta=tuple(float(x) for x in np.round(rng.uniform(0.5, 16.0, 3), 2)))
+
+
+def steps_mappings(seed: int = SEED) -> None:
+    """Section 2: the default setting (T = 1, 2, 3) and ``N_MAPPING`` drawn T = 3 settings."""
     srf_point()  # the reference re-measured, as before (warms the same paths)
     for readout in ("pm1", "constant"):
         for T in (1, 2, 3):
@@ -199,42 +235,68 @@ def steps_mappings(extra: list[dict]) -> None:
                 readout=readout), 3)
             print(f"steps mapping T={T} readout={readout:8s}: first {first * 1e3:7.1f} ms "
                   f"(target <= 50 ms), again {again * 1e3:7.2f} ms")
-    for kw in extra:
-        first = best_of(lambda kw=kw: (_clear_steps_cache(), A.steps_mapping(
-            kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"], eta=kw["eta"],
-            readout=kw["readout"])), 3)
-        print(f"  extra: steps mapping T=3 {kw}: first {first * 1e3:7.1f} ms (target <= 50 ms)")
-
+    rng = np.random.default_rng(seed)
+    times = []
+    for i in range(N_MAPPING):
+        kw = draw_mapping_setting(rng)
+        try:
+            first = best_of(lambda kw=kw: (_clear_steps_cache(), A.steps_mapping(
+                kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"], eta=kw["eta"],
+                readout=kw["readout"])), 3)
+        except ValueError as exc:  # a refusal (one line) is a result, not a time
+            print(f"  drawn {i:2d}: steps mapping T=3 {kw}: refused: {exc}")
+            continue
+        times.append(first)
+        print(f"  drawn {i:2d}: steps mapping T=3 {kw}: first {first * 1e3:7.1f} ms "
+              "(target <= 50 ms)", flush=True)
+    if times:
+        print(f"steps mapping T=3, {len(times)} drawn settings (seed {seed}): median "
+              f"{statistics.median(times) * 1e3:.1f} ms, slowest {max(times) * 1e3:.1f} ms, "
+              f"{sum(t <= 0.05 for t in times)} of {len(times)} <= 50 ms")
 
 
 def steps_curves(extra: list[dict]) -> None:
-    """Section 3 (and the extra settings)."""
+    """Section 3 (and the extra settings): the curve's time with the mapping computed and cached,
+    and the curve against single points (``asymptotics.risk``) at three of its alphas."""
     alphas = np.linspace(0.2, 5.0, 100)
 
-    def steps_curve(kw: dict, readout: str = "pm1") -> None:
+    def steps_curve(kw: dict, readout: str = "pm1"):
         if "steps" in A.risk_curve.__code__.co_varnames:
-            A.risk_curve(alphas, model="srf", steps=3, readout=readout, lam=0.01, **kw)
-        else:  # the route before: the mapping, then the K-group curve on its groups
-            mp = A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"],
-                                 eta=kw["eta"], readout=readout)
-            A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
-                                **mp.spiked_params(3))
+            return A.risk_curve(alphas, model="srf", steps=3, readout=readout, lam=0.01, **kw)
+        # the route before: the mapping, then the K-group curve on its groups
+        mp = A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"],
+                             eta=kw["eta"], readout=readout)
+        return A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
+                                   **mp.spiked_params(3))
 
+    cold, warm = [], []
     for i, kw in enumerate([dict(STEPS_SETTING)] + extra):
         kw = dict(kw)
         readout = kw.pop("readout", "pm1")
-        steps_curve(kw, readout)
+        df = steps_curve(kw, readout)
         ref = srf_point()
         _clear_steps_cache()
         t_cold = best_of(lambda kw=kw, ro=readout: (_clear_steps_cache(), steps_curve(kw, ro)),
                          1)
         t_warm = best_of(lambda kw=kw, ro=readout: steps_curve(kw, ro), 2)
+        cold.append(t_cold / ref)
+        warm.append(t_warm / ref)
+        gaps = []
+        for j in (0, 37, 99):
+            pt = A.risk(alphas[j], model="srf", steps=3, readout=readout, lam=0.01, **kw)
+            gaps.append(abs(df.risk.iloc[j] - pt.risk) / abs(pt.risk))
+        rule = df.n_kappa.iloc[0] if "n_kappa" in df else "-"
         what = ("100-alpha curve after three steps (pm1)" if i == 0 else
                 f"  extra: 100-alpha curve after three steps {dict(kw, readout=readout)}")
         print(f"{what}: {t_cold:.3f} s = {t_cold / ref:.0f}x "
               f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
-              "(target <= 100x)", flush=True)
-
+              f"(target <= 100x); kappa rule {rule}, converged {int(df.converged.sum())}/100; "
+              f"curve vs risk() at alpha {alphas[0]:g}, {alphas[37]:.3g}, {alphas[99]:g}: "
+              f"largest relative difference {max(gaps):.1e}", flush=True)
+    for name, xs in (("with the mapping computed", cold), ("cached", warm)):
+        print(f"100-alpha curves after three steps, {name}, {len(xs)} settings: median "
+              f"{statistics.median(xs):.0f}x, largest {max(xs):.0f}x, "
+              f"{sum(x <= 100 for x in xs)} of {len(xs)} <= 100x")
 
 
 #: the settings of section 4 beyond the default one: ``N_NETWORK`` draws (seed ``SEED``) of sigma

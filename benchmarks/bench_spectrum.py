@@ -39,14 +39,24 @@ def main() -> None:
              "weights (sRF)": dict(of="weights", model="srf"),
              "weights (network)": dict(of="weights", model="network"),
              "weights (3 steps, pm1)": dict(of="weights", model="srf", steps=3, readout="pm1",
-                                            target="tanh(z1)")}
+                                            target="tanh(z1)"),
+             "weights (3 steps, net)": dict(of="weights", model="network", steps=3,
+                                            readout="pm1", target="tanh(z1)"),
+             "features (2 steps, net)": dict(of="features", alpha=ALPHA, model="network",
+                                             steps=2, readout="constant", target="tanh(z1)"),
+             "features (2 st, pm1, net)": dict(of="features", alpha=ALPHA, model="network",
+                                               steps=2, readout="pm1", target="tanh(z1)"),
+             "weights (2 steps, a_t)": dict(of="weights", steps=2, readout="gaussian",
+                                            exponents=(0.35, 0.3), eta=(1.0, 3.0),
+                                            sigma="tanh(z+0.5)", target="linear",
+                                            alpha0=1.0)}
     for name, kw in cases.items():
         kw = {**SETTING, **kw}
         t_build = best_of(lambda kw=kw: A.spectrum(d=1000, **kw), repeat=1)
         law = A.spectrum(d=1000, **kw)
         x = np.linspace(0.0, law.edge * 1.05, 300)
         t_dens = best_of(lambda law=law, x=x: law.density(x))
-        print(f"{name:22s}: 300-point density {t_dens * 1e3:7.1f} ms "
+        print(f"{name:25s}: 300-point density {t_dens * 1e3:7.1f} ms "
               f"({t_dens / t_risk:5.1f} risk points; one density point "
               f"{t_dens / 300 / t_risk:.2f} risk points); law with support and outliers "
               f"{t_build:5.2f} s ({t_build / t_risk:5.1f} risk points)")

@@ -152,6 +152,14 @@ def test_a_pool_worker_compiles_itself_and_starts_no_compiler(tmp_path, monkeypa
     assert "forbid_compiler()" in src.split("def _worker_init")[1].split("\ndef ")[0]
 
 
+def test_a_dask_worker_task_also_forbids_the_compiler(monkeypatch):
+    """dask workers run no initializer: the task wrapper itself marks the process a worker."""
+    from validation.protocol import pool
+
+    monkeypatch.setattr(coldstart, "_NO_COMPILER", False)
+    assert pool._call(lambda task: (task, coldstart._NO_COMPILER), 7) == (7, True)
+
+
 def test_the_lock_excludes_another_process(tmp_path):
     code = ("import fcntl, sys, time\n"
             "fh = open(sys.argv[1], 'a+'); fcntl.flock(fh, fcntl.LOCK_EX)\n"

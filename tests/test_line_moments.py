@@ -46,15 +46,36 @@ def _res(risk, converged=True):
         delta=0.0, p=math.inf, order={}, state=())
 
 
-def test_a_point_is_settled_only_by_two_converged_rules_that_agree():
-    """A NaN change (one rule unconverged) does not settle a point; two failures are a failure of
-    the equations (not of the quadrature); two converged rules settle it when they agree."""
-    s = spiked_solve._settled
-    assert s(_res(0.5), _res(0.5 * (1 + 1e-4))) is True
-    assert s(_res(0.5), _res(0.6)) is False
-    assert s(_res(0.5), _res(math.nan, converged=False)) is False
-    assert s(_res(math.nan, converged=False), _res(0.5)) is False
-    assert s(_res(math.nan, False), _res(math.nan, False)) is None
+def _climb(risks):
+    """The ladder climbed on a point whose rules give ``risks`` (NaN: not converged)."""
+    ladder = tuple(range(10, 10 + len(risks)))
+    return spiked_solve._climb(
+        lambda i: _res(risks[i], converged=not math.isnan(risks[i])), ladder)
+
+
+def test_a_point_is_settled_only_by_converged_rules_that_agree():
+    """Settled: the last SETTLE_CHANGES changes between successive converged rules all within
+    QUADRATURE_RTOL, or the last one within QUADRATURE_RTOL / PAIR_FACTOR; a NaN (one rule
+    unconverged) restarts the count; two failures in a row are a failure of the equations; two
+    rules agreeing by accident after a large change do not settle a point; a ladder exhausted
+    unsettled is NaN with the reason."""
+    assert spiked_solve.SETTLE_CHANGES == 2 and spiked_solve.QUADRATURE_RTOL == 1e-3
+    assert spiked_solve.PAIR_FACTOR == 100.0
+    res, i = _climb([0.5, 0.5 * (1 + 1e-4), 0.5 * (1 + 2e-4)])
+    assert i == 2 and res.converged and res.n_kappa == 12
+    assert res.quadrature_change == pytest.approx(1e-4, rel=1e-3)
+    res, i = _climb([0.5, 0.5 * (1 + 1e-6), 0.7])  # two rules agreeing to 1e-6
+    assert i == 1 and res.quadrature_change == pytest.approx(1e-4, rel=1e-3)
+    # an oscillation crossing its limit: 0.50 -> 0.51 -> 0.5101 agree to 2e-4 but do not settle
+    res, i = _climb([0.50, 0.51, 0.5101, 0.5102])
+    assert i == 3 and res.risk == 0.5102
+    res, i = _climb([0.5, 0.51, math.nan, 0.5, 0.5003, 0.5004])
+    assert i == 5
+    res, i = _climb([0.5, math.nan, math.nan, 0.5, 0.5])
+    assert i == -1 and not res.converged
+    res, i = _climb([0.5, 0.6, 0.5, 0.6])
+    assert i is None and not res.converged and math.isnan(res.risk)
+    assert "quadrature not resolved" in res.message
 
 
 def test_steps_mapping_is_computed_once_and_shared():

@@ -29,9 +29,11 @@ def _random_channels(K: int, n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize("p", [None, 700.0])
 def test_identity_channels_are_the_k_group_srf_equations(p):
     """Isotropic group bulks (Sig_g = I) are §10.4's channels: the same numbers as
-    risk_spiked, order parameters included."""
-    a = risk_spiked(0.8, p=p, **GROUPS)
-    b = risk_network_groups(0.8, channels=np.repeat(np.eye(4)[None], 2, axis=0), p=p, **GROUPS)
+    risk_spiked, order parameters included, on the same kappa rule (the two routes' ladders
+    settle by different criteria, THEORY.md §10.8)."""
+    a = risk_spiked(0.8, p=p, n_kappa=36, **GROUPS)
+    b = risk_network_groups(0.8, channels=np.repeat(np.eye(4)[None], 2, axis=0), p=p,
+                            n_kappa=36, **GROUPS)
     assert a.converged and b.converged
     assert abs(a.risk - b.risk) <= 1e-10 * a.risk
     for name in ("zeta", "psi", "Q1", "Q2", "m"):
@@ -240,7 +242,10 @@ def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
     prob = network_problem(steps=2, **kw)
     res = risk_network(2.0, steps=2, lam=0.01, beta=0.5, p=500, problem=prob, **kw)
     assert res.converged and "aligned rule" in res.message
-    fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81, **prob)
+    from asymptotics.network.route import outside_kw
+
+    fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81,
+                               **outside_kw(steps=2, **kw), **prob)
     assert fine.converged
     assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
 

@@ -136,7 +136,10 @@ def test_committed_grid_prediction_is_reproduced() -> None:
 
 
 @pytest.mark.parametrize("kw,msg", [
-    (dict(model="network"), "model must be 'srf'"),
+    (dict(model="rf", eta=0.0), "model must be 'srf' or 'network'"),
+    (dict(exponents=(0.1, 0.2)), r"exponents=\(a1, a2\) covers .* steps=2, readout='gaussian'"),
+    (dict(exponents=(0.1, 0.2), readout="gaussian", model="srf"), "model=.network. at a given d"),
+    (dict(readout="gaussian", exponents=(0.1,), model=None), "exponents must be a pair"),
 ])
 def test_several_steps_refusals(kw: dict, msg: str) -> None:
     with pytest.raises(ValueError, match=msg):

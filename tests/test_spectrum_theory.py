@@ -102,13 +102,11 @@ def test_limit_outliers_diverge() -> None:
 @pytest.mark.parametrize("kw,msg", [
     (dict(of="spectra", alpha=1.0), "of must be one of"),
     (dict(of="features"), "alpha must be given"),
-    (dict(of="features", alpha=1.0, model="network", steps=2, target="tanh(z1)"),
-     "model='network' for of='features' covers one step"),
-    (dict(of="features", alpha=1.0, model="network", readout="pm1"),
-     "model='network' for of='features' covers one step"),
     (dict(of="weights", eta=1.0, model="rf"), "eta must be 0 for model='rf'"),
-    (dict(of="weights", steps=2, target="tanh(z1)", model="network"),
-     "model must be 'srf' for of='weights' with steps > 1"),
+    (dict(of="weights", steps=2, target="tanh(z1)", model="rf", eta=0.0),
+     "model must be 'srf' or 'network' for of='weights' with steps > 1"),
+    (dict(of="features", alpha=1.0, exponents=(0.1, 0.2), d=1000),
+     r"exponents=\(a1, a2\) covers of='weights'"),
     (dict(of="features", alpha=-1.0), "alpha must be"),
 ])
 def test_bad_input(kw: dict, msg: str) -> None:

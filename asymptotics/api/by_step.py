@@ -38,9 +38,10 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
     ``model="network"``: the network theory of the groups (THEORY.md §15), step t the number of
     ``asymptotics.risk(alpha, steps=t, model="network")`` (the one-step network theory where a
     step is exactly that, the groups computed once for all steps); ``model="srf"``: the sRF
-    surrogate of the groups (§12), each step's groups solved as one curve along alpha (one
-    kappa rule per curve: the numbers of ``risk(steps=t, model="srf")`` to the quadrature
-    tolerance of the kappa ladder, ``asymptotics.spiked.solve.QUADRATURE_RTOL``).
+    surrogate of the groups (§12), each step's groups solved as one curve along alpha (at most
+    ten alphas: each point on its own kappa ladder, the numbers of
+    ``risk(steps=t, model="srf")``; more: one kappa rule per curve, those numbers to the
+    quadrature tolerance ``asymptotics.spiked.solve.QUADRATURE_RTOL``).
     ``on_step(t)`` is called after step ``t``; ``progress``: a report per step on stderr
     (:class:`asymptotics.core.progress.Progress`; False: none); ``batch="reused"``: every
     step on the same batch (THEORY.md §14; ``model="srf"``)."""
@@ -114,7 +115,7 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
     from asymptotics.api.risk import risk_curve
     from asymptotics.multiindex.steps import eta_schedule
     from asymptotics.network.groups import network_groups
-    from asymptotics.network.route import one_step_equivalent
+    from asymptotics.network.route import one_step_equivalent, outside_kw
     from asymptotics.network.solve import risk_network_groups
     from asymptotics.spiked.problem import resolve_target
 
@@ -131,9 +132,11 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
                             p=p, model="network", progress=False)
             return list(zip(df.risk, df.converged, strict=True))
         out = []
+        kw = outside_kw(sigma, target, steps=t, alpha0=alpha0, eta=eta, delta=delta,
+                        readout=readout) if t >= 1 else {}
         for a in alphas:
             res = risk_network_groups(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                                      **params)
+                                      **kw, **params)
             out.append((res.risk, res.converged))
         return out
 

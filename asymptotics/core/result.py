@@ -95,7 +95,8 @@ class RiskResult(FieldGroups):
     #: the K-group order parameters Q1, Q2, V1, V2, zeta, psi, m (lists by group)
     order: dict | None = field(default=None, repr=False, compare=False)
     # the kappa rule a K-group risk was computed on (nodes per dimension; 0: the problem's own)
-    # and the relative change of the risk from the next coarser rule (NaN: not checked)
+    # and the estimated relative quadrature error (``spiked.solve.quadrature_error``; on a curve
+    # the largest of its probes'; NaN: not checked)
     n_kappa: int = 0
     quadrature_change: float = NAN
 

@@ -34,9 +34,8 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex import reused, xi_lines
+from asymptotics.multiindex import reused, step_rules, xi_lines
 from asymptotics.multiindex.xi_lines import xi_moments
-from asymptotics.spiked.coefficients import tensor_rule
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
 
@@ -47,9 +46,9 @@ U_MAX = 9.0  # the trapezoid rule's range on the spike axes
 TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r of spike axes
 # Gauss-Hermite nodes per other axis for a non-polynomial target, by their number
 REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
-CHUNK = 2_000_000  # quadrature nodes per block
-#: the largest product trapezoid rule (nodes) and the spike axes that allows at the default step
-#: (73^4 nodes would need tens of GB)
+CHUNK = 2_000_000  # quadrature nodes per block (the network route's groups)
+BLOCK = 131_072  # quadrature nodes per block of a step (its arrays stay in cache)
+#: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES = 4_000_000
 MAX_SPIKE_AXES = 3
 
@@ -211,10 +210,12 @@ class Quadrature:
 
 def advance(state: GroupState, *, sigma: Function, g: Function | Callable, values: np.ndarray,
             fractions: np.ndarray, eta: float, alpha0: float, delta: float,
-            quad: Quadrature = Quadrature(), degree: int | None = None) -> GroupState:
+            quad: Quadrature = Quadrature(), degree: int | None = None,
+            per: tuple[int | None, ...] | None = None) -> GroupState:
     """One giant step on a fresh batch (module docstring, THEORY.md §12.2). The integrals over
     (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
-    depend on those axes only (computed once per trapezoid node), the target on all."""
+    depend on those axes only (computed once per trapezoid node), the target on all. The rules:
+    :mod:`asymptotics.multiindex.step_rules` (``per``: its ``smooth_variables``)."""
     K, k = state.a.shape
     q = state.L.shape[1]
     S = np.hstack([state.a, state.L])
@@ -227,47 +228,59 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                          f"steps' integrals use a product rule of more than {MAX_NODES:.0e} nodes "
                          f"there (r <= {MAX_SPIKE_AXES} at the default step; a readout with at "
                          f"most {MAX_SPIKE_AXES} values, or fewer steps)")
-    U, wu = trapezoid(r, h)
+    degree = step_rules.total_degree(degree, per)  # also a polynomial one-variable target's
     n_rest = quad.rest if quad.rest is not None else (
         degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
-    group_checks.quadrature_size(U.shape[0] * float(n_rest) ** (k + q - r),
-                                 int(float(n_rest) ** (k + q - r)), f"step {state.step + 1}")
-    R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
-    xi, wxi = gauss_hermite(quad.xi)
-    F, m1, m2, v = xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
-    f = F @ (fractions * values)
-    # X = U Br^T + R Bo^T is linear in the nodes: the sums over the other axes first, per
-    # spike node (e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 + delta])
+    step_rules.check_size(r, h, n_rest, k + q - r, U_MAX, f"step {state.step + 1}")
     Br, Bo = basis[:, :r].T, basis[:, r:].T
-    Rz = R @ Bo[:, :k]
-    W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + k + q - r)
-    e01, e2 = np.empty((U.shape[0], W.shape[1])), np.empty(U.shape[0])
-    Uz = U @ Br[:, :k]
-    rows = max(1, CHUNK // max(1, R.shape[0]))
-    for lo in range(0, U.shape[0], rows):
-        sl = slice(lo, lo + rows)
-        e = evaluate(g, Uz[sl, None, :] + Rz[None, :, :])
-        e -= f[sl, None]
-        e01[sl] = e @ W
-        e *= e
-        e2[sl] = e @ wr + delta * wr.sum()
-    e0, e1 = e01[:, 0], e01[:, 1:]
-    wm1 = (wu * e0)[:, None] * m1  # (u, K)
-    dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bo  # (K, k + q)
-    da, dL = dX[:, :k], dX[:, k:]
-    e_m2 = (wu * e0) @ m2
-    noise = wu * e2
-    noise_v = noise @ v
-    noise_mm = (m1 * noise[:, None]).T @ m1
-    sqrt_c = np.sqrt(state.c) + eta * values * e_m2
-    finite = math.isfinite(alpha0)
-    c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
-    outside = state.L + eta * values[:, None] * dL
-    if finite:
-        outside = np.hstack([outside, factor(eta**2 * np.outer(values, values) * noise_mm
-                                               / alpha0)])
+    R, wr, Bq = step_rules.other_axes(Bo, k, n_rest, per if quad.rest is None else None,
+                                      REST_NODES[1])
+    xi, wxi = gauss_hermite(quad.xi)
+    Mmat, RzT = S @ basis[:, :r], np.ascontiguousarray((R @ Bq[:, :k]).T)
+    W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + other axes)
+
+    def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
+        delta] (X = U Br^T + R Bq^T is linear in the nodes: the other axes' sums first)."""
+        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules)
+        f = F @ (fractions * values)
+        n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
+        e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
+        Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
+        for lo in range(0, n, rows):
+            sl = slice(lo, lo + rows)
+            Zb = np.add(Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)])
+            e = evaluate(g, np.moveaxis(Zb, 0, -1))
+            e -= f[sl, None]
+            e01[sl] = e @ W
+            e *= e
+            e2[sl] = e @ wr + delta * wr.sum()
+        return m1, m2, v, e01[:, 0], e01[:, 1:], e2
+
+    def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple[np.ndarray, ...]:
+        """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
+        wm1 = (wu * e0)[:, None] * m1  # (u, K)
+        dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
+        e_m2 = (wu * e0) @ m2
+        noise = wu * e2
+        noise_v = noise @ v
+        noise_mm = (m1 * noise[:, None]).T @ m1
+        sqrt_c = np.sqrt(state.c) + eta * values * e_m2
+        finite = math.isfinite(alpha0)
+        c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
+        outside = state.L + eta * values[:, None] * dX[:, k:]
+        if finite:
+            outside = np.hstack([outside, factor(eta**2 * np.outer(values, values) * noise_mm
+                                                   / alpha0)])
+        return state.a + eta * values[:, None] * dX[:, :k], outside, c_new
+
+    hs, rules = (None, None) if quad.h is not None or r == 0 or per is None else step_rules.start(
+        xi_lines.xi_direct, sigma, state.c, Mmat, h, xi, wxi, U_MAX)  # per None: a kink
+    a_new, outside, c_new = step_rules.spike_rule(hs, h, U_MAX, terms, update,
+                                                  lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside
-    return GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
+    return GroupState(state.step + 1, a_new, L_new, c_new)
 
 
 #: the states of every mapping computed in this process, by (parameters, etas so far): a
@@ -278,9 +291,10 @@ CACHE_SIZE = 128
 
 
 def clear_cache() -> None:
-    """Forget the cached mappings and xi-moment pieces (benchmarks time a first computation)."""
+    """Forget the cached mappings, xi pieces and ripples (benchmarks time a first computation)."""
     _CACHE.clear()
     xi_lines.clear_cache()
+    step_rules.clear_cache()
 
 
 @dataclass(frozen=True)
@@ -298,6 +312,7 @@ class MappingInputs:
     values: np.ndarray
     fractions: np.ndarray
     degree: int | None
+    per: tuple[int | None, ...] | None = None  # step_rules.smooth_variables
 
 
 def cached_prefix(cache: dict, base: tuple, etas: tuple[float, ...], steps: int
@@ -333,7 +348,8 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     degree = None if any(dg is None for dg in per) else int(sum(per))
     return MappingInputs(steps, etas, delta, ro, s, g, k,
                          np.asarray(ro.values, dtype=np.float64),
-                         np.asarray(ro.weights, dtype=np.float64), degree)
+                         np.asarray(ro.weights, dtype=np.float64), degree,
+                         step_rules.smooth_variables(g, target, k, per))
 
 
 def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: float,
@@ -360,7 +376,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     st = states[-1]
     for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
-                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree)
+                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per)
         for arr in (st.a, st.L, st.c):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

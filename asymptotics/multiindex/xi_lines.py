@@ -30,11 +30,14 @@ from asymptotics.coefficients.line_moments import chebyshev_basis
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
 M_CHEB = 32
 HALF_LENGTH = 1.0
+#: the pieces' largest half-length for a group's own xi rule (a wide bulk: smooth on its scale)
+WIDE_HALF_LENGTH = 8.0
 TOL = 1e-13
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
-#: points per block of the basis (its rows stay in cache)
+#: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
 BLOCK = 8192
+DIRECT_BLOCK = 1 << 21
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
 
@@ -101,12 +104,12 @@ def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: floa
 
 
 def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-              key: object) -> np.ndarray:
+              key: object, half: float = HALF_LENGTH) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar by a fixed rule) through the checked
-    piecewise interpolant of the module docstring; pieces of half-length min(1, smoothness)."""
+    piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
-    h = min(HALF_LENGTH, smoothness)
+    h = min(half, smoothness)
     if not h > 0 or n == 0:
         return direct(t)
     p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
@@ -132,9 +135,14 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     return out
 
 
-def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
+def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> np.ndarray:
-    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule."""
+    """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
+    in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
+    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
+    if M.shape[0] > rows:
+        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
+                               for lo in range(0, M.shape[0], rows)])
     s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
@@ -144,12 +152,15 @@ def _xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
 
 
+_xi_direct = xi_direct  # the former name
+
+
 def _is_relu(sigma: Function) -> bool:
     return sigma.identity is None and sigma.expression == "relu(z)"
 
 
 def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.ndarray:
-    """:func:`_xi_direct` for ReLU (sc > 0) in closed form: the rule's sums run over the nodes
+    """:func:`xi_direct` for ReLU (sc > 0) in closed form: the rule's sums run over the nodes
     with ``sc xi + M > 0``, a suffix of the sorted nodes, so each column is a suffix sum of
     ``w xi^j`` (the same terms; O(n log nodes) instead of O(n nodes))."""
     order = np.argsort(xi, kind="stable")
@@ -170,9 +181,10 @@ def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.
 
 
 def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray) -> tuple[np.ndarray, ...]:
+               wxi: np.ndarray, rules: list | None = None) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
-    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring)."""
+    over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring); ``rules[g]``: None
+    (the rule ``xi, wxi``) or ``(nodes, weights, name)``, group g's own xi rule."""
     n, K = M.shape
     out = np.empty((4, n, K))
     scs = np.sqrt(np.asarray(c, dtype=np.float64))
@@ -186,7 +198,8 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         done[same] = True
         sc = float(scs[g])
         t = np.concatenate([M[:, h] for h in same])
-        key = ("xi", sigma, sc, xi.shape[0])
+        xg, wg, name = rules[g] if rules is not None and rules[g] is not None else (xi, wxi, "xi")
+        key = (name, sigma, sc, xg.shape[0])
         try:
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
@@ -194,7 +207,8 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         if sc > 0 and _is_relu(sigma):
             vals = _relu_rule(sc, t, xi, wxi)
         else:
-            vals = on_pieces(lambda m, sc=sc: _xi_direct(sigma, sc, m, xi, wxi), t, sc, key)
+            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg: xi_direct(sigma, sc, m, xg, wg), t,
+                             sc, key, HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         for i, h in enumerate(same):
             out[:, :, h] = vals[i * n:(i + 1) * n].T
     F, m1, m2, Eds2 = out

@@ -77,8 +77,9 @@ class Channels:
         return pzz, self.kbig.T @ (X @ ph.ravel())
 
     def field_q(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
-                zh: np.ndarray, ph: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The field parts (Q1 K x K, Q2 K) = ``-dF/dVhat`` (module docstring)."""
+                zh: np.ndarray, ph: np.ndarray, dres=dresolvent) -> tuple[np.ndarray, np.ndarray]:
+        """The field parts (Q1 K x K, Q2 K) = ``-dF/dVhat`` (module docstring); ``dres``: the
+        bulk's derivative (default the isotropic one of §10.4)."""
         K = self.K
         dl = beta * pi * tau
         X, A, M, B = self.x_matrix(vhat1, dl)
@@ -86,7 +87,7 @@ class Channels:
         zq = np.array([zh[g] @ self.e[g] @ zh[g] for g in range(K)])
 
         def d_f(dvh1: np.ndarray, dvh2: np.ndarray) -> float:
-            _, dv2 = dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
+            _, dv2 = dres(vhat1, tau, beta, pi, dvh1, dvh2)
             ddl = beta * dv2  # d delta_g = beta pi_g d tau_g = beta dV2_g
             dA = self.blockdiag(ddl, self.stt)
             dM = np.kron(dvh1, np.eye(self.k))

@@ -17,6 +17,8 @@ from asymptotics.network.solve import risk_network_groups
 from asymptotics.spiked.readouts import parse_readout
 
 ODD_TOL = 1e-12
+#: the groups' bulk outside E (risk_network's ``outside``)
+OUTSIDE = ("coupled", "spectrum", "isotropic")
 
 
 def _is_odd(sigma) -> bool:
@@ -60,17 +62,48 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                  sigma="tanh", target: str = "tanh", alpha0: float = 2.0,
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, p: float | None = None, strict: bool = False,
-                 solver: SolverConfig = SolverConfig(), problem: dict | None = None):
+                 solver: SolverConfig = SolverConfig(), problem: dict | None = None,
+                 outside: str = "coupled"):
     """The network theory's risk after ``steps`` giant steps with the initial readout
     ``readout`` by the K-group route (THEORY.md §15; a
     :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
     reuse. The one-step cases of :func:`one_step_equivalent` are answered by
-    ``asymptotics.risk(model="network")`` (the dispatcher sends them there)."""
+    ``asymptotics.risk(model="network")`` (the dispatcher sends them there).
+    ``outside``: the groups' bulk outside the span E of the targets and spikes
+    (docs/DERIVATIONS.md §9.7): ``"coupled"`` (default: its population covariances after the
+    steps from the sampled device, and their coupling to the bulk's coordinates on E),
+    ``"spectrum"`` (the covariances without the coupling), ``"isotropic"`` (``c_g I``, the
+    closure of §9.1)."""
+    if outside not in OUTSIDE:
+        raise ValueError(f"outside must be one of {', '.join(OUTSIDE)}, got {outside!r}")
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
+    kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                    readout=readout, outside=outside)
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                               strict=strict, solver=solver, **params)
+                               strict=strict, solver=solver, **kw, **params)
+
+
+def outside_kw(sigma, target: str, *, steps: int, alpha0: float,
+               eta: float | Sequence[float], delta: float = 0.0, readout: object = "constant",
+               outside: str = "coupled") -> dict:
+    """The keyword (``coupled=`` or ``outside=``) of
+    :func:`asymptotics.network.solve.risk_network_groups` for the bulk outside E after
+    ``steps`` steps (:func:`risk_network`'s ``outside``); empty at ``alpha0 = inf``, where the
+    bulk outside E is exactly isotropic (no batch noise, no sampled coupling)."""
+    if outside == "isotropic" or not np.isfinite(alpha0):
+        return {}
+    from asymptotics.multiindex.steps import eta_schedule
+    from asymptotics.network.device import network_bulk, network_coupled
+
+    if isinstance(eta, Sequence) and not isinstance(eta, str):
+        eta = tuple(eta)[:steps]  # a longer schedule's first steps
+    dev = dict(steps=steps, alpha0=alpha0, eta=eta_schedule(eta, steps), delta=delta,
+               readout=readout)
+    if outside == "coupled":
+        return {"coupled": network_coupled(sigma, target, **dev)}
+    return {"outside": network_bulk(sigma, target, **dev)}
 
 
 def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,

@@ -14,6 +14,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
+from asymptotics.equations.solver import solve as solve_fp
 from asymptotics.multiindex.steps import trapezoid
 from asymptotics.network.channels import Channels
 from asymptotics.spiked.anderson import anderson
@@ -135,13 +136,18 @@ def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
 
 
 def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
-             n_omega: int | None, res: SpikedResult) -> SpikedResult:
+             n_omega: int | None, res: SpikedResult, outside=None, coupled=None
+             ) -> SpikedResult:
     """The point on :data:`ALIGNED_LADDER` where the Gauss-Hermite ladder left it unsettled
     (``res``): the first two rules that agree to :data:`QUADRATURE_RTOL`, else ``res``."""
     prev = None
     for h, n in ALIGNED_LADDER:
         prob, ch = aligned_problem(params, sig, h, n, n_omega)
-        cur = solve_network(prob, ch, alpha, solver)
+        if coupled is not None:
+            ch = coupled.rotated(aligned_rotation(np.asarray(params["loadings"]),
+                                                  params["bulk"]))
+        cur = solve_network(prob, ch, alpha, solver,
+                            bulk=outside if coupled is None else coupled.bulk)
         if prev is not None and cur.converged and prev.converged:
             change = abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
             if change <= QUADRATURE_RTOL:
@@ -158,20 +164,29 @@ def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:
     return p_inv / (A * V2) if p_inv > 0.0 else np.zeros(V2.shape[0])
 
 
+def _bulk_fns(bulk):
+    """(resolvent, dresolvent) of the bulk: the isotropic kernels of §10.4, or a
+    :class:`asymptotics.network.bulk.GroupBulk` (DERIVATIONS.md §9.7)."""
+    if bulk is None:
+        return resolvent, dresolvent
+    return bulk.resolvent, bulk.dresolvent
+
+
 def full_map_net(state, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta,
-                 pi, p_inv):
-    """The literal map of all unknowns with the network's channels."""
+                 pi, p_inv, bulk=None):
+    """The literal map of all unknowns with the network's channels (and bulk)."""
+    res_f, dres_f = _bulk_fns(bulk)
     n, K = mb1.shape
     r, k = kap.shape[1], h1.shape[1]
     o = sizes(K, r, k)
     M, v2, Q1h, Q2h, zh, ph, E, V = hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
-    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+    tau, V1, V2 = res_f(M, lam + v2, beta, pi)
     zeta, psi = ch.fields(M, beta * pi * tau, zh, ph)
     Phi, Psi, ht = mean_design(1.0 / (1.0 + V), w, kap, mu0, mb1, h, _mean_eps(p_inv, A, V2))
     m = mean_lstsq(Phi, ht - Psi @ zeta.ravel())
     X2 = Q2h + m * m * p_inv / (V2 * V2)
-    dV1, dV2 = dresolvent(M, tau, beta, pi, Q1h, X2)
-    f1, f2 = ch.field_q(M, tau, beta, pi, zh, ph)
+    dV1, dV2 = dres_f(M, tau, beta, pi, Q1h, X2)
+    f1, f2 = ch.field_q(M, tau, beta, pi, zh, ph, dres_f)
     out = np.empty(o[-1])
     out[o[0]:o[1]] = (f1 - dV1).ravel()
     out[o[1]:o[2]] = f2 - dV2
@@ -184,16 +199,17 @@ def full_map_net(state, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, 
 
 
 def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
-                 p_inv):
+                 p_inv, bulk=None):
     """Given (V1, V2), the rest of the state solved exactly (as
-    :func:`asymptotics.spiked.kernels.complete`, with the network's channels)."""
+    :func:`asymptotics.spiked.kernels.complete`, with the network's channels and bulk)."""
+    res_f, dres_f = _bulk_fns(bulk)
     n, K = mb1.shape
     r, k = kap.shape[1], h1.shape[1]
     o = sizes(K, r, k)
     V1in, V2in = v[:K * K].reshape((K, K)), v[K * K:]
     iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
     M, v2 = vhats(iv, w, mb1, ms2, A)
-    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+    tau, V1, V2 = res_f(M, lam + v2, beta, pi)
     dl = beta * pi * tau
     Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, _mean_eps(p_inv, A, V2))
     ph = A * np.einsum("j,jg,ji->gi", w * iv, mb1, h1)
@@ -216,15 +232,15 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
     iv2 = iv * iv
     R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
-    dV1, dV2 = dresolvent(M, tau, beta, pi, R1, R2 + m * m * p_inv / (V2 * V2))
-    f1, f2 = ch.field_q(M, tau, beta, pi, zh.reshape(K, r), ph)
+    dV1, dV2 = dres_f(M, tau, beta, pi, R1, R2 + m * m * p_inv / (V2 * V2))
+    f1, f2 = ch.field_q(M, tau, beta, pi, zh.reshape(K, r), ph, dres_f)
     nq = K * K + K
     c0 = np.concatenate([(f1 - dV1).ravel(), f2 - dV2])
     Mq = np.eye(nq)
     for col in range(nq):
         qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
         K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
-        e1, e2 = dresolvent(M, tau, beta, pi, K1, K2)
+        e1, e2 = dres_f(M, tau, beta, pi, K1, K2)
         Mq[:K * K, col] += e1.ravel()
         Mq[K * K:, col] += e2
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
@@ -234,10 +250,52 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     return state, ok
 
 
+def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
+    """The closed (V1, V2) subsystem on the anisotropic bulk (DERIVATIONS.md §9.7), from the
+    isotropic solution ``x``: the joint iteration of ``(V1, tau)`` (one evaluation of the bulk
+    per step, tau's equation solved along with V1), then two exact steps (tau by Newton)."""
+    w, mb1, ms2, A, lam, beta, pi = vargs
+    K = pi.shape[0]
+
+    def fmap(y: np.ndarray) -> np.ndarray:
+        V1 = y[:K * K].reshape(K, K)
+        tau = y[K * K:]
+        iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
+        M, v2 = vhats(iv, w, mb1, ms2, A)
+        e, nV1 = bulk.evaluate(M, beta * pi * tau, beta)
+        return np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])
+
+    y0 = np.concatenate([x[:K * K], x[K * K:] / pi])
+    nn = tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K))
+    cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
+                       solver.anderson)
+    last = getattr(bulk, "y_last", None)
+    out = None
+    if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
+        out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+    if out is None or not out.converged:
+        out = solve_fp(fmap, y0, cfg, nn)
+    if not out.converged:
+        return x, out.status, out.n_iter, out.residual
+    y = out.x
+    bulk.y_last = y.copy()
+    bulk.tau_last = y[K * K:]
+    v = np.concatenate([y[:K * K], pi * y[K * K:]])
+    for _ in range(2):
+        V1 = v[:K * K].reshape(K, K)
+        iv = 1.0 / (1.0 + channel_v(V1, v[K * K:], mb1, ms2))
+        M, v2 = vhats(iv, w, mb1, ms2, A)
+        _, nV1, nV2 = bulk.resolvent(M, lam + v2, beta, pi)
+        v = np.concatenate([nV1.ravel(), nV2])
+    return v, Status.CONVERGED, out.n_iter, out.residual
+
+
 def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
-                  solver: SolverConfig = SolverConfig(), x0: np.ndarray | None = None
-                  ) -> SpikedResult:
-    """Solve at one alpha (THEORY.md §15; the algorithm of §10.5)."""
+                  solver: SolverConfig = SolverConfig(), x0: np.ndarray | None = None,
+                  bulk=None) -> SpikedResult:
+    """Solve at one alpha (THEORY.md §15; the algorithm of §10.5). ``bulk``: the groups'
+    anisotropic bulk outside E (a :class:`asymptotics.network.bulk.GroupBulk`, DERIVATIONS.md
+    §9.7); None: isotropic (§10.4)."""
     alpha = checks.positive("alpha", alpha)
     a = _args(prob, alpha)
     t = prob.tables
@@ -257,11 +315,16 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
     status, n_iter, resid = Status(int(code)), int(n_it), float(rr)
     o = sizes(K, *prob.loadings.shape[1:], prob.k)
     state = np.full(o[-1], np.nan)
+    if status == Status.CONVERGED and bulk is not None:
+        x, status, n_it2, rr = _bulk_v(x, bulk, vargs, solver)
+        n_iter, resid = n_iter + int(n_it2), float(rr)
     if status == Status.CONVERGED:
-        for _ in range(3):
-            x = v_map(x, *vargs)
-        state, ok = complete_net(x, ch, *a)
-        resid = relative_residual(state, full_map_net(state, ch, *a), solver.scale_floor)
+        if bulk is None:
+            for _ in range(3):
+                x = v_map(x, *vargs)
+        state, ok = complete_net(x, ch, *a, bulk=bulk)
+        resid = relative_residual(state, full_map_net(state, ch, *a, bulk=bulk),
+                                  solver.scale_floor)
         fin = np.all(np.isfinite(state))
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if fin else 0.0
         q_ok = ok and fin and np.all(state[o[1]:o[2]] >= -tiny)
@@ -282,17 +345,21 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
 
 def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
                         solver: SolverConfig = SolverConfig(), n_kappa: int | None = None,
-                        n_omega: int | None = None, **params) -> SpikedResult:
+                        n_omega: int | None = None, outside=None, coupled=None,
+                        **params) -> SpikedResult:
     """The K-group risk (parameters of :func:`asymptotics.spiked.risk_spiked`) with each
-    group's normalised bulk covariance ``channels`` on ``[V, T]`` (THEORY.md §15); the kappa
-    rule is refined as there. ``lam = 0`` is not supported here (NaN with the reason)."""
+    group's normalised bulk covariance ``channels`` on ``[V, T]`` and, outside E, the
+    population covariances ``outside`` (a :class:`asymptotics.network.bulk.GroupBulk`; None:
+    isotropic) (THEORY.md §15); the kappa rule is refined as there. ``lam = 0`` is not
+    supported here (NaN with the reason)."""
     alpha = checks.positive("alpha", alpha)
     sig = np.asarray(channels, dtype=np.float64)
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
-        ch = Channels(sig, prob.loadings.shape[1], prob.k)
-        res = solve_network(prob, ch, alpha, solver)
+        ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None else coupled
+        res = solve_network(prob, ch, alpha, solver,
+                            bulk=outside if coupled is None else coupled.bulk)
         if not res.converged and prob.lam == 0.0:
             res = replace(res, message="lam = 0 is not covered by the network route of "
                                        "several groups; pass lam > 0")
@@ -302,7 +369,7 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
     res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
     if n_kappa is None and r >= 2 and not res.converged and res.quadrature_change > \
             QUADRATURE_RTOL:
-        res = _aligned(params, sig, alpha, solver, n_omega, res)
+        res = _aligned(params, sig, alpha, solver, n_omega, res, outside, coupled)
     res = replace(res, model="network")
     if strict and not res.converged:
         raise ConvergenceError(f"network K-group equations did not converge at "

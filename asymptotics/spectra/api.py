@@ -49,7 +49,8 @@ def spectrum(of: str, alpha: float | None = None, *,
              lam: float = default("lam"), beta: float = default("beta"),
              delta: float = default("delta"), model: str | None = None,
              readout: object = "constant",
-             steps: int = 1, d: float | None = None) -> SpectralLaw:
+             steps: int = 1, d: float | None = None,
+             exponents: tuple[float, float] | None = None) -> SpectralLaw:
     """The limiting spectral law (docs/THEORY.md §16) of
     ``of="features"``: the p eigenvalues of F^T F, F = sigma(X W^T)/sqrt(p) on n = alpha d fresh
     inputs (the matrix of the readout's ridge normal equations; ``lam`` only shifts it); or
@@ -60,9 +61,15 @@ def spectrum(of: str, alpha: float | None = None, *,
     §16.6) or "rf" (eta = 0). None (default): "network" for the features at one step with the
     constant readout and eta > 0, else "srf" (the weights: "srf").
     ``d``: the input dimension at which the outliers are located (None: the limit, where the
-    features' mean and the weights' spike diverge, location inf)."""
+    features' mean and the weights' spike diverge, location inf).
+    ``exponents=(a1, a2)``: the weights after two steps with eta_t = eta_t p^(1/2 + a_t)
+    (``eta=(eta1, eta2)`` the prefactors) and a Gaussian readout at the given d (§16.7;
+    ``of="weights"``, ``steps=2``, ``readout="gaussian"``, a single-index target)."""
     if of not in OF:
         raise ValueError(f"of must be one of {OF}, got {of!r}")
+    if exponents is not None or readout == "gaussian":
+        return _two_step(of, exponents, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
+                         beta=beta, delta=delta, model=model, readout=readout, steps=steps, d=d)
     if model is None:
         one = steps == 1 and isinstance(readout, str) and readout == "constant"
         model = "network" if of == "features" and one and eta != 0.0 else "srf"
@@ -86,12 +93,12 @@ def spectrum(of: str, alpha: float | None = None, *,
             raise ValueError("alpha must be given for of='features' (n = alpha d fresh inputs)")
         alpha = checks.positive("alpha", alpha)
         net = model == "network" and eta > 0.0
-        if net and (steps != 1 or not (isinstance(readout, str) and readout == "constant")):
-            raise ValueError("model='network' for of='features' covers one step with the constant "
-                             f"readout (steps=1, readout='constant'), got steps={steps}, "
-                             f"readout={readout!r}; use model='srf' (the K-group surrogate)")
         from asymptotics.spiked.problem import build_spiked_problem
 
+        if net and (steps != 1 or not (isinstance(readout, str) and readout == "constant")):
+            return _network_steps_features(s, target, alpha, alpha0=alpha0, eta=eta, lam=lam,
+                                           beta=beta, delta=delta, readout=readout,
+                                           steps=steps, d=d, params=params)
         gp = _groups(s, target, alpha0=alpha0, eta=eta, delta=delta, readout=readout,
                      steps=steps, model=model)
         prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
@@ -111,14 +118,20 @@ def spectrum(of: str, alpha: float | None = None, *,
                       fractions=gp["fractions"], overlaps=gp["overlaps"])
     else:
         if steps != 1 or not (isinstance(readout, str) and readout == "constant"):
-            if model != "srf":
-                raise ValueError("model must be 'srf' for of='weights' with steps > 1 or a "
-                                 f"non-constant readout, got {model!r}")
+            if model not in ("srf", "network"):
+                raise ValueError("model must be 'srf' or 'network' for of='weights' with "
+                                 f"steps > 1 or a non-constant readout, got {model!r}")
+            from asymptotics.spectra.netsteps import network_steps_weights
             from asymptotics.spectra.weights import steps_weights
 
-            sol, support, atom, outs, extra = steps_weights(
-                s, target, alpha0=alpha0, eta=eta, delta=delta, beta=beta, readout=readout,
-                steps=steps, d=d)
+            tname = target if isinstance(target, str) else getattr(target, "name", None)
+            if model == "network" and not isinstance(tname, str):
+                raise TypeError("target must be an expression in z1..zk for of='weights' with "
+                                f"steps > 1 or a non-constant readout, got {target!r}")
+            build = network_steps_weights if model == "network" else steps_weights
+            sol, support, atom, outs, extra = build(
+                s, tname if model == "network" else target, alpha0=alpha0, eta=eta,
+                delta=delta, beta=beta, readout=readout, steps=steps, d=d)
             params.update(alpha=alpha, **extra)
             return _law(of, "W W^T (p x p): the squared singular values of the first layer",
                         model, params, support, atom, outs, d, sol)
@@ -142,6 +155,60 @@ def spectrum(of: str, alpha: float | None = None, *,
         matrix = "W W^T (p x p): the squared singular values of the first layer"
         params.update(alpha=alpha, r=sp.r, c=sp.c, gamma=sp.gamma)
     return _law(of, matrix, model, params, support, atom, outs, d, sol)
+
+
+def _two_step(of: str, exponents: object, *, sigma, target, alpha0: float, eta: object,
+              beta: float, delta: float, model: str | None, readout: object, steps: int,
+              d: float | None) -> SpectralLaw:
+    """``spectrum`` with ``exponents``: :func:`asymptotics.spectra.twostep.two_step_law`."""
+    from asymptotics.spectra.twostep import two_step_law
+
+    got = (f"got of={of!r}, steps={steps}, readout={readout!r}, exponents={exponents!r}, "
+           f"model={model!r}, d={d!r}")
+    ok = (of == "weights" and steps == 2 and readout == "gaussian" and exponents is not None
+          and model in (None, "network") and d is not None)
+    if not ok:
+        raise ValueError("exponents=(a1, a2) covers of='weights', steps=2, readout='gaussian', "
+                         f"model='network' at a given d (docs/THEORY.md §16.7); {got}")
+    try:
+        a1, a2 = (float(a) for a in exponents)
+    except (TypeError, ValueError):
+        raise ValueError(f"exponents must be a pair (a1, a2) of numbers in [0, 1/2), got "
+                         f"{exponents!r}") from None
+    if isinstance(eta, str) or not hasattr(eta, "__len__"):
+        eta1 = eta2 = eta
+    elif len(eta) == 2:
+        eta1, eta2 = eta
+    else:
+        raise ValueError(f"eta must be a number or a pair (eta1, eta2) with exponents, got {eta!r}")
+    return two_step_law(sigma, target, a1=a1, a2=a2, d=d, eta1=eta1, eta2=eta2, beta=beta,
+                        alpha0=alpha0, delta=delta)
+
+
+def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float, eta: float,
+                            lam: float, beta: float, delta: float, readout: object, steps: int,
+                            d: float | None, params: dict) -> SpectralLaw:
+    """The network's features after ``steps`` steps or with a finite-support readout
+    (docs/THEORY.md §16.8): the K-group V-part on the network route's groups, the outliers of
+    the means and of the bulk's columns on E (:mod:`asymptotics.spectra.netsteps`)."""
+    from asymptotics.spectra.netsteps import network_steps_outliers, network_steps_params
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    tname = target if isinstance(target, str) else getattr(target, "name", None)
+    if not isinstance(tname, str):
+        raise TypeError(f"target must be an expression in z1..zk for model='network' with "
+                        f"steps or a readout, got {target!r}")
+    gp, sig, values = network_steps_params(s, tname, steps=steps, alpha0=alpha0, eta=eta,
+                                           delta=delta, readout=readout)
+    prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
+    sol, support, atom = features_bulk(prob, alpha)
+    edge = support[-1][1] if support else 0.0
+    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values)
+    params.update(alpha=alpha, loadings=gp["loadings"], bulk=gp["bulk"],
+                  fractions=gp["fractions"], overlaps=gp["overlaps"],
+                  channels=sig.tolist())
+    return _law("features", "F^T F (p x p), F = sigma(X W^T)/sqrt(p), X: n = alpha d fresh "
+                "inputs", "network", params, support, atom, outs, d, sol)
 
 
 def _law(of: str, matrix: str, model: str, params: dict, support: list, atom: float,

@@ -32,7 +32,7 @@ from scipy.special import ndtri
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks
-from asymptotics.spectra.law import Solver, density_of
+from asymptotics.spectra.law import Outlier, Solver, SpectralLaw, bulk_support, density_of
 from asymptotics.spectra.weights import lowrank_outliers, rowvar_solver, rowvar_top
 
 DEG_MAX = 8  # Hermite degrees of the readout scanned for an outlier's left vector
@@ -76,10 +76,34 @@ def two_step_weights(sigma: str | Function, target: str | Function = "linear", *
                      beta: float = 0.5, alpha0: float = 1.0, delta: float = 0.0,
                      kappa: float = 2.0, n_g: int | None = None, n_gh: int = N_GH
                      ) -> TwoStepWeights:
-    """The outliers of W2 at the given d (module docstring). ``target``: a single-index
-    function of z (unit-variance teacher direction); ``kappa``: the detection margin in
-    fitted spacings (2, as the simulations'); ``n_g``: the readout's quantile nodes (default
-    p: the rows present), ``n_gh``: Gauss-Hermite nodes per axis for the expectations."""
+    """The law of :func:`two_step_law` (what ``asymptotics.spectrum(of="weights", steps=2,
+    readout="gaussian", exponents=(a1, a2), eta=(eta1, eta2), d=d)`` returns) as a
+    :class:`TwoStepWeights`: singular values instead of eigenvalues of W2 W2^T."""
+    law = two_step_law(sigma, target, a1=a1, a2=a2, d=d, eta1=eta1, eta2=eta2, beta=beta,
+                       alpha0=alpha0, delta=delta, kappa=kappa, n_g=n_g, n_gh=n_gh)
+    q = law.params
+    keep = ("sigma", "target", "a1", "a2", "d", "p", "eta1", "eta2", "beta", "alpha0", "delta",
+            "kappa", "n_g", "n_gh")
+    return TwoStepWeights({k: q[k] for k in keep},
+                          tuple(math.sqrt(o.location) for o in law.outliers),
+                          tuple(o.channel for o in law.outliers), tuple(q["degrees"]),
+                          tuple(o.overlaps["target 1"] for o in law.outliers),
+                          math.sqrt(law.edge), math.sqrt(q["threshold"]), int(q["count"]),
+                          law._solver)
+
+
+def two_step_law(sigma: str | Function, target: str | Function = "linear", *, a1: float,
+                 a2: float, d: float, eta1: float = 1.0, eta2: float = 1.0,
+                 beta: float = 0.5, alpha0: float = 1.0, delta: float = 0.0,
+                 kappa: float = 2.0, n_g: int | None = None, n_gh: int = N_GH) -> SpectralLaw:
+    """The eigenvalues of W2 W2^T at the given d (module docstring) as a :class:`SpectralLaw`:
+    its bulk (support's top edge the exact real-axis one), the outliers (channel: the order of
+    g of the left vector; overlap ``target 1``: the right vector with theta) and in ``params``
+    the left vectors' Hermite ``degrees``, the detection ``threshold`` (eigenvalue) and the
+    ``count`` of outliers above it but the leading one. ``target``: a single-index function
+    of z (unit-variance teacher direction); ``kappa``: the detection margin in fitted spacings
+    (2, as the simulations'); ``n_g``: the readout's quantile nodes (default p: the rows
+    present), ``n_gh``: Gauss-Hermite nodes per axis for the expectations."""
     a1 = checks.real("a1", a1, 0.0, 0.5, hi_open=True)
     a2 = checks.real("a2", a2, 0.0, 0.5, hi_open=True)
     d = checks.real("d", d, 8.0)
@@ -174,8 +198,19 @@ def two_step_weights(sigma: str | Function, target: str | Function = "linear", *
     thr = float(E + kappa * cc)
     count = max(0, sum(v > thr for v in locs) - 1)
     chans = tuple("step 1 + order 0" if m == 1 else f"order {m - 1}" for m in degs)
-    return TwoStepWeights(params, locs, chans, degs, theta, math.sqrt(edge2), thr, int(count),
-                          sol)
+    support = bulk_support(sol, float(np.max(cn)) * (1.0 + math.sqrt(beta)) ** 2 * 1.5)
+    if support:  # the top edge: the exact real-axis one
+        support[-1] = (support[-1][0], float(edge2))
+    params.update(steps=2, readout="gaussian", exponents=(a1, a2), eta=(eta1, eta2),
+                  degrees=list(degs), threshold=thr * thr, count=int(count))
+    outs = tuple(Outlier(o[0], ch, {"target 1": th})
+                 for o, ch, th in zip(outs, chans, theta, strict=True))
+    ok = bool(support)
+    return SpectralLaw(of="weights", matrix="W W^T (p x p): the squared singular values of the "
+                       "first layer after two steps", model="network", params=params,
+                       support=tuple(support), atom=float(sol.atom), outliers=outs, d=d,
+                       status="converged" if ok else "failed",
+                       message="" if ok else "the bulk's support was not found", _solver=sol)
 
 
 def _top_quantiles(sol: Solver, top: float, q: np.ndarray) -> np.ndarray:

@@ -15,6 +15,7 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former name, same class)
+    JSON_FIELDS,
     RESULT_COLUMNS,
     RiskResult,
     SpikedResult,
@@ -49,8 +50,10 @@ def cold_start(prob: SpikedProblem) -> np.ndarray:
 
 
 def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = SolverConfig(),
-                 x0: np.ndarray | None = None, strict: bool = False) -> SpikedResult:
-    """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2)."""
+                 x0: np.ndarray | None = None, strict: bool = False,
+                 rule: tuple[int, float] = (0, math.nan)) -> SpikedResult:
+    """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2); ``rule``:
+    the (``n_kappa``, ``quadrature_change``) the result carries."""
     alpha = checks.positive("alpha", alpha)
     t = prob.tables
     K = prob.fractions.shape[0]
@@ -90,76 +93,86 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                         status=status.name.lower() if isinstance(status, Status) else status,
                         message=message,
                         iterations=int(n_iter), residual=float(resid),
-                        order=unpack_state(prob, state), state=tuple(state.tolist()), **pr)
+                        order=unpack_state(prob, state), state=tuple(state.tolist()),
+                        n_kappa=rule[0], quadrature_change=rule[1], **pr)
 
 
-#: the kappa rules tried for r >= 2 until two successive risks agree to QUADRATURE_RTOL
-#: (tensor Gauss-Hermite converges slowly where the target is learned almost exactly: at a
-#: risk of 1e-3, 24 nodes per dimension at r = 2 were 3% off, 12 at r = 3 20% off)
+#: the kappa rules of the one-spike ladder's former criterion (two successive rules agreeing to
+#: QUADRATURE_RTOL); kept for the network route (``asymptotics.network.solve``)
 KAPPA_LADDER = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54), 4: (10, 15, 22, 33)}
+#: the kappa rules per dimension of the K-group sRF ladder (r >= 2; tensor Gauss-Hermite converges
+#: slowly, and not monotonically, where the target is learned almost exactly): climbed until
+#: :func:`quadrature_error` is at most QUADRATURE_RTOL (docs/THEORY.md §10.8)
+LADDER = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54, 72), 4: (10, 15, 22, 33)}
 QUADRATURE_RTOL = 1e-3
+#: a risk is settled when each of the last SETTLE_CHANGES changes between successive converged
+#: rules is at most QUADRATURE_RTOL / SETTLE_FACTOR (relative to the last risk): two rules that
+#: agree by accident (an oscillating sequence crossing its limit) do not settle a point; or when
+#: the last change alone is at most QUADRATURE_RTOL / PAIR_FACTOR (two rules agreeing to 1e-5:
+#: a point whose integrand the coarse rules already resolve)
+SETTLE_CHANGES = 2
+SETTLE_FACTOR = 1.0
+PAIR_FACTOR = 100.0
 #: the probe points of a curve (fractions of its length) that choose its kappa rule
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 
 
 def _ladder(r: int) -> tuple[int, ...]:
-    return KAPPA_LADDER.get(r, KAPPA_LADDER[4]) if r >= 2 else ()
+    return LADDER.get(r, LADDER[4]) if r >= 2 else ()
 
 
-def _settled(cur: SpikedResult, prev: SpikedResult) -> bool | None:
-    """True: two converged rungs agree to QUADRATURE_RTOL; None: the point fails on both rungs
-    (a failure of the equations, reported as such); False: not settled (a NaN change, a point
-    converged on one rung only, or a change above the tolerance)."""
-    if not cur.converged and not prev.converged:
-        return None
-    return bool(cur.converged and prev.converged and _change(cur, prev) <= QUADRATURE_RTOL)
+def quadrature_error(risks: list[float]) -> float:
+    """The estimated relative quadrature error of the last of the risks of successive converged
+    kappa rules (docs/THEORY.md §10.8): the smaller of SETTLE_FACTOR times the largest of the
+    last SETTLE_CHANGES relative changes and PAIR_FACTOR times the last change; inf while there
+    are too few rules (NaN if any risk is)."""
+    if len(risks) < 2:
+        return math.inf
+    scale = max(abs(risks[-1]), 1e-300)
+    changes = [abs(a - b) / scale for a, b in zip(risks[:-1], risks[1:], strict=True)]
+    pair = PAIR_FACTOR * changes[-1]
+    if len(changes) < SETTLE_CHANGES:
+        return pair
+    return min(pair, SETTLE_FACTOR * max(changes[-SETTLE_CHANGES:]))
 
 
-def _change(cur: SpikedResult, prev: SpikedResult) -> float:
-    if not (cur.converged and prev.converged):
-        return math.nan
-    return abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
+def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
+    """The (V1, V2) of a solution (a warm start)."""
+    o = sizes(*prob.loadings.shape, prob.k)
+    return np.array(res.state[o[2]:o[4]])
 
 
-def _refined(solve_at: Callable[..., list[SpikedResult]], r: int, n_kappa: int | None,
-             n_omega: int | None, n_points: int = 1) -> list[SpikedResult]:
-    """Solve on the ladder of kappa rules until every point is settled (:func:`_settled`: two
-    successive converged rules agree to :data:`QUADRATURE_RTOL`); a point converged on the
-    last rule but never settled is NaN with the reason. The rule is decided once for the whole
-    curve: a few probe points (``solve_at(n, no, probes)``) climb first, then the whole curve
-    is solved from the rule where they settle (the same rule as climbing with every point,
-    except where a probe's change is within solver noise of the tolerance). A rule given by
-    the caller (``n_kappa``), or r = 1 (the one-spike rule), is used as given."""
-    if n_kappa is not None or r == 1:
-        return solve_at(n_kappa, n_omega)
-    ladder = _ladder(r)
-    start = 0
-    if n_points > 2 * len(PROBES):
-        probes = sorted({round(f * (n_points - 1)) for f in PROBES})
-        prev_p = solve_at(ladder[0], n_omega, probes)
-        for i in range(1, len(ladder)):
-            cur_p = solve_at(ladder[i], n_omega, probes)
-            if all(_settled(c, q) is not False for c, q in zip(cur_p, prev_p, strict=True)):
-                start = i - 1
-                break
-            prev_p = cur_p
-        else:
-            start = len(ladder) - 2
-    prev: list[SpikedResult] = solve_at(ladder[start], n_omega)
-    for n in ladder[start + 1:]:
-        cur = solve_at(n, n_omega)  # (the rule of the unlearned target directions is kept)
-        out = [replace(c, n_kappa=n, quadrature_change=_change(c, q))
-               for c, q in zip(cur, prev, strict=True)]
-        settled = [_settled(c, q) for c, q in zip(cur, prev, strict=True)]
-        if all(ok is not False for ok in settled):
-            return out
-        prev = cur
-    return [r_ if ok is not False or not r_.converged else replace(
-        r_, risk=math.nan, converged=False, status="max_iter",
-        message=f"quadrature not resolved: the risk moves by {r_.quadrature_change:.2g} "
-                f"(relative; nan: it converged on one rule only) from {ladder[-2]} to "
-                f"{ladder[-1]} kappa nodes per dimension; pass a larger n_kappa")
-        for r_, ok in zip(out, settled, strict=True)]
+def _climb(solve_rung: Callable[[int], SpikedResult], ladder: tuple[int, ...]
+           ) -> tuple[SpikedResult, int | None]:
+    """One point up the ladder: ``solve_rung(i)`` solves on rule ``ladder[i]`` (warm-started from
+    the rule before). Returns (result, index of the rule it settled on; -1: the equations failed,
+    None: the quadrature was not resolved). Settled: the
+    risks of the last SETTLE_CHANGES + 1 successive rules all converged and
+    :func:`quadrature_error` <= QUADRATURE_RTOL; a rule that does not converge restarts the
+    count, and two successive failures are a failure of the equations, returned as such; a
+    point converged on the last rule but never settled is NaN with the reason."""
+    risks: list[float] = []
+    failed = False
+    res = None
+    for i, n in enumerate(ladder):
+        res = solve_rung(i)
+        if not res.converged:
+            if failed:
+                return res, -1
+            failed, risks = True, []
+            continue
+        failed = False
+        risks.append(res.risk)
+        err = quadrature_error(risks)
+        res = replace(res, n_kappa=n, quadrature_change=err)
+        if err <= QUADRATURE_RTOL:
+            return res, i
+    if not res.converged:
+        return res, -1
+    return replace(res, risk=math.nan, converged=False, status="max_iter", message=(
+        f"quadrature not resolved: estimated error {res.quadrature_change:.2g} (relative; inf: "
+        f"too few converged rules) at {ladder[-1]} kappa nodes per dimension, above "
+        f"{QUADRATURE_RTOL:g}; pass a larger n_kappa")), None
 
 
 def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
@@ -174,8 +187,9 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     are ``sqrt(bulk[g]) G_i + V loadings[g]``; the target ``g(z1..zk)`` reads
     ``theta_j = V overlaps[:, j] + rho_j t_j``. ``p``: finite width (§10.6), None the limit.
     ``n_kappa`` / ``n_omega``: Gauss-Hermite nodes per kappa / unlearned target dimension; by
-    default (r >= 2) the kappa rule is refined along :data:`KAPPA_LADDER` until the risk moves
-    by less than :data:`QUADRATURE_RTOL` (``n_kappa``, ``quadrature_change`` of the result)."""
+    default (r >= 2) the kappa rule is refined along :data:`LADDER` until the point is settled
+    (:func:`_climb`: the error estimate :func:`quadrature_error` within
+    :data:`QUADRATURE_RTOL`; ``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
     group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p, n_kappa, n_omega)
@@ -184,22 +198,55 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
 
     build = spiked_builder(**params)
-    start: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
-
-    def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build(nk, no)
-        res = solve_spiked(prob, alpha, solver, x0=start[0])
-        if res.converged:
-            o = sizes(*prob.loadings.shape, prob.k)
-            start[0] = np.array(res.state[o[2]:o[4]])
-        return [res]
-
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
-    res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
+    if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
+        res = solve_spiked(build(n_kappa, n_omega), alpha, solver)
+    else:
+        ladder = _ladder(int(r))
+        start: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
+
+        def rung(i: int) -> SpikedResult:
+            prob = build(ladder[i], n_omega)  # (the rule of the unlearned directions is kept)
+            res = solve_spiked(prob, alpha, solver, x0=start[0])
+            if res.converged:
+                start[0] = _v(prob, res)
+            return res
+
+        res = _climb(rung, ladder)[0]
     if strict and not res.converged:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{res.message}")
     return res
+
+
+def _nonneg(K: int) -> np.ndarray:
+    """The entries of (V1, V2) that are >= 0: diag V1 and V2."""
+    return np.array([g * (K + 1) for g in range(K)] + [K * K + g for g in range(K)])
+
+
+def _curve_on_ladder(alphas: list[float], ladder: tuple[int, ...],
+                     sweep: Callable[..., list[SpikedResult]],
+                     climb: Callable[[float], tuple[SpikedResult, int | None]],
+                     progress: bool | None) -> list[SpikedResult]:
+    """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
+    climb the ladder as single points do (:func:`_climb`), then every alpha is solved once on
+    the finest rule a probe settled on, each point carrying that rule (``n_kappa``) and the
+    largest error estimate of the probes (``quadrature_change``). A short curve (at most
+    ``2 len(PROBES)`` points), or one where a probe's quadrature is not resolved or every probe's
+    equations fail, climbs point by point (each point then is :func:`risk_spiked`'s)."""
+    n = len(alphas)
+    if n > 2 * len(PROBES):
+        probes = [climb(alphas[i]) for i in sorted({round(f * (n - 1)) for f in PROBES})]
+        done = [(res, i) for res, i in probes if i is not None and i >= 0]
+        if done and all(i is not None for _, i in probes):
+            top = max(i for _, i in done)
+            err = max(res.quadrature_change for res, _ in done)
+            return sweep(ladder[top], progress, (ladder[top], err))
+    from asymptotics.core.progress import Progress
+
+    with Progress(n, "spiked curve (kappa ladder per point)", unit="pt",
+                  enabled=progress) as bar:
+        return [climb(a)[0] for a in bar.iter(alphas)]
 
 
 def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
@@ -207,10 +254,9 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                       **params):
     """Risk along alpha (warm starts) as a pandas DataFrame: one row per alpha, the columns of
     every result (``RESULT_COLUMNS``; lists and the ``order`` mapping as JSON). ``progress``: a
-    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none;
-    with r >= 2 spikes each quadrature rule of the refinement ladder solves the curve again)."""
-    import pandas as pd
-
+    report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none).
+    With r >= 2 spikes the kappa rule is decided once for the curve by probe points
+    (:func:`_curve_on_ladder`), then every alpha is solved once on it."""
     from asymptotics.core.progress import Progress
 
     checks.flag("strict", strict)
@@ -224,32 +270,74 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     built: dict = {}  # the problem of each rule (the probes and the curve share it)
     build = spiked_builder(**params)
 
-    def solve_at(nk: int | None, no: int | None, idx: list[int] | None = None
-                 ) -> list[SpikedResult]:
-        if (nk, no) not in built:
-            built[(nk, no)] = build(nk, no)
-        prob = built[(nk, no)]
-        out, x0 = [], None
-        K = prob.fractions.shape[0]
-        pts = alphas if idx is None else [alphas[i] for i in idx]
+    def problem(nk: int | None) -> SpikedProblem:
+        if nk not in built:
+            built[nk] = build(nk, n_omega)  # (the rule of the unlearned directions is kept)
+        return built[nk]
+
+    def sweep(nk: int | None, bar_on: bool | None, rule: tuple[int, float] = (0, math.nan)
+              ) -> list[SpikedResult]:
+        """Every alpha once on rule ``nk``, each started from the line through the solutions at
+        the two previous converged alphas (continuation); ``rule``: what each result carries."""
+        prob, out, seen = problem(nk), [], []
+        nn = _nonneg(prob.fractions.shape[0])
         desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
-        with Progress(len(pts), desc, unit="pt", enabled=progress if idx is None else False) as bar:
-            for a in bar.iter(pts):
-                res = solve_spiked(prob, a, solver, x0=x0)
+        with Progress(len(alphas), desc, unit="pt", enabled=bar_on) as bar:
+            for a in bar.iter(alphas):
+                x0 = seen[-1][1] if seen else None
+                if len(seen) == 2 and seen[1][0] != seen[0][0]:
+                    (a0, v0), (a1, v1) = seen
+                    x0 = v1 + (v1 - v0) * ((a - a1) / (a1 - a0))
+                    x0[nn] = np.maximum(x0[nn], 0.0)
+                res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
                 if res.converged:
-                    o = sizes(K, *prob.loadings.shape[1:], prob.k)
-                    x0 = np.array(res.state[o[2]:o[4]])
+                    seen = [*seen[-1:], (a, _v(prob, res))]
                 out.append(res)
         return out
 
+    def climb(a: float) -> tuple[SpikedResult, int | None]:
+        start: list = [None]
+
+        def rung(i: int) -> SpikedResult:
+            prob = problem(ladder[i])
+            res = solve_spiked(prob, a, solver, x0=start[0])
+            if res.converged:
+                start[0] = _v(prob, res)
+            return res
+
+        return _climb(rung, ladder)
+
     loadings = params.get("loadings")
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
-    results = _refined(solve_at, int(r), n_kappa, n_omega, len(alphas))
+    ladder = _ladder(int(r))
+    if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
+        results = sweep(n_kappa, progress)
+    else:
+        results = _curve_on_ladder(alphas, ladder, sweep, climb, progress)
     if strict and not all(res.converged for res in results):
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
                                f"{bad.message}")
-    return pd.DataFrame([res.to_dict() for res in results], columns=RESULT_COLUMNS)
+    return _frame(results)
+
+
+def _frame(results: list[SpikedResult]):
+    """The rows of ``results`` (one problem: the same model in every row) as the DataFrame of
+    ``[res.to_dict() ...]``, the model's JSON columns encoded once."""
+    import json
+
+    import pandas as pd
+
+    if not results:
+        return pd.DataFrame([], columns=RESULT_COLUMNS)
+    first = results[0].to_dict()
+    cols = {k: [getattr(res, k) for res in results] for k in RESULT_COLUMNS}
+    for k in JSON_FIELDS:
+        if k == "order":
+            cols[k] = [None if v is None else json.dumps(v) for v in cols[k]]
+        else:
+            cols[k] = [first[k]] * len(results)
+    return pd.DataFrame(cols, columns=RESULT_COLUMNS)
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,

@@ -63,8 +63,9 @@ assert one.risk.iloc[1] < one.risk.iloc[0]  # the first step beats random featur
 # `risk(..., steps=T)` gives one point; it is the last row of the table (the network theory solves
 # point by point, so the numbers are the same). With `model="srf"` the table is the surrogate's,
 # equal to `risk(..., steps=T, model="srf")` up to the kappa quadrature's stated accuracy (a
-# curve chooses one kappa rule for all its points, a point its own; both are settled when two
-# rules agree to `QUADRATURE_RTOL`, 1e-3):
+# curve of more than ten points chooses one kappa rule for all its points from five probes, a
+# point its own; a point is settled when three successive rules agree to `QUADRATURE_RTOL`,
+# 1e-3):
 
 # %%
 from asymptotics.spiked.solve import QUADRATURE_RTOL  # noqa: E402

@@ -30,7 +30,6 @@ import numpy as np
 
 import asymptotics as A
 from asymptotics.multiindex.spikes import two_step_outlier_count
-from asymptotics.spectra import two_step_weights
 from validation.experiments.spectra_sim import kolmogorov, simulate_network
 from validation.experiments.spectra_weights.steps import SETTINGS, simulate
 
@@ -111,19 +110,53 @@ print(f"Kolmogorov distance of the bulk: {kolmogorov(ev3, law3.cdf, 1):.4f}")
 assert abs(ev3[-1] / o.location - 1) < 0.05 and kolmogorov(ev3, law3.cdf, 1) < 0.03
 
 # %% [markdown]
+# The same with `model="network"` carries each group's bulk covariance on the span of the spike
+# and the target (the network route of §15): the row's coordinates there become part of the
+# perturbation, $W W^\top = W_\perp W_\perp^\top + L L^\top$ (§16.6). The bulk has less
+# variance along the spike than the isotropic groups, and the left vector's small deficit
+# $1 - \langle u, \varepsilon\rangle^2/p$ shrinks by about that factor.
+
+# %%
+net3 = A.spectrum("weights", sigma=s3.sigma, target=s3.target, alpha0=s3.alpha0, eta=s3.eta,
+                  beta=s3.beta, steps=3, readout="pm1", d=d, model="network")
+print("readout overlap: isotropic groups", round(o.overlaps["readout"], 5), " network",
+      round(net3.outliers[0].overlaps["readout"], 5), " draw", round(float(ov3["readout"][0]), 5))
+
+# %% [markdown]
+# ## The features after two steps
+# Beyond one step the network's features law is the V-part of the K-group equations on the
+# network route's groups (§16.8); the outliers are those of the groups' means and of the bulk's
+# columns on the span of the spikes and the target. With a $\pm 1$ readout and an odd $\sigma$
+# the two groups' feature means have opposite signs: the top eigenvector lies on the readout's
+# signs, not on $1_p$.
+
+# %%
+f2 = A.spectrum("features", sigma="tanh", target="tanh(z1)", alpha0=2.0, eta=1.0, beta=0.5,
+                alpha=4.0, steps=2, readout="pm1", model="network", d=d)
+o2 = f2.outliers[0]
+print("bulk", [tuple(round(x, 3) for x in iv) for iv in f2.support], "outlier",
+      round(o2.location, 1), {k: round(v, 5) for k, v in o2.overlaps.items()
+                               if k in ("mean", "readout", "learned span (B V)")})
+
+# %% [markdown]
 # ## Two steps with $\eta_t \sim p^{1/2 + a_t}$: the outliers at the simulated d
 # Moniri & Hassani (2026) count $\lfloor a_2/(1/2 - a_1)\rfloor$ outliers beyond the leading one
 # as $d \to \infty$; at d = 1000 the marginal ones are too weak to leave the bulk.
-# `two_step_weights` predicts them at the given d (§16.7): each row's common vector, a function
-# of its readout $g$, carries the second step's whole Taylor series in the first step's shift,
-# and the batch noise gives each order of $g$ its own direction.
+# `spectrum(of="weights", steps=2, readout="gaussian", exponents=(a1, a2), eta=(eta1, eta2),
+# d=...)` predicts them at the given d (§16.7): each row's common vector, a function of its
+# readout $g$, carries the second step's whole Taylor series in the first step's shift, and the
+# batch noise gives each order of $g$ its own direction. The count above the detection
+# threshold is in `params` (`two_step_weights` gives the same law in singular values).
 
 # %%
 for a1, a2 in ((0.35, 0.3), (0.4, 0.45)):
-    r = two_step_weights("tanh(z+0.5)", "linear", a1=a1, a2=a2, d=1000, eta1=1.0, eta2=3.0)
-    print(f"(a1, a2) = ({a1}, {a2}): at d = 1000 {r.count} beyond the leading one "
+    law2 = A.spectrum("weights", sigma="tanh(z+0.5)", target="linear", steps=2,
+                      readout="gaussian", exponents=(a1, a2), eta=(1.0, 3.0), beta=0.5,
+                      alpha0=1.0, d=1000)
+    print(f"(a1, a2) = ({a1}, {a2}): at d = 1000 {law2.params['count']} beyond the leading one "
           f"(asymptotically {two_step_outlier_count(a1, a2)}); singular values "
-          f"{np.round(r.outliers, 3)}, readout degrees {r.degrees}, edge {r.edge:.3f}")
+          f"{np.round([np.sqrt(o.location) for o in law2.outliers], 3)}, channels "
+          f"{[o.channel for o in law2.outliers]}, edge {np.sqrt(law2.edge):.3f}")
 # validation/reports/SPECTRA.md, section 2, compares these counts with the simulations.
 
 # ## The network against its sRF surrogate (relu)
@@ -149,11 +182,13 @@ assert ks["network"] < ks["srf"]
 # %% [markdown]
 # ## What is covered
 # Features: the trained network after one step with the constant readout (`model="network"`,
-# the default there); one step or several (`steps=`) and any initial readout (`readout=`) with
-# the sRF/K-group model (`model="srf"`, the default there: the network's anisotropic groups have
-# no features law yet); `"rf"` at $\tilde\eta = 0$. Weights: one step with the constant readout,
-# `model="network"` (default of the theory of the network) or `"srf"`; several steps and any
-# finite-support readout with `model="srf"` (the groups of the steps); the two-step
-# $\eta \sim p^{1/2 + a}$ weights at the user's d with `two_step_weights`. A 300-point density costs
-# a fraction of a second (`benchmarks/bench_spectrum.py`); the comparison at d = 1000–4000 is
+# the default there); several steps (`steps=`) and any finite-support readout (`readout=`)
+# with `model="network"` (§16.8: the network route's groups; it lacks the rows' bulk-variance
+# channel, so its outlier overlaps miss at the 1/p level) or the sRF/K-group model
+# (`model="srf"`, the default there); `"rf"` at $\tilde\eta = 0$. Weights: one step with the
+# constant readout, `model="network"` or `"srf"`; several steps and any finite-support readout
+# with `model="srf"` (the isotropic groups, default) or `model="network"` (the groups' bulk
+# covariance on the span); the two-step $\eta \sim p^{1/2 + a}$ weights at the user's d with
+# `exponents=`. A 300-point density costs a fraction of a second
+# (`benchmarks/bench_spectrum.py`); the comparison at d = 500–4000 is
 # `validation/reports/SPECTRA_THEORY.md`.

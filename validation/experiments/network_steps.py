@@ -264,14 +264,34 @@ def _semi(st, E: np.ndarray, B: np.ndarray, labels: np.ndarray, s: dict, k: int,
                                           lam=LAM, **params).risk for a in DIAG_ALPHAS}
 
 
+def shuffled(B: np.ndarray, E: np.ndarray, labels: np.ndarray,
+             rng: np.random.Generator) -> np.ndarray:
+    """The bulk ``B`` with, in each group, its rows' parts outside E permuted among the group's
+    rows: the spectrum outside E kept exactly, its coupling to the rows' coordinates on E
+    dropped (a least-squares decorrelation would also zero the O(p^-1/2) sample correlations
+    of independent columns, which the channels feel at O(1))."""
+    P = E @ np.linalg.pinv(E)
+    BE = B @ P
+    Bp = B - BE
+    out = Bp.copy()
+    for j in np.unique(labels):
+        idx = np.flatnonzero(labels == j)
+        out[idx] = Bp[rng.permutation(idx)]
+    return BE + out
+
+
 def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
     """Per diagnosed step of one trained network (the protocol of :func:`simulate_one`, its own
     seed ``1000 + rep``): the ridge test error of the layer, of the layer with its bulk outside
     E replaced by isotropic Gaussian rows (``mc_iso_outside``) and with every bulk row at its
     group's mean norm (``mc_equal_norm``); the network theory on the theory's groups, on the
     measured groups and covariances (``net_measured``); the semi-empirical theory of the layer,
-    of its isotropic-outside version and of the equal-norm layer (docs/DERIVATIONS.md §9.4)."""
+    of its isotropic-outside version, of its version with the rows' parts outside E permuted
+    within each group (``semi_shuffled``: the coupling to E dropped) and of the equal-norm
+    layer; and the network theory with the groups' anisotropic bulk outside E (``net_bulk``,
+    DERIVATIONS.md §9.7) (§9.5)."""
     from asymptotics.multiindex.steps import group_params
+    from asymptotics.network.device import network_bulk
     from asymptotics.network.groups import model_channels, network_groups
     from asymptotics.network.solve import risk_network_groups
     from asymptotics.spiked.readouts import parse_readout
@@ -311,6 +331,13 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
                          for a in DIAG_ALPHAS}
         semi = _semi(st, E, B, labels, s, k, rng)
         semi_iso = _semi(st, E, B, labels, s, k, rng, iso_outside=True)
+        semi_sh = _semi(st, E, shuffled(B, E, labels, np.random.default_rng(rep)), labels, s,
+                        k, rng)
+        ob = network_bulk(s["sigma"], s["target"], steps=t, alpha0=s["alpha0"], eta=s["eta"][:t],
+                          readout=s["readout"])
+        net_bulk = {a: risk_network_groups(
+            a, channels=model_channels(ng.states[t], ng.cov[t]), outside=ob, **kw,
+            **group_params(ng.states[t], s["target"], fractions)).risk for a in DIAG_ALPHAS}
         P = E @ np.linalg.pinv(E)
         Z = rng.standard_normal(B.shape) / math.sqrt(d - E.shape[1])
         rest = np.array([np.mean(np.sum((B[labels == j] - B[labels == j] @ P) ** 2, axis=1))
@@ -325,6 +352,7 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
             rows.append({**row, "alpha": a, "mc": mc[a], "net_theory": th["net_theory"][a],
                          "net_measured": th["net_measured"][a], "semi": semi[a],
                          "semi_iso_outside": semi_iso[a], "mc_iso_outside": mc_iso[a],
+                         "semi_shuffled": semi_sh[a], "net_bulk": net_bulk[a],
                          "mc_equal_norm": mc_norm[a], "semi_equal_norm": semi_norm[a],
                          "c_measured": float(st.c[0]), "c_theory": float(ng.states[t].c[0]),
                          "norm_spread": float(np.std(norms**2) / np.mean(norms**2))})
@@ -396,7 +424,7 @@ def _diagnose_main(args: argparse.Namespace) -> int:
               f"seeds={args.seeds}, steps={args.steps}", file=sys.stderr)
         return 2
     cols = ("mc", "mc_iso_outside", "mc_equal_norm", "net_theory", "net_measured", "semi",
-            "semi_iso_outside", "semi_equal_norm")
+            "semi_iso_outside", "semi_equal_norm", "semi_shuffled", "net_bulk")
     print("| setting | d | rep | step | alpha | " + " | ".join(cols) + " |")
     print("|" + "---|" * (5 + len(cols)))
     for rep in seeds:

@@ -332,6 +332,9 @@ def report(rows: list[dict]) -> str:
     from validation.experiments.spectra_weights.steps import section as steps_section
 
     out += steps_section()  # the weights after several steps (their own CSV)
+    from validation.experiments.spectra_weights.features import section as features_section
+
+    out += features_section()  # the features after several steps (their own CSV)
     out += spectra_sim.overlap_scan_section()
     ks = df[df.quantity == "KS bulk"]
     locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]

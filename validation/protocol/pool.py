@@ -92,9 +92,13 @@ def _worker_init(parent: int) -> None:
 
 
 def _call(fn: Callable, task: Any) -> Any:
-    """``fn(task)`` in a worker, with one thread for every BLAS / OpenMP library loaded."""
+    """``fn(task)`` in a worker, with one thread for every BLAS / OpenMP library loaded. A worker
+    never starts a background compiler (a dask worker has no initializer: say it here too)."""
     from threadpoolctl import threadpool_limits
 
+    from asymptotics.core.coldstart import forbid_compiler
+
+    forbid_compiler()
     with threadpool_limits(limits=1):
         return fn(task)
 

@@ -1,0 +1,221 @@
+"""The K-group generalised Marchenko-Pastur bulk (docs/DERIVATIONS.md §9.7, THEORY.md §15): the
+deterministic block resolvent of §10.4 when the bulk rows of group g have the population
+covariance ``Sig_g / d`` outside the span E (normalised, ``tr Sig_g = d``), the K matrices not
+commuting.
+
+With ``Vhat1 = C C^T``, ``Omega``'s quadratic form is ``X X^T``, row i of X the vector
+``G_i (x) C_g(i)`` of covariance ``Sig_g/d (x) c_g c_g^T``; the deterministic equivalent of
+``R = (Lam + X X^T)^-1`` (Lam = diag(lam + Vhat2_g)) is diagonal within each group,
+
+    tau_g = 1/(lam + Vhat2_g + e_g),   e_g = d^-1 tr[Sig_g (Vc Kc)_gg],
+    Kc = (I + Dc Vc)^-1,   Dc = blockdiag_g(D_g Sig_g),   Vc = Vhat1 (x) I_d,
+
+with ``D_g = beta pi_g tau_g``,
+
+and ``(V1, V2)`` are the derivatives of ``Psi = (beta d)^-1 log det(I + Dc Vc)`` at fixed tau
+(an envelope: tau is its stationary point): ``V1_gh = (beta d)^-1 D_g tr[Kc_hg Sig_g]``,
+``V2_g = pi_g tau_g``. With ``Sig_g = I`` this is :func:`asymptotics.spiked.kernels.resolvent`;
+with K = 1 it is the generalised MP law of :func:`asymptotics.measures.channels.population_bulk`.
+The derivatives along ``(Vhat1, Vhat2)`` (for ``Q``) are the Hessian of ``Psi`` with the
+implicit differentiation of the tau equation. ``Sig`` is held as independent diagonal blocks
+(B blocks of size n, d = B n: a pooled device), so one evaluation costs B inverses of size K n.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotri as _potri
+
+
+class GroupBulk:
+    """K population covariances on B independent blocks: ``sig`` is B x K x n x n, each group's
+    trace over all blocks equal to d = B n (normalised units of ``c_g``)."""
+
+    def __init__(self, sig: np.ndarray) -> None:
+        sig = np.asarray(sig, dtype=np.float64)
+        if sig.ndim != 4 or sig.shape[2] != sig.shape[3]:
+            raise ValueError(f"sig must be B x K x n x n, got shape {sig.shape}")
+        self.sig = sig
+        self.B, self.K, self.n = sig.shape[:3]
+        self.d = self.B * self.n
+        self._parts_key: tuple | None = None
+        self._parts: tuple | None = None
+        self.tau_last: np.ndarray | None = None
+        self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
+        ev = np.linalg.eigvalsh(sig)
+        self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
+
+    # -- one evaluation at fixed tau ------------------------------------------------------
+    def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n."""
+        B, K, n = self.B, self.K, self.n
+        A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig)
+        A = A.reshape(B, K * n, K * n)
+        A[:, np.arange(K * n), np.arange(K * n)] += 1.0
+        return np.linalg.inv(A).reshape(B, K, n, K, n)
+
+    def trace_sig(self, Kc: np.ndarray) -> np.ndarray:
+        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` (K x K)."""
+        return np.einsum("bgij,bajgi->ag", self.sig, Kc, optimize=True)
+
+    def evaluate(self, vhat1: np.ndarray, D: np.ndarray, beta: float
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring), from the symmetric
+        positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
+        (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
+        B, K, n = self.B, self.K, self.n
+        if self._sig_inv is None or not np.all(D > 0.0):
+            T = self.trace_sig(self.kinv(vhat1, D))
+        else:
+            T = np.zeros((K, K))
+            for b in range(B):
+                A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
+                for g in range(K):
+                    A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
+                c, info = _potrf(A, lower=True)
+                if info != 0:
+                    return self._evaluate_lu(vhat1, D, beta)
+                W, info = _potri(c, lower=True)
+                if info != 0:
+                    return self._evaluate_lu(vhat1, D, beta)
+                dg = np.diagonal(W.reshape(K, n, K, n), axis1=1, axis2=3).sum(axis=-1)
+                T += dg  # (lower triangle of W: tr W_ag for a >= g; W is symmetric)
+            T = np.tril(T) + np.tril(T, -1).T
+            T = T / D[None, :]
+        e = np.einsum("ga,ag->g", vhat1, T) / self.d
+        V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
+        return e, 0.5 * (V1 + V1.T)
+
+    def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
+        definite), by Cholesky; None where that does not apply (singular Sig, D <= 0)."""
+        if self._sig_inv is None or not np.all(D > 0.0):
+            return None
+        B, K, n = self.B, self.K, self.n
+        out = np.empty((B, K * n, K * n))
+        for b in range(B):
+            A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
+            for g in range(K):
+                A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
+            c, info = _potrf(A, lower=True)
+            if info != 0:
+                return None
+            W, info = _potri(c, lower=True)
+            if info != 0:
+                return None
+            out[b] = np.tril(W) + np.tril(W, -1).T
+        return out.reshape(B, K, n, K, n)
+
+    def _evaluate_lu(self, vhat1, D, beta):
+        T = self.trace_sig(self.kinv(vhat1, D))
+        e = np.einsum("ga,ag->g", vhat1, T) / self.d
+        V1 = D[:, None] * T.T / (beta * self.d)
+        return e, 0.5 * (V1 + V1.T)
+
+    def ksig(self, Kc: np.ndarray) -> np.ndarray:
+        """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n)."""
+        B, K, n = self.B, self.K, self.n
+        KT = np.ascontiguousarray(Kc.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
+        out = np.matmul(KT, self.sig)  # (b, y, (x i), k)
+        return out.reshape(B, K, K, n, n).transpose(0, 2, 3, 1, 4)
+
+    # -- the resolvent: tau solved ---------------------------------------------------------
+    def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
+                  tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(tau, V1, V2)`` (module docstring): Newton on ``tau = 1/(lamg + e(tau))`` from
+        ``tau0`` (default: the lower bound ``1/(lamg + Vhat1_gg)``), the plain iteration (the map
+        is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails."""
+        K = self.K
+        vhat1 = np.asarray(vhat1, dtype=np.float64)
+        lamg = np.asarray(lamg, dtype=np.float64)
+        den = lamg + np.diag(vhat1)
+        if not np.all(den > 0.0):
+            nan = np.full(K, np.nan)
+            return nan, np.full((K, K), np.nan), nan
+        if tau0 is None and self.tau_last is not None and self.tau_last.shape == (K,) \
+                and np.all(self.tau_last > 0.0):
+            tau0 = self.tau_last  # the last solution: the solver's points are close
+        tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
+        for _ in range(max_iter):
+            D = beta * pi * tau
+            W = self.wfull(vhat1, D)
+            if W is None:
+                Kc = self.kinv(vhat1, D)
+                T = self.trace_sig(Kc)
+                ED = self._ed(vhat1, Kc)
+            else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
+                T = np.einsum("baigi->ag", W) / D[None, :]
+                ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+            e = np.einsum("ga,ag->g", vhat1, T) / self.d
+            u = 1.0 / (lamg + e)
+            Jm = np.eye(K) + (u * u)[:, None] * ED * (beta * pi)[None, :]
+            try:
+                step = np.linalg.solve(Jm, u - tau)
+            except np.linalg.LinAlgError:
+                step = u - tau
+            new = tau + step
+            if not (np.all(np.isfinite(new)) and np.all(new > 0.0)):
+                new = u
+            done = bool(np.all(np.abs(new - tau) <= tol * np.abs(new)))
+            tau = new
+            if done:
+                break
+        else:
+            if tau0 is not None:  # from the lower bound, where the warm start failed
+                self.tau_last = None
+                return self.resolvent(vhat1, lamg, beta, pi, 1.0 / den, tol, max_iter)
+            nan = np.full(K, np.nan)
+            return nan, np.full((K, K), np.nan), nan
+        e, V1 = self.evaluate(vhat1, beta * pi * tau, beta)
+        self.tau_last = tau
+        return tau, V1, pi * tau
+
+    def _ed(self, vhat1: np.ndarray, Kc: np.ndarray) -> np.ndarray:
+        """``de_g/dD_h = -d^-1 tr[(Vc Kc Sig)_gh (Vc Kc Sig)_hg]`` (K x K)."""
+        return self._ed_ks(vhat1, self.ksig(Kc))
+
+    def _ed_ks(self, vhat1: np.ndarray, KS: np.ndarray) -> np.ndarray:
+        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
+        return -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+
+    # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
+    def parts(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
+        """The Hessian pieces at ``(Vhat1, tau)``: ``HVV[c,d,a,b] = dV1_cd/dVhat1_ab``,
+        ``HVD[c,d,g] = dV1_cd/dD_g``, ``ED[g,h] = de_g/dD_h`` (``de_g/dVhat1_ab =
+        beta HVD[a,b,g]``: Psi's Hessian is symmetric)."""
+        key = (vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if self._parts_key == key:
+            return self._parts
+        D = beta * pi * tau
+        W = self.wfull(vhat1, D)
+        if W is None:
+            Kc = self.kinv(vhat1, D)
+            KS = self.ksig(Kc)
+            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
+            KS = W / D[None, None, None, :, None]
+            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
+        bd = beta * self.d
+        HVV = -np.einsum("zdiaj,zejci->cdae", W, W, optimize=True) / bd
+        HVD = np.einsum("zdigk,zcigk->cdg", KS, Kc, optimize=True) / bd
+        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
+        ED = -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+        self._parts_key, self._parts = key, (HVV, HVD, ED)
+        return self._parts
+
+    def dresolvent(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
+                   X1: np.ndarray, X2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
+        (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
+        HVV, HVD, ED = self.parts(vhat1, tau, beta, pi)
+        K = self.K
+        bp = beta * pi
+        t2 = tau * tau
+        EVx = beta * np.einsum("abg,ab->g", HVD, X1)  # de_g/dVhat1_ab = beta HVD[a,b,g]
+        Jm = np.eye(K) + t2[:, None] * ED * bp[None, :]
+        dtau = np.linalg.solve(Jm, -t2 * (X2 + EVx))
+        dV1 = np.einsum("cdab,ab->cd", HVV, X1) + np.einsum("cdg,g->cd", HVD, bp * dtau)
+        return 0.5 * (dV1 + dV1.T), pi * dtau
+

@@ -1,0 +1,150 @@
+"""The fields of the K-group equations when the groups' bulk outside E is coupled to their
+coordinates on E (docs/DERIVATIONS.md §9.7): the interface of
+:class:`asymptotics.network.channels.Channels` with the Gram of the special columns taken in
+the resolvent of the outside columns.
+
+Within group g the bulk's coordinates on ``[V, T]`` are ``b_E = A_g b_perp + eps`` (``eps``
+independent of the part outside E, covariance ``Ecov_g``), so every special column is
+``P_g B_perp a_(g,e) + P_g eps_e`` and, with ``W = (Dc^-1 + Vhat1 (x) I)^-1`` the bulk's
+(:class:`asymptotics.network.bulk.GroupBulk`; block diagonal over its B device blocks, each
+carrying its own ``a`` vectors, averaged),
+
+    Acal[(g,e),(h,f)] = a_(g,e)^T W_gh a_(h,f) + delta_gh delta_g Ecov_g[e,f],
+    X_TT = Acal_TT (I + M Acal_TT)^-1,   Phi_VT = Acal_VT (I + M Acal_TT)^-1,
+    Phi_VV = Acal_VV - Acal_VT M (I + Acal_TT M)^-1 Acal_TV,     M = Vhat1 (x) I_k,
+    psi = X_TT psihat + Phi_VT^T zetahat,   zeta = Phi_VT psihat + Phi_VV zetahat,
+
+``F = s^T R s`` the quadratic form of ``(zetahat, psihat)`` with these blocks; the field parts
+of Q are ``-dF/dVhat`` (``dW = -W (X1 (x) I) W + Kc dDc Kc^T``, tau moving by the bulk's
+implicit derivative; F's dependence on ``(Acal, M)`` differentiated by a complex step, exact
+to rounding). With ``a = 0`` this is :class:`~asymptotics.network.channels.Channels`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asymptotics.network.bulk import GroupBulk
+
+
+class CoupledChannels:
+    """``a``: B x K x (r+k) x n coupling vectors (per device block, in the bulk's outside
+    coordinates), ``ecov``: K x (r+k) x (r+k) residual covariances on ``[V, T]``."""
+
+    def __init__(self, bulk: GroupBulk, a: np.ndarray, ecov: np.ndarray, r: int, k: int):
+        self.bulk, self.r, self.k = bulk, r, k
+        self.a = np.asarray(a, dtype=np.float64)
+        self.ecov = np.asarray(ecov, dtype=np.float64)
+        self.K = self.ecov.shape[0]
+        m = r + k
+        if self.a.shape != (bulk.B, self.K, m, bulk.n) or self.ecov.shape != (self.K, m, m):
+            raise ValueError(f"coupling shapes must be a {(bulk.B, self.K, m, bulk.n)} and "
+                             f"ecov {(self.K, m, m)}, got {self.a.shape} and {self.ecov.shape}")
+        self._key: tuple | None = None
+        self._val: tuple | None = None
+
+    def rotated(self, R: np.ndarray) -> CoupledChannels:
+        """The same coupling with the V basis rotated by ``R`` (r x r; as the channels' V block
+        ``R^T Sig R`` of :func:`asymptotics.network.solve.aligned_problem`)."""
+        m = self.r + self.k
+        Rb = np.eye(m)
+        Rb[:self.r, :self.r] = R
+        a = np.einsum("ie,bgin->bgen", Rb, self.a)
+        ecov = np.einsum("ie,gij,jf->gef", Rb, self.ecov, Rb)
+        return CoupledChannels(self.bulk, a, ecov, self.r, self.k)
+
+    # -- the Gram of the special columns -------------------------------------------------
+    def _w_parts(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        key = (vhat1.tobytes(), D.tobytes())
+        if self._key == key:
+            return self._val
+        Kc = self.bulk.kinv(vhat1, D)
+        W = self.bulk.ksig(Kc) * D[None, None, None, :, None]
+        Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a, optimize=True)  # W a_(y,f)
+        Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a, optimize=True)  # Kc^T a_(y,f)
+        self._key, self._val = key, (Kc, W, Wa, Kta)
+        return self._val
+
+    def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
+        _, _, Wa, _ = self._w_parts(vhat1, D)
+        m = self.r + self.k
+        out = np.einsum("bgei,bgihf->gehf", self.a, Wa, optimize=True) / self.bulk.B
+        for g in range(self.K):
+            out[g, :, g, :] += D[g] * self.ecov[g]
+        out = out.reshape(self.K * m, self.K * m)
+        return 0.5 * (out + out.T)
+
+    def dacal(self, vhat1: np.ndarray, D: np.ndarray, X1: np.ndarray, dD: np.ndarray
+              ) -> np.ndarray:
+        """The derivative of ``Acal`` along ``Vhat1 -> + X1``, ``D -> + dD``."""
+        _, _, Wa, Kta = self._w_parts(vhat1, D)
+        m = self.r + self.k
+        t1 = -np.einsum("xy,bxige,byihf->gehf", X1, Wa, Wa, optimize=True)
+        KS = np.einsum("bcij,bcjyf->bciyf", self.bulk.sig, Kta, optimize=True)
+        t2 = np.einsum("c,bcige,bcihf->gehf", dD, Kta, KS, optimize=True)
+        out = (t1 + t2) / self.bulk.B
+        for g in range(self.K):
+            out[g, :, g, :] += dD[g] * self.ecov[g]
+        out = out.reshape(self.K * m, self.K * m)
+        return 0.5 * (out + out.T)
+
+    def _split(self, Ac):
+        K, r, k = self.K, self.r, self.k
+        m = r + k
+        iv = np.array([g * m + e for g in range(K) for e in range(r)], dtype=np.int64)
+        it = np.array([g * m + r + e for g in range(K) for e in range(k)], dtype=np.int64)
+        return Ac[np.ix_(iv, iv)], Ac[np.ix_(iv, it)], Ac[np.ix_(it, it)]
+
+    def blocks(self, Ac, M):
+        """``(Phi_VV, Phi_VT, X_TT)`` from ``Acal`` and ``M = Vhat1 (x) I_k``."""
+        Avv, Avt, Att = self._split(Ac)
+        n = Att.shape[0]
+        Bi = np.linalg.inv(np.eye(n) + M @ Att)
+        Xtt = Att @ Bi
+        Pvt = Avt @ Bi
+        Pvv = Avv - Avt @ M @ np.linalg.inv(np.eye(n) + Att @ M) @ Avt.T
+        return Pvv, Pvt, Xtt
+
+    # -- the interface of Channels ------------------------------------------------------
+    def fields(self, vhat1, dl, zh, ph):
+        Pvv, Pvt, Xtt = self.blocks(self.acal(vhat1, dl), np.kron(vhat1, np.eye(self.k)))
+        z, p = zh.ravel(), ph.ravel()
+        psi = Xtt @ p + Pvt.T @ z
+        zeta = Pvt @ p + Pvv @ z
+        return zeta.reshape(self.K, self.r), psi.reshape(self.K, self.k)
+
+    def zeta_system(self, vhat1, dl, ph):
+        Pvv, Pvt, _ = self.blocks(self.acal(vhat1, dl), np.kron(vhat1, np.eye(self.k)))
+        return Pvv, Pvt @ ph.ravel()
+
+    def field_q(self, vhat1, tau, beta, pi, zh, ph, dres=None):
+        K = self.K
+        D = beta * pi * tau
+        Ac = self.acal(vhat1, D)
+        M = np.kron(vhat1, np.eye(self.k))
+        u = np.concatenate([zh.ravel(), ph.ravel()])
+
+        def quad(Ac_, M_):
+            Pvv, Pvt, Xtt = self.blocks(Ac_, M_)
+            return np.block([[Pvv, Pvt], [Pvt.T, Xtt]])
+
+        h = 1e-20
+
+        def d_f(dvh1, dvh2):
+            _, dv2 = self.bulk.dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
+            dD = beta * dv2  # d delta_g = beta pi_g d tau_g
+            dA = self.dacal(vhat1, D, dvh1, dD)
+            F = quad(Ac + 1j * h * dA, M + 1j * h * np.kron(dvh1, np.eye(self.k)))
+            return float(np.imag(u @ F @ u) / h)
+
+        q1, q2 = np.zeros((K, K)), np.zeros(K)
+        for g in range(K):
+            e2 = np.zeros(K)
+            e2[g] = 1.0
+            q2[g] = -d_f(np.zeros((K, K)), e2)
+            for hh in range(K):
+                e1 = np.zeros((K, K))
+                e1[g, hh] = 1.0
+                q1[g, hh] = -d_f(e1, np.zeros(K))
+        return 0.5 * (q1 + q1.T), q2

@@ -1,0 +1,279 @@
+"""The sampled device of the groups' bulk outside E after T giant steps (docs/DERIVATIONS.md
+§9.7, THEORY.md §15): each group's population covariance on the directions outside the span E
+of the target and of the spikes, formed on B independent blocks of n directions (fixed seed: the
+device is deterministic and cached per setting).
+
+Row i of group g has, outside E, the bulk ``b`` with covariance ``C_g / d``; a step with batch
+``x_mu`` (``n0 = alpha0 n`` samples on a block) maps it, at a fixed batch and to leading order,
+to the covariance (DERIVATIONS.md §9.2)
+
+    C_g <- L_g C_g L_g^T + n eta^2 eps_g^2 n0^-2 sum_mu e~_mu^2 (v_g - m2_g^2) x_mu x_mu^T,
+    L_g  = I + eta eps_g n0^-1 sum_mu e~_mu m1'_g(s_g . x_mu) x_mu x_mu^T,
+
+``e~ = y - f`` the residual with the label noise, ``m1'_g = m2_g / sqrt(c_g)``, ``v_g = Var_xi
+sigma'``, ``m2_g = E[xi sigma']`` (the part of ``sigma'`` linear in the bulk is in ``L_g``; the rest
+is the row noise), evaluated at the sample's coordinates on E (target ``z``, the spikes'
+outside coordinates ``h``: independent standard normals) and the state before the step
+(:func:`asymptotics.network.groups.network_groups`). ``C_g = I`` at t = 0. The blocks' covariances
+are normalised to trace n each (their mean variance is the recursion's ``c_g`` up to the device's
+sampling; :func:`device_scales` gives the ratio).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.multiindex.steps import Quadrature, mapping_inputs
+from asymptotics.multiindex.steps import evaluate as _evaluate
+from asymptotics.multiindex.xi_lines import xi_moments
+from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.groups import DEFAULT_QUAD, network_groups
+
+#: the device: B blocks of n outside directions (d = B n), the seed of its batches
+DEVICE_SIZE = 100
+DEVICE_BLOCKS = 4
+DEVICE_SEED = 0
+XI_NODES = 96
+#: the reference sample of the weights' moments (antithetic pairs)
+N_REF = 400_000
+
+_CACHE: dict = {}
+CACHE_SIZE = 64
+
+
+def device_covariances(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                       eta: float | Sequence[float], delta: float = 0.0,
+                       readout: object = "constant", size: int = DEVICE_SIZE,
+                       blocks: int = DEVICE_BLOCKS, seed: int = DEVICE_SEED,
+                       quad: Quadrature = DEFAULT_QUAD) -> tuple[np.ndarray, np.ndarray]:
+    """``(sig, scale)``: the normalised covariances outside E after ``steps`` steps (B x K x n x
+    n, each block's trace n) and each block's mean variance over the recursion's ``c_g``
+    (B x K; 1 up to the device's sampling). Cached."""
+    if not math.isfinite(alpha0):
+        raise ValueError(f"the bulk device needs a finite alpha0, got {alpha0}")
+    size = int(size)
+    blocks = int(blocks)
+    if size < 2 or blocks < 1:
+        raise ValueError(f"device size must be >= 2 and blocks >= 1, got {size}, {blocks}")
+    m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, quad=quad)
+    key = (m.sigma, target, m.readout, float(alpha0), m.etas, m.delta, size, blocks, seed, quad)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:  # an unhashable sigma or target: no cache
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    ng = network_groups(m.sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas,
+                        delta=m.delta, readout=m.readout, quad=quad)
+    values, fractions, k = np.asarray(m.values), np.asarray(m.fractions), m.k
+    K = len(values)
+    xi, wxi = gauss_hermite(XI_NODES)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, size, blocks]))
+    n0 = max(1, int(round(alpha0 * size)))
+    refs = []
+    rr = np.random.default_rng(np.random.SeedSequence([seed, 1]))
+    for t in range(m.steps):
+        st = ng.states[t]
+        Er, nr = _reference(rr, N_REF, k, st.L.shape[1])
+        w, u = _weights(m, st, Er, nr, fractions, values, xi, wxi)
+        refs.append((w.mean(axis=0), w.std(axis=0), u.mean(axis=0)))
+    sig = np.empty((blocks, K, size, size))
+    scale = np.empty((blocks, K))
+    for b in range(blocks):
+        C = np.repeat(np.eye(size)[None], K, axis=0)
+        for t in range(m.steps):
+            st = ng.states[t]
+            eta_t = m.etas[t]
+            E = rng.standard_normal((n0, k + st.L.shape[1]))
+            X = rng.standard_normal((n0, size))
+            noise = rng.standard_normal(n0)
+            w, u = _weights(m, st, E, noise, fractions, values, xi, wxi)
+            mw, sw, mu = refs[t]
+            for g in range(K):
+                # the weights' first two moments (and the noise weight's mean) set to the
+                # reference's: their O(n0^-1/2) sampling would move the whole spectrum
+                wg = mw[g] + (w[:, g] - w[:, g].mean()) * (sw[g] / max(w[:, g].std(), 1e-300))
+                ug = u[:, g] * (mu[g] / u[:, g].mean()) if u[:, g].mean() > 0 else u[:, g]
+                Mg = (X.T * wg) @ X / n0
+                Lg = np.eye(size) + eta_t * values[g] * Mg
+                Qg = (X.T * ug) @ X
+                C[g] = Lg @ C[g] @ Lg.T + size * (eta_t * values[g] / n0) ** 2 * Qg
+        cT = ng.states[m.steps].c
+        for g in range(K):
+            tr = float(np.trace(C[g]))
+            scale[b, g] = tr / size / cT[g] if cT[g] > 0 else 1.0
+            sig[b, g] = 0.5 * (C[g] + C[g].T) * (size / tr)
+    out = (sig, scale)
+    for arr in out:
+        arr.flags.writeable = False
+    if key is not None:
+        _CACHE[key] = out
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+    return out
+
+
+def _reference(rng: np.random.Generator, n: int, k: int, q: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """The reference sample of ``(z, h)`` and the label noise: antithetic in ``(z, h)`` and
+    symmetric under the sign of ``h`` (the law is; the groups' outside basis is fixed only up to
+    sign, so the reference does not depend on it)."""
+    E = rng.standard_normal((max(1, n // 4), k + q))
+    nz = rng.standard_normal(E.shape[0])
+    F = E.copy()
+    F[:, k:] *= -1.0
+    return np.vstack([E, -E, F, -F]), np.concatenate([nz, -nz, nz, -nz])
+
+
+def _weights(m, st, E: np.ndarray, noise: np.ndarray, fractions: np.ndarray,
+             values: np.ndarray, xi: np.ndarray, wxi: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """Per sample (rows of ``E``: coordinates on E) and group: the weight ``e~ m1'_g`` of the
+    step's matrix and ``e~^2 (v_g - m2_g^2)`` of its row noise (module docstring)."""
+    S = np.hstack([st.a, st.L])
+    F, _, m2, v = xi_moments(m.sigma, st.c, E @ S.T, xi, wxi)
+    e = _evaluate(m.g, E[:, :m.k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
+    sc = np.sqrt(st.c)
+    m1p = m2 / np.where(sc > 0, sc, np.inf)[None, :]
+    return e[:, None] * m1p, (e * e)[:, None] * np.maximum(v - m2**2, 0.0)
+
+
+def network_bulk(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                 eta: float | Sequence[float], delta: float = 0.0, readout: object = "constant",
+                 size: int = DEVICE_SIZE, blocks: int = DEVICE_BLOCKS,
+                 seed: int = DEVICE_SEED) -> GroupBulk:
+    """The :class:`GroupBulk` of :func:`device_covariances`."""
+    return GroupBulk(device_covariances(sigma, target, steps=steps, alpha0=alpha0, eta=eta,
+                                        delta=delta, readout=readout, size=size, blocks=blocks,
+                                        seed=seed)[0])
+
+
+def device_scales(sigma: str | Function, target: str, **kw) -> np.ndarray:
+    """Each block's mean variance outside E over the recursion's ``c_g`` (B x K)."""
+    return device_covariances(sigma, target, **kw)[1]
+
+
+def _factor_gram(S: np.ndarray) -> np.ndarray:
+    """A K x q factor of ``S S^T`` (q the rank)."""
+    u, s, _ = np.linalg.svd(S, full_matrices=False)
+    q = int(np.sum(s > 1e-10 * max(1.0, s.max(initial=0.0))))
+    return u[:, :q] * s[:q]
+
+
+def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float = 0.0,
+                   readout: object = "constant", size: int = DEVICE_SIZE,
+                   blocks: int = DEVICE_BLOCKS, seed: int = DEVICE_SEED,
+                   quad: Quadrature = DEFAULT_QUAD, n_ref: int = N_REF // 4
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``(sig, a, ecov, r)``: the device of :func:`device_covariances` carrying E too (the target
+    coordinates and the spikes' outside parts built on the device's own batches, docs/
+    DERIVATIONS.md §9.7): per block the normalised covariance outside E (B x K x n' x n'), the
+    coupling vectors of the model's ``[V, T]`` coordinates to it (B x K x (r+k) x n') and the
+    residual covariances on ``[V, T]`` (K x (r+k) x (r+k), from the groups' channels)."""
+    from asymptotics.network.groups import model_channels
+
+    m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                       readout=readout, quad=quad)
+    key = ("coupled", m.sigma, target, m.readout, float(alpha0), m.etas, m.delta, size, blocks,
+           seed, quad, n_ref)
+    try:
+        hit = _CACHE.get(key)
+    except TypeError:
+        key, hit = None, None
+    if hit is not None:
+        return hit
+    ng = network_groups(m.sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas,
+                        delta=m.delta, readout=m.readout, quad=quad)
+    values, fractions, k = np.asarray(m.values), np.asarray(m.fractions), m.k
+    K = len(values)
+    xi, wxi = gauss_hermite(XI_NODES)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, size, blocks, 7]))
+    n0 = max(1, int(round(alpha0 * size)))
+    D0 = k + size
+    stT = ng.states[m.steps]
+    U_model, _, Q = stT.spiked_model()
+    r = U_model.shape[1]
+    sig_ee = model_channels(stT, ng.cov[m.steps])
+    out_s, out_a, out_p = [], [], []
+    for _ in range(blocks):
+        C = np.repeat(np.eye(D0)[None], K, axis=0)
+        S = np.zeros((K, D0))
+        for t in range(m.steps):
+            st = ng.states[t]
+            eta_t = m.etas[t]
+            X = rng.standard_normal((n0, D0))
+            noise = rng.standard_normal(n0)
+            Lf = _factor_gram(S[:, k:])
+            dev = type(st)(t, S[:, :k], Lf, st.c)
+            Ex = np.hstack([X[:, :k], X[:, k:] @ (np.linalg.pinv(Lf) @ S[:, k:]).T]) \
+                if Lf.shape[1] else X[:, :k]
+            w, u = _weights(m, dev, Ex, noise, fractions, values, xi, wxi)
+            Er, nr = _reference(rng, n_ref, k, Lf.shape[1])
+            wr, ur = _weights(m, dev, Er, nr, fractions, values, xi, wxi)
+            F, m1, _, _ = xi_moments(m.sigma, st.c, X @ S.T, xi, wxi)
+            e = _evaluate(m.g, X[:, :k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
+            S_new = S + eta_t * values[:, None] * ((e[:, None] * m1).T @ X) / n0
+            for g in range(K):
+                wg = wr[:, g].mean() + (w[:, g] - w[:, g].mean()) * (
+                    wr[:, g].std() / max(w[:, g].std(), 1e-300))
+                ug = u[:, g] * (ur[:, g].mean() / u[:, g].mean()) if u[:, g].mean() > 0 \
+                    else u[:, g]
+                Lg = np.eye(D0) + eta_t * values[g] * (X.T * wg) @ X / n0
+                C[g] = Lg @ C[g] @ Lg.T + D0 * (eta_t * values[g] / n0) ** 2 * (X.T * ug) @ X
+            S = S_new
+        # the model's [V, T] on this block: V from the device's spikes matched to the model's
+        # loadings (least squares, then the nearest orthonormal frame), T the rotated targets
+        Vd = np.linalg.pinv(S, rcond=1e-10) @ U_model
+        uu, _, vt = np.linalg.svd(Vd, full_matrices=False)
+        Vd = uu @ vt
+        th = np.zeros((D0, k))
+        th[:k] = Q
+        T = th - Vd @ (Vd.T @ th)
+        rho = np.linalg.norm(T, axis=0)
+        T = np.where(rho > 1e-12, T / np.maximum(rho, 1e-300), 0.0)
+        BE = np.hstack([Vd, T])
+        span = np.hstack([np.eye(D0)[:, :k], S.T])
+        us, ss, _ = np.linalg.svd(span, full_matrices=True)
+        qe = int(np.sum(ss > 1e-10 * max(1.0, ss.max(initial=0.0))))
+        Up = us[:, qe:]
+        sb, ab, pb = [], [], []
+        for g in range(K):
+            Ct = C[g] / stT.c[g]
+            Cp = Up.T @ Ct @ Up
+            A = (BE.T @ Ct @ Up) @ np.linalg.inv(Cp)
+            kap = Cp.shape[0] / np.trace(Cp)
+            sb.append(0.5 * (Cp + Cp.T) * kap)
+            ab.append(A / math.sqrt(kap))
+            pb.append(A @ Cp @ A.T)
+        out_s.append(sb)
+        out_a.append(ab)
+        out_p.append(pb)
+    ns = min(len(x[0]) for x in out_s)
+    sig = np.array([[s_[:ns, :ns] for s_ in x] for x in out_s])
+    a = np.array([[a_[:, :ns] for a_ in x] for x in out_a])
+    expl = np.mean(np.array(out_p), axis=0)
+    ecov = np.empty_like(sig_ee)
+    for g in range(K):
+        ev, evec = np.linalg.eigh(sig_ee[g] - expl[g])
+        ecov[g] = (evec * np.maximum(ev, 0.0)) @ evec.T
+    for arr in (sig, a, ecov):
+        arr.flags.writeable = False
+    out = (sig, a, ecov, r)
+    if key is not None:
+        _CACHE[key] = out
+    return out
+
+
+def network_coupled(sigma: str | Function, target: str, **kw):
+    """The :class:`asymptotics.network.coupling.CoupledChannels` of :func:`coupled_device`."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    sig, a, ecov, r = coupled_device(sigma, target, **kw)
+    return CoupledChannels(GroupBulk(sig), a, ecov, r, ecov.shape[1] - r)

@@ -1,0 +1,221 @@
+"""The K-group generalised Marchenko-Pastur bulk outside E (docs/DERIVATIONS.md §9.7):
+reductions to the isotropic block resolvent (§10.4) and to the one-group population bulk (§7),
+an independent closed form for commuting covariances, the derivatives against finite
+differences, and the device's scale against the groups' recursion."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asymptotics.measures.channels import population_bulk
+from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.device import device_covariances
+from asymptotics.network.groups import network_groups
+from asymptotics.network.solve import risk_network_groups
+from asymptotics.spiked.kernels import dresolvent, resolvent
+
+K3 = dict(lamg=np.array([0.05, 0.2, 0.1]), beta=1.3, pi=np.array([0.2, 0.5, 0.3]))
+
+
+def _vhat(seed: int = 0, K: int = 3) -> np.ndarray:
+    A = np.random.default_rng(seed).standard_normal((K, K))
+    return 0.7 * A @ A.T
+
+
+def _noncommuting(B: int, K: int, n: int, seed: int = 1) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    sig = np.empty((B, K, n, n))
+    for b in range(B):
+        for g in range(K):
+            X = rng.standard_normal((n, 2 * n))
+            sig[b, g] = X @ X.T / (2 * n)
+            sig[b, g] *= n / np.trace(sig[b, g])
+    return sig
+
+
+def test_isotropic_bulk_is_the_block_resolvent():
+    vh = _vhat()
+    gb = GroupBulk(np.broadcast_to(np.eye(15), (2, 3, 15, 15)).copy())
+    t1, V1a, V2a = gb.resolvent(vh, K3["lamg"], K3["beta"], K3["pi"])
+    t0, V1b, V2b = resolvent(vh, K3["lamg"], K3["beta"], K3["pi"])
+    assert np.allclose(t1, t0, rtol=1e-12, atol=0)
+    assert np.allclose(V1a, V1b, rtol=1e-12, atol=1e-14)
+    assert np.allclose(V2a, V2b, rtol=1e-12, atol=0)
+    rng = np.random.default_rng(2)
+    X1 = rng.standard_normal((3, 3))
+    X1 += X1.T
+    X2 = rng.standard_normal(3)
+    d1 = gb.dresolvent(vh, t1, K3["beta"], K3["pi"], X1, X2)
+    d0 = dresolvent(vh, t0, K3["beta"], K3["pi"], X1, X2)
+    assert np.allclose(d1[0], d0[0], atol=1e-12) and np.allclose(d1[1], d0[1], atol=1e-12)
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.7])
+def test_one_group_is_the_population_bulk(beta):
+    """K = 1 with a rotated (non-diagonal) covariance: m = <1/S> and <rho/S> of §7."""
+    rng = np.random.default_rng(4)
+    lam = rng.gamma(2.0, 0.5, size=60)
+    U = np.linalg.qr(rng.standard_normal((60, 60)))[0]
+    S = (U * lam) @ U.T
+    S *= 60 / np.trace(S)
+    s0, s1 = 0.07, 1.7
+    tau, V1, _ = GroupBulk(S[None, None]).resolvent(np.array([[s1]]), np.array([s0]), beta,
+                                                    np.array([1.0]))
+    out = np.zeros(5)
+    population_bulk(out, beta, np.linalg.eigvalsh(S), np.full(60, 1 / 60), s0, s1, True)
+    assert abs(tau[0] - out[0]) <= 1e-12 * out[0]
+    assert abs(V1[0, 0] - out[1]) <= 1e-12 * out[1]
+
+
+def test_commuting_covariances_match_the_per_direction_closed_form():
+    """Diagonal Sig_g (commuting): the dK system splits into d K x K systems,
+    e_g = d^-1 sum_j lam_gj [Vhat1 (I + diag(D lam_j) Vhat1)^-1]_gg, V1 likewise."""
+    rng = np.random.default_rng(5)
+    n, K = 40, 3
+    lam = rng.gamma(1.5, 1.0, size=(K, n))
+    lam *= n / lam.sum(axis=1, keepdims=True)
+    sig = np.zeros((1, K, n, n))
+    for g in range(K):
+        sig[0, g] = np.diag(lam[g])
+    vh = _vhat(7)
+    D = np.array([0.3, 0.9, 0.5])
+    e, V1 = GroupBulk(sig).evaluate(vh, D, 1.3)
+    e_ref, V1_ref = np.zeros(K), np.zeros((K, K))
+    for j in range(n):
+        Dj = np.diag(D * lam[:, j])
+        Ki = np.linalg.inv(np.eye(K) + Dj @ vh)
+        e_ref += np.diag(vh @ Ki) * lam[:, j] / n
+        V1_ref += (Ki @ Dj) / (1.3 * n)
+    assert np.allclose(e, e_ref, rtol=1e-12)
+    assert np.allclose(V1, 0.5 * (V1_ref + V1_ref.T), rtol=1e-12)
+
+
+def test_derivatives_are_the_finite_differences():
+    sig = _noncommuting(2, 3, 12)
+    gb = GroupBulk(sig)
+    vh = _vhat(1)
+    rng = np.random.default_rng(3)
+    X1 = rng.standard_normal((3, 3))
+    X1 += X1.T
+    X2 = rng.standard_normal(3)
+    lamg, beta, pi = K3["lamg"], K3["beta"], K3["pi"]
+    tau, _, _ = gb.resolvent(vh, lamg, beta, pi)
+    dV1, dV2 = gb.dresolvent(vh, tau, beta, pi, X1, X2)
+    h = 1e-5
+    _, V1p, V2p = gb.resolvent(vh + h * X1, lamg + h * X2, beta, pi)
+    _, V1m, V2m = gb.resolvent(vh - h * X1, lamg - h * X2, beta, pi)
+    assert np.allclose((V1p - V1m) / (2 * h), dV1, atol=1e-7 * np.abs(dV1).max())
+    assert np.allclose((V2p - V2m) / (2 * h), dV2, atol=1e-7 * np.abs(dV2).max())
+
+
+def test_isotropic_outside_bulk_leaves_the_risk():
+    """``outside=`` an identity bulk gives the route's numbers (order parameters included)."""
+    params = dict(sigma="relu", target="z1 + z1*z2", loadings=[[1.0, 0.3], [-0.5, 0.8]],
+                  bulk=[0.8, 1.1], fractions=[0.4, 0.6], overlaps=[[0.7, 0.1], [0.2, 0.5]],
+                  lam=0.01, beta=1.2)
+    ch = np.repeat(np.eye(4)[None], 2, axis=0)
+    a = risk_network_groups(0.8, channels=ch, **params)
+    b = risk_network_groups(0.8, channels=ch,
+                            outside=GroupBulk(np.broadcast_to(np.eye(20), (2, 2, 20, 20)).copy()),
+                            **params)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-9 * a.risk
+    for name in ("Q1", "Q2", "zeta", "psi"):
+        assert np.allclose(a.order[name], b.order[name], atol=1e-9)
+
+
+def test_device_variance_is_the_recursion_c():
+    """Each block's mean variance outside E after two relu steps is the groups' c_g (the
+    recursion of THEORY.md §12.2, an independent quadrature) to the device's sampling."""
+    kw = dict(steps=2, alpha0=16.0, eta=(2.0, 8.0))
+    _, scale = device_covariances("relu", "z1 + z1*z2", **kw)
+    assert np.all(np.abs(scale - 1.0) < 0.06), scale
+    assert abs(float(scale.mean()) - 1.0) < 0.03
+    ng = network_groups("relu", "z1 + z1*z2", **kw)
+    assert ng.states[2].c[0] > 0
+
+
+def test_coupling_zero_is_the_channels():
+    """``CoupledChannels`` with no coupling (``a = 0``, the residual covariance the channels'
+    own) is :class:`Channels` on the same bulk, order parameters included."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    params = dict(sigma="relu", target="z1 + z1*z2", loadings=[[1.0, 0.3], [-0.5, 0.8]],
+                  bulk=[0.8, 1.1], fractions=[0.4, 0.6], overlaps=[[0.7, 0.1], [0.2, 0.5]],
+                  lam=0.01, beta=1.2)
+    rng = np.random.default_rng(0)
+    ch = []
+    for _ in range(2):
+        A = rng.standard_normal((4, 4)) * 0.4
+        ch.append(np.eye(4) + A @ A.T)
+    ch = np.array(ch)
+    gb = GroupBulk(_noncommuting(2, 2, 10))
+    a = risk_network_groups(0.8, channels=ch, outside=gb, **params)
+    cc = CoupledChannels(gb, np.zeros((2, 2, 4, 10)), ch, 2, 2)
+    b = risk_network_groups(0.8, channels=ch, coupled=cc, **params)
+    assert a.converged and b.converged
+    assert abs(a.risk - b.risk) <= 1e-12 * a.risk
+    for name in ("Q1", "Q2", "zeta", "psi"):
+        assert np.allclose(a.order[name], b.order[name], atol=1e-12)
+
+
+def _independent_bulk(sig, pi, beta, lamg, vhat1):
+    """A second derivation of the K-group bulk (written apart from ``GroupBulk``): lift the
+    groups to K d dimensions, ``A = blockdiag(beta pi_g tau_g Sig_g)``, ``M = Vhat1 (x) I``,
+    ``H = M (I + A M)^-1``, ``1/tau_g = lamg_g + tr(Sig_g H_gg)/d`` solved by the monotone
+    plain iteration, ``V1_gh = tr N_hg/(beta d)`` with ``N = A (I + M A)^-1``, ``V2 = pi tau``."""
+    K, d = len(sig), sig[0].shape[0]
+    M = np.kron(vhat1, np.eye(d))
+    tau = 1.0 / (lamg + np.diag(vhat1))
+    for _ in range(5000):
+        A = np.zeros((K * d, K * d))
+        for g in range(K):
+            A[g * d:(g + 1) * d, g * d:(g + 1) * d] = beta * pi[g] * tau[g] * sig[g]
+        H = M @ np.linalg.inv(np.eye(K * d) + A @ M)
+        e = np.array([np.sum(sig[g] * H[g * d:(g + 1) * d, g * d:(g + 1) * d].T) / d
+                      for g in range(K)])
+        new = 1.0 / (lamg + e)
+        if np.max(np.abs(new - tau)) < 1e-15 * np.max(tau):
+            tau = new
+            break
+        tau = new
+    A = np.zeros((K * d, K * d))
+    for g in range(K):
+        A[g * d:(g + 1) * d, g * d:(g + 1) * d] = beta * pi[g] * tau[g] * sig[g]
+    N = A @ np.linalg.inv(np.eye(K * d) + M @ A)
+    V1 = np.array([[np.trace(N[h * d:(h + 1) * d, g * d:(g + 1) * d]) for h in range(K)]
+                   for g in range(K)]) / (beta * d)
+    return 0.5 * (V1 + V1.T), pi * tau
+
+
+def test_non_commuting_bulk_matches_an_independent_derivation():
+    """K = 3 groups whose covariances are different polynomials of two weighted sample
+    covariances of one batch (they do not commute): ``GroupBulk`` against the independent
+    lift above, values and (by central differences of the independent code) derivatives."""
+    rng = np.random.default_rng(11)
+    d, K = 60, 3
+    x = rng.standard_normal((4 * d, d))
+    e = np.maximum(x[:, 0], 0.0) + 0.3 * np.tanh(2.0 * x[:, 0])
+    M = (x * e[:, None]).T @ x / (4 * d)
+    Q = (x * (e ** 2)[:, None]).T @ x / (4 * d)
+    sig = []
+    for a, b in [(0.6, 0.2), (-0.5, 0.7), (0.2, 0.0)]:
+        S = (np.eye(d) + a * M) @ (np.eye(d) + a * M) + b * Q
+        sig.append(S * d / np.trace(S))
+    pi, beta = np.array([0.2, 0.5, 0.3]), 1.3
+    C = rng.standard_normal((K, K))
+    vhat1, lamg = C @ C.T, np.array([0.3, 0.15, 0.5])
+    bulk = GroupBulk(np.array(sig)[None])
+    tau, V1, V2 = bulk.resolvent(vhat1, lamg, beta, pi)
+    W1, W2 = _independent_bulk(sig, pi, beta, lamg, vhat1)
+    assert np.max(np.abs(V1 - W1)) <= 1e-12 * np.max(np.abs(W1))
+    assert np.max(np.abs(V2 - W2)) <= 1e-12 * np.max(np.abs(W2))
+    X1 = rng.standard_normal((K, K))
+    X1, X2 = X1 + X1.T, rng.standard_normal(K)
+    dV1, dV2 = bulk.dresolvent(vhat1, tau, beta, pi, X1, X2)
+    h = 1e-5
+    p1, p2 = _independent_bulk(sig, pi, beta, lamg + h * X2, vhat1 + h * X1)
+    m1, m2 = _independent_bulk(sig, pi, beta, lamg - h * X2, vhat1 - h * X1)
+    assert np.max(np.abs(dV1 - (p1 - m1) / (2 * h))) <= 1e-7 * np.max(np.abs(dV1))
+    assert np.max(np.abs(dV2 - (p2 - m2) / (2 * h))) <= 1e-7 * np.max(np.abs(dV2))

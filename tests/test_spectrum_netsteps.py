@@ -1,0 +1,86 @@
+"""The network's spectra beyond one step (docs/THEORY.md §16.6, §16.8) and the two-step
+eta ~ p^(1/2 + a) weights inside ``spectrum`` (§16.7).
+
+Independent checks: with every group's bulk isotropic on E (``Sig_g = I``) the network's
+channels are the sRF surrogate's exactly (a different formula: the features' E columns as
+channels instead of inside the bulk; the weights' additive ``W_perp W_perp^T + L L^T`` instead of
+the multiplicative spike of §16.6), so the two must agree to rounding. The agreement with the
+trained network is the campaigns' (validation/reports/SPECTRA_THEORY.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import asymptotics
+from asymptotics.network import groups as network_groups_module
+from asymptotics.spectra import two_step_weights
+
+KW = dict(sigma="tanh", target="tanh(z1)", alpha0=2.0, eta=1.0, beta=0.5, steps=2)
+
+
+@pytest.fixture
+def isotropic(monkeypatch):
+    orig = network_groups_module.model_channels
+
+    def iso(state, cov):
+        S = orig(state, cov)
+        return np.repeat(np.eye(S.shape[1])[None], S.shape[0], axis=0)
+
+    monkeypatch.setattr(network_groups_module, "model_channels", iso)
+
+
+@pytest.mark.parametrize("readout", ["constant", "pm1"])
+def test_isotropic_network_features_are_the_srf_ones(isotropic, readout: str) -> None:
+    net = asymptotics.spectrum("features", alpha=4.0, model="network", readout=readout, d=1000,
+                               **KW)
+    srf = asymptotics.spectrum("features", alpha=4.0, model="srf", readout=readout, d=1000, **KW)
+    assert net.model == "network" and len(net.outliers) == len(srf.outliers) >= 1
+    assert np.ravel(net.support) == pytest.approx(np.ravel(srf.support), rel=1e-12)
+    for a, b in zip(net.outliers, srf.outliers, strict=True):
+        assert a.location == pytest.approx(b.location, rel=1e-10)
+        assert a.overlaps["target (B t)"] == pytest.approx(0.0, abs=1e-14)
+        learned = sum(v for k, v in b.overlaps.items() if k.startswith("learned"))
+        assert a.overlaps["learned span (B V)"] == pytest.approx(learned, rel=1e-8)
+        means = sum(v for k, v in b.overlaps.items() if k.startswith("mean"))
+        assert a.overlaps["mean" if readout == "constant" else "readout"] == pytest.approx(
+            means, rel=1e-9)
+
+
+@pytest.mark.parametrize("steps,readout", [(2, "pm1"), (3, "constant")])
+def test_isotropic_network_weights_are_the_srf_ones(isotropic, steps: int, readout: str) -> None:
+    kw = dict(KW, steps=steps, readout=readout, d=1000)
+    net = asymptotics.spectrum("weights", model="network", **kw)
+    srf = asymptotics.spectrum("weights", model="srf", **kw)
+    assert len(net.outliers) == len(srf.outliers) == 1
+    a, b = net.outliers[0], srf.outliers[0]
+    assert a.location == pytest.approx(b.location, rel=1e-10)
+    for name in ("mean", "readout", "learned span", "target 1"):
+        assert a.overlaps[name] == pytest.approx(b.overlaps[name], rel=1e-8, abs=1e-14)
+
+
+def test_network_weights_move_the_left_overlap_up() -> None:
+    """The network's bulk has less variance along the spike than the isotropic groups (the
+    route's Sig_vv < 1): the left vector's deficit 1 - <u, 1/sqrt p>^2 shrinks by about that
+    factor, the location and the right vector barely move."""
+    net = asymptotics.spectrum("weights", model="network", readout="constant", d=1000, **KW)
+    srf = asymptotics.spectrum("weights", model="srf", readout="constant", d=1000, **KW)
+    svv = net.params["channels"][0][0][0]
+    assert 0.5 < svv < 1.0
+    ratio = (1 - net.outliers[0].overlaps["mean"]) / (1 - srf.outliers[0].overlaps["mean"])
+    assert ratio == pytest.approx(svv, abs=0.1)
+    assert net.outliers[0].location == pytest.approx(srf.outliers[0].location, rel=1e-3)
+
+
+def test_two_step_weights_is_spectrum() -> None:
+    """``spectrum(of='weights', exponents=...)`` and the door ``two_step_weights``: one law."""
+    law = asymptotics.spectrum("weights", sigma="tanh(z+0.5)", target="linear", steps=2,
+                               readout="gaussian", exponents=(0.2, 0.3), eta=(1.0, 3.0),
+                               beta=0.5, alpha0=1.0, d=1000)
+    r = two_step_weights("tanh(z+0.5)", "linear", a1=0.2, a2=0.3, d=1000, eta1=1.0, eta2=3.0)
+    assert isinstance(law, asymptotics.SpectralLaw) and law.status == "converged"
+    assert [o.location for o in law.outliers] == pytest.approx([v * v for v in r.outliers])
+    assert law.edge == pytest.approx(r.edge ** 2)
+    assert law.params["count"] == r.count and tuple(law.params["degrees"]) == r.degrees
+    assert [o.channel for o in law.outliers] == list(r.channels)
+    assert law.mass == pytest.approx(1.0, abs=2e-3)
