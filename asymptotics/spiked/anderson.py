@@ -12,7 +12,7 @@ import numpy as np
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.solver import Status
-from asymptotics.spiked.kernels import complete, full_map, risk_of, sizes, v_map
+from asymptotics.spiked.kernels import complete, full_map_e, risk_of, sizes, v_map
 
 # the status codes of Status (the one list), as plain ints the kernel compiles as constants
 CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
@@ -87,13 +87,16 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     sv, power, total = np.zeros(0), np.zeros(0), 0.0
     resid = rr
     status = code
+    E = np.zeros(0)
+    clamped = True  # (risk from the state unless full_map's E(k) is at this very state)
     if solved:
         v = x
         for _ in range(3):
             v = v_map(v, w, mb1, ms2, A, lam, beta, pi)
         state, ok, sv, power, total = complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam,
                                                delta, beta, pi, p_inv)
-        fx = full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv)
+        fx, E = full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
+                           p_inv)
         resid = _residual(state, fx, floor)
         finite = True
         for i in range(state.shape[0]):
@@ -113,7 +116,10 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
             if not state[g * (K + 1)] >= -tiny:
                 q_ok = False
         if q_ok:
+            clamped = False
             for i in range(o[1], o[2]):
+                if not state[i] > 0.0:
+                    clamped = True
                 state[i] = max(state[i], 0.0)
             if not resid <= rtol:
                 status = MAX_ITER
@@ -121,5 +127,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
             status = OUT_OF_DOMAIN
     risk = np.nan
     if status == CONVERGED:
-        risk = risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2)
+        # risk_of(state) is sum w E(k); full_map_e computed E at this state unless Q2 moved
+        risk = risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2) if clamped else \
+            float(np.sum(w * E))
     return state, status, n_it, resid, x, solved, risk, sv, power, total

@@ -15,15 +15,24 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
+from scipy import special
+from scipy.special import roots_legendre
 
-from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.line_moments import direct_moments, line_moments
-from asymptotics.coefficients.quadrature import gauss_hermite, kappa_rule
+from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.line_moments import direct_moments, line_moments, on_line
+from asymptotics.coefficients.quadrature import (
+    HALF_WIDTH,
+    N_PIECE,
+    N_SMOOTH,
+    gauss_hermite,
+    kappa_rule,
+)
 from asymptotics.core import group_checks
+from asymptotics.core.coldstart import kernel
 
 #: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
 KAPPA_NODES = {1: 120, 2: 24, 3: 12}
@@ -113,6 +122,179 @@ def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
     return out
 
 
+#: |z| at and beyond which scipy's erf is exactly +-1 (1 - erfc(z) with erfc(6) = 2.2e-17, below
+#: half an ulp of 1; it first rounds to 1 at z = 5.92)
+ERF_SATURATION = 6.0
+
+
+def _erf(z: np.ndarray) -> np.ndarray:
+    """scipy's erf, bit for bit, evaluated only where |z| < :data:`ERF_SATURATION`."""
+    z = np.asarray(z, dtype=np.float64)
+    if z.ndim == 0:
+        return special.erf(z)
+    out = np.sign(z)
+    band = np.abs(z) < ERF_SATURATION
+    out[band] = special.erf(z[band])
+    return out
+
+
+def _softplus(z: np.ndarray) -> np.ndarray:
+    """log(1 + e^z) as max(z, 0) + log1p(exp(-|z|)) with numpy's vectorised exp and log1p
+    (numpy's logaddexp(0, z) calls the C library's per element: within 3 ulps of it)."""
+    z = np.asarray(z, dtype=np.float64)
+    return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+
+
+_FAST = {"erf": _erf, "softplus": _softplus}
+_FAST_FUNCTIONS: dict[str, Function] = {}
+
+
+def fast(fn: Function) -> Function:
+    """``fn`` with a cheaper evaluation of the same numbers (the registered erf bit for bit, the
+    registered softplus to 3 ulps; tests/test_kgroup_kernels.py compares them); other functions
+    as given."""
+    if fn.identity is not None or fn.name not in _FAST:
+        return fn
+    if fn.name not in _FAST_FUNCTIONS:
+        _FAST_FUNCTIONS[fn.name] = replace(get_function(fn.name), f=_FAST[fn.name])
+    out = _FAST_FUNCTIONS[fn.name]
+    return out if out == fn and fn.f is get_function(fn.name).f else fn
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half_width: float
+                  ) -> np.ndarray:
+    """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass: per shift p the
+    Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
+    in the weights, the moments summed in the same order (exp from the C library instead of
+    numpy's vectorised one: within an ulp)."""
+    m, n = pts.shape[0], t.shape[0]
+    L = half_width
+    c = math.sqrt(2 * math.pi)
+    out = np.zeros((m, 3))
+    for i in range(m):
+        p = pts[i]
+        b = (0.0 - p) / s
+        if not np.isfinite(b):
+            b = L
+        b = min(max(b, -L), L)
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for piece in range(2):
+            lo = -L if piece == 0 else b
+            hi = b if piece == 0 else L
+            mid = 0.5 * (lo + hi)
+            half = 0.5 * (hi - lo)
+            for j in range(n):
+                z = mid + half * t[j]
+                w = half * wt[j] * np.exp(-0.5 * z * z) / c
+                v = max(p + s * z, 0.0)
+                wf = w * v
+                s0 += wf
+                s1 += wf * z
+                s2 += wf * v
+        out[i, 0] = s0
+        out[i, 1] = s1
+        out[i, 2] = s2
+    return out
+
+
+@lru_cache(maxsize=8)
+def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    return roots_legendre(n)
+
+
+@kernel(cache=True, error_model="numpy")
+def _rows_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> tuple:
+    """Kernel: (finite, rows (sum w F, sum w F z, sum w F^2)) for one rule (z, w) shared by every
+    row: ``line_moments._shared_moments``' sums in the same order, four rows at a time."""
+    m, n = values.shape
+    out = np.zeros((m, 3))
+    finite = True
+    m4 = m - m % 4
+    for i in range(0, m4, 4):
+        a0, a1, a2, b0, b1, b2, c0, c1, c2, d0, d1, d2 = (0.0,) * 12
+        for j in range(n):
+            va, vb, vc, vd = values[i, j], values[i + 1, j], values[i + 2, j], values[i + 3, j]
+            wa, wb, wc, wd = w[j] * va, w[j] * vb, w[j] * vc, w[j] * vd
+            a0 += wa
+            a1 += wa * z[j]
+            a2 += wa * va
+            b0 += wb
+            b1 += wb * z[j]
+            b2 += wb * vb
+            c0 += wc
+            c1 += wc * z[j]
+            c2 += wc * vc
+            d0 += wd
+            d1 += wd * z[j]
+            d2 += wd * vd
+        out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
+        out[i + 1, 0], out[i + 1, 1], out[i + 1, 2] = b0, b1, b2
+        out[i + 2, 0], out[i + 2, 1], out[i + 2, 2] = c0, c1, c2
+        out[i + 3, 0], out[i + 3, 1], out[i + 3, 2] = d0, d1, d2
+    for i in range(m4, m):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(n):
+            wf = w[j] * values[i, j]
+            s0 += wf
+            s1 += wf * z[j]
+            s2 += wf * values[i, j]
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
+    for i in range(m):
+        for c in range(3):
+            if not np.isfinite(out[i, c]):
+                finite = False
+    return finite, out
+
+
+def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
+                    ) -> np.ndarray:
+    """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
+    shift), F evaluated by ``f`` (:func:`fast`)."""
+    x, w = gauss_hermite(n)
+    values = f(pts[:, None] + (s * x)[None, :])
+    finite, out = _rows_moments(np.ascontiguousarray(values), x, w)
+    if not finite and not np.all(np.isfinite(values)):
+        raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
+    return out
+
+
+def moments(fn: Function, t: np.ndarray, s: float, line: bool, **kw) -> np.ndarray:
+    """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
+    ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
+    by :func:`_rows_moments` and, for the registered relu, :func:`_relu_moments` (the pieces of
+    a function whose numbers are not numpy's bit for bit under their own cache key)."""
+    s = float(s)
+    f = fast(fn)
+    rule = tuple(sorted(kw.items()))
+    if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
+            fn.f is get_function("relu").f:
+        t_leg, w_leg = _legendre(int(kw.get("n_piece", N_PIECE)))
+
+        def direct(pts: np.ndarray) -> np.ndarray:
+            return _relu_moments(np.ascontiguousarray(pts, dtype=np.float64), s, t_leg, w_leg,
+                                 HALF_WIDTH)
+
+        key: tuple = ("relu, one pass", s, rule)
+    elif fn.kinks and s != 0.0:
+        return line_moments(f, t, s, **kw) if line else direct_moments(f, t, s, **kw)
+    else:
+        n = int(kw.get("n_smooth", N_SMOOTH))
+
+        def direct(pts: np.ndarray) -> np.ndarray:
+            return _smooth_moments(fn, f, np.asarray(pts, dtype=np.float64), s, n)
+
+        key = ("gaussian", fn, s, rule) + (("fast",) if fn.name == "softplus" and f is not fn
+                                            else ())
+    if not line:
+        return direct(np.asarray(t, dtype=np.float64))
+    return on_line(direct, t, s, key=key, moments=True)
+
+
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
                    bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
@@ -122,9 +304,9 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[:, :, g] = line_moments(sigma, t, sq, **INNER_NODES).T
+            raw[:, :, g] = moments(sigma, t, sq, True, **INNER_NODES).T
         else:
-            raw[:, :, g] = direct_moments(sigma, t, sq).T
+            raw[:, :, g] = moments(sigma, t, sq, False).T
     scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
     root = np.sqrt(scale)
     mu0, mb1 = flush_columns(raw[0], root), flush_columns(raw[1], root)
@@ -136,10 +318,25 @@ def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> 
     """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
     out = np.array(values, dtype=np.float64)
     if out.size:
-        size = np.abs(out)
-        out[size <= 1e-15 * scale[None, :]] = 0.0
-        out[:, np.max(size, axis=0) <= rel * scale] = 0.0
+        _flush_columns(out, np.ascontiguousarray(scale, dtype=np.float64), rel)
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def _flush_columns(out: np.ndarray, scale: np.ndarray, rel: float) -> None:
+    """Kernel: :func:`flush_columns` in place (entries |x| <= 1e-15 scale_c to 0, then columns
+    whose largest |x| was <= rel scale_c)."""
+    n, K = out.shape
+    for c in range(K):
+        big = 0.0
+        for j in range(n):
+            a = abs(out[j, c])
+            big = max(big, a)
+            if a <= 1e-15 * scale[c]:
+                out[j, c] = 0.0
+        if big <= rel * scale[c]:
+            for j in range(n):
+                out[j, c] = 0.0
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
@@ -153,8 +350,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
     if isinstance(target, Function):
-        mg = (line_moments(target, shift[:, 0], float(rho[0])) if kappa.shape[1] > 1
-              else direct_moments(target, shift[:, 0], float(rho[0])))
+        mg = moments(target, shift[:, 0], float(rho[0]), kappa.shape[1] > 1)
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]

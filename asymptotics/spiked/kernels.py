@@ -5,8 +5,9 @@ concatenation (Q1, Q2, V1, V2, zeta, psi, m), row-major (offsets: ``sizes``). On
     V(k) = mub1^T V1 mub1 + mus2 . V2,   q(k) = mub1^T Q1 mub1 + mus2 . Q2,
     b(k) = mu0 . m + sum_g mub1_g zeta_g . k,
     E(k) = h2 - 2 b h + b^2 - 2 sum_g mub1_g psi_g . h1 + q(k)   (E + Delta in the conjugates).
-The deterministic resolvent (§10.4): tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg),
-D = diag(beta pi_g tau_g); V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
+The deterministic resolvent (§10.4; its kernels in ``asymptotics.equations.small_dense``):
+tau_g = 1/(lam + Vhat2_g + [Vhat1 (I + D Vhat1)^-1]_gg), D = diag(beta pi_g tau_g);
+V2_g = pi_g tau_g, V1 = beta^-1 D (I + Vhat1 D)^-1; Q = -dV[X] along
 X = (Qhat1 + beta Psi, Qhat2 + beta |zetahat_g|^2 + p mhat_g^2); zeta_g = beta pi_g tau_g zetahat_g,
 psi_g = beta sum_h V1_hg psihat_h; m from its K x K least-squares problem (§10.5, §10.6).
 """
@@ -16,9 +17,17 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.small_dense import inv, mm, pair_gram, solve
+from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
+    along_into,
+    along_work,
+    dresolvent,
+    dresolvent_along,
+    dresolvent_parts,
+    pair_gram,
+    resolvent,
+    tau_solve,
+)
 
-TAU_TOL = 1e-14
 #: the Q-system I - L Kq (entries O(1)) is singular at the interpolation peak of ridgeless
 #: regression; a determinant below DET_MIN (a risk ~ 1/det above ~1e10) is no physical solution
 DET_MIN = 1e-10
@@ -39,124 +48,51 @@ def sizes(K: int, r: int, k: int) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def channel_v(V1: np.ndarray, V2: np.ndarray, mb1: np.ndarray, ms2: np.ndarray) -> np.ndarray:
-    """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node."""
+    """Kernel: V(k) = mub1^T V1 mub1 + mus2 . V2 on every node (each node's sum in the order
+    g, then (g, h) for h, as one loop per term over the nodes)."""
     n, K = mb1.shape
     out = np.zeros(n)
-    for j in range(n):
-        s = 0.0
-        for g in range(K):
-            s += ms2[j, g] * V2[g]
-            for h in range(K):
-                s += mb1[j, g] * V1[g, h] * mb1[j, h]
-        out[j] = s
+    for g in range(K):
+        v2 = V2[g]
+        for j in range(n):
+            out[j] += ms2[j, g] * v2
+        for h in range(K):
+            v1 = V1[g, h]
+            for j in range(n):
+                out[j] += mb1[j, g] * v1 * mb1[j, h]
     return out
 
 
 @kernel(cache=True, error_model="numpy")
 def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float) -> tuple:
-    """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V))."""
+    """Kernel: Vhat1 = A E[mub1 mub1^T/(1+V)], Vhat2 = A E[mus2/(1+V)] (iv = 1/(1+V)); each
+    entry summed over the nodes in order, up to four entries a pass (independent chains)."""
     n, K = mb1.shape
     M = np.zeros((K, K))
     v2 = np.zeros(K)
+    a = np.empty(n)
     for j in range(n):
-        a = w[j] * iv[j]
-        for g in range(K):
-            v2[g] += a * ms2[j, g]
-            for h in range(K):
-                M[g, h] += a * mb1[j, g] * mb1[j, h]
+        a[j] = w[j] * iv[j]
+    for g in range(K):
+        for h0 in range(0, K, 4):
+            nh = min(4, K - h0)
+            h1 = h0 + 1 if nh > 1 else h0
+            h2 = h0 + 2 if nh > 2 else h0
+            h3 = h0 + 3 if nh > 3 else h0
+            s0, s1, s2, s3, sv = 0.0, 0.0, 0.0, 0.0, 0.0
+            for j in range(n):
+                ag = a[j] * mb1[j, g]
+                s0 += ag * mb1[j, h0]
+                s1 += ag * mb1[j, h1]
+                s2 += ag * mb1[j, h2]
+                s3 += ag * mb1[j, h3]
+                sv += a[j] * ms2[j, g]
+            for i, sm in enumerate((s0, s1, s2, s3)):
+                if i < nh:
+                    M[g, h0 + i] = sm
+            if h0 == 0:
+                v2[g] = sv
     return A * M, A * v2
-
-
-@kernel(cache=True, error_model="numpy")
-def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> np.ndarray:
-    """Kernel: tau_g = 1/(lamg_g + [M (I + D M)^-1]_gg), D = diag(beta pi tau), from the lower
-    bound 1/(lamg + M_gg) (the map is increasing in tau): safeguarded Newton. NaN if it fails."""
-    K = M.shape[0]
-    tau = np.empty(K)
-    for g in range(K):
-        den = lamg[g] + M[g, g]
-        if not den > 0.0:
-            tau[:] = np.nan
-            return tau
-        tau[g] = 1.0 / den
-    eye = np.eye(K)
-    for _ in range(2000):
-        D = np.diag(beta * pi * tau)
-        Km = mm(M, inv(eye + mm(D, M)))
-        F = np.empty(K)
-        for g in range(K):
-            F[g] = 1.0 / (lamg[g] + Km[g, g])
-        J = np.empty((K, K))
-        for g in range(K):
-            for h in range(K):
-                J[g, h] = F[g] * F[g] * Km[g, h] * Km[h, g] * beta * pi[h]
-        # Newton where it is safe: (I - J)^-1 1 > 0 iff the spectral radius of J >= 0 is < 1;
-        # elsewhere the plain iteration, which increases monotonically to the fixed point
-        new = F
-        ones = solve(eye - J, np.ones(K))
-        if np.all(ones > 0.0):
-            cand = tau + solve(eye - J, F - tau)
-            if np.all(np.isfinite(cand)) and np.all(cand > 0.0):
-                new = cand
-        done = True
-        for g in range(K):
-            if abs(new[g] - tau[g]) > TAU_TOL * abs(new[g]):
-                done = False
-        tau = new
-        if done:
-            return tau
-    tau[:] = np.nan
-    return tau
-
-
-@kernel(cache=True, error_model="numpy")
-def resolvent(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: (tau, V1, V2) of the deterministic block resolvent (docs/THEORY.md §10.4)."""
-    tau = tau_solve(M, lamg, beta, pi)
-    K = M.shape[0]
-    D = np.diag(beta * pi * tau)
-    V1 = mm(D, inv(np.eye(K) + mm(M, D))) / beta
-    V1 = 0.5 * (V1 + V1.T)
-    return tau, V1, pi * tau
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent_parts(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
-    """Kernel: the direction-free parts of :func:`dresolvent` (D, Ai, Bi, I - J)."""
-    K = M.shape[0]
-    eye = np.eye(K)
-    D = np.diag(beta * pi * tau)
-    Ai = inv(eye + mm(M, D))
-    Bi = inv(eye + mm(D, M))
-    Km = mm(M, Bi)
-    J = np.empty((K, K))
-    for g in range(K):
-        t2 = tau[g] * tau[g]
-        for h in range(K):
-            J[g, h] = t2 * Km[g, h] * Km[h, g] * beta * pi[h]
-    return D, Ai, Bi, eye - J
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent_along(parts: tuple, M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
-                     X1: np.ndarray, X2: np.ndarray) -> tuple:
-    """Kernel: :func:`dresolvent` from its ``dresolvent_parts`` (many directions, one point)."""
-    D, Ai, Bi, ImJ = parts
-    Y = mm(mm(Ai, X1), Bi)
-    b = np.empty(M.shape[0])
-    for g in range(M.shape[0]):
-        b[g] = -(tau[g] * tau[g]) * (X2[g] + Y[g, g])
-    dtau = solve(ImJ, b)
-    dD = np.diag(beta * pi * dtau)
-    dV1 = (mm(dD, Ai) - mm(mm(mm(D, Ai), mm(X1, D) + mm(M, dD)), Ai)) / beta
-    return 0.5 * (dV1 + dV1.T), pi * dtau
-
-
-@kernel(cache=True, error_model="numpy")
-def dresolvent(M: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray, X1: np.ndarray,
-               X2: np.ndarray) -> tuple:
-    """Kernel: the derivative (dV1, dV2) of (V1, V2) along (Vhat1, Vhat2) -> + (X1, X2)."""
-    return dresolvent_along(dresolvent_parts(M, tau, beta, pi), M, tau, beta, pi, X1, X2)
 
 
 @kernel(cache=True, error_model="numpy")
@@ -266,6 +202,12 @@ def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
 @kernel(cache=True, error_model="numpy")
 def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: the literal map of all unknowns (its residual at the answer is what is reported)."""
+    return full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv)[0]
+
+
+@kernel(cache=True, error_model="numpy")
+def full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+    """Kernel: (:func:`full_map`, E(k) = E0 + q at ``state``: :func:`risk_of` is sum w E)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -294,7 +236,7 @@ def full_map(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p
     out[o_z:o_p] = zeta.ravel()
     out[o_p:o_m] = psi.ravel()
     out[o_m:] = m
-    return out
+    return out, E
 
 
 @kernel(cache=True, error_model="numpy")
@@ -345,7 +287,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             rhs[gi] *= dl
             Sys[gi, gi] += 1.0
     zeta = np.linalg.solve(Sys, rhs)
-    m = Vt[:nk].T @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])  # mean_lstsq, by this SVD
+    # mean_lstsq, by this SVD (the C copy is the one numba's '@' would make of the slice)
+    m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])
     zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
@@ -366,10 +309,14 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
         X2[g] += beta * zz + m[g] * m[g] * p_inv / (V2[g] * V2[g])
     nq = K * K + K
     parts = dresolvent_parts(M, tau, beta, pi)
-    dV1, dV2 = dresolvent_along(parts, M, tau, beta, pi, X1, X2)
+    work = along_work(parts, beta, pi)
+    e1, e2 = np.empty((K, K)), np.empty(K)
+    along_into(parts, work, M, tau, beta, pi, X1, X2, e1, e2)
     c0 = np.empty(nq)
-    c0[:K * K] = -dV1.ravel()
-    c0[K * K:] = -dV2
+    for i in range(K * K):
+        c0[i] = -e1[i // K, i % K]
+    for g in range(K):
+        c0[K * K + g] = -e2[g]
     G, idx = pair_gram(mb1, ms2, w * iv2)  # Vhat along every direction of the Q-system
     G *= A
     L = K * (K + 1) // 2
@@ -380,9 +327,11 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
             K2[g] = G[pc, L + g]
             for h in range(K):
                 K1[g, h] = G[pc, idx[g, h]]
-        e1, e2 = dresolvent_along(parts, M, tau, beta, pi, K1, K2)
-        E[:K * K, col] = e1.ravel()
-        E[K * K:, col] = e2
+        along_into(parts, work, M, tau, beta, pi, K1, K2, e1, e2)
+        for i in range(K * K):
+            E[i, col] = e1[i // K, i % K]
+        for g in range(K):
+            E[K * K + g, col] = e2[g]
     Mq = np.eye(nq) + E
     ok = np.linalg.det(Mq) > DET_MIN
     for i in range(nq):

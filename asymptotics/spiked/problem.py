@@ -93,17 +93,23 @@ def target_degrees(text: str) -> tuple[int | None, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=64)
+def _resolve_text(text: str) -> tuple[Function | Callable, int, str]:
+    """:func:`resolve_target` of a string, parsed and checked once (a refusal is not cached)."""
+    try:
+        return get_function(text), 1, text
+    except ValueError:
+        g, k = _parsed(text)
+        group_checks.target_growth(g, k, text)
+        return g, k, text
+
+
 def resolve_target(target: str | Function | Callable) -> tuple[Function | Callable, int, str]:
     """(g, k, name): a Function (single index, kinks known) or a vectorised g(Z), Z (..., k)."""
     if isinstance(target, Function):
         return target, 1, target.name
     if isinstance(target, str):
-        try:
-            return get_function(target), 1, target
-        except ValueError:
-            g, k = _parsed(target)
-            group_checks.target_growth(g, k, target)
-            return g, k, target
+        return _resolve_text(target)
     if callable(target) and isinstance(getattr(target, "k", None), int):
         # a vectorised g(Z), Z (..., k), that states its k (e.g. a rotated multi-index target)
         return target, target.k, str(getattr(target, "name", "user"))
