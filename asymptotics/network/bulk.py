@@ -45,6 +45,12 @@ class GroupBulk:
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         ev = np.linalg.eigvalsh(sig)
         self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
+        self._eig = None
+        if self._sig_inv is not None:  # group 1's eigenbasis per block (the Schur route)
+            s1, U = np.linalg.eigh(sig[:, 0])
+            rest = np.matmul(np.matmul(np.swapaxes(U, 1, 2)[:, None], self._sig_inv[:, 1:]),
+                             U[:, None])
+            self._eig = (s1, 0.5 * (rest + np.swapaxes(rest, 2, 3)))
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -64,28 +70,55 @@ class GroupBulk:
         """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring), from the symmetric
         positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
         (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
-        B, K, n = self.B, self.K, self.n
-        if self._sig_inv is None or not np.all(D > 0.0):
+        if self._eig is None or not np.all(D > 0.0):
             T = self.trace_sig(self.kinv(vhat1, D))
         else:
-            T = np.zeros((K, K))
-            for b in range(B):
-                A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
-                for g in range(K):
-                    A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
-                c, info = _potrf(A, lower=True)
-                if info != 0:
-                    return self._evaluate_lu(vhat1, D, beta)
-                W, info = _potri(c, lower=True)
-                if info != 0:
-                    return self._evaluate_lu(vhat1, D, beta)
-                dg = np.diagonal(W.reshape(K, n, K, n), axis1=1, axis2=3).sum(axis=-1)
-                T += dg  # (lower triangle of W: tr W_ag for a >= g; W is symmetric)
-            T = np.tril(T) + np.tril(T, -1).T
-            T = T / D[None, :]
+            T = self._traces_schur(vhat1, D)
+            if T is None:
+                return self._evaluate_lu(vhat1, D, beta)
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
         V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
         return e, 0.5 * (V1 + V1.T)
+
+    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` in group 1's
+        eigenbasis (``Sig_1 = U diag(s) U^T``; the traces do not see the common rotation): there
+        ``W``'s first block row is diagonal up to the Schur complement ``S`` of the other groups,
+        ``S = blockdiag_g(U^T Sig_g^-1 U / D_g) + Vhat1_RR (x) I - (v v^T) (x) P^-1`` with
+        ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
+        block (none for K = 1). None where a Cholesky fails (not positive definite)."""
+        K, n = self.K, self.n
+        s1, rest = self._eig
+        v = vhat1[1:, 0]
+        vrr = vhat1[1:, 1:]
+        T = np.zeros((K, K))
+        for b in range(self.B):
+            p = 1.0 / (D[0] * s1[b]) + vhat1[0, 0]
+            if not np.all(p > 0.0):
+                return None
+            ip = 1.0 / p
+            T[0, 0] += ip.sum()
+            if K == 1:
+                continue
+            S4 = np.einsum("gh,ij->gihj", vrr, np.eye(n))
+            S4 -= np.einsum("gh,ij->gihj", np.outer(v, v), np.diag(ip))
+            for g in range(K - 1):
+                S4[g, :, g, :] += rest[b, g] / D[g + 1]
+            c, info = _potrf(S4.reshape((K - 1) * n, (K - 1) * n), lower=True)
+            if info != 0:
+                return None
+            G, info = _potri(c, lower=True)
+            if info != 0:
+                return None
+            dg = np.diagonal(G.reshape(K - 1, n, K - 1, n), axis1=1, axis2=3)  # (g, h, i)
+            low = np.tril(np.ones((K - 1, K - 1)))[:, :, None] * dg  # (potri: lower triangle)
+            dg = low + np.swapaxes(low, 0, 1) - np.eye(K - 1)[:, :, None] * dg
+            T[1:, 1:] += dg.sum(axis=-1)
+            vg = np.einsum("g,ghi->hi", v, dg)  # (sum_g v_g G_gh)_ii
+            T[0, 1:] -= vg @ ip
+            T[0, 0] += (np.einsum("h,hi->i", v, vg) * ip * ip).sum()
+        T[1:, 0] = T[0, 1:]
+        return T / D[None, :]
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
