@@ -41,6 +41,8 @@ class GroupBulk:
         self.d = self.B * self.n
         self._parts_key: tuple | None = None
         self._parts: tuple | None = None
+        self._wkc_key: tuple | None = None
+        self._wkc: tuple | None = None
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         ev = np.linalg.eigvalsh(sig)
@@ -140,6 +142,23 @@ class GroupBulk:
             out[b] = np.tril(W) + np.tril(W, -1).T
         return out.reshape(B, K, n, K, n)
 
+    def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
+        ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
+        key = (vhat1.tobytes(), D.tobytes())
+        if self._wkc_key == key:
+            return self._wkc
+        W = self.wfull(vhat1, D)
+        if W is None:
+            Kc = self.kinv(vhat1, D)
+            KS = self.ksig(Kc)
+            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
+            KS = W / D[None, None, None, :, None]
+            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
+        self._wkc_key, self._wkc = key, (W, KS, Kc)
+        return self._wkc
+
     def _evaluate_lu(self, vhat1, D, beta):
         T = self.trace_sig(self.kinv(vhat1, D))
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
@@ -222,14 +241,7 @@ class GroupBulk:
         if self._parts_key == key:
             return self._parts
         D = beta * pi * tau
-        W = self.wfull(vhat1, D)
-        if W is None:
-            Kc = self.kinv(vhat1, D)
-            KS = self.ksig(Kc)
-            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
-            KS = W / D[None, None, None, :, None]
-            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
+        W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         HVV = -np.einsum("zdiaj,zejci->cdae", W, W, optimize=True) / bd
         HVD = np.einsum("zdigk,zcigk->cdg", KS, Kc, optimize=True) / bd

@@ -58,8 +58,7 @@ class CoupledChannels:
         key = (vhat1.tobytes(), D.tobytes())
         if self._key == key:
             return self._val
-        Kc = self.bulk.kinv(vhat1, D)
-        W = self.bulk.ksig(Kc) * D[None, None, None, :, None]
+        W, _, Kc = self.bulk.wkc(vhat1, D)
         Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a, optimize=True)  # W a_(y,f)
         Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a, optimize=True)  # Kc^T a_(y,f)
         self._key, self._val = key, (Kc, W, Wa, Kta)
