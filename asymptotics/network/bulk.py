@@ -47,25 +47,34 @@ class GroupBulk:
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         ev = np.linalg.eigvalsh(sig)
         self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
-        self._eig = None
+        self._eig = self._U = None
+        self.sig_w, self._sig_inv_w = sig, self._sig_inv  # the working basis (below)
         if self._sig_inv is not None:  # group 1's eigenbasis per block (the Schur route)
             s1, U = np.linalg.eigh(sig[:, 0])
-            rest = np.matmul(np.matmul(np.swapaxes(U, 1, 2)[:, None], self._sig_inv[:, 1:]),
-                             U[:, None])
-            self._eig = (s1, 0.5 * (rest + np.swapaxes(rest, 2, 3)))
+            Ut = np.swapaxes(U, 1, 2)[:, None]
+
+            def rot(x):
+                y = np.matmul(np.matmul(Ut, x), U[:, None])
+                return 0.5 * (y + np.swapaxes(y, 2, 3))
+
+            self._U, self.sig_w, self._sig_inv_w = U, rot(sig), rot(self._sig_inv)
+            eye = np.eye(self.n)
+            self.sig_w[:, 0] = s1[:, :, None] * eye
+            self._sig_inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
+            self._eig = (s1, self._sig_inv_w[:, 1:])
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n."""
         B, K, n = self.B, self.K, self.n
-        A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig)
+        A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig_w)
         A = A.reshape(B, K * n, K * n)
         A[:, np.arange(K * n), np.arange(K * n)] += 1.0
         return np.linalg.inv(A).reshape(B, K, n, K, n)
 
     def trace_sig(self, Kc: np.ndarray) -> np.ndarray:
         """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` (K x K)."""
-        return np.einsum("bgij,bajgi->ag", self.sig, Kc, optimize=True)
+        return np.einsum("bgij,bajgi->ag", self.sig_w, Kc, optimize=True)
 
     def evaluate(self, vhat1: np.ndarray, D: np.ndarray, beta: float
                  ) -> tuple[np.ndarray, np.ndarray]:
@@ -89,32 +98,18 @@ class GroupBulk:
         ``S = blockdiag_g(U^T Sig_g^-1 U / D_g) + Vhat1_RR (x) I - (v v^T) (x) P^-1`` with
         ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
         block (none for K = 1). None where a Cholesky fails (not positive definite)."""
-        K, n = self.K, self.n
-        s1, rest = self._eig
+        K = self.K
         v = vhat1[1:, 0]
-        vrr = vhat1[1:, 1:]
         T = np.zeros((K, K))
         for b in range(self.B):
-            p = 1.0 / (D[0] * s1[b]) + vhat1[0, 0]
-            if not np.all(p > 0.0):
+            f = self._schur(vhat1, D, b)
+            if f is None:
                 return None
-            ip = 1.0 / p
+            ip, G = f
             T[0, 0] += ip.sum()
             if K == 1:
                 continue
-            S4 = np.einsum("gh,ij->gihj", vrr, np.eye(n))
-            S4 -= np.einsum("gh,ij->gihj", np.outer(v, v), np.diag(ip))
-            for g in range(K - 1):
-                S4[g, :, g, :] += rest[b, g] / D[g + 1]
-            c, info = _potrf(S4.reshape((K - 1) * n, (K - 1) * n), lower=True)
-            if info != 0:
-                return None
-            G, info = _potri(c, lower=True)
-            if info != 0:
-                return None
-            dg = np.diagonal(G.reshape(K - 1, n, K - 1, n), axis1=1, axis2=3)  # (g, h, i)
-            low = np.tril(np.ones((K - 1, K - 1)))[:, :, None] * dg  # (potri: lower triangle)
-            dg = low + np.swapaxes(low, 0, 1) - np.eye(K - 1)[:, :, None] * dg
+            dg = np.diagonal(G, axis1=1, axis2=3)  # (g, h, i)
             T[1:, 1:] += dg.sum(axis=-1)
             vg = np.einsum("g,ghi->hi", v, dg)  # (sum_g v_g G_gh)_ii
             T[0, 1:] -= vg @ ip
@@ -122,25 +117,55 @@ class GroupBulk:
         T[1:, 0] = T[0, 1:]
         return T / D[None, :]
 
+    def _schur(self, vhat1: np.ndarray, D: np.ndarray, b: int) -> tuple | None:
+        """Block b's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``; ``S^-1`` symmetric, shaped
+        (K-1) x n x (K-1) x n) of :meth:`_traces_schur`; None where S is not positive definite."""
+        K, n = self.K, self.n
+        s1, rest = self._eig
+        p = 1.0 / (D[0] * s1[b]) + vhat1[0, 0]
+        if not np.all(p > 0.0):
+            return None
+        ip = 1.0 / p
+        if K == 1:
+            return ip, None
+        v = vhat1[1:, 0]
+        S4 = np.einsum("gh,ij->gihj", vhat1[1:, 1:], np.eye(n))
+        S4 -= np.einsum("gh,ij->gihj", np.outer(v, v), np.diag(ip))
+        for g in range(K - 1):
+            S4[g, :, g, :] += rest[b, g] / D[g + 1]
+        c, info = _potrf(S4.reshape((K - 1) * n, (K - 1) * n), lower=True)
+        if info != 0:
+            return None
+        G, info = _potri(c, lower=True)
+        if info != 0:
+            return None
+        G = np.tril(G) + np.tril(G, -1).T  # (potri fills the lower triangle)
+        return ip, G.reshape(K - 1, n, K - 1, n)
+
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite), by Cholesky; None where that does not apply (singular Sig, D <= 0)."""
-        if self._sig_inv is None or not np.all(D > 0.0):
+        definite) in the working basis, from :meth:`_schur`; None where that does not apply
+        (singular Sig, D <= 0, not positive definite)."""
+        if self._eig is None or not np.all(D > 0.0):
             return None
         B, K, n = self.B, self.K, self.n
-        out = np.empty((B, K * n, K * n))
+        out = np.zeros((B, K, n, K, n))
+        v = vhat1[1:, 0]
         for b in range(B):
-            A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
-            for g in range(K):
-                A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
-            c, info = _potrf(A, lower=True)
-            if info != 0:
+            f = self._schur(vhat1, D, b)
+            if f is None:
                 return None
-            W, info = _potri(c, lower=True)
-            if info != 0:
-                return None
-            out[b] = np.tril(W) + np.tril(W, -1).T
-        return out.reshape(B, K, n, K, n)
+            ip, G = f
+            if K == 1:
+                out[b, 0, :, 0, :] = np.diag(ip)
+                continue
+            Y = np.einsum("g,gihj->ihj", v, G)  # (sum_g v_g S^-1_gh) (n, K-1, n)
+            W1R = -ip[:, None, None] * Y
+            out[b, 0, :, 1:, :] = W1R
+            out[b, 1:, :, 0, :] = W1R.transpose(1, 2, 0)
+            out[b, 1:, :, 1:, :] = G
+            out[b, 0, :, 0, :] = np.diag(ip) + ip[:, None] * np.einsum("ihj,h->ij", Y, v) * ip
+        return out
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
@@ -155,9 +180,19 @@ class GroupBulk:
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
         else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
             KS = W / D[None, None, None, :, None]
-            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
+            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv_w, optimize=True)
         self._wkc_key, self._wkc = key, (W, KS, Kc)
         return self._wkc
+
+    def to_work(self, a: np.ndarray) -> np.ndarray:
+        """Vectors ``a`` (B x ... x n, in the bulk's coordinates) in the working basis: group 1's
+        eigenbasis per block where every ``Sig_g`` is invertible (every quantity of the bulk and
+        the coupling is a trace, blind to this common rotation), else the given one."""
+        if self._U is None:
+            return a
+        sh = a.shape
+        x = a.reshape(sh[0], -1, sh[-1])
+        return np.matmul(x, self._U).reshape(sh)  # (U^T a) per block
 
     def _evaluate_lu(self, vhat1, D, beta):
         T = self.trace_sig(self.kinv(vhat1, D))
@@ -169,7 +204,7 @@ class GroupBulk:
         """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n)."""
         B, K, n = self.B, self.K, self.n
         KT = np.ascontiguousarray(Kc.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
-        out = np.matmul(KT, self.sig)  # (b, y, (x i), k)
+        out = np.matmul(KT, self.sig_w)  # (b, y, (x i), k)
         return out.reshape(B, K, K, n, n).transpose(0, 2, 3, 1, 4)
 
     # -- the resolvent: tau solved ---------------------------------------------------------

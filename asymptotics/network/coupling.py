@@ -40,6 +40,7 @@ class CoupledChannels:
         if self.a.shape != (bulk.B, self.K, m, bulk.n) or self.ecov.shape != (self.K, m, m):
             raise ValueError(f"coupling shapes must be a {(bulk.B, self.K, m, bulk.n)} and "
                              f"ecov {(self.K, m, m)}, got {self.a.shape} and {self.ecov.shape}")
+        self.a_w = bulk.to_work(self.a)  # in the bulk's working basis
         self._key: tuple | None = None
         self._val: tuple | None = None
 
@@ -59,8 +60,8 @@ class CoupledChannels:
         if self._key == key:
             return self._val
         W, _, Kc = self.bulk.wkc(vhat1, D)
-        Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a, optimize=True)  # W a_(y,f)
-        Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a, optimize=True)  # Kc^T a_(y,f)
+        Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a_w, optimize=True)  # W a_(y,f)
+        Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a_w, optimize=True)  # Kc^T a_(y,f)
         self._key, self._val = key, (Kc, W, Wa, Kta)
         return self._val
 
@@ -68,7 +69,7 @@ class CoupledChannels:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
         _, _, Wa, _ = self._w_parts(vhat1, D)
         m = self.r + self.k
-        out = np.einsum("bgei,bgihf->gehf", self.a, Wa, optimize=True) / self.bulk.B
+        out = np.einsum("bgei,bgihf->gehf", self.a_w, Wa, optimize=True) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
@@ -80,7 +81,7 @@ class CoupledChannels:
         _, _, Wa, Kta = self._w_parts(vhat1, D)
         m = self.r + self.k
         t1 = -np.einsum("xy,bxige,byihf->gehf", X1, Wa, Wa, optimize=True)
-        KS = np.einsum("bcij,bcjyf->bciyf", self.bulk.sig, Kta, optimize=True)
+        KS = np.einsum("bcij,bcjyf->bciyf", self.bulk.sig_w, Kta, optimize=True)
         t2 = np.einsum("c,bcige,bcihf->gehf", dD, Kta, KS, optimize=True)
         out = (t1 + t2) / self.bulk.B
         for g in range(self.K):
