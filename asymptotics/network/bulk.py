@@ -24,8 +24,32 @@ implicit differentiation of the tau equation. ``Sig`` is held as independent dia
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotri as _potri
+
+_PREP: dict[int, tuple] = {}
+
+
+def _prepare(sig: np.ndarray) -> tuple:
+    """``(Sig^-1, U, Sig, Sig^-1)``, the last two in the working basis: group 1's eigenbasis
+    ``U`` per block (``Sig_1 = U diag(s) U^T``) where every ``Sig_g`` is invertible, else
+    ``(None, None, Sig, None)``."""
+    ev = np.linalg.eigvalsh(sig)
+    if not np.all(ev > 1e-8 * ev.max()):
+        return None, None, sig, None
+    sig_inv = np.linalg.inv(sig)
+    s1, U = np.linalg.eigh(sig[:, 0])
+    Ut = np.swapaxes(U, 1, 2)[:, None]
+
+    def rot(x):
+        y = np.matmul(np.matmul(Ut, x), U[:, None])
+        return 0.5 * (y + np.swapaxes(y, 2, 3))
+
+    sig_w, inv_w = rot(sig), rot(sig_inv)
+    eye = np.eye(sig.shape[2])
+    sig_w[:, 0] = s1[:, :, None] * eye
+    inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
+    for x in (sig_inv, U, sig_w, inv_w):
+        x.flags.writeable = False
+    return sig_inv, U, sig_w, inv_w
 
 
 class GroupBulk:
@@ -45,23 +69,16 @@ class GroupBulk:
         self._wkc: tuple | None = None
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
-        ev = np.linalg.eigvalsh(sig)
-        self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
-        self._eig = self._U = None
-        self.sig_w, self._sig_inv_w = sig, self._sig_inv  # the working basis (below)
-        if self._sig_inv is not None:  # group 1's eigenbasis per block (the Schur route)
-            s1, U = np.linalg.eigh(sig[:, 0])
-            Ut = np.swapaxes(U, 1, 2)[:, None]
-
-            def rot(x):
-                y = np.matmul(np.matmul(Ut, x), U[:, None])
-                return 0.5 * (y + np.swapaxes(y, 2, 3))
-
-            self._U, self.sig_w, self._sig_inv_w = U, rot(sig), rot(self._sig_inv)
-            eye = np.eye(self.n)
-            self.sig_w[:, 0] = s1[:, :, None] * eye
-            self._sig_inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
-            self._eig = (s1, self._sig_inv_w[:, 1:])
+        pre = _PREP.get(id(sig))
+        if pre is None or pre[0] is not sig:
+            pre = (sig, *_prepare(sig))
+            if not sig.flags.writeable:  # (a cached device: the same array every call)
+                if len(_PREP) >= 8:
+                    _PREP.pop(next(iter(_PREP)))
+                _PREP[id(sig)] = pre
+        self._sig_inv, self._U, self.sig_w, self._sig_inv_w = pre[1:]
+        self._eig = None if self._U is None else (np.diagonal(self.sig_w[:, 0], axis1=1,
+                                                               axis2=2), self._sig_inv_w[:, 1:])
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -99,48 +116,49 @@ class GroupBulk:
         ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
         block (none for K = 1). None where a Cholesky fails (not positive definite)."""
         K = self.K
-        v = vhat1[1:, 0]
+        f = self._schur(vhat1, D)
+        if f is None:
+            return None
+        ip, G = f
         T = np.zeros((K, K))
-        for b in range(self.B):
-            f = self._schur(vhat1, D, b)
-            if f is None:
-                return None
-            ip, G = f
-            T[0, 0] += ip.sum()
-            if K == 1:
-                continue
-            dg = np.diagonal(G, axis1=1, axis2=3)  # (g, h, i)
-            T[1:, 1:] += dg.sum(axis=-1)
-            vg = np.einsum("g,ghi->hi", v, dg)  # (sum_g v_g G_gh)_ii
-            T[0, 1:] -= vg @ ip
-            T[0, 0] += (np.einsum("h,hi->i", v, vg) * ip * ip).sum()
-        T[1:, 0] = T[0, 1:]
+        T[0, 0] = ip.sum()
+        if K > 1:
+            v = vhat1[1:, 0]
+            dg = np.diagonal(G, axis1=2, axis2=4).sum(axis=0)  # (g, h, i), summed over blocks
+            T[1:, 1:] = dg.sum(axis=-1)
+            dgb = np.diagonal(G, axis1=2, axis2=4)  # (b, g, h, i)
+            vg = np.einsum("g,bghi->bhi", v, dgb)  # (sum_g v_g G_gh)_ii per block
+            T[0, 1:] = -np.einsum("bhi,bi->h", vg, ip)
+            T[0, 0] += np.einsum("h,bhi,bi->", v, vg, ip * ip)
+            T[1:, 0] = T[0, 1:]
         return T / D[None, :]
 
-    def _schur(self, vhat1: np.ndarray, D: np.ndarray, b: int) -> tuple | None:
-        """Block b's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``; ``S^-1`` symmetric, shaped
-        (K-1) x n x (K-1) x n) of :meth:`_traces_schur`; None where S is not positive definite."""
-        K, n = self.K, self.n
+    def _schur(self, vhat1: np.ndarray, D: np.ndarray) -> tuple | None:
+        """Every block's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``, B x n; ``S^-1`` symmetric,
+        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`; None where S is not positive
+        definite (one batched Cholesky, then the inverse)."""
+        B, K, n = self.B, self.K, self.n
         s1, rest = self._eig
-        p = 1.0 / (D[0] * s1[b]) + vhat1[0, 0]
+        p = 1.0 / (D[0] * s1) + vhat1[0, 0]
         if not np.all(p > 0.0):
             return None
         ip = 1.0 / p
         if K == 1:
             return ip, None
         v = vhat1[1:, 0]
-        S4 = np.einsum("gh,ij->gihj", vhat1[1:, 1:], np.eye(n))
-        S4 -= np.einsum("gh,ij->gihj", np.outer(v, v), np.diag(ip))
+        S = np.zeros((B, K - 1, n, K - 1, n))
+        idx = np.arange(n)
+        S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
         for g in range(K - 1):
-            S4[g, :, g, :] += rest[b, g] / D[g + 1]
-        c, info = _potrf(S4.reshape((K - 1) * n, (K - 1) * n), lower=True)
-        if info != 0:
+            S[:, g, :, g, :] += rest[:, g] / D[g + 1]
+        S = S.reshape(B, (K - 1) * n, (K - 1) * n)
+        try:
+            np.linalg.cholesky(S)
+        except np.linalg.LinAlgError:
             return None
-        G, info = _potri(c, lower=True)
-        if info != 0:
-            return None
-        G = np.tril(G) + np.tril(G, -1).T  # (potri fills the lower triangle)
-        return ip, G.reshape(K - 1, n, K - 1, n)
+        G = np.linalg.inv(S)
+        G = 0.5 * (G + np.swapaxes(G, 1, 2))
+        return ip, G.reshape(B, K - 1, n, K - 1, n)
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
@@ -149,22 +167,24 @@ class GroupBulk:
         if self._eig is None or not np.all(D > 0.0):
             return None
         B, K, n = self.B, self.K, self.n
+        f = self._schur(vhat1, D)
+        if f is None:
+            return None
+        ip, G = f
         out = np.zeros((B, K, n, K, n))
+        idx = np.arange(n)
+        if K == 1:
+            out[:, 0, idx, 0, idx] = ip
+            return out
         v = vhat1[1:, 0]
-        for b in range(B):
-            f = self._schur(vhat1, D, b)
-            if f is None:
-                return None
-            ip, G = f
-            if K == 1:
-                out[b, 0, :, 0, :] = np.diag(ip)
-                continue
-            Y = np.einsum("g,gihj->ihj", v, G)  # (sum_g v_g S^-1_gh) (n, K-1, n)
-            W1R = -ip[:, None, None] * Y
-            out[b, 0, :, 1:, :] = W1R
-            out[b, 1:, :, 0, :] = W1R.transpose(1, 2, 0)
-            out[b, 1:, :, 1:, :] = G
-            out[b, 0, :, 0, :] = np.diag(ip) + ip[:, None] * np.einsum("ihj,h->ij", Y, v) * ip
+        Y = np.einsum("g,bgihj->bihj", v, G)  # (sum_g v_g S^-1_gh) (B, n, K-1, n)
+        W1R = -ip[:, :, None, None] * Y
+        out[:, 0, :, 1:, :] = W1R
+        out[:, 1:, :, 0, :] = W1R.transpose(0, 2, 3, 1)
+        out[:, 1:, :, 1:, :] = G
+        Z = ip[:, :, None] * np.einsum("bihj,h->bij", Y, v) * ip[:, None, :]
+        Z[:, idx, idx] += ip
+        out[:, 0, :, 0, :] = Z
         return out
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
