@@ -65,9 +65,28 @@ class CoupledChannels:
         self._key, self._val = key, (Kc, W, Wa, Kta)
         return self._val
 
+    def _d_parts(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        """Acal's derivative is linear in ``(X1, dD)``: its coefficients ``P1[(x,y), g,e,h,f]
+        = sum_b (W a)_(x; g,e) . (W a)_(y; h,f)`` and ``P2[c, g,e,h,f] = sum_b (Kc^T a)_(c;
+        g,e) . (Sig_c Kc^T a)_(c; h,f)`` (kept with the Gram's parts)."""
+        parts = self._w_parts(vhat1, D)
+        if len(parts) == 6:
+            return parts[4:]
+        _, _, Wa, Kta = parts
+        B, K, n = Wa.shape[:3]
+        m = self.r + self.k
+        Wt = Wa.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        P1 = np.einsum("xap,ybp->xyab", Wt, Wt).reshape(K * K, K, m, K, m)
+        KS = np.matmul(self.bulk.sig_w[:, :, None], Kta.reshape(B, K, 1, n, K * m))
+        Kt = Kta.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        St = KS.reshape(B, K, n, K, m).transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        P2 = np.matmul(Kt, np.swapaxes(St, 1, 2)).reshape(K, K, m, K, m)
+        self._val = (*parts, P1, P2)
+        return P1, P2
+
     def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
-        _, _, Wa, _ = self._w_parts(vhat1, D)
+        Wa = self._w_parts(vhat1, D)[2]
         m = self.r + self.k
         out = np.einsum("bgei,bgihf->gehf", self.a_w, Wa, optimize=True) / self.bulk.B
         for g in range(self.K):
@@ -78,11 +97,10 @@ class CoupledChannels:
     def dacal(self, vhat1: np.ndarray, D: np.ndarray, X1: np.ndarray, dD: np.ndarray
               ) -> np.ndarray:
         """The derivative of ``Acal`` along ``Vhat1 -> + X1``, ``D -> + dD``."""
-        _, _, Wa, Kta = self._w_parts(vhat1, D)
+        P1, P2 = self._d_parts(vhat1, D)
         m = self.r + self.k
-        t1 = -np.einsum("xy,bxige,byihf->gehf", X1, Wa, Wa, optimize=True)
-        KS = np.einsum("bcij,bcjyf->bciyf", self.bulk.sig_w, Kta, optimize=True)
-        t2 = np.einsum("c,bcige,bcihf->gehf", dD, Kta, KS, optimize=True)
+        t1 = -np.tensordot(X1.ravel(), P1, axes=1)
+        t2 = np.tensordot(dD, P2, axes=1)
         out = (t1 + t2) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += dD[g] * self.ecov[g]
