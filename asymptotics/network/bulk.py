@@ -100,6 +100,7 @@ class GroupBulk:
         """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring), from the symmetric
         positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
         (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
+        self._check(vhat1)
         if self._eig is None or not np.all(D > 0.0):
             T = self.trace_sig(self.kinv(vhat1, D))
         else:
@@ -109,6 +110,11 @@ class GroupBulk:
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
         V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
         return e, 0.5 * (V1 + V1.T)
+
+    def _check(self, vhat1: np.ndarray) -> None:
+        if np.shape(vhat1) != (self.K, self.K):
+            raise ValueError(f"vhat1 must be {self.K} x {self.K} (the bulk's groups), got shape "
+                             f"{np.shape(vhat1)}")
 
     def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` in group 1's
@@ -244,6 +250,7 @@ class GroupBulk:
         is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails."""
         K = self.K
         vhat1 = np.asarray(vhat1, dtype=np.float64)
+        self._check(vhat1)
         lamg = np.asarray(lamg, dtype=np.float64)
         den = lamg + np.diag(vhat1)
         if not np.all(den > 0.0):
