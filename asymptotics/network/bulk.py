@@ -54,6 +54,13 @@ def _prepare(sig: np.ndarray) -> tuple:
     return sig_inv, U, sig_w, inv_w
 
 
+def _right(X: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
+    B, K, n = X.shape[:3]
+    XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
+    return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
+
+
 class GroupBulk:
     """K population covariances on B independent blocks: ``sig`` is B x K x n x n, each group's
     trace over all blocks equal to d = B n (normalised units of ``c_g``)."""
@@ -214,7 +221,7 @@ class GroupBulk:
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
         else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
             KS = W / D[None, None, None, :, None]
-            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv_w, optimize=True)
+            Kc = _right(KS, self._sig_inv_w)
         self._wkc_key, self._wkc = key, (W, KS, Kc)
         return self._wkc
 
@@ -299,8 +306,9 @@ class GroupBulk:
         return self._ed_ks(vhat1, self.ksig(Kc))
 
     def _ed_ks(self, vhat1: np.ndarray, KS: np.ndarray) -> np.ndarray:
-        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
-        return -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+        B, K, n = self.B, self.K, self.n
+        ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
+        return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
     # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
     def parts(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
@@ -313,10 +321,14 @@ class GroupBulk:
         D = beta * pi * tau
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
-        HVV = -np.einsum("zdiaj,zejci->cdae", W, W, optimize=True) / bd
-        HVD = np.einsum("zdigk,zcigk->cdg", KS, Kc, optimize=True) / bd
-        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
-        ED = -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+        K = self.K
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)  # ((d,a), (z,i,j))
+        Wt = W.transpose(3, 1, 0, 4, 2).reshape(K * K, -1)  # ((c,e), (z,i,j)) of W_z,ej,ci
+        HVV = -(Wr @ Wt.T).reshape(K, K, K, K).transpose(2, 0, 1, 3) / bd
+        KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
+        Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
+        HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
+        ED = self._ed_ks(vhat1, KS)
         self._parts_key, self._parts = key, (HVV, HVD, ED)
         return self._parts
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.bulk import GroupBulk, _right
 
 
 class CoupledChannels:
@@ -60,8 +60,12 @@ class CoupledChannels:
         if self._key == key:
             return self._val
         W, _, Kc = self.bulk.wkc(vhat1, D)
-        Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a_w, optimize=True)  # W a_(y,f)
-        Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a_w, optimize=True)  # Kc^T a_(y,f)
+        B, K, n = W.shape[:3]
+        m = self.r + self.k
+        aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
+        Wa = _right(W, aT)  # W a_(y,f): (b, x, i, y, f)
+        KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
+        Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
         self._key, self._val = key, (Kc, W, Wa, Kta)
         return self._val
 
@@ -88,7 +92,10 @@ class CoupledChannels:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
         Wa = self._w_parts(vhat1, D)[2]
         m = self.r + self.k
-        out = np.einsum("bgei,bgihf->gehf", self.a_w, Wa, optimize=True) / self.bulk.B
+        B, K, n = Wa.shape[:3]
+        ag = self.a_w.transpose(1, 2, 0, 3).reshape(K, m, B * n)  # (g, e, (b, i))
+        Wg = Wa.transpose(1, 0, 2, 3, 4).reshape(K, B * n, K * m)  # (g, (b, i), (h, f))
+        out = np.matmul(ag, Wg).reshape(K, m, K, m) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
