@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
+from scipy.linalg.lapack import dtrtri as _trtri
 
 _PREP: dict[int, tuple] = {}
 
@@ -131,27 +132,26 @@ class GroupBulk:
         ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
         block (none for K = 1). None where a Cholesky fails (not positive definite)."""
         K = self.K
-        f = self._schur(vhat1, D)
+        f = self._schur(vhat1, D, full=False)
         if f is None:
             return None
-        ip, G = f
+        ip, dgb = f
         T = np.zeros((K, K))
         T[0, 0] = ip.sum()
         if K > 1:
             v = vhat1[1:, 0]
-            dg = np.diagonal(G, axis1=2, axis2=4).sum(axis=0)  # (g, h, i), summed over blocks
-            T[1:, 1:] = dg.sum(axis=-1)
-            dgb = np.diagonal(G, axis1=2, axis2=4)  # (b, g, h, i)
+            T[1:, 1:] = dgb.sum(axis=(0, 3))  # dgb: (b, g, h, i)
             vg = np.einsum("g,bghi->bhi", v, dgb)  # (sum_g v_g G_gh)_ii per block
             T[0, 1:] = -np.einsum("bhi,bi->h", vg, ip)
             T[0, 0] += np.einsum("h,bhi,bi->", v, vg, ip * ip)
             T[1:, 0] = T[0, 1:]
         return T / D[None, :]
 
-    def _schur(self, vhat1: np.ndarray, D: np.ndarray) -> tuple | None:
+    def _schur(self, vhat1: np.ndarray, D: np.ndarray, full: bool = True) -> tuple | None:
         """Every block's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``, B x n; ``S^-1`` symmetric,
-        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`; None where S is not positive
-        definite (one Cholesky inverse per block)."""
+        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`, or with ``full=False`` only the
+        diagonals of the blocks of ``S^-1`` (B x (K-1) x (K-1) x n, from ``L^-1``: ``S = L L^T``);
+        None where S is not positive definite."""
         B, K, n = self.B, self.K, self.n
         s1, rest = self._eig
         p = 1.0 / (D[0] * s1) + vhat1[0, 0]
@@ -161,24 +161,35 @@ class GroupBulk:
         if K == 1:
             return ip, None
         v = vhat1[1:, 0]
-        S = np.zeros((B, K - 1, n, K - 1, n))
+        m = (K - 1) * n
         idx = np.arange(n)
-        S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
-        for g in range(K - 1):
-            S[:, g, :, g, :] += rest[:, g] / D[g + 1]
-        S = S.reshape(B, (K - 1) * n, (K - 1) * n)
-        G = np.empty_like(S)
+        if K == 2:
+            S = rest[:, 0] / D[1]
+            S[:, idx, idx] += vhat1[1, 1] - v[0] * v[0] * ip
+        else:
+            S = np.zeros((B, K - 1, n, K - 1, n))
+            S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
+            for g in range(K - 1):
+                S[:, g, :, g, :] += rest[:, g] / D[g + 1]
+            S = S.reshape(B, m, m)
+        G = np.empty((B, K - 1, K - 1, n)) if not full else np.empty_like(S)
         for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
             c, info = _potrf(S[b], lower=True, overwrite_a=True)
             if info != 0:
                 return None
-            Gb, info = _potri(c, lower=True, overwrite_c=True)
+            if full:
+                Gb, info = _potri(c, lower=True, overwrite_c=True)
+                G[b] = Gb
+            else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
+                Li, info = _trtri(c, lower=True, overwrite_c=True)
+                Lr = Li.reshape(m, K - 1, n)
+                G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
             if info != 0:
                 return None
-            G[b] = Gb
+        if not full:
+            return ip, G
         low = np.tril(G)  # (potri fills the lower triangle)
-        G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(
-            G.shape[1])
+        G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(m)
         return ip, G.reshape(B, K - 1, n, K - 1, n)
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
