@@ -79,6 +79,7 @@ class GroupBulk:
         self._wkc: tuple | None = None
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
+        self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
         pre = _PREP.get(id(sig))
         if pre is None or pre[0] is not sig:
             pre = (sig, *_prepare(sig))
@@ -265,7 +266,9 @@ class GroupBulk:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, V1, V2)`` (module docstring): Newton on ``tau = 1/(lamg + e(tau))`` from
         ``tau0`` (default: the lower bound ``1/(lamg + Vhat1_gg)``), the plain iteration (the map
-        is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails."""
+        is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails.
+        From a warm start the Jacobian is the last one computed (a chord step: traces only) for
+        three steps, then fresh at every step."""
         K = self.K
         vhat1 = np.asarray(vhat1, dtype=np.float64)
         self._check(vhat1)
@@ -278,16 +281,21 @@ class GroupBulk:
                 and np.all(self.tau_last > 0.0):
             tau0 = self.tau_last  # the last solution: the solver's points are close
         tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
-        for _ in range(max_iter):
+        ED = self._ed_last if self._ed_last is not None and tau0 is not None else None
+        for it in range(max_iter):
             D = beta * pi * tau
-            W = self.wfull(vhat1, D)
-            if W is None:
-                Kc = self.kinv(vhat1, D)
-                T = self.trace_sig(Kc)
-                ED = self._ed(vhat1, Kc)
-            else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
-                T = np.einsum("baigi->ag", W) / D[None, :]
-                ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+            T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
+                if self._eig is not None and np.all(D > 0.0) else None
+            if T is None:  # a fresh Jacobian (the first step, or the chord is slow)
+                W = self.wfull(vhat1, D)
+                if W is None:
+                    Kc = self.kinv(vhat1, D)
+                    T = self.trace_sig(Kc)
+                    ED = self._ed(vhat1, Kc)
+                else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
+                    T = np.einsum("baigi->ag", W) / D[None, :]
+                    ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+                self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
             u = 1.0 / (lamg + e)
             Jm = np.eye(K) + (u * u)[:, None] * ED * (beta * pi)[None, :]
