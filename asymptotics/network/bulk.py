@@ -55,7 +55,7 @@ def _prepare(sig: np.ndarray) -> tuple:
     return sig_inv, U, sig_w, inv_w
 
 
-def _right(X: np.ndarray, M: np.ndarray) -> np.ndarray:
+def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
     """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
     B, K, n = X.shape[:3]
     XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
@@ -233,7 +233,7 @@ class GroupBulk:
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
         else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
             KS = W / D[None, None, None, :, None]
-            Kc = _right(KS, self._sig_inv_w)
+            Kc = right_blocks(KS, self._sig_inv_w)
         self._wkc_key, self._wkc = key, (W, KS, Kc)
         return self._wkc
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.network.bulk import GroupBulk, _right
+from asymptotics.network.bulk import GroupBulk, right_blocks
 
 
 class CoupledChannels:
@@ -63,7 +63,7 @@ class CoupledChannels:
         B, K, n = W.shape[:3]
         m = self.r + self.k
         aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
-        Wa = _right(W, aT)  # W a_(y,f): (b, x, i, y, f)
+        Wa = right_blocks(W, aT)  # W a_(y,f): (b, x, i, y, f)
         KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
         Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
         self._key, self._val = key, (Kc, W, Wa, Kta)

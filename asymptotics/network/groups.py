@@ -239,10 +239,10 @@ CACHE_SIZE = 128
 def clear_cache() -> None:
     """Forget the cached network mappings and aligned rules (benchmarks time a first
     computation)."""
-    from asymptotics.network.solve import _ALIGNED
+    from asymptotics.network.solve import clear_aligned
 
     _CACHE.clear()
-    _ALIGNED.clear()
+    clear_aligned()
 
 
 def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: float,

@@ -138,6 +138,11 @@ def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
 _ALIGNED: dict = {}
 
 
+def clear_aligned() -> None:
+    """Forget the kept aligned rules (:func:`_aligned_cached`)."""
+    _ALIGNED.clear()
+
+
 def _aligned_cached(params: dict, sig: np.ndarray, h: float, n: int, n_omega: int | None):
     """:func:`aligned_problem`, kept for the next alpha of the same groups (it does not depend on
     alpha; the parameters compared by value, objects such as the target by identity)."""
