@@ -18,7 +18,10 @@ and ``(V1, V2)`` are the derivatives of ``Psi = (beta d)^-1 log det(I + Dc Vc)``
 with K = 1 it is the generalised MP law of :func:`asymptotics.measures.channels.population_bulk`.
 The derivatives along ``(Vhat1, Vhat2)`` (for ``Q``) are the Hessian of ``Psi`` with the
 implicit differentiation of the tau equation. ``Sig`` is held as independent diagonal blocks
-(B blocks of size n, d = B n: a pooled device), so one evaluation costs B inverses of size K n.
+(B blocks of size n, d = B n: a pooled device). Every quantity is a trace over a block, blind
+to a rotation common to the K groups, so each block works in the eigenbasis of its ``Sig_1``:
+there ``W``'s first group is diagonal and one evaluation costs one Cholesky of the Schur
+complement of the other groups, size (K-1) n, per block (none for K = 1; DERIVATIONS.md §9.7).
 """
 
 from __future__ import annotations
