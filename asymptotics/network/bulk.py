@@ -96,7 +96,8 @@ class GroupBulk:
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n."""
+        """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n (in the working basis,
+        :meth:`to_work`)."""
         B, K, n = self.B, self.K, self.n
         A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig_w)
         A = A.reshape(B, K * n, K * n)
@@ -257,7 +258,7 @@ class GroupBulk:
         return e, 0.5 * (V1 + V1.T)
 
     def ksig(self, Kc: np.ndarray) -> np.ndarray:
-        """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n)."""
+        """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n; the working basis)."""
         B, K, n = self.B, self.K, self.n
         KT = np.ascontiguousarray(Kc.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
         out = np.matmul(KT, self.sig_w)  # (b, y, (x i), k)
