@@ -74,7 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             eta=s["eta"], readout=s["readout"], mapping=mp, **POINT),  # noqa: B023
             args.repeat)
         t_net_solve = best(lambda: risk_network(  # noqa: B023
-            2.0, sigma=s["sigma"], problem=prob, **POINT), args.repeat)  # noqa: B023
+            2.0, sigma=s["sigma"], target=s["target"], steps=T,  # noqa: B023
+            alpha0=s["alpha0"], eta=s["eta"], readout=s["readout"],  # noqa: B023
+            problem=prob, **POINT), args.repeat)  # noqa: B023
         name = f"{s['sigma']} {s['target']} {s['readout']} T={T}"
         print(f"{name} | {t_srf:.3f} | {t_net:.3f} | {t_net / t_srf:.2f} | {c_srf:.3f} | "
               f"{c_net:.3f} | {c_net / c_srf:.2f} | {t_net_solve / t_srf_solve:.2f}", flush=True)

@@ -219,3 +219,36 @@ def test_non_commuting_bulk_matches_an_independent_derivation():
     m1, m2 = _independent_bulk(sig, pi, beta, lamg - h * X2, vhat1 - h * X1)
     assert np.max(np.abs(dV1 - (p1 - m1) / (2 * h))) <= 1e-7 * np.max(np.abs(dV1))
     assert np.max(np.abs(dV2 - (p2 - m2) / (2 * h))) <= 1e-7 * np.max(np.abs(dV2))
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_schur_route_is_the_dense_inverse(K):
+    """The working basis (group 1's eigenbasis) and the Schur complement of the other groups
+    against the dense inverse of ``Dc^-1 + Vhat1 (x) I`` in the given basis (no rotation): the
+    traces ``tr W_ag`` and the quadratic forms ``a^T W a`` agree, and the working-basis W is
+    the dense inverse rotated."""
+    B, n = 2, 12
+    sig = _noncommuting(B, K, n, seed=3 + K)
+    gb = GroupBulk(sig)
+    vh = _vhat(K, K) + 0.1 * np.eye(K)
+    D = np.linspace(0.4, 1.7, K)
+    a = np.random.default_rng(K).standard_normal((B, K, n))
+    W = gb.wfull(vh, D)
+    aw = gb.to_work(a[:, :, None, :])[:, :, 0, :]
+    T = np.zeros((K, K))
+    Q = np.zeros((K, K))
+    for b in range(B):
+        A = np.kron(vh, np.eye(n))
+        for g in range(K):
+            A[g * n:(g + 1) * n, g * n:(g + 1) * n] += np.linalg.inv(sig[b, g]) / D[g]
+        Wd = np.linalg.inv(A).reshape(K, n, K, n)
+        T += np.einsum("aigi->ag", Wd)
+        Q += np.einsum("ai,aibj,bj->ab", a[b], Wd, a[b])
+        assert np.allclose(W[b].reshape(K * n, K * n).trace(), Wd.reshape(K * n, K * n).trace(),
+                           rtol=1e-12)
+    assert np.allclose(np.einsum("baigi->ag", W), T, rtol=1e-12, atol=1e-14)
+    assert np.allclose(np.einsum("zai,zaibj,zbj->ab", aw, W, aw), Q, rtol=1e-12, atol=1e-14)
+    e, V1 = gb.evaluate(vh, D, 1.3)
+    assert np.allclose(e, np.einsum("ga,ag->g", vh, T / D[None, :]) / (B * n), rtol=1e-12)
+    assert np.allclose(V1, 0.5 * (D[:, None] * (T / D[None, :]).T + (D[:, None] * (
+        T / D[None, :]).T).T) / (1.3 * B * n), rtol=1e-12)

@@ -18,7 +18,10 @@ and ``(V1, V2)`` are the derivatives of ``Psi = (beta d)^-1 log det(I + Dc Vc)``
 with K = 1 it is the generalised MP law of :func:`asymptotics.measures.channels.population_bulk`.
 The derivatives along ``(Vhat1, Vhat2)`` (for ``Q``) are the Hessian of ``Psi`` with the
 implicit differentiation of the tau equation. ``Sig`` is held as independent diagonal blocks
-(B blocks of size n, d = B n: a pooled device), so one evaluation costs B inverses of size K n.
+(B blocks of size n, d = B n: a pooled device). Every quantity is a trace over a block, blind
+to a rotation common to the K groups, so each block works in the eigenbasis of its ``Sig_1``:
+there ``W``'s first group is diagonal and one evaluation costs one Cholesky of the Schur
+complement of the other groups, size (K-1) n, per block (none for K = 1; DERIVATIONS.md §9.7).
 """
 
 from __future__ import annotations
@@ -26,6 +29,40 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
+from scipy.linalg.lapack import dtrtri as _trtri
+
+_PREP: dict[int, tuple] = {}
+
+
+def _prepare(sig: np.ndarray) -> tuple:
+    """``(Sig^-1, U, Sig, Sig^-1)``, the last two in the working basis: group 1's eigenbasis
+    ``U`` per block (``Sig_1 = U diag(s) U^T``) where every ``Sig_g`` is invertible, else
+    ``(None, None, Sig, None)``."""
+    ev = np.linalg.eigvalsh(sig)
+    if not np.all(ev > 1e-8 * ev.max()):
+        return None, None, sig, None
+    sig_inv = np.linalg.inv(sig)
+    s1, U = np.linalg.eigh(sig[:, 0])
+    Ut = np.swapaxes(U, 1, 2)[:, None]
+
+    def rot(x):
+        y = np.matmul(np.matmul(Ut, x), U[:, None])
+        return 0.5 * (y + np.swapaxes(y, 2, 3))
+
+    sig_w, inv_w = rot(sig), rot(sig_inv)
+    eye = np.eye(sig.shape[2])
+    sig_w[:, 0] = s1[:, :, None] * eye
+    inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
+    for x in (sig_inv, U, sig_w, inv_w):
+        x.flags.writeable = False
+    return sig_inv, U, sig_w, inv_w
+
+
+def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
+    B, K, n = X.shape[:3]
+    XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
+    return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
 
 
 class GroupBulk:
@@ -41,71 +78,178 @@ class GroupBulk:
         self.d = self.B * self.n
         self._parts_key: tuple | None = None
         self._parts: tuple | None = None
+        self._wkc_key: tuple | None = None
+        self._wkc: tuple | None = None
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
-        ev = np.linalg.eigvalsh(sig)
-        self._sig_inv = np.linalg.inv(sig) if np.all(ev > 1e-8 * ev.max()) else None
+        self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
+        pre = _PREP.get(id(sig))
+        if pre is None or pre[0] is not sig:
+            pre = (sig, *_prepare(sig))
+            if not sig.flags.writeable:  # (a cached device: the same array every call)
+                if len(_PREP) >= 8:
+                    _PREP.pop(next(iter(_PREP)))
+                _PREP[id(sig)] = pre
+        self._sig_inv, self._U, self.sig_w, self._sig_inv_w = pre[1:]
+        self._eig = None if self._U is None else (np.diagonal(self.sig_w[:, 0], axis1=1,
+                                                               axis2=2), self._sig_inv_w[:, 1:])
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n."""
+        """``Kc = (I + Dc Vc)^-1`` per block, shaped B x K x n x K x n (in the working basis,
+        :meth:`to_work`)."""
         B, K, n = self.B, self.K, self.n
-        A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig)
+        A = np.einsum("gh,bgij->bgihj", D[:, None] * vhat1, self.sig_w)
         A = A.reshape(B, K * n, K * n)
         A[:, np.arange(K * n), np.arange(K * n)] += 1.0
         return np.linalg.inv(A).reshape(B, K, n, K, n)
 
     def trace_sig(self, Kc: np.ndarray) -> np.ndarray:
         """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` (K x K)."""
-        return np.einsum("bgij,bajgi->ag", self.sig, Kc, optimize=True)
+        return np.einsum("bgij,bajgi->ag", self.sig_w, Kc, optimize=True)
 
     def evaluate(self, vhat1: np.ndarray, D: np.ndarray, beta: float
                  ) -> tuple[np.ndarray, np.ndarray]:
         """``(e, V1)`` at fixed ``D = beta pi tau`` (module docstring), from the symmetric
         positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
         (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
-        B, K, n = self.B, self.K, self.n
-        if self._sig_inv is None or not np.all(D > 0.0):
+        self._check(vhat1)
+        if self._eig is None or not np.all(D > 0.0):
             T = self.trace_sig(self.kinv(vhat1, D))
         else:
-            T = np.zeros((K, K))
-            for b in range(B):
-                A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
-                for g in range(K):
-                    A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
-                c, info = _potrf(A, lower=True)
-                if info != 0:
-                    return self._evaluate_lu(vhat1, D, beta)
-                W, info = _potri(c, lower=True)
-                if info != 0:
-                    return self._evaluate_lu(vhat1, D, beta)
-                dg = np.diagonal(W.reshape(K, n, K, n), axis1=1, axis2=3).sum(axis=-1)
-                T += dg  # (lower triangle of W: tr W_ag for a >= g; W is symmetric)
-            T = np.tril(T) + np.tril(T, -1).T
-            T = T / D[None, :]
+            T = self._traces_schur(vhat1, D)
+            if T is None:
+                return self._evaluate_lu(vhat1, D, beta)
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
         V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
         return e, 0.5 * (V1 + V1.T)
 
+    def _check(self, vhat1: np.ndarray) -> None:
+        if np.shape(vhat1) != (self.K, self.K):
+            raise ValueError(f"vhat1 must be {self.K} x {self.K} (the bulk's groups), got shape "
+                             f"{np.shape(vhat1)}")
+
+    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` in group 1's
+        eigenbasis (``Sig_1 = U diag(s) U^T``; the traces do not see the common rotation): there
+        ``W``'s first block row is diagonal up to the Schur complement ``S`` of the other groups,
+        ``S = blockdiag_g(U^T Sig_g^-1 U / D_g) + Vhat1_RR (x) I - (v v^T) (x) P^-1`` with
+        ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
+        block (none for K = 1). None where a Cholesky fails (not positive definite)."""
+        K = self.K
+        f = self._schur(vhat1, D, full=False)
+        if f is None:
+            return None
+        ip, dgb = f
+        T = np.zeros((K, K))
+        T[0, 0] = ip.sum()
+        if K > 1:
+            v = vhat1[1:, 0]
+            T[1:, 1:] = dgb.sum(axis=(0, 3))  # dgb: (b, g, h, i)
+            vg = np.einsum("g,bghi->bhi", v, dgb)  # (sum_g v_g G_gh)_ii per block
+            T[0, 1:] = -np.einsum("bhi,bi->h", vg, ip)
+            T[0, 0] += np.einsum("h,bhi,bi->", v, vg, ip * ip)
+            T[1:, 0] = T[0, 1:]
+        return T / D[None, :]
+
+    def _schur(self, vhat1: np.ndarray, D: np.ndarray, full: bool = True) -> tuple | None:
+        """Every block's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``, B x n; ``S^-1`` symmetric,
+        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`, or with ``full=False`` only the
+        diagonals of the blocks of ``S^-1`` (B x (K-1) x (K-1) x n, from ``L^-1``: ``S = L L^T``);
+        None where S is not positive definite."""
+        B, K, n = self.B, self.K, self.n
+        s1, rest = self._eig
+        p = 1.0 / (D[0] * s1) + vhat1[0, 0]
+        if not np.all(p > 0.0):
+            return None
+        ip = 1.0 / p
+        if K == 1:
+            return ip, None
+        v = vhat1[1:, 0]
+        m = (K - 1) * n
+        idx = np.arange(n)
+        if K == 2:
+            S = rest[:, 0] / D[1]
+            S[:, idx, idx] += vhat1[1, 1] - v[0] * v[0] * ip
+        else:
+            S = np.zeros((B, K - 1, n, K - 1, n))
+            S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
+            for g in range(K - 1):
+                S[:, g, :, g, :] += rest[:, g] / D[g + 1]
+            S = S.reshape(B, m, m)
+        G = np.empty((B, K - 1, K - 1, n)) if not full else np.empty_like(S)
+        for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
+            c, info = _potrf(S[b], lower=True, overwrite_a=True)
+            if info != 0:
+                return None
+            if full:
+                Gb, info = _potri(c, lower=True, overwrite_c=True)
+                G[b] = Gb
+            else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
+                Li, info = _trtri(c, lower=True, overwrite_c=True)
+                Lr = Li.reshape(m, K - 1, n)
+                G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
+            if info != 0:
+                return None
+        if not full:
+            return ip, G
+        low = np.tril(G)  # (potri fills the lower triangle)
+        G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(m)
+        return ip, G.reshape(B, K - 1, n, K - 1, n)
+
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite), by Cholesky; None where that does not apply (singular Sig, D <= 0)."""
-        if self._sig_inv is None or not np.all(D > 0.0):
+        definite) in the working basis, from :meth:`_schur`; None where that does not apply
+        (singular Sig, D <= 0, not positive definite)."""
+        if self._eig is None or not np.all(D > 0.0):
             return None
         B, K, n = self.B, self.K, self.n
-        out = np.empty((B, K * n, K * n))
-        for b in range(B):
-            A = np.einsum("gh,ij->gihj", vhat1, np.eye(n)).reshape(K * n, K * n)
-            for g in range(K):
-                A[g * n:(g + 1) * n, g * n:(g + 1) * n] += self._sig_inv[b, g] / D[g]
-            c, info = _potrf(A, lower=True)
-            if info != 0:
-                return None
-            W, info = _potri(c, lower=True)
-            if info != 0:
-                return None
-            out[b] = np.tril(W) + np.tril(W, -1).T
-        return out.reshape(B, K, n, K, n)
+        f = self._schur(vhat1, D)
+        if f is None:
+            return None
+        ip, G = f
+        out = np.zeros((B, K, n, K, n))
+        idx = np.arange(n)
+        if K == 1:
+            out[:, 0, idx, 0, idx] = ip
+            return out
+        v = vhat1[1:, 0]
+        Y = np.einsum("g,bgihj->bihj", v, G)  # (sum_g v_g S^-1_gh) (B, n, K-1, n)
+        W1R = -ip[:, :, None, None] * Y
+        out[:, 0, :, 1:, :] = W1R
+        out[:, 1:, :, 0, :] = W1R.transpose(0, 2, 3, 1)
+        out[:, 1:, :, 1:, :] = G
+        Z = ip[:, :, None] * np.einsum("bihj,h->bij", Y, v) * ip[:, None, :]
+        Z[:, idx, idx] += ip
+        out[:, 0, :, 0, :] = Z
+        return out
+
+    def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
+        ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
+        key = (vhat1.tobytes(), D.tobytes())
+        if self._wkc_key == key:
+            return self._wkc
+        W = self.wfull(vhat1, D)
+        if W is None:
+            Kc = self.kinv(vhat1, D)
+            KS = self.ksig(Kc)
+            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
+            KS = W / D[None, None, None, :, None]
+            Kc = right_blocks(KS, self._sig_inv_w)
+        self._wkc_key, self._wkc = key, (W, KS, Kc)
+        return self._wkc
+
+    def to_work(self, a: np.ndarray) -> np.ndarray:
+        """Vectors ``a`` (B x ... x n, in the bulk's coordinates) in the working basis: group 1's
+        eigenbasis per block where every ``Sig_g`` is invertible (every quantity of the bulk and
+        the coupling is a trace, blind to this common rotation), else the given one."""
+        if self._U is None:
+            return a
+        sh = a.shape
+        x = a.reshape(sh[0], -1, sh[-1])
+        return np.matmul(x, self._U).reshape(sh)  # (U^T a) per block
 
     def _evaluate_lu(self, vhat1, D, beta):
         T = self.trace_sig(self.kinv(vhat1, D))
@@ -114,10 +258,10 @@ class GroupBulk:
         return e, 0.5 * (V1 + V1.T)
 
     def ksig(self, Kc: np.ndarray) -> np.ndarray:
-        """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n)."""
+        """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n; the working basis)."""
         B, K, n = self.B, self.K, self.n
         KT = np.ascontiguousarray(Kc.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
-        out = np.matmul(KT, self.sig)  # (b, y, (x i), k)
+        out = np.matmul(KT, self.sig_w)  # (b, y, (x i), k)
         return out.reshape(B, K, K, n, n).transpose(0, 2, 3, 1, 4)
 
     # -- the resolvent: tau solved ---------------------------------------------------------
@@ -126,9 +270,12 @@ class GroupBulk:
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, V1, V2)`` (module docstring): Newton on ``tau = 1/(lamg + e(tau))`` from
         ``tau0`` (default: the lower bound ``1/(lamg + Vhat1_gg)``), the plain iteration (the map
-        is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails."""
+        is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails.
+        From a warm start the Jacobian is the last one computed (a chord step: traces only) for
+        three steps, then fresh at every step."""
         K = self.K
         vhat1 = np.asarray(vhat1, dtype=np.float64)
+        self._check(vhat1)
         lamg = np.asarray(lamg, dtype=np.float64)
         den = lamg + np.diag(vhat1)
         if not np.all(den > 0.0):
@@ -138,16 +285,21 @@ class GroupBulk:
                 and np.all(self.tau_last > 0.0):
             tau0 = self.tau_last  # the last solution: the solver's points are close
         tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
-        for _ in range(max_iter):
+        ED = self._ed_last if self._ed_last is not None and tau0 is not None else None
+        for it in range(max_iter):
             D = beta * pi * tau
-            W = self.wfull(vhat1, D)
-            if W is None:
-                Kc = self.kinv(vhat1, D)
-                T = self.trace_sig(Kc)
-                ED = self._ed(vhat1, Kc)
-            else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
-                T = np.einsum("baigi->ag", W) / D[None, :]
-                ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+            T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
+                if self._eig is not None and np.all(D > 0.0) else None
+            if T is None:  # a fresh Jacobian (the first step, or the chord is slow)
+                W = self.wfull(vhat1, D)
+                if W is None:
+                    Kc = self.kinv(vhat1, D)
+                    T = self.trace_sig(Kc)
+                    ED = self._ed(vhat1, Kc)
+                else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
+                    T = np.einsum("baigi->ag", W) / D[None, :]
+                    ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+                self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
             u = 1.0 / (lamg + e)
             Jm = np.eye(K) + (u * u)[:, None] * ED * (beta * pi)[None, :]
@@ -177,8 +329,9 @@ class GroupBulk:
         return self._ed_ks(vhat1, self.ksig(Kc))
 
     def _ed_ks(self, vhat1: np.ndarray, KS: np.ndarray) -> np.ndarray:
-        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
-        return -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+        B, K, n = self.B, self.K, self.n
+        ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
+        return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
     # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
     def parts(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
@@ -189,19 +342,16 @@ class GroupBulk:
         if self._parts_key == key:
             return self._parts
         D = beta * pi * tau
-        W = self.wfull(vhat1, D)
-        if W is None:
-            Kc = self.kinv(vhat1, D)
-            KS = self.ksig(Kc)
-            W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
-            KS = W / D[None, None, None, :, None]
-            Kc = np.einsum("bxiyj,byjk->bxiyk", KS, self._sig_inv, optimize=True)
+        W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
-        HVV = -np.einsum("zdiaj,zejci->cdae", W, W, optimize=True) / bd
-        HVD = np.einsum("zdigk,zcigk->cdg", KS, Kc, optimize=True) / bd
-        ZS = np.einsum("ga,baiyk->bgiyk", vhat1, KS, optimize=True)
-        ED = -np.einsum("bgihk,bhkgi->gh", ZS, ZS, optimize=True) / self.d
+        K = self.K
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)  # ((d,a), (z,i,j))
+        Wt = W.transpose(3, 1, 0, 4, 2).reshape(K * K, -1)  # ((c,e), (z,i,j)) of W_z,ej,ci
+        HVV = -(Wr @ Wt.T).reshape(K, K, K, K).transpose(2, 0, 1, 3) / bd
+        KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
+        Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
+        HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
+        ED = self._ed_ks(vhat1, KS)
         self._parts_key, self._parts = key, (HVV, HVD, ED)
         return self._parts
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.bulk import GroupBulk, right_blocks
 
 
 class CoupledChannels:
@@ -40,6 +40,7 @@ class CoupledChannels:
         if self.a.shape != (bulk.B, self.K, m, bulk.n) or self.ecov.shape != (self.K, m, m):
             raise ValueError(f"coupling shapes must be a {(bulk.B, self.K, m, bulk.n)} and "
                              f"ecov {(self.K, m, m)}, got {self.a.shape} and {self.ecov.shape}")
+        self.a_w = bulk.to_work(self.a)  # in the bulk's working basis
         self._key: tuple | None = None
         self._val: tuple | None = None
 
@@ -58,18 +59,43 @@ class CoupledChannels:
         key = (vhat1.tobytes(), D.tobytes())
         if self._key == key:
             return self._val
-        Kc = self.bulk.kinv(vhat1, D)
-        W = self.bulk.ksig(Kc) * D[None, None, None, :, None]
-        Wa = np.einsum("bxiyj,byfj->bxiyf", W, self.a, optimize=True)  # W a_(y,f)
-        Kta = np.einsum("byjci,byfj->bciyf", Kc, self.a, optimize=True)  # Kc^T a_(y,f)
+        W, _, Kc = self.bulk.wkc(vhat1, D)
+        B, K, n = W.shape[:3]
+        m = self.r + self.k
+        aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
+        Wa = right_blocks(W, aT)  # W a_(y,f): (b, x, i, y, f)
+        KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
+        Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
         self._key, self._val = key, (Kc, W, Wa, Kta)
         return self._val
 
+    def _d_parts(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        """Acal's derivative is linear in ``(X1, dD)``: its coefficients ``P1[(x,y), g,e,h,f]
+        = sum_b (W a)_(x; g,e) . (W a)_(y; h,f)`` and ``P2[c, g,e,h,f] = sum_b (Kc^T a)_(c;
+        g,e) . (Sig_c Kc^T a)_(c; h,f)`` (kept with the Gram's parts)."""
+        parts = self._w_parts(vhat1, D)
+        if len(parts) == 6:
+            return parts[4:]
+        _, _, Wa, Kta = parts
+        B, K, n = Wa.shape[:3]
+        m = self.r + self.k
+        Wt = Wa.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        P1 = np.einsum("xap,ybp->xyab", Wt, Wt).reshape(K * K, K, m, K, m)
+        KS = np.matmul(self.bulk.sig_w[:, :, None], Kta.reshape(B, K, 1, n, K * m))
+        Kt = Kta.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        St = KS.reshape(B, K, n, K, m).transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        P2 = np.matmul(Kt, np.swapaxes(St, 1, 2)).reshape(K, K, m, K, m)
+        self._val = (*parts, P1, P2)
+        return P1, P2
+
     def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
-        _, _, Wa, _ = self._w_parts(vhat1, D)
+        Wa = self._w_parts(vhat1, D)[2]
         m = self.r + self.k
-        out = np.einsum("bgei,bgihf->gehf", self.a, Wa, optimize=True) / self.bulk.B
+        B, K, n = Wa.shape[:3]
+        ag = self.a_w.transpose(1, 2, 0, 3).reshape(K, m, B * n)  # (g, e, (b, i))
+        Wg = Wa.transpose(1, 0, 2, 3, 4).reshape(K, B * n, K * m)  # (g, (b, i), (h, f))
+        out = np.matmul(ag, Wg).reshape(K, m, K, m) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
@@ -78,11 +104,10 @@ class CoupledChannels:
     def dacal(self, vhat1: np.ndarray, D: np.ndarray, X1: np.ndarray, dD: np.ndarray
               ) -> np.ndarray:
         """The derivative of ``Acal`` along ``Vhat1 -> + X1``, ``D -> + dD``."""
-        _, _, Wa, Kta = self._w_parts(vhat1, D)
+        P1, P2 = self._d_parts(vhat1, D)
         m = self.r + self.k
-        t1 = -np.einsum("xy,bxige,byihf->gehf", X1, Wa, Wa, optimize=True)
-        KS = np.einsum("bcij,bcjyf->bciyf", self.bulk.sig, Kta, optimize=True)
-        t2 = np.einsum("c,bcige,bcihf->gehf", dD, Kta, KS, optimize=True)
+        t1 = -np.tensordot(X1.ravel(), P1, axes=1)
+        t2 = np.tensordot(dD, P2, axes=1)
         out = (t1 + t2) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += dD[g] * self.ecov[g]

@@ -237,8 +237,12 @@ CACHE_SIZE = 128
 
 
 def clear_cache() -> None:
-    """Forget the cached network mappings (benchmarks time a first computation)."""
+    """Forget the cached network mappings and aligned rules (benchmarks time a first
+    computation)."""
+    from asymptotics.network.solve import clear_aligned
+
     _CACHE.clear()
+    clear_aligned()
 
 
 def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: float,

@@ -135,6 +135,29 @@ def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
     return prob, Channels(np.einsum("ai,gab,bj->gij", Rb, sig, Rb), r, k)
 
 
+_ALIGNED: dict = {}
+
+
+def clear_aligned() -> None:
+    """Forget the kept aligned rules (:func:`_aligned_cached`)."""
+    _ALIGNED.clear()
+
+
+def _aligned_cached(params: dict, sig: np.ndarray, h: float, n: int, n_omega: int | None):
+    """:func:`aligned_problem`, kept for the next alpha of the same groups (it does not depend on
+    alpha; the parameters compared by value, objects such as the target by identity)."""
+    objs = tuple(v for v in params.values() if not isinstance(v, (list, tuple, float, int, str)))
+    key = (tuple((k, repr(v) if isinstance(v, (list, tuple, float, int, str)) else id(v))
+                 for k, v in sorted(params.items())), sig.tobytes(), h, n, n_omega)
+    hit = _ALIGNED.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
+        hit = (objs, aligned_problem(params, sig, h, n, n_omega))
+        if len(_ALIGNED) >= 8:
+            _ALIGNED.pop(next(iter(_ALIGNED)))
+        _ALIGNED[key] = hit
+    return hit[1]
+
+
 def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
              n_omega: int | None, res: SpikedResult, outside=None, coupled=None
              ) -> SpikedResult:
@@ -142,7 +165,7 @@ def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
     (``res``): the first two rules that agree to :data:`QUADRATURE_RTOL`, else ``res``."""
     prev = None
     for h, n in ALIGNED_LADDER:
-        prob, ch = aligned_problem(params, sig, h, n, n_omega)
+        prob, ch = _aligned_cached(params, sig, h, n, n_omega)
         if coupled is not None:
             ch = coupled.rotated(aligned_rotation(np.asarray(params["loadings"]),
                                                   params["bulk"]))
