@@ -252,3 +252,17 @@ def test_schur_route_is_the_dense_inverse(K):
     assert np.allclose(e, np.einsum("ga,ag->g", vh, T / D[None, :]) / (B * n), rtol=1e-12)
     assert np.allclose(V1, 0.5 * (D[:, None] * (T / D[None, :]).T + (D[:, None] * (
         T / D[None, :]).T).T) / (1.3 * B * n), rtol=1e-12)
+
+
+def test_a_network_point_does_not_depend_on_the_points_before():
+    """The coupled bulk keeps warm starts between a point's own rules only: a point of
+    ``risk_by_step`` (solved after other alphas and steps) is the public point to the last bit
+    (a pure function)."""
+    import asymptotics as A
+
+    kw = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, readout="pm1")
+    table = A.risk_by_step([0.5, 4.0], steps=2, eta=(2.0, 8.0), progress=False, **kw)
+    for row in table.itertuples():
+        if row.step >= 1:
+            eta = (2.0, 8.0)[:row.step]
+            assert row.risk == A.risk(row.alpha, steps=row.step, eta=eta, **kw).risk

@@ -265,6 +265,13 @@ class GroupBulk:
         return out.reshape(B, K, K, n, n).transpose(0, 2, 3, 1, 4)
 
     # -- the resolvent: tau solved ---------------------------------------------------------
+    def forget(self) -> None:
+        """Drop the warm starts (the last solution and Jacobian): a point solved after
+        :meth:`forget` does not depend, even in its last bits, on the points solved before."""
+        self.tau_last = None
+        self.y_last = None
+        self._ed_last = None
+
     def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
                   tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

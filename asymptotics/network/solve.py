@@ -377,15 +377,15 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
     supported here (NaN with the reason)."""
     alpha = checks.positive("alpha", alpha)
     sig = np.asarray(channels, dtype=np.float64)
+    if (bulk := outside if coupled is None else coupled.bulk) is not None:
+        bulk.forget()  # a pure point: warm starts only between this point's own rules
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
         prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
         ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None else coupled
-        res = solve_network(prob, ch, alpha, solver,
-                            bulk=outside if coupled is None else coupled.bulk)
+        res = solve_network(prob, ch, alpha, solver, bulk=bulk)
         if not res.converged and prob.lam == 0.0:
-            res = replace(res, message="lam = 0 is not covered by the network route of "
-                                       "several groups; pass lam > 0")
+            res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
         return [res]
 
     r = np.shape(np.asarray(params["loadings"], dtype=np.float64))[1]
