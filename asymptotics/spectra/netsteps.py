@@ -194,7 +194,7 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
     the groups' ``Sig_g`` on ``[V, T]`` to use instead of the route's (a diagnosis: e.g. the
     bulk covariance measured on trained layers)."""
     from asymptotics.network.groups import model_channels, network_groups
-    from asymptotics.spectra.weights import rowvar_bulk, rowvar_top
+    from asymptotics.spectra.weights import diverging_outliers, rowvar_bulk, rowvar_top
 
     ng = network_groups(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout)
@@ -218,11 +218,7 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
     if not np.any(L != 0.0):
         return sol, support, atom, [], params
     if d is None:
-        outs = [Outlier(math.inf, f"learned {a + 1}",
-                        {f"learned {a + 1}": 1.0,
-                         **{f"target {j + 1}": float(theta[a, j] ** 2) for j in range(k)}})
-                for a in range(r)]
-        return sol, support, atom, outs, params
+        return sol, support, atom, diverging_outliers(np.asarray(theta)[:r, :k]), params
     edge, mt = rowvar_top(c, fr, beta)
     p = beta * d
     lbar = np.hstack([L, np.zeros((K, k))])

@@ -264,11 +264,7 @@ def steps_weights(s: Function, target: object, *, alpha0: float, eta: float, del
     if not np.any(np.asarray(loadings) != 0.0):
         return sol, support, atom, [], params
     if d is None:  # every spike has strength ~ sqrt(p): the outliers diverge
-        outs = [Outlier(math.inf, f"learned {a + 1}",
-                        {f"learned {a + 1}": 1.0,
-                         **{f"target {j + 1}": float(gamma[a, j] ** 2) for j in range(k)}})
-                for a in range(r)]
-        return sol, support, atom, outs, params
+        return sol, support, atom, diverging_outliers(gamma), params
     edge, mt = rowvar_top(c, fr, beta)
     p = beta * d
     L = np.asarray(loadings, float)
@@ -287,6 +283,17 @@ def steps_weights(s: Function, target: object, *, alpha0: float, eta: float, del
         a_top = int(np.argmax(np.abs(qv)))
         outs.append(Outlier(float(lam), f"learned {a_top + 1}", ov))
     return sol, support, atom, outs, params
+
+
+def diverging_outliers(gamma: np.ndarray) -> list[Outlier]:
+    """The p -> infinity outliers of the weights' r learned spikes (strength ~ sqrt(p), at
+    infinity; THEORY.md §16.6): each one's squared overlaps, 1 with its learned direction and
+    ``gamma[a, j]^2`` with target direction j."""
+    r, k = gamma.shape
+    return [Outlier(math.inf, f"learned {a + 1}",
+                    {f"learned {a + 1}": 1.0,
+                     **{f"target {j + 1}": float(gamma[a, j] ** 2) for j in range(k)}})
+            for a in range(r)]
 
 
 def rowvar_top(c: np.ndarray, w: np.ndarray, beta: float
