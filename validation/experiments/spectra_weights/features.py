@@ -30,8 +30,9 @@ import pandas as pd
 
 from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
-from validation.campaign import Campaign, Schema, refresh_csv
+from validation.campaign import Campaign, Schema
 from validation.experiments.spectra_sim import kolmogorov
+from validation.experiments.spectra_weights.cells import cell_task, refresh, setting_campaign
 from validation.experiments.spectra_weights.steps import train
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -160,31 +161,12 @@ def plan() -> list[tuple[FeaturesSetting, int, int]]:
     return [(s, d, n) for s in SETTINGS for d, n in SEEDS.items()]
 
 
-def _task(job: tuple[FeaturesSetting, int, int]) -> list[dict]:
-    return cell(*job)
-
-
-def _record(job: tuple[FeaturesSetting, int, int]) -> dict:
-    s, d, n_seeds = job
-    return {"setting": s, "d": d, "draws": n_seeds, "top": TOP, "models": MODELS}
-
-
-def _rank(row: dict) -> tuple:
-    names = [s.name for s in SETTINGS]
-    return (names.index(row["setting"]) if row["setting"] in names else len(names), row["d"])
-
-
-def _cell(v: object) -> str:
-    from validation.protocol.rows import g10_cell
-
-    return g10_cell(v)
-
-
 def campaign() -> Campaign:
-    """One task per (setting, d) of :func:`plan`, keyed by its record and :data:`VERSION`."""
-    return Campaign("spectra_theory_features_steps", tuple(plan()), _task, SCHEMA,
-                    key_columns=("setting", "d"), key=lambda j: (j[0].name, j[1]),
-                    cell=_cell, version=VERSION, record=_record, rank=_rank)
+    """One task per (setting, d) of :func:`plan`, keyed by its record and :data:`VERSION`
+    (:func:`validation.experiments.spectra_weights.steps.setting_campaign`)."""
+    task, record = cell_task(cell, TOP, MODELS)
+    return setting_campaign("spectra_theory_features_steps", plan(), task, SCHEMA, VERSION,
+                            SETTINGS, record)
 
 
 def paths() -> tuple[Path, Path]:
@@ -194,10 +176,7 @@ def paths() -> tuple[Path, Path]:
 
 
 def run(*, store: str | Path | None = None, quiet: bool = False) -> Path:
-    c = campaign()
-    read, write = paths()
-    refresh_csv(c, read, write, store=store, progress=not quiet)
-    return write
+    return refresh(campaign(), CSV, store=store, quiet=quiet)
 
 
 def section(df: pd.DataFrame | None = None) -> list[str]:
@@ -302,10 +281,8 @@ def row_slope_campaign() -> Campaign:
     """One task per (setting with one learned direction, d) of the diagnosis."""
     jobs = tuple((s, d, ROWSLOPE_SEEDS) for s in SETTINGS if s.sigma == "tanh"
                  for d in ROWSLOPE_DIMS)
-    return Campaign("spectra_theory_features_rowslope", jobs, _row_slope_task,
-                    ROWSLOPE_SCHEMA, key_columns=("setting", "d"),
-                    key=lambda j: (j[0].name, j[1]), cell=_cell, version=VERSION,
-                    record=_row_slope_record, rank=_rank)
+    return setting_campaign("spectra_theory_features_rowslope", jobs, _row_slope_task,
+                            ROWSLOPE_SCHEMA, VERSION, SETTINGS, _row_slope_record)
 
 
 def _row_slope_task(job: tuple) -> list[dict]:
@@ -317,11 +294,7 @@ def _row_slope_record(job: tuple) -> dict:
 
 
 def run_row_slope(*, quiet: bool = False) -> Path:
-    from validation.paths import data_file
-
-    read, write = data_file(ROWSLOPE_CSV, "validation", "reports", "data")
-    refresh_csv(row_slope_campaign(), read, write, progress=not quiet)
-    return write
+    return refresh(row_slope_campaign(), ROWSLOPE_CSV, quiet=quiet)
 
 
 def row_slope_section(df: pd.DataFrame) -> list[str]:

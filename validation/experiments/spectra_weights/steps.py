@@ -33,8 +33,9 @@ import pandas as pd
 
 from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
-from validation.campaign import Campaign, Schema, refresh_csv
+from validation.campaign import Campaign, Schema
 from validation.experiments.spectra_sim import kolmogorov, sphere
+from validation.experiments.spectra_weights.cells import cell_task, refresh, setting_campaign
 
 ROOT = Path(__file__).resolve().parents[3]
 CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_steps.csv"
@@ -140,17 +141,12 @@ def _shadow_record(job: tuple) -> dict:
 def shadow_campaign() -> Campaign:
     """One task per (setting, d) of :data:`SHADOW_SEEDS`."""
     jobs = tuple((s, d, n) for s in SETTINGS for d, n in SHADOW_SEEDS.items())
-    return Campaign("spectra_theory_steps_shadow", jobs, _shadow_task, SHADOW_SCHEMA,
-                    key_columns=("setting", "d"), key=lambda j: (j[0].name, j[1]),
-                    cell=_cell, version=VERSION, record=_shadow_record, rank=_rank)
+    return setting_campaign("spectra_theory_steps_shadow", jobs, _shadow_task, SHADOW_SCHEMA,
+                            VERSION, SETTINGS, _shadow_record)
 
 
 def run_shadow(*, quiet: bool = False) -> Path:
-    from validation.paths import data_file
-
-    read, write = data_file(SHADOW_CSV, "validation", "reports", "data")
-    refresh_csv(shadow_campaign(), read, write, progress=not quiet)
-    return write
+    return refresh(shadow_campaign(), SHADOW_CSV, quiet=quiet)
 
 
 def shadow_section() -> list[str]:
@@ -263,36 +259,11 @@ def plan() -> list[tuple[StepsSetting, int, int]]:
             if d < 4000 or s.readout == "constant"]
 
 
-def _task(job: tuple[StepsSetting, int, int]) -> list[dict]:
-    return cell(*job)
-
-
-def _record(job: tuple[StepsSetting, int, int]) -> dict:
-    """A task's parameter record: every field of the setting, d, the number of draws and the
-    number of outliers compared."""
-    s, d, n_seeds = job
-    return {"setting": s, "d": d, "draws": n_seeds, "top": TOP, "models": MODELS}
-
-
-def _rank(row: dict) -> tuple:
-    """The export's order of the tasks: the settings' order in :data:`SETTINGS`, then d."""
-    names = [s.name for s in SETTINGS]
-    return (names.index(row["setting"]) if row["setting"] in names else len(names), row["d"])
-
-
-def _cell(v: object) -> str:
-    from validation.protocol.rows import g10_cell
-
-    return g10_cell(v)
-
-
 def campaign() -> Campaign:
-    """One task per (setting, d) cell of :func:`plan`, keyed by its parameter record
-    (:func:`_record`) and :data:`VERSION`; exported in the settings' order (:func:`_rank`) with
-    ``%.10g`` cells."""
-    return Campaign("spectra_theory_steps", tuple(plan()), _task, SCHEMA,
-                    key_columns=("setting", "d"), key=lambda j: (j[0].name, j[1]),
-                    cell=_cell, version=VERSION, record=_record, rank=_rank)
+    """One task per (setting, d) cell of :func:`plan` (:func:`setting_campaign`)."""
+    task, record = cell_task(cell, TOP, MODELS)
+    return setting_campaign("spectra_theory_steps", plan(), task, SCHEMA, VERSION, SETTINGS,
+                            record)
 
 
 def paths() -> tuple[Path, Path]:
@@ -305,10 +276,7 @@ def paths() -> tuple[Path, Path]:
 def run(*, store: str | Path | None = None, quiet: bool = False) -> Path:
     """Run the cells of :func:`campaign` the store lacks and export every stored cell to the
     CSV (module docstring); returns the CSV written."""
-    c = campaign()
-    read, write = paths()
-    refresh_csv(c, read, write, store=store, progress=not quiet)
-    return write
+    return refresh(campaign(), CSV, store=store, quiet=quiet)
 
 
 def section(df: pd.DataFrame | None = None) -> list[str]:
