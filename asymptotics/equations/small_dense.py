@@ -17,39 +17,19 @@ from asymptotics.core.coldstart import kernel
 
 @kernel(cache=True, error_model="numpy")
 def mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-    """Kernel: the product A B of small matrices."""
-    n, k = A.shape
-    m = B.shape[1]
-    out = np.zeros((n, m))
-    for i in range(n):
-        for j in range(m):
-            s = 0.0
-            for l in range(k):
-                s += A[i, l] * B[l, j]
-            out[i, j] = s
+    """Kernel: the product A B of small matrices (:func:`mm_into` on a new array)."""
+    out = np.zeros((A.shape[0], B.shape[1]))
+    mm_into(A, B, out)
     return out
 
 
 @kernel(cache=True, error_model="numpy")
 def lu(A: np.ndarray) -> tuple:
-    """Kernel: (LU, piv) of PA = LU, partial pivoting (L unit lower, both in one matrix)."""
-    n = A.shape[0]
+    """Kernel: (LU, piv) of PA = LU, partial pivoting (L unit lower, both in one matrix;
+    :func:`lu_inplace` on a copy)."""
     a = A.copy()
-    piv = np.arange(n)
-    for j in range(n):
-        p = j
-        for i in range(j + 1, n):
-            if abs(a[i, j]) > abs(a[p, j]):
-                p = i
-        if p != j:
-            for c in range(n):
-                a[j, c], a[p, c] = a[p, c], a[j, c]
-            piv[j], piv[p] = piv[p], piv[j]
-        for i in range(j + 1, n):
-            a[i, j] = a[i, j] / a[j, j]
-            f = a[i, j]
-            for c in range(j + 1, n):
-                a[i, c] -= f * a[j, c]
+    piv = np.empty(A.shape[0], np.int64)
+    lu_inplace(a, piv)
     return a, piv
 
 
