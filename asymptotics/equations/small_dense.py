@@ -35,19 +35,9 @@ def lu(A: np.ndarray) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def lu_solve(a: np.ndarray, piv: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Kernel: x with A x = b from ``lu(A)``; b one vector."""
-    n = a.shape[0]
-    x = np.empty(n)
-    for i in range(n):
-        s = b[piv[i]]
-        for c in range(i):
-            s -= a[i, c] * x[c]
-        x[i] = s
-    for i in range(n - 1, -1, -1):
-        s = x[i]
-        for c in range(i + 1, n):
-            s -= a[i, c] * x[c]
-        x[i] = s / a[i, i]
+    """Kernel: x with A x = b from ``lu(A)``; b one vector (:func:`lu_solve_into`)."""
+    x = np.empty(a.shape[0])
+    lu_solve_into(a, piv, b, x)
     return x
 
 
