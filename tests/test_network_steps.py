@@ -217,7 +217,8 @@ def test_campaign_keys_hold_every_parameter():
 def test_aligned_rule_is_an_exact_change_of_basis():
     """The aligned kappa rule (rotation of V, trapezoid on the sharpest spike axis) gives the
     Gauss-Hermite ladder's number on a point the ladder settles (r = 2, to its 1e-3)."""
-    from asymptotics.network.solve import aligned_problem, aligned_rotation, solve_network
+    from asymptotics.network.aligned import aligned_problem, aligned_rotation
+    from asymptotics.network.solve import solve_network
 
     sig = _random_channels(2, 4, seed=5)
     R = aligned_rotation(np.array(GROUPS["loadings"]), np.array(GROUPS["bulk"]))

@@ -239,7 +239,7 @@ CACHE_SIZE = 128
 def clear_cache() -> None:
     """Forget the cached network mappings and aligned rules (benchmarks time a first
     computation)."""
-    from asymptotics.network.solve import clear_aligned
+    from asymptotics.network.aligned import clear_aligned
 
     _CACHE.clear()
     clear_aligned()
