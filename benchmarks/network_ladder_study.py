@@ -3,11 +3,13 @@ the route's quadrature policy settles on, its status and error estimate) and, op
 reference rule, for the points that go through ``risk_network_groups`` (THEORY.md §15).
 
 Run once per code version (PYTHONPATH picks it) and compare the CSVs:
-    python benchmarks/network_ladder_study.py run --out new.csv [--ref] [--n 48] [--seed 20261126]
+    python benchmarks/network_ladder_study.py run --out new.csv [--ref] [--n 72] [--seed 20261126]
     python benchmarks/network_ladder_study.py compare old.csv new.csv ref.csv
-The sample: ``--n`` points drawn (``--seed``) among the points with r >= 2 spikes, and every
-point with r = 1 (``--ones``: how many of those, drawn with the same seed). The reference is
-the tensor Gauss-Hermite rule of ``REF_NODES[r]`` nodes per dimension (above the ladder's top).
+The sample: ``--n`` points drawn (``--seed``) among the points with r >= 2 spikes (72 of them:
+the default takes all), and ``--ones`` of the points with r = 1, drawn with the same seed. The
+reference: :data:`REF_NODES` (r = 2) or :data:`REF_ALIGNED` (r = 3). Committed run (2026-11-26,
+before / after the network route took the K-group quadrature policy):
+``benchmarks/data/network_ladder_{old,new,ref}.csv`` and ``network_ladder_study.txt``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ import time
 import numpy as np
 import pandas as pd
 
-REF_NODES = {2: 183, 3: 100}
+#: the reference: r = 2, the tensor rule of 274 nodes per dimension (the ladder's top is 183);
+#: r = 3, the aligned rule (DERIVATIONS.md §9.6) of trapezoid step REF_ALIGNED[0] and
+#: REF_ALIGNED[1] Gauss-Hermite nodes on the other axes (the tensor rules converge slowly there)
+REF_NODES = {2: 274}
+REF_ALIGNED = (0.025, 54)
 
 
 def _keys():
@@ -56,6 +62,35 @@ def _point(k, n_kappa=None):
     return res, time.perf_counter() - t0
 
 
+def _reference(k):
+    """The reference rule's risk at key ``k`` (:data:`REF_NODES`, :data:`REF_ALIGNED`)."""
+    if k.r in REF_NODES:
+        return _point(k, REF_NODES[k.r])
+    import numpy as np
+
+    from asymptotics.network.aligned import aligned_problem, aligned_rotation
+    from asymptotics.network.route import outside_kw
+    from asymptotics.network.solve import solve_network
+    from validation.experiments.network_steps_report import _problems, _readout
+
+    etas = tuple(float(e) for e in str(k.eta).split(","))
+    net = _problems(k.sigma, k.target, k.readout, float(k.alpha0), str(k.eta), len(etas))[1]
+    params = dict(net[int(k.step)], sigma=k.sigma, lam=float(k.lam), beta=float(k.beta),
+                  delta=0.0, p=float(k.beta) * float(k.d))
+    sig = np.asarray(params.pop("channels"), dtype=np.float64)
+    kw = outside_kw(k.sigma, k.target, steps=int(k.step), alpha0=float(k.alpha0),
+                    eta=etas[:int(k.step)], readout=_readout(k.readout))
+    t0 = time.perf_counter()
+    prob, ch = aligned_problem(params, sig, *REF_ALIGNED, None)
+    coupled = kw.get("coupled")
+    if coupled is not None:
+        ch = coupled.rotated(aligned_rotation(np.asarray(params["loadings"]), params["bulk"]))
+        coupled.bulk.forget()
+    bulk = kw.get("outside") if coupled is None else coupled.bulk
+    res = solve_network(prob, ch, float(k.alpha), bulk=bulk)
+    return res, time.perf_counter() - t0
+
+
 def run(out: str, n: int, ones: int, seed: int, ref: bool) -> None:
     keys = _keys()
     rng = np.random.default_rng(seed)
@@ -73,7 +108,7 @@ def run(out: str, n: int, ones: int, seed: int, ref: bool) -> None:
                "n_kappa": res.n_kappa, "quadrature_change": res.quadrature_change,
                "message": res.message, "seconds": dt}
         if ref and k.r >= 2:
-            rr, dr = _point(k, REF_NODES[k.r])
+            rr, dr = _reference(k)
             row.update(ref=rr.risk if rr.converged else math.nan, ref_seconds=dr)
         rows.append(row)
         print(f"{i + 1}/{len(sample)} r={k.r} {k.sigma} {k.target} t={k.step} a={k.alpha}: "
@@ -85,6 +120,7 @@ def run(out: str, n: int, ones: int, seed: int, ref: bool) -> None:
 
 def compare(old: str, new: str, ref: str) -> None:
     o, nw, rf = pd.read_csv(old), pd.read_csv(new), pd.read_csv(ref)
+    o, nw = (f.drop(columns=[c for c in ("ref", "ref_seconds") if c in f]) for f in (o, nw))
     key = ["sigma", "target", "readout", "alpha0", "eta", "step", "alpha", "beta", "lam", "d"]
     m = o.merge(nw, on=key + ["r"], suffixes=("_old", "_new")).merge(
         rf[key + ["ref"]], on=key, how="left")
@@ -116,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run")
     r.add_argument("--out", required=True)
-    r.add_argument("--n", type=int, default=48)
+    r.add_argument("--n", type=int, default=72)
     r.add_argument("--ones", type=int, default=24)
     r.add_argument("--seed", type=int, default=20261126)
     r.add_argument("--ref", action="store_true")
