@@ -1,7 +1,9 @@
 """The K-group equations with the network's channels (THEORY.md §15): the solver of
 :mod:`asymptotics.spiked.solve` (the closed (V1, V2) subsystem does not see the channels) with
 the completion and the literal map of :mod:`asymptotics.spiked.kernels` carrying the fields of
-:class:`asymptotics.network.channels.Channels` instead of the isotropic ones."""
+:class:`asymptotics.network.channels.Channels` instead of the isotropic ones; points and curves
+under the quadrature policy of the sRF groups (:mod:`asymptotics.equations.ladder`, THEORY.md
+§10.8), the aligned rules of :mod:`asymptotics.network.aligned` as a second ladder."""
 
 from __future__ import annotations
 
