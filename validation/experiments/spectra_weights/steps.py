@@ -387,36 +387,19 @@ def measured_sig_section(df: pd.DataFrame) -> list[str]:
 
 
 def retheory(model: str = "network") -> Path:
-    """Recompute the theory columns of ``model``'s rows of the committed CSV (no simulation:
-    the simulated columns, the bulk's Kolmogorov distances and the edge are kept; the edge and
-    the bulk do not depend on ``Sig``) after a change of the theory; writes the CSV."""
-    read, write = paths()
-    df = pd.read_csv(read)
-    for (name, d), g in df[df.model == model].groupby(["setting", "d"], sort=False):
-        s = next(x for x in SETTINGS if x.name == name)
-        t0 = time.perf_counter()
+    """Recompute the theory columns of ``model``'s rows of the committed CSV after a change of
+    the theory (no simulation; :func:`validation.experiments.spectra_weights.cells.retheory`);
+    writes the CSV."""
+    from validation.experiments.spectra_weights.cells import retheory as _retheory
+
+    def law(s: StepsSetting, d: int) -> tuple:
         law = spectrum("weights", sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta,
-                       beta=s.beta, steps=s.steps, readout=s.readout, d=int(d), model=model)
-        secs = time.perf_counter() - t0
+                       beta=s.beta, steps=s.steps, readout=s.readout, d=d, model=model)
         sig = law.params.get("channels")
         fr = np.asarray(law.params["fractions"])
-        new = {SIG_VV: 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0])}
-        for i, o in enumerate(law.outliers[:TOP]):
-            new[f"outlier {i + 1} ({o.channel})"] = o.location
-            new.update({f"outlier {i + 1}: overlap {k}": v for k, v in o.overlaps.items()})
-        for idx in g.index:
-            q = df.at[idx, "quantity"]
-            if q in new:
-                df.at[idx, "theory"] = new[q]
-            elif q.startswith("outlier") and "overlap" not in q:
-                raise ValueError(f"outlier row {q!r} of {name}, d = {d} has no counterpart")
-            df.at[idx, "theory_seconds"] = secs
-    from validation.protocol.rows import g10_cell
+        return law, {SIG_VV: 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0])}
 
-    tmp = write.with_name(write.name + ".tmp")
-    df.map(g10_cell).to_csv(tmp, index=False)
-    tmp.replace(write)
-    return write
+    return _retheory(paths(), SETTINGS, model, law, TOP)
 
 
 def main(argv: list[str] | None = None) -> int:
