@@ -104,6 +104,17 @@ def model_basis(state) -> np.ndarray:
     return np.hstack([V, T])
 
 
+def _channels(state, B: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """``C_g/c_g`` on the basis ``B`` (the numbers of
+    :func:`asymptotics.network.groups.model_channels`; a zero bulk carries no channel)."""
+    out = np.einsum("ai,gab,bj->gij", B, cov, B)
+    out /= np.where(state.c > 0, state.c, 1.0)[:, None, None]
+    for g in range(out.shape[0]):
+        if not state.c[g] > 0:
+            out[g] = B.T @ B
+    return np.ascontiguousarray(out)
+
+
 def _xi_table(sigma: Function, sc: float, m: np.ndarray) -> dict:
     """The xi moments at pre-activation ``m + sc xi`` (per entry of ``m``), Stein's forms for
     the derivatives in ``sc`` (only sigma and sigma' are needed)."""
@@ -344,7 +355,7 @@ def row_variance(sigma: str | Function, target: str, *, steps: int, alpha0: floa
 
 def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
                   coupled: bool) -> RowVariance:
-    from asymptotics.network.groups import model_channels, network_groups
+    from asymptotics.network.groups import network_groups
 
     ng = network_groups(sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas[:m.steps],
                         delta=m.delta, readout=readout)
@@ -360,9 +371,9 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
         covs.append(gam)
     st = ng.states[-1]
     n = gam.shape[1] - 1
-    sig = model_channels(st, np.ascontiguousarray(gam[:, :n, :n]))
-    sig_route = model_channels(st, ng.cov[-1])
     B = model_basis(st)
+    sig = _channels(st, B, gam[:, :n, :n])
+    sig_route = _channels(st, B, ng.cov[-1])
     loadings = st.spiked_model()[0]
     r = np.asarray(loadings).shape[1]
     slope = np.zeros((K, r))
