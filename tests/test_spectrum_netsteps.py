@@ -28,6 +28,19 @@ def isotropic(monkeypatch):
         return np.repeat(np.eye(S.shape[1])[None], S.shape[0], axis=0)
 
     monkeypatch.setattr(network_groups_module, "model_channels", iso)
+    # and no spread of the rows' outside scale (THEORY.md §16.9): Sig = I, no slope
+    import dataclasses
+
+    from asymptotics.spectra import rowvar as rowvar_module
+
+    orig_rv = rowvar_module.row_variance
+
+    def iso_rv(*args, **kwargs):
+        rv = orig_rv(*args, **kwargs)
+        eye = np.repeat(np.eye(rv.sig.shape[1])[None], rv.sig.shape[0], axis=0)
+        return dataclasses.replace(rv, sig=eye, slope=np.zeros_like(rv.slope))
+
+    monkeypatch.setattr(rowvar_module, "row_variance", iso_rv)
 
 
 @pytest.mark.parametrize("readout", ["constant", "pm1"])

@@ -198,15 +198,21 @@ def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float,
     if not isinstance(tname, str):
         raise TypeError(f"target must be an expression in z1..zk for model='network' with "
                         f"steps or a readout, got {target!r}")
+    from asymptotics.spectra.rowvar import row_variance
+
     gp, sig, values = network_steps_params(s, tname, steps=steps, alpha0=alpha0, eta=eta,
                                            delta=delta, readout=readout)
     prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
     sol, support, atom = features_bulk(prob, alpha)
     edge = support[-1][1] if support else 0.0
-    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values)
+    # the channels' Sig and the bulk-variance channel from the rows' outside scale (§16.9)
+    rv = row_variance(s, tname, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                      readout=readout)
+    sig = rv.sig
+    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values, row_slope=rv.slope)
     params.update(alpha=alpha, loadings=gp["loadings"], bulk=gp["bulk"],
                   fractions=gp["fractions"], overlaps=gp["overlaps"],
-                  channels=sig.tolist())
+                  channels=sig.tolist(), row_slope=rv.slope.tolist())
     return _law("features", "F^T F (p x p), F = sigma(X W^T)/sqrt(p), X: n = alpha d fresh "
                 "inputs", "network", params, support, atom, outs, d, sol)
 

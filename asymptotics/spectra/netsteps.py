@@ -192,14 +192,21 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
     coordinates on E are ``x/sqrt(lam)``. ``Sig_g = I`` gives the outliers of
     :func:`asymptotics.spectra.weights.steps_weights` (the isotropic groups). ``channels``:
     the groups' ``Sig_g`` on ``[V, T]`` to use instead of the route's (a diagnosis: e.g. the
-    bulk covariance measured on trained layers)."""
-    from asymptotics.network.groups import model_channels, network_groups
+    bulk covariance measured on trained layers); default: ``Sig_g`` of
+    :func:`asymptotics.spectra.rowvar.row_variance` (the route's recursion with each row's
+    outside scale as one more coordinate)."""
+    from asymptotics.network.groups import network_groups
+    from asymptotics.spectra.rowvar import row_variance
     from asymptotics.spectra.weights import diverging_outliers, rowvar_bulk, rowvar_top
 
     ng = network_groups(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout)
     state = ng.states[-1]
-    sig = model_channels(state, ng.cov[-1]) if channels is None else np.asarray(channels, float)
+    if channels is None:  # the route's Sig with the rows' outside scale coupled (§16.9)
+        sig = row_variance(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                           readout=readout).sig
+    else:
+        sig = np.asarray(channels, float)
     fr = np.asarray(ng.readout.weights, float)
     eps = np.asarray(ng.readout.values, float)
     c = np.asarray(state.c, float)

@@ -332,12 +332,29 @@ def row_slope_section(df: pd.DataFrame) -> list[str]:
     return out + [""]
 
 
+def retheory(model: str = "network") -> Path:
+    """Recompute the theory columns of ``model``'s rows of the committed CSV after a change of
+    the theory (no simulation; :func:`validation.experiments.spectra_weights.cells.retheory`);
+    writes the CSV."""
+    from validation.experiments.spectra_weights.cells import retheory as _retheory
+
+    def law(s: FeaturesSetting, d: int) -> tuple:
+        return spectrum("features", alpha=s.alpha, sigma=s.sigma, target=s.target,
+                        alpha0=s.alpha0, eta=s.eta, beta=s.beta, steps=s.steps,
+                        readout=s.readout, model=model, d=d), {}
+
+    return _retheory(paths(), SETTINGS, model, law, TOP)
+
+
 def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
     parser = Parser(prog=COMMAND, description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--store", default=None,
                         help="the SQLite store (.sqlite; default beside the exported CSV)")
+    parser.add_argument("--retheory", action="store_true",
+                        help="recompute the network theory's columns of the committed CSV (no "
+                             "simulation) and print the section")
     parser.add_argument("--row-slope", action="store_true",
                         help="measure the rows' bulk-variance slope on the trained layers and "
                              "write the diagnosis CSV (~2 core-minutes)")
@@ -348,6 +365,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.store}", file=sys.stderr)
         return 2
     quiet = apply_quiet(args)
+    if args.retheory:
+        print("\n".join(section(pd.read_csv(retheory()))))
+        return 0
     if args.row_slope:
         run_row_slope(quiet=quiet)
     out = run(store=args.store, quiet=quiet)
