@@ -221,15 +221,22 @@ def test_non_commuting_bulk_matches_an_independent_derivation():
     assert np.max(np.abs(dV2 - (p2 - m2) / (2 * h))) <= 1e-7 * np.max(np.abs(dV2))
 
 
-@pytest.mark.parametrize("K", [1, 2, 3])
-def test_schur_route_is_the_dense_inverse(K):
-    """The working basis (group 1's eigenbasis) and the Schur complement of the other groups
-    against the dense inverse of ``Dc^-1 + Vhat1 (x) I`` in the given basis (no rotation): the
-    traces ``tr W_ag`` and the quadratic forms ``a^T W a`` agree, and the working-basis W is
-    the dense inverse rotated."""
+@pytest.mark.parametrize("K, same", [(1, ()), (2, ()), (3, ()), (2, ((1, 0),)),
+                                     (3, ((2, 1),)), (3, ((1, 0), (2, 0))),
+                                     (4, ((3, 1), (2, 1)))])
+def test_schur_route_is_the_dense_inverse(K, same):
+    """The working basis (the eigenbasis of the base class: the largest set of groups with equal
+    covariances, ``same`` makes group g's covariance group h's) and the Schur complement of the
+    other groups against the dense inverse of ``Dc^-1 + Vhat1 (x) I`` in the given basis (no
+    rotation): the traces ``tr W_ag`` and the quadratic forms ``a^T W a`` agree, and the
+    working-basis W is the dense inverse rotated."""
     B, n = 2, 12
     sig = _noncommuting(B, K, n, seed=3 + K)
+    for g, h in same:
+        sig[:, g] = sig[:, h]
     gb = GroupBulk(sig)
+    assert (gb._eig[3], list(gb._eig[2][:gb._eig[3]])) == (1 + len(same), sorted(
+        {h for _, h in same} | {g for g, _ in same}) if same else [0])
     vh = _vhat(K, K) + 0.1 * np.eye(K)
     D = np.linspace(0.4, 1.7, K)
     a = np.random.default_rng(K).standard_normal((B, K, n))

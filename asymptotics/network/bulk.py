@@ -19,30 +19,34 @@ with K = 1 it is the generalised MP law of :func:`asymptotics.measures.channels.
 The derivatives along ``(Vhat1, Vhat2)`` (for ``Q``) are the Hessian of ``Psi`` with the
 implicit differentiation of the tau equation. ``Sig`` is held as independent diagonal blocks
 (B blocks of size n, d = B n: a pooled device). Every quantity is a trace over a block, blind
-to a rotation common to the K groups, so each block works in the eigenbasis of its ``Sig_1``:
-there ``W``'s first group is diagonal and one evaluation costs one Cholesky of the Schur
-complement of the other groups, size (K-1) n, per block (none for K = 1; DERIVATIONS.md §9.7).
+to a rotation common to the K groups, so each block works in the eigenbasis of a base class of
+groups with equal covariances (``sigma'`` even makes ``eps`` and ``-eps`` one class; else the
+first group): there ``W``'s base class is diagonal per direction and one evaluation costs one
+Cholesky of the Schur complement of the other groups, size (K - c) n, per block (none when every
+group is in the base class; :mod:`asymptotics.network.schur`, DERIVATIONS.md §9.7).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotri as _potri
-from scipy.linalg.lapack import dtrtri as _trtri
+
+from asymptotics.network import schur
+from asymptotics.network.schur import base_class
 
 _PREP: dict[int, tuple] = {}
 
 
 def _prepare(sig: np.ndarray) -> tuple:
-    """``(Sig^-1, U, Sig, Sig^-1)``, the last two in the working basis: group 1's eigenbasis
-    ``U`` per block (``Sig_1 = U diag(s) U^T``) where every ``Sig_g`` is invertible, else
-    ``(None, None, Sig, None)``."""
+    """``(Sig^-1, U, Sig, Sig^-1, F)``, the middle two in the working basis: the base class F's
+    eigenbasis ``U`` per block (``Sig_F = U diag(s) U^T``, :func:`~asymptotics.network.schur.
+    base_class`; its groups' covariances taken equal to its first's) where every ``Sig_g`` is
+    invertible, else ``(None, None, Sig, None, None)``."""
     ev = np.linalg.eigvalsh(sig)
     if not np.all(ev > 1e-8 * ev.max()):
-        return None, None, sig, None
+        return None, None, sig, None, None
+    F = base_class(sig)
     sig_inv = np.linalg.inv(sig)
-    s1, U = np.linalg.eigh(sig[:, 0])
+    s1, U = np.linalg.eigh(sig[:, F[0]])
     Ut = np.swapaxes(U, 1, 2)[:, None]
 
     def rot(x):
@@ -51,11 +55,12 @@ def _prepare(sig: np.ndarray) -> tuple:
 
     sig_w, inv_w = rot(sig), rot(sig_inv)
     eye = np.eye(sig.shape[2])
-    sig_w[:, 0] = s1[:, :, None] * eye
-    inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
+    for f in F:
+        sig_w[:, f] = s1[:, :, None] * eye
+        inv_w[:, f] = (1.0 / s1)[:, :, None] * eye
     for x in (sig_inv, U, sig_w, inv_w):
         x.flags.writeable = False
-    return sig_inv, U, sig_w, inv_w
+    return sig_inv, U, sig_w, inv_w, F
 
 
 def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
@@ -90,9 +95,14 @@ class GroupBulk:
                 if len(_PREP) >= 8:
                     _PREP.pop(next(iter(_PREP)))
                 _PREP[id(sig)] = pre
-        self._sig_inv, self._U, self.sig_w, self._sig_inv_w = pre[1:]
-        self._eig = None if self._U is None else (np.diagonal(self.sig_w[:, 0], axis1=1,
-                                                               axis2=2), self._sig_inv_w[:, 1:])
+        self._sig_inv, self._U, self.sig_w, self._sig_inv_w, F = pre[1:]
+        self._eig = None
+        if self._U is not None:  # (s, U^T Sig_h^-1 U for h outside F, the order F + R, c)
+            perm = np.array(F + [g for g in range(self.K) if g not in F], dtype=np.int64)
+            self._eig = (np.ascontiguousarray(np.diagonal(self.sig_w[:, F[0]], axis1=1,
+                                                          axis2=2)),
+                         np.ascontiguousarray(self._sig_inv_w[:, perm[len(F):]]), perm, len(F),
+                         np.argsort(perm), bool(np.all(perm == np.arange(self.K))))
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -129,100 +139,35 @@ class GroupBulk:
             raise ValueError(f"vhat1 must be {self.K} x {self.K} (the bulk's groups), got shape "
                              f"{np.shape(vhat1)}")
 
-    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
-        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` in group 1's
-        eigenbasis (``Sig_1 = U diag(s) U^T``; the traces do not see the common rotation): there
-        ``W``'s first block row is diagonal up to the Schur complement ``S`` of the other groups,
-        ``S = blockdiag_g(U^T Sig_g^-1 U / D_g) + Vhat1_RR (x) I - (v v^T) (x) P^-1`` with
-        ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
-        block (none for K = 1). None where a Cholesky fails (not positive definite)."""
-        K = self.K
-        f = self._schur(vhat1, D, full=False)
-        if f is None:
-            return None
-        ip, dgb = f
-        T = np.zeros((K, K))
-        T[0, 0] = ip.sum()
-        if K > 1:
-            v = vhat1[1:, 0]
-            T[1:, 1:] = dgb.sum(axis=(0, 3))  # dgb: (b, g, h, i)
-            vg = np.einsum("g,bghi->bhi", v, dgb)  # (sum_g v_g G_gh)_ii per block
-            T[0, 1:] = -np.einsum("bhi,bi->h", vg, ip)
-            T[0, 0] += np.einsum("h,bhi,bi->", v, vg, ip * ip)
-            T[1:, 0] = T[0, 1:]
-        return T / D[None, :]
+    def _perm(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        perm, ident = self._eig[2], self._eig[5]
+        return (vhat1, D) if ident else (vhat1[np.ix_(perm, perm)], D[perm])
 
-    def _schur(self, vhat1: np.ndarray, D: np.ndarray, full: bool = True) -> tuple | None:
-        """Every block's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``, B x n; ``S^-1`` symmetric,
-        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`, or with ``full=False`` only the
-        diagonals of the blocks of ``S^-1`` (B x (K-1) x (K-1) x n, from ``L^-1``: ``S = L L^T``);
-        None where S is not positive definite."""
-        B, K, n = self.B, self.K, self.n
-        s1, rest = self._eig
-        p = 1.0 / (D[0] * s1) + vhat1[0, 0]
-        if not np.all(p > 0.0):
+    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` by the Schur
+        complement of the base class (:mod:`asymptotics.network.schur`; the traces do not see
+        the common rotation). None where a Cholesky fails (not positive definite)."""
+        s, rest, perm, c, inv, ident = self._eig
+        vp, Dp = self._perm(vhat1, D)
+        T = schur.traces(vp, Dp, s, rest, c)
+        if T is None:
             return None
-        ip = 1.0 / p
-        if K == 1:
-            return ip, None
-        v = vhat1[1:, 0]
-        m = (K - 1) * n
-        idx = np.arange(n)
-        if K == 2:
-            S = rest[:, 0] / D[1]
-            S[:, idx, idx] += vhat1[1, 1] - v[0] * v[0] * ip
-        else:
-            S = np.zeros((B, K - 1, n, K - 1, n))
-            S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
-            for g in range(K - 1):
-                S[:, g, :, g, :] += rest[:, g] / D[g + 1]
-            S = S.reshape(B, m, m)
-        G = np.empty((B, K - 1, K - 1, n)) if not full else np.empty_like(S)
-        for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
-            c, info = _potrf(S[b], lower=True, overwrite_a=True)
-            if info != 0:
-                return None
-            if full:
-                Gb, info = _potri(c, lower=True, overwrite_c=True)
-                G[b] = Gb
-            else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
-                Li, info = _trtri(c, lower=True, overwrite_c=True)
-                Lr = Li.reshape(m, K - 1, n)
-                G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
-            if info != 0:
-                return None
-        if not full:
-            return ip, G
-        low = np.tril(G)  # (potri fills the lower triangle)
-        G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(m)
-        return ip, G.reshape(B, K - 1, n, K - 1, n)
+        if not ident:
+            T = T[np.ix_(inv, inv)]
+        return T / D[None, :]
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite) in the working basis, from :meth:`_schur`; None where that does not apply
-        (singular Sig, D <= 0, not positive definite)."""
+        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); None where
+        that does not apply (singular Sig, D <= 0, not positive definite)."""
         if self._eig is None or not np.all(D > 0.0):
             return None
-        B, K, n = self.B, self.K, self.n
-        f = self._schur(vhat1, D)
-        if f is None:
-            return None
-        ip, G = f
-        out = np.zeros((B, K, n, K, n))
-        idx = np.arange(n)
-        if K == 1:
-            out[:, 0, idx, 0, idx] = ip
-            return out
-        v = vhat1[1:, 0]
-        Y = np.einsum("g,bgihj->bihj", v, G)  # (sum_g v_g S^-1_gh) (B, n, K-1, n)
-        W1R = -ip[:, :, None, None] * Y
-        out[:, 0, :, 1:, :] = W1R
-        out[:, 1:, :, 0, :] = W1R.transpose(0, 2, 3, 1)
-        out[:, 1:, :, 1:, :] = G
-        Z = ip[:, :, None] * np.einsum("bihj,h->bij", Y, v) * ip[:, None, :]
-        Z[:, idx, idx] += ip
-        out[:, 0, :, 0, :] = Z
-        return out
+        s, rest, perm, c, inv, ident = self._eig
+        vp, Dp = self._perm(vhat1, D)
+        W = schur.wfull(vp, Dp, s, rest, c)
+        if W is None or ident:
+            return W
+        return W[:, inv][:, :, :, inv]
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
