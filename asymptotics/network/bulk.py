@@ -82,6 +82,8 @@ class GroupBulk:
         self.B, self.K, self.n = sig.shape[:3]
         self.d = self.B * self.n
         self._parts_key: tuple | None = None
+        self._lin_key: tuple | None = None
+        self._lin: np.ndarray | None = None
         self._parts: tuple | None = None
         self._wkc_key: tuple | None = None
         self._wkc: tuple | None = None
@@ -182,7 +184,13 @@ class GroupBulk:
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
         else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
             KS = W / D[None, None, None, :, None]
-            Kc = right_blocks(KS, self._sig_inv_w)
+            Kc = np.empty_like(KS)
+            s, _, perm, c = self._eig[:4]
+            B, K, n = self.B, self.K, self.n
+            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class)
+                Kc[:, :, :, y] = KS[:, :, :, y] / s[:, None, None, :] if y in perm[:c] else \
+                    np.matmul(KS[:, :, :, y].reshape(B, K * n, n),
+                              self._sig_inv_w[:, y]).reshape(B, K, n, n)
         self._wkc_key, self._wkc = key, (W, KS, Kc)
         return self._wkc
 
@@ -272,7 +280,10 @@ class GroupBulk:
                 return self.resolvent(vhat1, lamg, beta, pi, 1.0 / den, tol, max_iter)
             nan = np.full(K, np.nan)
             return nan, np.full((K, K), np.nan), nan
-        e, V1 = self.evaluate(vhat1, beta * pi * tau, beta)
+        # V1 from the last step's traces (taken at tau within tol of the solution: the same to
+        # O(tol))
+        V1 = (beta * pi * tau)[:, None] * T.T / (beta * self.d)
+        V1 = 0.5 * (V1 + V1.T)
         self.tau_last = tau
         return tau, V1, pi * tau
 
@@ -311,13 +322,27 @@ class GroupBulk:
                    X1: np.ndarray, X2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
         (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
+        K = self.K
+        key = (vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if self._lin_key != key:
+            self._lin_key, self._lin = key, self._dmap(vhat1, tau, beta, pi)
+        y = self._lin @ np.concatenate([np.ravel(X1), X2])
+        dV1 = y[:K * K].reshape(K, K)
+        return 0.5 * (dV1 + dV1.T), y[K * K:]
+
+    def _dmap(self, vhat1, tau, beta, pi) -> np.ndarray:
+        """The matrix of :meth:`dresolvent`: ``(X1, X2) -> (dV1, dV2)`` (raveled), from
+        ``dtau = -Jm^-1 t2 (X2 + beta HVD^T X1)`` (``de_g/dVhat1_ab = beta HVD[a,b,g]``) and
+        ``dV1 = HVV X1 + HVD (beta pi dtau)``."""
         HVV, HVD, ED = self.parts(vhat1, tau, beta, pi)
         K = self.K
         bp = beta * pi
         t2 = tau * tau
-        EVx = beta * np.einsum("abg,ab->g", HVD, X1)  # de_g/dVhat1_ab = beta HVD[a,b,g]
         Jm = np.eye(K) + t2[:, None] * ED * bp[None, :]
-        dtau = np.linalg.solve(Jm, -t2 * (X2 + EVx))
-        dV1 = np.einsum("cdab,ab->cd", HVV, X1) + np.einsum("cdg,g->cd", HVD, bp * dtau)
-        return 0.5 * (dV1 + dV1.T), pi * dtau
+        At = -np.linalg.inv(Jm) * t2[None, :]
+        Hd = HVD.reshape(K * K, K)
+        Mt = np.hstack([At @ (beta * Hd.T), At])  # dtau
+        M1 = Hd @ (bp[:, None] * Mt)
+        M1[:, :K * K] += HVV.reshape(K * K, K * K)
+        return np.vstack([M1, pi[:, None] * Mt])
 

@@ -49,6 +49,17 @@ def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int) -> np.ndarray |
         if not np.all(p > 0.0):
             return None
         return (1.0 / p)[:, :, None, None]
+    if c == 2:  # (closed form)
+        a = 1.0 / (Dp[0] * s) + vp[0, 0]
+        d = 1.0 / (Dp[1] * s) + vp[1, 1]
+        det = a * d - vp[0, 1] * vp[0, 1]
+        if not (np.all(a > 0.0) and np.all(det > 0.0)):
+            return None
+        Pi = np.empty(s.shape + (2, 2))
+        Pi[..., 0, 0] = d / det
+        Pi[..., 1, 1] = a / det
+        Pi[..., 0, 1] = Pi[..., 1, 0] = -vp[0, 1] / det
+        return Pi
     P = np.broadcast_to(vp[:c, :c], s.shape + (c, c)).copy()
     idx = np.arange(c)
     P[..., idx, idx] += 1.0 / (s[..., None] * Dp[None, None, :c])
