@@ -14,7 +14,8 @@ A draw that the dispatcher sends to the one-step
 network theory (one step, a single-index target and the constant readout, or an odd sigma with
 the ±1 readout) is redrawn: it is not this route.
 
-Per setting:
+Times are the process's CPU time (``time.process_time``; one BLAS thread: on a shared machine
+the wall time measures the other jobs too). Per setting:
 - ``warm``: the best of ``--repeat`` calls with every cache filled (the device, the groups, the
   mapping: every point of a setting after its first);
 - ``cold``: the first call after every cache of both routes was cleared (the network's includes
@@ -110,21 +111,21 @@ def _risk(alpha: float, model: str, kw: dict) -> float:
 def best(f, repeat: int) -> float:
     out = []
     for _ in range(repeat):
-        t = time.perf_counter()
+        t = time.process_time()
         f()
-        out.append(time.perf_counter() - t)
+        out.append(time.process_time() - t)
     return min(out)
 
 
 def timed(name: str, kw: dict, repeat: int, values: dict, alphas=(2.0,)) -> tuple:
     clear_all()
-    t = time.perf_counter()
+    t = time.process_time()
     _risk(2.0, "srf", kw)
-    c_srf = time.perf_counter() - t
+    c_srf = time.process_time() - t
     clear_all()
-    t = time.perf_counter()
+    t = time.process_time()
     _risk(2.0, "network", kw)
-    c_net = time.perf_counter() - t
+    c_net = time.process_time() - t
     for a in alphas:
         for m in ("srf", "network"):
             values[f"{name} | {m} | alpha={a:g}"] = _risk(a, m, kw)

@@ -34,6 +34,9 @@ from asymptotics.network import schur
 from asymptotics.network.schur import base_class
 
 _PREP: dict[int, tuple] = {}
+#: the exact intermediate results a bulk keeps (W, Kc Sig, Kc; the Hessian parts; the
+#: derivative's matrix), the last ones by their arguments
+MEMO = 6
 
 
 def _prepare(sig: np.ndarray) -> tuple:
@@ -81,12 +84,7 @@ class GroupBulk:
         self.sig = sig
         self.B, self.K, self.n = sig.shape[:3]
         self.d = self.B * self.n
-        self._parts_key: tuple | None = None
-        self._lin_key: tuple | None = None
-        self._lin: np.ndarray | None = None
-        self._parts: tuple | None = None
-        self._wkc_key: tuple | None = None
-        self._wkc: tuple | None = None
+        self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
@@ -174,9 +172,9 @@ class GroupBulk:
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
         ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
-        key = (vhat1.tobytes(), D.tobytes())
-        if self._wkc_key == key:
-            return self._wkc
+        key = ("wkc", vhat1.tobytes(), D.tobytes())
+        if (hit := self._memo.get(key)) is not None:
+            return hit
         W = self.wfull(vhat1, D)
         if W is None:
             Kc = self.kinv(vhat1, D)
@@ -191,8 +189,14 @@ class GroupBulk:
                 Kc[:, :, :, y] = KS[:, :, :, y] / s[:, None, None, :] if y in perm[:c] else \
                     np.matmul(KS[:, :, :, y].reshape(B, K * n, n),
                               self._sig_inv_w[:, y]).reshape(B, K, n, n)
-        self._wkc_key, self._wkc = key, (W, KS, Kc)
-        return self._wkc
+        return self._keep(key, (W, KS, Kc))
+
+    def _keep(self, key: tuple, value):
+        """Keep ``value`` for ``key`` (the last :data:`MEMO` entries)."""
+        self._memo[key] = value
+        while len(self._memo) > MEMO:
+            self._memo.pop(next(iter(self._memo)))
+        return value
 
     def to_work(self, a: np.ndarray) -> np.ndarray:
         """Vectors ``a`` (B x ... x n, in the bulk's coordinates) in the working basis: group 1's
@@ -301,9 +305,9 @@ class GroupBulk:
         """The Hessian pieces at ``(Vhat1, tau)``: ``HVV[c,d,a,b] = dV1_cd/dVhat1_ab``,
         ``HVD[c,d,g] = dV1_cd/dD_g``, ``ED[g,h] = de_g/dD_h`` (``de_g/dVhat1_ab =
         beta HVD[a,b,g]``: Psi's Hessian is symmetric)."""
-        key = (vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
-        if self._parts_key == key:
-            return self._parts
+        key = ("parts", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if (hit := self._memo.get(key)) is not None:
+            return hit
         D = beta * pi * tau
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
@@ -315,18 +319,17 @@ class GroupBulk:
         Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
         HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
         ED = self._ed_ks(vhat1, KS)
-        self._parts_key, self._parts = key, (HVV, HVD, ED)
-        return self._parts
+        return self._keep(key, (HVV, HVD, ED))
 
     def dresolvent(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
                    X1: np.ndarray, X2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
         (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
         K = self.K
-        key = (vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
-        if self._lin_key != key:
-            self._lin_key, self._lin = key, self._dmap(vhat1, tau, beta, pi)
-        y = self._lin @ np.concatenate([np.ravel(X1), X2])
+        key = ("dmap", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if (lin := self._memo.get(key)) is None:
+            lin = self._keep(key, self._dmap(vhat1, tau, beta, pi))
+        y = lin @ np.concatenate([np.ravel(X1), X2])
         dV1 = y[:K * K].reshape(K, K)
         return 0.5 * (dV1 + dV1.T), y[K * K:]
 

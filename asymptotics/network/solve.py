@@ -16,7 +16,7 @@ from asymptotics.core import checks
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
 from asymptotics.equations.solver import solve as solve_fp
 from asymptotics.multiindex.steps import trapezoid
-from asymptotics.network.channels import Channels
+from asymptotics.network.channels import Channels, spiked_problem
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
 from asymptotics.spiked.kernels import (
@@ -281,8 +281,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     K = pi.shape[0]
 
     def fmap(y: np.ndarray) -> np.ndarray:
-        V1 = y[:K * K].reshape(K, K)
-        tau = y[K * K:]
+        V1, tau = y[:K * K].reshape(K, K), y[K * K:]
         iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
         M, v2 = vhats(iv, w, mb1, ms2, A)
         e, nV1 = bulk.evaluate(M, beta * pi * tau, beta)
@@ -381,7 +380,7 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
         bulk.forget()  # a pure point: warm starts only between this point's own rules
 
     def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
+        prob = spiked_problem(params, nk, no)
         ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None else coupled
         res = solve_network(prob, ch, alpha, solver, bulk=bulk)
         if not res.converged and prob.lam == 0.0:
