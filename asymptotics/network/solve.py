@@ -14,8 +14,8 @@ import numpy as np
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
-from asymptotics.equations.solver import solve as solve_fp
 from asymptotics.multiindex.steps import trapezoid
+from asymptotics.network.bulk import fixed_point as solve_fp
 from asymptotics.network.channels import Channels, spiked_problem
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
