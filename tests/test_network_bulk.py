@@ -273,3 +273,40 @@ def test_a_network_point_does_not_depend_on_the_points_before():
         if row.step >= 1:
             eta = (2.0, 8.0)[:row.step]
             assert row.risk == A.risk(row.alpha, steps=row.step, eta=eta, **kw).risk
+
+
+def test_coupled_field_parts_are_the_complex_step():
+    """The coupled channels' field parts of Q (the closed-form derivative of ``F = s^T R s``,
+    ``dF = w^T dA w - y_T^T dM y_T``) against a complex step of F through the blocks of R
+    (``CoupledChannels.blocks``), tau moving by the bulk's implicit derivative."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    B, K, n, r, k = 2, 2, 10, 2, 1
+    m = r + k
+    rng = np.random.default_rng(8)
+    gb = GroupBulk(_noncommuting(B, K, n, seed=7))
+    E = rng.standard_normal((K, m, m))
+    ch = CoupledChannels(gb, 0.3 * rng.standard_normal((B, K, m, n)),
+                         0.1 * np.einsum("gij,gkj->gik", E, E), r, k)
+    vh = _vhat(3, K) + 0.2 * np.eye(K)
+    pi, beta = np.array([0.4, 0.6]), 1.2
+    tau, _, _ = gb.resolvent(vh, np.array([0.1, 0.2]), beta, pi)
+    zh, ph = rng.standard_normal((K, r)), rng.standard_normal((K, k))
+    q1, q2 = ch.field_q(vh, tau, beta, pi, zh, ph)
+    D = beta * pi * tau
+    Ac, M = ch.acal(vh, D), np.kron(vh, np.eye(k))
+    s = np.concatenate([zh.ravel(), ph.ravel()])
+    h = 1e-20
+
+    def dF(X1, X2):
+        _, dv2 = gb.dresolvent(vh, tau, beta, pi, X1, X2)
+        dA = ch.dacal(vh, D, X1, beta * dv2)
+        Pvv, Pvt, Xtt = ch.blocks(Ac + 1j * h * dA, M + 1j * h * np.kron(X1, np.eye(k)))
+        return float(np.imag(s @ np.block([[Pvv, Pvt], [Pvt.T, Xtt]]) @ s) / h)
+
+    ref2 = np.array([-dF(np.zeros((K, K)), np.eye(K)[g]) for g in range(K)])
+    ref1 = np.array([[-dF(np.outer(np.eye(K)[g], np.eye(K)[j]), np.zeros(K)) for j in range(K)]
+                     for g in range(K)])
+    assert np.allclose(q2, ref2, rtol=1e-10, atol=1e-13)
+    assert np.allclose(q1, 0.5 * (ref1 + ref1.T), rtol=1e-10, atol=1e-13)
+    assert np.max(np.abs(q1)) > 1e-3 and np.max(np.abs(q2)) > 1e-3  # (not a trivial zero)
