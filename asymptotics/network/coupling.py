@@ -166,11 +166,21 @@ class CoupledChannels:
         w = np.linalg.solve(np.eye(A.shape[0]) + N @ A, u)
         yt = (A @ w)[nv:]
 
+        # w^T dA w is linear in (X1, dD) (:meth:`dacal`): its coefficients, once
+        m = self.r + self.k
+        wa = np.zeros(K * m)
+        wa[order] = w
+        wa = wa.reshape(K, m)
+        P1, P2 = self._d_parts(vhat1, D)
+        c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
+        c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B + np.einsum(
+            "gef,ge,gf->g", self.ecov, wa, wa)
+        Y = yt.reshape(K, self.k)
+        cm = (c1 + (Y @ Y.T).ravel()).reshape(K, K)  # (the dM term: y_T^T (X1 (x) I) y_T)
+
         def d_f(dvh1, dvh2):
             _, dv2 = self.bulk.dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
-            dD = beta * dv2  # d delta_g = beta pi_g d tau_g
-            dA = self.dacal(vhat1, D, dvh1, dD)[np.ix_(order, order)]
-            return float(w @ dA @ w - yt @ np.kron(dvh1, np.eye(self.k)) @ yt)
+            return float(beta * dv2 @ c2 - np.sum(dvh1 * cm))  # d delta_g = beta pi_g d tau_g
 
         q1, q2 = np.zeros((K, K)), np.zeros(K)
         for g in range(K):
