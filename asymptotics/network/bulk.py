@@ -289,7 +289,7 @@ class GroupBulk:
                     ED = self._ed(vhat1, Kc)
                 else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
                     T = np.einsum("baigi->ag", W) / D[None, :]
-                    ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+                    ED = self._ed_gram(vhat1, self._gram(W), D)
                 self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
             u = 1.0 / (lamg + e)
@@ -327,6 +327,17 @@ class GroupBulk:
         ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
         return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
+    def _gram(self, W: np.ndarray) -> np.ndarray:
+        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric)."""
+        K = self.K
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)
+        return (Wr @ Wr.T).reshape(K, K, K, K)
+
+    def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`_ed_ks` from the Gram of W's blocks (``(Kc Sig)_xy = W_xy / D_y``):
+        ``de_g/dD_h = -d^-1 sum_ac V_ga V_hc tr[W_ah W_cg] / (D_g D_h)``."""
+        return -np.einsum("ga,hc,ahgc->gh", vhat1, vhat1, H) / (self.d * np.outer(D, D))
+
     # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
     def parts(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
         """The Hessian pieces at ``(Vhat1, tau)``: ``HVV[c,d,a,b] = dV1_cd/dVhat1_ab``,
@@ -339,13 +350,12 @@ class GroupBulk:
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)  # ((d,a), (z,i,j))
-        Wt = W.transpose(3, 1, 0, 4, 2).reshape(K * K, -1)  # ((c,e), (z,i,j)) of W_z,ej,ci
-        HVV = -(Wr @ Wt.T).reshape(K, K, K, K).transpose(2, 0, 1, 3) / bd
+        H = self._gram(W)  # H[d,a,c,e] = tr[W_da W_ec]
+        HVV = -H.transpose(2, 0, 1, 3) / bd
         KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
         Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
         HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
-        ED = self._ed_ks(vhat1, KS)
+        ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)
         return self._keep(key, (HVV, HVD, ED))
 
     def dresolvent(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
