@@ -185,10 +185,7 @@ class GroupBulk:
             return None
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
-        W = schur.wfull(vp, Dp, s, rest, c)
-        if W is None or ident:
-            return W
-        return W[:, inv][:, :, :, inv]
+        return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at

@@ -136,23 +136,34 @@ def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: i
     return T
 
 
-def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int
-          ) -> np.ndarray | None:
-    """``W`` per block (B x K x n x K x n, permuted order), None where :func:`schur` fails."""
+def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
+          perm: np.ndarray | None = None) -> np.ndarray | None:
+    """``W`` per block (B x K x n x K x n), group ``perm[x]`` at the x-th of the permuted order
+    (default: the permuted order itself); None where :func:`schur` fails."""
     f = schur(vp, Dp, s, rest, c, full=True)
     if f is None:
         return None
     Pi, Y, G = f
     B, n = s.shape
     K = vp.shape[0]
+    p = np.arange(K) if perm is None else perm
     out = np.zeros((B, K, n, K, n))
     idx = np.arange(n)
-    out[:, :c, idx, :c, idx] = Pi.transpose(1, 0, 2, 3)  # (n, B, c, c)
+    for x in range(c):
+        for y in range(c):
+            out[:, p[x], idx, p[y], idx] = Pi[:, :, x, y]  # (B, n)
     if Y is None:
         return out
     WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
-    out[:, :c, :, c:, :] = WFR
-    out[:, c:, :, :c, :] = WFR.transpose(0, 3, 4, 1, 2)
-    out[:, c:, :, c:, :] = G
-    out[:, :c, :, :c, :] -= np.einsum("bfihj,bjeh->bfiej", WFR, Y)
+    WFF = np.einsum("bfihj,bjeh->bfiej", WFR, Y)
+    m = K - c
+    for x in range(c):
+        for y in range(c):
+            out[:, p[x], :, p[y], :] -= WFF[:, x, :, y, :]
+        for y in range(m):
+            out[:, p[x], :, p[c + y], :] = WFR[:, x, :, y, :]
+            out[:, p[c + y], :, p[x], :] = np.swapaxes(WFR[:, x, :, y, :], 1, 2)
+    for x in range(m):
+        for y in range(m):
+            out[:, p[c + x], :, p[c + y], :] = G[:, x, :, y, :]
     return out
