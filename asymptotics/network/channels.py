@@ -108,8 +108,10 @@ class Channels:
         return 0.5 * (q1 + q1.T), q2
 
 
-#: the K-group problems on a kappa rule (:func:`spiked_problem`)
+#: the K-group problems on a kappa rule (:func:`spiked_problem`; the last 8 of at most
+#: PROBLEM_NODES quadrature nodes)
 PROBLEMS: dict = {}
+PROBLEM_NODES = 20_000
 
 
 def spiked_problem(params: dict, n_kappa: int | None, n_omega: int | None):
@@ -125,7 +127,8 @@ def spiked_problem(params: dict, n_kappa: int | None, n_omega: int | None):
     hit = PROBLEMS.get(key)
     if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
         hit = (objs, build_spiked_problem(**params, n_kappa=n_kappa, n_omega=n_omega))
-        PROBLEMS[key] = hit
-        while len(PROBLEMS) > 16:
-            PROBLEMS.pop(next(iter(PROBLEMS)))
+        if hit[1].tables.weights.size <= PROBLEM_NODES:  # (a large rule is not kept)
+            PROBLEMS[key] = hit
+            while len(PROBLEMS) > 8:
+                PROBLEMS.pop(next(iter(PROBLEMS)))
     return hit[1]
