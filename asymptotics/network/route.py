@@ -12,7 +12,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.equations.solver import SolverConfig
-from asymptotics.network.groups import network_groups
+from asymptotics.network.groups import network_params
 from asymptotics.network.solve import risk_network_groups, risk_network_groups_curve
 from asymptotics.spiked.readouts import parse_readout
 
@@ -52,10 +52,10 @@ def network_problem(*, sigma, target: str, steps: int, alpha0: float,
                     eta: float | Sequence[float], delta: float = 0.0,
                     readout: object = "constant") -> dict:
     """The keyword arguments of :func:`asymptotics.network.solve.risk_network_groups` (the
-    K-group problem with the network's channels) after ``steps`` giant steps."""
-    ng = network_groups(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                        readout=readout)
-    return ng.spiked_params()
+    K-group problem with the network's channels) after ``steps`` giant steps (kept per setting,
+    :func:`asymptotics.network.groups.network_params`)."""
+    return network_params(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                          readout=parse_readout(readout))
 
 
 def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",

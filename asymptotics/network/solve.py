@@ -17,9 +17,9 @@ from asymptotics.core import checks
 from asymptotics.core.progress import Progress
 from asymptotics.equations.ladder import climb, curve_on_ladder, ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
-from asymptotics.equations.solver import solve as solve_fp
 from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
-from asymptotics.network.channels import Channels
+from asymptotics.network.bulk import fixed_point as solve_fp
+from asymptotics.network.channels import Channels, spiked_problem
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import (
     DET_MIN,
@@ -35,7 +35,7 @@ from asymptotics.spiked.kernels import (
     v_map,
     vhats,
 )
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem
+from asymptotics.spiked.problem import SpikedProblem
 from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 
 
@@ -143,8 +143,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     K = pi.shape[0]
 
     def fmap(y: np.ndarray) -> np.ndarray:
-        V1 = y[:K * K].reshape(K, K)
-        tau = y[K * K:]
+        V1, tau = y[:K * K].reshape(K, K), y[K * K:]
         iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
         M, v2 = vhats(iv, w, mb1, ms2, A)
         e, nV1 = bulk.evaluate(M, beta * pi * tau, beta)
@@ -252,7 +251,7 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
                 if coupled is not None:
                     ch = coupled.rotated(aligned_rotation(U, params["bulk"]))
             else:
-                prob = build_spiked_problem(**params, n_kappa=rule, n_omega=n_omega)
+                prob = spiked_problem(params, rule, n_omega)
                 ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None \
                     else coupled
             built[rule] = (prob, ch)
