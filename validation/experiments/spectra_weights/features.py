@@ -187,8 +187,10 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
         df = pd.read_csv(CSV)
     out = ["## Features after several steps (constant and +-1 readouts)", "",
            "`spectrum(of='features', model='network', steps=T, readout=...)` (docs/THEORY.md "
-           "§16.8: the K-group V-part on the network route's groups, the means and the bulk's "
-           "columns on the span of the spikes and of the target as channels) and the sRF "
+           "§16.8: the K-group V-part on the network route's groups and its bulk outside the "
+           "span E of the spikes and of the target, the route's K-group generalised "
+           "Marchenko-Pastur law at lam = -z; the means and the bulk's columns on E, coupled to "
+           "the bulk outside E, as channels) and the sRF "
            f"surrogate (`model='srf'`) against the trained network (`{COMMAND}`; raw rows "
            "`validation/reports/data/spectra_theory_features_steps.csv`). beta = 0.5, "
            "eta_tilde = 1, fresh batches. Overlaps of the top eigenvectors of F^T F with "
