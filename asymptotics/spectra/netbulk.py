@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.spectra.law import NEWTON_TOL, Y_END, Solver
+from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
 from asymptotics.spectra.weights import PolishedSolver
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
@@ -215,16 +215,13 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
 
 
 class ChordPolish(PolishedSolver):
-    """:class:`~asymptotics.spectra.weights.PolishedSolver` whose polish takes the Jacobian of
-    the cheap model (one evaluation of the full traces per step: a chord iteration converging
-    to the full model's root, the two Jacobians being close); the points where it fails take
-    the full model's whole path (Newton with its own Jacobian)."""
+    """:class:`~asymptotics.spectra.weights.PolishedSolver` whose polish is a chord iteration:
+    the Jacobian of the cheap model at its own end point, factored once, and one evaluation of
+    the full model per step (the two Jacobians are close, so it converges linearly and fast);
+    the points where it fails take the full model's whole path (Newton)."""
 
-    def _newton_step(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if getattr(self, "_full", False):
-            return Solver._newton_step(self, x, z)
+    def _jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         q = x.shape[1]
-        F = self.residual(x, z)
         F0 = self.approx.residual(x, z)
         J = np.empty(x.shape + (q,), dtype=np.complex128)
         for j in range(q):
@@ -232,31 +229,40 @@ class ChordPolish(PolishedSolver):
             xp = x.copy()
             xp[:, j] += h
             J[:, :, j] = (self.approx.residual(xp, z) - F0) / h[:, None]
+        return J
+
+    def _chord(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = x.copy()
+        ok = np.zeros(z.shape[0], dtype=bool)
         try:
-            dx = np.linalg.solve(J, -F[..., None])[..., 0]
+            Jinv = np.linalg.inv(self._jacobian(x, z))
         except np.linalg.LinAlgError:
-            dx = np.full_like(x, np.nan)
-        bad = ~np.all(np.isfinite(dx), axis=1)
-        dx[bad] = 0.0
-        x = x + dx
-        size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x), axis=1))
-        return x, (size < NEWTON_TOL) & ~bad
+            return x, ok
+        act = np.arange(z.shape[0])
+        for _ in range(NEWTON_MAX):
+            F = self.residual(x[act], z[act])
+            dx = -np.einsum("xij,xj->xi", Jinv[act], F)
+            bad = ~np.all(np.isfinite(dx), axis=1)
+            dx[bad] = 0.0
+            x[act] += dx
+            size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
+            done = (size < NEWTON_TOL) & ~bad
+            ok[act[done]] = True
+            act = act[~done & ~bad]
+            if act.size == 0:
+                break
+        return x, ok
 
     def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        self._full = False
         z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
         zt = z.real + 1j * np.maximum(z.imag, Y_END * self.scale)
         x0, ok0 = self.approx.solve(z)
-        x, ok = self._newton(x0, zt)
+        x, ok = self._chord(x0, zt)
         m, m0 = self.stieltjes(x), self.stieltjes(x0)
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
         bad = np.nonzero(~ok)[0]
         if bad.size:
-            self._full = True
-            try:
-                xb, okb = Solver.solve(self, z[bad])
-            finally:
-                self._full = False
+            xb, okb = Solver.solve(self, z[bad])
             x[bad], ok[bad] = xb, okb
         return x, ok
