@@ -34,6 +34,8 @@ from asymptotics.spectra.weights import PolishedSolver
 COMMUTE_TOL = 1e-12
 #: the directions of the path's commuting model (:meth:`OutsideTraces.coarse`)
 COARSE_BINS = 48
+#: the directions of largest s kept as single atoms in it (they set the bulk's edge)
+COARSE_TOP = 16
 
 _CACHE: dict[int, tuple] = {}
 
@@ -75,13 +77,17 @@ class OutsideTraces:
         self.ws = self.s  # each direction's weight times s (weights 1)
 
     def coarse(self, n_bins: int = COARSE_BINS) -> OutsideTraces:
-        """A commuting model of few weighted directions (each group's ``s`` averaged over bins
-        of the directions sorted by ``s_1``, then by ``s_2`` within a bin; the path's
-        approximation of :func:`outside_solver`)."""
+        """A commuting model of few weighted directions (the :data:`COARSE_TOP` directions of
+        largest s as they are, each group's ``s`` averaged over bins of the others sorted by
+        ``s_1``, then by ``s_2`` within a bin; the path's approximation of
+        :func:`outside_solver`)."""
         flat = self.s.reshape(-1, self.K)
-        order = np.lexsort(tuple(flat[:, g] for g in range(self.K - 1, -1, -1)))
+        top = np.argsort(flat.max(axis=1))[flat.shape[0] - COARSE_TOP:]
+        atoms, weights = list(flat[top]), [1] * top.size
+        rest = np.setdiff1d(np.arange(flat.shape[0]), top)
+        n_bins = max(2, n_bins - top.size)
+        order = rest[np.lexsort(tuple(flat[rest, g] for g in range(self.K - 1, -1, -1)))]
         k1 = n_bins if self.K == 1 else max(2, int(round(n_bins ** 0.5)))
-        atoms, weights = [], []
         for part in np.array_split(order, k1):
             sub = part if self.K == 1 else part[np.argsort(flat[part, 1], kind="stable")]
             for chunk in np.array_split(sub, 1 if self.K == 1 else max(1, n_bins // k1)):
