@@ -20,14 +20,15 @@ expands ``Kc`` to second order in ``O``:
     Q_i = Vhat1 N_i,   Y^{be}_i = sum_j (O_b o O_e)_ij Q_j[b,e]
 
 (the first order vanishes: a trace of a diagonal times an off-diagonal matrix). Exact when the
-covariances commute; :meth:`OutsideTraces.dense` is the exact dK inverse (the check)."""
+covariances commute; :meth:`OutsideTraces.dense` is the exact dK inverse (the check). The
+continuation path runs on a coarse commuting model (:meth:`OutsideTraces.coarse`) and its end
+point is polished on the full one (:class:`ChordPolish`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
-from asymptotics.spectra.weights import PolishedSolver
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
@@ -220,11 +221,17 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     return sol
 
 
-class ChordPolish(PolishedSolver):
-    """:class:`~asymptotics.spectra.weights.PolishedSolver` whose polish is a chord iteration:
-    the Jacobian of the cheap model at its own end point, factored once, and one evaluation of
-    the full model per step (the two Jacobians are close, so it converges linearly and fast);
-    the points where it fails take the full model's whole path (Newton)."""
+class ChordPolish(Solver):
+    """The full model ``exact`` started from the cheap model ``approx`` at the final z (as
+    :class:`asymptotics.spectra.weights.PolishedSolver`), polished by a chord iteration: the
+    Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
+    full model per step (the two Jacobians are close, so it converges linearly and fast); the
+    points where it fails (not converged, or m moved by more than 10%) take the full model's
+    whole path (Newton)."""
+
+    def __init__(self, exact: Solver, approx: Solver) -> None:
+        super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
+        self.approx = approx
 
     def _jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         q = x.shape[1]
