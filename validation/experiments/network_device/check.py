@@ -31,10 +31,10 @@ from validation.experiments.network_steps import (
     DIAG_ALPHAS,
     LAM,
     SETTINGS,
-    _diag_risk,
-    _semi,
+    diag_risk,
     initial_layer,
     measured_groups,
+    semi_risk,
 )
 
 
@@ -134,17 +134,17 @@ def check(name: str, d: int, seed: int, step: int, mc: bool = False) -> dict:
     out["risk"] = {lab: {a: risk_network_groups(a, channels=chan, coupled=c_, **kw,
                                                 **params).risk for a in DIAG_ALPHAS}
                    for lab, c_ in risks.items()}
-    out["risk"]["semi_trained"] = _semi(st, E, B, labels, s, k, rng)
+    out["risk"]["semi_trained"] = semi_risk(st, E, B, labels, s, k, rng)
     G = np.empty_like(B)
     for j in range(K):
         idx = np.flatnonzero(labels == j)
         G[idx] = rng.standard_normal((idx.size, d)) @ np.linalg.cholesky(
             C[j] + 1e-12 * np.eye(d)).T / math.sqrt(d)
-    out["risk"]["semi_gauss_cfull"] = _semi(st, E, G, labels, s, k, rng)
+    out["risk"]["semi_gauss_cfull"] = semi_risk(st, E, G, labels, s, k, rng)
     if mc:
         sig = get_function(s["sigma"])
-        out["risk"]["mc_trained"] = _diag_risk(W, sig, g, k, rng)
-        out["risk"]["mc_gauss_cfull"] = _diag_risk(means[labels] + G, sig, g, k, rng)
+        out["risk"]["mc_trained"] = diag_risk(W, sig, g, k, rng)
+        out["risk"]["mc_gauss_cfull"] = diag_risk(means[labels] + G, sig, g, k, rng)
     return out
 
 
