@@ -308,7 +308,7 @@ def report_text(pts: pd.DataFrame) -> str:
         "device seeds), now about 1% with 32 blocks. That moves the relu staircases up by "
         "1-3% (N1 after two steps: -5.5% to -2.5% at d = 2000) but no count at d = 2000: the "
         "misses left are N2 after two and three steps (5-9% below; the theory is the trained "
-        "layer's own semi-empirical theory to 0.3%, the simulated layer lies beyond its "
+        "layer's own semi-empirical theory to 0.3-2%, the simulated layer lies beyond its "
         "Gaussian equivalent: on a d = 2000 network after three steps the row-norm spread "
         "(closure (b)) is +10% and +4.5% of the error, the non-Gaussian remainder -4% and "
         "-2%) and four "
