@@ -37,6 +37,10 @@ TABLE_WRITERS = {
                                                          "simulated d (spectra_grid_theory.csv, "
                                                          "theory only, no simulation), written "
                                                          "whole (atomically)",
+    "validation/experiments/spectra_weights/cells.py": "--retheory: a committed cell CSV with "
+                                                       "its theory columns recomputed (every "
+                                                       "simulated column kept; no simulation), "
+                                                       "written whole (atomically)",
     "validation/experiments/steps_compare.py": "--out: the theory-against-simulation table of "
                                                "one call (means and s.e. over the repetitions it "
                                                "ran, nothing stored or reused), or stdout",

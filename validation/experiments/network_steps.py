@@ -195,7 +195,7 @@ DIAG_TEST = 20000
 DIAG_RIDGES = 2
 
 
-def _diag_risk(W: np.ndarray, sig, g, k: int, rng: np.random.Generator) -> dict[float, float]:
+def diag_risk(W: np.ndarray, sig, g, k: int, rng: np.random.Generator) -> dict[float, float]:
     """Ridge test error of the readout on the layer ``W`` (DIAG_RIDGES draws of the ridge and
     test inputs, averaged), at each ridge alpha of :data:`DIAG_ALPHAS`."""
     p, d = W.shape
@@ -235,7 +235,7 @@ def measured_groups(W: np.ndarray, labels: np.ndarray, k: int):
     return GroupState(-1, a, outside @ vt[:q].T, c), cov, E, B, means
 
 
-def _semi(st, E: np.ndarray, B: np.ndarray, labels: np.ndarray, s: dict, k: int,
+def semi_risk(st, E: np.ndarray, B: np.ndarray, labels: np.ndarray, s: dict, k: int,
           rng: np.random.Generator, iso_outside: bool = False) -> dict[float, float]:
     """The semi-empirical K-group theory (THEORY.md §10.3) on the bulk ``B`` of the layer
     (``iso_outside``: its part outside E replaced by isotropic Gaussian rows)."""
@@ -320,7 +320,7 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
         if t not in steps:
             continue
         row = {"setting": name, "d": d, "repetition": rep, "step": t}
-        mc = _diag_risk(W, sig, g, k, rng)
+        mc = diag_risk(W, sig, g, k, rng)
         st, cov, E, B, means = measured_groups(W, labels, k)
         th = {}
         for label, state, cv in (("net_theory", ng.states[t], ng.cov[t]),
@@ -329,9 +329,9 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
             ch = model_channels(state, cv)
             th[label] = {a: risk_network_groups(a, channels=ch, **kw, **params).risk
                          for a in DIAG_ALPHAS}
-        semi = _semi(st, E, B, labels, s, k, rng)
-        semi_iso = _semi(st, E, B, labels, s, k, rng, iso_outside=True)
-        semi_sh = _semi(st, E, shuffled(B, E, labels, np.random.default_rng(rep)), labels, s,
+        semi = semi_risk(st, E, B, labels, s, k, rng)
+        semi_iso = semi_risk(st, E, B, labels, s, k, rng, iso_outside=True)
+        semi_sh = semi_risk(st, E, shuffled(B, E, labels, np.random.default_rng(rep)), labels, s,
                         k, rng)
         ob = network_bulk(s["sigma"], s["target"], steps=t, alpha0=s["alpha0"], eta=s["eta"][:t],
                           readout=s["readout"])
@@ -343,11 +343,11 @@ def diagnose(name: str, d: int, rep: int, steps: Sequence[int]) -> list[dict]:
         rest = np.array([np.mean(np.sum((B[labels == j] - B[labels == j] @ P) ** 2, axis=1))
                          for j in range(K)])
         Z = (Z - Z @ P) * np.sqrt(rest)[labels][:, None]
-        mc_iso = _diag_risk(means[labels] + B @ P + Z, sig, g, k, rng)
+        mc_iso = diag_risk(means[labels] + B @ P + Z, sig, g, k, rng)
         norms = np.sqrt(np.sum(B**2, axis=1))
         Bn = B / norms[:, None] * np.sqrt(st.c[labels])[:, None]
-        mc_norm = _diag_risk(means[labels] + Bn, sig, g, k, rng)
-        semi_norm = _semi(st, E, Bn, labels, s, k, rng)
+        mc_norm = diag_risk(means[labels] + Bn, sig, g, k, rng)
+        semi_norm = semi_risk(st, E, Bn, labels, s, k, rng)
         for a in DIAG_ALPHAS:
             rows.append({**row, "alpha": a, "mc": mc[a], "net_theory": th["net_theory"][a],
                          "net_measured": th["net_measured"][a], "semi": semi[a],
