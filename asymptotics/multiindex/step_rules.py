@@ -68,14 +68,18 @@ def check_size(r: int, h: float, n_rest: int, m: int, u_max: float, what: str) -
 
 
 def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mmat: np.ndarray,
-          h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float
-          ) -> tuple[np.ndarray | None, list | None]:
+          h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float, closed: list | None = None
+          ) -> tuple[np.ndarray | object | None, list | None]:
     """``(steps, rules)``: the first steps of the spike lattice (:func:`first_steps` with each
     group's :func:`ripple` over its range of shifts; None: the default lattice) and each group's
     xi rule (None: ``xi, wxi``; for a sigma without kinks whose rule ripples, the trapezoid
     rule :func:`xi_trapezoid` when it ripples less)."""
     if not np.all(np.asarray(c) > 0):
         return None, None
+    if closed is not None:  # moments in closed form: no rule, no ripple; a graded lattice
+        from asymptotics.multiindex.graded import graded_steps
+
+        return graded_steps(Mmat, c, u_max), closed
     span = u_max * np.sqrt(np.sum(Mmat * Mmat, axis=1))
     ripples, rules = [], []
     for cg, sg in zip(c, span, strict=True):
@@ -104,11 +108,15 @@ def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
     return t, w / w.sum()
 
 
-def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
+def spike_rule(hs: np.ndarray | object | None, h0: float, u_max: float, terms: Callable,
                update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
-    ``default()``: ``update(U, w, *terms(U))``."""
+    ``default()``: ``update(U, w, *terms(U))``. A ``graded.Graded`` ``hs``: its own rule."""
+    if hs is not None and not isinstance(hs, np.ndarray):  # a graded lattice
+        from asymptotics.multiindex.graded import graded_rule
+
+        return graded_rule(hs, u_max, terms, update)
     while hs is not None and np.any(hs > h0):
         U, wu, sub, wsub = lattice(hs, u_max, h0)
         t = terms(U)
@@ -224,13 +232,13 @@ def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> f
     return out
 
 
-def next_steps(h: np.ndarray, diff: float, h0: float) -> np.ndarray:
+def next_steps(h: np.ndarray, diff: float, h0: float, tol: float = CHECK_TOL) -> np.ndarray:
     """Finer steps after a refused check: the error of a geometric rule is ``exp(-A / h)``, so
     steps ``h log(1/diff) / log(1/CHECK_TOL)`` bring the rule of twice the steps to the
     tolerance (times 0.95, and between 0.3 h and 0.9 h), never below ``h0``."""
     f = 0.3
     if 0.0 < diff < 1.0:
-        f = min(0.9, max(0.3, 0.95 * math.log(diff) / math.log(CHECK_TOL)))
+        f = min(0.9, max(0.3, 0.95 * math.log(diff) / math.log(tol)))
     return np.maximum(h * f, h0)
 
 
@@ -316,3 +324,4 @@ def _span(A: np.ndarray) -> np.ndarray:
         return np.zeros((A.shape[0], 0))
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
+
