@@ -40,15 +40,37 @@ CLOSED_H_MAX = 0.5
 ZONE = 8.0
 SWITCH = 2.0  # the map's switch width in t
 CLOSED_NODES = 1_500_000
+#: the agreement required for a sigma without kinks (its spectrum may decay only exponentially:
+#: the error of delta about the square of that of 2 delta)
+SMOOTH_TOL = 1e-5
 
 
 def closed_moments(sigma: Function, K: int) -> list | None:
-    """The groups' xi rules (``xi_lines.xi_moments``' ``rules``) when the xi-moments of ``K``
-    groups of ``sigma`` are taken in closed form (relu, at least :data:`CLOSED_GROUPS` groups):
-    ``xi_lines.CLOSED`` for each; else None."""
+    """With at least :data:`CLOSED_GROUPS` groups: for relu the groups' xi rules
+    (``xi_lines.xi_moments``' ``rules``), ``xi_lines.CLOSED`` for each (closed forms, a graded
+    lattice); for a sigma without kinks ``[]`` (its xi rules, a lattice checked per axis:
+    :func:`uniform_steps`); else None (the rules of ``step_rules``)."""
     from asymptotics.multiindex import xi_lines
 
-    return [xi_lines.CLOSED] * K if K >= CLOSED_GROUPS and xi_lines.is_relu(sigma) else None
+    if K < CLOSED_GROUPS:
+        return None
+    if xi_lines.is_relu(sigma):
+        return [xi_lines.CLOSED] * K
+    return [] if not sigma.kinks else None
+
+
+def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float
+                  ) -> Graded | None:
+    """A sigma without kinks, three or more groups: the lattice of ``step_rules.first_steps``
+    with the margin :data:`CLOSED_SPAN` and no default step below which an axis goes unchecked,
+    every axis uniform, checked per axis to :data:`SMOOTH_TOL` (None: the default lattice)."""
+    from asymptotics.multiindex.step_rules import first_steps
+
+    h = first_steps(Mmat, c, 0.0, ripples, dxi, CLOSED_SPAN, CLOSED_H_MAX)
+    if h is None:
+        return None
+    r = len(h)
+    return Graded(h, np.ones(r), np.zeros(r), np.ones(r), SMOOTH_TOL)
 
 
 def rest_nodes(degree: int, K: int) -> int:
@@ -68,6 +90,7 @@ class Graded:
     rho: np.ndarray
     T: np.ndarray
     s: np.ndarray
+    tol: float = 1e-3  # CLOSED_TOL: the agreement with the sub-rules required
 
 
 def _step(b: np.ndarray | float) -> np.ndarray:
@@ -99,7 +122,7 @@ def graded_steps(Mmat: np.ndarray, c: np.ndarray, u_max: float) -> Graded:
             s[i] = SWITCH
         else:
             delta[i] = fine
-    return Graded(delta, rho, T, s)
+    return Graded(delta, rho, T, s, CLOSED_TOL)
 
 
 def _logcosh(x: np.ndarray) -> np.ndarray:
@@ -167,14 +190,14 @@ def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
         U, wu, subs = graded_lattice(g, u_max)
         t = terms(U)
         new = update(U, wu, *t)
-        if _sub_difference(U, t, new, *subs[0], update) <= CLOSED_TOL:
+        if _sub_difference(U, t, new, *subs[0], update) <= g.tol:
             return new
         diffs = [_sub_difference(U, t, new, *sw, update) for sw in subs[1:]]
-        d = np.array([float(next_steps(np.array([h]), e, 0.0, CLOSED_TOL)[0]) if e > CLOSED_TOL
+        d = np.array([float(next_steps(np.array([h]), e, 0.0, g.tol)[0]) if e > g.tol
                       else h for h, e in zip(g.delta, diffs, strict=True)])
         if np.all(d == g.delta):  # every axis agrees alone: refine the one farthest off
             i = int(np.argmax(diffs))
-            d[i] = float(next_steps(np.array([g.delta[i]]), diffs[i], 0.0, CLOSED_TOL)[0])
+            d[i] = float(next_steps(np.array([g.delta[i]]), diffs[i], 0.0, g.tol)[0])
         if U.shape[0] * float(np.prod(g.delta / d)) > CLOSED_NODES:
             return new
-        g = Graded(d, g.rho, g.T, g.s)
+        g = Graded(d, g.rho, g.T, g.s, g.tol)

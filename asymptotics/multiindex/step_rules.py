@@ -76,7 +76,7 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     rule :func:`xi_trapezoid` when it ripples less)."""
     if not np.all(np.asarray(c) > 0):
         return None, None
-    if closed is not None:  # moments in closed form: no rule, no ripple; a graded lattice
+    if closed:  # moments in closed form: no rule, no ripple; a graded lattice
         from asymptotics.multiindex.graded import graded_steps
 
         return graded_steps(Mmat, c, u_max), closed
@@ -94,6 +94,10 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
         rules.append(rule)
     dxi = min([float(np.min(np.diff(np.sort(xi))))]
               + [float(r[0][1] - r[0][0]) for r in rules if r is not None])
+    if closed is not None:  # three or more groups: the lattice checked per axis (graded.py)
+        from asymptotics.multiindex.graded import uniform_steps
+
+        return uniform_steps(Mmat, c, np.array(ripples), dxi), rules
     return first_steps(Mmat, c, h0, np.array(ripples), dxi), rules
 
 
@@ -132,7 +136,7 @@ def spike_rule(hs: np.ndarray | object | None, h0: float, u_max: float, terms: C
 
 
 def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
-                dxi: float) -> np.ndarray | None:
+                dxi: float, span: float = SPAN, h_max: float = H_MAX) -> np.ndarray | None:
     """Per spike axis, the first step to try: ``2 pi / (SPAN sqrt(1 + 4 b^2))`` with ``b`` the
     largest ``|M_gi| / sqrt(c_g)`` over the groups (four such factors multiply in the
     integrands), at most :data:`H_MAX`, at least ``h0``. Where a group's xi-moments carry the
@@ -147,12 +151,12 @@ def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
         return None
     ratio = np.abs(Mmat) / np.sqrt(c)[:, None]
     b = np.max(ratio, axis=0)
-    width = SPAN * np.sqrt(1.0 + 4.0 * b * b)
+    width = span * np.sqrt(1.0 + 4.0 * b * b)
     h = 2.0 * math.pi / width
     if np.any(ripples > RIPPLE_TOL):
         br = np.max(ratio[ripples > RIPPLE_TOL], axis=0)
         h = np.minimum(h, 2.0 * math.pi / (2.0 * math.pi * br / dxi + width))
-    return np.maximum(np.minimum(h, H_MAX), h0)
+    return np.maximum(np.minimum(h, h_max), h0)
 
 
 #: per (sigma, scale, xi rule, range): the ripple of the xi rule's moments
