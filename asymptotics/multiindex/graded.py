@@ -43,6 +43,9 @@ CLOSED_NODES = 1_500_000
 #: the agreement required for a sigma without kinks (its spectrum may decay only exponentially:
 #: the error of delta about the square of that of 2 delta)
 SMOOTH_TOL = 1e-5
+#: the scale on which the moments of a sigma without kinks vary at a bulk near 0 (tanh, erf,
+#: softplus: ~1; a sigma varying faster is caught by the check, at more nodes)
+SIGMA_SCALE = 0.5
 
 
 def closed_moments(sigma: Function, K: int) -> list | None:
@@ -59,18 +62,32 @@ def closed_moments(sigma: Function, K: int) -> list | None:
     return [] if not sigma.kinks else None
 
 
-def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float
-                  ) -> Graded | None:
+def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float, h0: float,
+                  u_max: float) -> Graded | np.ndarray | None:
     """A sigma without kinks, three or more groups: the lattice of ``step_rules.first_steps``
-    with the margin :data:`CLOSED_SPAN` and no default step below which an axis goes unchecked,
-    every axis uniform, checked per axis to :data:`SMOOTH_TOL` (None: the default lattice)."""
+    with the margin :data:`CLOSED_SPAN`, bulks below :data:`SIGMA_SCALE` squared counted at it
+    (the moments vary on sigma's own scale then) and no default step below which an axis goes
+    unchecked, every axis uniform, checked per axis to :data:`SMOOTH_TOL`; the former steps
+    (``h0`` the least) when that lattice would exceed :data:`CLOSED_NODES` (None: the default
+    lattice)."""
     from asymptotics.multiindex.step_rules import first_steps
 
-    h = first_steps(Mmat, c, 0.0, ripples, dxi, CLOSED_SPAN, CLOSED_H_MAX)
+    c_eff = np.maximum(np.asarray(c, dtype=np.float64), SIGMA_SCALE**2)
+    h = first_steps(Mmat, c_eff, 0.0, ripples, dxi, CLOSED_SPAN, CLOSED_H_MAX)
     if h is None:
         return None
     r = len(h)
-    return Graded(h, np.ones(r), np.zeros(r), np.ones(r), SMOOTH_TOL)
+    g = Graded(h, np.ones(r), np.zeros(r), np.ones(r), SMOOTH_TOL)
+    return g if lattice_size(g, u_max) <= CLOSED_NODES else first_steps(Mmat, c, h0, ripples, dxi)
+
+
+def lattice_size(g: Graded, u_max: float) -> float:
+    """About the nodes of :func:`graded_lattice` (the product of the axes' nodes times the
+    ball's share of the cube)."""
+    n = [len(graded_axis(float(d), float(rh), float(T), float(sw), u_max)[0])
+         for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True)]
+    r = len(n)
+    return float(np.prod(n)) * math.pi ** (r / 2) / math.gamma(r / 2 + 1) / 2.0**r
 
 
 def rest_nodes(degree: int, K: int) -> int:
@@ -98,11 +115,12 @@ def _step(b: np.ndarray | float) -> np.ndarray:
                       CLOSED_H_MAX)
 
 
-def graded_steps(Mmat: np.ndarray, c: np.ndarray, u_max: float) -> Graded:
+def graded_steps(Mmat: np.ndarray, c: np.ndarray, u_max: float) -> Graded | None:
     """The first graded lattice: on axis i group g varies on the scale ``sqrt(c_g) / |M_gi|``
     (ratio b_gi), but relu's closed-form moments only where ``|M_g| <= ZONE sqrt(c_g)``, i.e.
     ``|u_i| <= z_gi = (ZONE sqrt(c_g) + u_max |M_g,other|) / |M_gi|``. The groups whose zone is
-    narrow (z < u_max / 3) set the fine spacing there, the others the coarse one."""
+    narrow (z < u_max / 3) set the fine spacing there, the others the coarse one. None (the
+    default lattice) when it would exceed :data:`CLOSED_NODES`."""
     sc = np.sqrt(np.asarray(c, dtype=np.float64))
     ratio = np.abs(Mmat) / sc[:, None]
     r = Mmat.shape[1]
@@ -122,7 +140,8 @@ def graded_steps(Mmat: np.ndarray, c: np.ndarray, u_max: float) -> Graded:
             s[i] = SWITCH
         else:
             delta[i] = fine
-    return Graded(delta, rho, T, s, CLOSED_TOL)
+    g = Graded(delta, rho, T, s, CLOSED_TOL)
+    return g if lattice_size(g, u_max) <= CLOSED_NODES else None
 
 
 def _logcosh(x: np.ndarray) -> np.ndarray:

@@ -97,7 +97,7 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     if closed is not None:  # three or more groups: the lattice checked per axis (graded.py)
         from asymptotics.multiindex.graded import uniform_steps
 
-        return uniform_steps(Mmat, c, np.array(ripples), dxi), rules
+        return uniform_steps(Mmat, c, np.array(ripples), dxi, h0, u_max), rules
     return first_steps(Mmat, c, h0, np.array(ripples), dxi), rules
 
 
