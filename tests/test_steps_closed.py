@@ -62,7 +62,7 @@ def _fine_reference(monkeypatch, refine: float):
     / refine (Gaussian spectra below e^-40 before refining; no nesting, no check, no grading)
     with relu's closed-form moments."""
 
-    def start(direct, sigma, c, Mmat, h0, xi, wxi, u_max, closed=None):
+    def start(direct, sigma, c, Mmat, h0, xi, wxi, u_max, closed=None):  # as graded.start
         b = np.max(np.abs(Mmat) / np.sqrt(c)[:, None], axis=0)
         h = np.minimum(2 * math.pi / (math.sqrt(80.0) * np.sqrt(1 + 4 * b * b)), 0.5) / refine
         return h, closed
@@ -71,8 +71,8 @@ def _fine_reference(monkeypatch, refine: float):
         U, wu = default() if hs is None else step_rules.lattice(hs, u_max, 0.0)[:2]
         return update(U, wu, *terms(U))
 
-    monkeypatch.setattr(step_rules, "start", start)
-    monkeypatch.setattr(step_rules, "spike_rule", spike_rule)
+    monkeypatch.setattr(graded, "start", start)
+    monkeypatch.setattr(graded, "spike_rule", spike_rule)
     steps_mod.clear_cache()
     try:
         return A.steps_mapping("relu", steps=3, **SETTING)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.multiindex import step_rules
 from asymptotics.multiindex.step_rules import PRUNE, difference, next_steps
 
 #: from this many groups (readout values) relu's xi-moments are taken in closed form at every
@@ -65,6 +66,30 @@ def closed_moments(sigma: Function, K: int) -> list | None:
     return [] if SMOOTH_GRADED and not sigma.kinks else None
 
 
+def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mmat: np.ndarray,
+          h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float, closed: list | None
+          ) -> tuple[np.ndarray | Graded | None, list | None]:
+    """``step_rules.start``, or with ``closed`` (:func:`closed_moments`) relu's closed forms on
+    the graded lattice (:func:`graded_steps`), or for ``[]`` the per-axis checked lattice
+    (:func:`uniform_steps`) with the xi rules of ``step_rules``."""
+    if closed is None:
+        return step_rules.start(direct, sigma, c, Mmat, h0, xi, wxi, u_max)
+    if not np.all(np.asarray(c) > 0):
+        return None, closed or None
+    if closed:
+        return graded_steps(Mmat, c, u_max), closed
+    ripples, rules, dxi = step_rules.xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)
+    return uniform_steps(Mmat, c, ripples, dxi, h0, u_max), rules
+
+
+def spike_rule(hs: np.ndarray | Graded | None, h0: float, u_max: float, terms: Callable,
+               update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
+    """:func:`graded_rule` for a :class:`Graded` ``hs``, else ``step_rules.spike_rule``."""
+    if isinstance(hs, Graded):
+        return graded_rule(hs, u_max, terms, update)
+    return step_rules.spike_rule(hs, h0, u_max, terms, update, default)
+
+
 def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float, h0: float,
                   u_max: float) -> Graded | np.ndarray | None:
     """A sigma without kinks, three or more groups: the lattice of ``step_rules.first_steps``
@@ -73,8 +98,7 @@ def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: flo
     unchecked, every axis uniform, checked per axis to :data:`SMOOTH_TOL`; the former steps
     (``h0`` the least) when that lattice would exceed :data:`CLOSED_NODES` (None: the default
     lattice)."""
-    from asymptotics.multiindex.step_rules import first_steps
-
+    first_steps = step_rules.first_steps
     c_eff = np.maximum(np.asarray(c, dtype=np.float64), SIGMA_SCALE**2)
     h = first_steps(Mmat, c_eff, 0.0, ripples, dxi, CLOSED_SPAN, CLOSED_H_MAX)
     if h is None:

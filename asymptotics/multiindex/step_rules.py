@@ -68,18 +68,23 @@ def check_size(r: int, h: float, n_rest: int, m: int, u_max: float, what: str) -
 
 
 def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mmat: np.ndarray,
-          h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float, closed: list | None = None
-          ) -> tuple[np.ndarray | object | None, list | None]:
+          h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float
+          ) -> tuple[np.ndarray | None, list | None]:
     """``(steps, rules)``: the first steps of the spike lattice (:func:`first_steps` with each
     group's :func:`ripple` over its range of shifts; None: the default lattice) and each group's
     xi rule (None: ``xi, wxi``; for a sigma without kinks whose rule ripples, the trapezoid
     rule :func:`xi_trapezoid` when it ripples less)."""
     if not np.all(np.asarray(c) > 0):
         return None, None
-    if closed:  # moments in closed form: no rule, no ripple; a graded lattice
-        from asymptotics.multiindex.graded import graded_steps
+    ripples, rules, dxi = xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)
+    return first_steps(Mmat, c, h0, ripples, dxi), rules
 
-        return graded_steps(Mmat, c, u_max), closed
+
+def xi_rules(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray,
+             Mmat: np.ndarray, xi: np.ndarray, wxi: np.ndarray, u_max: float
+             ) -> tuple[np.ndarray, list, float]:
+    """``(ripples, rules, dxi)`` of :func:`start`: each group's ripple and xi rule, and the
+    least node spacing of the rules in use."""
     span = u_max * np.sqrt(np.sum(Mmat * Mmat, axis=1))
     ripples, rules = [], []
     for cg, sg in zip(c, span, strict=True):
@@ -94,11 +99,7 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
         rules.append(rule)
     dxi = min([float(np.min(np.diff(np.sort(xi))))]
               + [float(r[0][1] - r[0][0]) for r in rules if r is not None])
-    if closed is not None:  # three or more groups: the lattice checked per axis (graded.py)
-        from asymptotics.multiindex.graded import uniform_steps
-
-        return uniform_steps(Mmat, c, np.array(ripples), dxi, h0, u_max), rules
-    return first_steps(Mmat, c, h0, np.array(ripples), dxi), rules
+    return np.array(ripples), rules, dxi
 
 
 def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
@@ -112,15 +113,11 @@ def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
     return t, w / w.sum()
 
 
-def spike_rule(hs: np.ndarray | object | None, h0: float, u_max: float, terms: Callable,
+def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
                update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
-    ``default()``: ``update(U, w, *terms(U))``. A ``graded.Graded`` ``hs``: its own rule."""
-    if hs is not None and not isinstance(hs, np.ndarray):  # a graded lattice
-        from asymptotics.multiindex.graded import graded_rule
-
-        return graded_rule(hs, u_max, terms, update)
+    ``default()``: ``update(U, w, *terms(U))``."""
     while hs is not None and np.any(hs > h0):
         U, wu, sub, wsub = lattice(hs, u_max, h0)
         t = terms(U)
