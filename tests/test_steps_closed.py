@@ -17,6 +17,7 @@ from asymptotics.multiindex import graded, step_rules, xi_lines
 from asymptotics.multiindex import steps as steps_mod
 
 
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
 @pytest.mark.parametrize("sc", [0.05, 0.7, 1.0, 4.0])
 def test_relu_closed_forms_are_the_gaussian_integrals(sc):
     """E relu, E relu', E[xi relu'], E relu'^2 at sc xi + M against scipy's adaptive quadrature
@@ -38,6 +39,7 @@ def test_relu_closed_forms_are_the_gaussian_integrals(sc):
         assert np.allclose(row, ref, rtol=1e-11, atol=1e-13)
 
 
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
 def test_graded_axis_integrates_a_steep_function():
     """A trapezoid rule through the graded map on a function that switches over 0.11 at u = 0
     (as a steep group's moments do) against scipy's adaptive quadrature split at 0."""
