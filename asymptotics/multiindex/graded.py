@@ -37,6 +37,7 @@ CLOSED_GROUPS = 3
 #: moments are flat (Phi(-8) = 6e-16), the most nodes refined to
 CLOSED_SPAN = 5.0
 CLOSED_TOL = 1e-3
+LOW_RANK_TOL = 1e-6  # with one or two spike axes (a few hundred or thousand nodes)
 CLOSED_H_MAX = 0.5
 ZONE = 8.0
 SWITCH = 2.0  # the map's switch width in t
@@ -167,7 +168,7 @@ def graded_steps(Mmat: np.ndarray, c: np.ndarray, u_max: float) -> Graded | None
             s[i] = SWITCH
         else:
             delta[i] = fine
-    g = Graded(delta, rho, T, s, CLOSED_TOL)
+    g = Graded(delta, rho, T, s, CLOSED_TOL if r >= 3 else LOW_RANK_TOL)
     return g if lattice_size(g, u_max) <= CLOSED_NODES else None
 
 
