@@ -3,7 +3,7 @@
 Prints, warm (numba caches loaded, best of several), the time of
 - one sRF point, ``asymptotics.risk(alpha, model="srf")`` (the reference, parameters included);
 - one K-group point, ``risk_spiked(alpha, ...)`` in full (tables + solve, on every kappa rule
-  of the accuracy ladder it climbs, ``KAPPA_LADDER``) and the solve alone
+  of the accuracy ladder it climbs, ``asymptotics.equations.ladder.LADDER``) and the solve alone
   (``solve_spiked`` on a prepared problem, as along a curve), for K <= 4, r <= 2 (target 10x the
   sRF point) and r = 3 (target 100x);
 and the ratios. Run: python benchmarks/bench_spiked.py   (about half a minute)

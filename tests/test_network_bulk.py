@@ -221,15 +221,22 @@ def test_non_commuting_bulk_matches_an_independent_derivation():
     assert np.max(np.abs(dV2 - (p2 - m2) / (2 * h))) <= 1e-7 * np.max(np.abs(dV2))
 
 
-@pytest.mark.parametrize("K", [1, 2, 3])
-def test_schur_route_is_the_dense_inverse(K):
-    """The working basis (group 1's eigenbasis) and the Schur complement of the other groups
-    against the dense inverse of ``Dc^-1 + Vhat1 (x) I`` in the given basis (no rotation): the
-    traces ``tr W_ag`` and the quadratic forms ``a^T W a`` agree, and the working-basis W is
-    the dense inverse rotated."""
+@pytest.mark.parametrize("K, same", [(1, ()), (2, ()), (3, ()), (2, ((1, 0),)),
+                                     (3, ((2, 1),)), (3, ((1, 0), (2, 0))),
+                                     (4, ((3, 1), (2, 1)))])
+def test_schur_route_is_the_dense_inverse(K, same):
+    """The working basis (the eigenbasis of the base class: the largest set of groups with equal
+    covariances, ``same`` makes group g's covariance group h's) and the Schur complement of the
+    other groups against the dense inverse of ``Dc^-1 + Vhat1 (x) I`` in the given basis (no
+    rotation): the traces ``tr W_ag`` and the quadratic forms ``a^T W a`` agree, and the
+    working-basis W is the dense inverse rotated."""
     B, n = 2, 12
     sig = _noncommuting(B, K, n, seed=3 + K)
+    for g, h in same:
+        sig[:, g] = sig[:, h]
     gb = GroupBulk(sig)
+    assert (gb._eig[3], list(gb._eig[2][:gb._eig[3]])) == (1 + len(same), sorted(
+        {h for _, h in same} | {g for g, _ in same}) if same else [0])
     vh = _vhat(K, K) + 0.1 * np.eye(K)
     D = np.linspace(0.4, 1.7, K)
     a = np.random.default_rng(K).standard_normal((B, K, n))
@@ -266,3 +273,40 @@ def test_a_network_point_does_not_depend_on_the_points_before():
         if row.step >= 1:
             eta = (2.0, 8.0)[:row.step]
             assert row.risk == A.risk(row.alpha, steps=row.step, eta=eta, **kw).risk
+
+
+def test_coupled_field_parts_are_the_complex_step():
+    """The coupled channels' field parts of Q (the closed-form derivative of ``F = s^T R s``,
+    ``dF = w^T dA w - y_T^T dM y_T``) against a complex step of F through the blocks of R
+    (``CoupledChannels.blocks``), tau moving by the bulk's implicit derivative."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    B, K, n, r, k = 2, 2, 10, 2, 1
+    m = r + k
+    rng = np.random.default_rng(8)
+    gb = GroupBulk(_noncommuting(B, K, n, seed=7))
+    E = rng.standard_normal((K, m, m))
+    ch = CoupledChannels(gb, 0.3 * rng.standard_normal((B, K, m, n)),
+                         0.1 * np.einsum("gij,gkj->gik", E, E), r, k)
+    vh = _vhat(3, K) + 0.2 * np.eye(K)
+    pi, beta = np.array([0.4, 0.6]), 1.2
+    tau, _, _ = gb.resolvent(vh, np.array([0.1, 0.2]), beta, pi)
+    zh, ph = rng.standard_normal((K, r)), rng.standard_normal((K, k))
+    q1, q2 = ch.field_q(vh, tau, beta, pi, zh, ph)
+    D = beta * pi * tau
+    Ac, M = ch.acal(vh, D), np.kron(vh, np.eye(k))
+    s = np.concatenate([zh.ravel(), ph.ravel()])
+    h = 1e-20
+
+    def dF(X1, X2):
+        _, dv2 = gb.dresolvent(vh, tau, beta, pi, X1, X2)
+        dA = ch.dacal(vh, D, X1, beta * dv2)
+        Pvv, Pvt, Xtt = ch.blocks(Ac + 1j * h * dA, M + 1j * h * np.kron(X1, np.eye(k)))
+        return float(np.imag(s @ np.block([[Pvv, Pvt], [Pvt.T, Xtt]]) @ s) / h)
+
+    ref2 = np.array([-dF(np.zeros((K, K)), np.eye(K)[g]) for g in range(K)])
+    ref1 = np.array([[-dF(np.outer(np.eye(K)[g], np.eye(K)[j]), np.zeros(K)) for j in range(K)]
+                     for g in range(K)])
+    assert np.allclose(q2, ref2, rtol=1e-10, atol=1e-13)
+    assert np.allclose(q1, 0.5 * (ref1 + ref1.T), rtol=1e-10, atol=1e-13)
+    assert np.max(np.abs(q1)) > 1e-3 and np.max(np.abs(q2)) > 1e-3  # (not a trivial zero)

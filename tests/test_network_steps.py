@@ -29,8 +29,8 @@ def _random_channels(K: int, n: int, seed: int = 0) -> np.ndarray:
 @pytest.mark.parametrize("p", [None, 700.0])
 def test_identity_channels_are_the_k_group_srf_equations(p):
     """Isotropic group bulks (Sig_g = I) are §10.4's channels: the same numbers as
-    risk_spiked, order parameters included, on the same kappa rule (the two routes' ladders
-    settle by different criteria, THEORY.md §10.8)."""
+    risk_spiked, order parameters included, on the same kappa rule (the ladders: one policy,
+    tests/test_network_ladder.py)."""
     a = risk_spiked(0.8, p=p, n_kappa=36, **GROUPS)
     b = risk_network_groups(0.8, channels=np.repeat(np.eye(4)[None], 2, axis=0), p=p,
                             n_kappa=36, **GROUPS)
@@ -217,7 +217,8 @@ def test_campaign_keys_hold_every_parameter():
 def test_aligned_rule_is_an_exact_change_of_basis():
     """The aligned kappa rule (rotation of V, trapezoid on the sharpest spike axis) gives the
     Gauss-Hermite ladder's number on a point the ladder settles (r = 2, to its 1e-3)."""
-    from asymptotics.network.solve import aligned_problem, aligned_rotation, solve_network
+    from asymptotics.network.aligned import aligned_problem, aligned_rotation
+    from asymptotics.network.solve import solve_network
 
     sig = _random_channels(2, 4, seed=5)
     R = aligned_rotation(np.array(GROUPS["loadings"]), np.array(GROUPS["bulk"]))

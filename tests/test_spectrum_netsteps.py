@@ -21,13 +21,44 @@ KW = dict(sigma="tanh", target="tanh(z1)", alpha0=2.0, eta=1.0, beta=0.5, steps=
 
 @pytest.fixture
 def isotropic(monkeypatch):
+    """Every group's bulk isotropic: on E (``Sig_g = I``) and outside it (the features' bulk
+    outside E an identity :class:`GroupBulk`, uncoupled: ``a = 0``, ``Ecov_g = I``; this runs
+    the anisotropic code, :mod:`asymptotics.spectra.netbulk` and the coupled Phi2, on the
+    isotropic case)."""
+    from asymptotics.network.bulk import GroupBulk
+    from asymptotics.network.coupling import CoupledChannels
+    from asymptotics.spectra import netsteps
+
     orig = network_groups_module.model_channels
 
     def iso(state, cov):
         S = orig(state, cov)
         return np.repeat(np.eye(S.shape[1])[None], S.shape[0], axis=0)
 
+    def iso_outside(*args, **kw):
+        cc = orig_outside(*args, **kw)
+        B, K, n = cc.bulk.sig.shape[:3]
+        m = cc.r + cc.k
+        return CoupledChannels(GroupBulk(np.broadcast_to(np.eye(n), (B, K, n, n)).copy()),
+                               np.zeros((B, K, m, n)), np.repeat(np.eye(m)[None], K, axis=0),
+                               cc.r, cc.k)
+
+    orig_outside = netsteps.network_steps_outside
     monkeypatch.setattr(network_groups_module, "model_channels", iso)
+    monkeypatch.setattr(netsteps, "network_steps_outside", iso_outside)
+    # and no spread of the rows' outside scale (THEORY.md §16.9): Sig = I, no slope
+    import dataclasses
+
+    from asymptotics.spectra import rowvar as rowvar_module
+
+    orig_rv = rowvar_module.row_variance
+
+    def iso_rv(*args, **kwargs):
+        rv = orig_rv(*args, **kwargs)
+        eye = np.repeat(np.eye(rv.sig.shape[1])[None], rv.sig.shape[0], axis=0)
+        return dataclasses.replace(rv, sig=eye, slope=np.zeros_like(rv.slope))
+
+    monkeypatch.setattr(rowvar_module, "row_variance", iso_rv)
 
 
 @pytest.mark.parametrize("readout", ["constant", "pm1"])

@@ -116,7 +116,7 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
     from asymptotics.multiindex.steps import eta_schedule
     from asymptotics.network.groups import network_groups
     from asymptotics.network.route import one_step_equivalent, outside_kw
-    from asymptotics.network.solve import risk_network_groups
+    from asymptotics.network.solve import risk_network_groups_curve
     from asymptotics.spiked.problem import resolve_target
 
     ng = network_groups(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
@@ -131,13 +131,10 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
                             eta=eta1 * factor if t else 0.0, lam=lam, beta=beta, delta=delta,
                             p=p, model="network", progress=False)
             return list(zip(df.risk, df.converged, strict=True))
-        out = []
         kw = outside_kw(sigma, target, steps=t, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout) if t >= 1 else {}
-        for a in alphas:
-            res = risk_network_groups(a, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                                      **kw, **params)
-            out.append((res.risk, res.converged))
-        return out
+        rows = risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
+                                         p=p, progress=False, **kw, **params)
+        return [(res.risk, res.converged) for res in rows]
 
     return ng, solve

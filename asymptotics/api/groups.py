@@ -111,7 +111,13 @@ def _network(alphas: list[float], *, curve: bool, how: str, steps, readout, lam,
     import pandas as pd
 
     from asymptotics.core.progress import Progress
-    from asymptotics.network.route import api_network_risk, network_problem, risk_network
+    from asymptotics.equations.ladder import PROBES
+    from asymptotics.network.route import (
+        api_network_risk,
+        network_problem,
+        risk_network,
+        risk_network_curve,
+    )
 
     kw = dict(alpha0=alpha0, beta=beta, delta=delta, p=p, strict=strict, solver=solver)
     first, eta = api_network_risk(alphas[0], steps=steps, readout=readout, eta=eta, lam=lam,
@@ -120,12 +126,18 @@ def _network(alphas: list[float], *, curve: bool, how: str, steps, readout, lam,
         return first, eta
     problem = network_problem(sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta,
                               delta=delta, readout=readout)
-    frames = [first.to_frame()]
-    with Progress(len(alphas) - 1, "network curve", unit="pt", enabled=progress) as bar:
-        for a in bar.iter(alphas[1:]):
-            frames.append(risk_network(a, steps=steps, readout=readout, eta=eta, lam=lam,
-                                       sigma=sigma, target=target, problem=problem,
-                                       **kw).to_frame())
+    if len(alphas) > 2 * len(PROBES):  # the curve's kappa rule decided once, by probes (§10.8)
+        rows = risk_network_curve(alphas, steps=steps, readout=readout, eta=eta, lam=lam,
+                                  sigma=sigma, target=target, problem=problem,
+                                  progress=progress, **kw)
+        frames = [res.to_frame() for res in rows]
+    else:  # a short curve: each point its own climb (the first point's is done)
+        frames = [first.to_frame()]
+        with Progress(len(alphas) - 1, "network curve", unit="pt", enabled=progress) as bar:
+            for a in bar.iter(alphas[1:]):
+                frames.append(risk_network(a, steps=steps, readout=readout, eta=eta, lam=lam,
+                                           sigma=sigma, target=target, problem=problem,
+                                           **kw).to_frame())
     df = pd.concat(frames, ignore_index=True)
     df.insert(1, "route", how)
     return df, eta

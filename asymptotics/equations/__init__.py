@@ -1,2 +1,3 @@
 """The self-consistent equations (THEORY.md §5) and their solvers: the fixed-point map as numba
-kernels, the Python reference solver and the compiled point and path solver."""
+kernels, the Python reference solver and the compiled point and path solver; the quadrature
+policy of the K-group routes (``ladder``)."""

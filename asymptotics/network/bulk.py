@@ -19,30 +19,39 @@ with K = 1 it is the generalised MP law of :func:`asymptotics.measures.channels.
 The derivatives along ``(Vhat1, Vhat2)`` (for ``Q``) are the Hessian of ``Psi`` with the
 implicit differentiation of the tau equation. ``Sig`` is held as independent diagonal blocks
 (B blocks of size n, d = B n: a pooled device). Every quantity is a trace over a block, blind
-to a rotation common to the K groups, so each block works in the eigenbasis of its ``Sig_1``:
-there ``W``'s first group is diagonal and one evaluation costs one Cholesky of the Schur
-complement of the other groups, size (K-1) n, per block (none for K = 1; DERIVATIONS.md §9.7).
+to a rotation common to the K groups, so each block works in the eigenbasis of a base class of
+groups with equal covariances (``sigma'`` even makes ``eps`` and ``-eps`` one class; else the
+first group): there ``W``'s base class is diagonal per direction and one evaluation costs one
+Cholesky of the Schur complement of the other groups, size (K - c) n, per block (none when every
+group is in the base class; :mod:`asymptotics.network.schur`, DERIVATIONS.md §9.7).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotri as _potri
-from scipy.linalg.lapack import dtrtri as _trtri
+
+from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
+from asymptotics.equations.solver import SolverConfig, SolverResult, Status
+from asymptotics.network import schur
+from asymptotics.network.schur import base_class
 
 _PREP: dict[int, tuple] = {}
+#: the exact intermediate results a bulk keeps (W, Kc Sig, Kc; the Hessian parts; the
+#: derivative's matrix), the last ones by their arguments
+MEMO = 8
 
 
 def _prepare(sig: np.ndarray) -> tuple:
-    """``(Sig^-1, U, Sig, Sig^-1)``, the last two in the working basis: group 1's eigenbasis
-    ``U`` per block (``Sig_1 = U diag(s) U^T``) where every ``Sig_g`` is invertible, else
-    ``(None, None, Sig, None)``."""
+    """``(Sig^-1, U, Sig, Sig^-1, F)``, the middle two in the working basis: the base class F's
+    eigenbasis ``U`` per block (``Sig_F = U diag(s) U^T``, :func:`~asymptotics.network.schur.
+    base_class`; its groups' covariances taken equal to its first's) where every ``Sig_g`` is
+    invertible, else ``(None, None, Sig, None, None)``."""
     ev = np.linalg.eigvalsh(sig)
     if not np.all(ev > 1e-8 * ev.max()):
-        return None, None, sig, None
+        return None, None, sig, None, None
+    F = base_class(sig)
     sig_inv = np.linalg.inv(sig)
-    s1, U = np.linalg.eigh(sig[:, 0])
+    s1, U = np.linalg.eigh(sig[:, F[0]])
     Ut = np.swapaxes(U, 1, 2)[:, None]
 
     def rot(x):
@@ -51,11 +60,12 @@ def _prepare(sig: np.ndarray) -> tuple:
 
     sig_w, inv_w = rot(sig), rot(sig_inv)
     eye = np.eye(sig.shape[2])
-    sig_w[:, 0] = s1[:, :, None] * eye
-    inv_w[:, 0] = (1.0 / s1)[:, :, None] * eye
+    for f in F:
+        sig_w[:, f] = s1[:, :, None] * eye
+        inv_w[:, f] = (1.0 / s1)[:, :, None] * eye
     for x in (sig_inv, U, sig_w, inv_w):
         x.flags.writeable = False
-    return sig_inv, U, sig_w, inv_w
+    return sig_inv, U, sig_w, inv_w, F
 
 
 def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
@@ -63,6 +73,25 @@ def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
     B, K, n = X.shape[:3]
     XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
     return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
+
+
+def fixed_point(fmap, x0: np.ndarray, config: SolverConfig, nonneg: tuple[int, ...] = ()
+                ) -> SolverResult:
+    """``x = fmap(x)`` from ``x0``: :func:`asymptotics.equations.solver.solve` (the Python
+    reference) by its compiled twin, the one Anderson kernel
+    (:func:`asymptotics.equations.mixing.anderson_next`, reverse communication) with a Python
+    map (the bulk's (V1, tau) subsystem)."""
+    work, meta = anderson_start(x0.shape[0], config.anderson)
+    nn = np.array(nonneg, dtype=np.int64)
+    x = np.array(x0, dtype=np.float64)
+    while True:
+        x, code = anderson_next(x, np.asarray(fmap(x), dtype=np.float64), work, meta, nn,
+                                config.rtol, config.scale_floor, config.max_iter,
+                                config.damping, config.anderson, 1e12)
+        if code != CONTINUE:
+            st = Status(int(code))
+            return SolverResult(x, st == Status.CONVERGED, st, int(meta[IT]), float(meta[RES]),
+                                ())
 
 
 class GroupBulk:
@@ -76,10 +105,7 @@ class GroupBulk:
         self.sig = sig
         self.B, self.K, self.n = sig.shape[:3]
         self.d = self.B * self.n
-        self._parts_key: tuple | None = None
-        self._parts: tuple | None = None
-        self._wkc_key: tuple | None = None
-        self._wkc: tuple | None = None
+        self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
@@ -90,9 +116,14 @@ class GroupBulk:
                 if len(_PREP) >= 8:
                     _PREP.pop(next(iter(_PREP)))
                 _PREP[id(sig)] = pre
-        self._sig_inv, self._U, self.sig_w, self._sig_inv_w = pre[1:]
-        self._eig = None if self._U is None else (np.diagonal(self.sig_w[:, 0], axis1=1,
-                                                               axis2=2), self._sig_inv_w[:, 1:])
+        self._sig_inv, self._U, self.sig_w, self._sig_inv_w, F = pre[1:]
+        self._eig = None
+        if self._U is not None:  # (s, U^T Sig_h^-1 U for h outside F, the order F + R, c)
+            perm = np.array(F + [g for g in range(self.K) if g not in F], dtype=np.int64)
+            self._eig = (np.ascontiguousarray(np.diagonal(self.sig_w[:, F[0]], axis1=1,
+                                                          axis2=2)),
+                         np.ascontiguousarray(self._sig_inv_w[:, perm[len(F):]]), perm, len(F),
+                         np.argsort(perm), bool(np.all(perm == np.arange(self.K))))
 
     # -- one evaluation at fixed tau ------------------------------------------------------
     def kinv(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -129,107 +160,39 @@ class GroupBulk:
             raise ValueError(f"vhat1 must be {self.K} x {self.K} (the bulk's groups), got shape "
                              f"{np.shape(vhat1)}")
 
-    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
-        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` in group 1's
-        eigenbasis (``Sig_1 = U diag(s) U^T``; the traces do not see the common rotation): there
-        ``W``'s first block row is diagonal up to the Schur complement ``S`` of the other groups,
-        ``S = blockdiag_g(U^T Sig_g^-1 U / D_g) + Vhat1_RR (x) I - (v v^T) (x) P^-1`` with
-        ``P = diag(1/(D_1 s) + Vhat1_11)``, ``v = Vhat1_R1``; one Cholesky of size (K-1) n per
-        block (none for K = 1). None where a Cholesky fails (not positive definite)."""
-        K = self.K
-        f = self._schur(vhat1, D, full=False)
-        if f is None:
-            return None
-        ip, dgb = f
-        T = np.zeros((K, K))
-        T[0, 0] = ip.sum()
-        if K > 1:
-            v = vhat1[1:, 0]
-            T[1:, 1:] = dgb.sum(axis=(0, 3))  # dgb: (b, g, h, i)
-            vg = np.einsum("g,bghi->bhi", v, dgb)  # (sum_g v_g G_gh)_ii per block
-            T[0, 1:] = -np.einsum("bhi,bi->h", vg, ip)
-            T[0, 0] += np.einsum("h,bhi,bi->", v, vg, ip * ip)
-            T[1:, 0] = T[0, 1:]
-        return T / D[None, :]
+    def _perm(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
+        perm, ident = self._eig[2], self._eig[5]
+        return (vhat1, D) if ident else (vhat1[np.ix_(perm, perm)], D[perm])
 
-    def _schur(self, vhat1: np.ndarray, D: np.ndarray, full: bool = True) -> tuple | None:
-        """Every block's ``(P^-1, S^-1)`` (the diagonal of ``P^-1``, B x n; ``S^-1`` symmetric,
-        B x (K-1) x n x (K-1) x n) of :meth:`_traces_schur`, or with ``full=False`` only the
-        diagonals of the blocks of ``S^-1`` (B x (K-1) x (K-1) x n, from ``L^-1``: ``S = L L^T``);
-        None where S is not positive definite."""
-        B, K, n = self.B, self.K, self.n
-        s1, rest = self._eig
-        p = 1.0 / (D[0] * s1) + vhat1[0, 0]
-        if not np.all(p > 0.0):
+    def _traces_schur(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``T_ag = sum_b tr[Sig_bg Kc_b,ag]`` from ``W = (Dc^-1 + Vc)^-1`` by the Schur
+        complement of the base class (:mod:`asymptotics.network.schur`; the traces do not see
+        the common rotation). None where a Cholesky fails (not positive definite)."""
+        s, rest, perm, c, inv, ident = self._eig
+        vp, Dp = self._perm(vhat1, D)
+        T = schur.traces(vp, Dp, s, rest, c)
+        if T is None:
             return None
-        ip = 1.0 / p
-        if K == 1:
-            return ip, None
-        v = vhat1[1:, 0]
-        m = (K - 1) * n
-        idx = np.arange(n)
-        if K == 2:
-            S = rest[:, 0] / D[1]
-            S[:, idx, idx] += vhat1[1, 1] - v[0] * v[0] * ip
-        else:
-            S = np.zeros((B, K - 1, n, K - 1, n))
-            S[:, :, idx, :, idx] = vhat1[1:, 1:] - np.outer(v, v) * ip.T[:, :, None, None]
-            for g in range(K - 1):
-                S[:, g, :, g, :] += rest[:, g] / D[g + 1]
-            S = S.reshape(B, m, m)
-        G = np.empty((B, K - 1, K - 1, n)) if not full else np.empty_like(S)
-        for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
-            c, info = _potrf(S[b], lower=True, overwrite_a=True)
-            if info != 0:
-                return None
-            if full:
-                Gb, info = _potri(c, lower=True, overwrite_c=True)
-                G[b] = Gb
-            else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
-                Li, info = _trtri(c, lower=True, overwrite_c=True)
-                Lr = Li.reshape(m, K - 1, n)
-                G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
-            if info != 0:
-                return None
-        if not full:
-            return ip, G
-        low = np.tril(G)  # (potri fills the lower triangle)
-        G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(m)
-        return ip, G.reshape(B, K - 1, n, K - 1, n)
+        if not ident:
+            T = T[np.ix_(inv, inv)]
+        return T / D[None, :]
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite) in the working basis, from :meth:`_schur`; None where that does not apply
-        (singular Sig, D <= 0, not positive definite)."""
+        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); None where
+        that does not apply (singular Sig, D <= 0, not positive definite)."""
         if self._eig is None or not np.all(D > 0.0):
             return None
-        B, K, n = self.B, self.K, self.n
-        f = self._schur(vhat1, D)
-        if f is None:
-            return None
-        ip, G = f
-        out = np.zeros((B, K, n, K, n))
-        idx = np.arange(n)
-        if K == 1:
-            out[:, 0, idx, 0, idx] = ip
-            return out
-        v = vhat1[1:, 0]
-        Y = np.einsum("g,bgihj->bihj", v, G)  # (sum_g v_g S^-1_gh) (B, n, K-1, n)
-        W1R = -ip[:, :, None, None] * Y
-        out[:, 0, :, 1:, :] = W1R
-        out[:, 1:, :, 0, :] = W1R.transpose(0, 2, 3, 1)
-        out[:, 1:, :, 1:, :] = G
-        Z = ip[:, :, None] * np.einsum("bihj,h->bij", Y, v) * ip[:, None, :]
-        Z[:, idx, idx] += ip
-        out[:, 0, :, 0, :] = Z
-        return out
+        s, rest, perm, c, inv, ident = self._eig
+        vp, Dp = self._perm(vhat1, D)
+        return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
         ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
-        key = (vhat1.tobytes(), D.tobytes())
-        if self._wkc_key == key:
-            return self._wkc
+        key = ("wkc", vhat1.tobytes(), D.tobytes())
+        if (hit := self._memo.get(key)) is not None:
+            return hit
         W = self.wfull(vhat1, D)
         if W is None:
             Kc = self.kinv(vhat1, D)
@@ -237,9 +200,21 @@ class GroupBulk:
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
         else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
             KS = W / D[None, None, None, :, None]
-            Kc = right_blocks(KS, self._sig_inv_w)
-        self._wkc_key, self._wkc = key, (W, KS, Kc)
-        return self._wkc
+            Kc = np.empty_like(KS)
+            s, _, perm, c = self._eig[:4]
+            B, K, n = self.B, self.K, self.n
+            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class)
+                Kc[:, :, :, y] = KS[:, :, :, y] / s[:, None, None, :] if y in perm[:c] else \
+                    np.matmul(KS[:, :, :, y].reshape(B, K * n, n),
+                              self._sig_inv_w[:, y]).reshape(B, K, n, n)
+        return self._keep(key, (W, KS, Kc))
+
+    def _keep(self, key: tuple, value):
+        """Keep ``value`` for ``key`` (the last :data:`MEMO` entries)."""
+        self._memo[key] = value
+        while len(self._memo) > MEMO:
+            self._memo.pop(next(iter(self._memo)))
+        return value
 
     def to_work(self, a: np.ndarray) -> np.ndarray:
         """Vectors ``a`` (B x ... x n, in the bulk's coordinates) in the working basis: group 1's
@@ -271,6 +246,7 @@ class GroupBulk:
         self.tau_last = None
         self.y_last = None
         self._ed_last = None
+        self._memo.clear()
 
     def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
                   tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100
@@ -284,6 +260,11 @@ class GroupBulk:
         vhat1 = np.asarray(vhat1, dtype=np.float64)
         self._check(vhat1)
         lamg = np.asarray(lamg, dtype=np.float64)
+        key = ("res", vhat1.tobytes(), lamg.tobytes(), float(beta), np.asarray(pi).tobytes(),
+               None if tau0 is None else np.asarray(tau0).tobytes(), tol, max_iter)
+        if (hit := self._memo.get(key)) is not None:  # (the completion's residual asks again)
+            self.tau_last = hit[0]
+            return hit
         den = lamg + np.diag(vhat1)
         if not np.all(den > 0.0):
             nan = np.full(K, np.nan)
@@ -305,7 +286,7 @@ class GroupBulk:
                     ED = self._ed(vhat1, Kc)
                 else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
                     T = np.einsum("baigi->ag", W) / D[None, :]
-                    ED = self._ed_ks(vhat1, W / D[None, None, None, :, None])
+                    ED = self._ed_gram(vhat1, self._gram(W), D)
                 self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
             u = 1.0 / (lamg + e)
@@ -327,9 +308,12 @@ class GroupBulk:
                 return self.resolvent(vhat1, lamg, beta, pi, 1.0 / den, tol, max_iter)
             nan = np.full(K, np.nan)
             return nan, np.full((K, K), np.nan), nan
-        e, V1 = self.evaluate(vhat1, beta * pi * tau, beta)
+        # V1 from the last step's traces (taken at tau within tol of the solution: the same to
+        # O(tol))
+        V1 = (beta * pi * tau)[:, None] * T.T / (beta * self.d)
+        V1 = 0.5 * (V1 + V1.T)
         self.tau_last = tau
-        return tau, V1, pi * tau
+        return self._keep(key, (tau, V1, pi * tau))
 
     def _ed(self, vhat1: np.ndarray, Kc: np.ndarray) -> np.ndarray:
         """``de_g/dD_h = -d^-1 tr[(Vc Kc Sig)_gh (Vc Kc Sig)_hg]`` (K x K)."""
@@ -340,39 +324,62 @@ class GroupBulk:
         ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
         return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
+    def _gram(self, W: np.ndarray) -> np.ndarray:
+        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric)."""
+        K = self.K
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)
+        return (Wr @ Wr.T).reshape(K, K, K, K)
+
+    def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`_ed_ks` from the Gram of W's blocks (``(Kc Sig)_xy = W_xy / D_y``):
+        ``de_g/dD_h = -d^-1 sum_ac V_ga V_hc tr[W_ah W_cg] / (D_g D_h)``."""
+        return -np.einsum("ga,hc,ahgc->gh", vhat1, vhat1, H) / (self.d * np.outer(D, D))
+
     # -- derivatives along (Vhat1, Vhat2) ---------------------------------------------------
     def parts(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray) -> tuple:
         """The Hessian pieces at ``(Vhat1, tau)``: ``HVV[c,d,a,b] = dV1_cd/dVhat1_ab``,
         ``HVD[c,d,g] = dV1_cd/dD_g``, ``ED[g,h] = de_g/dD_h`` (``de_g/dVhat1_ab =
         beta HVD[a,b,g]``: Psi's Hessian is symmetric)."""
-        key = (vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
-        if self._parts_key == key:
-            return self._parts
+        key = ("parts", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if (hit := self._memo.get(key)) is not None:
+            return hit
         D = beta * pi * tau
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)  # ((d,a), (z,i,j))
-        Wt = W.transpose(3, 1, 0, 4, 2).reshape(K * K, -1)  # ((c,e), (z,i,j)) of W_z,ej,ci
-        HVV = -(Wr @ Wt.T).reshape(K, K, K, K).transpose(2, 0, 1, 3) / bd
+        H = self._gram(W)  # H[d,a,c,e] = tr[W_da W_ec]
+        HVV = -H.transpose(2, 0, 1, 3) / bd
         KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
         Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
         HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
-        ED = self._ed_ks(vhat1, KS)
-        self._parts_key, self._parts = key, (HVV, HVD, ED)
-        return self._parts
+        ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)
+        return self._keep(key, (HVV, HVD, ED))
 
     def dresolvent(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray,
                    X1: np.ndarray, X2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
         (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
+        K = self.K
+        key = ("dmap", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
+        if (lin := self._memo.get(key)) is None:
+            lin = self._keep(key, self._dmap(vhat1, tau, beta, pi))
+        y = lin @ np.concatenate([np.ravel(X1), X2])
+        dV1 = y[:K * K].reshape(K, K)
+        return 0.5 * (dV1 + dV1.T), y[K * K:]
+
+    def _dmap(self, vhat1, tau, beta, pi) -> np.ndarray:
+        """The matrix of :meth:`dresolvent`: ``(X1, X2) -> (dV1, dV2)`` (raveled), from
+        ``dtau = -Jm^-1 t2 (X2 + beta HVD^T X1)`` (``de_g/dVhat1_ab = beta HVD[a,b,g]``) and
+        ``dV1 = HVV X1 + HVD (beta pi dtau)``."""
         HVV, HVD, ED = self.parts(vhat1, tau, beta, pi)
         K = self.K
         bp = beta * pi
         t2 = tau * tau
-        EVx = beta * np.einsum("abg,ab->g", HVD, X1)  # de_g/dVhat1_ab = beta HVD[a,b,g]
         Jm = np.eye(K) + t2[:, None] * ED * bp[None, :]
-        dtau = np.linalg.solve(Jm, -t2 * (X2 + EVx))
-        dV1 = np.einsum("cdab,ab->cd", HVV, X1) + np.einsum("cdg,g->cd", HVD, bp * dtau)
-        return 0.5 * (dV1 + dV1.T), pi * dtau
+        At = -np.linalg.inv(Jm) * t2[None, :]
+        Hd = HVD.reshape(K * K, K)
+        Mt = np.hstack([At @ (beta * Hd.T), At])  # dtau
+        M1 = Hd @ (bp[:, None] * Mt)
+        M1[:, :K * K] += HVV.reshape(K * K, K * K)
+        return np.vstack([M1, pi[:, None] * Mt])
 

@@ -106,3 +106,29 @@ class Channels:
                 e1[g, h] = 1.0
                 q1[g, h] = -d_f(e1, zero2)
         return 0.5 * (q1 + q1.T), q2
+
+
+#: the K-group problems on a kappa rule (:func:`spiked_problem`; the last 8 of at most
+#: PROBLEM_NODES quadrature nodes)
+PROBLEMS: dict = {}
+PROBLEM_NODES = 20_000
+
+
+def spiked_problem(params: dict, n_kappa: int | None, n_omega: int | None):
+    """:func:`asymptotics.spiked.problem.build_spiked_problem` of ``params`` on a kappa rule,
+    kept for the next point of the same groups (it does not depend on alpha; the parameters
+    compared by value, objects such as the target by identity)."""
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    prim = (list, tuple, float, int, str, type(None))
+    objs = tuple(v for v in params.values() if not isinstance(v, prim))
+    key = (tuple((k, repr(v) if isinstance(v, prim) else id(v))
+                 for k, v in sorted(params.items())), n_kappa, n_omega)
+    hit = PROBLEMS.get(key)
+    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
+        hit = (objs, build_spiked_problem(**params, n_kappa=n_kappa, n_omega=n_omega))
+        if hit[1].tables.weights.size <= PROBLEM_NODES:  # (a large rule is not kept)
+            PROBLEMS[key] = hit
+            while len(PROBLEMS) > 8:
+                PROBLEMS.pop(next(iter(PROBLEMS)))
+    return hit[1]

@@ -16,8 +16,9 @@ carrying its own ``a`` vectors, averaged),
 
 ``F = s^T R s`` the quadratic form of ``(zetahat, psihat)`` with these blocks; the field parts
 of Q are ``-dF/dVhat`` (``dW = -W (X1 (x) I) W + Kc dDc Kc^T``, tau moving by the bulk's
-implicit derivative; F's dependence on ``(Acal, M)`` differentiated by a complex step, exact
-to rounding). With ``a = 0`` this is :class:`~asymptotics.network.channels.Channels`.
+implicit derivative; F's dependence on ``(Acal, M)`` differentiated in closed form: with
+``R = A (I + N A)^-1``, ``N = 0 (+) M`` on T, ``dF = w^T dA w - y_T^T dM y_T``, ``w = (I + N A)^-1
+s``, ``y = R s``). With ``a = 0`` this is :class:`~asymptotics.network.channels.Channels`.
 """
 
 from __future__ import annotations
@@ -114,11 +115,16 @@ class CoupledChannels:
         out = out.reshape(self.K * m, self.K * m)
         return 0.5 * (out + out.T)
 
-    def _split(self, Ac):
+    def _order(self) -> tuple[np.ndarray, np.ndarray]:
+        """The indices of Acal's V and T parts (``(g, e)``, ``e < r``; ``(g, r + f)``)."""
         K, r, k = self.K, self.r, self.k
         m = r + k
         iv = np.array([g * m + e for g in range(K) for e in range(r)], dtype=np.int64)
         it = np.array([g * m + r + e for g in range(K) for e in range(k)], dtype=np.int64)
+        return iv, it
+
+    def _split(self, Ac):
+        iv, it = self._order()
         return Ac[np.ix_(iv, iv)], Ac[np.ix_(iv, it)], Ac[np.ix_(it, it)]
 
     def blocks(self, Ac, M):
@@ -149,19 +155,32 @@ class CoupledChannels:
         Ac = self.acal(vhat1, D)
         M = np.kron(vhat1, np.eye(self.k))
         u = np.concatenate([zh.ravel(), ph.ravel()])
+        # F = u^T R u, R = A (I + N A)^-1 (A = Acal in the (V, T) order of u, N = 0 (+) M): dR =
+        # Z^T dA Z - R dN R (Z = (I + N A)^-1), so dF = w^T dA w - y_T^T dM y_T, w = Z u, y = R u
+        # (exact; the blocks of R are those of :meth:`blocks`)
+        order = np.concatenate(self._order())
+        A = Ac[np.ix_(order, order)]
+        nv = K * self.r
+        N = np.zeros_like(A)
+        N[nv:, nv:] = M
+        w = np.linalg.solve(np.eye(A.shape[0]) + N @ A, u)
+        yt = (A @ w)[nv:]
 
-        def quad(Ac_, M_):
-            Pvv, Pvt, Xtt = self.blocks(Ac_, M_)
-            return np.block([[Pvv, Pvt], [Pvt.T, Xtt]])
-
-        h = 1e-20
+        # w^T dA w is linear in (X1, dD) (:meth:`dacal`): its coefficients, once
+        m = self.r + self.k
+        wa = np.zeros(K * m)
+        wa[order] = w
+        wa = wa.reshape(K, m)
+        P1, P2 = self._d_parts(vhat1, D)
+        c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
+        c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B + np.einsum(
+            "gef,ge,gf->g", self.ecov, wa, wa)
+        Y = yt.reshape(K, self.k)
+        cm = (c1 + (Y @ Y.T).ravel()).reshape(K, K)  # (the dM term: y_T^T (X1 (x) I) y_T)
 
         def d_f(dvh1, dvh2):
             _, dv2 = self.bulk.dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
-            dD = beta * dv2  # d delta_g = beta pi_g d tau_g
-            dA = self.dacal(vhat1, D, dvh1, dD)
-            F = quad(Ac + 1j * h * dA, M + 1j * h * np.kron(dvh1, np.eye(self.k)))
-            return float(np.imag(u @ F @ u) / h)
+            return float(beta * dv2 @ c2 - np.sum(dvh1 * cm))  # d delta_g = beta pi_g d tau_g
 
         q1, q2 = np.zeros((K, K)), np.zeros(K)
         for g in range(K):

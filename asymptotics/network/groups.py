@@ -237,12 +237,39 @@ CACHE_SIZE = 128
 
 
 def clear_cache() -> None:
-    """Forget the cached network mappings and aligned rules (benchmarks time a first
+    """Forget the cached network mappings, problems and aligned rules (benchmarks time a first
     computation)."""
-    from asymptotics.network.solve import clear_aligned
+    from asymptotics.network import channels
+    from asymptotics.network.aligned import clear_aligned
 
     _CACHE.clear()
+    _PARAMS.clear()
+    channels.PROBLEMS.clear()
     clear_aligned()
+
+
+_PARAMS: dict = {}
+
+
+def network_params(sigma: str | Function, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float = 0.0,
+                   readout: object = "constant") -> dict:
+    """:meth:`NetworkGroups.spiked_params` of :func:`network_groups`, kept per setting (a new
+    dict holding the same objects, so that the kappa rules built from them are kept too)."""
+    eta_key = tuple(eta) if isinstance(eta, Sequence) and not isinstance(eta, str) else eta
+    key = (sigma, target, steps, alpha0, eta_key, delta, repr(readout)) \
+        if isinstance(sigma, str) and isinstance(target, str) else None
+    hit = _PARAMS.get(key) if key is not None else None
+    if hit is None:
+        hit = network_groups(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                             readout=readout).spiked_params()
+        if key is not None:
+            _PARAMS[key] = hit
+            while len(_PARAMS) > CACHE_SIZE:
+                _PARAMS.pop(next(iter(_PARAMS)))
+    return dict(hit)
+
+
 
 
 def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: float,

@@ -12,8 +12,8 @@ import numpy as np
 
 from asymptotics.coefficients.functions import get_function
 from asymptotics.equations.solver import SolverConfig
-from asymptotics.network.groups import network_groups
-from asymptotics.network.solve import risk_network_groups
+from asymptotics.network.groups import network_params
+from asymptotics.network.solve import risk_network_groups, risk_network_groups_curve
 from asymptotics.spiked.readouts import parse_readout
 
 ODD_TOL = 1e-12
@@ -52,10 +52,10 @@ def network_problem(*, sigma, target: str, steps: int, alpha0: float,
                     eta: float | Sequence[float], delta: float = 0.0,
                     readout: object = "constant") -> dict:
     """The keyword arguments of :func:`asymptotics.network.solve.risk_network_groups` (the
-    K-group problem with the network's channels) after ``steps`` giant steps."""
-    ng = network_groups(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                        readout=readout)
-    return ng.spiked_params()
+    K-group problem with the network's channels) after ``steps`` giant steps (kept per setting,
+    :func:`asymptotics.network.groups.network_params`)."""
+    return network_params(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                          readout=parse_readout(readout))
 
 
 def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
@@ -83,6 +83,27 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                     readout=readout, outside=outside)
     return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
                                strict=strict, solver=solver, **kw, **params)
+
+
+def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
+                       readout: object = "constant", sigma="tanh", target: str = "tanh",
+                       alpha0: float = 2.0, eta: float | Sequence[float] = 1.0,
+                       lam: float = 0.01, beta: float = 1.0, delta: float = 0.0,
+                       p: float | None = None, strict: bool = False,
+                       solver: SolverConfig = SolverConfig(), problem: dict | None = None,
+                       outside: str = "coupled", progress: bool | None = None) -> list:
+    """:func:`risk_network` along alpha (one result per alpha): the kappa rule decided once for
+    the curve (:func:`asymptotics.network.solve.risk_network_groups_curve`, THEORY.md §10.8)."""
+    if outside not in OUTSIDE:
+        raise ValueError(f"outside must be one of {', '.join(OUTSIDE)}, got {outside!r}")
+    params = problem if problem is not None else network_problem(
+        sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+        readout=readout)
+    kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                    readout=readout, outside=outside)
+    return risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
+                                     p=p, strict=strict, solver=solver, progress=progress,
+                                     **kw, **params)
 
 
 def outside_kw(sigma, target: str, *, steps: int, alpha0: float,

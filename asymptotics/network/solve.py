@@ -1,24 +1,26 @@
 """The K-group equations with the network's channels (THEORY.md §15): the solver of
 :mod:`asymptotics.spiked.solve` (the closed (V1, V2) subsystem does not see the channels) with
 the completion and the literal map of :mod:`asymptotics.spiked.kernels` carrying the fields of
-:class:`asymptotics.network.channels.Channels` instead of the isotropic ones."""
+:class:`asymptotics.network.channels.Channels` instead of the isotropic ones; points and curves
+under the quadrature policy of the sRF groups (:mod:`asymptotics.equations.ladder`, THEORY.md
+§10.8), the aligned rules of :mod:`asymptotics.network.aligned` as a second ladder."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 import numpy as np
 
-from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks
+from asymptotics.core.progress import Progress
+from asymptotics.equations.ladder import climb, curve_on_ladder, ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
-from asymptotics.equations.solver import solve as solve_fp
-from asymptotics.multiindex.steps import trapezoid
-from asymptotics.network.channels import Channels
+from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
+from asymptotics.network.bulk import fixed_point as solve_fp
+from asymptotics.network.channels import Channels, spiked_problem
 from asymptotics.spiked.anderson import anderson
-from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
 from asymptotics.spiked.kernels import (
     DET_MIN,
     channel_v,
@@ -33,154 +35,14 @@ from asymptotics.spiked.kernels import (
     v_map,
     vhats,
 )
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem, target_degrees
-from asymptotics.spiked.solve import (
-    KAPPA_LADDER,
-    QUADRATURE_RTOL,
-    SpikedResult,
-    cold_start,
-    unpack_state,
-)
+from asymptotics.spiked.problem import SpikedProblem
+from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 
 
 def _args(prob: SpikedProblem, alpha: float) -> tuple:
     t = prob.tables
     return (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
             prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
-
-
-def _ladder(r: int) -> tuple[int, ...]:
-    return KAPPA_LADDER.get(r, KAPPA_LADDER[4]) if r >= 2 else ()
-
-
-def _refined(solve_at: Callable[[int | None, int | None], list[SpikedResult]], r: int,
-             n_kappa: int | None, n_omega: int | None) -> list[SpikedResult]:
-    """(As in :mod:`asymptotics.spiked.solve`.) Solve on the ladder of kappa rules until every
-    risk agrees with the previous rule's to
-    :data:`QUADRATURE_RTOL` (relative); a point that never does is NaN with the reason. A rule
-    given by the caller (``n_kappa``), or r = 1 (the one-spike rule), is used as given."""
-    if n_kappa is not None or r == 1:
-        return solve_at(n_kappa, n_omega)
-    prev: list[SpikedResult] | None = None
-    ladder = _ladder(r)
-    for n in ladder:
-        cur = solve_at(n, n_omega)  # (the rule of the unlearned target directions is kept)
-        if prev is not None:
-            changes = [abs(c.risk - q.risk) / max(abs(c.risk), 1e-300)
-                       if c.converged and q.converged else math.nan
-                       for c, q in zip(cur, prev, strict=True)]
-            out = [replace(c, n_kappa=n, quadrature_change=ch)
-                   for c, ch in zip(cur, changes, strict=True)]
-            if all(not (ch > QUADRATURE_RTOL) for ch in changes):  # NaN: not converged
-                return out
-        prev = cur
-    return [r_ if not (r_.quadrature_change > QUADRATURE_RTOL) else replace(
-        r_, risk=math.nan, converged=False, status="max_iter",
-        message=f"quadrature not resolved: the risk still moves by {r_.quadrature_change:.2g} "
-                f"(relative) from {ladder[-2]} to {ladder[-1]} kappa nodes per dimension; "
-                "pass a larger n_kappa") for r_ in out]
-
-
-#: the aligned rules tried where the Gauss-Hermite ladder does not settle (THEORY.md §15): the
-#: trapezoid step on the sharpest group's spike axis and the Gauss-Hermite nodes on each other
-#: axis of kappa (rotated so that the first axis is that group's loading)
-ALIGNED_LADDER = ((0.1, 36), (0.05, 54))
-
-
-def aligned_rotation(loadings: np.ndarray, bulk: np.ndarray) -> np.ndarray:
-    """An orthogonal r x r rotation of kappa whose first axis is the loading of the group with the
-    sharpest feature along kappa (the smallest ``sqrt(c_g)/|u_g|``), the next axes the principal
-    directions of the other loadings orthogonal to it."""
-    U = np.asarray(loadings, dtype=np.float64)
-    norms = np.linalg.norm(U, axis=1)
-    width = np.where(norms > 0, np.sqrt(np.asarray(bulk, dtype=np.float64)) /
-                     np.maximum(norms, 1e-300), np.inf)
-    r = U.shape[1]
-    if not np.any(np.isfinite(width)):
-        return np.eye(r)
-    e1 = U[int(np.argmin(width))] / norms[int(np.argmin(width))]
-    _, _, vt = np.linalg.svd(np.vstack([U - np.outer(U @ e1, e1), np.eye(r)]))
-    R, _ = np.linalg.qr(np.column_stack([e1, vt[:r - 1].T]))
-    return R * np.sign(R[:, 0] @ e1)  # (a QR sign of the first column only: any sign is exact)
-
-
-def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
-                    n_omega: int | None) -> tuple[SpikedProblem, Channels]:
-    """The K-group problem with kappa rotated by :func:`aligned_rotation` (loadings ``U R``,
-    overlaps ``R^T Gamma``, the channels' V block ``R^T Sig R``: an exact change of the basis of
-    V) on the product of a trapezoid rule of step ``h`` on the first axis and ``n``
-    Gauss-Hermite nodes on each other axis."""
-    U = np.asarray(params["loadings"], dtype=np.float64)
-    r = U.shape[1]
-    R = aligned_rotation(U, params["bulk"])
-    G = np.asarray(params["overlaps"], dtype=np.float64)
-    k = G.shape[1]
-    Rb = np.eye(r + k)
-    Rb[:r, :r] = R
-    rot = dict(params, loadings=(U @ R).tolist(), overlaps=(R.T @ G).tolist())
-    base = build_spiked_problem(**rot, n_kappa=2, n_omega=n_omega)
-    u1, w1 = trapezoid(1, h)
-    rest, wr = tensor_rule(r - 1, n) if r > 1 else (np.zeros((1, 0)), np.ones(1))
-    kap = np.hstack([np.repeat(u1, len(wr), axis=0), np.tile(rest, (len(w1), 1))])
-    w = np.repeat(w1, len(wr)) * np.tile(wr, len(w1))
-    w = w / w.sum()
-    target = params["target"]
-    degrees = target_degrees(base.target_name) if isinstance(target, str) and not isinstance(
-        base.target, Function) else getattr(target, "degrees", None)
-    mu0, mb1, ms2 = feature_tables(base.sigma, kap, base.loadings, base.bulk)
-    hh, h1, h2 = target_tables(base.target, base.k, kap, base.overlaps, n_omega, degrees)
-    c = np.ascontiguousarray
-    prob = replace(base, tables=Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(hh), c(h1),
-                                       c(h2)))
-    return prob, Channels(np.einsum("ai,gab,bj->gij", Rb, sig, Rb), r, k)
-
-
-_ALIGNED: dict = {}
-
-
-def clear_aligned() -> None:
-    """Forget the kept aligned rules (:func:`_aligned_cached`)."""
-    _ALIGNED.clear()
-
-
-def _aligned_cached(params: dict, sig: np.ndarray, h: float, n: int, n_omega: int | None):
-    """:func:`aligned_problem`, kept for the next alpha of the same groups (it does not depend on
-    alpha; the parameters compared by value, objects such as the target by identity)."""
-    objs = tuple(v for v in params.values() if not isinstance(v, (list, tuple, float, int, str)))
-    key = (tuple((k, repr(v) if isinstance(v, (list, tuple, float, int, str)) else id(v))
-                 for k, v in sorted(params.items())), sig.tobytes(), h, n, n_omega)
-    hit = _ALIGNED.get(key)
-    if hit is None or any(a is not b for a, b in zip(hit[0], objs, strict=True)):
-        hit = (objs, aligned_problem(params, sig, h, n, n_omega))
-        if len(_ALIGNED) >= 8:
-            _ALIGNED.pop(next(iter(_ALIGNED)))
-        _ALIGNED[key] = hit
-    return hit[1]
-
-
-def _aligned(params: dict, sig: np.ndarray, alpha: float, solver: SolverConfig,
-             n_omega: int | None, res: SpikedResult, outside=None, coupled=None
-             ) -> SpikedResult:
-    """The point on :data:`ALIGNED_LADDER` where the Gauss-Hermite ladder left it unsettled
-    (``res``): the first two rules that agree to :data:`QUADRATURE_RTOL`, else ``res``."""
-    prev = None
-    for h, n in ALIGNED_LADDER:
-        prob, ch = _aligned_cached(params, sig, h, n, n_omega)
-        if coupled is not None:
-            ch = coupled.rotated(aligned_rotation(np.asarray(params["loadings"]),
-                                                  params["bulk"]))
-        cur = solve_network(prob, ch, alpha, solver,
-                            bulk=outside if coupled is None else coupled.bulk)
-        if prev is not None and cur.converged and prev.converged:
-            change = abs(cur.risk - prev.risk) / max(abs(cur.risk), 1e-300)
-            if change <= QUADRATURE_RTOL:
-                return replace(cur, n_kappa=n,
-                               quadrature_change=change,
-                               message=f"converged (aligned rule: trapezoid step {h:g} on the "
-                                       f"sharpest spike axis, {n} Gauss-Hermite nodes on the "
-                                       "others; the tensor Gauss-Hermite ladder did not settle)")
-        prev = cur
-    return res
 
 
 def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:
@@ -281,8 +143,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     K = pi.shape[0]
 
     def fmap(y: np.ndarray) -> np.ndarray:
-        V1 = y[:K * K].reshape(K, K)
-        tau = y[K * K:]
+        V1, tau = y[:K * K].reshape(K, K), y[K * K:]
         iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
         M, v2 = vhats(iv, w, mb1, ms2, A)
         e, nV1 = bulk.evaluate(M, beta * pi * tau, beta)
@@ -366,6 +227,84 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
                         state=tuple(state.tolist()), **prob.params())
 
 
+def _v(res: SpikedResult) -> np.ndarray:
+    """The (V1, V2) of a solution (a warm start)."""
+    K = len(res.order["V2"])
+    return np.asarray(res.state[K * K + K:2 * (K * K + K)])
+
+
+def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int | None,
+              outside, coupled) -> tuple[Callable, Callable]:
+    """``(solve, climb_at)`` of the groups: ``solve(rule, alpha, x0, fresh)`` solves on one
+    kappa rule (an int: tensor Gauss-Hermite nodes per dimension, None: the one-spike rule; an
+    ``(h, n)`` of :data:`ALIGNED_LADDER`: the aligned rule), each rule's problem built once;
+    ``climb_at(alpha)`` climbs the route's ladders (:func:`rules`) under the policy of
+    :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`)."""
+    bulk = outside if coupled is None else coupled.bulk
+    built: dict = {}
+    U = np.asarray(params["loadings"], dtype=np.float64)
+
+    def problem(rule):
+        if rule not in built:
+            if isinstance(rule, tuple):
+                prob, ch = aligned_cached(params, sig, rule[0], rule[1], n_omega)
+                if coupled is not None:
+                    ch = coupled.rotated(aligned_rotation(U, params["bulk"]))
+            else:
+                prob = spiked_problem(params, rule, n_omega)
+                ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None \
+                    else coupled
+            built[rule] = (prob, ch)
+        return built[rule]
+
+    def solve(rule, alpha: float, x0: np.ndarray | None = None, fresh: bool = True
+              ) -> SpikedResult:
+        prob, ch = problem(rule)
+        if fresh and bulk is not None:
+            bulk.forget()  # a pure point: warm starts only between this point's own rules
+        res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk)
+        if not res.converged and prob.lam == 0.0:
+            res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
+        return res
+
+    gh = ladder(U.shape[1])
+
+    def climb_at(alpha: float) -> tuple[SpikedResult, int | None]:
+        start: list = [None]
+
+        def on(family: tuple) -> Callable[[int], SpikedResult]:
+            def rung(i: int) -> SpikedResult:
+                res = solve(family[i], alpha, x0=start[0], fresh=i == 0 and family is gh)
+                if res.converged:
+                    start[0] = _v(res)
+                return res
+            return rung
+
+        res, i = climb(on(gh), gh)
+        if i is not None or not ALIGNED_LADDER:
+            return res, i
+        res2, j = climb(on(ALIGNED_LADDER), [n for _, n in ALIGNED_LADDER])
+        if j is None or j < 0:
+            return res, None  # (the tensor ladder's reason)
+        return _aligned_message(res2, ALIGNED_LADDER[j]), len(gh) + j
+
+    return solve, climb_at
+
+
+def rules(r: int) -> tuple:
+    """The kappa rules the route climbs with ``r`` spikes (docs/THEORY.md §10.8, §15): the
+    tensor Gauss-Hermite ladder, then, where it does not settle, the aligned ladder
+    (:data:`ALIGNED_LADDER`, DERIVATIONS.md §9.6), each under the same settle rule."""
+    return tuple(ladder(r)) + (ALIGNED_LADDER if r >= 2 else ())
+
+
+def _aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:
+    h, n = rule
+    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
+                                f"sharpest spike axis, {n} Gauss-Hermite nodes on the others; "
+                                "the tensor Gauss-Hermite ladder did not settle)")
+
+
 def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
                         solver: SolverConfig = SolverConfig(), n_kappa: int | None = None,
                         n_omega: int | None = None, outside=None, coupled=None,
@@ -373,28 +312,64 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
     """The K-group risk (parameters of :func:`asymptotics.spiked.risk_spiked`) with each
     group's normalised bulk covariance ``channels`` on ``[V, T]`` and, outside E, the
     population covariances ``outside`` (a :class:`asymptotics.network.bulk.GroupBulk`; None:
-    isotropic) (THEORY.md §15); the kappa rule is refined as there. ``lam = 0`` is not
-    supported here (NaN with the reason)."""
+    isotropic) (THEORY.md §15). The kappa rule: ``n_kappa`` if given (r = 1: the one-spike
+    rule), else the quadrature policy of the sRF groups (``asymptotics.equations.ladder``,
+    §10.8) on :func:`rules`. ``lam = 0`` is not supported here (NaN with the reason)."""
     alpha = checks.positive("alpha", alpha)
+    return risk_network_groups_curve([alpha], channels=channels, strict=strict, solver=solver,
+                                     n_kappa=n_kappa, n_omega=n_omega, outside=outside,
+                                     coupled=coupled, progress=False, **params)[0]
+
+
+def risk_network_groups_curve(alphas: Iterable[float], *, channels: object,
+                              strict: bool = False, solver: SolverConfig = SolverConfig(),
+                              n_kappa: int | None = None, n_omega: int | None = None,
+                              outside=None, coupled=None, progress: bool | None = None,
+                              **params) -> list[SpikedResult]:
+    """:func:`risk_network_groups` along alpha, one result per alpha. With r >= 2 spikes (and no
+    ``n_kappa``) the kappa rule is decided once for the curve by probe points
+    (:func:`asymptotics.equations.ladder.curve_on_ladder`, docs/THEORY.md §10.8), then every
+    alpha is solved once on it (started from the line through the two previous solutions); a
+    curve of at most ten points climbs point by point (its rows are then the single points')."""
+    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
     sig = np.asarray(channels, dtype=np.float64)
-    if (bulk := outside if coupled is None else coupled.bulk) is not None:
-        bulk.forget()  # a pure point: warm starts only between this point's own rules
+    solve, climb_at = _rules_of(params, sig, solver, n_omega, outside, coupled)
+    r = int(np.shape(np.asarray(params["loadings"], dtype=np.float64))[1])
 
-    def solve_at(nk: int | None, no: int | None) -> list[SpikedResult]:
-        prob = build_spiked_problem(**params, n_kappa=nk, n_omega=no)
-        ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None else coupled
-        res = solve_network(prob, ch, alpha, solver, bulk=bulk)
-        if not res.converged and prob.lam == 0.0:
-            res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
-        return [res]
+    def sweep(rule, bar_on: bool | None, carried: tuple) -> list[SpikedResult]:
+        out, seen = [], []
+        K = len(params["fractions"])
+        nn = np.array([g * (K + 1) for g in range(K)] + [K * K + g for g in range(K)])
+        with Progress(len(alphas), "network curve", unit="pt", enabled=bar_on) as bar:
+            for a in bar.iter(alphas):
+                x0 = seen[-1][1] if seen else None
+                if len(seen) == 2 and seen[1][0] != seen[0][0]:
+                    (a0, v0), (a1, v1) = seen
+                    x0 = v1 + (v1 - v0) * ((a - a1) / (a1 - a0))
+                    x0[nn] = np.maximum(x0[nn], 0.0)
+                res = solve(rule, a, x0=x0)
+                if res.converged:
+                    seen = [*seen[-1:], (a, _v(res))]
+                    if isinstance(rule, tuple):
+                        res = _aligned_message(res, rule)
+                out.append(replace(res, n_kappa=carried[0], quadrature_change=carried[1]))
+        return out
 
-    r = np.shape(np.asarray(params["loadings"], dtype=np.float64))[1]
-    res = _refined(solve_at, int(r), n_kappa, n_omega)[0]
-    if n_kappa is None and r >= 2 and not res.converged and res.quadrature_change > \
-            QUADRATURE_RTOL:
-        res = _aligned(params, sig, alpha, solver, n_omega, res, outside, coupled)
-    res = replace(res, model="network")
-    if strict and not res.converged:
+    if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
+        with Progress(len(alphas), "network curve", unit="pt", enabled=progress) as bar:
+            results = [solve(n_kappa, a) for a in bar.iter(alphas)]
+    else:
+        all_rules = rules(r)
+        carried = [n if isinstance(n, int) else n[1] for n in all_rules]
+
+        def sweep_rule(rule, bar_on, rc):
+            return sweep(rule, bar_on, (carried[all_rules.index(rule)], rc[1]))
+
+        results = curve_on_ladder(alphas, all_rules, sweep_rule, climb_at, progress,
+                                  what="network curve")
+    results = [replace(res, model="network") for res in results]
+    if strict and not all(res.converged for res in results):
+        bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"network K-group equations did not converge at "
-                               f"alpha={alpha:g}: {res.message}")
-    return res
+                               f"alpha={bad.alpha:g}: {bad.message}")
+    return results

@@ -189,24 +189,40 @@ def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float,
                             lam: float, beta: float, delta: float, readout: object, steps: int,
                             d: float | None, params: dict) -> SpectralLaw:
     """The network's features after ``steps`` steps or with a finite-support readout
-    (docs/THEORY.md §16.8): the K-group V-part on the network route's groups, the outliers of
-    the means and of the bulk's columns on E (:mod:`asymptotics.spectra.netsteps`)."""
-    from asymptotics.spectra.netsteps import network_steps_outliers, network_steps_params
+    (docs/THEORY.md §16.8): the K-group V-part on the network route's groups and its bulk
+    outside E (:mod:`asymptotics.spectra.netbulk`), the outliers of the means and of the
+    bulk's columns on E coupled to it (:mod:`asymptotics.spectra.netsteps`)."""
+    from asymptotics.spectra.netbulk import outside_solver
+    from asymptotics.spectra.netsteps import (
+        network_steps_outliers,
+        network_steps_outside,
+        network_steps_params,
+    )
     from asymptotics.spiked.problem import build_spiked_problem
 
     tname = target if isinstance(target, str) else getattr(target, "name", None)
     if not isinstance(tname, str):
         raise TypeError(f"target must be an expression in z1..zk for model='network' with "
                         f"steps or a readout, got {target!r}")
+    from asymptotics.spectra.rowvar import row_variance
+
     gp, sig, values = network_steps_params(s, tname, steps=steps, alpha0=alpha0, eta=eta,
                                            delta=delta, readout=readout)
     prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
-    sol, support, atom = features_bulk(prob, alpha)
+    coupled = network_steps_outside(s, tname, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                                    readout=readout)
+    sol = None if coupled is None else outside_solver(prob, alpha, coupled.bulk)
+    sol, support, atom = features_bulk(prob, alpha, sol)
     edge = support[-1][1] if support else 0.0
-    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values)
+    # the channels' Sig and the bulk-variance channel from the rows' outside scale (§16.9)
+    rv = row_variance(s, tname, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                      readout=readout)
+    sig = rv.sig
+    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values, row_slope=rv.slope,
+                                  coupled=coupled)
     params.update(alpha=alpha, loadings=gp["loadings"], bulk=gp["bulk"],
                   fractions=gp["fractions"], overlaps=gp["overlaps"],
-                  channels=sig.tolist())
+                  channels=sig.tolist(), row_slope=rv.slope.tolist())
     return _law("features", "F^T F (p x p), F = sigma(X W^T)/sqrt(p), X: n = alpha d fresh "
                 "inputs", "network", params, support, atom, outs, d, sol)
 

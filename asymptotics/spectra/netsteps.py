@@ -50,6 +50,18 @@ def network_steps_params(sigma, target: str, *, steps: int, alpha0: float, eta, 
     return params, sig, parse_readout(readout).values
 
 
+def network_steps_outside(sigma, target: str, *, steps: int, alpha0: float, eta,
+                          delta: float, readout: object):
+    """The route's bulk outside E with its coupling (a
+    :class:`asymptotics.network.coupling.CoupledChannels`, the risk's ``outside="coupled"``,
+    :func:`asymptotics.network.route.outside_kw`), or None where the route's bulk outside E is
+    isotropic (``alpha0 = inf``)."""
+    from asymptotics.network.route import outside_kw
+
+    return outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                      readout=readout, outside="coupled").get("coupled")
+
+
 def channel_dirs(sig: np.ndarray, r: int) -> list[int]:
     """The directions of [V, T] that carry a channel: V, and the T directions outside V."""
     k = sig.shape[1] - r
@@ -59,7 +71,8 @@ def channel_dirs(sig: np.ndarray, r: int) -> list[int]:
 
 def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: float,
                            d: float | None, sig: np.ndarray, values: tuple,
-                           row_slope: np.ndarray | None = None) -> list[Outlier]:
+                           row_slope: np.ndarray | None = None, coupled=None
+                           ) -> list[Outlier]:
     """The outliers of F^T F (module docstring) at the user's d (None: the limit, where the
     means diverge and the E channels act with the means projected out), with the squared
     overlaps of the eigenvector with 1_p (``mean``), the readout vector (``readout``, K > 1),
@@ -68,7 +81,10 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     (K x r, optional): the regression lam of the rows' bulk variances on their coordinates
     along V, d Cov(c_i - c_g, (B v_a)_i)/(c_g Sig_aa), which adds the bulk-variance channel
     ``sqrt(c_g) lam_ga nu_g(kappa)`` (nu = d mu0/dc) to the learned channels' left vectors as
-    after one step (§16.2); the route does not provide it (None: no such channel)."""
+    after one step (§16.2); the route does not provide it (None: no such channel).
+    ``coupled`` (a :class:`asymptotics.network.coupling.CoupledChannels`, optional): the
+    columns on E are coupled to the bulk outside E (``b_E = A_g b_perp + eps``), so their block
+    of Phi2 is ``-Acal`` of the route (DERIVATIONS.md §9.8) instead of ``-tau_g Gram_g``."""
     t = prob.tables
     K, r = prob.loadings.shape
     pi, beta = prob.fractions, prob.beta
@@ -99,8 +115,20 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     group = np.array(list(range(K)) + [g for g, _ in sp])
     is_t = np.array([False] * K + [j >= r for _, j in sp])
 
+    m_e = r + (sig.shape[1] - r)
+    e_idx = np.array([g * m_e + j for g, j in sp], dtype=np.int64)
+
+    def phi2(x: np.ndarray, gr: np.ndarray) -> np.ndarray:
+        """Phi2 = Q^T (lam - F_perp^T F_perp)^-1 Q on all channels (Gram ``gr``)."""
+        out = -x[0, :K].real[group][:, None] * gr
+        if coupled is not None:
+            M = sol.parts(x)[3][0].real
+            Ac = coupled.acal(M, beta * pi * x[0, :K].real)
+            out[K:, K:] = -Ac[np.ix_(e_idx, e_idx)]
+        return out
+
     def avg(lam: float) -> tuple[np.ndarray, np.ndarray]:
-        """(n/p) E[psi psi^T/(1+V)] over all channels and -tau (per group) at lam."""
+        """(n/p) E[psi psi^T/(1+V)] over all channels and the solution x at lam."""
         x, _ = sol.solve(np.array([lam + 0j]))
         _, _, V, _, _, _ = sol.parts(x)
         iv = t.weights / (1.0 + V[0].real)
@@ -112,7 +140,7 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
             for b in range(nch):
                 if is_t[a] and is_t[b] and sp[a - K][1] == sp[b - K][1]:
                     E[a, b] = mb[group[a], group[b]]
-        return alpha / beta * E, -x[0, :K].real
+        return alpha / beta * E, x
 
     out: list[Outlier] = []
     if d is None:
@@ -123,10 +151,10 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
         mi = np.arange(K)
 
         def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
-            E, mt = avg(lam)
+            E, x = avg(lam)
             S = (E[np.ix_(si, si)] - E[np.ix_(si, mi)]
                  @ np.linalg.pinv(E[np.ix_(mi, mi)], rcond=1e-12) @ E[np.ix_(mi, si)])
-            return S, mt[group[si]][:, None] * gram[np.ix_(si, si)]
+            return S, phi2(x, gram)[np.ix_(si, si)]
 
         for lam in outlier_locations(phis, edge, len(si)):
             c, _ = signed_overlaps(phis, lam)
@@ -139,8 +167,8 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     gram_d[np.arange(K), np.arange(K)] = p * pi
 
     def phis_d(lam: float) -> tuple[np.ndarray, np.ndarray]:
-        E, mt = avg(lam)
-        return E, mt[group][:, None] * gram_d
+        E, x = avg(lam)
+        return E, phi2(x, gram_d)
 
     for lam in outlier_locations(phis_d, edge, nch):
         c, _ = signed_overlaps(phis_d, lam)
@@ -192,14 +220,21 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
     coordinates on E are ``x/sqrt(lam)``. ``Sig_g = I`` gives the outliers of
     :func:`asymptotics.spectra.weights.steps_weights` (the isotropic groups). ``channels``:
     the groups' ``Sig_g`` on ``[V, T]`` to use instead of the route's (a diagnosis: e.g. the
-    bulk covariance measured on trained layers)."""
-    from asymptotics.network.groups import model_channels, network_groups
+    bulk covariance measured on trained layers); default: ``Sig_g`` of
+    :func:`asymptotics.spectra.rowvar.row_variance` (the route's recursion with each row's
+    outside scale as one more coordinate)."""
+    from asymptotics.network.groups import network_groups
+    from asymptotics.spectra.rowvar import row_variance
     from asymptotics.spectra.weights import diverging_outliers, rowvar_bulk, rowvar_top
 
     ng = network_groups(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout)
     state = ng.states[-1]
-    sig = model_channels(state, ng.cov[-1]) if channels is None else np.asarray(channels, float)
+    if channels is None:  # the route's Sig with the rows' outside scale coupled (§16.9)
+        sig = row_variance(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                           readout=readout).sig
+    else:
+        sig = np.asarray(channels, float)
     fr = np.asarray(ng.readout.weights, float)
     eps = np.asarray(ng.readout.values, float)
     c = np.asarray(state.c, float)

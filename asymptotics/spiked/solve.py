@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 import numpy as np
 
@@ -20,6 +19,18 @@ from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former n
     RiskResult,
     SpikedResult,
 )
+from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, kept here too)
+    LADDER,
+    PAIR_FACTOR,
+    PROBES,
+    QUADRATURE_RTOL,
+    SETTLE_CHANGES,
+    SETTLE_FACTOR,
+    quadrature_error,
+)
+from asymptotics.equations.ladder import climb as _climb
+from asymptotics.equations.ladder import curve_on_ladder as _curve_on_ladder
+from asymptotics.equations.ladder import ladder as _ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import solve_point
@@ -97,82 +108,10 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
                         n_kappa=rule[0], quadrature_change=rule[1], **pr)
 
 
-#: the kappa rules of the one-spike ladder's former criterion (two successive rules agreeing to
-#: QUADRATURE_RTOL); kept for the network route (``asymptotics.network.solve``)
-KAPPA_LADDER = {2: (24, 36, 54, 81, 122), 3: (16, 24, 36, 54), 4: (10, 15, 22, 33)}
-#: the kappa rules per dimension of the K-group sRF ladder (r >= 2; tensor Gauss-Hermite converges
-#: slowly, and not monotonically, where the target is learned almost exactly): climbed until
-#: :func:`quadrature_error` is at most QUADRATURE_RTOL (docs/THEORY.md §10.8)
-LADDER = {2: (16, 24, 36, 54, 81, 122, 183), 3: (10, 16, 24, 36, 54, 72), 4: (10, 15, 22, 33)}
-QUADRATURE_RTOL = 1e-3
-#: a risk is settled when each of the last SETTLE_CHANGES changes between successive converged
-#: rules is at most QUADRATURE_RTOL / SETTLE_FACTOR (relative to the last risk): two rules that
-#: agree by accident (an oscillating sequence crossing its limit) do not settle a point; or when
-#: the last change alone is at most QUADRATURE_RTOL / PAIR_FACTOR (two rules agreeing to 1e-5:
-#: a point whose integrand the coarse rules already resolve)
-SETTLE_CHANGES = 2
-SETTLE_FACTOR = 1.0
-PAIR_FACTOR = 100.0
-#: the probe points of a curve (fractions of its length) that choose its kappa rule
-PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-
-def _ladder(r: int) -> tuple[int, ...]:
-    return LADDER.get(r, LADDER[4]) if r >= 2 else ()
-
-
-def quadrature_error(risks: list[float]) -> float:
-    """The estimated relative quadrature error of the last of the risks of successive converged
-    kappa rules (docs/THEORY.md §10.8): the smaller of SETTLE_FACTOR times the largest of the
-    last SETTLE_CHANGES relative changes and PAIR_FACTOR times the last change; inf while there
-    are too few rules (NaN if any risk is)."""
-    if len(risks) < 2:
-        return math.inf
-    scale = max(abs(risks[-1]), 1e-300)
-    changes = [abs(a - b) / scale for a, b in zip(risks[:-1], risks[1:], strict=True)]
-    pair = PAIR_FACTOR * changes[-1]
-    if len(changes) < SETTLE_CHANGES:
-        return pair
-    return min(pair, SETTLE_FACTOR * max(changes[-SETTLE_CHANGES:]))
-
-
 def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
     """The (V1, V2) of a solution (a warm start)."""
     o = sizes(*prob.loadings.shape, prob.k)
     return np.array(res.state[o[2]:o[4]])
-
-
-def _climb(solve_rung: Callable[[int], SpikedResult], ladder: tuple[int, ...]
-           ) -> tuple[SpikedResult, int | None]:
-    """One point up the ladder: ``solve_rung(i)`` solves on rule ``ladder[i]`` (warm-started from
-    the rule before). Returns (result, index of the rule it settled on; -1: the equations failed,
-    None: the quadrature was not resolved). Settled: the
-    risks of the last SETTLE_CHANGES + 1 successive rules all converged and
-    :func:`quadrature_error` <= QUADRATURE_RTOL; a rule that does not converge restarts the
-    count, and two successive failures are a failure of the equations, returned as such; a
-    point converged on the last rule but never settled is NaN with the reason."""
-    risks: list[float] = []
-    failed = False
-    res = None
-    for i, n in enumerate(ladder):
-        res = solve_rung(i)
-        if not res.converged:
-            if failed:
-                return res, -1
-            failed, risks = True, []
-            continue
-        failed = False
-        risks.append(res.risk)
-        err = quadrature_error(risks)
-        res = replace(res, n_kappa=n, quadrature_change=err)
-        if err <= QUADRATURE_RTOL:
-            return res, i
-    if not res.converged:
-        return res, -1
-    return replace(res, risk=math.nan, converged=False, status="max_iter", message=(
-        f"quadrature not resolved: estimated error {res.quadrature_change:.2g} (relative; inf: "
-        f"too few converged rules) at {ladder[-1]} kappa nodes per dimension, above "
-        f"{QUADRATURE_RTOL:g}; pass a larger n_kappa")), None
 
 
 def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
@@ -222,31 +161,6 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 def _nonneg(K: int) -> np.ndarray:
     """The entries of (V1, V2) that are >= 0: diag V1 and V2."""
     return np.array([g * (K + 1) for g in range(K)] + [K * K + g for g in range(K)])
-
-
-def _curve_on_ladder(alphas: list[float], ladder: tuple[int, ...],
-                     sweep: Callable[..., list[SpikedResult]],
-                     climb: Callable[[float], tuple[SpikedResult, int | None]],
-                     progress: bool | None) -> list[SpikedResult]:
-    """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
-    climb the ladder as single points do (:func:`_climb`), then every alpha is solved once on
-    the finest rule a probe settled on, each point carrying that rule (``n_kappa``) and the
-    largest error estimate of the probes (``quadrature_change``). A short curve (at most
-    ``2 len(PROBES)`` points), or one where a probe's quadrature is not resolved or every probe's
-    equations fail, climbs point by point (each point then is :func:`risk_spiked`'s)."""
-    n = len(alphas)
-    if n > 2 * len(PROBES):
-        probes = [climb(alphas[i]) for i in sorted({round(f * (n - 1)) for f in PROBES})]
-        done = [(res, i) for res, i in probes if i is not None and i >= 0]
-        if done and all(i is not None for _, i in probes):
-            top = max(i for _, i in done)
-            err = max(res.quadrature_change for res, _ in done)
-            return sweep(ladder[top], progress, (ladder[top], err))
-    from asymptotics.core.progress import Progress
-
-    with Progress(n, "spiked curve (kappa ladder per point)", unit="pt",
-                  enabled=progress) as bar:
-        return [climb(a)[0] for a in bar.iter(alphas)]
 
 
 def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,

@@ -125,10 +125,11 @@ print("readout overlap: isotropic groups", round(o.overlaps["readout"], 5), " ne
 # %% [markdown]
 # ## The features after two steps
 # Beyond one step the network's features law is the V-part of the K-group equations on the
-# network route's groups (§16.8); the outliers are those of the groups' means and of the bulk's
-# columns on the span of the spikes and the target. With a $\pm 1$ readout and an odd $\sigma$
-# the two groups' feature means have opposite signs: the top eigenvector lies on the readout's
-# signs, not on $1_p$.
+# network route's groups and its bulk outside the span of the spikes and the target (each
+# group's population covariance there, the route's K-group generalised Marchenko–Pastur law;
+# §16.8); the outliers are those of the groups' means and of the bulk's columns on that span.
+# With a $\pm 1$ readout and an odd $\sigma$ the two groups' feature means have opposite signs:
+# the top eigenvector lies on the readout's signs, not on $1_p$.
 
 # %%
 f2 = A.spectrum("features", sigma="tanh", target="tanh(z1)", alpha0=2.0, eta=1.0, beta=0.5,

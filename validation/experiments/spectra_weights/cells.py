@@ -62,3 +62,48 @@ def refresh(c: Campaign, csv: Path, *, store: str | Path | None = None,
     read, write = data_file(csv, "validation", "reports", "data")
     refresh_csv(c, read, write, store=store, progress=not quiet)
     return write
+
+
+def retheory(paths: tuple[Path, Path], settings, model: str, law, top: int) -> Path:
+    """Recompute the theory columns of ``model``'s rows of a committed cell CSV (``paths``:
+    read, write) after a change of the theory, without simulating: ``law(setting, d)`` returns
+    ``(SpectralLaw, {quantity: theory})`` (extra rows); the outliers' locations and overlaps
+    (the first ``top``) and the extra rows are replaced, every simulated column, the bulk's
+    Kolmogorov distances and the edge are kept (the caller's theory change must not move the
+    bulk). Writes the CSV atomically; returns its path."""
+    import time
+
+    import pandas as pd
+
+    from validation.protocol.rows import g10_cell
+
+    read, write = paths
+    df = pd.read_csv(read)
+    for (name, d), g in df[df.model == model].groupby(["setting", "d"], sort=False):
+        s = next(x for x in settings if x.name == name)
+        t0 = time.perf_counter()
+        spec, new = law(s, int(d))
+        secs = time.perf_counter() - t0
+        edge = g[g.quantity.str.startswith("bulk edge")]
+        if len(edge) and abs(edge.theory.iloc[0] - spec.edge) > 1e-6 * abs(spec.edge):
+            raise ValueError(f"the bulk's edge of {name}, d = {d} moved ({edge.theory.iloc[0]} "
+                             f"-> {spec.edge}): rerun the cells, the Kolmogorov rows are stale")
+        locs = {}
+        for i, o in enumerate(spec.outliers[:top]):
+            locs[f"outlier {i + 1} ("] = (f"outlier {i + 1} ({o.channel})", o.location)
+            new.update({f"outlier {i + 1}: overlap {k}": v for k, v in o.overlaps.items()})
+        for idx in g.index:
+            q = df.at[idx, "quantity"]
+            loc = next((v for k, v in locs.items() if q.startswith(k)), None)
+            if loc is not None:  # a location row: by its rank (the channel's label may change)
+                df.at[idx, "quantity"], df.at[idx, "theory"] = loc
+            elif q in new:
+                df.at[idx, "theory"] = new[q]
+            elif q.startswith("outlier"):
+                raise ValueError(f"row {q!r} of {name}, d = {d} has no counterpart in the new "
+                                 "theory: rerun the cells")
+            df.at[idx, "theory_seconds"] = secs
+    tmp = write.with_name(write.name + ".tmp")
+    df.map(g10_cell).to_csv(tmp, index=False)
+    tmp.replace(write)
+    return write

@@ -386,6 +386,22 @@ def measured_sig_section(df: pd.DataFrame) -> list[str]:
     return out
 
 
+def retheory(model: str = "network") -> Path:
+    """Recompute the theory columns of ``model``'s rows of the committed CSV after a change of
+    the theory (no simulation; :func:`validation.experiments.spectra_weights.cells.retheory`);
+    writes the CSV."""
+    from validation.experiments.spectra_weights.cells import retheory as _retheory
+
+    def law(s: StepsSetting, d: int) -> tuple:
+        law = spectrum("weights", sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta,
+                       beta=s.beta, steps=s.steps, readout=s.readout, d=d, model=model)
+        sig = law.params.get("channels")
+        fr = np.asarray(law.params["fractions"])
+        return law, {SIG_VV: 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0])}
+
+    return _retheory(paths(), SETTINGS, model, law, TOP)
+
+
 def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
@@ -393,6 +409,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shadow", action="store_true",
                         help="the learned span against the population spike from shadow rows "
                              "(a second campaign, d = 1000)")
+    parser.add_argument("--retheory", action="store_true",
+                        help="recompute the network theory's columns of the committed CSV (no "
+                             "simulation) and print the section")
     parser.add_argument("--store", default=None,
                         help="the SQLite store (.sqlite; default beside the exported CSV)")
     add_quiet(parser)
@@ -402,6 +421,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.store}", file=sys.stderr)
         return 2
     quiet = apply_quiet(args)
+    if args.retheory:
+        print("\n".join(section(pd.read_csv(retheory()))))
+        return 0
     if args.shadow:
         run_shadow(quiet=quiet)
     out = run(store=args.store, quiet=quiet)

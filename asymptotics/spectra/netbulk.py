@@ -1,0 +1,281 @@
+"""The features' bulk of the network beyond one step on the route's bulk outside E
+(docs/THEORY.md §16.8, docs/DERIVATIONS.md §9.8): the K-group generalised Marchenko-Pastur
+law of :class:`asymptotics.network.bulk.GroupBulk` at complex lam = -z.
+
+The V-part of §16.1 with the isotropic kernels replaced by the bulk's (DERIVATIONS.md §9.7):
+
+    tau_g (lam + Vhat2_g + e_g) = 1,   e_g = d^-1 sum_a Vhat1_ga T_ag,
+    V1_gh = D_g T_hg/(beta d),   T_ag = tr[Sig_g Kc_ag],   Kc = (I + Dc Vc)^-1,
+
+every quantity analytic in (Vhat1, D), so the real-lam equations of the risk continue to
+complex lam as in §16.1. :class:`OutsideTraces` evaluates ``T`` at a batch of complex points
+without the dK-square inverse: per device block it works in the eigenbasis of ``Sig_1``, where
+``Sig_g = diag(s_g) + O_g`` (``O_1 = 0``; ``O_g`` the off-diagonal part, zero when the groups'
+covariances commute, e.g. K = 1 or the two groups of an odd sigma with a +-1 readout), and
+expands ``Kc`` to second order in ``O``:
+
+    T = T0 + A + B,   T0_ag = sum_i s_ig N_i[a,g],   N_i = (I + diag(D s_i) Vhat1)^-1,
+    A_ag = -sum_b D_b sum_i N_i[a,b] Y^{bg}_i,
+    B_ag = sum_{b,e} D_b D_e sum_i s_ig N_i[a,b] Q_i[e,g] Y^{be}_i,
+    Q_i = Vhat1 N_i,   Y^{be}_i = sum_j (O_b o O_e)_ij Q_j[b,e]
+
+(the first order vanishes: a trace of a diagonal times an off-diagonal matrix). Exact when the
+covariances commute; :meth:`OutsideTraces.dense` is the exact dK inverse (the check). The
+continuation path runs on a coarse commuting model (:meth:`OutsideTraces.coarse`) and its end
+point is polished on the full one (:class:`ChordPolish`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
+
+#: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
+#: size are exactly zero (commuting covariances: the expansion is exact)
+COMMUTE_TOL = 1e-12
+#: the directions of the path's commuting model (:meth:`OutsideTraces.coarse`)
+COARSE_BINS = 48
+#: the directions of largest s kept as single atoms in it (they set the bulk's edge)
+COARSE_TOP = 16
+
+_CACHE: dict[int, tuple] = {}
+
+
+def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``sum_j P[b, i, j] q[x, b, j]`` for real P (B x n x n) and complex q (N x B x n)."""
+    qt = np.ascontiguousarray(q.transpose(1, 2, 0))  # (B, n, N)
+    out = np.matmul(P, qt.real) + 1j * np.matmul(P, qt.imag)
+    return out.transpose(2, 0, 1)
+
+
+class OutsideTraces:
+    """``T_ag = sum_blocks tr[Sig_g Kc_ag]`` of a :class:`~asymptotics.network.bulk.GroupBulk`
+    at complex ``(Vhat1, D)`` (module docstring)."""
+
+    def __init__(self, bulk) -> None:
+        sig = np.asarray(bulk.sig, dtype=np.float64)
+        self.sig = sig
+        self.B, self.K, self.n = sig.shape[:3]
+        self.d = self.B * self.n
+        hit = _CACHE.get(id(bulk.sig))
+        if hit is None or hit[0] is not bulk.sig:
+            _, U = np.linalg.eigh(sig[:, 0])
+            X = np.einsum("bij,bgjk,bkl->bgil", np.swapaxes(U, 1, 2), sig, U)
+            X = 0.5 * (X + np.swapaxes(X, 2, 3))
+            s = np.diagonal(X, axis1=2, axis2=3).transpose(0, 2, 1).copy()  # (B, n, K)
+            O = X.copy()
+            idx = np.arange(self.n)
+            O[:, :, idx, idx] = 0.0
+            size = np.max(np.abs(s))
+            groups = [g for g in range(self.K)
+                      if float(np.max(np.abs(O[:, g]))) > COMMUTE_TOL * size]
+            pairs = {(b, e): O[:, b] * O[:, e] for b in groups for e in groups if b <= e}
+            hit = (bulk.sig, s, groups, pairs)
+            if len(_CACHE) >= 8:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[id(bulk.sig)] = hit
+        self.s, self.groups, self.pairs = hit[1], hit[2], hit[3]
+        self.ws = self.s  # each direction's weight times s (weights 1)
+
+    def coarse(self, n_bins: int = COARSE_BINS) -> OutsideTraces:
+        """A commuting model of few weighted directions (the :data:`COARSE_TOP` directions of
+        largest s as they are, each group's ``s`` averaged over bins of the others sorted by
+        ``s_1``, then by ``s_2`` within a bin; the path's approximation of
+        :func:`outside_solver`)."""
+        flat = self.s.reshape(-1, self.K)
+        top = np.argsort(flat.max(axis=1))[flat.shape[0] - COARSE_TOP:]
+        atoms, weights = list(flat[top]), [1] * top.size
+        rest = np.setdiff1d(np.arange(flat.shape[0]), top)
+        n_bins = max(2, n_bins - top.size)
+        order = rest[np.lexsort(tuple(flat[rest, g] for g in range(self.K - 1, -1, -1)))]
+        k1 = n_bins if self.K == 1 else max(2, int(round(n_bins ** 0.5)))
+        for part in np.array_split(order, k1):
+            sub = part if self.K == 1 else part[np.argsort(flat[part, 1], kind="stable")]
+            for chunk in np.array_split(sub, 1 if self.K == 1 else max(1, n_bins // k1)):
+                if chunk.size:
+                    atoms.append(flat[chunk].mean(axis=0))
+                    weights.append(chunk.size)
+        out = object.__new__(OutsideTraces)
+        out.sig, out.B, out.K, out.n, out.d = self.sig, 1, self.K, len(atoms), self.d
+        out.s = np.array(atoms)[None]
+        out.ws = out.s * np.array(weights, dtype=np.float64)[None, :, None]
+        out.groups, out.pairs = [], {}
+        return out
+
+    @property
+    def exact(self) -> bool:
+        """True when the groups' covariances commute (the expansion is then exact)."""
+        return not self.groups
+
+    def _ninv(self, vh: np.ndarray, D: np.ndarray) -> list:
+        """``N_i = (I + diag(D s_i) Vhat1)^-1`` as a K x K nested list of (N, B, n) arrays."""
+        K = self.K
+        u = [D[:, g, None, None] * self.s[None, :, :, g] for g in range(K)]
+        v = [[vh[:, a, b, None, None] for b in range(K)] for a in range(K)]
+        if K == 1:
+            return [[1.0 / (1.0 + u[0] * v[0][0])]]
+        if K == 2:
+            a, b = 1.0 + u[0] * v[0][0], u[0] * v[0][1]
+            c, e = u[1] * v[1][0], 1.0 + u[1] * v[1][1]
+            idet = 1.0 / (a * e - b * c)
+            return [[e * idet, -b * idet], [-c * idet, a * idet]]
+        A = np.stack([np.stack([u[a] * v[a][b] for b in range(K)], axis=-1)
+                      for a in range(K)], axis=-2) + np.eye(K)
+        Ni = np.linalg.inv(A)
+        return [[Ni[..., a, b] for b in range(K)] for a in range(K)]
+
+    def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex."""
+        K = self.K
+        N = self._ninv(vh, D)
+        T = np.empty((vh.shape[0], K, K), dtype=np.complex128)
+        for a in range(K):
+            for g in range(K):
+                T[:, a, g] = np.einsum("xbi,bi->x", N[a][g], self.ws[:, :, g])
+        if not self.groups:
+            return T
+        # Q_i = Vhat1 N_i
+        Q = [[sum(vh[:, e, c, None, None] * N[c][g] for c in range(K)) for g in range(K)]
+             for e in range(K)]
+        for (b, e), P in self.pairs.items():
+            for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
+                y = _block_matvec(P, Q[bb][ee])  # Y^{bb,ee}: (N, B, n)
+                dd = D[:, bb] * D[:, ee]
+                for a in range(K):
+                    na = N[a][bb] * y
+                    for g in range(K):
+                        T[:, a, g] += dd * np.einsum("xbi,bi,xbi->x", na, self.s[:, :, g],
+                                                     Q[ee][g])
+                    T[:, a, ee] -= D[:, bb] * na.sum(axis=(1, 2))
+        return T
+
+    def dense(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """The exact ``T`` by the dK-square inverse of each block (one point; the check)."""
+        K, n = self.K, self.n
+        T = np.zeros((K, K), dtype=np.complex128)
+        for b in range(self.B):
+            A = np.einsum("gh,gij->gihj", D[:, None] * vh, self.sig[b]).reshape(K * n, K * n)
+            Kc = np.linalg.inv(np.eye(K * n) + A).reshape(K, n, K, n)
+            T += np.einsum("gij,ajgi->ag", self.sig[b], Kc)
+        return T
+
+
+def outside_solver(prob, alpha: float, bulk) -> Solver:
+    """The features' V-part at lam = -z on the bulk outside E (module docstring) as a
+    :class:`~asymptotics.spectra.law.Solver` with the unknowns of
+    :func:`asymptotics.spectra.features.features_solver` (tau (K), V1 (K^2)) and its ``parts``;
+    ``bulk`` a :class:`~asymptotics.network.bulk.GroupBulk` of the groups of ``prob``."""
+    from asymptotics.spectra.features import features_mean
+
+    t = prob.tables
+    w, mb1, ms2 = t.weights, t.mub1, t.mus2
+    pi, beta = prob.fractions, prob.beta
+    K = pi.shape[0]
+    tr = OutsideTraces(bulk)
+    if tr.K != K:
+        raise ValueError(f"the bulk outside E has {tr.K} groups, the problem {K}")
+    A_ = alpha / beta
+    eye = np.eye(K)
+    outer = (mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K)
+    outer_w = (w[:, None] * outer).astype(np.complex128)
+    ms2_w = (w[:, None] * ms2).astype(np.complex128)
+    outer_t = outer.T.astype(np.complex128).copy()
+    ms2_t = ms2.T.astype(np.complex128).copy()
+
+    def parts(x: np.ndarray) -> tuple:
+        tau = x[:, :K]
+        V1 = x[:, K:].reshape(-1, K, K)
+        V = x[:, K:] @ outer_t + (pi * tau) @ ms2_t
+        iv = 1.0 / (1.0 + V)
+        M = (A_ * (iv @ outer_w)).reshape(-1, K, K)
+        v2 = A_ * (iv @ ms2_w)
+        D = (beta * pi * tau)[:, :, None] * eye[None]
+        return tau, V1, V, M, v2, D
+
+    def make(trc: OutsideTraces):
+        def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+            tau, V1, _, M, v2, _ = parts(x)
+            Dv = beta * pi * tau
+            T = trc.traces(M, Dv)
+            e = np.einsum("xga,xag->xg", M, T) / trc.d
+            Vb = Dv[:, :, None] * np.swapaxes(T, 1, 2) / (beta * trc.d)
+            Vb = 0.5 * (Vb + np.swapaxes(Vb, 1, 2))
+            e1 = tau * (-z[:, None] + v2 + e) - 1.0
+            return np.concatenate([e1, (V1 - Vb).reshape(-1, K * K)], axis=1)
+        return residual
+
+    def start(z: np.ndarray) -> np.ndarray:
+        tau = np.repeat((-1.0 / z)[:, None], K, axis=1)
+        V1 = (pi * tau)[:, :, None] * eye[None]
+        return np.concatenate([tau, V1.reshape(-1, K * K)], axis=1)
+
+    scale = features_mean(prob, alpha)
+    exact = Solver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
+    if tr.exact and tr.d <= COARSE_BINS:
+        sol = exact
+    else:
+        approx = Solver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
+        sol = ChordPolish(exact, approx)
+    sol.parts = parts
+    sol.traces = tr
+    return sol
+
+
+class ChordPolish(Solver):
+    """The full model ``exact`` started from the cheap model ``approx`` at the final z (as
+    :class:`asymptotics.spectra.weights.PolishedSolver`), polished by a chord iteration: the
+    Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
+    full model per step (the two Jacobians are close, so it converges linearly and fast); the
+    points where it fails (not converged, or m moved by more than 10%) take the full model's
+    whole path (Newton)."""
+
+    def __init__(self, exact: Solver, approx: Solver) -> None:
+        super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
+        self.approx = approx
+
+    def _jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        q = x.shape[1]
+        F0 = self.approx.residual(x, z)
+        J = np.empty(x.shape + (q,), dtype=np.complex128)
+        for j in range(q):
+            h = 1e-7 * (1.0 + np.abs(x[:, j]))
+            xp = x.copy()
+            xp[:, j] += h
+            J[:, :, j] = (self.approx.residual(xp, z) - F0) / h[:, None]
+        return J
+
+    def _chord(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = x.copy()
+        ok = np.zeros(z.shape[0], dtype=bool)
+        try:
+            Jinv = np.linalg.inv(self._jacobian(x, z))
+        except np.linalg.LinAlgError:
+            return x, ok
+        act = np.arange(z.shape[0])
+        for _ in range(NEWTON_MAX):
+            F = self.residual(x[act], z[act])
+            dx = -np.einsum("xij,xj->xi", Jinv[act], F)
+            bad = ~np.all(np.isfinite(dx), axis=1)
+            dx[bad] = 0.0
+            x[act] += dx
+            size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
+            done = (size < NEWTON_TOL) & ~bad
+            ok[act[done]] = True
+            act = act[~done & ~bad]
+            if act.size == 0:
+                break
+        return x, ok
+
+    def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
+        zt = z.real + 1j * np.maximum(z.imag, Y_END * self.scale)
+        x0, ok0 = self.approx.solve(z)
+        x, ok = self._chord(x0, zt)
+        m, m0 = self.stieltjes(x), self.stieltjes(x0)
+        ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
+        ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
+        bad = np.nonzero(~ok)[0]
+        if bad.size:
+            xb, okb = Solver.solve(self, z[bad])
+            x[bad], ok[bad] = xb, okb
+        return x, ok

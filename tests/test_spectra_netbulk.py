@@ -1,0 +1,130 @@
+"""The network's features beyond one step on the route's bulk outside E (docs/THEORY.md §16.8,
+docs/DERIVATIONS.md §9.8; ``asymptotics/spectra/netbulk.py``).
+
+Independent checks: the traces of the expansion against the exact dK-square inverse of each
+block (commuting covariances: exact; non-commuting: the second order's remainder, against the
+zeroth order's error); identity covariances give the isotropic V-part of
+:func:`asymptotics.spectra.features.features_solver` (a different code: closed K x K formulas)
+to 1e-10; and, slow, the Stieltjes transform against the resolvent of sampled features whose
+first layer has the device's covariances outside E (the isotropic law is off there)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from asymptotics.network.bulk import GroupBulk
+from asymptotics.spectra.features import features_solver
+from asymptotics.spectra.netbulk import OutsideTraces, outside_solver
+from asymptotics.spiked.problem import build_spiked_problem
+
+
+def _wishart(rng, n: int, m: int) -> np.ndarray:
+    G = rng.standard_normal((n, m))
+    S = G @ G.T / m
+    return S * (n / np.trace(S))
+
+
+def _pair(rng, B: int, n: int, eps: float) -> np.ndarray:
+    """B blocks of two covariances: Sig_2 a function of Sig_1 plus ``eps`` of a symmetric
+    perturbation (commuting for eps = 0), each normalised to trace n."""
+    out = np.empty((B, 2, n, n))
+    for b in range(B):
+        S1 = _wishart(rng, n, 3 * n)
+        ev, U = np.linalg.eigh(S1)
+        S2 = (U * (0.5 + ev ** 2)) @ U.T
+        H = rng.standard_normal((n, n))
+        S2 = S2 + eps * (H + H.T) / math.sqrt(2 * n)
+        S2 = S2 * (n / np.trace(S2))
+        out[b] = S1, S2
+    return out
+
+
+POINTS = [(np.array([[0.9, 0.3], [0.3, 0.6]]) + 0.2j, np.array([0.7 + 0.3j, 0.4 + 0.2j])),
+          (np.array([[1.4, -0.2], [-0.2, 0.8]]) - 0.1j, np.array([0.3 + 0.6j, 0.9 + 0.1j]))]
+
+
+def test_commuting_traces_are_exact() -> None:
+    tr = OutsideTraces(GroupBulk(_pair(np.random.default_rng(0), 2, 40, 0.0)))
+    assert tr.exact
+    for vh, D in POINTS:
+        T = tr.traces(vh[None], D[None])[0]
+        assert np.max(np.abs(T - tr.dense(vh, D))) < 1e-12 * np.max(np.abs(T))
+
+
+@pytest.mark.parametrize("eps", [0.05, 0.1])
+def test_second_order_traces(eps: float) -> None:
+    """The second order removes most of the zeroth order's error (which is of order eps^2)."""
+    tr = OutsideTraces(GroupBulk(_pair(np.random.default_rng(1), 2, 40, eps)))
+    assert not tr.exact
+    groups = tr.groups
+    for vh, D in POINTS:
+        ex = tr.dense(vh, D)
+        err2 = np.max(np.abs(tr.traces(vh[None], D[None])[0] - ex)) / np.max(np.abs(ex))
+        tr.groups = []
+        err0 = np.max(np.abs(tr.traces(vh[None], D[None])[0] - ex)) / np.max(np.abs(ex))
+        tr.groups = groups
+        assert err0 > 1e-4
+        assert err2 < 0.1 * err0
+
+
+@pytest.mark.parametrize("K", [1, 2])
+def test_identity_bulk_is_the_isotropic_law(K: int) -> None:
+    kw = dict(loadings=[[0.8, 0.1], [-0.6, 0.3]][:K], bulk=[1.1, 0.9][:K],
+              fractions=[0.6, 0.4][:K] if K == 2 else [1.0], overlaps=[[0.7], [0.2]][:2],
+              target="tanh(z1)")
+    prob = build_spiked_problem(sigma="tanh", lam=0.01, beta=0.5, delta=0.0, **kw)
+    sig = np.broadcast_to(np.eye(30), (3, K, 30, 30)).copy()
+    new = outside_solver(prob, 2.0, GroupBulk(sig))
+    old = features_solver(prob, 2.0)
+    z = np.array([0.3 + 1e-3j, 1.0 + 0.5j, 2.5 + 1e-9j, 4.0 + 0.01j, 30.0 + 0j])
+    mn, mo = new.m(z), old.m(z)
+    assert np.all(np.isfinite(mo))
+    assert np.max(np.abs(mn - mo) / np.abs(mo)) < 1e-10
+
+
+@pytest.mark.slow
+def test_against_sampled_features() -> None:
+    """relu, +-1 readout, two steps (the non-commuting groups): the features of a first layer
+    whose rows have the route's loadings on V and the device's covariances outside E (each
+    block used twice, d = 786, p = 393, n = 1572, 4 draws) against m(z) at Im z = 0.1; the
+    isotropic V-part misses the same draws."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.spectra.netsteps import network_steps_outside, network_steps_params
+
+    s = get_function("relu")
+    step = dict(steps=2, alpha0=1.0, eta=1.0, delta=0.0, readout="pm1")
+    gp, _, _ = network_steps_params(s, "relu(z1)", **step)
+    prob = build_spiked_problem(sigma=s, lam=0.01, beta=0.5, delta=0.0, **gp)
+    cc = network_steps_outside(s, "relu(z1)", **step)
+    S = np.asarray(cc.bulk.sig)
+    B, K, n = S.shape[:3]
+    L, c, pi = (np.asarray(gp[k], float) for k in ("loadings", "bulk", "fractions"))
+    r, reps = L.shape[1], 2
+    d = reps * B * n + r
+    p, N = round(0.5 * d), round(2.0 * d)
+    z = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.8]) + 0.1j
+    m_new = outside_solver(prob, 2.0, cc.bulk).m(z)
+    m_old = features_solver(prob, 2.0).m(z)
+    chol = np.linalg.cholesky(S + 1e-12 * np.eye(n))
+    rng = np.random.default_rng(1)
+    grp = np.minimum(np.repeat(np.arange(K), np.ceil(pi * p).astype(int))[:p], K - 1)
+    ms = []
+    for _ in range(4):
+        W = np.empty((p, d))
+        for i, g in enumerate(grp):
+            W[i, :r] = L[g] + math.sqrt(c[g] / d) * rng.standard_normal(r)
+            G = np.einsum("bij,rbj->rbi", chol[:, g], rng.standard_normal((reps, B, n)))
+            W[i, r:] = math.sqrt(c[g] / d) * G.ravel()
+        F = s(rng.standard_normal((N, d)) @ W.T) / math.sqrt(p)
+        ev = np.linalg.eigvalsh(F.T @ F)
+        ev = ev[ev < 50.0]  # the means' outliers (weight 1/p each) out
+        ms.append(np.array([np.sum(1.0 / (ev - zz)) / p for zz in z]))
+    ms = np.array(ms)
+    sim = ms.mean(axis=0)
+    se = np.abs(ms.std(axis=0, ddof=1)) / 2.0 + 2e-3
+    z_new = np.abs(m_new - sim) / se
+    assert np.max(z_new) < 4.0
+    assert np.mean(np.abs(m_new - sim)) < 0.5 * np.mean(np.abs(m_old - sim))
