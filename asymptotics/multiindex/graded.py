@@ -45,8 +45,8 @@ CLOSED_NODES = 1_500_000
 #: the agreement required for a sigma without kinks (its spectrum may decay only exponentially:
 #: the error of delta about the square of that of 2 delta)
 SMOOTH_TOL = 1e-5
-#: whether a sigma without kinks takes the per-axis checked lattice (off: on three benchmark draws it
-#: was slower than the former rule as often as faster)
+#: whether a sigma without kinks takes the per-axis checked lattice (off: on three benchmark
+#: draws it was slower than the former rule as often as faster)
 SMOOTH_GRADED = False
 #: the scale on which the moments of a sigma without kinks vary at a bulk near 0 (tanh, erf,
 #: softplus: ~1; a sigma varying faster is caught by the check, at more nodes)
