@@ -76,6 +76,15 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     rule :func:`xi_trapezoid` when it ripples less)."""
     if not np.all(np.asarray(c) > 0):
         return None, None
+    ripples, rules, dxi = xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)
+    return first_steps(Mmat, c, h0, ripples, dxi), rules
+
+
+def xi_rules(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray,
+             Mmat: np.ndarray, xi: np.ndarray, wxi: np.ndarray, u_max: float
+             ) -> tuple[np.ndarray, list, float]:
+    """``(ripples, rules, dxi)`` of :func:`start`: each group's ripple and xi rule, and the
+    least node spacing of the rules in use."""
     span = u_max * np.sqrt(np.sum(Mmat * Mmat, axis=1))
     ripples, rules = [], []
     for cg, sg in zip(c, span, strict=True):
@@ -90,7 +99,7 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
         rules.append(rule)
     dxi = min([float(np.min(np.diff(np.sort(xi))))]
               + [float(r[0][1] - r[0][0]) for r in rules if r is not None])
-    return first_steps(Mmat, c, h0, np.array(ripples), dxi), rules
+    return np.array(ripples), rules, dxi
 
 
 def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
@@ -124,7 +133,7 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
 
 
 def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
-                dxi: float) -> np.ndarray | None:
+                dxi: float, span: float = SPAN, h_max: float = H_MAX) -> np.ndarray | None:
     """Per spike axis, the first step to try: ``2 pi / (SPAN sqrt(1 + 4 b^2))`` with ``b`` the
     largest ``|M_gi| / sqrt(c_g)`` over the groups (four such factors multiply in the
     integrands), at most :data:`H_MAX`, at least ``h0``. Where a group's xi-moments carry the
@@ -139,12 +148,12 @@ def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
         return None
     ratio = np.abs(Mmat) / np.sqrt(c)[:, None]
     b = np.max(ratio, axis=0)
-    width = SPAN * np.sqrt(1.0 + 4.0 * b * b)
+    width = span * np.sqrt(1.0 + 4.0 * b * b)
     h = 2.0 * math.pi / width
     if np.any(ripples > RIPPLE_TOL):
         br = np.max(ratio[ripples > RIPPLE_TOL], axis=0)
         h = np.minimum(h, 2.0 * math.pi / (2.0 * math.pi * br / dxi + width))
-    return np.maximum(np.minimum(h, H_MAX), h0)
+    return np.maximum(np.minimum(h, h_max), h0)
 
 
 #: per (sigma, scale, xi rule, range): the ripple of the xi rule's moments
@@ -224,13 +233,13 @@ def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> f
     return out
 
 
-def next_steps(h: np.ndarray, diff: float, h0: float) -> np.ndarray:
+def next_steps(h: np.ndarray, diff: float, h0: float, tol: float = CHECK_TOL) -> np.ndarray:
     """Finer steps after a refused check: the error of a geometric rule is ``exp(-A / h)``, so
     steps ``h log(1/diff) / log(1/CHECK_TOL)`` bring the rule of twice the steps to the
     tolerance (times 0.95, and between 0.3 h and 0.9 h), never below ``h0``."""
     f = 0.3
     if 0.0 < diff < 1.0:
-        f = min(0.9, max(0.3, 0.95 * math.log(diff) / math.log(CHECK_TOL)))
+        f = min(0.9, max(0.3, 0.95 * math.log(diff) / math.log(tol)))
     return np.maximum(h * f, h0)
 
 
@@ -316,3 +325,4 @@ def _span(A: np.ndarray) -> np.ndarray:
         return np.zeros((A.shape[0], 0))
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
+

@@ -34,7 +34,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex import reused, step_rules, xi_lines
+from asymptotics.multiindex import graded, reused, step_rules, xi_lines
 from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -170,8 +170,7 @@ def evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
 
 
 def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
-    """eta_tilde of every step from one number or one per step (checked)."""
-    return group_checks.steps_eta(eta, steps)
+    return group_checks.steps_eta(eta, steps)  # eta_tilde of every step (checked)
 
 
 def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
@@ -229,8 +228,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                          f"there (r <= {MAX_SPIKE_AXES} at the default step; a readout with at "
                          f"most {MAX_SPIKE_AXES} values, or fewer steps)")
     degree = step_rules.total_degree(degree, per)  # also a polynomial one-variable target's
-    n_rest = quad.rest if quad.rest is not None else (
-        degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
+    n_rest = quad.rest if quad.rest is not None else (  # exact: degree + 1 (K >= 3) or + 2
+        graded.rest_nodes(degree, K) if degree is not None else REST_NODES.get(k + q - r, 8))
     step_rules.check_size(r, h, n_rest, k + q - r, U_MAX, f"step {state.step + 1}")
     Br, Bo = basis[:, :r].T, basis[:, r:].T
     R, wr, Bq = step_rules.other_axes(Bo, k, n_rest, per if quad.rest is None else None,
@@ -242,7 +241,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
         delta] (X = U Br^T + R Bq^T is linear in the nodes: the other axes' sums first)."""
-        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules)
+        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
         f = F @ (fractions * values)
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
         e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
@@ -275,17 +274,18 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                                                    / alpha0)])
         return state.a + eta * values[:, None] * dX[:, :k], outside, c_new
 
-    hs, rules = (None, None) if quad.h is not None or r == 0 or per is None else step_rules.start(
-        xi_lines.xi_direct, sigma, state.c, Mmat, h, xi, wxi, U_MAX)  # per None: a kink
-    a_new, outside, c_new = step_rules.spike_rule(hs, h, U_MAX, terms, update,
-                                                  lambda: trapezoid(r, h))
+    cl = graded.closed_moments(sigma, K)  # per None: a kink (the default lattice)
+    hs, rules = (None, cl or None) if quad.h is not None or r == 0 or per is None else \
+        graded.start(xi_lines.xi_direct_small if K >= 3 else xi_lines.xi_direct, sigma,
+                     state.c, Mmat, h, xi, wxi, U_MAX, cl)
+    a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
+                                              lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside
     return GroupState(state.step + 1, a_new, L_new, c_new)
 
 
-#: the states of every mapping computed in this process, by (parameters, etas so far): a
-#: mapping is computed once per (sigma, target, alpha0, delta, readout, quadrature, eta_1..t)
-#: and shared by every point, curve and grid (and a longer run starts from a shorter one)
+#: the states of every mapping computed in this process, by (parameters, etas so far), shared by
+#: every point, curve and grid (and a longer run starts from a shorter one)
 _CACHE: dict = {}
 CACHE_SIZE = 128
 

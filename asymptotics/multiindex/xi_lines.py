@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy.special import ndtr
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.line_moments import chebyshev_basis
@@ -154,9 +155,43 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
 
 _xi_direct = xi_direct  # the former name
 
+#: bulk scales below which, for a sigma without kinks and three or more groups, m1 and m2 are
+#: sums of sigma' (Stein's form divides by sqrt(c): rounding / sqrt(c) refuses every piece)
+SMALL_BULK = 0.5
+
+
+def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
+                    wxi: np.ndarray) -> np.ndarray:
+    """:func:`xi_direct`, with ``m1 = E sigma'`` and ``m2 = E[xi sigma']`` summed directly for
+    a sigma without kinks when ``0 < sc <`` :data:`SMALL_BULK` (the same integrals)."""
+    if not (0 < sc < SMALL_BULK) or sigma.kinks:
+        return xi_direct(sigma, sc, M, xi, wxi)
+    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
+    if M.shape[0] > rows:
+        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
+                               for lo in range(0, M.shape[0], rows)])
+    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
+
 
 def _is_relu(sigma: Function) -> bool:
     return sigma.identity is None and sigma.expression == "relu(z)"
+
+
+is_relu = _is_relu
+
+#: a group's rule (``xi_moments``' ``rules[g]``): relu's Gaussian moments in closed form
+CLOSED = "relu-closed"
+
+
+def relu_closed(sc: float, M: np.ndarray) -> np.ndarray:
+    """:func:`xi_direct`'s columns for ReLU (sc > 0) exactly: with x = M / sc, E sigma =
+    M Phi(x) + sc phi(x), E sigma' = E sigma'^2 = Phi(x), E[xi sigma'] = phi(x) (entire
+    functions of M: no rule, hence no kinks or ripples in the shift)."""
+    x = M / sc
+    Phi = ndtr(x)
+    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    return np.column_stack([M * Phi + sc * phi, Phi, phi, Phi])
 
 
 def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.ndarray:
@@ -181,10 +216,13 @@ def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.
 
 
 def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray, rules: list | None = None) -> tuple[np.ndarray, ...]:
+               wxi: np.ndarray, rules: list | None = None, small: bool = False
+               ) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
     over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring); ``rules[g]``: None
-    (the rule ``xi, wxi``) or ``(nodes, weights, name)``, group g's own xi rule."""
+    (the rule ``xi, wxi``), ``(nodes, weights, name)`` (group g's own xi rule) or
+    :data:`CLOSED`; ``small``: a bulk below :data:`SMALL_BULK` of a sigma without kinks by
+    :func:`xi_direct_small` on pieces of half-length 1 (sigma's own scale; checked as ever)."""
     n, K = M.shape
     out = np.empty((4, n, K))
     scs = np.sqrt(np.asarray(c, dtype=np.float64))
@@ -198,17 +236,24 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         done[same] = True
         sc = float(scs[g])
         t = np.concatenate([M[:, h] for h in same])
-        xg, wg, name = rules[g] if rules is not None and rules[g] is not None else (xi, wxi, "xi")
-        key = (name, sigma, sc, xg.shape[0])
+        closed = rules is not None and isinstance(rules[g], str) and rules[g] == CLOSED
+        xg, wg, name = rules[g] if rules is not None and rules[g] is not None and not closed \
+            else (xi, wxi, "xi")
+        small_g = small and 0 < sc < SMALL_BULK and not sigma.kinks
+        key = (name + ("-small" if small_g else ""), sigma, sc, xg.shape[0])
         try:
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
-        if sc > 0 and _is_relu(sigma):
+        if closed and sc > 0:
+            vals = relu_closed(sc, t)
+        elif sc > 0 and _is_relu(sigma):
             vals = _relu_rule(sc, t, xi, wxi)
         else:
-            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg: xi_direct(sigma, sc, m, xg, wg), t,
-                             sc, key, HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
+            direct = xi_direct_small if small_g else xi_direct
+            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
+                             max(sc, 1.0) if small_g else sc, key,
+                             HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         for i, h in enumerate(same):
             out[:, :, h] = vals[i * n:(i + 1) * n].T
     F, m1, m2, Eds2 = out

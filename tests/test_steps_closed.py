@@ -1,0 +1,105 @@
+"""relu's xi-moments in closed form and the graded spike lattice of the steps' mapping
+(docs/THEORY.md §12.4): the closed forms against a fine xi rule, the graded rule against an
+adaptive 1-d quadrature, and a three-value relu mapping at T = 3 against a much finer rule."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.integrate import quad
+from scipy.special import ndtr
+
+import asymptotics as A
+from asymptotics.coefficients.functions import get_function
+from asymptotics.multiindex import graded, step_rules, xi_lines
+from asymptotics.multiindex import steps as steps_mod
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+@pytest.mark.parametrize("sc", [0.05, 0.7, 1.0, 4.0])
+def test_relu_closed_forms_are_the_gaussian_integrals(sc):
+    """E relu, E relu', E[xi relu'], E relu'^2 at sc xi + M against scipy's adaptive quadrature
+    in xi split at the kink xi = -M / sc."""
+    M = np.array([-30.0, -3.1, -0.4 * sc, -0.01, 0.0, 0.2, 1.3 * sc, 7.0, 30.0])
+    got = xi_lines.relu_closed(sc, M)
+
+    def gauss(f, m):
+        k = -m / sc
+        pdf = lambda t: f(t) * math.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)  # noqa: E731
+        kw = dict(limit=200, epsabs=1e-15, epsrel=1e-13)
+        return quad(pdf, -14.0, k, **kw)[0] + quad(pdf, k, 14.0, **kw)[0]
+
+    for m, row in zip(M, got, strict=True):
+        ref = [gauss(lambda t, m=m: max(sc * t + m, 0.0), m),
+               gauss(lambda t, m=m: float(sc * t + m > 0), m),
+               gauss(lambda t, m=m: t * float(sc * t + m > 0), m),
+               gauss(lambda t, m=m: float(sc * t + m > 0), m)]
+        assert np.allclose(row, ref, rtol=1e-11, atol=1e-13)
+
+
+@pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
+def test_graded_axis_integrates_a_steep_function():
+    """A trapezoid rule through the graded map on a function that switches over 0.11 at u = 0
+    (as a steep group's moments do) against scipy's adaptive quadrature split at 0."""
+    a = 9.1
+
+    def f(u):
+        return ndtr(a * u) ** 2 * (1 + u + u * u) * a * u
+
+    exact = quad(lambda u: f(u) * math.exp(-u * u / 2) / math.sqrt(2 * math.pi), -10, 10,
+                 points=[0.0], limit=400, epsabs=1e-15, epsrel=1e-14)[0]
+    u, w, _ = graded.graded_axis(0.29, 0.133, 9.0, 2.0, 9.1)
+    assert len(u) < 130  # a uniform rule of the fine step would need 470 nodes
+    assert abs(w @ f(u) - exact) <= 1e-11 * abs(exact)
+
+
+SETTING = dict(target="z1 + 0.5*z1**2", readout={1.0: 0.38, -1.0: 0.22, -0.51: 0.4},
+               alpha0=16.0, eta=(7.1, 1.72, 5.99))
+
+
+def _fine_reference(monkeypatch, refine: float):
+    """The mapping on the uniform per-axis lattice of steps 2 pi / (sqrt(80) sqrt(1 + 4 b^2))
+    / refine (Gaussian spectra below e^-40 before refining; no nesting, no check, no grading)
+    with relu's closed-form moments."""
+
+    def start(direct, sigma, c, Mmat, h0, xi, wxi, u_max, closed=None):  # as graded.start
+        b = np.max(np.abs(Mmat) / np.sqrt(c)[:, None], axis=0)
+        h = np.minimum(2 * math.pi / (math.sqrt(80.0) * np.sqrt(1 + 4 * b * b)), 0.5) / refine
+        return h, closed
+
+    def spike_rule(hs, h0, u_max, terms, update, default):
+        U, wu = default() if hs is None else step_rules.lattice(hs, u_max, 0.0)[:2]
+        return update(U, wu, *terms(U))
+
+    monkeypatch.setattr(graded, "start", start)
+    monkeypatch.setattr(graded, "spike_rule", spike_rule)
+    steps_mod.clear_cache()
+    try:
+        return A.steps_mapping("relu", steps=3, **SETTING)
+    finally:
+        steps_mod.clear_cache()
+
+
+def test_three_value_relu_mapping_agrees_with_a_finer_rule(monkeypatch):
+    """relu, a three-value readout, T = 3 (three spike axes at the last step, one of them steep:
+    |M| / sqrt(c) up to about 4): every state within 1e-9 (relative to each array's largest
+    entry) of a rule with about five times the nodes; the former rule (the 96-node xi rule's
+    kinked moments on the default lattice) was 3.8e-3 off."""
+    steps_mod.clear_cache()
+    got = A.steps_mapping("relu", steps=3, **SETTING)
+    with monkeypatch.context() as mp:
+        ref = _fine_reference(mp, 1.5)
+    assert got.states[-1].L.shape[0] == 3
+    for s, t in zip(got.states, ref.states, strict=True):
+        for x, y in ((s.a, t.a), (s.spike_gram, t.spike_gram), (s.c, t.c)):
+            assert np.max(np.abs(x - y)) <= 1e-9 * np.max(np.abs(y))
+
+
+def test_two_groups_keep_the_xi_rule():
+    """Fewer than three groups: no closed form (the network route's groups share the rule)."""
+    relu = get_function("relu")
+    assert graded.closed_moments(relu, 2) is None
+    assert graded.closed_moments(relu, 3) == [xi_lines.CLOSED] * 3
+    assert graded.closed_moments(get_function("tanh"), 3) is None
