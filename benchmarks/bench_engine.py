@@ -28,7 +28,8 @@ machine's load varies); every figure below is printed as a ratio to it.
 
 Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
 wall time counts the waits), the best of several repeats.
-Section 3 also prints extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``) by
+Section 3 also prints extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``, or
+``--steps-seed N``: a fresh draw from the same distribution) by
 ``draw_steps_setting``: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from ``TARGETS``,
 the readout pm1 or constant, alpha0 from (4, 16, inf), each eta_tilde uniform in [0.5, 16].
 
@@ -156,11 +157,14 @@ def main() -> None:
     print(f"reference: one sRF point {ref * 1e3:.2f} ms")
     if 1 in sections:
         k_group_points(seed)
-    extra = [draw_steps_setting(np.random.default_rng([SEED, i])) for i in range(N_EXTRA)]
+    steps_seed = (int(sys.argv[sys.argv.index("--steps-seed") + 1]) if "--steps-seed" in sys.argv
+                  else SEED)
+    extra = [draw_steps_setting(np.random.default_rng([steps_seed, i])) for i in range(N_EXTRA)]
     if 2 in sections:
         steps_mappings(int(sys.argv[sys.argv.index("--mapping-seed") + 1])
                        if "--mapping-seed" in sys.argv else SEED)
     if 3 in sections:
+        print(f"section 3: extra settings drawn with seed {steps_seed}")
         steps_curves(extra)
     if 4 in sections:
         network_curve()
