@@ -62,8 +62,8 @@ def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, 
     """Kernel: ``kernels.full_map_e`` at the state ``kernels.complete_parts`` returned, from the
     parts it shares with that state ((V1, V2) are the same: the conjugates Vhat, the resolvent,
     psihat and the mean design are reused, the same numbers); m by the design's SVD of
-    ``complete_parts`` (``full_map_e``: ``mean_lstsq``, the same minimum-norm solution with the
-    same 1e-12 cut, equal to round-off)."""
+    ``complete_parts`` (``full_map_e`` asks LAPACK's least squares for the same minimum-norm
+    solution with the same 1e-12 cut: equal to round-off)."""
     iv, M, v2, tau, V1, V2, ph, Phi, Psi, ht, U, sv, Vt, nk = parts
     n, K = mb1.shape
     r = kap.shape[1]
