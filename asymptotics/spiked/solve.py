@@ -232,13 +232,18 @@ PREDICTOR_POINTS = 4
 def _predict(seen: list[tuple[float, np.ndarray]], a: float, nn: np.ndarray
              ) -> np.ndarray | None:
     """The start at ``a`` from the (alpha, (V1, V2)) of the previous converged points: the
-    Lagrange polynomial through them (distinct alphas), the entries of ``nn`` clipped at 0;
-    the last solution if the alphas repeat; None without any."""
+    Lagrange polynomial through them where they and ``a`` run one way in steps that grow at
+    most twofold (a sweep), else the line through the last two (the former predictor); the
+    entries of ``nn`` clipped at 0; the last solution if the alphas repeat; None without any."""
     if not seen:
         return None
     xs = [al for al, _ in seen]
     if len(set(xs)) < len(xs):
         return seen[-1][1]
+    steps = [b - c for b, c in zip([*xs[1:], a], xs, strict=True)]
+    if not (all(d * steps[-1] > 0 for d in steps)
+            and all(abs(d) <= 2.0 * abs(e) for d, e in zip(steps[1:], steps, strict=False))):
+        seen, xs = seen[-2:], xs[-2:]
     cs = []
     for i, ai in enumerate(xs):
         c = 1.0
@@ -335,7 +340,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                     x0 = _predict(seen, a, nn) if seen else start
                     res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
                 if res.converged:
-                    seen = [*seen[1 - PREDICTOR_POINTS:], (a, _v(prob, res))]
+                    seen = [*seen, (a, _v(prob, res))][-PREDICTOR_POINTS:]
                 out.append(res)
         return out
 
