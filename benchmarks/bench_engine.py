@@ -55,6 +55,7 @@ import numpy as np  # noqa: E402
 
 import asymptotics as A  # noqa: E402
 from asymptotics.multiindex import steps as steps_mod  # noqa: E402
+from asymptotics.spiked import problem as spiked_problem  # noqa: E402
 from asymptotics.spiked import risk_spiked  # noqa: E402
 
 try:  # the interpolated moments' cache (absent before the engine's refactor)
@@ -130,8 +131,9 @@ def srf_point() -> float:
 
 
 def _clear_steps_cache() -> None:
-    """Forget every cache a first computation would not have (the mapping's, the tables' pieces)."""
-    for mod in (steps_mod, line_mod):
+    """Forget every cache a first computation would not have (the mapping's, the tables' pieces,
+    the K-group tables)."""
+    for mod in (steps_mod, line_mod, spiked_problem):
         clear = getattr(mod, "clear_cache", None) if mod is not None else None
         if clear is not None:
             clear()

@@ -223,9 +223,8 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     return res
 
 
-#: the continuation of a curve starts each alpha from the polynomial through the solutions at
-#: the last PREDICTOR_POINTS converged alphas (4: cubic extrapolation; on the benchmark's
-#: three-step curves 30% fewer Anderson iterations than the line through the last two)
+#: a curve starts each alpha from the polynomial through the solutions at the last
+#: PREDICTOR_POINTS converged alphas (cubic: 20-33% fewer Anderson iterations than a line)
 PREDICTOR_POINTS = 4
 
 
@@ -244,13 +243,8 @@ def _predict(seen: list[tuple[float, np.ndarray]], a: float, nn: np.ndarray
     if not (all(d * steps[-1] > 0 for d in steps)
             and all(abs(d) <= 2.0 * abs(e) for d, e in zip(steps[1:], steps, strict=False))):
         seen, xs = seen[-2:], xs[-2:]
-    cs = []
-    for i, ai in enumerate(xs):
-        c = 1.0
-        for j, aj in enumerate(xs):
-            if j != i:
-                c *= (a - aj) / (ai - aj)
-        cs.append(c)
+    cs = [math.prod((a - aj) / (ai - aj) for j, aj in enumerate(xs) if j != i)
+          for i, ai in enumerate(xs)]
     x0 = np.array(cs) @ np.array([v for _, v in seen])
     x0[nn] = np.maximum(x0[nn], 0.0)
     return x0
@@ -322,11 +316,9 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     def sweep(nk: int | None, bar_on: bool | None, rule: tuple[int, float] = (0, math.nan),
               first: SpikedResult | None = None, known: dict | None = None
               ) -> list[SpikedResult]:
-        """Every alpha once on rule ``nk``, each started from the polynomial through the
-        solutions at the (up to) PREDICTOR_POINTS previous converged alphas (continuation), the
-        first from ``first`` (a solution at alphas[0], e.g. on another rule) if given;
-        ``known``: {index: a converged result at that alpha on rule ``nk``}, taken as the point
-        (a probe's); ``rule``: what each result carries."""
+        """Every alpha once on rule ``nk``, started from :func:`_predict` (the first from
+        ``first``, a solution at alphas[0], if given); ``known``: {index: a converged result at
+        that alpha on rule ``nk``}, taken as the point; ``rule``: what each result carries."""
         prob, out, seen = problem(nk), [], []
         known = known or {}
         nn = _nonneg(prob.fractions.shape[0])
