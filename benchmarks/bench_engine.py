@@ -28,7 +28,8 @@ machine's load varies); every figure below is printed as a ratio to it.
 
 Times are the process's CPU time (``time.process_time``, one thread: the machine is shared and
 wall time counts the waits), the best of several repeats.
-Section 3 also prints extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``) by
+Section 3 also prints extra lines on ``N_EXTRA`` settings drawn (seed ``SEED``, or
+``--steps-seed N``: a fresh draw from the same distribution) by
 ``draw_steps_setting``: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from ``TARGETS``,
 the readout pm1 or constant, alpha0 from (4, 16, inf), each eta_tilde uniform in [0.5, 16].
 
@@ -54,6 +55,7 @@ import numpy as np  # noqa: E402
 
 import asymptotics as A  # noqa: E402
 from asymptotics.multiindex import steps as steps_mod  # noqa: E402
+from asymptotics.spiked import problem as spiked_problem  # noqa: E402
 from asymptotics.spiked import risk_spiked  # noqa: E402
 
 try:  # the interpolated moments' cache (absent before the engine's refactor)
@@ -129,8 +131,9 @@ def srf_point() -> float:
 
 
 def _clear_steps_cache() -> None:
-    """Forget every cache a first computation would not have (the mapping's, the tables' pieces)."""
-    for mod in (steps_mod, line_mod):
+    """Forget every cache a first computation would not have (the mapping's, the tables' pieces,
+    the K-group tables)."""
+    for mod in (steps_mod, line_mod, spiked_problem):
         clear = getattr(mod, "clear_cache", None) if mod is not None else None
         if clear is not None:
             clear()
@@ -156,11 +159,14 @@ def main() -> None:
     print(f"reference: one sRF point {ref * 1e3:.2f} ms")
     if 1 in sections:
         k_group_points(seed)
-    extra = [draw_steps_setting(np.random.default_rng([SEED, i])) for i in range(N_EXTRA)]
+    steps_seed = (int(sys.argv[sys.argv.index("--steps-seed") + 1]) if "--steps-seed" in sys.argv
+                  else SEED)
+    extra = [draw_steps_setting(np.random.default_rng([steps_seed, i])) for i in range(N_EXTRA)]
     if 2 in sections:
         steps_mappings(int(sys.argv[sys.argv.index("--mapping-seed") + 1])
                        if "--mapping-seed" in sys.argv else SEED)
     if 3 in sections:
+        print(f"section 3: extra settings drawn with seed {steps_seed}")
         steps_curves(extra)
     if 4 in sections:
         network_curve()

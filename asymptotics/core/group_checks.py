@@ -298,12 +298,16 @@ def contrast_need(s: np.ndarray, power: np.ndarray, total: float, A: float,
                   V2: np.ndarray) -> tuple[float, float]:
     """:func:`contrast_width` from the design's singular values ``s``, the target's power along
     its left singular vectors and the target's total power ``total``."""
-    if s.size == 0 or s[0] == 0.0:
+    # (Python floats: a handful of entries, once per solved point of a curve; the same numbers
+    # as numpy's masks and minima)
+    sl, pl, vl = s.tolist(), power.tolist(), V2.tolist()
+    if not sl or sl[0] == 0.0:
         return 0.0, 1.0
-    used = (s > 1e-12 * s[0]) & (power > CONTRAST_POWER * max(total, 1e-300))
-    if not np.any(used):
+    cut, floor = 1e-12 * sl[0], CONTRAST_POWER * max(total, 1e-300)
+    used = [x for x, pw in zip(sl, pl, strict=True) if x > cut and pw > floor]
+    if not used:
         return 0.0, 1.0
-    weakest = float(np.min(s[used])) ** 2
-    v2 = float(np.min(V2))
+    weakest = min(used) ** 2
+    v2 = math.nan if any(math.isnan(x) for x in vl) else min(vl)
     need = math.inf if not (A * v2 > 0) else 1.0 / (A * v2 * weakest)
-    return need, weakest / float(s[0]) ** 2
+    return need, weakest / sl[0] ** 2

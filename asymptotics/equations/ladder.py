@@ -88,19 +88,27 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
     climb the ladder as single points do (``climb_at(alpha)``: :func:`climb`, returning the index
     in ``rules`` of the rule it settled on), then every alpha is solved once on the finest rule
-    a probe settled on (``sweep(rules[i], progress, (rules[i], error))``), each point carrying
+    a probe settled on (``sweep(rules[i], progress, (rules[i], error), first, known)``: ``first``
+    the probe's solution at alphas[0] (None if it failed), ``known`` {index: the probe's result}
+    where a probe settled on that rule, which the sweep may take as that alpha's row), each
+    point carrying
     that rule (``n_kappa``) and the largest error estimate of the probes
     (``quadrature_change``). A short curve (at most ``2 len(PROBES)`` points), or one where a
     probe's quadrature is not resolved or every probe's equations fail, climbs point by point
     (each point then is the single point's)."""
     n = len(alphas)
     if n > 2 * len(PROBES):
-        probes = [climb_at(alphas[i]) for i in sorted({round(f * (n - 1)) for f in PROBES})]
+        at = sorted({round(f * (n - 1)) for f in PROBES})
+        probes = [climb_at(alphas[i]) for i in at]
         done = [(res, i) for res, i in probes if i is not None and i >= 0]
         if done and all(i is not None for _, i in probes):
             top = max(i for _, i in done)
             err = max(res.quadrature_change for res, _ in done)
-            return sweep(rules[top], progress, (rules[top], err))
+            first = probes[0][0]  # the probe at alphas[0]: the sweep's first start
+            # a probe settled on the curve's rule is that alpha's point (no second solve)
+            known = {j: res for j, (res, i) in zip(at, probes, strict=True) if i == top}
+            return sweep(rules[top], progress, (rules[top], err),
+                         first if first.converged else None, known)
     from asymptotics.core.progress import Progress
 
     with Progress(n, f"{what} (kappa ladder per point)", unit="pt", enabled=progress) as bar:

@@ -303,9 +303,9 @@ class GroupBulk:
             if done:
                 break
         else:
-            if tau0 is not None:  # from the lower bound, where the warm start failed
-                self.tau_last = None
-                return self.resolvent(vhat1, lamg, beta, pi, 1.0 / den, tol, max_iter)
+            if tau0 is not None:  # from the lower bound, where the warm start failed (once:
+                self.tau_last = None  # a cold start that fails is NaN)
+                return self.resolvent(vhat1, lamg, beta, pi, None, tol, max_iter)
             nan = np.full(K, np.nan)
             return nan, np.full((K, K), np.nan), nan
         # V1 from the last step's traces (taken at tau within tol of the solution: the same to

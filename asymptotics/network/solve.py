@@ -95,6 +95,8 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
     M, v2 = vhats(iv, w, mb1, ms2, A)
     tau, V1, V2 = res_f(M, lam + v2, beta, pi)
+    if not np.all(np.isfinite(tau)):  # the bulk's resolvent failed here: no state (NaN)
+        return np.full(o[-1], np.nan), False
     dl = beta * pi * tau
     Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, _mean_eps(p_inv, A, V2))
     ph = A * np.einsum("j,jg,ji->gi", w * iv, mb1, h1)
@@ -207,9 +209,9 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
             for _ in range(3):
                 x = v_map(x, *vargs)
         state, ok = complete_net(x, ch, *a, bulk=bulk)
-        resid = relative_residual(state, full_map_net(state, ch, *a, bulk=bulk),
-                                  solver.scale_floor)
         fin = np.all(np.isfinite(state))
+        resid = relative_residual(state, full_map_net(state, ch, *a, bulk=bulk),
+                                  solver.scale_floor) if fin else math.nan
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if fin else 0.0
         q_ok = ok and fin and np.all(state[o[1]:o[2]] >= -tiny)
         q_ok = q_ok and np.all(np.diag(state[:o[1]].reshape(K, K)) >= -tiny)
@@ -362,7 +364,8 @@ def risk_network_groups_curve(alphas: Iterable[float], *, channels: object,
         all_rules = rules(r)
         carried = [n if isinstance(n, int) else n[1] for n in all_rules]
 
-        def sweep_rule(rule, bar_on, rc):
+        def sweep_rule(rule, bar_on, rc, first=None, known=None):
+            # (the probes' solutions are not reused here: every alpha is solved on the rule)
             return sweep(rule, bar_on, (carried[all_rules.index(rule)], rc[1]))
 
         results = curve_on_ladder(alphas, all_rules, sweep_rule, climb_at, progress,

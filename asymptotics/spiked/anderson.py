@@ -11,8 +11,17 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
+from asymptotics.equations.small_dense import dresolvent
 from asymptotics.equations.solver import Status
-from asymptotics.spiked.kernels import complete, full_map_e, risk_of, sizes, v_map
+from asymptotics.spiked.kernels import (
+    channel_v,
+    complete_parts,
+    mean_parts,
+    risk_of,
+    sizes,
+    v_map,
+    vhats,
+)
 
 # the status codes of Status (the one list), as plain ints the kernel compiles as constants
 CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
@@ -46,6 +55,51 @@ def _residual(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
             return np.nan
         out = max(out, r)
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, pi, p_inv):
+    """Kernel: ``kernels.full_map_e`` at the state ``kernels.complete_parts`` returned, from the
+    parts it shares with that state ((V1, V2) are the same: the conjugates Vhat, the resolvent,
+    psihat and the mean design are reused, the same numbers); m by the design's SVD of
+    ``complete_parts`` (``full_map_e`` asks LAPACK's least squares for the same minimum-norm
+    solution with the same 1e-12 cut: equal to round-off)."""
+    iv, M, v2, tau, V1, V2, ph, Phi, Psi, ht, U, sv, Vt, nk = parts
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
+    b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
+    E = E0 + channel_v(state[o_q1:o_q2].reshape((K, K)), state[o_q2:o_v1], mb1, ms2)
+    Q1h, Q2h = vhats(iv * iv * (E + delta), w, mb1, ms2, A)
+    zh = np.zeros((K, r))
+    for j in range(n):
+        a = w[j] * iv[j]
+        res = h[j] - b[j]
+        for g in range(K):
+            for i in range(r):
+                zh[g, i] += a * mb1[j, g] * kap[j, i] * res
+    zh = A * zh
+    zeta = np.empty((K, r))
+    for g in range(K):
+        zeta[g] = beta * pi[g] * tau[g] * zh[g]
+    psi = beta * (V1.T @ ph)
+    Qb = np.ascontiguousarray(U[:, :nk])
+    m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta.ravel())) / sv[:nk])
+    X1 = Q1h + beta * (ph @ ph.T)
+    X2 = Q2h.copy()
+    for g in range(K):
+        X2[g] += beta * np.sum(zh[g] ** 2) + m[g] * m[g] * p_inv / (V2[g] * V2[g])
+    dV1, dV2 = dresolvent(M, tau, beta, pi, X1, X2)
+    out = np.empty(end)
+    out[o_q1:o_q2] = -dV1.ravel()
+    out[o_q2:o_v1] = -dV2
+    out[o_v1:o_v2] = V1.ravel()
+    out[o_v2:o_z] = V2
+    out[o_z:o_p] = zeta.ravel()
+    out[o_p:o_m] = psi.ravel()
+    out[o_m:] = m
+    return out, E
 
 
 @kernel(cache=True, error_model="numpy")
@@ -93,10 +147,11 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         v = x
         for _ in range(3):
             v = v_map(v, w, mb1, ms2, A, lam, beta, pi)
-        state, ok, sv, power, total = complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam,
-                                               delta, beta, pi, p_inv)
-        fx, E = full_map_e(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
-                           p_inv)
+        cp = complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
+                            p_inv)
+        state, ok, sv, power, total = cp[0], cp[1], cp[2], cp[3], cp[4]
+        fx, E = literal_map(state, cp[5:], w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta,
+                            pi, p_inv)
         resid = _residual(state, fx, floor)
         finite = True
         for i in range(state.shape[0]):

@@ -112,17 +112,13 @@ def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: flo
 
 
 @kernel(cache=True, error_model="numpy")
-def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.ndarray,
-                ms2: np.ndarray, h: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> tuple:
-    """Kernel: per node (b, E0, q, V): E(k) = E0 + q (noiseless), b the mean prediction."""
+def mean_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.ndarray,
+               h: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> tuple:
+    """Kernel: per node (b, E0): the mean prediction and E(k) - q(k) (noiseless)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, _ = sizes(K, r, k)
-    Q1 = state[o_q1:o_q2].reshape((K, K))
-    Q2 = state[o_q2:o_v1]
-    V1 = state[o_v1:o_v2].reshape((K, K))
-    V2 = state[o_v2:o_z]
     Z = state[o_z:o_p].reshape((K, r))
     P = state[o_p:o_m].reshape((K, k))
     m = state[o_m:]
@@ -138,8 +134,18 @@ def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.nda
             c += mb1[j, g] * ph[j, g]
         b[j] = bj
         E0[j] = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
-    q = channel_v(Q1, Q2, mb1, ms2)
-    V = channel_v(V1, V2, mb1, ms2)
+    return b, E0
+
+
+@kernel(cache=True, error_model="numpy")
+def error_parts(state: np.ndarray, kap: np.ndarray, mu0: np.ndarray, mb1: np.ndarray,
+                ms2: np.ndarray, h: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> tuple:
+    """Kernel: per node (b, E0, q, V): E(k) = E0 + q (noiseless), b the mean prediction."""
+    n, K = mb1.shape
+    o_q1, o_q2, o_v1, o_v2, o_z, _, _, _ = sizes(K, kap.shape[1], h1.shape[1])
+    b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
+    q = channel_v(state[o_q1:o_q2].reshape((K, K)), state[o_q2:o_v1], mb1, ms2)
+    V = channel_v(state[o_v1:o_v2].reshape((K, K)), state[o_v2:o_z], mb1, ms2)
     return b, E0, q, V
 
 
@@ -246,6 +252,15 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     design), psi, then (Q1, Q2) from theirs (Qhat is affine in Q). Returns (state, ok, the mean
     design's singular values, the target's power along them, its total power); ok False where
     the Q-system has no physical solution (det <= DET_MIN or a non-positive diagonal)."""
+    return complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
+                          p_inv)[:5]
+
+
+@kernel(cache=True, error_model="numpy")
+def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+    """Kernel: :func:`complete`'s five results, then what the literal map at its state shares
+    with it (the same (V1, V2)): (iv, Vhat1, Vhat2, tau, V1, V2, A psihat, the mean design
+    (Phi, Psi, ht) and its thin SVD (U, sv, Vt) with the rank nk kept)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
@@ -297,7 +312,7 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     state[o_p:o_m] = (beta * (V1.T @ ph)).ravel()
     state[o_m:] = m
     # Q: Qhat = r0 + Kq Q, Q = L(Qhat + extra), L = -dV
-    b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
     iv2 = iv * iv
     R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
     X1 = R1 + beta * (ph @ ph.T)
@@ -339,7 +354,8 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
     qv = np.linalg.solve(Mq, c0)
     state[o_q1:o_q2] = qv[:K * K]
     state[o_q2:o_v1] = qv[K * K:]
-    return state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht)
+    return (state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht), iv, M, v2, tau, V1, V2, ph, Phi,
+            Psi, ht, U, sv, Vt, nk)
 
 
 @kernel(cache=True, error_model="numpy")

@@ -193,8 +193,32 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
         g, Function) else getattr(target, "degrees", None)
 
     def build(n_kappa: int | None = None, n_omega: int | None = None) -> SpikedProblem:
-        tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
-                              degrees=degrees)
+        key = (s, g, k, U.shape, U.tobytes(), c.tobytes(), G.shape, G.tobytes(), n_kappa,
+               n_omega, degrees)
+        try:
+            tables = _TABLES.get(key)
+        except TypeError:  # a target that cannot be a key (unhashable): not cached
+            tables, key = None, None
+        if tables is None:
+            tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
+                                  degrees=degrees)
+            if key is not None and tables.weights.shape[0] <= TABLES_CACHE_NODES:
+                _TABLES[key] = tables
+                while len(_TABLES) > TABLES_CACHE_SIZE:
+                    _TABLES.pop(next(iter(_TABLES)))
         return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)
 
     return build
+
+
+#: the tables of the last TABLES_CACHE_SIZE rules built (of at most TABLES_CACHE_NODES nodes,
+#: a few MB each), by model and rule: the probes and sweep of a curve, the curves of a grid
+#: over lam and repeated calls share them (they are read only)
+TABLES_CACHE_SIZE = 8
+TABLES_CACHE_NODES = 50_000
+_TABLES: dict = {}
+
+
+def clear_cache() -> None:
+    """Forget the cached tables (benchmarks time a first computation)."""
+    _TABLES.clear()
