@@ -108,6 +108,7 @@ class GroupBulk:
         self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
+        self.jac_last: np.ndarray | None = None  # (and the Jacobian of its map there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
         pre = _PREP.get(id(sig))
         if pre is None or pre[0] is not sig:
@@ -245,6 +246,7 @@ class GroupBulk:
         :meth:`forget` does not depend, even in its last bits, on the points solved before."""
         self.tau_last = None
         self.y_last = None
+        self.jac_last = None
         self._ed_last = None
         self._memo.clear()
 
