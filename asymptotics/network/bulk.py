@@ -362,12 +362,17 @@ class GroupBulk:
         """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
         (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
         K = self.K
+        y = self.dlin(vhat1, tau, beta, pi) @ np.concatenate([np.ravel(X1), X2])
+        dV1 = y[:K * K].reshape(K, K)
+        return 0.5 * (dV1 + dV1.T), y[K * K:]
+
+    def dlin(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray
+             ) -> np.ndarray:
+        """The matrix of :meth:`dresolvent` (before V1's symmetrisation), kept."""
         key = ("dmap", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
         if (lin := self._memo.get(key)) is None:
             lin = self._keep(key, self._dmap(vhat1, tau, beta, pi))
-        y = lin @ np.concatenate([np.ravel(X1), X2])
-        dV1 = y[:K * K].reshape(K, K)
-        return 0.5 * (dV1 + dV1.T), y[K * K:]
+        return lin
 
     def _dmap(self, vhat1, tau, beta, pi) -> np.ndarray:
         """The matrix of :meth:`dresolvent`: ``(X1, X2) -> (dV1, dV2)`` (raveled), from

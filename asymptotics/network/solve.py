@@ -126,12 +126,14 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))  # -d(Vhat1, Vhat2)/d(V1, V2)
     for col in range(nq):
         qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
-        K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
-        dMv[col], dv2v[col] = K1, K2
-        e1, e2 = dres_f(M, tau, beta, pi, K1, K2)
-        Mq[:K * K, col] += e1.ravel()
-        Mq[K * K:, col] += e2
-    if bulk is not None:  # the next rule's (V1, tau) solve takes chord steps with it
+        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
+        if bulk is None:
+            e1, e2 = dres_f(M, tau, beta, pi, dMv[col], dv2v[col])
+            Mq[:, col] += np.concatenate([e1.ravel(), e2])
+    if bulk is not None:  # (the derivative's matrix once; the next rule's chord Jacobian)
+        Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
+        Y1 = Y[:K * K].reshape(K, K, nq)
+        Mq += np.vstack([(0.5 * (Y1 + Y1.transpose(1, 0, 2))).reshape(K * K, nq), Y[K * K:]])
         bulk.jac_last = _fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
     qv = np.linalg.solve(Mq, c0)
