@@ -203,11 +203,12 @@ class GroupBulk:
             KS = W / D[None, None, None, :, None]
             Kc = np.empty_like(KS)
             s, _, perm, c = self._eig[:4]
-            B, K, n = self.B, self.K, self.n
-            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class)
-                Kc[:, :, :, y] = KS[:, :, :, y] / s[:, None, None, :] if y in perm[:c] else \
-                    np.matmul(KS[:, :, :, y].reshape(B, K * n, n),
-                              self._sig_inv_w[:, y]).reshape(B, K, n, n)
+            K = self.K
+            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
+                if y in perm[:c]:
+                    np.divide(KS[:, :, :, y], s[:, None, None, :], out=Kc[:, :, :, y])
+                else:
+                    np.matmul(KS[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
         return self._keep(key, (W, KS, Kc))
 
     def _keep(self, key: tuple, value):
