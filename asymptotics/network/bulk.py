@@ -189,8 +189,9 @@ class GroupBulk:
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
-        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
-        ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``; ``Kc Sig`` None
+        from the Schur route) at ``(Vhat1, D)``, the last ones kept (the derivatives and the
+        coupling ask for the same)."""
         key = ("wkc", vhat1.tobytes(), D.tobytes())
         if (hit := self._memo.get(key)) is not None:
             return hit
@@ -199,16 +200,16 @@ class GroupBulk:
             Kc = self.kinv(vhat1, D)
             KS = self.ksig(Kc)
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
-            KS = W / D[None, None, None, :, None]
-            Kc = np.empty_like(KS)
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y ((Kc Sig)_xy = W_xy / D_y: None, not formed)
+            KS = None
+            Kc = np.empty_like(W)
             s, _, perm, c = self._eig[:4]
-            K = self.K
-            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
+            for y in range(self.K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
                 if y in perm[:c]:
-                    np.divide(KS[:, :, :, y], s[:, None, None, :], out=Kc[:, :, :, y])
+                    np.divide(W[:, :, :, y], (D[y] * s)[:, None, None, :], out=Kc[:, :, :, y])
                 else:
-                    np.matmul(KS[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
+                    np.matmul(W[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
+                    Kc[:, :, :, y] /= D[y]
         return self._keep(key, (W, KS, Kc))
 
     def _keep(self, key: tuple, value):
@@ -327,10 +328,11 @@ class GroupBulk:
         ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
         return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
-    def _gram(self, W: np.ndarray) -> np.ndarray:
-        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric)."""
+    def _gram(self, W: np.ndarray, Wr: np.ndarray | None = None) -> np.ndarray:
+        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
+        ``Wr``: W's blocks as rows, if formed)."""
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)
+        Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
         return (Wr @ Wr.T).reshape(K, K, K, K)
 
     def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -350,11 +352,16 @@ class GroupBulk:
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        H = self._gram(W)  # H[d,a,c,e] = tr[W_da W_ec]
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (x, y, (z,i,k))
+        H = self._gram(W, Wr)  # H[d,a,c,e] = tr[W_da W_ec]
         HVV = -H.transpose(2, 0, 1, 3) / bd
-        KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
-        Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
-        HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
+        Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
+        if KS is None:  # HVD_cdg = tr[Kc_cg (Kc Sig)_dg^T], (Kc Sig)_dg = W_dg / D_g
+            HVD = np.matmul(Kcr.transpose(1, 0, 2), Wr.transpose(1, 2, 0)).transpose(1, 2, 0) \
+                / (bd * D[None, None, :])
+        else:
+            KSr = KS.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
+            HVD = np.matmul(Kcr.transpose(1, 0, 2), KSr.transpose(1, 2, 0)).transpose(1, 2, 0) / bd
         ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)
         return self._keep(key, (HVV, HVD, ED))
 
