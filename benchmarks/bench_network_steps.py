@@ -93,14 +93,13 @@ def drawn(n: int, seed: int) -> list[tuple[str, dict]]:
 def clear_all() -> None:
     """Every cache of both routes (the sRF mapping, the network's groups, device and rules)."""
     from asymptotics.multiindex.steps import clear_cache as clear_srf
-    from asymptotics.network import bulk, device, solve
+    from asymptotics.network import bulk, device
     from asymptotics.network.groups import clear_cache as clear_net
 
     clear_srf()
     clear_net()
     device._CACHE.clear()
-    bulk._PREP.clear()
-    solve.clear_aligned()
+    bulk._PREP.clear()  # (clear_net also forgets the problems and the aligned rules)
 
 
 def _risk(alpha: float, model: str, kw: dict) -> float:

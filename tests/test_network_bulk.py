@@ -349,3 +349,50 @@ def test_device_sampling_error_is_small():
         risks.append(risk_network_groups(2.0, coupled=cc, sigma="relu", lam=0.01, beta=1.0,
                                          p=2000, **prob).risk)
     assert max(risks) / min(risks) - 1.0 < 0.04, risks
+
+
+def test_chord_steps_solve_a_fixed_point_and_refuse_a_bad_jacobian():
+    """``chord``: x = A x + b with the exact Jacobian of x -> F(x) - x is one step (the second
+    map evaluation sees the fixed point); a Jacobian of the wrong sign does not contract
+    and is refused (None: the caller's fallback)."""
+    from asymptotics.equations.solver import SolverConfig, chord
+
+    rng = np.random.default_rng(3)
+    A = 0.3 * rng.standard_normal((4, 4))
+    b = rng.standard_normal(4)
+    x_star = np.linalg.solve(np.eye(4) - A, b)
+    out = chord(lambda x: A @ x + b, np.zeros(4), A - np.eye(4), SolverConfig(rtol=1e-12))
+    assert out is not None and out.converged and out.n_iter == 2
+    assert np.allclose(out.x, x_star, rtol=1e-12, atol=1e-14)
+    assert chord(lambda x: A @ x + b, np.zeros(4), np.eye(4) - A, SolverConfig()) is None
+
+
+def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
+    """The Jacobian a point's later kappa rules take chord steps with (``_fp_jacobian``, from
+    the bulk's Hessian parts at the last rule's solution) against a central difference of the
+    (V1, tau) map of the new rule at its start: equal up to the change of rule (< 1%)."""
+    import asymptotics as A
+    from asymptotics.network import solve as So
+
+    seen = []
+    real = So.chord
+
+    def spy(fmap, x0, jac, config, nonneg=(), max_iter=8):
+        if not seen:
+            n = x0.size
+            fd = np.empty((n, n))
+            for j in range(n):
+                h = 1e-6 * max(abs(x0[j]), 1e-3)
+                xp, xm = x0.copy(), x0.copy()
+                xp[j] += h
+                xm[j] -= h
+                fd[:, j] = ((fmap(xp) - xp) - (fmap(xm) - xm)) / (2 * h)
+            seen.append((fd, jac.copy()))
+        return real(fmap, x0, jac, config, nonneg, max_iter)
+
+    monkeypatch.setattr(So, "chord", spy)
+    res = A.risk(2.0, sigma="relu", target="z1 + z1*z2", alpha0=16.0, readout="pm1", steps=2,
+                 eta=(2.0, 4.0))
+    assert res.converged and seen
+    fd, jac = seen[0]
+    assert np.max(np.abs(fd - jac)) <= 1e-2 * np.max(np.abs(fd))

@@ -147,3 +147,33 @@ def solve(
                 fx_new = fmap(x_new)
         x, fx = x_new, fx_new
     return SolverResult(x, False, Status.MAX_ITER, config.max_iter, hist[-1], tuple(hist))
+
+
+def chord(fmap: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, jac: np.ndarray,
+          config: SolverConfig = SolverConfig(), nonneg: tuple[int, ...] = (),
+          max_iter: int = 8) -> SolverResult | None:
+    """``x = fmap(x)`` from ``x0`` by chord steps ``x <- x - jac^-1 (fmap(x) - x)`` with a fixed
+    ``jac`` (the Jacobian of ``fmap(x) - x`` near the solution, e.g. a neighbouring problem's),
+    converged by :func:`solve`'s rule (the relative change <= rtol; the answer is ``fmap(x)``).
+    None where it does not converge within ``max_iter`` steps, a change does not halve, or a
+    step leaves the domain (``nonneg``): the caller's fallback."""
+    x = np.array(x0, dtype=np.float64)
+    nn = np.array(nonneg, dtype=np.int64)
+    prev = np.inf
+    for it in range(1, max_iter + 1):
+        fx = np.asarray(fmap(x), dtype=np.float64)
+        if not np.all(np.isfinite(fx)):
+            return None
+        res = relative_residual(x, fx, config.scale_floor)
+        if res <= config.rtol:
+            return SolverResult(fx, True, Status.CONVERGED, it, res, ())
+        if not res <= 0.5 * prev:
+            return None
+        prev = res
+        try:
+            x = x - np.linalg.solve(jac, fx - x)
+        except np.linalg.LinAlgError:
+            return None
+        if not (np.all(np.isfinite(x)) and np.all(x[nn] >= 0.0)):
+            return None
+    return None

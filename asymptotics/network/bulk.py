@@ -28,6 +28,8 @@ group is in the base class; :mod:`asymptotics.network.schur`, DERIVATIONS.md §9
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
@@ -36,6 +38,9 @@ from asymptotics.network import schur
 from asymptotics.network.schur import base_class
 
 _PREP: dict[int, tuple] = {}
+#: the relative tau step below which a Newton step that no longer shrinks counts as converged
+#: (the traces' rounding over d = blocks x size directions: ~1e-13 at 3200)
+STALL = 1e-11
 #: the exact intermediate results a bulk keeps (W, Kc Sig, Kc; the Hessian parts; the
 #: derivative's matrix), the last ones by their arguments
 MEMO = 8
@@ -108,6 +113,7 @@ class GroupBulk:
         self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
+        self.jac_last: np.ndarray | None = None  # (and the Jacobian of its map there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
         pre = _PREP.get(id(sig))
         if pre is None or pre[0] is not sig:
@@ -188,8 +194,9 @@ class GroupBulk:
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
-        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at
-        ``(Vhat1, D)``, the last one kept (the derivatives and the coupling ask for the same)."""
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``; ``Kc Sig`` None
+        from the Schur route) at ``(Vhat1, D)``, the last ones kept (the derivatives and the
+        coupling ask for the same)."""
         key = ("wkc", vhat1.tobytes(), D.tobytes())
         if (hit := self._memo.get(key)) is not None:
             return hit
@@ -198,15 +205,16 @@ class GroupBulk:
             Kc = self.kinv(vhat1, D)
             KS = self.ksig(Kc)
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y, (Kc Sig)_xy = W_xy / D_y
-            KS = W / D[None, None, None, :, None]
-            Kc = np.empty_like(KS)
+        else:  # Kc_xy = W_xy Sig_y^-1 / D_y ((Kc Sig)_xy = W_xy / D_y: None, not formed)
+            KS = None
+            Kc = np.empty_like(W)
             s, _, perm, c = self._eig[:4]
-            B, K, n = self.B, self.K, self.n
-            for y in range(K):  # (Sig_y^-1 is diag(1/s) on the base class)
-                Kc[:, :, :, y] = KS[:, :, :, y] / s[:, None, None, :] if y in perm[:c] else \
-                    np.matmul(KS[:, :, :, y].reshape(B, K * n, n),
-                              self._sig_inv_w[:, y]).reshape(B, K, n, n)
+            for y in range(self.K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
+                if y in perm[:c]:
+                    np.divide(W[:, :, :, y], (D[y] * s)[:, None, None, :], out=Kc[:, :, :, y])
+                else:
+                    np.matmul(W[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
+                    Kc[:, :, :, y] /= D[y]
         return self._keep(key, (W, KS, Kc))
 
     def _keep(self, key: tuple, value):
@@ -245,6 +253,7 @@ class GroupBulk:
         :meth:`forget` does not depend, even in its last bits, on the points solved before."""
         self.tau_last = None
         self.y_last = None
+        self.jac_last = None
         self._ed_last = None
         self._memo.clear()
 
@@ -274,6 +283,7 @@ class GroupBulk:
             tau0 = self.tau_last  # the last solution: the solver's points are close
         tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
         ED = self._ed_last if self._ed_last is not None and tau0 is not None else None
+        last = math.inf
         for it in range(max_iter):
             D = beta * pi * tau
             T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
@@ -298,8 +308,11 @@ class GroupBulk:
             new = tau + step
             if not (np.all(np.isfinite(new)) and np.all(new > 0.0)):
                 new = u
-            done = bool(np.all(np.abs(new - tau) <= tol * np.abs(new)))
-            tau = new
+            rel = float(np.max(np.abs(new - tau) / np.abs(new)))
+            # converged: within tol, or stalled at the traces' rounding (d terms summed: a step
+            # no longer shrinking, below STALL relative)
+            done = rel <= tol or (it >= 2 and rel <= STALL and rel >= 0.5 * last)
+            tau, last = new, rel
             if done:
                 break
         else:
@@ -324,10 +337,11 @@ class GroupBulk:
         ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
         return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
-    def _gram(self, W: np.ndarray) -> np.ndarray:
-        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric)."""
+    def _gram(self, W: np.ndarray, Wr: np.ndarray | None = None) -> np.ndarray:
+        """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
+        ``Wr``: W's blocks as rows, if formed)."""
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)
+        Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
         return (Wr @ Wr.T).reshape(K, K, K, K)
 
     def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -347,11 +361,16 @@ class GroupBulk:
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        H = self._gram(W)  # H[d,a,c,e] = tr[W_da W_ec]
+        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (x, y, (z,i,k))
+        H = self._gram(W, Wr)  # H[d,a,c,e] = tr[W_da W_ec]
         HVV = -H.transpose(2, 0, 1, 3) / bd
-        KSg = KS.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, d, (z,i,k))
-        Kcg = Kc.transpose(3, 1, 0, 2, 4).reshape(K, K, -1)  # (g, c, (z,i,k))
-        HVD = np.matmul(Kcg, np.swapaxes(KSg, 1, 2)).transpose(1, 2, 0) / bd
+        Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
+        if KS is None:  # HVD_cdg = tr[Kc_cg (Kc Sig)_dg^T], (Kc Sig)_dg = W_dg / D_g
+            HVD = np.matmul(Kcr.transpose(1, 0, 2), Wr.transpose(1, 2, 0)).transpose(1, 2, 0) \
+                / (bd * D[None, None, :])
+        else:
+            KSr = KS.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
+            HVD = np.matmul(Kcr.transpose(1, 0, 2), KSr.transpose(1, 2, 0)).transpose(1, 2, 0) / bd
         ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)
         return self._keep(key, (HVV, HVD, ED))
 
@@ -360,12 +379,17 @@ class GroupBulk:
         """The derivative ``(dV1, dV2)`` of ``(V1, V2)`` along ``(Vhat1, Vhat2) -> + (X1, X2)``
         (as :func:`asymptotics.spiked.kernels.dresolvent`)."""
         K = self.K
+        y = self.dlin(vhat1, tau, beta, pi) @ np.concatenate([np.ravel(X1), X2])
+        dV1 = y[:K * K].reshape(K, K)
+        return 0.5 * (dV1 + dV1.T), y[K * K:]
+
+    def dlin(self, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.ndarray
+             ) -> np.ndarray:
+        """The matrix of :meth:`dresolvent` (before V1's symmetrisation), kept."""
         key = ("dmap", vhat1.tobytes(), tau.tobytes(), float(beta), pi.tobytes())
         if (lin := self._memo.get(key)) is None:
             lin = self._keep(key, self._dmap(vhat1, tau, beta, pi))
-        y = lin @ np.concatenate([np.ravel(X1), X2])
-        dV1 = y[:K * K].reshape(K, K)
-        return 0.5 * (dV1 + dV1.T), y[K * K:]
+        return lin
 
     def _dmap(self, vhat1, tau, beta, pi) -> np.ndarray:
         """The matrix of :meth:`dresolvent`: ``(X1, X2) -> (dV1, dV2)`` (raveled), from

@@ -155,7 +155,9 @@ def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     if Y is None:
         return out
     WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
-    WFF = np.einsum("bfihj,bjeh->bfiej", WFR, Y)
+    WFF = WFR[:, :, :, 0, None, :] * np.swapaxes(Y[..., 0], 1, 2)[:, None, None]
+    for h in range(1, K - c):  # (WFR Y^T: the products by broadcasting, m = K - c terms)
+        WFF += WFR[:, :, :, h, None, :] * np.swapaxes(Y[..., h], 1, 2)[:, None, None]
     m = K - c
     for x in range(c):
         for y in range(c):

@@ -16,7 +16,8 @@ import numpy as np
 from asymptotics.core import checks
 from asymptotics.core.progress import Progress
 from asymptotics.equations.ladder import climb, curve_on_ladder, ladder
-from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, relative_residual
+from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, chord
+from asymptotics.equations.solver import relative_residual as rel_res
 from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
 from asymptotics.network.bulk import fixed_point as solve_fp
 from asymptotics.network.channels import Channels, spiked_problem
@@ -85,17 +86,15 @@ def full_map_net(state, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, 
 
 def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
                  p_inv, bulk=None):
-    """Given (V1, V2), the rest of the state solved exactly (as
-    :func:`asymptotics.spiked.kernels.complete`, with the network's channels and bulk)."""
-    res_f, dres_f = _bulk_fns(bulk)
-    n, K = mb1.shape
-    r, k = kap.shape[1], h1.shape[1]
+    """Given (V1, V2), the rest of the state solved exactly (as :func:`spiked.kernels.complete`,
+    with the network's channels and bulk); NaN where the bulk's resolvent fails."""
+    (res_f, dres_f), K, r, k = _bulk_fns(bulk), mb1.shape[1], kap.shape[1], h1.shape[1]
     o = sizes(K, r, k)
     V1in, V2in = v[:K * K].reshape((K, K)), v[K * K:]
     iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
     M, v2 = vhats(iv, w, mb1, ms2, A)
     tau, V1, V2 = res_f(M, lam + v2, beta, pi)
-    if not np.all(np.isfinite(tau)):  # the bulk's resolvent failed here: no state (NaN)
+    if not np.all(np.isfinite(tau)):
         return np.full(o[-1], np.nan), False
     dl = beta * pi * tau
     Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, _mean_eps(p_inv, A, V2))
@@ -124,12 +123,18 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     nq = K * K + K
     c0 = np.concatenate([(f1 - dV1).ravel(), f2 - dV2])
     Mq = np.eye(nq)
+    dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))  # -d(Vhat1, Vhat2)/d(V1, V2)
     for col in range(nq):
         qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
-        K1, K2 = vhats(iv2 * qi, w, mb1, ms2, A)
-        e1, e2 = dres_f(M, tau, beta, pi, K1, K2)
-        Mq[:K * K, col] += e1.ravel()
-        Mq[K * K:, col] += e2
+        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
+        if bulk is None:
+            e1, e2 = dres_f(M, tau, beta, pi, dMv[col], dv2v[col])
+            Mq[:, col] += np.concatenate([e1.ravel(), e2])
+    if bulk is not None:  # (the derivative's matrix once; the next rule's chord Jacobian)
+        Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
+        Y1 = Y[:K * K].reshape(K, K, nq)
+        Mq += np.vstack([(0.5 * (Y1 + Y1.transpose(1, 0, 2))).reshape(K * K, nq), Y[K * K:]])
+        bulk.jac_last = _fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
     qv = np.linalg.solve(Mq, c0)
     state[o[0]:o[1]] = qv[:K * K]
@@ -137,10 +142,30 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     return state, ok
 
 
+def _fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v) -> np.ndarray:
+    """The Jacobian of ``y -> fmap(y) - y``, :func:`_bulk_v`'s map of ``y = (V1, tau)``, at the
+    solution ``(Vhat1, tau) = (M, tau)`` from the bulk's Hessian parts and ``-d(Vhat1,
+    Vhat2)/d(V1, V2)`` (``dMv``, ``dv2v``; ``V2 = pi tau``): ``V1' = V1(Vhat1, D)``,
+    ``tau' = 1/(lam + Vhat2 + e(Vhat1, D))``, ``D = beta pi tau``."""
+    K = pi.shape[0]
+    nq = K * K + K
+    HVV, HVD, ED = bulk.parts(M, tau, beta, pi)
+    sc = np.concatenate([np.ones(K * K), pi])
+    dM, dv2 = -dMv * sc[:, None, None], -dv2v * sc[:, None]
+    dD = np.zeros((nq, K))
+    dD[K * K:] = np.diag(beta * pi)
+    dV1 = np.einsum("cdab,jab->jcd", HVV, dM) + np.einsum("cdg,jg->jcd", HVD, dD)
+    dV1 = 0.5 * (dV1 + dV1.transpose(0, 2, 1))
+    de = beta * np.einsum("abg,jab->jg", HVD, dM) + dD @ ED.T
+    dt = -(tau * tau)[None, :] * (dv2 + de)
+    return np.hstack([dV1.reshape(nq, K * K), dt]).T - np.eye(nq)
+
+
 def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     """The closed (V1, V2) subsystem on the anisotropic bulk (DERIVATIONS.md §9.7), from the
     isotropic solution ``x``: the joint iteration of ``(V1, tau)`` (one evaluation of the bulk
-    per step, tau's equation solved along with V1), then two exact steps (tau by Newton)."""
+    per step, tau's equation solved along with V1; chord steps with the last rule's Jacobian on
+    a point's later rules, :func:`_fp_jacobian`); the completion solves tau exactly."""
     w, mb1, ms2, A, lam, beta, pi = vargs
     K = pi.shape[0]
 
@@ -156,9 +181,13 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
                        solver.anderson)
     last = getattr(bulk, "y_last", None)
+    jac = getattr(bulk, "jac_last", None)
     out = None
     if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
-        out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+        if jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
+            out = chord(fmap, last, jac, cfg, nn)
+        if out is None:
+            out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
     if out is None or not out.converged:
         out = solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
@@ -166,13 +195,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     y = out.x
     bulk.y_last = y.copy()
     bulk.tau_last = y[K * K:]
-    v = np.concatenate([y[:K * K], pi * y[K * K:]])
-    for _ in range(2):
-        V1 = v[:K * K].reshape(K, K)
-        iv = 1.0 / (1.0 + channel_v(V1, v[K * K:], mb1, ms2))
-        M, v2 = vhats(iv, w, mb1, ms2, A)
-        _, nV1, nV2 = bulk.resolvent(M, lam + v2, beta, pi)
-        v = np.concatenate([nV1.ravel(), nV2])
+    v = np.concatenate([y[:K * K], pi * y[K * K:]])  # (the completion solves tau exactly)
     return v, Status.CONVERGED, out.n_iter, out.residual
 
 
@@ -210,8 +233,8 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
                 x = v_map(x, *vargs)
         state, ok = complete_net(x, ch, *a, bulk=bulk)
         fin = np.all(np.isfinite(state))
-        resid = relative_residual(state, full_map_net(state, ch, *a, bulk=bulk),
-                                  solver.scale_floor) if fin else math.nan
+        resid = rel_res(state, full_map_net(state, ch, *a, bulk=bulk),
+                        solver.scale_floor) if fin else math.nan
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if fin else 0.0
         q_ok = ok and fin and np.all(state[o[1]:o[2]] >= -tiny)
         q_ok = q_ok and np.all(np.diag(state[:o[1]].reshape(K, K)) >= -tiny)
