@@ -44,6 +44,11 @@ def isotropic(monkeypatch):
                                cc.r, cc.k)
 
     orig_outside = netsteps.network_steps_outside
+    from asymptotics.network import device
+
+    # a cache of its own: the coupled device reads model_channels, and its cached result
+    # (the residual Ecov = I - explained) must not outlive the patch
+    monkeypatch.setattr(device, "_CACHE", {})
     monkeypatch.setattr(network_groups_module, "model_channels", iso)
     monkeypatch.setattr(netsteps, "network_steps_outside", iso_outside)
     # and no spread of the rows' outside scale (THEORY.md §16.9): Sig = I, no slope
@@ -115,3 +120,62 @@ def test_two_step_weights_is_spectrum() -> None:
     assert law.params["count"] == r.count and tuple(law.params["degrees"]) == r.degrees
     assert [o.channel for o in law.outliers] == list(r.channels)
     assert law.mass == pytest.approx(1.0, abs=2e-3)
+
+
+def _tanh_pm1_parts():
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.spectra import netsteps
+    from asymptotics.spectra.rowvar import row_variance
+
+    s = get_function("tanh")
+    kw = dict(steps=2, alpha0=2.0, eta=1.0, delta=0.0, readout="pm1")
+    _, sig, _ = netsteps.network_steps_params(s, "tanh(z1)", **kw)
+    cp = netsteps.network_steps_outside(s, "tanh(z1)", **kw)
+    return sig, cp, row_variance(s, "tanh(z1)", **kw)
+
+
+def test_coupling_on_the_routes_sig_is_the_device() -> None:
+    """The device's residual is the route's Sig minus the coupling's explained part
+    (DERIVATIONS.md §10.6), so re-basing it on the route's Sig gives it back; on the rows'
+    Sig of §10 only the residual moves, by exactly the difference of the two Sig."""
+    from asymptotics.spectra.netsteps import coupled_on
+
+    sig, cp, rv = _tanh_pm1_parts()
+    assert np.all(np.linalg.eigvalsh(cp.ecov) > 0)  # (no clipping: the identity below is exact)
+    assert coupled_on(cp, sig).ecov == pytest.approx(cp.ecov, abs=1e-12)
+    moved = coupled_on(cp, rv.sig)
+    assert moved.ecov - cp.ecov == pytest.approx(rv.sig - sig, abs=1e-12)
+    assert moved.a is cp.a or np.array_equal(moved.a, cp.a)
+
+
+def test_uncoupled_columns_give_the_gram_law() -> None:
+    """``a = 0``: Phi2's E block is ``-D_g Sig_g = -tau_g Gram_g`` (§16.8), the law without
+    ``coupled=`` on the same bulk, to rounding. With the device's coupling the mean's outlier,
+    far above the bulk, moves by a relative O(edge/location) times the coupling's share of
+    Sig on E (``(lam - F^T F)^-1 = 1/lam + F^T F/lam^2 + ...``: the coupling enters at the
+    second term; here the share is 1.6%, bounded by 5%)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.core.parameters import default
+    from asymptotics.network.coupling import CoupledChannels
+    from asymptotics.spectra.features import features_bulk
+    from asymptotics.spectra.netbulk import outside_solver
+    from asymptotics.spectra.netsteps import network_steps_outliers, network_steps_params
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    sig, cp, rv = _tanh_pm1_parts()
+    s = get_function("tanh")
+    gp, _, values = network_steps_params(s, "tanh(z1)", steps=2, alpha0=2.0, eta=1.0,
+                                         delta=0.0, readout="pm1")
+    prob = build_spiked_problem(sigma=s, lam=default("lam"), beta=0.5, delta=0.0, **gp)
+    sol, support, _ = features_bulk(prob, 4.0, outside_solver(prob, 4.0, cp.bulk))
+    edge = support[-1][1]
+    zero = CoupledChannels(cp.bulk, np.zeros_like(cp.a), cp.ecov, cp.r, cp.k)
+    args = (prob, 4.0, sol, edge, 2000.0, rv.sig, values)
+    plain = network_steps_outliers(*args, row_slope=rv.slope)
+    for cc, rel in ((zero, 1e-10), (cp, 0.05 * edge / plain[0].location)):
+        got = network_steps_outliers(*args, row_slope=rv.slope, coupled=cc)
+        assert len(got) == len(plain)
+        for a, b in zip(got, plain, strict=True):
+            assert a.location == pytest.approx(b.location, rel=rel)
+            for q in ("readout", "learned span (B V)"):
+                assert a.overlaps[q] == pytest.approx(b.overlaps[q], rel=rel)
