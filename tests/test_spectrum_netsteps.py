@@ -179,3 +179,14 @@ def test_uncoupled_columns_give_the_gram_law() -> None:
             assert a.location == pytest.approx(b.location, rel=rel)
             for q in ("readout", "learned span (B V)"):
                 assert a.overlaps[q] == pytest.approx(b.overlaps[q], rel=rel)
+
+
+def test_default_model_beyond_one_step_is_the_network() -> None:
+    """``model=None``: the network's law after several steps (THEORY.md §16.6, §16.8), the
+    surrogate at one step with a non-constant readout; eta = 0 is never the network."""
+    w = asymptotics.spectrum("weights", d=1000, readout="pm1", **KW)
+    assert w.model == "network"
+    assert w.params["channels"] is not None  # the route's groups, not the isotropic ones
+    one = dict(KW, steps=1)
+    assert asymptotics.spectrum("weights", d=1000, readout="pm1", **one).model == "srf"
+    assert asymptotics.spectrum("weights", d=1000, **dict(KW, eta=0.0)).model == "srf"
