@@ -190,3 +190,74 @@ def test_default_model_beyond_one_step_is_the_network() -> None:
     one = dict(KW, steps=1)
     assert asymptotics.spectrum("weights", d=1000, readout="pm1", **one).model == "srf"
     assert asymptotics.spectrum("weights", d=1000, **dict(KW, eta=0.0)).model == "srf"
+
+
+@pytest.mark.slow
+def test_coupled_columns_against_sampled_features() -> None:
+    """tanh, constant readout, two steps, d = 794 (each device block twice), p = 397, n = 4d,
+    24 draws: rows with the route's loading on v, outside parts of the device's covariances
+    (norm exactly sqrt(c): no spread of the rows' scale, so no bulk-variance channel) and
+    coordinates on E = [v, t] coupled to them, ``b_E = sum_b a_b . G_b/sqrt(2B) + eps`` with
+    total covariance §16.9's ``Sig``. The top eigenvector's overlaps with 1_p and with the
+    group-centred column B v against the law with ``Ecov`` from that ``Sig`` (DERIVATIONS.md
+    §10.6); the device's own residual (the route's ``Sig`` in Phi2) misses the same draws."""
+    import math
+
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.core.parameters import default
+    from asymptotics.spectra import netsteps as ns
+    from asymptotics.spectra.features import features_bulk
+    from asymptotics.spectra.netbulk import outside_solver
+    from asymptotics.spiked.problem import build_spiked_problem
+
+    s = get_function("tanh")
+    kw = dict(steps=2, alpha0=2.0, eta=1.0, delta=0.0, readout="constant")
+    gp, _, values = ns.network_steps_params(s, "tanh(z1)", **kw)
+    from asymptotics.spectra.rowvar import row_variance
+
+    cp = ns.network_steps_outside(s, "tanh(z1)", **kw)
+
+    sig = row_variance(s, "tanh(z1)", **kw).sig
+    alpha = 4.0
+    prob = build_spiked_problem(sigma=s, lam=default("lam"), beta=0.5, delta=0.0, **gp)
+    sol, sup, _ = features_bulk(prob, alpha, outside_solver(prob, alpha, cp.bulk))
+    S = np.asarray(cp.bulk.sig)[:, 0]
+    a = np.asarray(cp.a)[:, 0]
+    B, n = S.shape[:2]
+    L, c, m = float(gp["loadings"][0][0]), float(gp["bulk"][0]), cp.r + cp.k
+    d = m + 2 * B * n
+    p, N = round(0.5 * d), round(alpha * d)
+
+    def top(coupled):
+        return max(ns.network_steps_outliers(prob, alpha, sol, sup[-1][1], d, sig, values,
+                                             coupled=coupled), key=lambda o: o.location)
+
+    fix = top(cp)
+    plain = ns.coupled_on
+    try:
+        ns.coupled_on = lambda cc, sg: cc  # the device's residual as it is (as first merged)
+        main = top(cp)
+    finally:
+        ns.coupled_on = plain
+    ce = np.linalg.cholesky(sig[0] - np.einsum("ben,bnk,bfk->ef", a, S, a) / B)
+    chol = np.linalg.cholesky(S + 1e-12 * np.eye(n))
+    rng = np.random.default_rng(71)
+    res = []
+    for _ in range(24):
+        G = np.einsum("bij,prbj->prbi", chol, rng.standard_normal((p, 2, B, n)))
+        yE = (np.einsum("ben,prbn->pe", a, G) / math.sqrt(2 * B)
+              + rng.standard_normal((p, m)) @ ce.T)
+        Gf = G.reshape(p, -1)
+        Gf = Gf * math.sqrt(d) / np.linalg.norm(Gf, axis=1, keepdims=True)
+        W = np.hstack([math.sqrt(c / d) * yE, math.sqrt(c / d) * Gf])
+        W[:, 0] += L
+        F = s(rng.standard_normal((N, d)) @ W.T) / math.sqrt(p)
+        u = np.linalg.eigh(F.T @ F)[1][:, -1]
+        bv = yE[:, 0] - yE[:, 0].mean()
+        res.append(((u @ bv) ** 2 / (bv @ bv), u.sum() ** 2 / p))
+    res = np.array(res)
+    mu, se = res.mean(axis=0), res.std(axis=0, ddof=1) / math.sqrt(len(res))
+    got = np.array([fix.overlaps["learned span (B V)"], fix.overlaps["mean"]])
+    old = np.array([main.overlaps["learned span (B V)"], main.overlaps["mean"]])
+    assert np.all(np.abs(mu - got) < 3 * se)
+    assert abs(mu[0] - old[0]) > 4 * se[0]
