@@ -136,16 +136,16 @@ def test_network_weights_bulk_against_monte_carlo(sigma: str, alpha0: float, eta
 
 
 def test_network_features_default_and_small_step() -> None:
-    """The network's features law is the default at one step; as eta -> 0 its population
-    covariance tends to c I (spread O(eta)), so its Stieltjes transform must tend to the sRF
-    surrogate's closed K-group MP form (a different route: the composite generalised-MP
-    equation with the exact population resolvent), and its Gauss-rule path must agree with the
-    exact polish."""
+    """The network's features law is the default at one step and after several; as eta -> 0
+    its population covariance tends to c I (spread O(eta)), so its Stieltjes transform must
+    tend to the sRF surrogate's closed K-group MP form (a different route: the composite
+    generalised-MP equation with the exact population resolvent), and its Gauss-rule path must
+    agree with the exact polish."""
     kw = dict(alpha=2.0, beta=0.5, alpha0=1.0, sigma="relu", target="relu")
     assert asymptotics.spectrum("features", eta=1.0, **kw).model == "network"
     assert asymptotics.spectrum("features", eta=1.0, steps=2, target="relu(z1)",
                                 **{k: v for k, v in kw.items() if k != "target"}
-                                ).model == "srf"
+                                ).model == "network"  # beyond one step too (§16.8)
     net = asymptotics.spectrum("features", eta=1e-3, model="network", d=1000, **kw)
     srf = asymptotics.spectrum("features", eta=1e-3, model="srf", d=1000, **kw)
     z = np.array([0.3 + 0.2j, 1.5 + 0.01j, 3.0 + 0.5j])

@@ -58,8 +58,9 @@ def spectrum(of: str, alpha: float | None = None, *,
     ``model``: "network" (the trained network after one step with the constant readout: the
     population covariance of its bulk rows, §16.1/§16.3), "srf" (the spiked random features of
     the step; with ``readout`` and ``steps`` the K-group model of §10-§12, for the weights
-    §16.6) or "rf" (eta = 0). None (default): "network" for the features at one step with the
-    constant readout and eta > 0, else "srf" (the weights: "srf").
+    §16.6) or "rf" (eta = 0). None (default): "network" for eta > 0 after several steps
+    (features and weights, §16.6, §16.8) and for the features at one step with the constant
+    readout, else "srf" (one step with another readout; the weights at one step).
     ``d``: the input dimension at which the outliers are located (None: the limit, where the
     features' mean and the weights' spike diverge, location inf).
     ``exponents=(a1, a2)``: the weights after two steps with eta_t = eta_t p^(1/2 + a_t)
@@ -70,9 +71,10 @@ def spectrum(of: str, alpha: float | None = None, *,
     if exponents is not None or readout == "gaussian":
         return _two_step(of, exponents, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                          beta=beta, delta=delta, model=model, readout=readout, steps=steps, d=d)
-    if model is None:
+    if model is None:  # the network's law where it is measured (THEORY.md §16.8, §16.6)
         one = steps == 1 and isinstance(readout, str) and readout == "constant"
-        model = "network" if of == "features" and one and eta != 0.0 else "srf"
+        model = "network" if eta != 0.0 and (steps != 1 or (of == "features" and one)) \
+            else "srf"
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}, got {model!r}")
     beta = checks.positive("beta", beta)

@@ -62,6 +62,24 @@ def network_steps_outside(sigma, target: str, *, steps: int, alpha0: float, eta,
                       readout=readout, outside="coupled").get("coupled")
 
 
+def coupled_on(coupled, sig: np.ndarray):
+    """The coupling ``coupled`` with the columns' total covariance on E set to ``sig`` (K x
+    (r+k) x (r+k); DERIVATIONS.md §10.6): the part the coupling explains,
+    ``mean_b a_b Sig_b a_b^T``, is kept and the residual becomes ``Ecov = sig - explained``
+    (clipped to be positive semi-definite). The device's own ``Ecov`` is the route's ``Sig``
+    minus the same part, so the route's ``Sig`` gives ``coupled`` back."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    sig = np.asarray(sig, dtype=np.float64)
+    a, S = coupled.a, coupled.bulk.sig
+    expl = np.einsum("bgen,bgnm,bgfm->gef", a, S, a) / a.shape[0]
+    ecov = np.empty_like(sig)
+    for g in range(sig.shape[0]):
+        ev, evec = np.linalg.eigh(0.5 * (sig[g] + sig[g].T) - expl[g])
+        ecov[g] = (evec * np.maximum(ev, 0.0)) @ evec.T
+    return CoupledChannels(coupled.bulk, a, ecov, coupled.r, coupled.k)
+
+
 def channel_dirs(sig: np.ndarray, r: int) -> list[int]:
     """The directions of [V, T] that carry a channel: V, and the T directions outside V."""
     k = sig.shape[1] - r
@@ -84,10 +102,14 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     after one step (§16.2); the route does not provide it (None: no such channel).
     ``coupled`` (a :class:`asymptotics.network.coupling.CoupledChannels`, optional): the
     columns on E are coupled to the bulk outside E (``b_E = A_g b_perp + eps``), so their block
-    of Phi2 is ``-Acal`` of the route (DERIVATIONS.md §9.8) instead of ``-tau_g Gram_g``."""
+    of Phi2 is ``-Acal`` (DERIVATIONS.md §9.8) instead of ``-tau_g Gram_g``, with the columns'
+    covariance on E set to ``sig`` (:func:`coupled_on`, §10.6: the coupling's explained part
+    kept, the residual from ``sig``)."""
     t = prob.tables
     K, r = prob.loadings.shape
     pi, beta = prob.fractions, prob.beta
+    if coupled is not None:
+        coupled = coupled_on(coupled, sig)
     dirs = channel_dirs(sig, r)
     nd = len(dirs)
     # channels: K means, then (g, j) for g in groups, j in dirs
