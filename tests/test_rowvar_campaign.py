@@ -90,7 +90,7 @@ def test_committed_tables_are_derived_from_the_committed_draws(which):
     committed = pd.read_csv(table)
     assert list(derived.columns) == list(committed.columns)
     for col in derived.columns:
-        if derived[col].dtype == object:
+        if not pd.api.types.is_numeric_dtype(derived[col]):
             assert list(derived[col]) == list(committed[col]), col
         else:
             np.testing.assert_allclose(derived[col], committed[col], rtol=1e-9, atol=0,

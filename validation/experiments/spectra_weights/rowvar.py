@@ -15,7 +15,7 @@ keyed by the hash of its full record and :data:`VERSION`; a SQLite store beside 
 ``--store``, so a killed run resumes), exports the per-draw rows with exact cells and their
 keys file to ``validation/reports/data/spectra_rowvar_draws.csv``, then derives from that export
 the check table ``spectra_rowvar_check.csv`` (per (setting, d): means and s.e. over the draws and
-the theory's columns, written whole, atomically; about 16 core-minutes from scratch, seconds
+the theory's columns, written whole, atomically; about 10 core-minutes from scratch, seconds
 once the draws are stored). ``--batch``: two constant-readout steps at d = 1000 with p = 4000
 rows (beta = 4, many rows for a small s.e.) at alpha0 = 2 and 20 (seeds :data:`BATCH_SEED0` +
 draw), which separates the population map (exact at alpha0 -> infinity) from the batch noise's
