@@ -41,6 +41,15 @@ TABLE_WRITERS = {
                                                        "its theory columns recomputed (every "
                                                        "simulated column kept; no simulation), "
                                                        "written whole (atomically)",
+    "validation/experiments/spectra_weights/rowvar.py": "the row-variance check tables "
+                                                        "(spectra_rowvar_check.csv, "
+                                                        "spectra_rowvar_batch.csv): means and "
+                                                        "s.e. over the per-draw rows of the "
+                                                        "campaign store's export "
+                                                        "(spectra_rowvar_draws.csv, "
+                                                        "spectra_rowvar_batch_draws.csv) beside "
+                                                        "the theory's columns, derived, written "
+                                                        "whole (atomically)",
     "validation/experiments/steps_compare.py": "--out: the theory-against-simulation table of "
                                                "one call (means and s.e. over the repetitions it "
                                                "ran, nothing stored or reused), or stdout",
