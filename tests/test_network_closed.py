@@ -13,7 +13,13 @@ import numpy as np
 from asymptotics.coefficients.functions import get_function
 from asymptotics.multiindex import step_rules, xi_lines
 from asymptotics.multiindex import steps as steps_mod
-from asymptotics.multiindex.steps import GroupState, factor, mapping_inputs, steps_mapping
+from asymptotics.multiindex.steps import (
+    GroupState,
+    evaluate,
+    factor,
+    mapping_inputs,
+    steps_mapping,
+)
 from asymptotics.network import groups
 from asymptotics.spiked.coefficients import tensor_rule
 
@@ -52,7 +58,7 @@ def reference_step(state, cov, *, g, values, fractions, eta, alpha0, delta, k, r
         sl = slice(lo, lo + rows)
         X = (U[sl] @ vt[:r])[:, None, :] + (R @ vt[r:])[None, :, :]  # (u, rest, n)
         w = wu[sl, None] * wr[None, :]
-        e = g(X[..., :k]) - f[sl, None]
+        e = evaluate(g, X[..., :k]) - f[sl, None]
         e2 = e * e + delta
         e3 = e**3 + 3 * e * delta
         e4 = e**4 + 6 * e * e * delta + 3 * delta**2
