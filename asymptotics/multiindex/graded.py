@@ -83,6 +83,17 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     return uniform_steps(Mmat, c, ripples, dxi, h0, u_max), rules
 
 
+def choose(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mmat: np.ndarray,
+           h0: float, xi: np.ndarray, wxi: np.ndarray, u_max: float, closed: list | None,
+           plain: bool) -> tuple[np.ndarray | Graded | None, list | None]:
+    """The rule of one step's spike axes, shared by the surrogate's mapping and the network
+    route's groups: :func:`start`, or with ``plain`` the default lattice (None) and the xi rules
+    ``closed or None`` (relu's closed forms, else the xi rule)."""
+    if plain:
+        return None, closed or None
+    return start(direct, sigma, c, Mmat, h0, xi, wxi, u_max, closed)
+
+
 def spike_rule(hs: np.ndarray | Graded | None, h0: float, u_max: float, terms: Callable,
                update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
     """:func:`graded_rule` for a :class:`Graded` ``hs``, else ``step_rules.spike_rule``."""
@@ -221,10 +232,11 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
 def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: np.ndarray,
                     update: Callable) -> float:
     """How far the state of the sub-rule ``(sub, wsub)`` is from ``new`` (step_rules.difference
-    of a, the spike Gram and c)."""
+    of a, the spike Gram, c and any further arrays ``update`` returns: the network route's
+    bulk covariances, in a basis-free form)."""
     coarse = update(U[sub], wsub, *(x[sub] for x in t))
-    return difference((new[0], new[1] @ new[1].T, new[2]),
-                      (coarse[0], coarse[1] @ coarse[1].T, coarse[2]))
+    return difference((new[0], new[1] @ new[1].T, *new[2:]),
+                      (coarse[0], coarse[1] @ coarse[1].T, *coarse[2:]))
 
 
 def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable

@@ -275,9 +275,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         return state.a + eta * values[:, None] * dX[:, :k], outside, c_new
 
     cl = graded.closed_moments(sigma, K)  # per None: a kink (the default lattice)
-    hs, rules = (None, cl or None) if quad.h is not None or r == 0 or per is None else \
-        graded.start(xi_lines.xi_direct_small if K >= 3 else xi_lines.xi_direct, sigma,
-                     state.c, Mmat, h, xi, wxi, U_MAX, cl)
+    hs, rules = graded.choose(xi_lines.xi_direct_small if K >= 3 else xi_lines.xi_direct,
+                              sigma, state.c, Mmat, h, xi, wxi, U_MAX, cl,
+                              quad.h is not None or r == 0 or per is None)
     a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
                                               lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside

@@ -29,11 +29,13 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.multiindex import graded, xi_lines
 from asymptotics.multiindex.steps import (
     CHUNK,
     RANK_TOL,
     REST_NODES,
     TRAPEZOID_STEP,
+    U_MAX,
     GroupState,
     Quadrature,
     cached_prefix,
@@ -113,93 +115,131 @@ def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
+def _rest_sums(e: np.ndarray, wr: np.ndarray, R: np.ndarray, RR: np.ndarray, delta: float
+               ) -> tuple[np.ndarray, ...]:
+    """Per spike node, the other axes' sums of ``e``, ``e^2 + delta`` (times 1, R, R R^T),
+    ``e^3 + 3 e delta`` (times 1, R) and ``e^4 + 6 e^2 delta + 3 delta^2`` (R: their nodes)."""
+    e2 = e * e
+    p1, p2 = e * wr, (e2 + delta) * wr
+    p3, p4 = (e2 * e + 3.0 * delta * e) * wr, (e2 * e2 + 6.0 * delta * e2 + 3.0 * delta**2) * wr
+    return (p1.sum(1), p1 @ R, p1 @ RR, p2.sum(1), p2 @ R, p2 @ RR, p3.sum(1), p3 @ R,
+            p4.sum(1))
+
+
 def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
                     values: np.ndarray, fractions: np.ndarray, eta: float, alpha0: float,
-                    delta: float, quad: Quadrature = DEFAULT_QUAD,
-                    degree: int | None = None) -> tuple[GroupState, np.ndarray]:
-    """One giant step (THEORY.md §12.2: the state, number for number as
-    :func:`asymptotics.multiindex.steps.advance`) and the bulk covariances on E (module
-    docstring); ``cov`` is K x (k+q) x (k+q) in absolute units (``c_g I`` is isotropic)."""
+                    delta: float, quad: Quadrature = DEFAULT_QUAD, degree: int | None = None,
+                    per: tuple[int | None, ...] | None = None) -> tuple[GroupState, np.ndarray]:
+    """One giant step (THEORY.md §12.2: the state, as :func:`asymptotics.multiindex.steps.advance`)
+    and the bulk covariances on E (module docstring); ``cov`` is K x (k+q) x (k+q) in absolute
+    units (``c_g I`` is isotropic). The integrals over the r spike axes take the surrogate's rule
+    (``graded.choose``: for relu with three or more groups its closed-form xi-moments on the
+    checked graded lattice, THEORY.md §12.4; else the default lattice and the xi rule), after the
+    other axes' sums per spike node (Gauss-Hermite, exact for a polynomial target)."""
     K, k = state.a.shape
     q = state.L.shape[1]
+    n = k + q
     S = np.hstack([state.a, state.L])
     _, sv, vt = np.linalg.svd(S, full_matrices=True)
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
-    basis = vt.T
+    Br, Bo = vt[:r], vt[r:]  # rows: the spike axes, the other axes (in (z, h))
+    m = n - r
     h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
-    U, wu = _trapezoid(r, h)
+    closed = graded.closed_moments(sigma, K)
     n_rest = quad.rest if quad.rest is not None else (
-        degree + 2 if degree is not None else REST_NODES.get(k + q - r, 8))
-    R, wr = tensor_rule(k + q - r, n_rest) if k + q > r else (np.zeros((1, 0)), np.ones(1))
+        (2 * degree + 1 if closed else degree + 2) if degree is not None
+        else REST_NODES.get(m, 8))  # 2 degree + 1: exact up to e^4 (degree 4 degree)
+    R, wr = tensor_rule(m, n_rest) if m else (np.zeros((1, 0)), np.ones(1))
+    RR = (R[:, :, None] * R[:, None, :]).reshape(R.shape[0], m * m)
     xi, wxi = gauss_hermite(quad.xi)
-    F, m1, m2, v = _xi_moments(sigma, state.c, U @ (S @ basis[:, :r]).T, xi, wxi)
+    Mmat = S @ Br.T
+    RzT = R @ Bo[:, :k]
     sc = np.sqrt(state.c)
-    m1p = m2 / np.where(sc > 0, sc, 1.0)[None, :]  # d m1 / d(pre-activation) = E sigma''
-    f = F @ (fractions * values)
-    n = k + q
-    da, dL = np.zeros((K, k)), np.zeros((K, q))
-    e_m2, noise_v, noise_mm = np.zeros(K), np.zeros(K), np.zeros((K, K))
-    J = np.zeros((K, n, n))  # E[e m1' x x^T]
-    e_m1p = np.zeros(K)
-    T3 = np.zeros((K, K, n))  # E[(e^2 + delta) m1'_g m1_h x]
-    T4 = np.zeros((K, K, K))  # E[(e^3 + 3 e delta) m1'_g m1_h m1_l]
-    NX = np.zeros((K, n, n))  # E[(e^2 + delta) Var_xi sigma'_g x x^T]: the row noise on E
-    T5 = np.zeros((K, K, n))  # E[(e^3 + 3 e delta) Var_xi sigma'_g m1_h x]: noise on E x fresh
-    T6 = np.zeros((K, K, K))  # E[(e^4 + 6 e^2 delta + 3 delta^2) Var sigma'_g m1_h m1_l]
-    rows = max(1, CHUNK // max(1, R.shape[0] * max(1, n)))
-    for lo in range(0, U.shape[0], rows):
-        sl = slice(lo, lo + rows)
-        X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
-        w = wu[sl, None] * wr[None, :]
-        e = _evaluate(g, X[..., :k]) - f[sl, None]
-        we = w * e
-        wm1 = we[..., None] * m1[sl, None, :]
-        da += np.einsum("urg,urj->gj", wm1, X[..., :k])
-        dL += np.einsum("urg,urj->gj", wm1, X[..., k:])
-        e_m2 += np.einsum("ur,ug->g", we, m2[sl])
-        noise = np.sum(w * (e * e + delta), axis=1)
-        noise_v += noise @ v[sl]
-        noise_mm += (m1[sl] * noise[:, None]).T @ m1[sl]
-        Xf = X.reshape(-1, n)  # the nodes flattened: (u rest, n)
-        we2 = (w * (e * e + delta)).reshape(-1)
-        nu = X.shape[1]
-        for gi in range(K):
-            wp = (we * m1p[sl, None, gi]).reshape(-1)
-            J[gi] += (Xf * wp[:, None]).T @ Xf
-            e_m1p[gi] += wp.sum()
-            NX[gi] += (Xf * (we2 * np.repeat(v[sl, gi], nu))[:, None]).T @ Xf
-            w2 = we2 * np.repeat(m1p[sl, gi], nu)
-            w5 = (w * (e**3 + 3.0 * e * delta)).reshape(-1) * np.repeat(v[sl, gi], nu)
-            for hi in range(K):
-                T3[gi, hi] += (w2 * np.repeat(m1[sl, hi], nu)) @ Xf
-                T5[gi, hi] += (w5 * np.repeat(m1[sl, hi], nu)) @ Xf
-        w3 = np.sum(w * (e**3 + 3.0 * e * delta), axis=1)
-        T4 += np.einsum("u,ug,uh,ul->ghl", w3, m1p[sl], m1[sl], m1[sl])
-        w4 = np.sum(w * (e**4 + 6.0 * e * e * delta + 3.0 * delta**2), axis=1)
-        T6 += np.einsum("u,ug,uh,ul->ghl", w4, v[sl], m1[sl], m1[sl])
-    sqrt_c = np.sqrt(state.c) + eta * values * e_m2
     finite = math.isfinite(alpha0)
-    nz = eta**2 * values**2 * noise_v / alpha0 if finite else np.zeros(K)
-    c_new = sqrt_c**2 + nz
-    outside = state.L + eta * values[:, None] * dL
-    fresh = np.zeros((K, 0))
-    if finite:
-        fresh = _factor(eta**2 * np.outer(values, values) * noise_mm / alpha0)
+    hs, rules = graded.choose(xi_lines.xi_direct, sigma, state.c, Mmat, h, xi, wxi, U_MAX,
+                              closed, closed is None or quad.h is not None or r == 0
+                              or per is None)
+
+    def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Per spike node: m1, m2, v (u, K) and the other axes' sums (:func:`_rest_sums`)."""
+        F, m1, m2, v = _xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules)
+        f = F @ (fractions * values)
+        Uz = U @ Br[:, :k]
+        rows = max(1, CHUNK // max(1, 8 * R.shape[0]))
+        sums = [_rest_sums(_evaluate(g, Uz[lo:lo + rows, None, :] + RzT[None, :, :])
+                           - f[lo:lo + rows, None], wr, R, RR, delta)
+                for lo in range(0, U.shape[0], rows)]
+        return (m1, m2, v, *(np.concatenate(x) for x in zip(*sums, strict=True)))
+
+    def first(W: np.ndarray, U: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+        """``sum_u W_u E_rest[s x]`` (W: u x j): j x n."""
+        return (W * s0[:, None]).T @ U @ Br + W.T @ s1 @ Bo
+
+    def second(W: np.ndarray, U: np.ndarray, s0, s1, s2) -> np.ndarray:
+        """``sum_u W_ug E_rest[s x x^T]`` (W: u x K): K x n x n."""
+        A = np.einsum("ug,ui,uj->gij", W * s0[:, None], U, U)
+        B = np.einsum("ug,ui,uj->gij", W, U, s1)
+        C = (W.T @ s2.reshape(len(s2), m * m)).reshape(K, m, m)
+        AB = Br.T @ A @ Br + Br.T @ B @ Bo + Bo.T @ C @ Bo
+        return AB + np.swapaxes(Br.T @ B @ Bo, 1, 2)
+
+    def update(U: np.ndarray, wu: np.ndarray, m1, m2, v, E0, E1, E2, N0, N1, N2, C0, C1, D0
+               ) -> tuple[np.ndarray, ...]:
+        """(a, outside parts, c, the bulk covariances on E + the fresh directions in a basis-free
+        form: ``fresh`` written out on the groups) from the rule (U, wu)."""
+        m1p = m2 / np.where(sc > 0, sc, 1.0)[None, :]  # d m1 / d(pre-activation) = E sigma''
+        wm1 = wu[:, None] * m1
+        dX = first(wm1, U, E0, E1)
+        e_m2 = (wu * E0) @ m2
+        noise_v = (wu * N0) @ v
+        noise_mm = (m1 * (wu * N0)[:, None]).T @ m1
+        e_m1p = (wu * E0) @ m1p
+        J = second(wu[:, None] * m1p, U, E0, E1, E2)  # E[e m1' x x^T]
+        NX = second(wu[:, None] * v, U, N0, N1, N2)  # E[(e^2 + delta) Var sigma' x x^T]
+        pair = lambda A: (wu[:, None, None] * A[:, :, None] * m1[:, None, :]).reshape(-1, K * K)  # noqa: E731
+        T3 = first(pair(m1p), U, N0, N1).reshape(K, K, n)  # E[(e^2 + delta) m1'_g m1_h x]
+        T5 = first(pair(v), U, C0, C1).reshape(K, K, n)  # E[(e^3 + 3 e delta) Var_g m1_h x]
+        T4 = np.einsum("u,ug,uh,ul->ghl", wu * C0, m1p, m1, m1)
+        T6 = np.einsum("u,ug,uh,ul->ghl", wu * D0, v, m1, m1)
+        sqrt_c = sc + eta * values * e_m2
+        nz = eta**2 * values**2 * noise_v / alpha0 if finite else np.zeros(K)
+        outside = state.L + eta * values[:, None] * dX[:, k:]
+        fresh = _factor(eta**2 * np.outer(values, values) * noise_mm / alpha0) if finite \
+            else np.zeros((K, 0))
         outside = np.hstack([outside, fresh])
+        C = _bulk(state, cov, J, e_m1p, T3, T4, T5, T6, NX, noise_v, nz, fresh, eta, values,
+                  alpha0)
+        T = np.zeros((n + K, n + fresh.shape[1]))
+        T[:n, :n] = np.eye(n)
+        T[n:, n:] = fresh  # the fresh coordinates written on the groups: basis-free
+        return (state.a + eta * values[:, None] * dX[:, :k], outside, sqrt_c**2 + nz,
+                np.einsum("ia,gab,jb->gij", T, C, T))
+
+    a_new, outside, c_new, Ct = graded.spike_rule(hs, h, U_MAX, terms, update,
+                                                  lambda: _trapezoid(r, h))
     L_new = _factor(outside @ outside.T) if outside.shape[1] else outside
-    new_state = GroupState(state.step + 1, state.a + eta * values[:, None] * da, L_new, c_new)
-    # the bulk covariance on E + the fresh directions, then on the new E
+    fresh = outside[:, q:]
+    qf = fresh.shape[1]
+    Tp = np.zeros((n + qf, n + K))
+    Tp[:n, :n] = np.eye(n)
+    Tp[n:, n:] = np.linalg.pinv(fresh) if qf else np.zeros((0, K))
+    Wt = np.linalg.pinv(L_new) @ outside if L_new.shape[1] else np.zeros((0, q + qf))
+    P = np.zeros((k + L_new.shape[1], n + qf))  # to the new E's coordinates
+    P[:k, :k] = np.eye(k)
+    P[k:, k:] = Wt
+    cov_new = np.einsum("ia,ab,gbc,dc,jd->gij", P, Tp, Ct, Tp, P)
+    return GroupState(state.step + 1, a_new, L_new, c_new), cov_new
+
+
+def _bulk(state: GroupState, cov: np.ndarray, J, e_m1p, T3, T4, T5, T6, NX, noise_v, nz,
+          fresh: np.ndarray, eta: float, values: np.ndarray, alpha0: float) -> np.ndarray:
+    """The bulk covariances on E + the fresh directions after the step (module docstring):
+    K x (n + qf) x (n + qf)."""
+    K, n = J.shape[0], J.shape[1]
     qf = fresh.shape[1]
     ne = n + qf
     Fp = np.linalg.pinv(fresh) if qf else np.zeros((0, K))  # qf x K
-    cov_new = np.empty((K, k + L_new.shape[1], k + L_new.shape[1]))
-    if L_new.shape[1]:
-        Wt = np.linalg.pinv(L_new) @ outside  # q_new x (q + qf): new outside coordinates
-    else:
-        Wt = np.zeros((0, q + qf))
-    P = np.zeros((k + L_new.shape[1], ne))
-    P[:k, :k] = np.eye(k)
-    P[k:, k:] = Wt
+    out = np.empty((K, ne, ne))
     for gi in range(K):
         Jg = np.zeros((ne, ne))
         Jg[:n, :n] = J[gi]
@@ -223,10 +263,10 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
             Cg[:n, n:] += nw * np.einsum("ha,hb->ab", T5[gi], sf) if n else 0.0
             Cg[n:, :n] = Cg[:n, n:].T
             Cg[n:, n:] += nw * np.einsum("hl,ha,lb->ab", T6[gi], sf, sf)
-        if finite:  # the row noise on E is E[(e^2 + delta) Var sigma' x x^T] eta^2 eps^2 / alpha0
+        if math.isfinite(alpha0):  # the row noise on E: E[(e^2 + delta) Var sigma' x x^T]
             Cg[:n, :n] += eta**2 * values[gi] ** 2 * (NX[gi] - noise_v[gi] * np.eye(n)) / alpha0
-        cov_new[gi] = P @ Cg @ P.T
-    return new_state, cov_new
+        out[gi] = Cg
+    return out
 
 
 #: the states and covariances of every network mapping computed in this process, by
@@ -292,7 +332,7 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     for t in range(done, steps):
         st, cov = advance_network(st, cov, sigma=s, g=g, values=values, fractions=fractions,
                                   eta=etas[t], alpha0=float(alpha0), delta=delta, quad=quad,
-                                  degree=degree)
+                                  degree=degree, per=m.per)
         for arr in (st.a, st.L, st.c, cov):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)
