@@ -13,7 +13,7 @@ import numpy as np
 from asymptotics.coefficients.functions import get_function
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.network.groups import network_params
-from asymptotics.network.solve import risk_network_groups, risk_network_groups_curve
+from asymptotics.network.solve import risk_network_groups_curve
 from asymptotics.spiked.readouts import parse_readout
 
 ODD_TOL = 1e-12
@@ -74,15 +74,10 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
     steps from the sampled device, and their coupling to the bulk's coordinates on E),
     ``"spectrum"`` (the covariances without the coupling), ``"isotropic"`` (``c_g I``, the
     closure of §9.1)."""
-    if outside not in OUTSIDE:
-        raise ValueError(f"outside must be one of {', '.join(OUTSIDE)}, got {outside!r}")
-    params = problem if problem is not None else network_problem(
-        sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-        readout=readout)
-    kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                    readout=readout, outside=outside)
-    return risk_network_groups(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p,
-                               strict=strict, solver=solver, **kw, **params)
+    return risk_network_curve([alpha], steps=steps, readout=readout,
+                              sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                              beta=beta, delta=delta, p=p, strict=strict, solver=solver,
+                              problem=problem, outside=outside, progress=False)[0]
 
 
 def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
