@@ -24,6 +24,7 @@ import io
 import math
 import os
 import sqlite3
+import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -342,3 +343,13 @@ def _parser(t: type):
     if t is float:
         return lambda v: math.nan if v == "" else float(v)
     return t
+
+
+def bad_store_arg(store: str | None) -> bool:
+    """A command's ``--store``: True (after printing the one-line error to stderr; the command
+    exits 2) unless it is None or names a ``.sqlite`` file."""
+    if store is None or str(store).endswith(".sqlite"):
+        return False
+    print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got {store}",
+          file=sys.stderr)
+    return True

@@ -43,6 +43,7 @@ import numpy as np
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
 from validation.campaign import Campaign, Schema, refresh_csv
+from validation.campaign.store import bad_store_arg
 from validation.paths import data_file
 
 REPORTS = pathlib.Path(__file__).resolve().parents[1] / "reports"
@@ -397,9 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.seeds is not None and args.seeds < 1:
         print(f"error: --seeds must be >= 1, got {args.seeds}", file=sys.stderr)
         return 2
-    if args.store is not None and not args.store.endswith(".sqlite"):
-        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
-              f"{args.store}", file=sys.stderr)
+    if bad_store_arg(args.store):
         return 2
     out = simulate(args.d, args.seeds, only, store=args.store, progress=not args.quiet)
     print(out)

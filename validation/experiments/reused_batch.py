@@ -42,6 +42,7 @@ import pandas as pd
 from asymptotics.coefficients.functions import get_function
 from asymptotics.coefficients.targets import target_callable
 from validation.campaign import Campaign, Schema, Store, refresh_csv
+from validation.campaign.store import bad_store_arg
 from validation.multistep.simulator import giant_step, readout_vector, ridge_test_error
 from validation.paths import data_file
 from validation.protocol import montecarlo as mc
@@ -232,9 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("error: --d and --seeds need one value each, d >= 8, seeds >= 1, got "
               f"{args.d}, {args.seeds}", file=sys.stderr)
         return 2
-    if args.store is not None and not args.store.endswith(".sqlite"):
-        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
-              f"{args.store}", file=sys.stderr)
+    if bad_store_arg(args.store):
         return 2
     out = run(list(zip(args.d, args.seeds, strict=True)), store=args.store,
               scan=not args.no_scan, quiet=args.quiet)

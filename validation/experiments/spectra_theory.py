@@ -31,6 +31,7 @@ import numpy as np
 
 from asymptotics import spectrum, srf_mapping
 from validation.campaign import Campaign, Schema, Store, refresh_csv, run_campaign
+from validation.campaign.store import bad_store_arg
 from validation.experiments import spectra_sim
 from validation.experiments.spectra_sim import kolmogorov, simulate_network, simulate_srf
 
@@ -416,9 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import apply_quiet
 
     args = build_parser().parse_args(argv)
-    if args.store is not None and not args.store.endswith(".sqlite"):
-        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
-              f"{args.store}", file=sys.stderr)
+    if bad_store_arg(args.store):
         return 2
     quiet = apply_quiet(args)
     if args.onestep:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from validation.campaign import Campaign, Schema
+from validation.campaign.store import bad_store_arg
 from validation.experiments.spectra_weights.cells import refresh
 from validation.experiments.spectra_weights.steps import SETTINGS, train
 
@@ -311,9 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the SQLite store (.sqlite; default beside the exported draws)")
     add_quiet(parser)
     args = parser.parse_args(argv)
-    if args.store is not None and not args.store.endswith(".sqlite"):
-        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
-              f"{args.store}", file=sys.stderr)
+    if bad_store_arg(args.store):
         return 2
     quiet = apply_quiet(args)
     print((run_batch if args.batch else run)(store=args.store, quiet=quiet))

@@ -34,6 +34,7 @@ import pandas as pd
 from asymptotics import spectrum
 from asymptotics.coefficients.functions import get_function
 from validation.campaign import Campaign, Schema
+from validation.campaign.store import bad_store_arg
 from validation.experiments.spectra_sim import kolmogorov, sphere
 from validation.experiments.spectra_weights.cells import cell_task, refresh, setting_campaign
 
@@ -416,9 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the SQLite store (.sqlite; default beside the exported CSV)")
     add_quiet(parser)
     args = parser.parse_args(argv)
-    if args.store is not None and not args.store.endswith(".sqlite"):
-        print(f"error: --store must name a .sqlite file (the campaign's SQLite store), got "
-              f"{args.store}", file=sys.stderr)
+    if bad_store_arg(args.store):
         return 2
     quiet = apply_quiet(args)
     if args.retheory:
