@@ -29,13 +29,12 @@ from asymptotics.spectra.law import Outlier, Solver, bulk_support
 from asymptotics.spiked.problem import SpikedProblem
 
 
-def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
-    """The complex V-subsystem at lam = -z as a :class:`Solver`; unknowns (tau (K), V1 (K^2))."""
-    t = prob.tables
-    w, mb1, ms2 = t.weights, t.mub1, t.mus2
-    pi, beta = prob.fractions, prob.beta
+def vpart_parts(w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, pi: np.ndarray, beta: float,
+                A: float) -> Callable[[np.ndarray], tuple]:
+    """The pieces of the K-group V-part at complex lam = -z (docs/THEORY.md §16.1) at rows of
+    unknowns ``x = (tau (K), V1 (K^2))``: ``parts(x) -> (tau, V1, V, M, Vhat2, D)`` on the
+    kappa rule ``(w, mb1, ms2)``, ``A = alpha / beta``."""
     K = pi.shape[0]
-    A = alpha / beta
     eye = np.eye(K)
     outer = (mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K)  # (nodes, K^2)
     outer_w = (w[:, None] * outer).astype(np.complex128)
@@ -52,6 +51,19 @@ def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
         v2 = A * (iv @ ms2_w)
         D = (beta * pi * tau)[:, :, None] * eye[None]
         return tau, V1, V, M, v2, D
+
+    return parts
+
+
+def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
+    """The complex V-subsystem at lam = -z as a :class:`Solver`; unknowns (tau (K), V1 (K^2))."""
+    t = prob.tables
+    w, mb1, ms2 = t.weights, t.mub1, t.mus2
+    pi, beta = prob.fractions, prob.beta
+    K = pi.shape[0]
+    A = alpha / beta
+    eye = np.eye(K)
+    parts = vpart_parts(w, mb1, ms2, pi, beta, A)
 
     def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         tau, V1, _, M, v2, D = parts(x)

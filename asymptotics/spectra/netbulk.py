@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
@@ -176,21 +177,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         raise ValueError(f"the bulk outside E has {tr.K} groups, the problem {K}")
     A_ = alpha / beta
     eye = np.eye(K)
-    outer = (mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K)
-    outer_w = (w[:, None] * outer).astype(np.complex128)
-    ms2_w = (w[:, None] * ms2).astype(np.complex128)
-    outer_t = outer.T.astype(np.complex128).copy()
-    ms2_t = ms2.T.astype(np.complex128).copy()
-
-    def parts(x: np.ndarray) -> tuple:
-        tau = x[:, :K]
-        V1 = x[:, K:].reshape(-1, K, K)
-        V = x[:, K:] @ outer_t + (pi * tau) @ ms2_t
-        iv = 1.0 / (1.0 + V)
-        M = (A_ * (iv @ outer_w)).reshape(-1, K, K)
-        v2 = A_ * (iv @ ms2_w)
-        D = (beta * pi * tau)[:, :, None] * eye[None]
-        return tau, V1, V, M, v2, D
+    parts = vpart_parts(w, mb1, ms2, pi, beta, A_)
 
     def make(trc: OutsideTraces):
         def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
