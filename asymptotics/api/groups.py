@@ -114,19 +114,28 @@ def _network(alphas: list[float], *, curve: bool, how: str, steps, readout, lam,
     from asymptotics.equations.ladder import PROBES
     from asymptotics.network.route import (
         api_network_risk,
+        network_door,
         network_problem,
         risk_network,
         risk_network_curve,
     )
 
     kw = dict(alpha0=alpha0, beta=beta, delta=delta, p=p, strict=strict, solver=solver)
-    first, eta = api_network_risk(alphas[0], steps=steps, readout=readout, eta=eta, lam=lam,
-                                  overrides=overrides, sigma=sigma, target=target, **kw)
-    if first is None or not curve:
-        return first, eta
+    long_curve = curve and len(alphas) > 2 * len(PROBES)
+    if long_curve:  # the checks only: the curve's own pass solves every point
+        handed_back, eta = network_door(steps=steps, readout=readout, eta=eta, lam=lam,
+                                        overrides=overrides, sigma=sigma, target=target)
+        if handed_back:
+            return None, eta
+    else:
+        first, eta = api_network_risk(alphas[0], steps=steps, readout=readout, eta=eta,
+                                      lam=lam, overrides=overrides, sigma=sigma, target=target,
+                                      **kw)
+        if first is None or not curve:
+            return first, eta
     problem = network_problem(sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta,
                               delta=delta, readout=readout)
-    if len(alphas) > 2 * len(PROBES):  # the curve's kappa rule decided once, by probes (§10.8)
+    if long_curve:  # the curve's kappa rule decided once, by probes (§10.8)
         rows = risk_network_curve(alphas, steps=steps, readout=readout, eta=eta, lam=lam,
                                   sigma=sigma, target=target, problem=problem,
                                   progress=progress, **kw)

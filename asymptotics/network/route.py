@@ -122,11 +122,11 @@ def outside_kw(sigma, target: str, *, steps: int, alpha0: float,
     return {"outside": network_bulk(sigma, target, **dev)}
 
 
-def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
-                     lam: object, overrides: dict, sigma, target, **kw):
-    """``asymptotics.risk(..., model="network")`` with ``steps`` or ``readout``: ``(result,
-    eta)``. ``result`` None means: the one-step network theory answers, at ``eta`` (the
-    constant readout's eta_tilde of :func:`one_step_equivalent`)."""
+def network_door(*, steps: object, readout: object, eta: object, lam: object,
+                 overrides: dict, sigma, target) -> tuple[bool, object]:
+    """The checks of ``model="network"`` with ``steps`` or ``readout``, nothing solved:
+    ``(handed_back, eta)``. ``handed_back`` True: the one-step network theory answers, at ``eta``
+    (the constant readout's eta_tilde of :func:`one_step_equivalent`)."""
     from asymptotics.core import checks
 
     steps = checks.integer("steps", steps, 1)
@@ -137,12 +137,27 @@ def api_network_risk(alpha: float, *, steps: object, readout: object, eta: objec
             else eta
         if isinstance(e, str) and factor != 1.0:
             raise ValueError(f"eta={e!r} is not supported with readout={ro.name!r}")
-        return None, e if isinstance(e, str) else float(e) * factor
+        return True, e if isinstance(e, str) else float(e) * factor
     given = [name for name, v in overrides.items() if v is not None]
     given += [name for name, v in (("lam", lam), ("eta", eta)) if isinstance(v, str)]
     if given:
         raise ValueError(f"model='network' with readout={ro.name!r}, steps={steps} does not "
                          f"support {', '.join(given)} (the groups are built from the steps' "
                          "parameters, THEORY.md §15)")
-    return risk_network(alpha, steps=steps, readout=ro, eta=eta, lam=lam, sigma=sigma,
+    return False, eta
+
+
+def api_network_risk(alpha: float, *, steps: object, readout: object, eta: object,
+                     lam: object, overrides: dict, sigma, target, **kw):
+    """``asymptotics.risk(..., model="network")`` with ``steps`` or ``readout``: ``(result,
+    eta)``. ``result`` None means: the one-step network theory answers, at ``eta``
+    (:func:`network_door`)."""
+    handed_back, eta = network_door(steps=steps, readout=readout, eta=eta, lam=lam,
+                                    overrides=overrides, sigma=sigma, target=target)
+    if handed_back:
+        return None, eta
+    from asymptotics.core import checks
+
+    return risk_network(alpha, steps=checks.integer("steps", steps, 1),
+                        readout=parse_readout(readout), eta=eta, lam=lam, sigma=sigma,
                         target=target, **kw), eta
