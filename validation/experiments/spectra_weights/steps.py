@@ -337,7 +337,31 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
                            for _, r in g.iterrows())
         out.append(f"| {name} | {model} | {q.split(': ')[-1]} | {k:+.3g} +- {h:.2g} | "
                    f"{chi2:.1f}/{len(g) - 1} | {ratios} |")
-    return out + [""] + measured_sig_section(df) + estimator_note(df)
+    return out + [""] + measured_sig_section(df) + target_note(df) + estimator_note(df)
+
+
+def target_note(df: pd.DataFrame) -> list[str]:
+    """The outlier's overlap with theta per (setting, d) beside the population spike's own
+    (shadow rows) and the draws' spread scaled by sqrt(d) (the network's rows)."""
+    net = df[df.model == "network"]
+    out = ["The overlap with theta and its parts (network rows): the outlier's right vector "
+           "(`target 1`), the population spike's own `|V^T theta|^2` (shadow rows; theory: "
+           "the route's `gamma^2`, the limit's, carried to every d unchanged), and the draws' "
+           "standard deviation of the outlier's overlap times sqrt(d) (constant if the spread "
+           "is the spike direction's O(d^-1/2) fluctuation):", "",
+           "| setting | d | draws | target 1: theory | sim (se) | z | sd sqrt(d) | population "
+           "spike: theory | sim (se) | z |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for (name, d), g in net.groupby(["setting", "d"], sort=False):
+        t = g[g.quantity == "outlier 1: overlap target 1"]
+        ps = g[g.quantity == POP_TARGET]
+        if not len(t) or not len(ps):
+            continue
+        t, ps = t.iloc[0], ps.iloc[0]
+        sd = t.se * math.sqrt(t.seeds * d)
+        out.append(f"| {name} | {d} | {t.seeds} | {t.theory:.6f} | {t.sim:.6f} ({t.se:.1g}) | "
+                   f"{(t.sim - t.theory) / t.se:+.1f} | {sd:.3f} | {ps.theory:.6f} | "
+                   f"{ps.sim:.6f} ({ps.se:.1g}) | {(ps.sim - ps.theory) / ps.se:+.1f} |")
+    return out + [""]
 
 
 def counted_overlaps(df: pd.DataFrame) -> pd.DataFrame:
