@@ -6,8 +6,9 @@ Protocol (§1 with the steps of §12): rows of W0 uniform on the sphere, a_i = e
 eps_i = 1 (constant) or +-1 (half each, ``pm1``), T full-batch steps eta = eta_tilde p on fresh
 batches of n0 = alpha0 d samples of y = g(<theta, x>), theta = e_1. Per draw: the eigenvalues of
 W W^T and, for the top eigenvectors, the squared overlaps of the left one with 1_p/sqrt(p) and
-eps/sqrt(p), of the right one with theta and with the span of the groups' mean rows of W - W0
-(the learned directions).
+eps/sqrt(p), of the right one with theta and with the groups' population spike (the learned
+direction, from shadow rows: :func:`population_overlaps`; the span of the groups' mean rows of
+W - W0 beside it, the former estimator, biased at first order, docs/DERIVATIONS.md §11).
 
     python -m validation.experiments.spectra_weights.steps [--store FILE.sqlite] [--quiet]
 
@@ -17,7 +18,7 @@ number of draws, :data:`TOP` and :data:`VERSION`), run into a SQLite store (``--
 beside the exported CSV, :func:`validation.paths.data_file`) that starts from the committed CSV
 and its keys file, so stored cells are not rerun; every stored cell is exported, in the
 settings' order then d, atomically to ``validation/reports/data/spectra_theory_steps.csv`` with
-its keys file (about 4 core-minutes from scratch). The report's section is built from that CSV
+its keys file (about 15 core-minutes from scratch, most of it the two d = 4000 cells). The report's section is built from that CSV
 by :func:`section`."""
 
 from __future__ import annotations
