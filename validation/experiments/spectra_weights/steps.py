@@ -18,8 +18,9 @@ number of draws, :data:`TOP` and :data:`VERSION`), run into a SQLite store (``--
 beside the exported CSV, :func:`validation.paths.data_file`) that starts from the committed CSV
 and its keys file, so stored cells are not rerun; every stored cell is exported, in the
 settings' order then d, atomically to ``validation/reports/data/spectra_theory_steps.csv`` with
-its keys file (about 15 core-minutes from scratch, most of it the two d = 4000 cells). The report's section is built from that CSV
-by :func:`section`."""
+its keys file (about 15 core-minutes from scratch, most of it the two d = 4000 cells). The
+report's section is built from that CSV by :func:`section` (its notes:
+:mod:`validation.experiments.spectra_weights.notes`)."""
 
 from __future__ import annotations
 
