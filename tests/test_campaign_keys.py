@@ -212,7 +212,7 @@ def test_spectra_weights_steps_edited_setting_is_not_reused(tmp_path, monkeypatc
     with Store(tmp_path / "s.sqlite") as st:
         assert st.import_csv(c, SW.CSV) == len(c.settings) == 14
         assert st.done(c) == set(c.plan_hashes())
-        assert st.done(replace(c, version="3")) == set()
+        assert st.done(replace(c, version="4")) == set()
         s = SW.SETTINGS[1]
         monkeypatch.setattr(SW, "SETTINGS", tuple(replace(x, eta=2.0) if x is s else x
                                                   for x in SW.SETTINGS))
@@ -233,6 +233,7 @@ def _plans():
     from validation.experiments import reused_batch as RB
     from validation.experiments import spectra as SP
     from validation.experiments import spectra_theory as ST
+    from validation.experiments.spectra_weights import estimator as SE
     from validation.experiments.spectra_weights import features as SF
     from validation.experiments.spectra_weights import steps as SW
     from validation.matrix import campaign as M
@@ -258,7 +259,8 @@ def _plans():
            (ST.campaign(**ST.COMMITTED), ST.CSV, None),
            (SW.campaign(), SW.CSV, None),
            (SF.campaign(), SF.CSV, None),
-           (SF.row_slope_campaign(), SF.ROWSLOPE_CSV, None)]
+           (SF.row_slope_campaign(), SF.ROWSLOPE_CSV, None),
+           (SE.campaign(), SE.CSV, None)]
     out += [(MS.campaign(n, MS.FULL), MS.REPORTS / "data" / f"multistep_{n}.csv", None)
             for n in MS.EXPERIMENTS]
     out += [(SP.campaign(n, SP.FULL), SP.REPORTS / "data" / f"spectra_{n}.csv", SP._import)

@@ -333,6 +333,12 @@ def report(rows: list[dict]) -> str:
     from validation.experiments.spectra_weights.steps import section as steps_section
 
     out += steps_section()  # the weights after several steps (their own CSV)
+    from validation.experiments.spectra_weights.notes import section as notes_section
+
+    out += notes_section()  # their notes: Sig_vv, theta, the learned span's estimator
+    from validation.experiments.spectra_weights.estimator import section as estimator_section
+
+    out += estimator_section()  # the learned span's estimator where the spike is known
     from validation.experiments.spectra_weights.features import section as features_section
 
     out += features_section()  # the features after several steps (their own CSV)

@@ -6,8 +6,9 @@ Protocol (§1 with the steps of §12): rows of W0 uniform on the sphere, a_i = e
 eps_i = 1 (constant) or +-1 (half each, ``pm1``), T full-batch steps eta = eta_tilde p on fresh
 batches of n0 = alpha0 d samples of y = g(<theta, x>), theta = e_1. Per draw: the eigenvalues of
 W W^T and, for the top eigenvectors, the squared overlaps of the left one with 1_p/sqrt(p) and
-eps/sqrt(p), of the right one with theta and with the span of the groups' mean rows of W - W0
-(the learned directions).
+eps/sqrt(p), of the right one with theta and with the groups' population spike (the learned
+direction, from shadow rows: :func:`population_overlaps`; the span of the groups' mean rows of
+W - W0 beside it, the former estimator, biased at first order, docs/DERIVATIONS.md §11).
 
     python -m validation.experiments.spectra_weights.steps [--store FILE.sqlite] [--quiet]
 
@@ -17,8 +18,9 @@ number of draws, :data:`TOP` and :data:`VERSION`), run into a SQLite store (``--
 beside the exported CSV, :func:`validation.paths.data_file`) that starts from the committed CSV
 and its keys file, so stored cells are not rerun; every stored cell is exported, in the
 settings' order then d, atomically to ``validation/reports/data/spectra_theory_steps.csv`` with
-its keys file (about 4 core-minutes from scratch). The report's section is built from that CSV
-by :func:`section`."""
+its keys file (about 15 core-minutes from scratch, most of it the two d = 4000 cells). The
+report's section is built from that CSV by :func:`section` (its notes:
+:mod:`validation.experiments.spectra_weights.notes`)."""
 
 from __future__ import annotations
 
@@ -46,8 +48,14 @@ TOP = 2  # outliers compared at most
 #: isotropic groups of the steps (docs/THEORY.md §16.6)
 MODELS = ("network", "srf")
 SIG_VV = "bulk variance along the learned direction (d Var(b.v)/c)"
+#: the population spike's squared overlap with theta (shadow rows; theory: |V^T theta|^2)
+POP_TARGET = "population spike: overlap target 1"
+#: the former estimator's offset, paired per draw (theory: O (c - 1)/(p |s|^2), §16.6)
+BIAS = "learned span: mean rows - population"
+#: shadow rows per network row (split evenly over the readout values; :func:`simulate`)
+SHADOW_ROWS = 0.25
 #: the protocol's version (part of every task's key): raise it when a cell's rows change
-VERSION = "2"
+VERSION = "3"
 #: the exported CSV's columns
 SCHEMA = Schema.of(setting=str, d=int, seeds=int, model=str, steps=int, readout=str, sigma=str,
                    target=str, beta=float, alpha0=float, eta=float, quantity=str, theory=float,
@@ -68,7 +76,7 @@ class StepsSetting:
 
 SETTINGS = tuple(StepsSetting(f"{T} steps, {ro} readout", T, ro)
                  for ro in ("constant", "pm1") for T in (2, 3))
-SEEDS = {500: 8, 1000: 4, 2000: 4, 4000: 4}
+SEEDS = {500: 8, 1000: 4, 2000: 4, 4000: 8}
 
 
 def train(s, d: int, seed: int, shadow: int = 0) -> tuple:
@@ -99,91 +107,33 @@ def train(s, d: int, seed: int, shadow: int = 0) -> tuple:
     return (rng, W0, W, eps) if not shadow else (rng, W0, W, eps, (S0, S, seps))
 
 
-SHADOW_CSV = ROOT / "validation" / "reports" / "data" / "spectra_theory_steps_shadow.csv"
-SHADOW_SEEDS = {1000: 6}
-SHADOW_SCHEMA = Schema.of(setting=str, d=int, seeds=int, shadow=int, theory=float,
-                          mean_rows=float, mean_rows_se=float, population=float,
-                          population_se=float)
-
-
-def shadow_cell(s: StepsSetting, d: int, n_seeds: int) -> list[dict]:
-    """The outlier's right vector against the learned direction estimated two ways (one learned
-    direction): the groups' mean rows of W - W0 (the campaign's ``learned span``) and the
-    population spike from two independent sets of p shadow rows of the first readout value,
-    ``(v.sA)(v.sB)/(sA.sB)`` (unbiased: the two estimates' errors are independent of each
-    other and of W's bulk)."""
-    law = spectrum("weights", sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta,
-                   beta=s.beta, steps=s.steps, readout=s.readout, d=d, model="network")
-    p = round(s.beta * d)
-    cur, pop = [], []
-    for seed in range(n_seeds):
-        _, W0, W, eps, (S0, S, seps) = train(s, d, seed, shadow=2 * p)
-        v = np.linalg.svd(W, full_matrices=False)[2][0]
-        top = eps == eps.max()
-        m = (W - W0)[top].mean(axis=0)
-        cur.append((v @ m) ** 2 / (m @ m))
-        D = (S - S0)[seps == seps.max()]
-        sA, sB = D[:p].mean(axis=0), D[p:].mean(axis=0)
-        pop.append((v @ sA) * (v @ sB) / (sA @ sB))
-    se = lambda x: float(np.std(x, ddof=1) / math.sqrt(len(x)))  # noqa: E731
-    return [dict(setting=s.name, d=d, seeds=n_seeds, shadow=2 * p,
-                 theory=law.outliers[0].overlaps["learned span"], mean_rows=float(np.mean(cur)),
-                 mean_rows_se=se(cur), population=float(np.mean(pop)), population_se=se(pop))]
-
-
-def _shadow_task(job: tuple) -> list[dict]:
-    return shadow_cell(*job)
-
-
-def _shadow_record(job: tuple) -> dict:
-    return {"setting": job[0], "d": job[1], "draws": job[2], "model": "network"}
-
-
-def shadow_campaign() -> Campaign:
-    """One task per (setting, d) of :data:`SHADOW_SEEDS`."""
-    jobs = tuple((s, d, n) for s in SETTINGS for d, n in SHADOW_SEEDS.items())
-    return setting_campaign("spectra_theory_steps_shadow", jobs, _shadow_task, SHADOW_SCHEMA,
-                            VERSION, SETTINGS, _shadow_record)
-
-
-def run_shadow(*, quiet: bool = False) -> Path:
-    return refresh(shadow_campaign(), SHADOW_CSV, quiet=quiet)
-
-
-def shadow_section() -> list[str]:
-    """The paragraph of :func:`shadow_cell`'s committed CSV."""
-    if not SHADOW_CSV.exists():
-        return []
-    df = pd.read_csv(SHADOW_CSV)
-    out = ["The learned span's misses are the estimator's (`--shadow`; raw rows "
-           "`validation/reports/data/spectra_theory_steps_shadow.csv`): the mean row "
-           "of W - W0 (over the rows of the first readout value) shares the bulk rows' sample "
-           "mean with the outlier's right vector, and "
-           "after several steps with the opposite sign of the W0 part (the rows' scale "
-           "sqrt(c) < 1). Against the population spike, estimated from 2p shadow rows per "
-           "readout value trained on the same batches with the network's residual but not part "
-           "of it (two independent halves, `(v.sA)(v.sB)/(sA.sB)`), the network theory's "
-           "`learned span` compares as follows:", "",
-           "| setting | d | seeds | theory | mean rows of W - W0 (se) | z | population (se) | "
-           "z |", "|---|---|---|---|---|---|---|---|"]
-    for _, r in df.iterrows():
-        z1 = (r.mean_rows - r.theory) / r.mean_rows_se
-        z2 = (r.population - r.theory) / r.population_se
-        out.append(f"| {r.setting} | {r.d} | {r.seeds} | {r.theory:.6f} | {r.mean_rows:.6f} "
-                   f"({r.mean_rows_se:.1g}) | {z1:+.1f} | {r.population:.6f} "
-                   f"({r.population_se:.1g}) | {z2:+.1f} |")
-    n_in = int((((df.population - df.theory) / df.population_se).abs() <= 3).sum())
-    n_cur = int((((df.mean_rows - df.theory) / df.mean_rows_se).abs() <= 3).sum())
-    out += ["", f"Within 3 s.e.: against the population spike {n_in} of {len(df)}, against the "
-            f"mean rows {n_cur} of {len(df)} (the same draws).", ""]
-    return out
+def population_overlaps(vecs: np.ndarray, D: np.ndarray, seps: np.ndarray) -> np.ndarray:
+    """The squared overlaps of the unit vectors ``vecs`` (rows) with the groups' population
+    spike, estimated without bias from shadow rows (docs/THEORY.md §16.6, "which direction"):
+    ``D`` the shadow rows' updates ``S - S0``, ``seps`` their readout values. The spikes of the
+    readout values are collinear here (one group; or +-1 with an odd sigma, whose group -1 is
+    group +1 mirrored: ``s_- = -s_+``), so the sign-pooled updates ``eps_i D_i`` share one mean
+    ``s``; two independent halves (the first and second half of each value's rows) give
+    ``(v.sA)(v.sB)/(sA.sB)``: numerator and denominator unbiased, their errors independent of
+    each other and of W, the ratio's bias O(1/(p d))."""
+    halves = ([], [])
+    for g in np.unique(seps):
+        idx = np.flatnonzero(seps == g)
+        halves[0].append(g * D[idx[: idx.size // 2]])
+        halves[1].append(g * D[idx[idx.size // 2:]])
+    sA, sB = (np.concatenate(h).mean(axis=0) for h in halves)
+    return (vecs @ sA) * (vecs @ sB) / (sA @ sB)
 
 
 def simulate(s: StepsSetting, d: int, seed: int) -> tuple[np.ndarray, dict]:
     """The eigenvalues of W W^T (ascending) and the squared overlaps of the top ``TOP``
-    eigenvectors (dict name -> array)."""
-    _, W0, W, eps = train(s, d, seed)
-    p = W.shape[0]
+    eigenvectors (dict name -> array). ``learned span`` is against the population spike
+    (:func:`population_overlaps`, from :data:`SHADOW_ROWS` shadow rows a readout value, which
+    leave W's draw unchanged); ``learned span (mean rows)`` the former plug-in, the span of the
+    groups' mean rows of W - W0 (biased by ``O (c - 1)/(p |s|^2)``, docs/THEORY.md §16.6)."""
+    p = round(s.beta * d)
+    vals = 2 if s.readout == "pm1" else 1
+    _, W0, W, eps, (S0, S, seps) = train(s, d, seed, shadow=round(SHADOW_ROWS * p / vals))
     D = W - W0
     means = np.stack([D[eps == v].mean(axis=0) for v in np.unique(eps)])
     Qs, sv, _ = np.linalg.svd(means.T, full_matrices=False)
@@ -195,12 +145,42 @@ def simulate(s: StepsSetting, d: int, seed: int) -> tuple[np.ndarray, dict]:
         Bg = W[eps == g] - W[eps == g].mean(axis=0)
         svv.append(d * float(np.var(Bg @ v)) / float(np.mean(np.sum(Bg ** 2, axis=1))))
     U, sv, Vt = np.linalg.svd(W, full_matrices=False)
+    plug = np.sum((Vt[:TOP] @ span) ** 2, axis=1)
+    pop = population_overlaps(Vt[:TOP], S - S0, seps)
+    theta = np.zeros((1, d))
+    theta[0, 0] = 1.0
     ov = {"mean": (U[:, :TOP].T @ np.ones(p)) ** 2 / p,
           "readout": (U[:, :TOP].T @ eps) ** 2 / p,
           "target 1": Vt[:TOP, 0] ** 2,
-          "learned span": np.sum((Vt[:TOP] @ span) ** 2, axis=1),
-          SIG_VV: float(np.mean(svv))}
+          "learned span": pop,
+          "learned span (mean rows)": plug,
+          BIAS: plug - pop,
+          SIG_VV: float(np.mean(svv)),
+          POP_TARGET: float(population_overlaps(theta, S - S0, seps)[0])}
     return np.sort(sv ** 2), ov
+
+
+#: the first outlier's overlap with the span of the groups' mean rows of W - W0 (not counted)
+MEAN_ROWS = "outlier 1: overlap learned span (mean rows)"
+
+
+def extra_theory(law, d: int) -> dict:
+    """The theory of the rows beside the outliers' (:func:`cell`): ``Sig_vv`` (the sRF
+    groups: 1), the population spike's ``|V^T theta|^2``, and for the first outlier the mean
+    rows' overlap (the theory's learned span) and their bias ``O (cbar - 1)/(p |s|^2)``
+    (docs/THEORY.md §16.6; ``cbar``, ``|s|^2`` the fractions' means of the groups' ``c_g``
+    and ``|l_g|^2``)."""
+    prm = law.params
+    sig = prm.get("channels")
+    fr = np.asarray(prm["fractions"], float)
+    out = {SIG_VV: 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0]),
+           POP_TARGET: float(np.sum(np.asarray(prm["learned_target_overlaps"])[:, 0] ** 2))}
+    if law.outliers:
+        o = law.outliers[0].overlaps["learned span"]
+        cbar = float(fr @ np.asarray(prm["bulk"], float))
+        s2 = float(fr @ np.sum(np.asarray(prm["loadings"], float) ** 2, axis=1))
+        out.update({MEAN_ROWS: o, BIAS: o * (cbar - 1.0) / (round(prm["beta"] * d) * s2)})
+    return out
 
 
 def _stat(v) -> dict:
@@ -230,16 +210,16 @@ def cell(s: StepsSetting, d: int, n_seeds: int) -> list[dict]:
                     readout=s.readout, sigma=s.sigma, target=s.target, beta=s.beta,
                     alpha0=s.alpha0, eta=s.eta)
         ks = [kolmogorov(ev, law.cdf, k) for ev, _ in draws]
-        sig = law.params.get("channels")
-        fr = np.asarray(law.params["fractions"])
-        svv = 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0])
+        extra = extra_theory(law, d)
         rows += [dict(base, quantity="KS bulk", theory=0.0, sim=float(np.mean(ks)),
                       se=float(np.std(ks, ddof=1) / math.sqrt(n_seeds)),
                       worst=float(np.max(ks))),
                  dict(base, quantity="bulk edge (largest bulk eigenvalue)", theory=law.edge,
                       **_stat([ev[-k - 1] for ev, _ in draws])),
-                 dict(base, quantity=SIG_VV, theory=svv,
-                      **_stat([ov[SIG_VV] for _, ov in draws]))]
+                 dict(base, quantity=SIG_VV, theory=extra[SIG_VV],
+                      **_stat([ov[SIG_VV] for _, ov in draws])),
+                 dict(base, quantity=POP_TARGET, theory=extra[POP_TARGET],
+                      **_stat([ov[POP_TARGET] for _, ov in draws]))]
         for i, o in enumerate(law.outliers[:TOP]):
             rows.append(dict(base, quantity=f"outlier {i + 1} ({o.channel})",
                              theory=o.location, **_stat([ev[-1 - i] for ev, _ in draws])))
@@ -247,6 +227,10 @@ def cell(s: StepsSetting, d: int, n_seeds: int) -> list[dict]:
                 if name in draws[0][1]:
                     rows.append(dict(base, quantity=f"outlier {i + 1}: overlap {name}",
                                      theory=val, **_stat([ov[name][i] for _, ov in draws])))
+            if i == 0:
+                for q, key in ((MEAN_ROWS, "learned span (mean rows)"), (BIAS, BIAS)):
+                    rows.append(dict(base, quantity=q, theory=extra[q],
+                                     **_stat([ov[key][0] for _, ov in draws])))
         for r in rows:
             if r["model"] == model:
                 r.update(seconds=t_sim + secs[model], theory_seconds=secs[model])
@@ -299,15 +283,22 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
            f" sigma = {r0.sigma}, target = {r0.target}, beta = {r0.beta:g}, alpha0 = "
            f"{r0.alpha0:g}, eta_tilde = {r0.eta:g}, fresh batches. Overlaps: `mean`, `readout` "
            "(left vector with 1_p/sqrt(p), eps/sqrt(p)), `target 1` (right vector with theta), "
-           "`learned span` (right vector's squared projection on the span of the spikes; "
-           "simulated: the groups' mean rows of W - W0). The row `bulk variance along the "
+           "`learned span` (right vector's squared projection on the span of the groups' "
+           "population spikes, the theory's `V`; simulated without bias from shadow rows, "
+           "below; the former estimator, the span of the groups' mean rows of W - W0, is the "
+           "row `learned span (mean rows)`, not counted, and `mean rows - population` its "
+           "offset paired per draw against the first-order bias `O (c - 1)/(p |s|^2)` of "
+           "docs/THEORY.md §16.6). `population spike: overlap target 1` is the spike's own "
+           "`|V^T theta|^2` (shadow rows; theory: the route's `gamma^2`), a diagnosis of the "
+           "`target 1` rows, not counted. The row `bulk variance along the "
            "learned direction` is `Sig_vv`, d Var(b.v)/c of the bulk rows b along the leading "
-           "learned direction v (simulated: the top direction of that span; theory: the "
-           "route's, 1 for the isotropic groups).", "",
+           "learned direction v (simulated: the top direction of the mean rows' span; theory: "
+           "the route's, 1 for the isotropic groups).", "",
            "| setting | d | seeds | model | quantity | theory | sim | se | z | worst |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
-        zok = r.quantity.startswith("outlier") and r.se > 0
+        zok = (r.quantity.startswith("outlier") or r.quantity in (POP_TARGET, BIAS)) \
+            and r.se > 0
         z = (r.sim - r.theory) / r.se if zok else math.nan
         out.append(f"| {r.setting} | {r.d} | {r.seeds} | {r.model} | {r.quantity} | "
                    f"{r.theory:.6g} | {r.sim:.6g} | {r.se:.2g} | "
@@ -321,7 +312,7 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
         m = df[df.model == model]
         ks = m[m.quantity == "KS bulk"]
         locs = m[m.quantity.str.startswith("outlier") & ~m.quantity.str.contains("overlap")]
-        ovl = m[m.quantity.str.contains("overlap")]
+        ovl = counted_overlaps(m)
         o12 = ovl[ovl.d.isin([1000, 2000])]
         out.append(
             f"- `{model}`: bulk Kolmogorov distance {ks.sim.min():.4f}-{ks.sim.max():.4f} "
@@ -329,8 +320,10 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
             f"{int((ks.worst <= 0.02).sum())} of {len(ks)} cells with every draw <= 0.02). "
             f"Outlier locations: {int((zs(locs) <= 3).sum())} of {len(locs)} within 3 s.e. "
             f"(largest |z| {zs(locs).max():.1f}). Overlaps: {int((zs(ovl) <= 3).sum())} of "
-            f"{len(ovl)} within 3 s.e. (at d = 1000 and 2000: {int((zs(o12) <= 3).sum())} of "
-            f"{len(o12)}; largest |sim - theory| {(ovl.sim - ovl.theory).abs().max():.2g}). "
+            f"{len(ovl)} within 3 s.e. (largest |z| {zs(ovl).max():.1f}; at d = 1000 and "
+            f"2000: {int((zs(o12) <= 3).sum())} of {len(o12)}, largest |z| "
+            f"{zs(o12).max():.1f}; largest |sim - theory| "
+            f"{(ovl.sim - ovl.theory).abs().max():.2g}). "
             f"Theory per cell: {m.theory_seconds.max():.2f} s at most (cold caches included).")
     out += ["", "The offsets (sim - theory) of the squared overlaps near 1 over d, fitted as "
             "k/p through 0 (weighted; k with its 95% half-width and the fit's chi2), and the "
@@ -346,45 +339,15 @@ def section(df: pd.DataFrame | None = None) -> list[str]:
                            for _, r in g.iterrows())
         out.append(f"| {name} | {model} | {q.split(': ')[-1]} | {k:+.3g} +- {h:.2g} | "
                    f"{chi2:.1f}/{len(g) - 1} | {ratios} |")
-    return out + [""] + measured_sig_section(df) + shadow_section()
+    return out + [""]
 
 
-def measured_sig_section(df: pd.DataFrame) -> list[str]:
-    """The left overlaps with the route's ``Sig_vv`` replaced by the simulated one (theory only,
-    from the CSV's rows at d = 1000 and 2000; one learned direction)."""
-    from asymptotics.coefficients.functions import get_function
-    from asymptotics.network.groups import model_channels, network_groups
-    from asymptotics.spectra.netsteps import network_steps_weights
-
-    out = ["The left overlaps with the bulk's variance along the spike taken from the "
-           "simulation (the route's `Sig` with `Sig_vv` replaced by the row above; the "
-           "network theory otherwise unchanged):", "",
-           "| setting | d | Sig_vv route / sim | overlap | isotropic | network | with sim Sig_vv "
-           "| sim (se) | z |", "|---|---|---|---|---|---|---|---|---|"]
-    net = df[df.model == "network"]
-    zs = []
-    for (name, d), g in net[net.d.isin([1000, 2000])].groupby(["setting", "d"], sort=False):
-        s = next(x for x in SETTINGS if x.name == name)
-        svv = g[g.quantity == SIG_VV].iloc[0]
-        ng = network_groups(s.sigma, s.target, steps=s.steps, alpha0=s.alpha0, eta=s.eta,
-                            readout=s.readout)
-        sig = np.array(model_channels(ng.states[-1], ng.cov[-1]))
-        sig[:, 0, 0] = svv.sim
-        o = network_steps_weights(get_function(s.sigma), s.target, alpha0=s.alpha0, eta=s.eta,
-                                  delta=0.0, beta=s.beta, readout=s.readout, steps=s.steps,
-                                  d=d, channels=sig)[3][0]
-        q = "mean" if s.readout == "constant" else "readout"
-        row = g[g.quantity == f"outlier 1: overlap {q}"].iloc[0]
-        iso = df[(df.model == "srf") & (df.setting == name) & (df.d == d)
-                 & (df.quantity == row.quantity)].iloc[0].theory
-        z = (row.sim - o.overlaps[q]) / row.se
-        zs.append(abs(z))
-        out.append(f"| {name} | {d} | {svv.theory:.3f} / {svv.sim:.3f} | {q} | {iso:.6f} | "
-                   f"{row.theory:.6f} | {o.overlaps[q]:.6f} | {row.sim:.6f} ({row.se:.1g}) | "
-                   f"{z:+.1f} |")
-    out += ["", f"With the simulated `Sig_vv`: {sum(z <= 3 for z in zs)} of {len(zs)} within "
-            f"3 s.e. (largest |z| {max(zs):.1f}).", ""]
-    return out
+def counted_overlaps(df: pd.DataFrame) -> pd.DataFrame:
+    """The overlap rows the summary counts: every outlier's overlap but the former estimator's
+    (``(mean rows)``)."""
+    q = df.quantity
+    return df[q.str.startswith("outlier") & q.str.contains("overlap")
+              & ~q.str.contains("(mean rows)", regex=False)]
 
 
 def retheory(model: str = "network") -> Path:
@@ -396,9 +359,7 @@ def retheory(model: str = "network") -> Path:
     def law(s: StepsSetting, d: int) -> tuple:
         law = spectrum("weights", sigma=s.sigma, target=s.target, alpha0=s.alpha0, eta=s.eta,
                        beta=s.beta, steps=s.steps, readout=s.readout, d=d, model=model)
-        sig = law.params.get("channels")
-        fr = np.asarray(law.params["fractions"])
-        return law, {SIG_VV: 1.0 if sig is None else float(fr @ np.asarray(sig)[:, 0, 0])}
+        return law, extra_theory(law, d)
 
     return _retheory(paths(), SETTINGS, model, law, TOP)
 
@@ -407,9 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     from asymptotics.cli.common import Parser, add_quiet, apply_quiet
 
     parser = Parser(prog=COMMAND, description=" ".join(__doc__.split("\n\n")[0].split()))
-    parser.add_argument("--shadow", action="store_true",
-                        help="the learned span against the population spike from shadow rows "
-                             "(a second campaign, d = 1000)")
     parser.add_argument("--retheory", action="store_true",
                         help="recompute the network theory's columns of the committed CSV (no "
                              "simulation) and print the section")
@@ -423,8 +381,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.retheory:
         print("\n".join(section(pd.read_csv(retheory()))))
         return 0
-    if args.shadow:
-        run_shadow(quiet=quiet)
     out = run(store=args.store, quiet=quiet)
     print("\n".join(section(pd.read_csv(out))))
     return 0
