@@ -39,6 +39,36 @@ def test_relu_closed_forms_are_the_gaussian_integrals(sc):
         assert np.allclose(row, ref, rtol=1e-11, atol=1e-13)
 
 
+@pytest.mark.parametrize("expr,kab", [("erf", (1.0, 1.0, 0.0)), ("erf(z-1)", (1.0, 1.0, -1.0)),
+                                      ("erf(2*z + 0.5)", (1.0, 2.0, 0.5)),
+                                      ("3*erf(-0.7*z)", (-3.0, 0.7, 0.0))])
+@pytest.mark.parametrize("sc", [0.05, 0.7, 4.0])
+def test_erf_closed_forms_are_the_gaussian_integrals(expr, kab, sc):
+    """k erf(a z + b)'s E sigma, E sigma', E[xi sigma'], E sigma'^2 at sc xi + M in closed form
+    against scipy's adaptive quadrature in xi (sigma' = k a 2/sqrt(pi) exp(-(a x + b)^2))."""
+    sigma = get_function(expr)
+    assert xi_lines.erf_affine(sigma) == pytest.approx(kab, abs=1e-15)
+    k, a, b = kab
+    M = np.array([-30.0, -3.1, -0.4 * sc, 0.0, 0.2, 1.3 * sc, 7.0])
+    got = xi_lines.erf_closed(sc, M, k, a, b)
+    d = lambda x: k * a * 2 / math.sqrt(math.pi) * math.exp(-(a * x + b) ** 2)  # noqa: E731
+
+    def gauss(f, m):  # split where sigma' peaks (a x + b = 0)
+        pdf = lambda t: f(t) * math.exp(-0.5 * t * t) / math.sqrt(2 * math.pi)  # noqa: E731
+        peak = min(max((-b / a - m) / sc, -13.0), 13.0)
+        kw = dict(limit=400, epsabs=1e-15, epsrel=1e-13)
+        return quad(pdf, -14.0, peak, **kw)[0] + quad(pdf, peak, 14.0, **kw)[0]
+
+    for m, row in zip(M, got, strict=True):
+        ref = [gauss(lambda t, m=m: k * math.erf(a * (sc * t + m) + b), m),
+               gauss(lambda t, m=m: d(sc * t + m), m),
+               gauss(lambda t, m=m: t * d(sc * t + m), m),
+               gauss(lambda t, m=m: d(sc * t + m) ** 2, m)]
+        assert np.allclose(row, ref, rtol=1e-11, atol=1e-13)
+    for other in ("tanh", "softplus", "relu", "erf(z)**2", "erf(z**2)"):
+        assert xi_lines.erf_affine(get_function(other)) is None
+
+
 @pytest.mark.filterwarnings("ignore::scipy.integrate.IntegrationWarning")
 def test_graded_axis_integrates_a_steep_function():
     """A trapezoid rule through the graded map on a function that switches over 0.11 at u = 0

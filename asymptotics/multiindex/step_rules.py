@@ -42,6 +42,10 @@ from asymptotics.spiked.coefficients import tensor_rule
 H_MAX = 0.5
 SPAN = math.sqrt(80.0)
 CHECK_TOL = 1e-8
+#: the agreement with the sub-rule at which a lattice is accepted: the trapezoid rule's error
+#: is geometric in 1/h, so the rule of h is off by about the square of its sub-rule's
+#: difference (<= 1e-14 here); a refused lattice is refined towards CHECK_TOL, as before
+ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
 RIPPLE_TOL = 1e-13
 RIPPLE_MAX = 1e-10
@@ -125,7 +129,7 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
         coarse = update(U[sub], wsub, *(x[sub] for x in t))
         diff = difference((new[0], new[1] @ new[1].T, new[2]),
                           (coarse[0], coarse[1] @ coarse[1].T, coarse[2]))
-        if diff <= CHECK_TOL:
+        if diff <= ACCEPT_TOL:
             return new
         hs = next_steps(hs, diff, h0)
     U, wu = default()
@@ -326,3 +330,49 @@ def _span(A: np.ndarray) -> np.ndarray:
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
 
+
+#: the other axes' share of relu's target direction below which its kink stays a kink on the
+#: spike axes (the default lattice and the other axes' rule, as before)
+RELU_REST_MIN = 0.05
+
+
+def relu_target(g: Function | Callable) -> bool:
+    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
+    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
+
+
+def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
+    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
+    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
+    smooths the kink into an entire function of the spike coordinates."""
+    nb = float(np.linalg.norm(beta))
+    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
+
+
+def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
+              ) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
+    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
+    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
+    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
+    from scipy.special import ndtr
+
+    b = float(np.linalg.norm(beta))
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    G0 = a * Phi + b * phi
+    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
+    return G0 - f, Phi[:, None] * beta[None, :], e2
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
+                    ) -> np.ndarray | None:
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
+    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
+    graded lattice (relu's sigma): None, the default lattice."""
+    if not isinstance(hs, np.ndarray):
+        return None
+    b = np.abs(bz) / float(np.linalg.norm(beta))
+    h = 2.0 * math.pi / (SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    return np.maximum(np.minimum(hs, h), h0)
