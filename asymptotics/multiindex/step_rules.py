@@ -54,6 +54,9 @@ XI_STEP = 0.25
 PRUNE = 1e-18
 #: a direction of the other axes shorter than this is not seen by the target
 SEEN = 1e-14
+#: the width on which a sigma without kinks varies (tanh, erf, softplus: ~1; its moments at a
+#: bulk c vary on sqrt(c + SIGMA_SCALE^2); a sigma varying faster is caught by the check)
+SIGMA_SCALE = 0.5
 
 
 def check_size(r: int, h: float, n_rest: int, m: int, u_max: float, what: str) -> None:
@@ -81,6 +84,10 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     if not np.all(np.asarray(c) > 0):
         return None, None
     ripples, rules, dxi = xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)
+    if not sigma.kinks and np.all(ripples <= RIPPLE_MAX):
+        # a smooth sigma's moments vary on the scale sqrt(c + SIGMA_SCALE^2) (the bulk's
+        # Gaussian and sigma's own width; a narrow bulk does not make them vary faster)
+        c = np.asarray(c, dtype=np.float64) + SIGMA_SCALE**2
     return first_steps(Mmat, c, h0, ripples, dxi), rules
 
 
@@ -376,3 +383,38 @@ def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h
     b = np.abs(bz) / float(np.linalg.norm(beta))
     h = 2.0 * math.pi / (SPAN * np.sqrt(1.0 + 4.0 * b * b))
     return np.maximum(np.minimum(hs, h), h0)
+
+
+#: bounded analytic targets of one variable whose other-axes sums (>= SMOOTH_REST_NODES nodes)
+BOUNDED_TARGETS = ("tanh(z)", "sin(z)", "cos(z)", "erf(z)", "sigmoid(z)")  # are interpolated
+SMOOTH_REST_NODES = 32
+
+
+def smooth_target(g: Function | Callable, n_rest: int) -> bool:
+    """Whether :func:`smooth_rest` takes the other axes' sums (a registered bounded analytic
+    target of one variable, a rule of at least :data:`SMOOTH_REST_NODES` nodes)."""
+    return (isinstance(g, Function) and g.identity is None and not g.kinks
+            and g.expression in BOUNDED_TARGETS and n_rest >= SMOOTH_REST_NODES)
+
+
+def smooth_rest(g: Function, a: np.ndarray, R: np.ndarray, wr: np.ndarray, bz: np.ndarray,
+                f: np.ndarray, delta: float) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for a target g(z1), z1 = a + R bz:
+    the other axes' sums G0 = E g, G1 = E[g R], G2 = E g^2 by the rule (R, wr) depend on a alone,
+    so they are taken from ``xi_lines.on_pieces`` (the rule's checked piecewise Chebyshev
+    interpolant, to 1e-13 of each sum's scale; g bounded: that scale is g's), and e = g - f
+    expanded: e0 = G0 - f, e1 = G1 - f E R, e2 = G2 - 2 f G0 + f^2 + delta (the rule's weights)."""
+    from asymptotics.multiindex.xi_lines import on_pieces
+
+    zR, W = R @ bz, np.column_stack([wr, wr[:, None] * R])
+
+    def direct(pts: np.ndarray) -> np.ndarray:
+        V = g(pts[:, None] + zR[None, :])
+        return np.column_stack([V @ W, (V * V) @ wr])
+
+    G = on_pieces(direct, np.ascontiguousarray(a), 1.0, None)
+    sw, sR = float(wr.sum()), wr @ R
+    e0 = G[:, 0] - f * sw
+    e1 = G[:, 1:-1] - f[:, None] * sR[None, :]
+    e2 = G[:, -1] - 2.0 * f * G[:, 0] + f * f * sw + delta * sw
+    return e0, e1, e2

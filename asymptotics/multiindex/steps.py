@@ -240,6 +240,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     # relu's target seen by the other axes: their sums in closed form (step_rules.relu_rest)
     beta = Bq[:, 0] if quad.rest is None and step_rules.relu_target(g) else None
     beta = beta if beta is not None and step_rules.relu_rest_ok(beta, Br[:, 0]) else None
+    # a bounded analytic target of one variable: its other-axes sums as functions of z1's
+    # spike part, interpolated (step_rules.smooth_rest)
+    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
@@ -248,6 +251,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         f = F @ (fractions * values)
         if beta is not None:
             return (m1, m2, v, *step_rules.relu_rest(U @ Br[:, 0], beta, f, delta))
+        if smooth:
+            return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
+                                                       delta))
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
         e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
         Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))

@@ -27,6 +27,8 @@ from scipy.special import erf, ndtr
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.line_moments import chebyshev_basis
+from asymptotics.core import coldstart
+from asymptotics.core.coldstart import kernel
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -54,12 +56,78 @@ def clear_cache() -> None:
     _PIECES.clear()
 
 
+@kernel(cache=True, error_model="numpy")
+def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
+    recurrence; two points' four columns side by side (independent chains: the same sums)."""
+    n_pieces, m, _ = coef.shape
+    n = t.shape[0]
+    out = np.empty((n, 4))
+    for i in range(0, n, 2):
+        k = min(i + 1, n - 1)  # an odd last point twice
+        p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
+        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+        P = min(max(int(np.floor((t[k] - lo) / (2.0 * h))), 0), n_pieces - 1)
+        X = min(max((t[k] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
+        x2, X2 = 2.0 * x, 2.0 * X
+        a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for j in range(m - 1, 0, -1):
+            a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
+            b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
+            c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
+            d1, d2 = coef[p, j, 3] + x2 * d1 - d2, d1
+            A1, A2 = coef[P, j, 0] + X2 * A1 - A2, A1
+            B1, B2 = coef[P, j, 1] + X2 * B1 - B2, B1
+            C1, C2 = coef[P, j, 2] + X2 * C1 - C2, C1
+            D1, D2 = coef[P, j, 3] + X2 * D1 - D2, D1
+        out[i, 0] = coef[p, 0, 0] + x * a1 - a2
+        out[i, 1] = coef[p, 0, 1] + x * b1 - b2
+        out[i, 2] = coef[p, 0, 2] + x * c1 - c2
+        out[i, 3] = coef[p, 0, 3] + x * d1 - d2
+        out[k, 0] = coef[P, 0, 0] + X * A1 - A2
+        out[k, 1] = coef[P, 0, 1] + X * B1 - B2
+        out[k, 2] = coef[P, 0, 2] + X * C1 - C2
+        out[k, 3] = coef[P, 0, 3] + X * D1 - D2
+    return out
+
+
+_READY: list = []
+
+
+def _compiled(args: tuple) -> bool:
+    """Whether :func:`_clenshaw4` runs compiled (in this process or numba's cache); otherwise
+    one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
+    of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
+    if _READY:
+        return True
+    disp = _clenshaw4
+    if not hasattr(disp, "py_func") or getattr(disp, "overloads", None):
+        _READY.append(True)
+        return True
+    try:
+        ready = coldstart.is_cached(disp, coldstart.signature(disp, args))
+    except Exception:  # noqa: BLE001 (a numba change: numba decides)
+        ready = True
+    if ready:
+        _READY.append(True)
+    else:
+        disp(args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))
+    return ready
+
+
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece; per block of
-    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q). Four columns: :func:`_clenshaw4` once
+    compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the basis by
+    its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
+    if q == 4 and n > 0:
+        args = (np.ascontiguousarray(coef, dtype=np.float64), float(lo), float(h),
+                np.ascontiguousarray(t, dtype=np.float64))
+        if _compiled(args):
+            return _clenshaw4(*args)
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
