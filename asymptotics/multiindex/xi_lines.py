@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import erf, ndtr
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.line_moments import _clenshaw as _clenshaw3
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
@@ -92,25 +93,24 @@ def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarr
     return out
 
 
-_READY: list = []
+_READY: set = set()
 
 
-def _compiled(args: tuple) -> bool:
-    """Whether :func:`_clenshaw4` runs compiled (in this process or numba's cache); otherwise
+def _compiled(disp, args: tuple) -> bool:
+    """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
     one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
     of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
-    if _READY:
+    if id(disp) in _READY:
         return True
-    disp = _clenshaw4
     if not hasattr(disp, "py_func") or getattr(disp, "overloads", None):
-        _READY.append(True)
+        _READY.add(id(disp))
         return True
     try:
         ready = coldstart.is_cached(disp, coldstart.signature(disp, args))
     except Exception:  # noqa: BLE001 (a numba change: numba decides)
         ready = True
     if ready:
-        _READY.append(True)
+        _READY.add(id(disp))
     else:
         disp(args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))
     return ready
@@ -118,16 +118,17 @@ def _compiled(args: tuple) -> bool:
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). Four columns: :func:`_clenshaw4` once
-    compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the basis by
-    its recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q). Four (three) columns: :func:`_clenshaw4`
+    (``line_moments._clenshaw``) once compiled; else the points sorted by piece, per block of
+    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
-    if q == 4 and n > 0:
+    if q in (3, 4) and n > 0:  # three columns: line_moments' kernel (the K-group tables')
+        disp = _clenshaw4 if q == 4 else _clenshaw3
         args = (np.ascontiguousarray(coef, dtype=np.float64), float(lo), float(h),
                 np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(args):
-            return _clenshaw4(*args)
+        if _compiled(disp, args):
+            return disp(*args)
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
