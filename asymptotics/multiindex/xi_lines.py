@@ -26,7 +26,6 @@ import numpy as np
 from scipy.special import erf, ndtr
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.coefficients.line_moments import _clenshaw as _clenshaw3
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
@@ -119,16 +118,17 @@ def _compiled(disp, args: tuple) -> bool:
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
     lo + 2 h (i + 1)] at the points t (n): (n, q). Four (three) columns: :func:`_clenshaw4`
-    (``line_moments._clenshaw``) once compiled; else the points sorted by piece, per block of
-    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    once compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the
+    basis by its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
-    if q in (3, 4) and n > 0:  # three columns: line_moments' kernel (the K-group tables')
-        disp = _clenshaw4 if q == 4 else _clenshaw3
-        args = (np.ascontiguousarray(coef, dtype=np.float64), float(lo), float(h),
+    if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
+        c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
+        args = (np.ascontiguousarray(c4, dtype=np.float64), float(lo), float(h),
                 np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(disp, args):
-            return disp(*args)
+        if _compiled(_clenshaw4, args):
+            out4 = _clenshaw4(*args)
+            return out4 if q == 4 else out4[:, :3]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
