@@ -338,9 +338,7 @@ def _span(A: np.ndarray) -> np.ndarray:
     return u[:, s > SEEN]
 
 
-#: the other axes' share of relu's target direction below which its kink stays a kink on the
-#: spike axes (the default lattice and the other axes' rule, as before)
-RELU_REST_MIN = 0.05
+RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
 
 
 def relu_target(g: Function | Callable) -> bool:
@@ -407,10 +405,12 @@ def smooth_rest(g: Function, a: np.ndarray, R: np.ndarray, wr: np.ndarray, bz: n
     from asymptotics.multiindex.xi_lines import on_pieces
 
     zR, W = R @ bz, np.column_stack([wr, wr[:, None] * R])
-
-    def direct(pts: np.ndarray) -> np.ndarray:
-        V = g(pts[:, None] + zR[None, :])
-        return np.column_stack([V @ W, (V * V) @ wr])
+    def direct(pts: np.ndarray) -> np.ndarray:  # in blocks of ~131k evaluations (memory)
+        rows, out = max(1, 131_072 // len(zR)), np.empty((len(pts), W.shape[1] + 1))
+        for lo in range(0, len(pts), rows):
+            V = g(pts[lo:lo + rows, None] + zR[None, :])
+            out[lo:lo + rows] = np.column_stack([V @ W, (V * V) @ wr])
+        return out
 
     G = on_pieces(direct, np.ascontiguousarray(a), 1.0, None)
     sw, sR = float(wr.sum()), wr @ R
