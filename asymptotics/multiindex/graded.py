@@ -60,6 +60,8 @@ def closed_moments(sigma: Function, K: int) -> list | None:
     :func:`uniform_steps`); else None (the rules of ``step_rules``)."""
     from asymptotics.multiindex import xi_lines
 
+    if xi_lines.erf_affine(sigma) is not None:  # erf(a z + b): closed forms with any K
+        return [xi_lines.CLOSED] * K
     if K < CLOSED_GROUPS:
         return None
     if xi_lines.is_relu(sigma):
@@ -73,10 +75,18 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     """``step_rules.start``, or with ``closed`` (:func:`closed_moments`) relu's closed forms on
     the graded lattice (:func:`graded_steps`), or for ``[]`` the per-axis checked lattice
     (:func:`uniform_steps`) with the xi rules of ``step_rules``."""
+    from asymptotics.multiindex import xi_lines
+
     if closed is None:
         return step_rules.start(direct, sigma, c, Mmat, h0, xi, wxi, u_max)
     if not np.all(np.asarray(c) > 0):
         return None, closed or None
+    if closed and xi_lines.erf_affine(sigma) is not None:
+        # no xi rule, no ripples: step_rules' lattice on the moments' own Gaussian width
+        # (k erf(a x + b): a Gaussian CDF of variance 1 / (2 a^2); sigma'^2 of half that)
+        a = xi_lines.erf_affine(sigma)[1]
+        c_eff = np.asarray(c, dtype=np.float64) + 0.25 / (a * a)
+        return step_rules.first_steps(Mmat, c_eff, h0, np.zeros(len(c_eff)), 1.0), closed
     if closed:
         return graded_steps(Mmat, c, u_max), closed
     ripples, rules, dxi = step_rules.xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)

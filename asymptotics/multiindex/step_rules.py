@@ -42,6 +42,10 @@ from asymptotics.spiked.coefficients import tensor_rule
 H_MAX = 0.5
 SPAN = math.sqrt(80.0)
 CHECK_TOL = 1e-8
+#: the agreement with the sub-rule at which a lattice is accepted: the trapezoid rule's error
+#: is geometric in 1/h, so the rule of h is off by about the square of its sub-rule's
+#: difference (<= 1e-14 here); a refused lattice is refined towards CHECK_TOL, as before
+ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
 RIPPLE_TOL = 1e-13
 RIPPLE_MAX = 1e-10
@@ -50,6 +54,9 @@ XI_STEP = 0.25
 PRUNE = 1e-18
 #: a direction of the other axes shorter than this is not seen by the target
 SEEN = 1e-14
+#: the width on which a sigma without kinks varies (tanh, erf, softplus: ~1; its moments at a
+#: bulk c vary on sqrt(c + SIGMA_SCALE^2); a sigma varying faster is caught by the check)
+SIGMA_SCALE = 0.5
 
 
 def check_size(r: int, h: float, n_rest: int, m: int, u_max: float, what: str) -> None:
@@ -77,6 +84,10 @@ def start(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mma
     if not np.all(np.asarray(c) > 0):
         return None, None
     ripples, rules, dxi = xi_rules(direct, sigma, c, Mmat, xi, wxi, u_max)
+    if not sigma.kinks and np.all(ripples <= RIPPLE_MAX):
+        # a smooth sigma's moments vary on the scale sqrt(c + SIGMA_SCALE^2) (the bulk's
+        # Gaussian and sigma's own width; a narrow bulk does not make them vary faster)
+        c = np.asarray(c, dtype=np.float64) + SIGMA_SCALE**2
     return first_steps(Mmat, c, h0, ripples, dxi), rules
 
 
@@ -125,7 +136,7 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
         coarse = update(U[sub], wsub, *(x[sub] for x in t))
         diff = difference((new[0], new[1] @ new[1].T, new[2]),
                           (coarse[0], coarse[1] @ coarse[1].T, coarse[2]))
-        if diff <= CHECK_TOL:
+        if diff <= ACCEPT_TOL:
             return new
         hs = next_steps(hs, diff, h0)
     U, wu = default()
@@ -326,3 +337,84 @@ def _span(A: np.ndarray) -> np.ndarray:
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
 
+
+RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
+
+
+def relu_target(g: Function | Callable) -> bool:
+    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
+    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
+
+
+def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
+    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
+    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
+    smooths the kink into an entire function of the spike coordinates."""
+    nb = float(np.linalg.norm(beta))
+    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
+
+
+def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
+              ) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
+    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
+    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
+    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
+    from scipy.special import ndtr
+
+    b = float(np.linalg.norm(beta))
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    G0 = a * Phi + b * phi
+    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
+    return G0 - f, Phi[:, None] * beta[None, :], e2
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
+                    ) -> np.ndarray | None:
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
+    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
+    graded lattice (relu's sigma): None, the default lattice."""
+    if not isinstance(hs, np.ndarray):
+        return None
+    b = np.abs(bz) / float(np.linalg.norm(beta))
+    h = 2.0 * math.pi / (SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    return np.maximum(np.minimum(hs, h), h0)
+
+
+#: bounded analytic targets of one variable whose other-axes sums (>= SMOOTH_REST_NODES nodes)
+BOUNDED_TARGETS = ("tanh(z)", "sin(z)", "cos(z)", "erf(z)", "sigmoid(z)")  # are interpolated
+SMOOTH_REST_NODES = 32
+
+
+def smooth_target(g: Function | Callable, n_rest: int) -> bool:
+    """Whether :func:`smooth_rest` takes the other axes' sums (a registered bounded analytic
+    target of one variable, a rule of at least :data:`SMOOTH_REST_NODES` nodes)."""
+    return (isinstance(g, Function) and g.identity is None and not g.kinks
+            and g.expression in BOUNDED_TARGETS and n_rest >= SMOOTH_REST_NODES)
+
+
+def smooth_rest(g: Function, a: np.ndarray, R: np.ndarray, wr: np.ndarray, bz: np.ndarray,
+                f: np.ndarray, delta: float) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for a target g(z1), z1 = a + R bz:
+    the other axes' sums G0 = E g, G1 = E[g R], G2 = E g^2 by the rule (R, wr) depend on a alone,
+    so they are taken from ``xi_lines.on_pieces`` (the rule's checked piecewise Chebyshev
+    interpolant, to 1e-13 of each sum's scale; g bounded: that scale is g's), and e = g - f
+    expanded: e0 = G0 - f, e1 = G1 - f E R, e2 = G2 - 2 f G0 + f^2 + delta (the rule's weights)."""
+    from asymptotics.multiindex.xi_lines import on_pieces
+
+    zR, W = R @ bz, np.column_stack([wr, wr[:, None] * R])
+    def direct(pts: np.ndarray) -> np.ndarray:  # in blocks of ~131k evaluations (memory)
+        rows, out = max(1, 131_072 // len(zR)), np.empty((len(pts), W.shape[1] + 1))
+        for lo in range(0, len(pts), rows):
+            V = g(pts[lo:lo + rows, None] + zR[None, :])
+            out[lo:lo + rows] = np.column_stack([V @ W, (V * V) @ wr])
+        return out
+
+    G = on_pieces(direct, np.ascontiguousarray(a), 1.0, None)
+    sw, sR = float(wr.sum()), wr @ R
+    e0 = G[:, 0] - f * sw
+    e1 = G[:, 1:-1] - f[:, None] * sR[None, :]
+    e2 = G[:, -1] - 2.0 * f * G[:, 0] + f * f * sw + delta * sw
+    return e0, e1, e2

@@ -237,12 +237,23 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     xi, wxi = gauss_hermite(quad.xi)
     Mmat, RzT = S @ basis[:, :r], np.ascontiguousarray((R @ Bq[:, :k]).T)
     W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + other axes)
+    # relu's target seen by the other axes: their sums in closed form (step_rules.relu_rest)
+    beta = Bq[:, 0] if quad.rest is None and step_rules.relu_target(g) else None
+    beta = beta if beta is not None and step_rules.relu_rest_ok(beta, Br[:, 0]) else None
+    # a bounded analytic target of one variable: its other-axes sums as functions of z1's
+    # spike part, interpolated (step_rules.smooth_rest)
+    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
         delta] (X = U Br^T + R Bq^T is linear in the nodes: the other axes' sums first)."""
         F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
         f = F @ (fractions * values)
+        if beta is not None:
+            return (m1, m2, v, *step_rules.relu_rest(U @ Br[:, 0], beta, f, delta))
+        if smooth:
+            return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
+                                                       delta))
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
         e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
         Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
@@ -277,7 +288,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     cl = graded.closed_moments(sigma, K)  # per None: a kink (the default lattice)
     hs, rules = graded.choose(xi_lines.xi_direct_small if K >= 3 else xi_lines.xi_direct,
                               sigma, state.c, Mmat, h, xi, wxi, U_MAX, cl,
-                              quad.h is not None or r == 0 or per is None)
+                              quad.h is not None or r == 0 or (per is None and beta is None))
+    if beta is not None and hs is not None:  # the smoothed kink's own scale, checked as ever
+        hs = step_rules.relu_rest_steps(hs, Br[:, 0], beta, h)
     a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
                                               lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside

@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import erf, ndtr
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.line_moments import chebyshev_basis
+from asymptotics.core import coldstart
+from asymptotics.core.coldstart import kernel
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -53,12 +56,79 @@ def clear_cache() -> None:
     _PIECES.clear()
 
 
+@kernel(cache=True, error_model="numpy")
+def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
+    recurrence; two points' four columns side by side (independent chains: the same sums)."""
+    n_pieces, m, _ = coef.shape
+    n = t.shape[0]
+    out = np.empty((n, 4))
+    for i in range(0, n, 2):
+        k = min(i + 1, n - 1)  # an odd last point twice
+        p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
+        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+        P = min(max(int(np.floor((t[k] - lo) / (2.0 * h))), 0), n_pieces - 1)
+        X = min(max((t[k] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
+        x2, X2 = 2.0 * x, 2.0 * X
+        a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+        for j in range(m - 1, 0, -1):
+            a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
+            b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
+            c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
+            d1, d2 = coef[p, j, 3] + x2 * d1 - d2, d1
+            A1, A2 = coef[P, j, 0] + X2 * A1 - A2, A1
+            B1, B2 = coef[P, j, 1] + X2 * B1 - B2, B1
+            C1, C2 = coef[P, j, 2] + X2 * C1 - C2, C1
+            D1, D2 = coef[P, j, 3] + X2 * D1 - D2, D1
+        out[i, 0] = coef[p, 0, 0] + x * a1 - a2
+        out[i, 1] = coef[p, 0, 1] + x * b1 - b2
+        out[i, 2] = coef[p, 0, 2] + x * c1 - c2
+        out[i, 3] = coef[p, 0, 3] + x * d1 - d2
+        out[k, 0] = coef[P, 0, 0] + X * A1 - A2
+        out[k, 1] = coef[P, 0, 1] + X * B1 - B2
+        out[k, 2] = coef[P, 0, 2] + X * C1 - C2
+        out[k, 3] = coef[P, 0, 3] + X * D1 - D2
+    return out
+
+
+_READY: set = set()
+
+
+def _compiled(disp, args: tuple) -> bool:
+    """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
+    one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
+    of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
+    if id(disp) in _READY:
+        return True
+    if not hasattr(disp, "py_func") or getattr(disp, "overloads", None):
+        _READY.add(id(disp))
+        return True
+    try:
+        ready = coldstart.is_cached(disp, coldstart.signature(disp, args))
+    except Exception:  # noqa: BLE001 (a numba change: numba decides)
+        ready = True
+    if ready:
+        _READY.add(id(disp))
+    else:
+        disp(args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))
+    return ready
+
+
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). The points sorted by piece; per block of
-    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q). Four (three) columns: :func:`_clenshaw4`
+    once compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the
+    basis by its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
+    if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
+        c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
+        args = (np.ascontiguousarray(c4, dtype=np.float64), float(lo), float(h),
+                np.ascontiguousarray(t, dtype=np.float64))
+        if _compiled(_clenshaw4, args):
+            out4 = _clenshaw4(*args)
+            return out4 if q == 4 else out4[:, :3]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
@@ -180,8 +250,8 @@ def _is_relu(sigma: Function) -> bool:
 
 is_relu = _is_relu
 
-#: a group's rule (``xi_moments``' ``rules[g]``): relu's Gaussian moments in closed form
-CLOSED = "relu-closed"
+#: a group's rule (``xi_moments``' ``rules[g]``): its Gaussian moments in closed form (relu, erf)
+CLOSED = "closed"
 
 
 def relu_closed(sc: float, M: np.ndarray) -> np.ndarray:
@@ -192,6 +262,62 @@ def relu_closed(sc: float, M: np.ndarray) -> np.ndarray:
     Phi = ndtr(x)
     phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     return np.column_stack([M * Phi + sc * phi, Phi, phi, Phi])
+
+
+@lru_cache(maxsize=64)
+def _erf_affine(expression: str | None) -> tuple[float, float, float] | None:
+    """``(k, a, b)`` when the expression is ``k erf(a z + b)`` with k, a != 0, else None."""
+    if not expression or "erf" not in expression:
+        return None
+    from asymptotics.coefficients.functions import to_sympy
+
+    try:
+        expr, symbols = to_sympy(expression, ("z",))
+        z = symbols["z"]
+        k, core = expr.as_coeff_Mul()  # sympy writes erf(-x) as -erf(x)
+        if core.func.__name__ != "erf" or len(core.args) != 1:
+            return None
+        arg = core.args[0].as_poly(z)
+        if arg is None or arg.degree() != 1:
+            return None
+        k, a, b = float(k), float(arg.coeff_monomial(z)), float(arg.coeff_monomial(1))
+    except Exception:  # noqa: BLE001 (sympy raises many kinds on other expressions)
+        return None
+    ok = k != 0 and a != 0 and all(math.isfinite(x) for x in (k, a, b))
+    return (k, a, b) if ok else None
+
+
+def erf_affine(sigma: Function) -> tuple[float, float, float] | None:
+    """``(k, a, b)`` for sigma = k erf(a z + b) (``erf``, ``erf(z-1)``, ...), else None."""
+    if sigma.identity is not None:
+        return None
+    return _erf_affine(sigma.expression)
+
+
+def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.ndarray:
+    """:func:`xi_direct`'s columns for sigma = k erf(a z + b) exactly (THEORY.md §12.4): with
+    mu = a M + b, s = a sc, E exp(-j (s xi + mu)^2) = exp(-j mu^2 / (1 + 2 j s^2)) /
+    sqrt(1 + 2 j s^2), so E sigma = k erf(mu / sqrt(1 + 2 s^2)), E sigma' = k a (2 / sqrt(pi))
+    E exp(-(s xi + mu)^2), E[xi sigma'] = sc d/dM E sigma' (Stein), E sigma'^2 = k^2 a^2 (4 / pi)
+    E exp(-2 (s xi + mu)^2) (entire functions of M: no rule, no ripples)."""
+    mu = a * np.asarray(M, dtype=np.float64) + b
+    s2 = (a * sc) ** 2
+    d1, d2 = 1.0 + 2.0 * s2, 1.0 + 4.0 * s2
+    m1 = (k * a * 2.0 / math.sqrt(math.pi * d1)) * np.exp(-mu * mu / d1)
+    v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
+    return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
+
+
+def has_closed(sigma: Function) -> bool:
+    """Whether the xi-moments of sigma have the closed forms of :func:`closed_form`."""
+    return _is_relu(sigma) or erf_affine(sigma) is not None
+
+
+def closed_form(sigma: Function, sc: float, M: np.ndarray) -> np.ndarray:
+    """:func:`xi_direct`'s columns in closed form (relu: :func:`relu_closed`; erf(a z + b):
+    :func:`erf_closed`), sc > 0."""
+    ab = erf_affine(sigma)
+    return erf_closed(sc, M, *ab) if ab is not None else relu_closed(sc, M)
 
 
 def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.ndarray:
@@ -246,7 +372,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         except TypeError:  # an unhashable sigma: no cache
             key = None
         if closed and sc > 0:
-            vals = relu_closed(sc, t)
+            vals = closed_form(sigma, sc, t)
         elif sc > 0 and _is_relu(sigma):
             vals = _relu_rule(sc, t, xi, wxi)
         else:
