@@ -67,6 +67,24 @@ def test_constant_readout_one_step_is_the_one_step_network_theory():
     assert abs(two.risk - ref2.risk) <= 1e-8 * ref2.risk
 
 
+def test_row_scale_channel_at_one_step_is_the_bulk_variance_channel():
+    """The rows' outside scale as a channel coordinate of the K-group route (DERIVATIONS.md
+    §11: the recursion of §10 and the scale coordinate's mean function 2 c nu) at one step
+    with the constant readout is §7's bulk-variance channel (a closed form through kappa
+    shifts, a separate derivation): erf/sin, where it moves the risk by -7.8%."""
+    from asymptotics.network.route import risk_network
+
+    kw = dict(steps=1, readout="constant", sigma="erf", target="sin", alpha0=20.0, eta=3.0,
+              lam=0.01, beta=2.0, outside="isotropic")
+    one = asymptotics.risk(5.0, sigma="erf", target="sin", alpha0=20.0, eta=3.0, lam=0.01,
+                           beta=2.0, model="network")
+    off = risk_network(5.0, row_scale=False, **kw)
+    on = risk_network(5.0, **kw)
+    assert on.converged and off.converged
+    assert off.risk / on.risk - 1.0 > 0.05  # the channel is large here
+    assert abs(on.risk / one.risk - 1.0) < 5e-3
+
+
 def test_odd_sigma_pm1_equals_constant_one_step():
     kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=2.0, lam=0.01, beta=1.0)
     a = asymptotics.risk(1.0, readout="pm1", **kw)
@@ -243,10 +261,11 @@ def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
     prob = network_problem(steps=2, **kw)
     res = risk_network(2.0, steps=2, lam=0.01, beta=0.5, p=500, problem=prob, **kw)
     assert res.converged and "aligned rule" in res.message
-    from asymptotics.network.route import outside_kw
+    from asymptotics.network.route import outside_kw, with_row_scale
 
+    params, okw = with_row_scale(prob, outside_kw(steps=2, **kw), steps=2, **kw)
     fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81,
-                               **outside_kw(steps=2, **kw), **prob)
+                               **okw, **params)
     assert fine.converged
     assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
 

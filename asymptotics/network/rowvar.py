@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.multiindex import graded
 from asymptotics.multiindex.steps import (
     CHUNK,
     RANK_TOL,
@@ -47,11 +48,14 @@ from asymptotics.multiindex.steps import (
 )
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.steps import trapezoid as _trapezoid
+from asymptotics.network.groups import rest_sums
 from asymptotics.spiked.coefficients import tensor_rule
 
 #: the trapezoid rule of the xi moments (a row's own direction): spectrally accurate for a smooth
 #: sigma (401 and 1601 nodes agree to 1e-15 on tanh), first order at a kink (relu: 4001 nodes)
 XI_HALF, XI_NODES, XI_NODES_KINK = 10.0, 401, 4001
+LINE_NODES = 2001  # the shifts of the xi moments' spline on a large spike lattice
+LINE_XI = 40001  # xi nodes on those shifts at a kink (the first-order rule's error ~1e-4)
 _CACHE: dict = {}
 CACHE_SIZE = 64
 
@@ -62,7 +66,11 @@ class RowVariance:
     (K x (n+1) x (n+1), d times the covariance of ``(y, Delta)``, n = k + q_t, the route's (z, h)
     coordinates), ``sig`` (K x (r+k) x (r+k): ``Sig_g`` on the model's basis ``[V, T]``, as
     :func:`asymptotics.network.groups.model_channels`), ``sig_route`` (the same without the
-    scale coordinate: the route's), ``slope`` (K x r: ``lam_ga``)."""
+    scale coordinate: the route's), ``slope`` (K x r: ``lam_ga``, each spike coordinate on its
+    own) and ``regression`` (K x r: the joint regression of ``c_i`` on the r spike coordinates
+    ``(B v_a)_i``) and ``sig_scale`` (K x (r+1+k) x (r+1+k): ``sig`` with the scale coordinate
+    ``S_i = (c_i - c_g)/(2 c_g)`` between V and T, in the same units: the network route's
+    channels with the rows' outside scale, DERIVATIONS.md §11)."""
 
     sigma: str
     target: str
@@ -76,6 +84,8 @@ class RowVariance:
     sig: np.ndarray = field(repr=False)
     sig_route: np.ndarray = field(repr=False)
     slope: np.ndarray = field(repr=False)
+    regression: np.ndarray = field(repr=False)
+    sig_scale: np.ndarray = field(repr=False)
 
 
 def clear_cache() -> None:
@@ -117,12 +127,26 @@ def _channels(state, B: np.ndarray, cov: np.ndarray) -> np.ndarray:
 
 def _xi_table(sigma: Function, sc: float, m: np.ndarray) -> dict:
     """The xi moments at pre-activation ``m + sc xi`` (per entry of ``m``), Stein's forms for
-    the derivatives in ``sc`` (only sigma and sigma' are needed)."""
-    xi = np.linspace(-XI_HALF, XI_HALF, XI_NODES_KINK if sigma.kinks else XI_NODES)
+    the derivatives in ``sc`` (only sigma and sigma' are needed). Many shifts (the spike
+    lattice of r >= 2 axes): a cubic spline through :data:`LINE_NODES` shifts (each moment is
+    smooth in the shift for ``sc > 0``; against the direct rule <= 1e-9 on relu and tanh)."""
+    if m.size > 2 * LINE_NODES and sc > 0.0 and np.ptp(m) > 0.0:
+        from scipy.interpolate import CubicSpline
+
+        line = np.linspace(m.min(), m.max(), LINE_NODES)
+        tab = _xi_direct(sigma, sc, line, LINE_XI if sigma.kinks else XI_NODES)
+        return {key: CubicSpline(line, val)(m) for key, val in tab.items()}
+    return _xi_direct(sigma, sc, m)
+
+
+def _xi_direct(sigma: Function, sc: float, m: np.ndarray, nodes: int | None = None) -> dict:
+    """:func:`_xi_table` on every shift (``nodes`` xi nodes; default by the kinks)."""
+    xi = np.linspace(-XI_HALF, XI_HALF,
+                     nodes or (XI_NODES_KINK if sigma.kinks else XI_NODES))
     w = np.exp(-xi**2 / 2)
     w /= w.sum()
     out = {k: np.empty(m.size) for k in ("F", "m1", "m2", "ex2", "ex3", "s2", "s2x", "s2x2",
-                                         "a3", "a3x", "a4", "ex2s2")}
+                                         "a3", "a3x", "a4")}
     step = max(1, 400_000 // xi.size)
     for lo in range(0, m.size, step):
         sl = slice(lo, lo + step)
@@ -171,7 +195,7 @@ def _moments(sigma: Function, c: np.ndarray, M: np.ndarray) -> dict:
 
 def _step(state, new_state, gam: np.ndarray, *, sigma: Function, g, values: np.ndarray,
           fractions: np.ndarray, eta: float, alpha0: float, delta: float,
-          coupled: bool) -> np.ndarray:
+          coupled: bool, degree: int | None = None) -> np.ndarray:
     """One step of the augmented covariance ``gam`` (K x (n+1) x (n+1)); ``coupled=False``
     drops the scale coordinate's terms (the E block is then the route's)."""
     K, k = state.a.shape
@@ -182,53 +206,56 @@ def _step(state, new_state, gam: np.ndarray, *, sigma: Function, g, values: np.n
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
     basis = vt.T
     U, wu = _trapezoid(r, TRAPEZOID_STEP.get(r, 0.25))
-    R, wr = (tensor_rule(n - r, REST_NODES.get(n - r, 8)) if n > r
-             else (np.zeros((1, 0)), np.ones(1)))
+    closed = graded.closed_moments(sigma, K)  # the route's rule on the other axes
+    n_rest = ((2 * degree + 1 if closed else degree + 2) if degree is not None
+              else REST_NODES.get(n - r, 8))
+    R, wr = tensor_rule(n - r, n_rest) if n > r else (np.zeros((1, 0)), np.ones(1))
     mo = _moments(sigma, state.c, U @ (S @ basis[:, :r]).T)
     f = mo["F"] @ (fractions * values)
-    E2 = lambda e: e * e + delta  # noqa: E731  (label noise averaged)
-    E3 = lambda e: e**3 + 3.0 * e * delta  # noqa: E731
-    E4 = lambda e: e**4 + 6.0 * e * e * delta + 3.0 * delta**2  # noqa: E731
-    acc: dict[str, np.ndarray] = {}
+    Br, Bo = basis[:, :r].T, basis[:, r:].T  # rows: the spike axes, the other axes
+    m = n - r
+    RR = (R[:, :, None] * R[:, None, :]).reshape(R.shape[0], m * m)
+    Uz, RzT = U @ Br[:, :k], R @ Bo[:, :k]
+    rows = max(1, CHUNK // max(1, 8 * R.shape[0]))
+    sums = [rest_sums(_evaluate(g, Uz[lo:lo + rows, None, :] + RzT[None, :, :])
+                      - f[lo:lo + rows, None], wr, R, RR, delta)
+            for lo in range(0, U.shape[0], rows)]
+    E0, E1, E2, N0, N1, N2, C0, C1, D0 = (np.concatenate(x) for x in zip(*sums, strict=True))
 
-    def add(name: str, val: np.ndarray) -> None:
-        acc[name] = acc[name] + val if name in acc else val
+    def first(W: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+        """``sum_u W_u E_rest[s x]`` (W: u x j): j x n."""
+        return (W * s0[:, None]).T @ U @ Br + W.T @ s1 @ Bo
 
-    rows = max(1, CHUNK // max(1, R.shape[0] * max(1, n)))
-    for lo in range(0, U.shape[0], rows):
-        sl = slice(lo, lo + rows)
-        X = U[sl, None, :] @ basis[:, :r].T + (R @ basis[:, r:].T)[None, :, :]
-        w = (wu[sl, None] * wr[None, :]).reshape(-1)
-        e = (_evaluate(g, X[..., :k]) - f[sl, None]).reshape(-1)
-        Xf = X.reshape(-1, n)
-        nu = X.shape[1]
-        rep = {key: np.repeat(val[sl], nu, axis=0) for key, val in mo.items()}
-        w1, w2, w3, w4 = w * e, w * E2(e), w * E3(e), w * E4(e)
-        m1, m1p, v = rep["m1"], rep["m1p"], rep["v"]
-        add("e_m2", w1 @ rep["m2"])
-        add("dL", np.einsum("i,ig,ia->ga", w1, m1, Xf[:, k:]))
-        add("noise_v", w2 @ v)
-        add("noise_mm", (m1 * w2[:, None]).T @ m1)
-        add("e_m1p", w1 @ m1p)
-        add("J", np.einsum("i,ig,ia,ib->gab", w1, m1p, Xf, Xf))
-        add("NX", np.einsum("i,ig,ia,ib->gab", w2, v, Xf, Xf))
-        add("T3", np.einsum("i,ig,ih,ia->gha", w2, m1p, m1, Xf))
-        add("T4", np.einsum("i,ig,ih,il->ghl", w3, m1p, m1, m1))
-        add("T5", np.einsum("i,ig,ih,ia->gha", w3, v, m1, Xf))
-        add("T6", np.einsum("i,ig,ih,il->ghl", w4, v, m1, m1))
+    def second(W: np.ndarray, s0, s1, s2) -> np.ndarray:
+        """``sum_u W_ug E_rest[s x x^T]`` (W: u x K): K x n x n."""
+        A_ = np.einsum("ug,ui,uj->gij", W * s0[:, None], U, U)
+        B_ = np.einsum("ug,ui,uj->gij", W, U, s1)
+        C_ = (W.T @ s2.reshape(len(s2), m * m)).reshape(K, m, m)
+        return (Br.T @ A_ @ Br + Br.T @ B_ @ Bo + Bo.T @ C_ @ Bo
+                + np.swapaxes(Br.T @ B_ @ Bo, 1, 2))
+
+    def pair(X: np.ndarray, s0: np.ndarray, s1: np.ndarray) -> np.ndarray:
+        """``E_rest[s X_g m1_h x]``: K x K x n."""
+        P = (wu[:, None, None] * X[:, :, None] * mo["m1"][:, None, :]).reshape(-1, K * K)
+        return first(P, s0, s1).reshape(K, K, n)
+
+    wm = lambda key: wu[:, None] * mo[key]  # noqa: E731
+    m1, v, m2 = mo["m1"], mo["v"], mo["m2"]
+    e1, e2, e3, e4 = wu * E0, wu * N0, wu * C0, wu * D0
+    acc = {
+        "e_m2": e1 @ m2, "dL": first(wm("m1"), E0, E1)[:, k:], "noise_v": e2 @ v,
+        "noise_mm": (m1 * e2[:, None]).T @ m1, "e_m1p": e1 @ mo["m1p"],
+        "J": second(wm("m1p"), E0, E1, E2), "NX": second(wm("v"), N0, N1, N2),
+        "T3": pair(mo["m1p"], N0, N1), "T4": np.einsum("u,ug,uh,ul->ghl", e3, mo["m1p"], m1, m1),
+        "T5": pair(v, C0, C1), "T6": np.einsum("u,ug,uh,ul->ghl", e4, v, m1, m1),
         # the scale coordinate's (module docstring)
-        add("a", np.einsum("i,ig,ia->ga", w1, rep["m1c"], Xf))
-        add("b", w1 @ rep["m2c"])
-        add("afr", np.einsum("i,ig,ih->gh", w2, rep["m1c"], m1))
-        add("dnz_m", np.einsum("i,ig,ia->ga", w2, rep["dv_m"], Xf))
-        add("dnz_c", w2 @ rep["dv_c"])
-        add("cEw", np.einsum("i,ig,ia->ga", w2, rep["a2x"], Xf))
-        add("cEN", np.einsum("i,ig,ia->ga", w3, rep["a3"], Xf))
-        add("czw", np.einsum("i,ig,ih->gh", w2, rep["axx"], m1))
-        add("czN", np.einsum("i,ig,ih->gh", w3, rep["a2x"], m1))
-        add("varw", w2 @ (rep["a2xx"] - rep["m2"] ** 2))
-        add("cwN", w3 @ (rep["a3x"] - rep["m2"] * v))
-        add("varN", w4 @ (rep["a4"] - v * v))
+        "a": first(wm("m1c"), E0, E1), "b": e1 @ mo["m2c"],
+        "afr": (mo["m1c"] * e2[:, None]).T @ m1, "dnz_m": first(wm("dv_m"), N0, N1),
+        "dnz_c": e2 @ mo["dv_c"], "cEw": first(wm("a2x"), N0, N1),
+        "cEN": first(wm("a3"), C0, C1), "czw": (mo["axx"] * e2[:, None]).T @ m1,
+        "czN": (mo["a2x"] * e3[:, None]).T @ m1, "varw": e2 @ (mo["a2xx"] - m2**2),
+        "cwN": e3 @ (mo["a3x"] - m2 * v), "varN": e4 @ (mo["a4"] - v * v),
+    }
     A = acc
     finite = math.isfinite(alpha0)
     sqrt_c = np.sqrt(state.c) + eta * values * A["e_m2"]
@@ -367,23 +394,32 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
         st, nst = ng.states[t], ng.states[t + 1]
         gam = _step(st, nst, gam, sigma=m.sigma, g=m.g, values=m.values,
                     fractions=m.fractions, eta=m.etas[t], alpha0=float(alpha0),
-                    delta=m.delta, coupled=coupled)
+                    delta=m.delta, coupled=coupled, degree=m.degree)
         covs.append(gam)
     st = ng.states[-1]
     n = gam.shape[1] - 1
     B = model_basis(st)
     sig = _channels(st, B, gam[:, :n, :n])
     sig_route = _channels(st, B, ng.cov[-1])
+    rr = B.shape[1] - k
+    Bx = np.zeros((n + 1, B.shape[1] + 1))
+    Bx[:n, :rr], Bx[:n, rr + 1:], Bx[n, rr] = B[:, :rr], B[:, rr:], 1.0
+    sig_scale = _channels(st, Bx, gam)
     loadings = st.spiked_model()[0]
     r = np.asarray(loadings).shape[1]
-    slope = np.zeros((K, r))
+    slope, joint = np.zeros((K, r)), np.zeros((K, r))
+    V = B[:, :r]
     for gi in range(K):
         cg = float(st.c[gi])
         for a in range(r):
             var = float(B[:, a] @ gam[gi][:n, :n] @ B[:, a])
             cv = float(B[:, a] @ gam[gi][:n, n])
             slope[gi, a] = 2.0 * math.sqrt(cg) * cv / var if var > 0 else math.nan
+        G, cv = V.T @ gam[gi][:n, :n] @ V, V.T @ gam[gi][:n, n]
+        if cg > 0 and np.all(np.isfinite(G)) and np.linalg.matrix_rank(G) == r:
+            joint[gi] = 2.0 * math.sqrt(cg) * np.linalg.solve(G, cv)
     return RowVariance(sigma=m.sigma.name, target=target, readout=str(readout),
                        alpha0=float(alpha0), eta=tuple(m.etas[:m.steps]), delta=m.delta,
                        steps=m.steps, coupled=coupled, cov=tuple(covs), sig=sig,
-                       sig_route=sig_route, slope=slope)
+                       sig_route=sig_route, slope=slope,
+                       regression=joint, sig_scale=sig_scale)
