@@ -1,31 +1,17 @@
 """The rows' bulk through the giant steps with their outside scale as one more coordinate
 (docs/DERIVATIONS.md §10, THEORY.md §16.9).
 
-Row i of group g after t steps is ``s_g + b_i`` (§12); the network route (§15,
-:mod:`asymptotics.network.groups`) follows the covariance of ``b_i``'s coordinates ``y_i`` on
-E (the target's and the spikes' span) with a common outside scale ``c_g``. A row's
-pre-activation is ``(s_g + b_i^E).x_E + sqrt(c_i) xi`` with its *own* outside norm
-``c_i = |b_i^perp|^2``, so a step maps the pair ``(y_i, sqrt(c_i))`` by the gradient of
-``Phi_g(w, s) = E[e sigma(w.x_E + s xi)]``: to first order in the row's deviation
-``(y, Delta)``, ``Delta = sqrt(d) (sqrt(c_i) - sqrt(c_g))``, the Jacobian is
-``I + eta eps_g Hess Phi_g``,
-
-    Hess Phi_g = [[J_g, a_g], [a_g^T, b_g]],  J_g = E[e m1' x x^T] (the route's),
-    a_g = E[e m1c x],  b_g = E[e m2c],  m1c = d m1/d sqrt(c) = E[(xi^2 - 1) sigma']/sqrt(c),
-    m2c = d m2/d sqrt(c) = E[(xi^3 - 2 xi) sigma']/sqrt(c)   (Stein; m1, m2 of §12.2),
-
-plus, at finite alpha0, the row-specific batch noise of the step (its part along the row's own
-outside direction, ``Z_w``, and the fluctuation ``Z_N`` of the squared norm of the rest, whose
-mean ``nz_g`` also depends on the row) and the scale's dilution by ``nz``:
-``Delta' = (S_g (Delta + eta eps_g (a.y + b Delta) + Z_w) + (grad nz.(y, Delta) + Z_N)/2)/
-sqrt(c_g')``, ``S_g = sqrt(c_g) + eta eps_g E[e m2]``, ``c_g' = S_g^2 + nz_g``. The route's E
-block is reproduced term for term (checked to quadrature accuracy against
-:func:`asymptotics.network.groups.network_groups`), the coupling ``a_g`` feeds ``Delta`` back into
-it. Outputs: each group's covariance of ``(y, Delta)`` on E, hence ``Sig_g`` (the bulk's variance
-on E in units of ``c_g``) and the slope ``lam_ga = d Cov(c_i, (B v_a)_i)/(c_g Sig_aa) =
-2 sqrt(c_g) Cov(Delta, y_a)/(c_g Sig_aa)`` of the rows' variance on their spike coordinate.
-At one step from W0 (``s_g = 0``, ``c = 1``) ``a = c2 u`` (``c2 = E sigma'''``): the one-step
-bulk-variance channel of DERIVATIONS.md §7."""
+A row's pre-activation is ``(s_g + b_i^E).x_E + sqrt(c_i) xi`` with its *own* outside norm
+``c_i``; a step maps ``(y_i, sqrt(c_i))`` by the gradient of ``Phi_g(w, s) = E[e sigma(w.x_E +
+s xi)]``, so to first order in ``(y, Delta)``, ``Delta = sqrt(d) (sqrt(c_i) - sqrt(c_g))``, the
+Jacobian is ``I + eta eps_g [[J_g, a_g], [a_g^T, b_g]]`` (``J_g`` the route's, ``a_g = E[e m1c
+x]``, ``b_g = E[e m2c]``, the xi moments' derivatives in ``sqrt(c)`` by Stein), plus at finite
+alpha0 the row-specific batch noise (10.3). The route's E block is reproduced term for term
+(:func:`asymptotics.network.groups.network_groups`), the coupling feeds ``Delta`` back into it.
+Outputs: ``Sig_g`` on E, the slope ``lam_ga = 2 sqrt(c_g) Cov(Delta, y_a)/(c_g Sig_aa)`` of the
+rows' variance on their spike coordinates, and the channels on ``[V, S, T]`` with the scale
+``S`` that the network route takes (DERIVATIONS.md §11). At one step from W0 ``a = c2 u``: the
+one-step bulk-variance channel of DERIVATIONS.md §7."""
 
 from __future__ import annotations
 
@@ -193,11 +179,12 @@ def _moments(sigma: Function, c: np.ndarray, M: np.ndarray) -> dict:
     return out
 
 
-def _step(state, new_state, gam: np.ndarray, *, sigma: Function, g, values: np.ndarray,
-          fractions: np.ndarray, eta: float, alpha0: float, delta: float,
-          coupled: bool, degree: int | None = None) -> np.ndarray:
-    """One step of the augmented covariance ``gam`` (K x (n+1) x (n+1)); ``coupled=False``
-    drops the scale coordinate's terms (the E block is then the route's)."""
+def _step(state, new_state, gam: Sequence[np.ndarray], *, sigma: Function, g,
+          values: np.ndarray, fractions: np.ndarray, eta: float, alpha0: float, delta: float,
+          coupled: Sequence[bool], degree: int | None = None) -> list[np.ndarray]:
+    """One step of each augmented covariance ``gam[i]`` (K x (n+1) x (n+1)) on one set of
+    integrals; ``coupled[i] = False`` drops the scale coordinate's terms (the E block is then
+    the route's recursion on this quadrature)."""
     K, k = state.a.shape
     q = state.L.shape[1]
     n = k + q
@@ -276,85 +263,88 @@ def _step(state, new_state, gam: np.ndarray, *, sigma: Function, g, values: np.n
     if Lq.shape[1]:
         P[k:, k:] = np.linalg.pinv(Lq) @ outside
     Fp = np.linalg.pinv(fresh) if qf else np.zeros((0, K))
-    out = np.empty((K, n_new + 1, n_new + 1))
-    for gi in range(K):
-        eg = eta * values[gi]
-        sf = eta * values[:, None] * Fp.T / alpha0 if qf else np.zeros((K, 0))
-        Jg = np.zeros((ne, ne))
-        Jg[:n, :n] = A["J"][gi]
-        if qf:
-            Jg[:n, n:] = np.einsum("ha,hb->ab", A["T3"][gi], sf) if n else 0.0
-            Jg[n:, :n] = Jg[:n, n:].T
-            Jg[n:, n:] = A["e_m1p"][gi] * np.eye(qf) + np.einsum("hl,ha,lb->ab", A["T4"][gi],
-                                                                  sf, sf)
-        Lg = np.eye(ne) + eg * Jg
-        C = np.zeros((ne, ne))
-        C[:n, :n] = gam[gi][:n, :n]
-        C[n:, n:] = state.c[gi] * np.eye(qf)
-        base = Lg @ C @ Lg.T
-        addE = nz[gi] * np.eye(ne)
-        if qf:
-            Sg = eg * (Jg[:, n:] - np.vstack([np.zeros((n, qf)), A["e_m1p"][gi] * np.eye(qf)]))
-            addE -= state.c[gi] * (Sg @ Sg.T)
-            nw = eg**2 / alpha0
-            addE[:n, n:] += nw * np.einsum("ha,hb->ab", A["T5"][gi], sf) if n else 0.0
-            addE[n:, :n] = addE[:n, n:].T
-            addE[n:, n:] += nw * np.einsum("hl,ha,lb->ab", A["T6"][gi], sf, sf)
-        if finite:
-            addE[:n, :n] += eg**2 * (A["NX"][gi] - A["noise_v"][gi] * np.eye(n)) / alpha0
-        if not coupled:
-            CE = base + addE
-            out[gi] = 0.0
-            out[gi][:n_new, :n_new] = P @ CE @ P.T
-            continue
-        # the augmented map on (E old, fresh, Delta)
-        sc, scn = math.sqrt(state.c[gi]), math.sqrt(c_new[gi])
-        a_ext = np.zeros(ne)
-        a_ext[:n] = A["a"][gi]
-        if qf:
-            a_ext[n:] = A["afr"][gi] @ sf
-        Mx = np.zeros((ne + 1, ne + 1))
-        Mx[:ne, :ne] = Lg
-        Mx[:ne, ne] = eg * a_ext
-        dS = np.zeros(ne + 1)  # Delta_S' = Delta + eg (a.y + b Delta) (+ Z_w)
-        dS[:n] = eg * A["a"][gi]
-        dS[ne] = 1.0 + eg * A["b"][gi]
-        dnz = np.zeros(ne + 1)
-        if finite:
-            dnz[:n] = eg**2 * A["dnz_m"][gi] / alpha0
-            dnz[ne] = eg**2 * A["dnz_c"][gi] / alpha0
-        Mx[ne] = (sqrt_c[gi] * dS + 0.5 * dnz) / scn
-        G = np.zeros((ne + 1, ne + 1))
-        G[:ne, :ne] = C
-        G[:n, ne] = G[ne, :n] = gam[gi][:n, n]
-        G[ne, ne] = gam[gi][n, n]
-        new = Mx @ G @ Mx.T
-        new[:ne, :ne] += addE
-        if finite:
-            # the step's noise on Delta: (S Z_w + Z_N/2)/sqrt(c'), and its covariances
-            var_w = eg**2 * A["varw"][gi] / alpha0
-            c_wn = eg**3 * A["cwN"][gi] / alpha0**2
-            var_n = eg**4 * (A["varN"][gi] / alpha0**3 + 2.0 * (A["noise_v"][gi] / alpha0)**2)
-            s_ = sqrt_c[gi]
-            new[ne, ne] += (s_**2 * var_w + s_ * c_wn + var_n / 4.0) / c_new[gi]
-            cov_e = np.zeros(ne)  # Cov(noise on (E, fresh), Delta noise)
-            cov_e[:n] = (s_ * eg**2 * A["cEw"][gi] / alpha0
-                         + 0.5 * eg**3 * A["cEN"][gi] / alpha0**2)
+    def one(gam: np.ndarray, coupled: bool) -> np.ndarray:
+        out = np.empty((K, n_new + 1, n_new + 1))
+        for gi in range(K):
+            eg = eta * values[gi]
+            sf = eta * values[:, None] * Fp.T / alpha0 if qf else np.zeros((K, 0))
+            Jg = np.zeros((ne, ne))
+            Jg[:n, :n] = A["J"][gi]
             if qf:
-                # the fresh coordinates sqrt(c) zeta (mapped by Lg) and their self-terms
-                zw = eg * A["czw"][gi] / alpha0  # Cov(sqrt(d) w.phi_h, Z_w), per h
-                zn = eg**2 * A["czN"][gi] / alpha0**2
-                cz = Fp @ (eta * values * (s_ * zw + 0.5 * zn))  # Cov(zeta_a, Delta noise)
-                cov_e += Lg[:, n:] @ (sc * cz)
-                cov_e[n:] += eg * (A["czN"][gi] @ sf) * s_ * eg / alpha0
-            cov_e /= c_new[gi] ** 0.5
-            new[:ne, ne] += cov_e
-            new[ne, :ne] += cov_e
-        Pa = np.zeros((n_new + 1, ne + 1))
-        Pa[:n_new, :ne] = P
-        Pa[n_new, ne] = 1.0
-        out[gi] = Pa @ new @ Pa.T
-    return out
+                Jg[:n, n:] = np.einsum("ha,hb->ab", A["T3"][gi], sf) if n else 0.0
+                Jg[n:, :n] = Jg[:n, n:].T
+                Jg[n:, n:] = A["e_m1p"][gi] * np.eye(qf) + np.einsum("hl,ha,lb->ab", A["T4"][gi],
+                                                                      sf, sf)
+            Lg = np.eye(ne) + eg * Jg
+            C = np.zeros((ne, ne))
+            C[:n, :n] = gam[gi][:n, :n]
+            C[n:, n:] = state.c[gi] * np.eye(qf)
+            base = Lg @ C @ Lg.T
+            addE = nz[gi] * np.eye(ne)
+            if qf:
+                Sg = eg * (Jg[:, n:] - np.vstack([np.zeros((n, qf)), A["e_m1p"][gi] * np.eye(qf)]))
+                addE -= state.c[gi] * (Sg @ Sg.T)
+                nw = eg**2 / alpha0
+                addE[:n, n:] += nw * np.einsum("ha,hb->ab", A["T5"][gi], sf) if n else 0.0
+                addE[n:, :n] = addE[:n, n:].T
+                addE[n:, n:] += nw * np.einsum("hl,ha,lb->ab", A["T6"][gi], sf, sf)
+            if finite:
+                addE[:n, :n] += eg**2 * (A["NX"][gi] - A["noise_v"][gi] * np.eye(n)) / alpha0
+            if not coupled:
+                CE = base + addE
+                out[gi] = 0.0
+                out[gi][:n_new, :n_new] = P @ CE @ P.T
+                continue
+            # the augmented map on (E old, fresh, Delta)
+            sc, scn = math.sqrt(state.c[gi]), math.sqrt(c_new[gi])
+            a_ext = np.zeros(ne)
+            a_ext[:n] = A["a"][gi]
+            if qf:
+                a_ext[n:] = A["afr"][gi] @ sf
+            Mx = np.zeros((ne + 1, ne + 1))
+            Mx[:ne, :ne] = Lg
+            Mx[:ne, ne] = eg * a_ext
+            dS = np.zeros(ne + 1)  # Delta_S' = Delta + eg (a.y + b Delta) (+ Z_w)
+            dS[:n] = eg * A["a"][gi]
+            dS[ne] = 1.0 + eg * A["b"][gi]
+            dnz = np.zeros(ne + 1)
+            if finite:
+                dnz[:n] = eg**2 * A["dnz_m"][gi] / alpha0
+                dnz[ne] = eg**2 * A["dnz_c"][gi] / alpha0
+            Mx[ne] = (sqrt_c[gi] * dS + 0.5 * dnz) / scn
+            G = np.zeros((ne + 1, ne + 1))
+            G[:ne, :ne] = C
+            G[:n, ne] = G[ne, :n] = gam[gi][:n, n]
+            G[ne, ne] = gam[gi][n, n]
+            new = Mx @ G @ Mx.T
+            new[:ne, :ne] += addE
+            if finite:
+                # the step's noise on Delta: (S Z_w + Z_N/2)/sqrt(c'), and its covariances
+                var_w = eg**2 * A["varw"][gi] / alpha0
+                c_wn = eg**3 * A["cwN"][gi] / alpha0**2
+                var_n = eg**4 * (A["varN"][gi] / alpha0**3 + 2.0 * (A["noise_v"][gi] / alpha0)**2)
+                s_ = sqrt_c[gi]
+                new[ne, ne] += (s_**2 * var_w + s_ * c_wn + var_n / 4.0) / c_new[gi]
+                cov_e = np.zeros(ne)  # Cov(noise on (E, fresh), Delta noise)
+                cov_e[:n] = (s_ * eg**2 * A["cEw"][gi] / alpha0
+                             + 0.5 * eg**3 * A["cEN"][gi] / alpha0**2)
+                if qf:
+                    # the fresh coordinates sqrt(c) zeta (mapped by Lg) and their self-terms
+                    zw = eg * A["czw"][gi] / alpha0  # Cov(sqrt(d) w.phi_h, Z_w), per h
+                    zn = eg**2 * A["czN"][gi] / alpha0**2
+                    cz = Fp @ (eta * values * (s_ * zw + 0.5 * zn))  # Cov(zeta_a, Delta noise)
+                    cov_e += Lg[:, n:] @ (sc * cz)
+                    cov_e[n:] += eg * (A["czN"][gi] @ sf) * s_ * eg / alpha0
+                cov_e /= c_new[gi] ** 0.5
+                new[:ne, ne] += cov_e
+                new[ne, :ne] += cov_e
+            Pa = np.zeros((n_new + 1, ne + 1))
+            Pa[:n_new, :ne] = P
+            Pa[n_new, ne] = 1.0
+            out[gi] = Pa @ new @ Pa.T
+        return out
+
+    return [one(gm, cp) for gm, cp in zip(gam, coupled, strict=True)]
 
 
 def row_variance(sigma: str | Function, target: str, *, steps: int, alpha0: float,
@@ -389,12 +379,12 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
     K, k = len(m.values), m.k
     gam = np.zeros((K, k + 1, k + 1))
     gam[:, :k, :k] = np.eye(k)
-    covs = [gam]
+    covs, plain = [gam], gam  # (plain: the same recursion without the scale's terms)
     for t in range(m.steps):
         st, nst = ng.states[t], ng.states[t + 1]
-        gam = _step(st, nst, gam, sigma=m.sigma, g=m.g, values=m.values,
-                    fractions=m.fractions, eta=m.etas[t], alpha0=float(alpha0),
-                    delta=m.delta, coupled=coupled, degree=m.degree)
+        gam, plain = _step(st, nst, (gam, plain), sigma=m.sigma, g=m.g, values=m.values,
+                           fractions=m.fractions, eta=m.etas[t], alpha0=float(alpha0),
+                           delta=m.delta, coupled=(coupled, False), degree=m.degree)
         covs.append(gam)
     st = ng.states[-1]
     n = gam.shape[1] - 1
@@ -404,7 +394,11 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
     rr = B.shape[1] - k
     Bx = np.zeros((n + 1, B.shape[1] + 1))
     Bx[:n, :rr], Bx[:n, rr + 1:], Bx[n, rr] = B[:, :rr], B[:, rr:], 1.0
-    sig_scale = _channels(st, Bx, gam)
+    # the route's E block plus what the scale's terms add on this quadrature (its own
+    # quadrature error, e.g. a kink's xi rule, cancels in the difference)
+    ext = gam.copy()
+    ext[:, :n, :n] += ng.cov[-1] - plain[:, :n, :n]
+    sig_scale = _channels(st, Bx, ext)
     loadings = st.spiked_model()[0]
     r = np.asarray(loadings).shape[1]
     slope, joint = np.zeros((K, r)), np.zeros((K, r))
