@@ -313,3 +313,37 @@ def test_network_groups_cache_is_exact():
             assert np.array_equal(a, b)
         for a, b in zip(ng.states, fresh.states, strict=True):
             assert np.array_equal(a.c, b.c) and np.array_equal(a.a, b.a)
+
+
+def test_per_group_mean_table_kernels_equal_the_compiled_ones():
+    """The mean parts on a per-group table (n x K x r, the scale coordinate's route,
+    DERIVATIONS.md §11) with the table ``mub1_g kappa`` are the compiled kernels on ``kappa``."""
+    from asymptotics.network import channels as C
+    from asymptotics.network.route import network_problem
+    from asymptotics.spiked import kernels as Kr
+
+    params = network_problem(sigma="relu", target="z1 + z1*z2", steps=2, alpha0=16.0,
+                             eta=(2.0, 8.0), readout="pm1")
+    base = {k: v for k, v in params.items() if k != "channels"}
+    prob = C.spiked_problem(dict(base, sigma="relu", lam=0.01, beta=1.0), 9, None)
+    t = prob.tables
+    K, r, k = t.mub1.shape[1], t.kappa.shape[1], t.h1.shape[1]
+    rng = np.random.default_rng(3)
+    state = rng.normal(size=Kr.sizes(K, r, k)[-1]) * 0.3
+    table = np.ascontiguousarray(t.mub1[:, :, None] * t.kappa[:, None, :])
+    args = (t.weights, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2)
+    a = C.hats_of(state, t.weights, table, *args[1:], 0.7, 0.01)
+    b = Kr.hats_of(state, t.weights, t.kappa, *args[1:], 0.7, 0.01)
+    for x, y in zip(a, b, strict=True):
+        assert np.allclose(x, y, rtol=1e-11, atol=1e-12)
+    iv = 1.0 / (1.0 + np.abs(rng.normal(size=t.weights.size)))
+    eps = np.full(K, 1e-3)
+    for x, y in zip(C.mean_design(iv, t.weights, table, t.mu0, t.mub1, t.h, eps),
+                    Kr.mean_design(iv, t.weights, t.kappa, t.mu0, t.mub1, t.h, eps),
+                    strict=True):
+        assert np.allclose(x, y, rtol=1e-12, atol=1e-14)
+    assert abs(C.risk_of(state, t.weights, table, *args[1:])
+               - Kr.risk_of(state, t.weights, t.kappa, *args[1:])) < 1e-10
+    scaled = C.mean_table(prob, True)  # the scale coordinate's column appended
+    assert scaled.shape == (t.weights.size, K, r + 1)
+    assert np.array_equal(scaled[:, :, :r], table)
