@@ -252,11 +252,8 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
             status = Status.OUT_OF_DOMAIN
     conv = status == Status.CONVERGED
     risk = risk_of(state, *a[:8]) if conv else math.nan
-    extra = a[1].shape[-1] - prob.loadings.shape[1]
-    if extra:  # the state on the model's V (the scale coordinate's fields dropped)
-        r = prob.loadings.shape[1]
-        z = np.arange(o[4], o[5]).reshape(K, r + extra)[:, r:]
-        state = np.delete(state, z.ravel())
+    if a[1].shape[-1] > (r := prob.loadings.shape[1]):  # the scale coordinate's fields dropped
+        state = np.delete(state, np.arange(o[4], o[5]).reshape(K, -1)[:, r:].ravel())
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
                         status=status.name.lower(), message=status.message, iterations=n_iter,
                         residual=float(resid), order=unpack_state(prob, state),
