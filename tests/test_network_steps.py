@@ -67,6 +67,24 @@ def test_constant_readout_one_step_is_the_one_step_network_theory():
     assert abs(two.risk - ref2.risk) <= 1e-8 * ref2.risk
 
 
+def test_row_scale_channel_at_one_step_is_the_bulk_variance_channel():
+    """The rows' outside scale as a channel coordinate of the K-group route (DERIVATIONS.md
+    §11: the recursion of §10 and the scale coordinate's mean function 2 c nu) at one step
+    with the constant readout is §7's bulk-variance channel (a closed form through kappa
+    shifts, a separate derivation): erf/sin, where it moves the risk by -7.8%."""
+    from asymptotics.network.route import risk_network
+
+    kw = dict(steps=1, readout="constant", sigma="erf", target="sin", alpha0=20.0, eta=3.0,
+              lam=0.01, beta=2.0, outside="isotropic")
+    one = asymptotics.risk(5.0, sigma="erf", target="sin", alpha0=20.0, eta=3.0, lam=0.01,
+                           beta=2.0, model="network")
+    off = risk_network(5.0, row_scale=False, **kw)
+    on = risk_network(5.0, **kw)
+    assert on.converged and off.converged
+    assert off.risk / on.risk - 1.0 > 0.05  # the channel is large here
+    assert abs(on.risk / one.risk - 1.0) < 5e-3
+
+
 def test_odd_sigma_pm1_equals_constant_one_step():
     kw = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=2.0, lam=0.01, beta=1.0)
     a = asymptotics.risk(1.0, readout="pm1", **kw)
@@ -243,10 +261,11 @@ def test_unsettled_r3_point_is_settled_by_the_aligned_rule():
     prob = network_problem(steps=2, **kw)
     res = risk_network(2.0, steps=2, lam=0.01, beta=0.5, p=500, problem=prob, **kw)
     assert res.converged and "aligned rule" in res.message
-    from asymptotics.network.route import outside_kw
+    from asymptotics.network.route import outside_kw, with_row_scale
 
+    params, okw = with_row_scale(prob, outside_kw(steps=2, **kw), steps=2, **kw)
     fine = risk_network_groups(2.0, sigma="relu", lam=0.01, beta=0.5, p=500, n_kappa=81,
-                               **outside_kw(steps=2, **kw), **prob)
+                               **okw, **params)
     assert fine.converged
     assert abs(res.risk - fine.risk) <= 1e-3 * fine.risk
 
@@ -294,3 +313,37 @@ def test_network_groups_cache_is_exact():
             assert np.array_equal(a, b)
         for a, b in zip(ng.states, fresh.states, strict=True):
             assert np.array_equal(a.c, b.c) and np.array_equal(a.a, b.a)
+
+
+def test_per_group_mean_table_kernels_equal_the_compiled_ones():
+    """The mean parts on a per-group table (n x K x r, the scale coordinate's route,
+    DERIVATIONS.md §12) with the table ``mub1_g kappa`` are the compiled kernels on ``kappa``."""
+    from asymptotics.network import channels as C
+    from asymptotics.network.route import network_problem
+    from asymptotics.spiked import kernels as Kr
+
+    params = network_problem(sigma="relu", target="z1 + z1*z2", steps=2, alpha0=16.0,
+                             eta=(2.0, 8.0), readout="pm1")
+    base = {k: v for k, v in params.items() if k != "channels"}
+    prob = C.spiked_problem(dict(base, sigma="relu", lam=0.01, beta=1.0), 9, None)
+    t = prob.tables
+    K, r, k = t.mub1.shape[1], t.kappa.shape[1], t.h1.shape[1]
+    rng = np.random.default_rng(3)
+    state = rng.normal(size=Kr.sizes(K, r, k)[-1]) * 0.3
+    table = np.ascontiguousarray(t.mub1[:, :, None] * t.kappa[:, None, :])
+    args = (t.weights, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2)
+    a = C.hats_of(state, t.weights, table, *args[1:], 0.7, 0.01)
+    b = Kr.hats_of(state, t.weights, t.kappa, *args[1:], 0.7, 0.01)
+    for x, y in zip(a, b, strict=True):
+        assert np.allclose(x, y, rtol=1e-11, atol=1e-12)
+    iv = 1.0 / (1.0 + np.abs(rng.normal(size=t.weights.size)))
+    eps = np.full(K, 1e-3)
+    for x, y in zip(C.mean_design(iv, t.weights, table, t.mu0, t.mub1, t.h, eps),
+                    Kr.mean_design(iv, t.weights, t.kappa, t.mu0, t.mub1, t.h, eps),
+                    strict=True):
+        assert np.allclose(x, y, rtol=1e-12, atol=1e-14)
+    assert abs(C.risk_of(state, t.weights, table, *args[1:])
+               - Kr.risk_of(state, t.weights, t.kappa, *args[1:])) < 1e-10
+    scaled = C.mean_table(prob, True)  # the scale coordinate's column appended
+    assert scaled.shape == (t.weights.size, K, r + 1)
+    assert np.array_equal(scaled[:, :, :r], table)

@@ -54,7 +54,7 @@ def isotropic(monkeypatch):
     # and no spread of the rows' outside scale (THEORY.md §16.9): Sig = I, no slope
     import dataclasses
 
-    from asymptotics.spectra import rowvar as rowvar_module
+    from asymptotics.network import rowvar as rowvar_module
 
     orig_rv = rowvar_module.row_variance
 
@@ -124,8 +124,8 @@ def test_two_step_weights_is_spectrum() -> None:
 
 def _tanh_pm1_parts():
     from asymptotics.coefficients.functions import get_function
+    from asymptotics.network.rowvar import row_variance
     from asymptotics.spectra import netsteps
-    from asymptotics.spectra.rowvar import row_variance
 
     s = get_function("tanh")
     kw = dict(steps=2, alpha0=2.0, eta=1.0, delta=0.0, readout="pm1")
@@ -213,7 +213,7 @@ def test_coupled_columns_against_sampled_features() -> None:
     s = get_function("tanh")
     kw = dict(steps=2, alpha0=2.0, eta=1.0, delta=0.0, readout="constant")
     gp, _, values = ns.network_steps_params(s, "tanh(z1)", **kw)
-    from asymptotics.spectra.rowvar import row_variance
+    from asymptotics.network.rowvar import row_variance
 
     cp = ns.network_steps_outside(s, "tanh(z1)", **kw)
 

@@ -1,4 +1,4 @@
-"""The rows' bulk through the steps with their outside scale (asymptotics/spectra/rowvar.py,
+"""The rows' bulk through the steps with their outside scale (asymptotics/network/rowvar.py,
 docs/DERIVATIONS.md §10, THEORY.md §16.9)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from asymptotics.network.groups import network_groups
-from asymptotics.spectra.rowvar import row_variance
+from asymptotics.network.rowvar import row_variance
 
 
 @pytest.mark.parametrize("readout,steps", [("constant", 2), ("pm1", 3)])

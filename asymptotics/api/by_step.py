@@ -115,7 +115,7 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
     from asymptotics.api.risk import risk_curve
     from asymptotics.multiindex.steps import eta_schedule
     from asymptotics.network.groups import network_groups
-    from asymptotics.network.route import one_step_equivalent, outside_kw
+    from asymptotics.network.route import one_step_equivalent, outside_kw, with_row_scale
     from asymptotics.network.solve import risk_network_groups_curve
     from asymptotics.spiked.problem import resolve_target
 
@@ -133,6 +133,9 @@ def _network_by_step(alphas: list[float], *, steps: int, sigma, target, alpha0, 
             return list(zip(df.risk, df.converged, strict=True))
         kw = outside_kw(sigma, target, steps=t, alpha0=alpha0, eta=eta, delta=delta,
                         readout=readout) if t >= 1 else {}
+        if t >= 1:  # the rows' outside scale (DERIVATIONS.md §12), as risk(steps=t) has it
+            params, kw = with_row_scale(params, kw, sigma, target, steps=t, alpha0=alpha0,
+                                        eta=eta, delta=delta, readout=readout)
         rows = risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
                                          p=p, progress=False, **kw, **params)
         return [(res.risk, res.converged) for res in rows]

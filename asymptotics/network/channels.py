@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.spiked.kernels import dresolvent
+from asymptotics.spiked import kernels as _k
+from asymptotics.spiked.kernels import channel_v, dresolvent, sizes, vhats
 
 
 class Channels:
@@ -132,3 +133,91 @@ def spiked_problem(params: dict, n_kappa: int | None, n_omega: int | None):
             while len(PROBLEMS) > 8:
                 PROBLEMS.pop(next(iter(PROBLEMS)))
     return hit[1]
+
+
+# -- the rows' outside scale in the mean channel (docs/DERIVATIONS.md §12, THEORY.md §15) -----
+
+def mean_table(prob, scale: bool) -> np.ndarray:
+    """The mean functions of the V-type channel coordinates on the kappa nodes of ``prob``:
+    ``kappa`` (n x r: ``mub1_g kappa_a`` in the kernels) without the rows' outside scale; with
+    it (``scale``), per group (n x K x (r+1)), ``mub1_g kappa_a`` and, for the scale
+    coordinate ``S_i = (c_i - c_g) / (2 c_g)`` (DERIVATIONS.md §12), ``2 c_g nu_g``,
+    ``nu_g = d mu0_g/d c_g`` by a central difference of the feature tables (relative step
+    1e-4)."""
+    t = prob.tables
+    if not scale:
+        return t.kappa
+    from asymptotics.spiked.coefficients import feature_tables
+
+    c = np.asarray(prob.bulk, dtype=np.float64)
+    h = 1e-4 * np.where(c > 0, c, 1.0)
+    up = feature_tables(prob.sigma, t.kappa, prob.loadings, c + h)[0]
+    dn = feature_tables(prob.sigma, t.kappa, prob.loadings, np.maximum(c - h, 0.0))[0]
+    nu = (up - dn) / (np.minimum(c, h) + h)[None, :]
+    n, K, r = t.kappa.shape[0], c.size, t.kappa.shape[1]
+    out = np.empty((n, K, r + 1))
+    out[:, :, :r] = t.mub1[:, :, None] * t.kappa[:, None, :]
+    out[:, :, r] = 2.0 * c[None, :] * nu
+    return out
+
+
+def _mean_parts(state, P, mu0, mb1, h, h1, h2):
+    K, r, k = mb1.shape[1], P.shape[2], h1.shape[1]
+    o = sizes(K, r, k)
+    Z = state[o[4]:o[5]].reshape(K, r)
+    Pk = state[o[5]:o[6]].reshape(K, k)
+    b = mu0 @ state[o[6]:o[7]] + np.einsum("jgi,gi->j", P, Z)
+    c = np.einsum("jg,jg->j", mb1, h1 @ Pk.T)
+    return b, h2 - 2.0 * b * h + b * b - 2.0 * c
+
+
+def error_parts(state, kap, mu0, mb1, ms2, h, h1, h2):
+    """:func:`asymptotics.spiked.kernels.error_parts`; ``kap`` a :func:`mean_table` (n x K x r:
+    each group's mean functions) or the nodes (n x r: the kernel)."""
+    if kap.ndim == 2:
+        return _k.error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    K = mb1.shape[1]
+    o = sizes(K, kap.shape[2], h1.shape[1])
+    b, E0 = _mean_parts(state, kap, mu0, mb1, h, h1, h2)
+    q = channel_v(state[o[0]:o[1]].reshape(K, K), state[o[1]:o[2]], mb1, ms2)
+    V = channel_v(state[o[2]:o[3]].reshape(K, K), state[o[3]:o[4]], mb1, ms2)
+    return b, E0, q, V
+
+
+def hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta):
+    """:func:`asymptotics.spiked.kernels.hats_of` with ``kap`` as in :func:`error_parts`."""
+    if kap.ndim == 2:
+        return _k.hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
+    b, E0, q, V = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    iv = 1.0 / (1.0 + V)
+    M, v2 = vhats(iv, w, mb1, ms2, A)
+    Q1h, Q2h = vhats(iv * iv * (E0 + q + delta), w, mb1, ms2, A)
+    a = w * iv
+    zh = A * np.einsum("j,jgi->gi", a * (h - b), kap)
+    ph = A * np.einsum("j,jg,ji->gi", a, mb1, h1)
+    return M, v2, Q1h, Q2h, zh, ph, E0 + q, V
+
+
+def mean_design(iv, w, kap, mu0, mb1, h, eps):
+    """:func:`asymptotics.spiked.kernels.mean_design` with ``kap`` as in :func:`error_parts`."""
+    if kap.ndim == 2:
+        return _k.mean_design(iv, w, kap, mu0, mb1, h, eps)
+    n, K = mb1.shape
+    r = kap.shape[2]
+    sq = np.sqrt(w * iv)
+    Phi = np.zeros((n + K, K))
+    Phi[:n] = sq[:, None] * mu0
+    Phi[n:] = np.diag(np.sqrt(eps))
+    Psi = np.zeros((n + K, K * r))
+    Psi[:n] = (sq[:, None, None] * kap).reshape(n, K * r)
+    ht = np.zeros(n + K)
+    ht[:n] = sq * h
+    return Phi, Psi, ht
+
+
+def risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2) -> float:
+    """:func:`asymptotics.spiked.kernels.risk_of` with ``kap`` as in :func:`error_parts`."""
+    if kap.ndim == 2:
+        return _k.risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2)
+    _, E0, q, _ = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
+    return float(np.sum(w * (E0 + q)))

@@ -115,7 +115,7 @@ def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(out)
 
 
-def _rest_sums(e: np.ndarray, wr: np.ndarray, R: np.ndarray, RR: np.ndarray, delta: float
+def rest_sums(e: np.ndarray, wr: np.ndarray, R: np.ndarray, RR: np.ndarray, delta: float
                ) -> tuple[np.ndarray, ...]:
     """Per spike node, the other axes' sums of ``e``, ``e^2 + delta`` (times 1, R, R R^T),
     ``e^3 + 3 e delta`` (times 1, R) and ``e^4 + 6 e^2 delta + 3 delta^2`` (R: their nodes)."""
@@ -161,12 +161,12 @@ def advance_network(state: GroupState, cov: np.ndarray, *, sigma: Function, g,
                               or per is None)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Per spike node: m1, m2, v (u, K) and the other axes' sums (:func:`_rest_sums`)."""
+        """Per spike node: m1, m2, v (u, K) and the other axes' sums (:func:`rest_sums`)."""
         F, m1, m2, v = _xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules)
         f = F @ (fractions * values)
         Uz = U @ Br[:, :k]
         rows = max(1, CHUNK // max(1, 8 * R.shape[0]))
-        sums = [_rest_sums(_evaluate(g, Uz[lo:lo + rows, None, :] + RzT[None, :, :])
+        sums = [rest_sums(_evaluate(g, Uz[lo:lo + rows, None, :] + RzT[None, :, :])
                            - f[lo:lo + rows, None], wr, R, RR, delta)
                 for lo in range(0, U.shape[0], rows)]
         return (m1, m2, v, *(np.concatenate(x) for x in zip(*sums, strict=True)))

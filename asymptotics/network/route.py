@@ -63,7 +63,7 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
                  eta: float | Sequence[float] = 1.0, lam: float = 0.01, beta: float = 1.0,
                  delta: float = 0.0, p: float | None = None, strict: bool = False,
                  solver: SolverConfig = SolverConfig(), problem: dict | None = None,
-                 outside: str = "coupled"):
+                 outside: str = "coupled", row_scale: bool = True):
     """The network theory's risk after ``steps`` giant steps with the initial readout
     ``readout`` by the K-group route (THEORY.md §15; a
     :class:`~asymptotics.spiked.SpikedResult`). ``problem``: a :func:`network_problem` to
@@ -73,11 +73,14 @@ def risk_network(alpha: float, *, steps: int = 1, readout: object = "constant",
     (docs/DERIVATIONS.md §9.7): ``"coupled"`` (default: its population covariances after the
     steps from the sampled device, and their coupling to the bulk's coordinates on E),
     ``"spectrum"`` (the covariances without the coupling), ``"isotropic"`` (``c_g I``, the
-    closure of §9.1)."""
+    closure of §9.1). ``row_scale``: the rows' outside scale in the mean channel
+    (DERIVATIONS.md §12: each row's own bulk variance, regressed on its spike coordinates;
+    False: one common ``c_g`` per group, the route before)."""
     return risk_network_curve([alpha], steps=steps, readout=readout,
                               sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
                               beta=beta, delta=delta, p=p, strict=strict, solver=solver,
-                              problem=problem, outside=outside, progress=False)[0]
+                              problem=problem, outside=outside, progress=False,
+                              row_scale=row_scale)[0]
 
 
 def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
@@ -86,7 +89,8 @@ def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
                        lam: float = 0.01, beta: float = 1.0, delta: float = 0.0,
                        p: float | None = None, strict: bool = False,
                        solver: SolverConfig = SolverConfig(), problem: dict | None = None,
-                       outside: str = "coupled", progress: bool | None = None) -> list:
+                       outside: str = "coupled", progress: bool | None = None,
+                       row_scale: bool = True) -> list:
     """:func:`risk_network` along alpha (one result per alpha): the kappa rule decided once for
     the curve (:func:`asymptotics.network.solve.risk_network_groups_curve`, THEORY.md §10.8)."""
     if outside not in OUTSIDE:
@@ -96,9 +100,45 @@ def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
         readout=readout)
     kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                     readout=readout, outside=outside)
+    if row_scale:
+        params, kw = with_row_scale(params, kw, sigma, target, steps=steps, alpha0=alpha0,
+                                    eta=eta, delta=delta, readout=readout)
     return risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
                                      p=p, strict=strict, solver=solver, progress=progress,
                                      **kw, **params)
+
+
+def with_row_scale(params: dict, kw: dict, sigma, target: str, *, steps: int, alpha0: float,
+                   eta: float | Sequence[float], delta: float = 0.0,
+                   readout: object = "constant") -> tuple[dict, dict]:
+    """The K-group problem ``params`` and the bulk keyword ``kw`` (:func:`outside_kw`) with the
+    rows' outside scale as one more V-type channel coordinate (DERIVATIONS.md §12): the
+    channels on ``[V, S, T]`` from :func:`asymptotics.network.rowvar.row_variance` (its E
+    block, with the scale's coupling fed back, replaces the route's) and, for the coupled bulk,
+    the coupling's share unchanged (``S`` is not coupled to the bulk outside E: it is quadratic
+    in it) and the residual the rest (its positive part)."""
+    from asymptotics.network.coupling import CoupledChannels
+    from asymptotics.network.rowvar import row_variance
+
+    if isinstance(eta, Sequence) and not isinstance(eta, str):
+        eta = tuple(eta)[:steps]
+    rv = row_variance(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                      readout=parse_readout(readout))
+    sig = np.asarray(rv.sig_scale)
+    r = np.asarray(params["loadings"]).shape[1]
+    if sig.shape[1] != np.asarray(params["channels"]).shape[1] + 1:
+        raise RuntimeError("the rows' scale channels do not match the route's groups")
+    params = dict(params, channels=sig)
+    cp = kw.get("coupled")
+    if cp is not None:
+        explained = np.asarray(rv.sig_route) - cp.ecov  # the coupling's share of the route's
+        ex = np.insert(np.insert(explained, r, 0.0, axis=1), r, 0.0, axis=2)
+        res = sig - ex
+        w, U = np.linalg.eigh(0.5 * (res + np.swapaxes(res, 1, 2)))
+        ecov = np.einsum("gij,gj,gkj->gik", U, np.maximum(w, 0.0), U)
+        a = np.insert(cp.a, r, 0.0, axis=2)
+        kw = dict(kw, coupled=CoupledChannels(cp.bulk, a, ecov, r + 1, cp.k))
+    return params, kw
 
 
 def outside_kw(sigma, target: str, *, steps: int, alpha0: float,

@@ -20,18 +20,22 @@ from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status,
 from asymptotics.equations.solver import relative_residual as rel_res
 from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
 from asymptotics.network.bulk import fixed_point as solve_fp
-from asymptotics.network.channels import Channels, spiked_problem
+from asymptotics.network.channels import (
+    Channels,
+    error_parts,
+    hats_of,
+    mean_design,
+    mean_table,
+    risk_of,
+    spiked_problem,
+)
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import (
     DET_MIN,
     channel_v,
     dresolvent,
-    error_parts,
-    hats_of,
-    mean_design,
     mean_lstsq,
     resolvent,
-    risk_of,
     sizes,
     v_map,
     vhats,
@@ -40,9 +44,10 @@ from asymptotics.spiked.problem import SpikedProblem
 from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 
 
-def _args(prob: SpikedProblem, alpha: float) -> tuple:
+def _args(prob: SpikedProblem, alpha: float, mean: np.ndarray | None = None) -> tuple:
     t = prob.tables
-    return (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
+    kap = t.kappa if mean is None else mean
+    return (t.weights, kap, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
             prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
 
 
@@ -63,7 +68,7 @@ def full_map_net(state, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, 
     """The literal map of all unknowns with the network's channels (and bulk)."""
     res_f, dres_f = _bulk_fns(bulk)
     n, K = mb1.shape
-    r, k = kap.shape[1], h1.shape[1]
+    r, k = kap.shape[-1], h1.shape[1]
     o = sizes(K, r, k)
     M, v2, Q1h, Q2h, zh, ph, E, V = hats_of(state, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta)
     tau, V1, V2 = res_f(M, lam + v2, beta, pi)
@@ -88,7 +93,7 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
                  p_inv, bulk=None):
     """Given (V1, V2), the rest of the state solved exactly (as :func:`spiked.kernels.complete`,
     with the network's channels and bulk); NaN where the bulk's resolvent fails."""
-    (res_f, dres_f), K, r, k = _bulk_fns(bulk), mb1.shape[1], kap.shape[1], h1.shape[1]
+    (res_f, dres_f), K, r, k = _bulk_fns(bulk), mb1.shape[1], kap.shape[-1], h1.shape[1]
     o = sizes(K, r, k)
     V1in, V2in = v[:K * K].reshape((K, K)), v[K * K:]
     iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
@@ -201,12 +206,13 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
 
 def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
                   solver: SolverConfig = SolverConfig(), x0: np.ndarray | None = None,
-                  bulk=None) -> SpikedResult:
+                  bulk=None, mean: np.ndarray | None = None) -> SpikedResult:
     """Solve at one alpha (THEORY.md §15; the algorithm of §10.5). ``bulk``: the groups'
     anisotropic bulk outside E (a :class:`asymptotics.network.bulk.GroupBulk`, DERIVATIONS.md
-    §9.7); None: isotropic (§10.4)."""
+    §9.7); None: isotropic (§10.4). ``mean``: the v channels' mean functions with the rows'
+    outside scale (:func:`asymptotics.network.channels.mean_table`); None: ``kappa``."""
     alpha = checks.positive("alpha", alpha)
-    a = _args(prob, alpha)
+    a = _args(prob, alpha, mean)
     t = prob.tables
     K = prob.fractions.shape[0]
     vargs = (t.weights, t.mub1, t.mus2, alpha / prob.beta, prob.lam, prob.beta, prob.fractions)
@@ -222,7 +228,7 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
         if Status(int(code)) == Status.CONVERGED:
             break
     status, n_iter, resid = Status(int(code)), int(n_it), float(rr)
-    o = sizes(K, *prob.loadings.shape[1:], prob.k)
+    o = sizes(K, a[1].shape[-1], prob.k)  # (the scale coordinate, if any, among the V's)
     state = np.full(o[-1], np.nan)
     if status == Status.CONVERGED and bulk is not None:
         x, status, n_it2, rr = _bulk_v(x, bulk, vargs, solver)
@@ -246,6 +252,8 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
             status = Status.OUT_OF_DOMAIN
     conv = status == Status.CONVERGED
     risk = risk_of(state, *a[:8]) if conv else math.nan
+    if a[1].shape[-1] > (r := prob.loadings.shape[1]):  # the scale coordinate's fields dropped
+        state = np.delete(state, np.arange(o[4], o[5]).reshape(K, -1)[:, r:].ravel())
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
                         status=status.name.lower(), message=status.message, iterations=n_iter,
                         residual=float(resid), order=unpack_state(prob, state),
@@ -271,23 +279,31 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
 
     def problem(rule):
         if rule not in built:
+            r = U.shape[1]
+            extra = sig.shape[1] - r - int(np.asarray(params["overlaps"]).shape[1])
+            base = np.delete(np.delete(sig, np.s_[r:r + extra], 1), np.s_[r:r + extra], 2)
             if isinstance(rule, tuple):
-                prob, ch = aligned_cached(params, sig, rule[0], rule[1], n_omega)
+                prob, ch = aligned_cached(params, base, rule[0], rule[1], n_omega)
+                R = np.eye(r + extra)
+                R[:r, :r] = aligned_rotation(U, params["bulk"])
+                if extra:  # the channels with the scale coordinate, on the rotated V
+                    Rb = np.eye(sig.shape[1])
+                    Rb[:r + extra, :r + extra] = R
+                    ch = Channels(np.einsum("ai,gab,bj->gij", Rb, sig, Rb), r + extra, prob.k)
                 if coupled is not None:
-                    ch = coupled.rotated(aligned_rotation(U, params["bulk"]))
+                    ch = coupled.rotated(R)
             else:
                 prob = spiked_problem(params, rule, n_omega)
-                ch = Channels(sig, prob.loadings.shape[1], prob.k) if coupled is None \
-                    else coupled
-            built[rule] = (prob, ch)
+                ch = Channels(sig, r + extra, prob.k) if coupled is None else coupled
+            built[rule] = (prob, ch, mean_table(prob, extra > 0))
         return built[rule]
 
     def solve(rule, alpha: float, x0: np.ndarray | None = None, fresh: bool = True
               ) -> SpikedResult:
-        prob, ch = problem(rule)
+        prob, ch, mean = problem(rule)
         if fresh and bulk is not None:
             bulk.forget()  # a pure point: warm starts only between this point's own rules
-        res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk)
+        res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk, mean=mean)
         if not res.converged and prob.lam == 0.0:
             res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
         return res
@@ -337,7 +353,9 @@ def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
     """The K-group risk (parameters of :func:`asymptotics.spiked.risk_spiked`) with each
     group's normalised bulk covariance ``channels`` on ``[V, T]`` and, outside E, the
     population covariances ``outside`` (a :class:`asymptotics.network.bulk.GroupBulk`; None:
-    isotropic) (THEORY.md §15). The kappa rule: ``n_kappa`` if given (r = 1: the one-spike
+    isotropic) (THEORY.md §15). ``channels`` on ``[V, S, T]`` (K x (r+1+k) x (r+1+k)) carry
+    the rows' outside scale ``S`` as one more V-type coordinate (DERIVATIONS.md §12). The kappa
+    rule: ``n_kappa`` if given (r = 1: the one-spike
     rule), else the quadrature policy of the sRF groups (``asymptotics.equations.ladder``,
     §10.8) on :func:`rules`. ``lam = 0`` is not supported here (NaN with the reason)."""
     alpha = checks.positive("alpha", alpha)

@@ -206,7 +206,7 @@ def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float,
     if not isinstance(tname, str):
         raise TypeError(f"target must be an expression in z1..zk for model='network' with "
                         f"steps or a readout, got {target!r}")
-    from asymptotics.spectra.rowvar import row_variance
+    from asymptotics.network.rowvar import row_variance
 
     gp, sig, values = network_steps_params(s, tname, steps=steps, alpha0=alpha0, eta=eta,
                                            delta=delta, readout=readout)

@@ -243,10 +243,10 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
     :func:`asymptotics.spectra.weights.steps_weights` (the isotropic groups). ``channels``:
     the groups' ``Sig_g`` on ``[V, T]`` to use instead of the route's (a diagnosis: e.g. the
     bulk covariance measured on trained layers); default: ``Sig_g`` of
-    :func:`asymptotics.spectra.rowvar.row_variance` (the route's recursion with each row's
+    :func:`asymptotics.network.rowvar.row_variance` (the route's recursion with each row's
     outside scale as one more coordinate)."""
     from asymptotics.network.groups import network_groups
-    from asymptotics.spectra.rowvar import row_variance
+    from asymptotics.network.rowvar import row_variance
     from asymptotics.spectra.weights import diverging_outliers, rowvar_bulk, rowvar_top
 
     ng = network_groups(s, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,

@@ -305,15 +305,19 @@ def report_text(pts: pd.DataFrame) -> str:
         "network itself, the device's map gives Gaussian rows that reproduce the trained layer "
         "(semi-empirical theory to 0.1-0.5%): the coupling the earlier device (4 blocks of 100 "
         "directions) seemed to miss was its sampling error (the risk moved by 4-7% between "
-        "device seeds), now about 1% with 32 blocks. That moves the relu staircases up by "
-        "1-3% (N1 after two steps: -5.5% to -2.5% at d = 2000) but no count at d = 2000: the "
-        "misses left are N2 after two and three steps (5-9% below; the theory is the trained "
-        "layer's own semi-empirical theory to 0.3-2%, the simulated layer lies beyond its "
-        "Gaussian equivalent: on a d = 2000 network after three steps the row-norm spread "
-        "(closure (b)) is +10% and +4.5% of the error, the non-Gaussian remainder -4% and "
-        "-2%) and four "
-        "erf(z-1) points of STEPS.md with three seeds (2-7% below, one after one step, where "
-        "the isotropic route is as low: not the bulk outside E).",
+        "device seeds), now about 1% with 32 blocks. The rows' outside scale (closure (b), "
+        "each row's own outside variance as one more channel coordinate of the groups, "
+        "docs/DERIVATIONS.md §12; at one step with the constant readout it is the one-step "
+        "theory's bulk-variance channel to 0.2%) is now carried too: it moves the erf(z-1) "
+        "points by -2.9% to +2.0% after two and three steps, N1 by -1.6% after two steps and "
+        "N2 by -1.5% to -1.2% after two and +1% to +3% after three, but no count at d = 2000 (one "
+        "point in, E after two steps; one out, D after three, s.e. 0.25% from three seeds). "
+        "The misses left at d = 2000 are N2 after two and three steps (4-10% below; on the "
+        "trained layers the scale channel agrees in sign and size with `mc - semi` for N1 and "
+        "for N2 after three steps at d = 1000, but the single N2 network at d = 2000 lies "
+        "+6.6% and +2.8% beyond its Gaussian equivalent, where the channel predicts -0.9% and "
+        "+0.5%) and four erf(z-1) points of STEPS.md with three seeds (1-7% below; A after one "
+        "step, where the isotropic route is as low: not the bulk outside E).",
         "",
         "## Summary by protocol and d",
         "",

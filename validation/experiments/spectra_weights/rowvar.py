@@ -1,5 +1,5 @@
 """A direct Monte Carlo of the trained first layer against the rows' bulk with its outside scale
-(:func:`asymptotics.spectra.rowvar.row_variance`, docs/DERIVATIONS.md §10): per group, the
+(:func:`asymptotics.network.rowvar.row_variance`, docs/DERIVATIONS.md §10): per group, the
 bulk's variance along the learned direction ``Sig_vv = d Var(b.v)/c`` and the slope of the rows'
 squared bulk norms on their spike coordinate ``lam = Cov(|b_i|^2, b_i.v)/Var(b_i.v)`` (v oriented
 along the group's spike). A diagnostic simulation separate from the validation cells: its own
@@ -181,7 +181,7 @@ def setting_theory(s) -> dict:
     """The theory's columns of a setting: ``Sig_vv`` with the scale's coupling and the route's,
     and the slope along each group's spike, averaged over the groups (THEORY.md §16.9)."""
     from asymptotics.network.groups import network_groups
-    from asymptotics.spectra.rowvar import row_variance
+    from asymptotics.network.rowvar import row_variance
 
     rv = row_variance(s.sigma, s.target, steps=s.steps, alpha0=s.alpha0, eta=s.eta,
                       readout=s.readout)
@@ -196,7 +196,7 @@ def batch_theory(alpha0: float) -> dict:
     """The theory's columns of the batch check at ``alpha0`` (the slope along the spike: the
     loading is negative on the model's V, THEORY.md §16.9)."""
     from asymptotics.network.groups import network_groups
-    from asymptotics.spectra.rowvar import row_variance
+    from asymptotics.network.rowvar import row_variance
 
     rv = row_variance("tanh", "tanh(z1)", steps=BATCH_STEPS, alpha0=alpha0, eta=1.0)
     L = network_groups("tanh", "tanh(z1)", steps=BATCH_STEPS, alpha0=alpha0,
