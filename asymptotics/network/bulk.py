@@ -194,9 +194,11 @@ class GroupBulk:
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
-        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``; ``Kc Sig`` None
-        from the Schur route) at ``(Vhat1, D)``, the last ones kept (the derivatives and the
-        coupling ask for the same)."""
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at ``(Vhat1,
+        D)``, the last ones kept (the derivatives and the coupling ask for the same). From the
+        Schur route ``Kc Sig`` and ``Kc`` are None, not formed: ``Kc = W Dc^-1 = I - W Vc``
+        (``W^-1 = Dc^-1 + Vc``), so every contraction with them is one of W's (:meth:`parts`,
+        :meth:`asymptotics.network.coupling.CoupledChannels._w_parts`)."""
         key = ("wkc", vhat1.tobytes(), D.tobytes())
         if (hit := self._memo.get(key)) is not None:
             return hit
@@ -205,17 +207,8 @@ class GroupBulk:
             Kc = self.kinv(vhat1, D)
             KS = self.ksig(Kc)
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y ((Kc Sig)_xy = W_xy / D_y: None, not formed)
-            KS = None
-            Kc = np.empty_like(W)
-            s, _, perm, c = self._eig[:4]
-            for y in range(self.K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
-                if y in perm[:c]:
-                    np.divide(W[:, :, :, y], (D[y] * s)[:, None, None, :], out=Kc[:, :, :, y])
-                else:
-                    np.matmul(W[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
-                    Kc[:, :, :, y] /= D[y]
-        return self._keep(key, (W, KS, Kc))
+            return self._keep(key, (W, KS, Kc))
+        return self._keep(key, (W, None, None))
 
     def _keep(self, key: tuple, value):
         """Keep ``value`` for ``key`` (the last :data:`MEMO` entries)."""
@@ -364,11 +357,14 @@ class GroupBulk:
         Wr = W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (x, y, (z,i,k))
         H = self._gram(W, Wr)  # H[d,a,c,e] = tr[W_da W_ec]
         HVV = -H.transpose(2, 0, 1, 3) / bd
-        Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
-        if KS is None:  # HVD_cdg = tr[Kc_cg (Kc Sig)_dg^T], (Kc Sig)_dg = W_dg / D_g
-            HVD = np.matmul(Kcr.transpose(1, 0, 2), Wr.transpose(1, 2, 0)).transpose(1, 2, 0) \
-                / (bd * D[None, None, :])
+        if KS is None:  # HVD_cdg = tr[Kc_cg W_dg^T] / D_g, Kc = I - W Vc (:meth:`wkc`):
+            # delta_cg tr W_dg - sum_z Vhat1_zg <W_cz, W_dg>_F, the second from the Gram
+            HVD = -np.einsum("zg,czdg->cdg", vhat1, H)
+            tw = np.einsum("baici->ac", W)
+            HVD[np.arange(K), :, np.arange(K)] += tw.T
+            HVD /= bd * D[None, None, :]
         else:
+            Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
             KSr = KS.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
             HVD = np.matmul(Kcr.transpose(1, 0, 2), KSr.transpose(1, 2, 0)).transpose(1, 2, 0) / bd
         ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)

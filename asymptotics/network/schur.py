@@ -147,21 +147,24 @@ def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     B, n = s.shape
     K = vp.shape[0]
     p = np.arange(K) if perm is None else perm
-    out = np.zeros((B, K, n, K, n))
     idx = np.arange(n)
-    for x in range(c):
-        for y in range(c):
-            out[:, p[x], idx, p[y], idx] = Pi[:, :, x, y]  # (B, n)
     if Y is None:
+        out = np.zeros((B, K, n, K, n))
+        for x in range(c):
+            for y in range(c):
+                out[:, p[x], idx, p[y], idx] = Pi[:, :, x, y]  # (B, n)
         return out
-    WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
-    WFF = WFR[:, :, :, 0, None, :] * np.swapaxes(Y[..., 0], 1, 2)[:, None, None]
-    for h in range(1, K - c):  # (WFR Y^T: the products by broadcasting, m = K - c terms)
-        WFF += WFR[:, :, :, h, None, :] * np.swapaxes(Y[..., h], 1, 2)[:, None, None]
     m = K - c
+    out = np.empty((B, K, n, K, n))
+    WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
     for x in range(c):
-        for y in range(c):
-            out[:, p[x], :, p[y], :] -= WFF[:, x, :, y, :]
+        for y in range(c):  # W_FF = P^-1 + Y G Y^T = P^-1 - WFR Y^T, written in place
+            o = out[:, p[x], :, p[y], :]
+            np.multiply(WFR[:, x, :, 0, :], Y[:, None, :, y, 0], out=o)
+            for h in range(1, m):
+                o += WFR[:, x, :, h, :] * Y[:, None, :, y, h]
+            np.negative(o, out=o)
+            o[:, idx, idx] += Pi[:, :, x, y]
         for y in range(m):
             out[:, p[x], :, p[c + y], :] = WFR[:, x, :, y, :]
             out[:, p[c + y], :, p[x], :] = np.swapaxes(WFR[:, x, :, y, :], 1, 2)
