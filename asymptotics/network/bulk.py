@@ -185,13 +185,25 @@ class GroupBulk:
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); None where
-        that does not apply (singular Sig, D <= 0, not positive definite)."""
+        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); where every
+        group is in the base class its blocks are diagonal and W is B x n x K x K (``W_xy =
+        diag(W[:, :, x, y])``, nothing dense formed); None where that does not apply (singular
+        Sig, D <= 0, not positive definite)."""
         if self._eig is None or not np.all(D > 0.0):
             return None
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
+        if c == self.K:  # every group in the base class: W_xy diagonal, kept as B x n x K x K
+            f = schur.schur(vp, Dp, s, rest, c, full=False)
+            if f is None:
+                return None
+            return f[0] if ident else f[0][:, :, inv[:, None], inv[None, :]]
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
+
+    @staticmethod
+    def wtrace(W: np.ndarray) -> np.ndarray:
+        """``sum_b tr W_b,xy`` (K x K) of :meth:`wfull`'s W (either form)."""
+        return W.sum(axis=(0, 1)) if W.ndim == 4 else np.einsum("baici->ac", W)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at ``(Vhat1,
@@ -288,7 +300,7 @@ class GroupBulk:
                     T = self.trace_sig(Kc)
                     ED = self._ed(vhat1, Kc)
                 else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
-                    T = np.einsum("baigi->ag", W) / D[None, :]
+                    T = self.wtrace(W) / D[None, :]
                     ED = self._ed_gram(vhat1, self._gram(W), D)
                 self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
@@ -334,6 +346,9 @@ class GroupBulk:
         """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
         ``Wr``: W's blocks as rows, if formed)."""
         K = self.K
+        if W.ndim == 4:  # diagonal blocks (:meth:`wfull`)
+            Wr = W.reshape(-1, K * K)
+            return (Wr.T @ Wr).reshape(K, K, K, K)
         Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
         return (Wr @ Wr.T).reshape(K, K, K, K)
 
@@ -354,13 +369,13 @@ class GroupBulk:
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (x, y, (z,i,k))
+        Wr = None if KS is None else W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
         H = self._gram(W, Wr)  # H[d,a,c,e] = tr[W_da W_ec]
         HVV = -H.transpose(2, 0, 1, 3) / bd
         if KS is None:  # HVD_cdg = tr[Kc_cg W_dg^T] / D_g, Kc = I - W Vc (:meth:`wkc`):
             # delta_cg tr W_dg - sum_z Vhat1_zg <W_cz, W_dg>_F, the second from the Gram
             HVD = -np.einsum("zg,czdg->cdg", vhat1, H)
-            tw = np.einsum("baici->ac", W)
+            tw = self.wtrace(W)
             HVD[np.arange(K), :, np.arange(K)] += tw.T
             HVD /= bd * D[None, None, :]
         else:
