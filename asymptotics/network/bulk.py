@@ -35,7 +35,7 @@ import numpy as np
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.solver import SolverConfig, SolverResult, Status
 from asymptotics.network import schur
-from asymptotics.network.schur import base_class
+from asymptotics.network.schur import LowRankW, base_class, wa, wgram, wtrace
 
 _PREP: dict[int, tuple] = {}
 #: the relative tau step below which a Newton step that no longer shrinks counts as converged
@@ -71,13 +71,6 @@ def _prepare(sig: np.ndarray) -> tuple:
     for x in (sig_inv, U, sig_w, inv_w):
         x.flags.writeable = False
     return sig_inv, U, sig_w, inv_w, F
-
-
-def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
-    B, K, n = X.shape[:3]
-    XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
-    return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
 
 
 def fixed_point(fmap, x0: np.ndarray, config: SolverConfig, nonneg: tuple[int, ...] = ()
@@ -185,25 +178,30 @@ class GroupBulk:
 
     def wfull(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W = Kc Dc = (Dc^-1 + Vc)^-1`` per block (B x K x n x K x n; symmetric positive
-        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); where every
-        group is in the base class its blocks are diagonal and W is B x n x K x K (``W_xy =
-        diag(W[:, :, x, y])``, nothing dense formed); None where that does not apply (singular
-        Sig, D <= 0, not positive definite)."""
+        definite) in the working basis (:func:`asymptotics.network.schur.wfull`); None where
+        that does not apply (singular Sig, D <= 0, not positive definite)."""
         if self._eig is None or not np.all(D > 0.0):
             return None
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
-        if c == self.K:  # every group in the base class: W_xy diagonal, kept as B x n x K x K
-            f = schur.schur(vp, Dp, s, rest, c, full=False)
-            if f is None:
-                return None
-            return f[0] if ident else f[0][:, :, inv[:, None], inv[None, :]]
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
-    @staticmethod
-    def wtrace(W: np.ndarray) -> np.ndarray:
-        """``sum_b tr W_b,xy`` (K x K) of :meth:`wfull`'s W (either form)."""
-        return W.sum(axis=(0, 1)) if W.ndim == 4 else np.einsum("baici->ac", W)
+    def wform(self, vhat1: np.ndarray, D: np.ndarray):
+        """:meth:`wfull`'s W in the most compact exact form its classes allow (every trace of
+        the bulk and the coupling reads it through :meth:`wtrace`, :meth:`_gram`, :meth:`wa`):
+        where every group is in the base class its blocks are diagonal, W is B x n x K x K
+        (``W_xy = diag(W[:, :, x, y])``); with one group outside it a :class:`LowRankW`; else
+        the dense W. None where :meth:`wfull` is."""
+        if self._eig is None or not np.all(D > 0.0):
+            return None
+        s, rest, perm, c, inv, ident = self._eig
+        if c < self.K - 1:
+            return self.wfull(vhat1, D)
+        vp, Dp = self._perm(vhat1, D)
+        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident)
+
+    wtrace = staticmethod(wtrace)
+    wa = staticmethod(wa)
 
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
         """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at ``(Vhat1,
@@ -214,7 +212,7 @@ class GroupBulk:
         key = ("wkc", vhat1.tobytes(), D.tobytes())
         if (hit := self._memo.get(key)) is not None:
             return hit
-        W = self.wfull(vhat1, D)
+        W = self.wform(vhat1, D)
         if W is None:
             Kc = self.kinv(vhat1, D)
             KS = self.ksig(Kc)
@@ -294,7 +292,7 @@ class GroupBulk:
             T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
                 if self._eig is not None and np.all(D > 0.0) else None
             if T is None:  # a fresh Jacobian (the first step, or the chord is slow)
-                W = self.wfull(vhat1, D)
+                W = self.wform(vhat1, D)
                 if W is None:
                     Kc = self.kinv(vhat1, D)
                     T = self.trace_sig(Kc)
@@ -345,12 +343,11 @@ class GroupBulk:
     def _gram(self, W: np.ndarray, Wr: np.ndarray | None = None) -> np.ndarray:
         """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
         ``Wr``: W's blocks as rows, if formed)."""
-        K = self.K
-        if W.ndim == 4:  # diagonal blocks (:meth:`wfull`)
-            Wr = W.reshape(-1, K * K)
-            return (Wr.T @ Wr).reshape(K, K, K, K)
-        Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
-        return (Wr @ Wr.T).reshape(K, K, K, K)
+        if Wr is not None or not (isinstance(W, LowRankW) or W.ndim == 4):
+            K = self.K
+            Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
+            return (Wr @ Wr.T).reshape(K, K, K, K)
+        return wgram(W)
 
     def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`_ed_ks` from the Gram of W's blocks (``(Kc Sig)_xy = W_xy / D_y``):

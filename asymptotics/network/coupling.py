@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.network.bulk import GroupBulk, right_blocks
+from asymptotics.network.bulk import GroupBulk
 
 
 class CoupledChannels:
@@ -64,10 +64,7 @@ class CoupledChannels:
         B, K, n = self.bulk.B, self.bulk.K, self.bulk.n
         m = self.r + self.k
         aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
-        if W.ndim == 4:  # diagonal blocks: (W_xy a)_i = W[b, i, x, y] a_i
-            Wa = np.einsum("bixy,byif->bxiyf", W, aT)
-        else:
-            Wa = right_blocks(W, aT)  # W a_(y,f): (b, x, i, y, f)
+        Wa = self.bulk.wa(W, aT)  # W a_(y,f): (b, x, i, y, f)
         if Kc is None:  # Kc_gc^T a = delta_gc a - sum_z Vhat1_zc W_zg a (Kc = I - W Vc)
             Kta = -np.einsum("zc,bzigf->bcigf", vhat1, Wa)
             for g in range(K):
