@@ -86,7 +86,9 @@ class CoupledChannels:
         B, K, n = Wa.shape[:3]
         m = self.r + self.k
         Wt = Wa.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
-        P1 = np.einsum("xap,ybp->xyab", Wt, Wt).reshape(K * K, K, m, K, m)
+        Wf = Wt.reshape(K * K * m, B * n)
+        P1 = (Wf @ Wf.T).reshape(K, K * m, K, K * m).transpose(0, 2, 1, 3).reshape(
+            K * K, K, m, K, m)
         Kt = Kta.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
         if not formed:  # Sig_c Kc_gc^T a = W_cg a / D_c (Kc_gc = W_gc Sig_c^-1 / D_c)
             St = Wt / D[:, None, None]
