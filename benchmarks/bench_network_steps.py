@@ -22,9 +22,11 @@ the wall time measures the other jobs too). Per setting:
   sampling its device: the groups' covariances outside E after T steps).
 ``--save FILE`` writes every risk (the named and drawn points, and with ``--check`` the 32
 points of the NETWORK_STEPS protocol: N1..N8, every step, ridge alpha 0.5 and 2, d = 1000);
+``--report-points N`` adds N points of the NETWORK_STEPS report's theory cache (beyond one step,
+drawn across its settings and readouts, through the report's own code path);
 ``--compare FILE`` prints the largest relative change against a saved run.
 Run: python -m benchmarks.bench_network_steps [--repeat 5] [--draws 12] [--check]
-[--save F | --compare F]
+[--report-points 20] [--save F | --compare F]
 """
 
 from __future__ import annotations
@@ -151,6 +153,36 @@ def check_points(values: dict) -> None:
                                                                                  kw)
 
 
+def report_points(values: dict, n: int, seed: int = SEED) -> None:
+    """``n`` points of the NETWORK_STEPS report's theory cache on the routes beyond one step,
+    drawn in turn from each (sigma, target, readout) of it, through the report's own
+    ``_theories`` (its network column)."""
+    import pandas as pd
+
+    from asymptotics.network.route import one_step_equivalent
+    from validation.experiments import network_steps_report as R
+
+    df = pd.read_csv(R.THEORY_CACHE)
+    keep = [i for i, r in df.iterrows() if "z2" in r.target or one_step_equivalent(
+        r.sigma, R._readout(r.readout), len(str(r.eta).split(","))) is None]
+    groups = [list(ix) for _, ix in df.loc[keep].groupby(["sigma", "target", "readout"]).groups
+              .items()]
+    rng = np.random.default_rng(seed)
+    pick: list[int] = []
+    while len(pick) < min(n, len(keep)):
+        for ix in groups:
+            left = [j for j in ix if j not in pick]
+            if left and len(pick) < n:
+                pick.append(int(rng.choice(left)))
+    for j in sorted(pick):
+        r = df.loc[j]
+        _, net = R._theories(r.sigma, r.target, r.readout, float(r.alpha0), str(r.eta),
+                             int(r.step), float(r.alpha), float(r.beta), float(r.lam),
+                             float(r.beta) * int(r.d))
+        values[f"report {r.sigma} | {r.target} | {r.readout} | {r.alpha0:g} | {r.eta} | "
+               f"t={r.step} | alpha={r.alpha:g} | beta={r.beta:g} | d={r.d}"] = net
+
+
 def compare(values: dict, path: str) -> None:
     with open(path) as f:
         ref = json.load(f)
@@ -180,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=SEED)
     ap.add_argument("--only", default=None, help="comma-separated names (N1, D3, ...)")
     ap.add_argument("--check", action="store_true", help="also the 32 NETWORK_STEPS points")
+    ap.add_argument("--report-points", type=int, default=0,
+                    help="also N points of the NETWORK_STEPS report's theory cache")
     ap.add_argument("--save", default=None)
     ap.add_argument("--compare", default=None)
     args = ap.parse_args(argv)
@@ -207,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{int(np.sum(r <= 2.0))}/{r.size}")
     if args.check:
         check_points(values)
+    if args.report_points:
+        report_points(values, args.report_points)
     if args.save:
         with open(args.save, "w") as f:
             json.dump({k: (None if v is None or math.isnan(v) else v)

@@ -396,3 +396,42 @@ def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
     assert res.converged and seen
     fd, jac = seen[0]
     assert np.max(np.abs(fd - jac)) <= 1e-2 * np.max(np.abs(fd))
+
+
+@pytest.mark.parametrize("K, same", [(1, ()), (2, ()), (3, ()), (2, ((1, 0),)),
+                                     (3, ((2, 1),)), (3, ((1, 0), (2, 0))),
+                                     (4, ((3, 1), (2, 1)))])
+def test_compact_w_is_the_dense_inverse(K, same):
+    """W's compact forms (diagonal blocks when every group is in the base class, the low-rank
+    form with one group outside it, else dense) against the dense inverse of ``Dc^-1 + Vhat1
+    (x) I`` per block in the given basis: the traces ``tr W_xy``, the Gram ``<W_xy, W_ce>_F``
+    (both blind to the working basis' common rotation) and the quadratic forms
+    ``a_(x,e)^T W_xy a_(y,f)`` from ``W a``."""
+    from asymptotics.network.schur import LowRankW
+
+    B, n, m = 2, 12, 2
+    sig = _noncommuting(B, K, n, seed=11 + K)
+    for g, h in same:
+        sig[:, g] = sig[:, h]
+    gb = GroupBulk(sig)
+    vh = _vhat(K, K) + 0.1 * np.eye(K)
+    D = np.linspace(0.4, 1.7, K)
+    a = np.random.default_rng(K).standard_normal((B, K, m, n))
+    W = gb.wform(vh, D)
+    c = gb._eig[3]
+    low = isinstance(W, LowRankW)
+    assert low == (c == K - 1) and (not low and W.ndim == 4) == (c == K)
+    T, H, Q = np.zeros((K, K)), np.zeros((K, K, K, K)), np.zeros((K, m, K, m))
+    for b in range(B):
+        A = np.kron(vh, np.eye(n))
+        for g in range(K):
+            A[g * n:(g + 1) * n, g * n:(g + 1) * n] += np.linalg.inv(sig[b, g]) / D[g]
+        Wd = np.linalg.inv(A).reshape(K, n, K, n)
+        T += np.einsum("aigi->ag", Wd)
+        H += np.einsum("xiyj,ciej->xyce", Wd, Wd)
+        Q += np.einsum("xei,xiyj,yfj->xeyf", a[b], Wd, a[b])
+    aw = gb.to_work(a)
+    Wa = gb.wa(W, np.swapaxes(aw, 2, 3))
+    assert np.allclose(gb.wtrace(W), T, rtol=1e-12, atol=1e-13)
+    assert np.allclose(gb._gram(W), H, rtol=1e-12, atol=1e-13)
+    assert np.allclose(np.einsum("bxei,bxiyf->xeyf", aw, Wa), Q, rtol=1e-12, atol=1e-13)

@@ -35,7 +35,7 @@ import numpy as np
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.solver import SolverConfig, SolverResult, Status
 from asymptotics.network import schur
-from asymptotics.network.schur import base_class
+from asymptotics.network.schur import LowRankW, base_class, wa, wgram, wtrace
 
 _PREP: dict[int, tuple] = {}
 #: the relative tau step below which a Newton step that no longer shrinks counts as converged
@@ -71,13 +71,6 @@ def _prepare(sig: np.ndarray) -> tuple:
     for x in (sig_inv, U, sig_w, inv_w):
         x.flags.writeable = False
     return sig_inv, U, sig_w, inv_w, F
-
-
-def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
-    B, K, n = X.shape[:3]
-    XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
-    return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
 
 
 def fixed_point(fmap, x0: np.ndarray, config: SolverConfig, nonneg: tuple[int, ...] = ()
@@ -193,29 +186,39 @@ class GroupBulk:
         vp, Dp = self._perm(vhat1, D)
         return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
 
+    def wform(self, vhat1: np.ndarray, D: np.ndarray):
+        """:meth:`wfull`'s W in the most compact exact form its classes allow (every trace of
+        the bulk and the coupling reads it through :meth:`wtrace`, :meth:`_gram`, :meth:`wa`):
+        where every group is in the base class its blocks are diagonal, W is B x n x K x K
+        (``W_xy = diag(W[:, :, x, y])``); with one group outside it a :class:`LowRankW`; else
+        the dense W. None where :meth:`wfull` is."""
+        if self._eig is None or not np.all(D > 0.0):
+            return None
+        s, rest, perm, c, inv, ident = self._eig
+        if c < self.K - 1:
+            return self.wfull(vhat1, D)
+        vp, Dp = self._perm(vhat1, D)
+        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident)
+
+    wtrace = staticmethod(wtrace)
+    wa = staticmethod(wa)
+
     def wkc(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
-        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``; ``Kc Sig`` None
-        from the Schur route) at ``(Vhat1, D)``, the last ones kept (the derivatives and the
-        coupling ask for the same)."""
+        """``(W, Kc Sig, Kc)`` per block (each B x K x n x K x n; ``W = Kc Dc``) at ``(Vhat1,
+        D)``, the last ones kept (the derivatives and the coupling ask for the same). From the
+        Schur route ``Kc Sig`` and ``Kc`` are None, not formed: ``Kc = W Dc^-1 = I - W Vc``
+        (``W^-1 = Dc^-1 + Vc``), so every contraction with them is one of W's (:meth:`parts`,
+        :meth:`asymptotics.network.coupling.CoupledChannels._w_parts`)."""
         key = ("wkc", vhat1.tobytes(), D.tobytes())
         if (hit := self._memo.get(key)) is not None:
             return hit
-        W = self.wfull(vhat1, D)
+        W = self.wform(vhat1, D)
         if W is None:
             Kc = self.kinv(vhat1, D)
             KS = self.ksig(Kc)
             W = KS * D[None, None, None, :, None]  # W_xy = D_y Kc_xy Sig_y
-        else:  # Kc_xy = W_xy Sig_y^-1 / D_y ((Kc Sig)_xy = W_xy / D_y: None, not formed)
-            KS = None
-            Kc = np.empty_like(W)
-            s, _, perm, c = self._eig[:4]
-            for y in range(self.K):  # (Sig_y^-1 is diag(1/s) on the base class; in place)
-                if y in perm[:c]:
-                    np.divide(W[:, :, :, y], (D[y] * s)[:, None, None, :], out=Kc[:, :, :, y])
-                else:
-                    np.matmul(W[:, :, :, y], self._sig_inv_w[:, None, y], out=Kc[:, :, :, y])
-                    Kc[:, :, :, y] /= D[y]
-        return self._keep(key, (W, KS, Kc))
+            return self._keep(key, (W, KS, Kc))
+        return self._keep(key, (W, None, None))
 
     def _keep(self, key: tuple, value):
         """Keep ``value`` for ``key`` (the last :data:`MEMO` entries)."""
@@ -289,13 +292,13 @@ class GroupBulk:
             T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
                 if self._eig is not None and np.all(D > 0.0) else None
             if T is None:  # a fresh Jacobian (the first step, or the chord is slow)
-                W = self.wfull(vhat1, D)
+                W = self.wform(vhat1, D)
                 if W is None:
                     Kc = self.kinv(vhat1, D)
                     T = self.trace_sig(Kc)
                     ED = self._ed(vhat1, Kc)
                 else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
-                    T = np.einsum("baigi->ag", W) / D[None, :]
+                    T = self.wtrace(W) / D[None, :]
                     ED = self._ed_gram(vhat1, self._gram(W), D)
                 self._ed_last = ED
             e = np.einsum("ga,ag->g", vhat1, T) / self.d
@@ -340,9 +343,11 @@ class GroupBulk:
     def _gram(self, W: np.ndarray, Wr: np.ndarray | None = None) -> np.ndarray:
         """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
         ``Wr``: W's blocks as rows, if formed)."""
-        K = self.K
-        Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
-        return (Wr @ Wr.T).reshape(K, K, K, K)
+        if Wr is not None or not (isinstance(W, LowRankW) or W.ndim == 4):
+            K = self.K
+            Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
+            return (Wr @ Wr.T).reshape(K, K, K, K)
+        return wgram(W)
 
     def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`_ed_ks` from the Gram of W's blocks (``(Kc Sig)_xy = W_xy / D_y``):
@@ -361,14 +366,17 @@ class GroupBulk:
         W, KS, Kc = self.wkc(vhat1, D)
         bd = beta * self.d
         K = self.K
-        Wr = W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (x, y, (z,i,k))
+        Wr = None if KS is None else W.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
         H = self._gram(W, Wr)  # H[d,a,c,e] = tr[W_da W_ec]
         HVV = -H.transpose(2, 0, 1, 3) / bd
-        Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
-        if KS is None:  # HVD_cdg = tr[Kc_cg (Kc Sig)_dg^T], (Kc Sig)_dg = W_dg / D_g
-            HVD = np.matmul(Kcr.transpose(1, 0, 2), Wr.transpose(1, 2, 0)).transpose(1, 2, 0) \
-                / (bd * D[None, None, :])
+        if KS is None:  # HVD_cdg = tr[Kc_cg W_dg^T] / D_g, Kc = I - W Vc (:meth:`wkc`):
+            # delta_cg tr W_dg - sum_z Vhat1_zg <W_cz, W_dg>_F, the second from the Gram
+            HVD = -np.einsum("zg,czdg->cdg", vhat1, H)
+            tw = self.wtrace(W)
+            HVD[np.arange(K), :, np.arange(K)] += tw.T
+            HVD /= bd * D[None, None, :]
         else:
+            Kcr = Kc.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)  # (c, g, (z,i,k))
             KSr = KS.transpose(1, 3, 0, 2, 4).reshape(K, K, -1)
             HVD = np.matmul(Kcr.transpose(1, 0, 2), KSr.transpose(1, 2, 0)).transpose(1, 2, 0) / bd
         ED = self._ed_ks(vhat1, KS) if self._eig is None else self._ed_gram(vhat1, H, D)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from asymptotics.network.bulk import GroupBulk, right_blocks
+from asymptotics.network.bulk import GroupBulk
 
 
 class CoupledChannels:
@@ -61,13 +61,18 @@ class CoupledChannels:
         if self._key == key:
             return self._val
         W, _, Kc = self.bulk.wkc(vhat1, D)
-        B, K, n = W.shape[:3]
+        B, K, n = self.bulk.B, self.bulk.K, self.bulk.n
         m = self.r + self.k
         aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
-        Wa = right_blocks(W, aT)  # W a_(y,f): (b, x, i, y, f)
-        KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
-        Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
-        self._key, self._val = key, (Kc, W, Wa, Kta)
+        Wa = self.bulk.wa(W, aT)  # W a_(y,f): (b, x, i, y, f)
+        if Kc is None:  # Kc_gc^T a = delta_gc a - sum_z Vhat1_zc W_zg a (Kc = I - W Vc)
+            Kta = -np.einsum("zc,bzigf->bcigf", vhat1, Wa)
+            for g in range(K):
+                Kta[:, g, :, g, :] += aT[:, g]
+        else:
+            KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
+            Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
+        self._key, self._val = key, (D, Kc is not None, W, Wa, Kta)
         return self._val
 
     def _d_parts(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
@@ -75,23 +80,28 @@ class CoupledChannels:
         = sum_b (W a)_(x; g,e) . (W a)_(y; h,f)`` and ``P2[c, g,e,h,f] = sum_b (Kc^T a)_(c;
         g,e) . (Sig_c Kc^T a)_(c; h,f)`` (kept with the Gram's parts)."""
         parts = self._w_parts(vhat1, D)
-        if len(parts) == 6:
-            return parts[4:]
-        _, _, Wa, Kta = parts
+        if len(parts) == 7:
+            return parts[5:]
+        D, formed, _, Wa, Kta = parts
         B, K, n = Wa.shape[:3]
         m = self.r + self.k
         Wt = Wa.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
-        P1 = np.einsum("xap,ybp->xyab", Wt, Wt).reshape(K * K, K, m, K, m)
-        KS = np.matmul(self.bulk.sig_w[:, :, None], Kta.reshape(B, K, 1, n, K * m))
+        Wf = Wt.reshape(K * K * m, B * n)
+        P1 = (Wf @ Wf.T).reshape(K, K * m, K, K * m).transpose(0, 2, 1, 3).reshape(
+            K * K, K, m, K, m)
         Kt = Kta.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
-        St = KS.reshape(B, K, n, K, m).transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
+        if not formed:  # Sig_c Kc_gc^T a = W_cg a / D_c (Kc_gc = W_gc Sig_c^-1 / D_c)
+            St = Wt / D[:, None, None]
+        else:
+            KS = np.matmul(self.bulk.sig_w[:, :, None], Kta.reshape(B, K, 1, n, K * m))
+            St = KS.reshape(B, K, n, K, m).transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
         P2 = np.matmul(Kt, np.swapaxes(St, 1, 2)).reshape(K, K, m, K, m)
         self._val = (*parts, P1, P2)
         return P1, P2
 
     def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
-        Wa = self._w_parts(vhat1, D)[2]
+        Wa = self._w_parts(vhat1, D)[3]
         m = self.r + self.k
         B, K, n = Wa.shape[:3]
         ag = self.a_w.transpose(1, 2, 0, 3).reshape(K, m, B * n)  # (g, e, (b, i))

@@ -18,6 +18,8 @@ covariances (the first group's where none are equal).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
@@ -147,21 +149,24 @@ def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     B, n = s.shape
     K = vp.shape[0]
     p = np.arange(K) if perm is None else perm
-    out = np.zeros((B, K, n, K, n))
     idx = np.arange(n)
-    for x in range(c):
-        for y in range(c):
-            out[:, p[x], idx, p[y], idx] = Pi[:, :, x, y]  # (B, n)
     if Y is None:
+        out = np.zeros((B, K, n, K, n))
+        for x in range(c):
+            for y in range(c):
+                out[:, p[x], idx, p[y], idx] = Pi[:, :, x, y]  # (B, n)
         return out
-    WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
-    WFF = WFR[:, :, :, 0, None, :] * np.swapaxes(Y[..., 0], 1, 2)[:, None, None]
-    for h in range(1, K - c):  # (WFR Y^T: the products by broadcasting, m = K - c terms)
-        WFF += WFR[:, :, :, h, None, :] * np.swapaxes(Y[..., h], 1, 2)[:, None, None]
     m = K - c
+    out = np.empty((B, K, n, K, n))
+    WFR = -np.einsum("bifg,bgihj->bfihj", Y, G)
     for x in range(c):
-        for y in range(c):
-            out[:, p[x], :, p[y], :] -= WFF[:, x, :, y, :]
+        for y in range(c):  # W_FF = P^-1 + Y G Y^T = P^-1 - WFR Y^T, written in place
+            o = out[:, p[x], :, p[y], :]
+            np.multiply(WFR[:, x, :, 0, :], Y[:, None, :, y, 0], out=o)
+            for h in range(1, m):
+                o += WFR[:, x, :, h, :] * Y[:, None, :, y, h]
+            np.negative(o, out=o)
+            o[:, idx, idx] += Pi[:, :, x, y]
         for y in range(m):
             out[:, p[x], :, p[c + y], :] = WFR[:, x, :, y, :]
             out[:, p[c + y], :, p[x], :] = np.swapaxes(WFR[:, x, :, y, :], 1, 2)
@@ -169,3 +174,90 @@ def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
         for y in range(m):
             out[:, p[c + x], :, p[c + y], :] = G[:, x, :, y, :]
     return out
+
+
+class LowRankW(NamedTuple):
+    """W with one group outside the base class, per block: ``W_xy = diag(Pf[:, :, x, y]) +
+    diag(z[:, :, x]) G diag(z[:, :, y])`` (Pf: B x n x K x K, zero outside the base class; z:
+    B x n x K, ``-Y`` on the base class and 1 on the other group; G: B x n x n, ``S^-1``)."""
+
+    Pf: np.ndarray
+    z: np.ndarray
+    G: np.ndarray
+
+
+def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
+          perm: np.ndarray, inv: np.ndarray, ident: bool):
+    """W in the most compact exact form its classes allow, in the groups' own order: every
+    group in the base class: its blocks are diagonal, B x n x K x K (``W_xy =
+    diag(W[:, :, x, y])``); one group outside it: a :class:`LowRankW`; else the dense
+    :func:`wfull`. None where :func:`schur` fails. Read through :func:`wtrace`, :func:`wgram`,
+    :func:`wa`."""
+    K = vp.shape[0]
+    if c < K - 1:
+        return wfull(vp, Dp, s, rest, c, None if ident else perm)
+    f = schur(vp, Dp, s, rest, c, full=c < K)
+    if f is None:
+        return None
+    Pi, Y, G = f
+    if c == K:
+        return Pi if ident else Pi[:, :, inv[:, None], inv[None, :]]
+    B, n = s.shape
+    Pf = np.zeros((B, n, K, K))
+    Pf[:, :, perm[:c, None], perm[None, :c]] = Pi
+    z = np.empty((B, n, K))
+    z[:, :, perm[:c]] = -Y[..., 0]
+    z[:, :, perm[c]] = 1.0
+    return LowRankW(Pf, z, np.ascontiguousarray(G[:, 0, :, 0, :]))
+
+
+def wtrace(W) -> np.ndarray:
+    """``sum_b tr W_b,xy`` (K x K) of W in any form of :func:`wform`."""
+    if isinstance(W, LowRankW):
+        dG = np.diagonal(W.G, axis1=1, axis2=2)
+        return W.Pf.sum(axis=(0, 1)) + np.einsum("bix,biy,bi->xy", W.z, W.z, dG)
+    return W.sum(axis=(0, 1)) if W.ndim == 4 else np.einsum("baici->ac", W)
+
+
+def wgram(W) -> np.ndarray:
+    """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F`` (K x K x K x K) of W in any form of
+    :func:`wform`: with a :class:`LowRankW` from ``G o G`` and the vectors ``z_x z_c`` (no
+    dense block)."""
+    if isinstance(W, LowRankW):  # W_xy = diag(Pf_xy) + diag(z_x) G diag(z_y)
+        K = W.z.shape[2]
+        Pr = W.Pf.reshape(-1, K * K)
+        dG = np.diagonal(W.G, axis1=1, axis2=2)
+        u = (W.z[:, :, :, None] * W.z[:, :, None, :]).reshape(W.z.shape[0], -1, K * K)
+        t2 = Pr.T @ (u * dG[:, :, None]).reshape(-1, K * K)  # [(x,y), (c,e)]
+        Gu = np.matmul(W.G * W.G, u)  # (G o G) u
+        t4 = np.einsum("bia,bic->ac", u, Gu).reshape(K, K, K, K)  # [x,c,y,e]
+        return (Pr.T @ Pr + t2 + t2.T).reshape(K, K, K, K) + t4.transpose(0, 2, 1, 3)
+    if W.ndim == 4:  # diagonal blocks
+        K = W.shape[2]
+        Wr = W.reshape(-1, K * K)
+        return (Wr.T @ Wr).reshape(K, K, K, K)
+    K = W.shape[1]
+    Wr = W.transpose(1, 3, 0, 2, 4).reshape(K * K, -1)
+    return (Wr @ Wr.T).reshape(K, K, K, K)
+
+
+def wa(W, aT: np.ndarray) -> np.ndarray:
+    """``(W_xy a_(y,f))_i`` (B x K x n x K x m) for vectors ``aT`` (B x K x n x m) of W in any
+    form of :func:`wform`."""
+    if isinstance(W, LowRankW):  # Pf_i[x,y] a_i + z_ix (G (z_y a))_i
+        at = aT.transpose(0, 2, 1, 3)  # (b, j, y, f)
+        za = W.z[:, :, :, None] * at
+        B, n, K, m = za.shape
+        Gza = np.matmul(W.G, za.reshape(B, n, K * m)).reshape(B, n, K, m)
+        return np.einsum("bixy,biyf->bxiyf", W.Pf, at) + \
+            W.z.transpose(0, 2, 1)[:, :, :, None, None] * Gza[:, None]
+    if W.ndim == 4:  # diagonal blocks: (W_xy a)_i = W[b, i, x, y] a_i
+        return np.einsum("bixy,byif->bxiyf", W, aT)
+    return right_blocks(W, aT)
+
+
+def right_blocks(X: np.ndarray, M: np.ndarray) -> np.ndarray:
+    """``(X M)_xy = X_xy M_y`` per block: X is B x K x n x K x n, M is B x K x n x c."""
+    B, K, n = X.shape[:3]
+    XT = np.ascontiguousarray(X.transpose(0, 3, 1, 2, 4)).reshape(B, K, K * n, n)
+    return np.matmul(XT, M).reshape(B, K, K, n, -1).transpose(0, 2, 3, 1, 4)
