@@ -56,6 +56,85 @@ def v_sums(x, w, mb1, ms2):
 
 
 @kernel(cache=True, error_model="numpy")
+def v_parts(x, w, kap, mu0, mb1, ms2, h, h1):
+    """Kernel: the completion's first pass at x = (V1 flat, V2): (iv, M, v2, ph, Phi, Psi, ht)
+    with iv = 1/(1 + ``channel_v``), (M, v2) as :func:`v_sums`, ph = E[w iv mub1_g h1] and the
+    node rows of ``kernels.mean_design`` (its last K rows, the ridge's, left zero); M, v2 and ph
+    before the factor A."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    iv = np.empty(n)
+    ph = np.zeros((K, k))
+    Phi = np.empty((n + K, K))
+    Psi = np.empty((n + K, K * r))
+    ht = np.empty(n + K)
+    Phi[n:] = 0.0
+    Psi[n:] = 0.0
+    ht[n:] = 0.0
+    if K == 1:
+        m00 = s0 = 0.0
+        for j in range(n):
+            b0 = mb1[j, 0]
+            V = 0.0
+            V += ms2[j, 0] * x[1]
+            V += b0 * x[0] * b0
+            ivj = 1.0 / (1.0 + V)
+            iv[j] = ivj
+            a = w[j] * ivj
+            ag = a * b0
+            m00 += ag * b0
+            s0 += a * ms2[j, 0]
+            for i in range(k):
+                ph[0, i] += a * b0 * h1[j, i]
+            sq = np.sqrt(w[j] * ivj)
+            ht[j] = sq * h[j]
+            Phi[j, 0] = sq * mu0[j, 0]
+            for i in range(r):
+                Psi[j, i] = sq * b0 * kap[j, i]
+        return iv, np.array([[m00]]), np.array([s0]), ph, Phi, Psi, ht
+    if K == 2:
+        m00 = m01 = m10 = m11 = s0 = s1 = 0.0
+        for j in range(n):
+            b0 = mb1[j, 0]
+            b1 = mb1[j, 1]
+            V = 0.0
+            V += ms2[j, 0] * x[4]
+            V += b0 * x[0] * b0
+            V += b0 * x[1] * b1
+            V += ms2[j, 1] * x[5]
+            V += b1 * x[2] * b0
+            V += b1 * x[3] * b1
+            ivj = 1.0 / (1.0 + V)
+            iv[j] = ivj
+            a = w[j] * ivj
+            ag = a * b0
+            m00 += ag * b0
+            m01 += ag * b1
+            s0 += a * ms2[j, 0]
+            ag = a * b1
+            m10 += ag * b0
+            m11 += ag * b1
+            s1 += a * ms2[j, 1]
+            for i in range(k):
+                ph[0, i] += a * b0 * h1[j, i]
+            for i in range(k):
+                ph[1, i] += a * b1 * h1[j, i]
+            sq = np.sqrt(w[j] * ivj)
+            ht[j] = sq * h[j]
+            Phi[j, 0] = sq * mu0[j, 0]
+            for i in range(r):
+                Psi[j, i] = sq * b0 * kap[j, i]
+            Phi[j, 1] = sq * mu0[j, 1]
+            for i in range(r):
+                Psi[j, 1 * r + i] = sq * b1 * kap[j, i]
+        return iv, np.array([[m00, m01], [m10, m11]]), np.array([s0, s1]), ph, Phi, Psi, ht
+    iv[:] = np.nan
+    Phi[:] = np.nan
+    return iv, np.zeros((K, K)) * np.nan, np.zeros(K) * np.nan, ph, Phi, Psi, ht
+
+
+@kernel(cache=True, error_model="numpy")
 def q_sums(Z, P, m, iv, delta, w, kap, mu0, mb1, ms2, h, h1, h2):
     """Kernel: the completion's Q-system sums at the mean state (zeta Z (K x r), psi P (K x k),
     m): per node (b, E0) of ``kernels.mean_parts``; (R1, R2) = ``vhats`` of iv^2 (E0 + delta)

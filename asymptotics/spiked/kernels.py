@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.node_sums import q_sums
+from asymptotics.equations.node_sums import q_sums, v_parts
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -269,19 +269,29 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
     V1in = v[:K * K].reshape((K, K))
     V2in = v[K * K:]
-    iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
-    M, v2 = vhats(iv, w, mb1, ms2, A)
-    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
-    eps = np.zeros(K)
-    if p_inv > 0.0:
-        eps = p_inv / (A * V2)
-    Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
-    ph = np.zeros((K, k))
-    for j in range(n):
-        a = w[j] * iv[j]
-        for g in range(K):
-            for i in range(k):
-                ph[g, i] += a * mb1[j, g] * h1[j, i]
+    if K <= 2:  # (node_sums: the same numbers in one pass)
+        iv, M, v2, ph, Phi, Psi, ht = v_parts(v, w, kap, mu0, mb1, ms2, h, h1)
+        M = A * M
+        v2 = A * v2
+        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+        if p_inv > 0.0:
+            eps = p_inv / (A * V2)
+            for g in range(K):
+                Phi[n + g, g] = np.sqrt(eps[g])
+    else:
+        iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
+        M, v2 = vhats(iv, w, mb1, ms2, A)
+        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+        eps = np.zeros(K)
+        if p_inv > 0.0:
+            eps = p_inv / (A * V2)
+        Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
+        ph = np.zeros((K, k))
+        for j in range(n):
+            a = w[j] * iv[j]
+            for g in range(K):
+                for i in range(k):
+                    ph[g, i] += a * mb1[j, g] * h1[j, i]
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
