@@ -298,12 +298,10 @@ def _order_json(order: dict) -> str:
     import json
 
     out = "{" + ", ".join(f'"{k}": {v}' for k, v in order.items()) + "}"
-    if any(w in out for w in _NOT_JSON):
+    if ("nan" in out or "inf" in out or "None" in out or "True" in out or "False" in out
+            or "'" in out):
         return json.dumps(order)
     return out
-
-
-_NOT_JSON = ("nan", "inf", "None", "True", "False", "'")
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
