@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.two_groups import tau_solve2
 
 
 @kernel(cache=True, error_model="numpy")
@@ -208,6 +209,9 @@ def tau_solve(M: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray) -> n
     ``inv`` and ``solve``.)"""
     K = M.shape[0]
     tau = np.empty(K)
+    if K == 2:  # (the same numbers with the 2 x 2 matrices in scalars)
+        tau_solve2(M, lamg, beta, pi, TAU_TOL, tau)
+        return tau
     for g in range(K):
         den = lamg[g] + M[g, g]
         if not den > 0.0:

@@ -11,12 +11,12 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
-from asymptotics.equations.small_dense import dresolvent
+from asymptotics.equations.node_sums import check_sums, v_sums
+from asymptotics.equations.small_dense import dresolvent, resolvent
 from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import (
     channel_v,
     complete_parts,
-    mean_parts,
     risk_of,
     sizes,
     v_map,
@@ -30,6 +30,21 @@ CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
 
 
 @kernel(cache=True, error_model="numpy")
+def v_pass(x, w, mb1, ms2, A, lam, beta, pi):
+    """Kernel: ``kernels.v_map``, for one or two groups from ``node_sums.v_sums`` (the same
+    numbers, bit for bit, in one pass over the nodes)."""
+    K = pi.shape[0]
+    if K > 2:
+        return v_map(x, w, mb1, ms2, A, lam, beta, pi)
+    M, v2 = v_sums(x, w, mb1, ms2)
+    tau, nV1, nV2 = resolvent(A * M, lam + A * v2, beta, pi)
+    out = np.empty(K * K + K)
+    out[:K * K] = nV1.ravel()
+    out[K * K:] = nV2
+    return out
+
+
+@kernel(cache=True, error_model="numpy")
 def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, damping, m_hist,
              blowup=1e12):
     """Kernel: x = v_map(x) from x0 by the one Anderson iteration (``equations.mixing``);
@@ -38,7 +53,7 @@ def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, d
     work, meta = anderson_start(x0.shape[0], m_hist)
     x = x0.copy()
     while True:
-        fx = v_map(x, w, mb1, ms2, A, lam, beta, pi)
+        fx = v_pass(x, w, mb1, ms2, A, lam, beta, pi)
         x, code = anderson_next(x, fx, work, meta, nonneg, rtol, floor, max_iter, damping,
                                 m_hist, blowup)
         if code != CONTINUE:
@@ -61,24 +76,31 @@ def _residual(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, pi, p_inv):
     """Kernel: ``kernels.full_map_e`` at the state ``kernels.complete_parts`` returned, from the
     parts it shares with that state ((V1, V2) are the same: the conjugates Vhat, the resolvent,
-    psihat and the mean design are reused, the same numbers); m by the design's SVD of
+    psihat, the mean design and the per-node mean parts are reused, the same numbers; the
+    rest in one pass over the nodes, ``equations.node_sums.check_sums``); m by the design's SVD of
     ``complete_parts`` (``full_map_e`` asks LAPACK's least squares for the same minimum-norm
     solution with the same 1e-12 cut: equal to round-off)."""
-    iv, M, v2, tau, V1, V2, ph, Phi, Psi, ht, U, sv, Vt, nk = parts
+    iv, M, v2, tau, V1, V2, ph, Phi, Psi, ht, U, sv, Vt, nk, b, E0 = parts
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
-    b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
-    E = E0 + channel_v(state[o_q1:o_q2].reshape((K, K)), state[o_q2:o_v1], mb1, ms2)
-    Q1h, Q2h = vhats(iv * iv * (E + delta), w, mb1, ms2, A)
-    zh = np.zeros((K, r))
-    for j in range(n):
-        a = w[j] * iv[j]
-        res = h[j] - b[j]
-        for g in range(K):
-            for i in range(r):
-                zh[g, i] += a * mb1[j, g] * kap[j, i] * res
+    Q1 = np.ascontiguousarray(state[o_q1:o_q2]).reshape((K, K))
+    if K <= 2:
+        E, Q1h, Q2h, zh = check_sums(Q1, state[o_q2:o_v1], iv, b, E0, delta, w, kap, mb1,
+                                     ms2, h)
+        Q1h = A * Q1h
+        Q2h = A * Q2h
+    else:
+        E = E0 + channel_v(Q1, state[o_q2:o_v1], mb1, ms2)
+        Q1h, Q2h = vhats(iv * iv * (E + delta), w, mb1, ms2, A)
+        zh = np.zeros((K, r))
+        for j in range(n):
+            a = w[j] * iv[j]
+            res = h[j] - b[j]
+            for g in range(K):
+                for i in range(r):
+                    zh[g, i] += a * mb1[j, g] * kap[j, i] * res
     zh = A * zh
     zeta = np.empty((K, r))
     for g in range(K):
@@ -146,7 +168,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     if solved:
         v = x
         for _ in range(3):
-            v = v_map(v, w, mb1, ms2, A, lam, beta, pi)
+            v = v_pass(v, w, mb1, ms2, A, lam, beta, pi)
         cp = complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
                             p_inv)
         state, ok, sv, power, total = cp[0], cp[1], cp[2], cp[3], cp[4]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.node_sums import q_sums, v_parts
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -260,26 +261,37 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
 def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
     """Kernel: :func:`complete`'s five results, then what the literal map at its state shares
     with it (the same (V1, V2)): (iv, Vhat1, Vhat2, tau, V1, V2, A psihat, the mean design
-    (Phi, Psi, ht) and its thin SVD (U, sv, Vt) with the rank nk kept)."""
+    (Phi, Psi, ht) and its thin SVD (U, sv, Vt) with the rank nk kept, the per-node mean parts
+    (b, E0) of the state); the Q-system's node sums in one pass (``equations.node_sums``)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
     V1in = v[:K * K].reshape((K, K))
     V2in = v[K * K:]
-    iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
-    M, v2 = vhats(iv, w, mb1, ms2, A)
-    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
-    eps = np.zeros(K)
-    if p_inv > 0.0:
-        eps = p_inv / (A * V2)
-    Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
-    ph = np.zeros((K, k))
-    for j in range(n):
-        a = w[j] * iv[j]
-        for g in range(K):
-            for i in range(k):
-                ph[g, i] += a * mb1[j, g] * h1[j, i]
+    if K <= 2:  # (node_sums: the same numbers in one pass)
+        iv, M, v2, ph, Phi, Psi, ht = v_parts(v, w, kap, mu0, mb1, ms2, h, h1)
+        M = A * M
+        v2 = A * v2
+        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+        if p_inv > 0.0:
+            eps = p_inv / (A * V2)
+            for g in range(K):
+                Phi[n + g, g] = np.sqrt(eps[g])
+    else:
+        iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
+        M, v2 = vhats(iv, w, mb1, ms2, A)
+        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+        eps = np.zeros(K)
+        if p_inv > 0.0:
+            eps = p_inv / (A * V2)
+        Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
+        ph = np.zeros((K, k))
+        for j in range(n):
+            a = w[j] * iv[j]
+            for g in range(K):
+                for i in range(k):
+                    ph[g, i] += a * mb1[j, g] * h1[j, i]
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
@@ -312,9 +324,17 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     state[o_p:o_m] = (beta * (V1.T @ ph)).ravel()
     state[o_m:] = m
     # Q: Qhat = r0 + Kq Q, Q = L(Qhat + extra), L = -dV
-    b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
-    iv2 = iv * iv
-    R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
+    if K <= 2:  # (node_sums: the same sums in one pass)
+        b, E0, R1, R2, G = q_sums(np.ascontiguousarray(state[o_z:o_p]).reshape((K, r)),
+                                  np.ascontiguousarray(state[o_p:o_m]).reshape((K, k)), m,
+                                  iv, delta, w, kap, mu0, mb1, ms2, h, h1, h2)
+        R1 = A * R1
+        R2 = A * R2
+    else:
+        b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
+        iv2 = iv * iv
+        R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
+        G = pair_gram(mb1, ms2, w * iv2)[0]
     X1 = R1 + beta * (ph @ ph.T)
     X2 = R2.copy()
     for g in range(K):
@@ -332,9 +352,14 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
         c0[i] = -e1[i // K, i % K]
     for g in range(K):
         c0[K * K + g] = -e2[g]
-    G, idx = pair_gram(mb1, ms2, w * iv2)  # Vhat along every direction of the Q-system
-    G *= A
+    G *= A  # Vhat along every direction of the Q-system (the columns of pair_gram)
     L = K * (K + 1) // 2
+    idx = np.empty((K, K), dtype=np.int64)
+    c = 0
+    for i in range(K):
+        for j in range(i, K):
+            idx[i, j], idx[j, i] = c, c
+            c += 1
     E, K1, K2 = np.zeros((nq, nq)), np.empty((K, K)), np.empty(K)
     for col in range(nq):
         pc = idx[col // K, col % K] if col < K * K else L + col - K * K
@@ -355,7 +380,7 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     state[o_q1:o_q2] = qv[:K * K]
     state[o_q2:o_v1] = qv[K * K:]
     return (state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht), iv, M, v2, tau, V1, V2, ph, Phi,
-            Psi, ht, U, sv, Vt, nk)
+            Psi, ht, U, sv, Vt, nk, b, E0)
 
 
 @kernel(cache=True, error_model="numpy")

@@ -275,7 +275,6 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
 def _frame(results: list[SpikedResult]):
     """The rows of ``results`` (one problem: the same model in every row) as the DataFrame of
     ``[res.to_dict() ...]``, the model's JSON columns encoded once."""
-    import json
 
     import pandas as pd
 
@@ -285,10 +284,24 @@ def _frame(results: list[SpikedResult]):
     cols = {k: [getattr(res, k) for res in results] for k in RESULT_COLUMNS}
     for k in JSON_FIELDS:
         if k == "order":
-            cols[k] = [None if v is None else json.dumps(v) for v in cols[k]]
+            cols[k] = [None if v is None else _order_json(v) for v in cols[k]]
         else:
             cols[k] = [first[k]] * len(results)
     return pd.DataFrame(cols, columns=RESULT_COLUMNS)
+
+
+def _order_json(order: dict) -> str:
+    """``json.dumps(order)`` of :func:`unpack_state`'s mapping (lists of Python floats): the
+    same string from ``str`` of the lists where every number is finite (json writes finite
+    floats by ``repr``, as ``str`` of a list does), else (a non-finite number, None, a bool or
+    a string anywhere) ``json.dumps`` itself."""
+    import json
+
+    out = "{" + ", ".join(f'"{k}": {v}' for k, v in order.items()) + "}"
+    if ("nan" in out or "inf" in out or "None" in out or "True" in out or "False" in out
+            or "'" in out):
+        return json.dumps(order)
+    return out
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
