@@ -20,9 +20,11 @@ groups' pre-activations depend on these) and the other axes (the target alone do
 * **Other axes**: for a target that is analytic (no kink) and polynomial in all its variables
   but those of a set N whose directions span at most one other axis, the other axes are rotated
   so that the variables of N see one axis (Gauss-Hermite, ``n_smooth`` nodes) and the rest see
-  the target only polynomially (Gauss-Hermite exact: total degree + 2 nodes); axes the target
-  does not see are dropped (the integrands do not depend on them). Otherwise the tensor rule of
-  the given node count on every other axis.
+  the target only polynomially (Gauss-Hermite with D + 1 nodes, D the total degree of the
+  polynomial variables: exact for e, e R and e^2, of degree 2 D + 1 at most there); axes the
+  target does not see are dropped (the integrands do not depend on them). A polynomial target
+  is the case of an empty N. Otherwise the tensor rule of the given node count on every other
+  axis.
 """
 
 from __future__ import annotations
@@ -271,7 +273,7 @@ def smooth_variables(g: Function | Callable, target: object, k: int,
 @lru_cache(maxsize=64)
 def expression_degree(expression: str) -> tuple[int | None]:
     """``(degree,)`` of a one-variable target expression in z that is a polynomial, else
-    ``(None,)`` (Gauss-Hermite with degree + 2 nodes is exact on the other axes)."""
+    ``(None,)`` (Gauss-Hermite with degree + 1 nodes is exact on the other axes)."""
     from asymptotics.coefficients.functions import to_sympy
 
     try:
@@ -310,8 +312,8 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     m = Bo.shape[0]
     if m == 0:
         return np.zeros((1, 0)), np.ones(1), Bo
-    split = per is not None and any(d is None for d in per)
-    if split:
+    split = per is not None and len(per) == k
+    if split:  # a polynomial target too: its N is empty (the axes it does not see dropped)
         N = [j for j in range(k) if per[j] is None]
         D = sum(int(per[j]) for j in range(k) if per[j] is not None)
         QN = _span(Bo[:, N])
@@ -324,7 +326,7 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     Q = np.hstack([QN, _span(rest)])
     if Q.shape[1] == 0:
         return np.zeros((1, 0)), np.ones(1), np.zeros((0, Bo.shape[1]))
-    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + (D + 2,) * (Q.shape[1]
+    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + (D + 1,) * (Q.shape[1]
                                                                           - QN.shape[1]))
     return R, w, Q.T @ Bo
 

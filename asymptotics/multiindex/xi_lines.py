@@ -37,6 +37,9 @@ HALF_LENGTH = 1.0
 #: the pieces' largest half-length for a group's own xi rule (a wide bulk: smooth on its scale)
 WIDE_HALF_LENGTH = 8.0
 TOL = 1e-13
+#: a Chebyshev series' trailing terms summing (in absolute value) to below this fraction of the
+#: moment's scale are not summed (:func:`on_pieces`)
+TAIL = 1e-14
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
 #: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
@@ -196,7 +199,12 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     used = [store[i] for i in range(p_lo, p_hi + 1)]
     scale = np.maximum(np.max(np.stack([u[2] for u in used]), axis=0), 1e-300)
     bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
-    coef = np.ascontiguousarray(np.stack([u[0] for u in used]))
+    coef = np.stack([u[0] for u in used])
+    # the series' tail below TAIL of each column's scale (over all pieces) is dropped: the sums
+    # move by less than that, and Clenshaw runs over the terms that matter only
+    tail = np.cumsum(np.max(np.abs(coef), axis=0)[::-1], axis=0)[::-1]  # (m, q)
+    keep = int(np.count_nonzero(np.any(tail > TAIL * scale[None, :], axis=1)))
+    coef = np.ascontiguousarray(coef[:, :max(keep, 2)])
     lo = 2 * h * p_lo
     out = chebyshev_pieces(coef, lo, h, t)
     if bad.any():
