@@ -214,6 +214,26 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     return out
 
 
+def _softplus_fdf(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """softplus and its derivative (the logistic) from one exponential: with e = exp(-|z|),
+    softplus = max(z, 0) + log1p(e), sigmoid = 1 / (1 + e) for z >= 0, e / (1 + e) below
+    (the registered pair, ``logaddexp`` and ``expit``, to 5e-16 relative at half the cost)."""
+    e = np.exp(-np.abs(z))
+    f = np.log1p(e)
+    f += np.maximum(z, 0.0)
+    d = 1.0 + e
+    np.divide(np.where(z >= 0, 1.0, e), d, out=d)
+    return f, d
+
+
+def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sigma.value_and_derivative(z)``; the registered softplus by :func:`_softplus_fdf`."""
+    if (sigma.identity is None and sigma.name == "softplus" and sigma.fdf is None
+            and sigma.expression == "log(1 + exp(z))"):
+        return _softplus_fdf(z)
+    return sigma.value_and_derivative(z)
+
+
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
@@ -222,7 +242,7 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     if M.shape[0] > rows:
         return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
                                for lo in range(0, M.shape[0], rows)])
-    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
         m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
@@ -248,7 +268,7 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     if M.shape[0] > rows:
         return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
                                for lo in range(0, M.shape[0], rows)])
-    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
 
 
