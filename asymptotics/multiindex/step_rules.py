@@ -20,11 +20,8 @@ groups' pre-activations depend on these) and the other axes (the target alone do
 * **Other axes**: for a target that is analytic (no kink) and polynomial in all its variables
   but those of a set N whose directions span at most one other axis, the other axes are rotated
   so that the variables of N see one axis (Gauss-Hermite, ``n_smooth`` nodes) and the rest see
-  the target only polynomially (Gauss-Hermite with D + 1 nodes, D the total degree of the
-  polynomial variables: exact for e, e R and e^2, of degree 2 D + 1 at most there); axes the
-  target does not see are dropped (the integrands do not depend on them). A polynomial target
-  is the case of an empty N. Otherwise the tensor rule of the given node count on every other
-  axis.
+  the target only polynomially (``graded.triangular_span``: exact Gauss-Hermite per axis);
+  unseen axes are dropped. A polynomial target: N empty. Else the given tensor rule.
 """
 
 from __future__ import annotations
@@ -44,9 +41,8 @@ from asymptotics.spiked.coefficients import tensor_rule
 H_MAX = 0.5
 SPAN = math.sqrt(80.0)
 CHECK_TOL = 1e-8
-#: the agreement with the sub-rule at which a lattice is accepted: the trapezoid rule's error
-#: is geometric in 1/h, so the rule of h is off by about the square of its sub-rule's
-#: difference (<= 1e-14 here); a refused lattice is refined towards CHECK_TOL, as before
+#: the agreement with the sub-rule at which a lattice is accepted (the rule of h is off by about
+#: the square of that, geometric in 1/h); a refused lattice is refined towards CHECK_TOL
 ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
 RIPPLE_TOL = 1e-13
@@ -321,14 +317,16 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     if not split:
         R, w = tensor_rule(m, n_rest)
         return R, w, Bo
-    P = [j for j in range(k) if per[j] is not None]
+    P = sorted((j for j in range(k) if per[j] is not None), key=lambda j: -int(per[j]))
     rest = Bo[:, P] - QN @ (QN.T @ Bo[:, P]) if P else np.zeros((m, 0))
-    Q = np.hstack([QN, _span(rest)])
+    from asymptotics.multiindex.graded import triangular_span
+    QP, nodes = triangular_span(rest, [int(per[j]) for j in P], D, SEEN)
+    Q = np.hstack([QN, QP])
     if Q.shape[1] == 0:
         return np.zeros((1, 0)), np.ones(1), np.zeros((0, Bo.shape[1]))
-    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + (D + 1,) * (Q.shape[1]
-                                                                          - QN.shape[1]))
+    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + tuple(nodes))
     return R, w, Q.T @ Bo
+
 
 
 def _span(A: np.ndarray) -> np.ndarray:
