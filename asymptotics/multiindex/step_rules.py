@@ -20,7 +20,7 @@ groups' pre-activations depend on these) and the other axes (the target alone do
 * **Other axes**: for a target that is analytic (no kink) and polynomial in all its variables
   but those of a set N whose directions span at most one other axis, the other axes are rotated
   so that the variables of N see one axis (Gauss-Hermite, ``n_smooth`` nodes) and the rest see
-  the target only polynomially (``graded.triangular_span``: exact Gauss-Hermite per axis);
+  the target only polynomially (``polynomial_spikes.triangular_span``: exact Gauss-Hermite);
   unseen axes are dropped. A polynomial target: N empty. Else the given tensor rule.
 """
 
@@ -34,6 +34,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import group_checks
+from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
 
 #: the coarsest step, the aliasing margin (Gaussian spectra below e^-40), the agreement of the
@@ -319,7 +320,6 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
         return R, w, Bo
     P = sorted((j for j in range(k) if per[j] is not None), key=lambda j: -int(per[j]))
     rest = Bo[:, P] - QN @ (QN.T @ Bo[:, P]) if P else np.zeros((m, 0))
-    from asymptotics.multiindex.graded import triangular_span
     QP, nodes = triangular_span(rest, [int(per[j]) for j in P], D, SEEN)
     Q = np.hstack([QN, QP])
     if Q.shape[1] == 0:
