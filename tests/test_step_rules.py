@@ -110,3 +110,34 @@ def test_more_than_three_spike_axes_refused_in_one_line():
     with pytest.raises(ValueError, match=r"r = 4 directions.*r <= 3") as exc:
         A.steps_mapping("tanh", "z1 + z1*z2", steps=3, alpha0=16.0, eta=4.0, readout=ro)
     assert "\n" not in str(exc.value)
+
+
+
+@pytest.mark.parametrize("target,per", [("z1 + z1*z2 + z1*z2*z3", (1, 1, 1)),
+                                        ("z1**2 + z2", (2, 1)), ("z1*z2**2", (1, 2))])
+def test_other_axes_rule_exact_for_a_polynomial_target(target, per):
+    """The other axes' rule of a polynomial target (its directions' span, per-axis Gauss-Hermite
+    counts from the variables' degrees: 4 x 3 x 2 nodes for z1 + z1 z2 + z1 z2 z3) against an
+    unpruned 12-node tensor rule (numpy's hermegauss) on every one of four other axes, for the
+    sums E[g], E[g R] (mapped back to the (z, h) coordinates) and E[g^2] at random spike parts
+    and random directions: equal to rounding (both are exact)."""
+    from asymptotics.spiked.problem import resolve_target
+
+    g, k, _ = resolve_target(target)
+    rng = np.random.default_rng(5)
+    m = 4
+    Bo = rng.normal(size=(m, k + 2)) * 0.8
+    R, w, B = step_rules.other_axes(Bo, k, 3, per, 128)
+    assert R.shape[0] < 12**k and B.shape[0] == k
+    a = rng.normal(size=(5, k))
+    x1, w1 = np.polynomial.hermite_e.hermegauss(12)
+    R2 = np.stack(np.meshgrid(*([x1] * m), indexing="ij"), axis=-1).reshape(-1, m)
+    w2 = np.prod(np.stack(np.meshgrid(*([w1 / w1.sum()] * m), indexing="ij"), axis=-1)
+                 .reshape(-1, m), axis=1)
+
+    def sums(R, w, B):
+        G = g(a[:, None, :] + (R @ B[:, :k])[None, :, :])
+        return G @ w, (G * w) @ (R @ B), (G * G) @ w
+
+    for x, y in zip(sums(R, w, B), sums(R2, w2, Bo), strict=True):
+        assert _rel(x, y) < 1e-13

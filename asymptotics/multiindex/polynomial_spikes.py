@@ -254,3 +254,27 @@ def polynomial_spike_risk(
         mean_eff=mean_eff, linear_eff=linear_eff, nonlinear_eff=nonlinear_eff,
         risk=float(res.risk), risk_rf=float(rf.risk), converged=bool(res.converged),
         message=str(getattr(res, "message", "") or ""))
+
+
+# the steps mapping's rule on the other axes for a target's polynomial variables
+# (step_rules.other_axes, docs/THEORY.md §12.4)
+def triangular_span(A: np.ndarray, degrees: list[int], D: int, seen: float
+                    ) -> tuple[np.ndarray, list[int]]:
+    """An orthonormal basis of the span of the columns of ``A`` (the polynomial variables'
+    directions, by decreasing degree) by Gram-Schmidt in column order, so that variable j sees
+    the axes of variables 0..j only, and per axis its Gauss-Hermite node count: the target's
+    degree on the axis of variable i is at most ``min(D, sum of degrees[i:])``, and d + 1 nodes
+    are exact for e, e R, e^2 (degree 2 d + 1 at most on that axis). Directions shorter than
+    ``seen`` add no axis (``step_rules.other_axes``' rule of the polynomial variables)."""
+    cols, nodes = [], []
+    for i in range(A.shape[1]):
+        v = A[:, i].copy()
+        for _ in range(2):  # twice: orthogonal to rounding
+            for q in cols:
+                v -= q * (q @ v)
+        nv = float(np.linalg.norm(v))
+        if nv > seen:
+            cols.append(v / nv)
+            nodes.append(min(D, int(sum(degrees[i:]))) + 1)
+    Q = np.column_stack(cols) if cols else np.zeros((A.shape[0], 0))
+    return Q, nodes

@@ -20,9 +20,8 @@ groups' pre-activations depend on these) and the other axes (the target alone do
 * **Other axes**: for a target that is analytic (no kink) and polynomial in all its variables
   but those of a set N whose directions span at most one other axis, the other axes are rotated
   so that the variables of N see one axis (Gauss-Hermite, ``n_smooth`` nodes) and the rest see
-  the target only polynomially (Gauss-Hermite exact: total degree + 2 nodes); axes the target
-  does not see are dropped (the integrands do not depend on them). Otherwise the tensor rule of
-  the given node count on every other axis.
+  the target only polynomially (``polynomial_spikes.triangular_span``: exact Gauss-Hermite);
+  unseen axes are dropped. A polynomial target: N empty. Else the given tensor rule.
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import group_checks
+from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
 
 #: the coarsest step, the aliasing margin (Gaussian spectra below e^-40), the agreement of the
@@ -42,9 +42,8 @@ from asymptotics.spiked.coefficients import tensor_rule
 H_MAX = 0.5
 SPAN = math.sqrt(80.0)
 CHECK_TOL = 1e-8
-#: the agreement with the sub-rule at which a lattice is accepted: the trapezoid rule's error
-#: is geometric in 1/h, so the rule of h is off by about the square of its sub-rule's
-#: difference (<= 1e-14 here); a refused lattice is refined towards CHECK_TOL, as before
+#: the agreement with the sub-rule at which a lattice is accepted (the rule of h is off by about
+#: the square of that, geometric in 1/h); a refused lattice is refined towards CHECK_TOL
 ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
 RIPPLE_TOL = 1e-13
@@ -271,7 +270,7 @@ def smooth_variables(g: Function | Callable, target: object, k: int,
 @lru_cache(maxsize=64)
 def expression_degree(expression: str) -> tuple[int | None]:
     """``(degree,)`` of a one-variable target expression in z that is a polynomial, else
-    ``(None,)`` (Gauss-Hermite with degree + 2 nodes is exact on the other axes)."""
+    ``(None,)`` (Gauss-Hermite with degree + 1 nodes is exact on the other axes)."""
     from asymptotics.coefficients.functions import to_sympy
 
     try:
@@ -310,8 +309,8 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     m = Bo.shape[0]
     if m == 0:
         return np.zeros((1, 0)), np.ones(1), Bo
-    split = per is not None and any(d is None for d in per)
-    if split:
+    split = per is not None and len(per) == k
+    if split:  # a polynomial target too: its N is empty (the axes it does not see dropped)
         N = [j for j in range(k) if per[j] is None]
         D = sum(int(per[j]) for j in range(k) if per[j] is not None)
         QN = _span(Bo[:, N])
@@ -319,14 +318,15 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     if not split:
         R, w = tensor_rule(m, n_rest)
         return R, w, Bo
-    P = [j for j in range(k) if per[j] is not None]
+    P = sorted((j for j in range(k) if per[j] is not None), key=lambda j: -int(per[j]))
     rest = Bo[:, P] - QN @ (QN.T @ Bo[:, P]) if P else np.zeros((m, 0))
-    Q = np.hstack([QN, _span(rest)])
+    QP, nodes = triangular_span(rest, [int(per[j]) for j in P], D, SEEN)
+    Q = np.hstack([QN, QP])
     if Q.shape[1] == 0:
         return np.zeros((1, 0)), np.ones(1), np.zeros((0, Bo.shape[1]))
-    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + (D + 2,) * (Q.shape[1]
-                                                                          - QN.shape[1]))
+    R, w = tensor_rule(Q.shape[1], (n_smooth,) * QN.shape[1] + tuple(nodes))
     return R, w, Q.T @ Bo
+
 
 
 def _span(A: np.ndarray) -> np.ndarray:

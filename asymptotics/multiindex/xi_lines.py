@@ -37,6 +37,9 @@ HALF_LENGTH = 1.0
 #: the pieces' largest half-length for a group's own xi rule (a wide bulk: smooth on its scale)
 WIDE_HALF_LENGTH = 8.0
 TOL = 1e-13
+#: a Chebyshev series' trailing terms summing (in absolute value) to below this fraction of the
+#: moment's scale are not summed (:func:`on_pieces`)
+TAIL = 1e-14
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
 #: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
@@ -196,7 +199,12 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     used = [store[i] for i in range(p_lo, p_hi + 1)]
     scale = np.maximum(np.max(np.stack([u[2] for u in used]), axis=0), 1e-300)
     bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
-    coef = np.ascontiguousarray(np.stack([u[0] for u in used]))
+    coef = np.stack([u[0] for u in used])
+    # the series' tail below TAIL of each column's scale (over all pieces) is dropped: the sums
+    # move by less than that, and Clenshaw runs over the terms that matter only
+    tail = np.cumsum(np.max(np.abs(coef), axis=0)[::-1], axis=0)[::-1]  # (m, q)
+    keep = int(np.count_nonzero(np.any(tail > TAIL * scale[None, :], axis=1)))
+    coef = np.ascontiguousarray(coef[:, :max(keep, 2)])
     lo = 2 * h * p_lo
     out = chebyshev_pieces(coef, lo, h, t)
     if bad.any():
@@ -204,6 +212,26 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
         sel = bad[piece]
         out[sel] = direct(t[sel])
     return out
+
+
+def _softplus_fdf(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """softplus and its derivative (the logistic) from one exponential: with e = exp(-|z|),
+    softplus = max(z, 0) + log1p(e), sigmoid = 1 / (1 + e) for z >= 0, e / (1 + e) below
+    (the registered pair, ``logaddexp`` and ``expit``, to 5e-16 relative at half the cost)."""
+    e = np.exp(-np.abs(z))
+    f = np.log1p(e)
+    f += np.maximum(z, 0.0)
+    d = 1.0 + e
+    np.divide(np.where(z >= 0, 1.0, e), d, out=d)
+    return f, d
+
+
+def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sigma.value_and_derivative(z)``; the registered softplus by :func:`_softplus_fdf`."""
+    if (sigma.identity is None and sigma.name == "softplus" and sigma.fdf is None
+            and sigma.expression == "log(1 + exp(z))"):
+        return _softplus_fdf(z)
+    return sigma.value_and_derivative(z)
 
 
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
@@ -214,7 +242,7 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     if M.shape[0] > rows:
         return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
                                for lo in range(0, M.shape[0], rows)])
-    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
         m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
@@ -240,7 +268,7 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     if M.shape[0] > rows:
         return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
                                for lo in range(0, M.shape[0], rows)])
-    s, ds = sigma.value_and_derivative(sc * xi[None, :] + M[:, None])
+    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
 
 
