@@ -31,6 +31,7 @@ class Solver:
                  scale: float) -> None:
         self.residual, self.start, self.stieltjes, self.scale = residual, start, stieltjes, scale
         self.atom = 0.0  # the mass at 0, once known (removed from the density)
+        self.tol = NEWTON_TOL  # Newton's relative step at convergence
 
     def _newton(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Newton on the points not yet converged (a finite-difference Jacobian: F is
@@ -64,7 +65,7 @@ class Solver:
         dx[bad] = 0.0
         x = x + dx
         size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x), axis=1))
-        return x, (size < NEWTON_TOL) & ~bad
+        return x, (size < self.tol) & ~bad
 
     def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The solution at the points z (Im z >= 0; real z means z + i Y_END scale) and a

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from asymptotics.core import coldstart
+from asymptotics.core.coldstart import kernel
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
 
@@ -39,6 +41,9 @@ COARSE_BINS = 48
 #: the directions of largest s kept as single atoms in it (they set the bulk's edge)
 COARSE_TOP = 16
 
+#: Newton's tolerance on the path's commuting model (its end point only starts the chord)
+APPROX_TOL = 1e-9
+
 _CACHE: dict[int, tuple] = {}
 
 
@@ -47,6 +52,172 @@ def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
     qt = np.ascontiguousarray(q.transpose(1, 2, 0))  # (B, n, N)
     out = np.matmul(P, qt.real) + 1j * np.matmul(P, qt.imag)
     return out.transpose(2, 0, 1)
+
+
+@kernel(cache=True, error_model="numpy")
+def _ninv_at(vh: np.ndarray, D: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
+    """Kernel: ``out = (I + diag(D s) Vhat1)^-1`` (K x K, complex) for one direction."""
+    K = s.shape[0]
+    if K == 1:
+        out[0, 0] = 1.0 / (1.0 + D[0] * s[0] * vh[0, 0])
+    elif K == 2:
+        u0, u1 = D[0] * s[0], D[1] * s[1]
+        a, b = 1.0 + u0 * vh[0, 0], u0 * vh[0, 1]
+        c, e = u1 * vh[1, 0], 1.0 + u1 * vh[1, 1]
+        idet = 1.0 / (a * e - b * c)
+        out[0, 0], out[0, 1] = e * idet, -b * idet
+        out[1, 0], out[1, 1] = -c * idet, a * idet
+    else:
+        A = np.empty((K, K), dtype=np.complex128)
+        for a in range(K):
+            for b in range(K):
+                A[a, b] = D[a] * s[a] * vh[a, b] + (1.0 if a == b else 0.0)
+        out[:, :] = np.linalg.inv(A)
+
+
+@kernel(cache=True, error_model="numpy")
+def _n2(v00: complex, v01: complex, v10: complex, v11: complex, u0: complex,
+        u1: complex) -> tuple:
+    """Kernel: ``(I + diag(u) Vhat1)^-1`` for K = 2 as four scalars (row-major)."""
+    a, b = 1.0 + u0 * v00, u0 * v01
+    c, e = u1 * v10, 1.0 + u1 * v11
+    idet = 1.0 / (a * e - b * c)
+    return e * idet, -b * idet, -c * idet, a * idet
+
+
+@kernel(cache=True, error_model="numpy")
+def _traces_first(vh: np.ndarray, D: np.ndarray, s: np.ndarray, ws: np.ndarray,
+                  ob: np.ndarray, oe: np.ndarray) -> tuple:
+    """Kernel: ``T0`` (N x K x K) of :meth:`OutsideTraces.traces` and, per ordered pair
+    ``(ob[p], oe[p])``, ``Q_i[ob, oe]`` on every direction as a real array (pairs, B, n, 2N):
+    real parts in the first N columns, imaginary parts in the last N (one BLAS product with
+    ``O_b o O_e`` then gives ``Y``)."""
+    Np, K = D.shape
+    B, n = s.shape[0], s.shape[1]
+    npo = ob.shape[0]
+    T = np.zeros((Np, K, K), dtype=np.complex128)
+    W = np.empty((npo, B, n, 2 * Np))
+    Nm = np.empty((K, K), dtype=np.complex128)
+    for x in range(Np):
+        if K == 2:
+            v00, v01, v10, v11 = vh[x, 0, 0], vh[x, 0, 1], vh[x, 1, 0], vh[x, 1, 1]
+            D0, D1 = D[x, 0], D[x, 1]
+            t00, t01, t10, t11 = 0j, 0j, 0j, 0j
+            for b in range(B):
+                for i in range(n):
+                    s0, s1 = s[b, i, 0], s[b, i, 1]
+                    n00, n01, n10, n11 = _n2(v00, v01, v10, v11, D0 * s0, D1 * s1)
+                    t00 += n00 * ws[b, i, 0]
+                    t01 += n01 * ws[b, i, 1]
+                    t10 += n10 * ws[b, i, 0]
+                    t11 += n11 * ws[b, i, 1]
+                    for p in range(npo):
+                        if ob[p] == 0:
+                            q = v00 * (n00 if oe[p] == 0 else n01) + v01 * (n10 if oe[p] == 0
+                                                                             else n11)
+                        else:
+                            q = v10 * (n00 if oe[p] == 0 else n01) + v11 * (n10 if oe[p] == 0
+                                                                             else n11)
+                        W[p, b, i, x] = q.real
+                        W[p, b, i, Np + x] = q.imag
+            T[x, 0, 0], T[x, 0, 1], T[x, 1, 0], T[x, 1, 1] = t00, t01, t10, t11
+            continue
+        for b in range(B):
+            for i in range(n):
+                _ninv_at(vh[x], D[x], s[b, i], Nm)
+                for a in range(K):
+                    for g in range(K):
+                        T[x, a, g] += Nm[a, g] * ws[b, i, g]
+                for p in range(npo):
+                    q = 0j
+                    for c in range(K):
+                        q += vh[x, ob[p], c] * Nm[c, oe[p]]
+                    W[p, b, i, x] = q.real
+                    W[p, b, i, Np + x] = q.imag
+    return T, W
+
+
+@kernel(cache=True, error_model="numpy")
+def _second2(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray, x: int, Np: int,
+             bb: int, ee: int, acc: np.ndarray, sub: np.ndarray) -> None:
+    """Kernel: the sums of :func:`_traces_second` for K = 2 and one point and pair, in
+    scalars (``acc[a, g] = sum_i N_i[a, bb] y_i s_ig Q_i[ee, g]``, ``sub[a] = sum_i
+    N_i[a, bb] y_i``)."""
+    v00, v01, v10, v11 = vh[0, 0], vh[0, 1], vh[1, 0], vh[1, 1]
+    D0, D1 = D[0], D[1]
+    ve0, ve1 = (v00, v01) if ee == 0 else (v10, v11)
+    a00, a01, a10, a11, s0_, s1_ = 0j, 0j, 0j, 0j, 0j, 0j
+    for b in range(s.shape[0]):
+        for i in range(s.shape[1]):
+            s0, s1 = s[b, i, 0], s[b, i, 1]
+            n00, n01, n10, n11 = _n2(v00, v01, v10, v11, D0 * s0, D1 * s1)
+            y = Y[b, i, x] + 1j * Y[b, i, Np + x]
+            q0 = (ve0 * n00 + ve1 * n10) * s0
+            q1 = (ve0 * n01 + ve1 * n11) * s1
+            na0 = (n00 if bb == 0 else n01) * y
+            na1 = (n10 if bb == 0 else n11) * y
+            a00 += na0 * q0
+            a01 += na0 * q1
+            a10 += na1 * q0
+            a11 += na1 * q1
+            s0_ += na0
+            s1_ += na1
+    acc[0, 0] += a00
+    acc[0, 1] += a01
+    acc[1, 0] += a10
+    acc[1, 1] += a11
+    sub[0] += s0_
+    sub[1] += s1_
+
+
+@kernel(cache=True, error_model="numpy")
+def _traces_second(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray,
+                   ob: np.ndarray, oe: np.ndarray, T: np.ndarray) -> None:
+    """Kernel: adds the second-order terms ``A + B`` of :meth:`OutsideTraces.traces` to ``T``
+    from ``Y`` (pairs, B, n, 2N) = ``(O_b o O_e) Q[ob, oe]`` (real, imaginary columns)."""
+    Np, K = D.shape
+    B, n = s.shape[0], s.shape[1]
+    npo = ob.shape[0]
+    Nm = np.empty((K, K), dtype=np.complex128)
+    Qe = np.empty(K, dtype=np.complex128)
+    acc = np.empty((K, K), dtype=np.complex128)
+    sub = np.empty(K, dtype=np.complex128)
+    for x in range(Np):
+        for p in range(npo):
+            bb, ee = ob[p], oe[p]
+            acc[:, :] = 0.0
+            sub[:] = 0.0
+            if K == 2:
+                _second2(vh[x], D[x], s, Y[p], x, Np, bb, ee, acc, sub)
+            for b in range(B if K != 2 else 0):
+                for i in range(n):
+                    _ninv_at(vh[x], D[x], s[b, i], Nm)
+                    y = Y[p, b, i, x] + 1j * Y[p, b, i, Np + x]
+                    for g in range(K):
+                        q = 0j
+                        for c in range(K):
+                            q += vh[x, ee, c] * Nm[c, g]
+                        Qe[g] = q * s[b, i, g]
+                    for a in range(K):
+                        na = Nm[a, bb] * y
+                        for g in range(K):
+                            acc[a, g] += na * Qe[g]
+                        sub[a] += na
+            dd = D[x, bb] * D[x, ee]
+            for a in range(K):
+                for g in range(K):
+                    T[x, a, g] += dd * acc[a, g]
+                T[x, a, ee] -= D[x, bb] * sub[a]
+
+
+def _compiled(disp, args: tuple) -> bool:
+    """Whether ``disp(*args)`` runs compiled (numba has it, or its on-disk cache does)."""
+    if not hasattr(disp, "overloads") or disp.overloads or coldstart.mode() == "compile":
+        return True
+    try:
+        return coldstart.is_cached(disp, coldstart.signature(disp, args))
+    except Exception:  # noqa: BLE001 (numba decides)
+        return True
 
 
 class OutsideTraces:
@@ -125,8 +296,54 @@ class OutsideTraces:
         Ni = np.linalg.inv(A)
         return [[Ni[..., a, b] for b in range(K)] for a in range(K)]
 
+    def commuting(self) -> OutsideTraces:
+        """The same directions without the off-diagonal parts (``T0`` only: the intermediate
+        model of :class:`ChordPolish`)."""
+        out = object.__new__(OutsideTraces)
+        out.__dict__.update(self.__dict__)
+        out.groups, out.pairs = [], {}
+        out.__dict__.pop("_ordered", None)
+        return out
+
+    def _ordered_pairs(self) -> tuple:
+        """(ob, oe, P): the ordered pairs of the second-order terms and ``O_b o O_e`` of each
+        (pairs, B, n, n), as :meth:`traces` visits them."""
+        hit = self.__dict__.get("_ordered")
+        if hit is None:
+            ob, oe, P = [], [], []
+            for (b, e), Pbe in self.pairs.items():
+                for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
+                    ob.append(bb)
+                    oe.append(ee)
+                    P.append(Pbe)
+            P = (np.ascontiguousarray(np.stack(P)) if P
+                 else np.zeros((0, self.B, self.n, self.n)))
+            hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P)
+            self._ordered = hit
+        return hit
+
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex."""
+        """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
+        (the products with ``O_b o O_e`` by BLAS), or, while they are not compiled yet, the
+        same sums in numpy (:meth:`traces_numpy`)."""
+        vh = np.ascontiguousarray(vh, dtype=np.complex128)
+        D = np.ascontiguousarray(D, dtype=np.complex128)
+        ob, oe, P = self._ordered_pairs()
+        s = np.ascontiguousarray(self.s)
+        ws = np.ascontiguousarray(self.ws)
+        args = (vh, D, s, ws, ob, oe)
+        if not _compiled(_traces_first, args):
+            T, W = _traces_first(vh[:1], D[:1], s, ws, ob, oe)  # queues the kernels
+            if ob.size:
+                _traces_second(vh[:1], D[:1], s, np.matmul(P, W), ob, oe, T)
+            return self.traces_numpy(vh, D)
+        T, W = _traces_first(*args)
+        if ob.size:
+            _traces_second(vh, D, s, np.matmul(P, W), ob, oe, T)
+        return T
+
+    def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces` in numpy (vectorised over points and directions)."""
         K = self.K
         N = self._ninv(vh, D)
         T = np.empty((vh.shape[0], K, K), dtype=np.complex128)
@@ -202,7 +419,10 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         sol = exact
     else:
         approx = Solver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
-        sol = ChordPolish(exact, approx)
+        approx.tol = APPROX_TOL
+        medium = (None if tr.exact else
+                  Solver(make(tr.commuting()), start, lambda x: x[:, :K] @ pi, scale=scale))
+        sol = ChordPolish(exact, approx, medium)
     sol.parts = parts
     sol.traces = tr
     return sol
@@ -214,33 +434,41 @@ class ChordPolish(Solver):
     Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
     full model per step (the two Jacobians are close, so it converges linearly and fast); the
     points where it fails (not converged, or m moved by more than 10%) take the full model's
-    whole path (Newton)."""
+    whole path (Newton). ``medium`` (optional): a model between the two (the same directions
+    without the off-diagonal parts), reached by the chord from ``approx`` first; its Jacobian
+    then drives the chord to ``exact``, which converges in a few steps."""
 
-    def __init__(self, exact: Solver, approx: Solver) -> None:
+    def __init__(self, exact: Solver, approx: Solver, medium: Solver | None = None) -> None:
         super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
-        self.approx = approx
+        self.approx, self.medium = approx, medium
 
-    def _jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         q = x.shape[1]
-        F0 = self.approx.residual(x, z)
+        F0 = residual(x, z)
         J = np.empty(x.shape + (q,), dtype=np.complex128)
         for j in range(q):
             h = 1e-7 * (1.0 + np.abs(x[:, j]))
             xp = x.copy()
             xp[:, j] += h
-            J[:, :, j] = (self.approx.residual(xp, z) - F0) / h[:, None]
+            J[:, :, j] = (residual(xp, z) - F0) / h[:, None]
         return J
 
-    def _chord(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
+        ``model`` (default: ``approx``) at the start ``x``."""
+        residual = self.residual if residual is None else residual
+        model = self.approx.residual if model is None else model
         x = x.copy()
         ok = np.zeros(z.shape[0], dtype=bool)
         try:
-            Jinv = np.linalg.inv(self._jacobian(x, z))
+            Jinv = np.linalg.inv(self._jacobian(model, x, z))
         except np.linalg.LinAlgError:
             return x, ok
         act = np.arange(z.shape[0])
         for _ in range(NEWTON_MAX):
-            F = self.residual(x[act], z[act])
+            F = residual(x[act], z[act])
             dx = -np.einsum("xij,xj->xi", Jinv[act], F)
             bad = ~np.all(np.isfinite(dx), axis=1)
             dx[bad] = 0.0
@@ -257,11 +485,27 @@ class ChordPolish(Solver):
         z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
         zt = z.real + 1j * np.maximum(z.imag, Y_END * self.scale)
         x0, ok0 = self.approx.solve(z)
-        x, ok = self._chord(x0, zt)
+        if self.medium is None:
+            x, ok = self._chord(x0, zt)
+        else:
+            x, ok = self._chord(x0, zt, self.medium.residual)
+            go = np.nonzero(ok)[0]
+            if go.size:
+                x[go], ok[go] = self._chord(x[go], zt[go], self.residual, self.medium.residual)
         m, m0 = self.stieltjes(x), self.stieltjes(x0)
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
         bad = np.nonzero(~ok)[0]
+        if bad.size and self.medium is not None:  # the medium model's path, then the chord
+            xb, okb = self.medium.solve(z[bad])
+            go = bad[okb]
+            if go.size:
+                x[go], ok[go] = self._chord(xb[okb], zt[go], self.residual,
+                                            self.medium.residual)
+                m = self.stieltjes(x[go])
+                ok[go] &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
+                ok[go] &= np.abs(m - self.stieltjes(xb[okb])) <= 0.1 * np.abs(m)
+            bad = np.nonzero(~ok)[0]
         if bad.size:
             xb, okb = Solver.solve(self, z[bad])
             x[bad], ok[bad] = xb, okb
