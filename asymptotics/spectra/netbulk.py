@@ -309,16 +309,17 @@ class OutsideTraces:
         """(ob, oe, P): the ordered pairs of the second-order terms and ``O_b o O_e`` of each
         (pairs, B, n, n), as :meth:`traces` visits them."""
         hit = self.__dict__.get("_ordered")
-        if hit is None:
+        if hit is None or hit[3] != tuple(self.groups):
             ob, oe, P = [], [], []
-            for (b, e), Pbe in self.pairs.items():
+            for (b, e), Pbe in (self.pairs.items() if self.groups else ()):
                 for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
                     ob.append(bb)
                     oe.append(ee)
                     P.append(Pbe)
             P = (np.ascontiguousarray(np.stack(P)) if P
                  else np.zeros((0, self.B, self.n, self.n)))
-            hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P)
+            hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P,
+                   tuple(self.groups))
             self._ordered = hit
         return hit
 
@@ -328,16 +329,20 @@ class OutsideTraces:
         same sums in numpy (:meth:`traces_numpy`)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
-        ob, oe, P = self._ordered_pairs()
-        s = np.ascontiguousarray(self.s)
-        ws = np.ascontiguousarray(self.ws)
-        args = (vh, D, s, ws, ob, oe)
+        args = (vh, D, np.ascontiguousarray(self.s), np.ascontiguousarray(self.ws),
+                *self._ordered_pairs()[:2])
         if not _compiled(_traces_first, args):
-            T, W = _traces_first(vh[:1], D[:1], s, ws, ob, oe)  # queues the kernels
-            if ob.size:
-                _traces_second(vh[:1], D[:1], s, np.matmul(P, W), ob, oe, T)
+            self.traces_kernels(vh[:1], D[:1])  # queues the kernels (interpreted once)
             return self.traces_numpy(vh, D)
-        T, W = _traces_first(*args)
+        return self.traces_kernels(vh, D)
+
+    def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces` by the kernels (compiled or not)."""
+        vh = np.ascontiguousarray(vh, dtype=np.complex128)
+        D = np.ascontiguousarray(D, dtype=np.complex128)
+        ob, oe, P = self._ordered_pairs()[:3]
+        s = np.ascontiguousarray(self.s)
+        T, W = _traces_first(vh, D, s, np.ascontiguousarray(self.ws), ob, oe)
         if ob.size:
             _traces_second(vh, D, s, np.matmul(P, W), ob, oe, T)
         return T
