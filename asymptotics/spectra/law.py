@@ -21,6 +21,8 @@ Y_END = 1e-10  # and ends at Im z = Y_END * scale (density at x + i0)
 SHRINK = 0.04  # Im z shrinks by this factor per stage
 NEWTON_TOL = 1e-12
 NEWTON_MAX = 40
+QUASI = True  # Broyden's method before Newton in each stage (Solver._newton)
+QUASI_MAX = 12  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
 
 
@@ -32,13 +34,21 @@ class Solver:
         self.residual, self.start, self.stieltjes, self.scale = residual, start, stieltjes, scale
         self.atom = 0.0  # the mass at 0, once known (removed from the density)
         self.tol = NEWTON_TOL  # Newton's relative step at convergence
+        self.quasi = QUASI  # Broyden's steps first (:meth:`_newton`)
 
     def _newton(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Newton on the points not yet converged (a finite-difference Jacobian: F is
-        analytic in x)."""
+        analytic in x). With ``quasi`` (default): the Jacobian once at the start, then Broyden's
+        rank-one updates of its inverse (one evaluation a step); the points where that does not
+        converge in :data:`QUASI_MAX` steps restart with Newton."""
         x = x.copy()
         ok = np.zeros(z.shape[0], dtype=bool)
         act = np.arange(z.shape[0])
+        if self.quasi and z.shape[0]:
+            xq, okq = self._broyden(x, z)
+            x[okq] = xq[okq]
+            ok |= okq
+            act = act[~okq]
         for _ in range(NEWTON_MAX):
             xa, ok_a = self._newton_step(x[act], z[act])
             x[act] = xa
@@ -48,15 +58,54 @@ class Solver:
                 break
         return x, ok
 
-    def _newton_step(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _jacobian_fd(self, x: np.ndarray, z: np.ndarray, F: np.ndarray) -> np.ndarray:
         q = x.shape[1]
-        F = self.residual(x, z)
         J = np.empty(x.shape + (q,), dtype=np.complex128)
         for j in range(q):
             h = 1e-7 * (1.0 + np.abs(x[:, j]))
             xp = x.copy()
             xp[:, j] += h
             J[:, :, j] = (self.residual(xp, z) - F) / h[:, None]
+        return J
+
+    def _broyden(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Broyden's method (the inverse Jacobian updated by rank one a step) from the
+        finite-difference Jacobian at ``x``; the converged points and their solutions."""
+        x = x.copy()
+        ok = np.zeros(z.shape[0], dtype=bool)
+        F = self.residual(x, z)
+        try:
+            H = np.linalg.inv(self._jacobian_fd(x, z, F))
+        except np.linalg.LinAlgError:
+            return x, ok
+        act = np.arange(z.shape[0])
+        for _ in range(QUASI_MAX):
+            dx = -np.einsum("xij,xj->xi", H, F)
+            bad = ~np.all(np.isfinite(dx), axis=1)
+            dx[bad] = 0.0
+            x[act] += dx
+            size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
+            done = (size < self.tol) & ~bad
+            ok[act[done]] = True
+            keep = ~done & ~bad
+            act, H, F, dx = act[keep], H[keep], F[keep], dx[keep]
+            if act.size == 0:
+                break
+            Fn = self.residual(x[act], z[act])
+            y = Fn - F
+            Hy = np.einsum("xij,xj->xi", H, y)
+            den = np.einsum("xi,xi->x", dx, Hy)
+            use = np.isfinite(den) & (np.abs(den) > 1e-300) & np.all(np.isfinite(Fn), axis=1)
+            den = np.where(use, den, 1.0)
+            sH = np.einsum("xi,xij->xj", dx, H)
+            H = H + np.where(use[:, None, None],
+                             (dx - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None], 0.0)
+            F = Fn
+        return x, ok
+
+    def _newton_step(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        F = self.residual(x, z)
+        J = self._jacobian_fd(x, z, F)
         try:
             dx = np.linalg.solve(J, -F[..., None])[..., 0]
         except np.linalg.LinAlgError:

@@ -41,10 +41,13 @@ COARSE_BINS = 48
 #: the directions of largest s kept as single atoms in it (they set the bulk's edge)
 COARSE_TOP = 16
 
+#: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
+BROYDEN = True
 #: Newton's tolerance on the path's commuting model (its end point only starts the chord)
 APPROX_TOL = 1e-9
 
 _CACHE: dict[int, tuple] = {}
+_QUEUED: list = []
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -332,7 +335,9 @@ class OutsideTraces:
         args = (vh, D, np.ascontiguousarray(self.s), np.ascontiguousarray(self.ws),
                 *self._ordered_pairs()[:2])
         if not _compiled(_traces_first, args):
-            self.traces_kernels(vh[:1], D[:1])  # queues the kernels (interpreted once)
+            if not _QUEUED:  # queues the kernels (interpreted once a process)
+                _QUEUED.append(True)
+                self.traces_kernels(vh[:1], D[:1])
             return self.traces_numpy(vh, D)
         return self.traces_kernels(vh, D)
 
@@ -446,6 +451,7 @@ class ChordPolish(Solver):
     def __init__(self, exact: Solver, approx: Solver, medium: Solver | None = None) -> None:
         super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
         self.approx, self.medium = approx, medium
+        self.broyden = BROYDEN
 
     @staticmethod
     def _jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
@@ -472,16 +478,35 @@ class ChordPolish(Solver):
         except np.linalg.LinAlgError:
             return x, ok
         act = np.arange(z.shape[0])
+        F_old = dx_old = size_old = None
         for _ in range(NEWTON_MAX):
             F = residual(x[act], z[act])
+            if self.broyden and F_old is not None:  # Broyden's update of the inverse
+                H = Jinv[act]
+                y = F - F_old
+                Hy = np.einsum("xij,xj->xi", H, y)
+                sH = np.einsum("xi,xij->xj", dx_old, H)
+                den = np.einsum("xi,xi->x", dx_old, Hy)
+                use = np.isfinite(den) & (np.abs(den) > 1e-30) & np.all(np.isfinite(y), axis=1)
+                den = np.where(use, den, 1.0)
+                upd = (dx_old - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None]
+                Jinv[act] = H + np.where(use[:, None, None], upd, 0.0)
             dx = -np.einsum("xij,xj->xi", Jinv[act], F)
             bad = ~np.all(np.isfinite(dx), axis=1)
             dx[bad] = 0.0
             x[act] += dx
             size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
-            done = (size < NEWTON_TOL) & ~bad
+            # done: the step, or the error left after it (the step times q/(1 - q), q the
+            # contraction measured from the last two steps, when below 1/2), under the tol
+            q = size / size_old[act] if size_old is not None else np.ones_like(size)
+            left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
+            done = ((size < NEWTON_TOL) | (left < 0.1 * NEWTON_TOL)) & ~bad
             ok[act[done]] = True
-            act = act[~done & ~bad]
+            keep = ~done & ~bad
+            if size_old is None:
+                size_old = np.full(z.shape[0], np.inf)
+            size_old[act] = size
+            act, F_old, dx_old = act[keep], F[keep], dx[keep]
             if act.size == 0:
                 break
         return x, ok
