@@ -30,6 +30,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.solver_kernels",
     "asymptotics.equations.small_dense",
     "asymptotics.measures.resolvent_kernels",
+    "asymptotics.spectra.outside_kernels",
 ]
 
 
