@@ -42,6 +42,9 @@ COARSE_TOP = 16
 
 #: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
 BROYDEN = True
+#: the chord's tolerance on the commuting model with every direction (its solution only starts
+#: the chord to the full model, which converges from ~1e-4 away in a few steps)
+MEDIUM_TOL = 1e-8
 #: Newton's tolerance on the path's commuting model (its end point only starts the chord)
 APPROX_TOL = 1e-9
 
@@ -298,10 +301,10 @@ class ChordPolish(Solver):
             J[:, :, j] = (residual(xp, z) - F0) / h[:, None]
         return J
 
-    def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
+               tol: float = NEWTON_TOL) -> tuple[np.ndarray, np.ndarray]:
         """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
-        ``model`` (default: ``approx``) at the start ``x``."""
+        ``model`` (default: ``approx``) at the start ``x``, to the relative tolerance ``tol``."""
         residual = self.residual if residual is None else residual
         model = self.approx.residual if model is None else model
         x = x.copy()
@@ -333,7 +336,7 @@ class ChordPolish(Solver):
             # contraction measured from the last two steps, when below 1/2), under the tol
             q = size / size_old[act] if size_old is not None else np.ones_like(size)
             left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
-            done = ((size < NEWTON_TOL) | (left < 0.1 * NEWTON_TOL)) & ~bad
+            done = ((size < tol) | (left < tol)) & ~bad
             ok[act[done]] = True
             keep = ~done & ~bad
             if size_old is None:
@@ -351,7 +354,7 @@ class ChordPolish(Solver):
         if self.medium is None:
             x, ok = self._chord(x0, zt)
         else:
-            x, ok = self._chord(x0, zt, self.medium.residual)
+            x, ok = self._chord(x0, zt, self.medium.residual, tol=MEDIUM_TOL)
             go = np.nonzero(ok)[0]
             if go.size:
                 x[go], ok[go] = self._chord(x[go], zt[go], self.residual, self.medium.residual)

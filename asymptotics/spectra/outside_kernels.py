@@ -10,6 +10,11 @@ import numpy as np
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
+#: fast math in the loops over directions (reassociated, vectorised sums; complex products
+#: without the inf/NaN recovery: a point whose sums overflow is caught by the callers' checks
+#: on m, Im m >= 0 and the 10% move from the path's model)
+FAST = True
+
 
 @kernel(cache=True, error_model="numpy")
 def _ninv_at(vh: np.ndarray, D: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
@@ -32,7 +37,7 @@ def _ninv_at(vh: np.ndarray, D: np.ndarray, s: np.ndarray, out: np.ndarray) -> N
         out[:, :] = np.linalg.inv(A)
 
 
-@kernel(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def _n2(v00: complex, v01: complex, v10: complex, v11: complex, u0: complex,
         u1: complex) -> tuple:
     """Kernel: ``(I + diag(u) Vhat1)^-1`` for K = 2 as four scalars (row-major)."""
@@ -42,7 +47,7 @@ def _n2(v00: complex, v01: complex, v10: complex, v11: complex, u0: complex,
     return e * idet, -b * idet, -c * idet, a * idet
 
 
-@kernel(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def traces_first(vh: np.ndarray, D: np.ndarray, s: np.ndarray, ws: np.ndarray,
                   ob: np.ndarray, oe: np.ndarray) -> tuple:
     """Kernel: ``T0`` (N x K x K) of :meth:`OutsideTraces.traces` and, per ordered pair
@@ -94,7 +99,7 @@ def traces_first(vh: np.ndarray, D: np.ndarray, s: np.ndarray, ws: np.ndarray,
     return T, W
 
 
-@kernel(cache=True, error_model="numpy")
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def _second2(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray, x: int, Np: int,
              bb: int, ee: int, acc: np.ndarray, sub: np.ndarray) -> None:
     """Kernel: the sums of :func:`traces_second` for K = 2 and one point and pair, in
