@@ -22,6 +22,9 @@ SHRINK = 0.04  # Im z shrinks by this factor per stage
 NEWTON_TOL = 1e-12
 NEWTON_MAX = 40
 QUASI = True  # Broyden's method before Newton in each stage (Solver._newton)
+#: carry Broyden's inverse Jacobian from stage to stage: off (with STAGE_TOL it converged to
+#: another root on some points: densities 0.04 off on an sRF three-value relu law)
+CARRY = False
 STAGE_TOL = 1e-8  # Newton's tolerance in the path's stages before the last
 QUASI_MAX = 30  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
@@ -140,7 +143,7 @@ class Solver:
         y = max(Y_START * self.scale, float(np.max(yt)))
         x = self.start(xr + 1j * y)
         ok = np.ones(z.shape[0], dtype=bool)
-        carry: dict = {}
+        carry: dict | None = {} if CARRY else None
         tol = self.tol
         try:
             while True:
