@@ -61,6 +61,13 @@ def traces_first(vh: np.ndarray, D: np.ndarray, s: np.ndarray, ws: np.ndarray,
     W = np.empty((npo, B, n, 2 * Np))
     Nm = np.empty((K, K), dtype=np.complex128)
     for x in range(Np):
+        if K == 1 and npo == 0:
+            u, t00 = D[x, 0] * vh[x, 0, 0], 0j
+            for b in range(B):
+                for i in range(n):
+                    t00 += ws[b, i, 0] / (1.0 + u * s[b, i, 0])
+            T[x, 0, 0] = t00
+            continue
         if K == 2:
             v00, v01, v10, v11 = vh[x, 0, 0], vh[x, 0, 1], vh[x, 1, 0], vh[x, 1, 1]
             D0, D1 = D[x, 0], D[x, 1]
