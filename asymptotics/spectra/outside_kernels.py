@@ -29,12 +29,31 @@ def _ninv_at(vh: np.ndarray, D: np.ndarray, s: np.ndarray, out: np.ndarray) -> N
         idet = 1.0 / (a * e - b * c)
         out[0, 0], out[0, 1] = e * idet, -b * idet
         out[1, 0], out[1, 1] = -c * idet, a * idet
-    else:
+    else:  # Gauss-Jordan with partial pivoting (no LAPACK call per direction)
         A = np.empty((K, K), dtype=np.complex128)
         for a in range(K):
             for b in range(K):
                 A[a, b] = D[a] * s[a] * vh[a, b] + (1.0 if a == b else 0.0)
-        out[:, :] = np.linalg.inv(A)
+                out[a, b] = 1.0 if a == b else 0.0
+        for c in range(K):
+            p = c
+            for r in range(c + 1, K):
+                if abs(A[r, c]) > abs(A[p, c]):
+                    p = r
+            if p != c:
+                for j in range(K):
+                    A[c, j], A[p, j] = A[p, j], A[c, j]
+                    out[c, j], out[p, j] = out[p, j], out[c, j]
+            piv = 1.0 / A[c, c]
+            for j in range(K):
+                A[c, j] *= piv
+                out[c, j] *= piv
+            for r in range(K):
+                if r != c:
+                    f = A[r, c]
+                    for j in range(K):
+                        A[r, j] -= f * A[c, j]
+                        out[r, j] -= f * out[c, j]
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
@@ -149,18 +168,19 @@ def traces_second(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray,
     npo = ob.shape[0]
     Nm = np.empty((K, K), dtype=np.complex128)
     Qe = np.empty(K, dtype=np.complex128)
-    acc = np.empty((K, K), dtype=np.complex128)
-    sub = np.empty(K, dtype=np.complex128)
+    acc = np.empty((npo, K, K), dtype=np.complex128)
+    sub = np.empty((npo, K), dtype=np.complex128)
     for x in range(Np):
-        for p in range(npo):
-            bb, ee = ob[p], oe[p]
-            acc[:, :] = 0.0
-            sub[:] = 0.0
-            if K == 2:
-                _second2(vh[x], D[x], s, Y[p], x, Np, bb, ee, acc, sub)
-            for b in range(B if K != 2 else 0):
-                for i in range(n):
-                    _ninv_at(vh[x], D[x], s[b, i], Nm)
+        acc[:, :, :] = 0.0
+        sub[:, :] = 0.0
+        if K == 2:
+            for p in range(npo):
+                _second2(vh[x], D[x], s, Y[p], x, Np, ob[p], oe[p], acc[p], sub[p])
+        for b in range(B if K != 2 else 0):
+            for i in range(n):
+                _ninv_at(vh[x], D[x], s[b, i], Nm)  # once a direction, for every pair
+                for p in range(npo):
+                    bb, ee = ob[p], oe[p]
                     y = Y[p, b, i, x] + 1j * Y[p, b, i, Np + x]
                     for g in range(K):
                         q = 0j
@@ -170,13 +190,15 @@ def traces_second(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray,
                     for a in range(K):
                         na = Nm[a, bb] * y
                         for g in range(K):
-                            acc[a, g] += na * Qe[g]
-                        sub[a] += na
+                            acc[p, a, g] += na * Qe[g]
+                        sub[p, a] += na
+        for p in range(npo):
+            bb, ee = ob[p], oe[p]
             dd = D[x, bb] * D[x, ee]
             for a in range(K):
                 for g in range(K):
-                    T[x, a, g] += dd * acc[a, g]
-                T[x, a, ee] -= D[x, bb] * sub[a]
+                    T[x, a, g] += dd * acc[p, a, g]
+                T[x, a, ee] -= D[x, bb] * sub[p, a]
 
 
 def compiled(disp, args: tuple) -> bool:
