@@ -128,3 +128,51 @@ def test_against_sampled_features() -> None:
     z_new = np.abs(m_new - sim) / se
     assert np.max(z_new) < 4.0
     assert np.mean(np.abs(m_new - sim)) < 0.5 * np.mean(np.abs(m_old - sim))
+
+
+def _triple(rng, B: int, n: int, eps: float) -> np.ndarray:
+    """B blocks of three covariances (two of them non-commuting with the first)."""
+    two = _pair(rng, B, n, eps)
+    third = _pair(rng, B, n, eps)[:, 1]
+    return np.concatenate([two, third[:, None]], axis=1)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_kernel_traces_are_the_numpy_sums(K: int) -> None:
+    """The kernels' loops (compiled or interpreted; the O-products by BLAS) against the
+    vectorised numpy sums of the same expansion, at a batch of complex points."""
+    rng = np.random.default_rng(5)
+    sig = _triple(rng, 3, 20, 0.1)[:, :K]
+    tr = OutsideTraces(GroupBulk(sig))
+    assert tr.exact == (K == 1)
+    N = 7
+    vh = rng.standard_normal((N, K, K)) + 1j * rng.standard_normal((N, K, K))
+    vh = 0.3 * (vh + np.swapaxes(vh, 1, 2))
+    D = 0.5 + rng.random((N, K)) + 1j * rng.random((N, K))
+    T = tr.traces_kernels(vh, D)
+    Tn = tr.traces_numpy(vh, D)
+    assert np.max(np.abs(T - Tn)) < 1e-12 * np.max(np.abs(Tn))
+    assert np.max(np.abs(tr.traces(vh, D) - Tn)) < 1e-12 * np.max(np.abs(Tn))
+    # the commuting model keeps T0 only
+    T0 = tr.commuting().traces_kernels(vh, D)
+    if K > 1:
+        assert np.max(np.abs(T0 - Tn)) > 1e-6 * np.max(np.abs(Tn))
+
+
+def test_chord_through_the_commuting_model_is_the_full_path() -> None:
+    """The chord (coarse path -> commuting model -> full model, the commuting model's path
+    where the chord fails) against Newton along the whole path on the full model."""
+    from asymptotics.spectra.law import Solver
+
+    kw = dict(loadings=[[0.8, 0.1], [-0.6, 0.3]], bulk=[1.1, 0.9], fractions=[0.6, 0.4],
+              overlaps=[[0.7], [0.2]], target="tanh(z1)")
+    prob = build_spiked_problem(sigma="tanh", lam=0.01, beta=0.5, delta=0.0, **kw)
+    sol = outside_solver(prob, 2.0, GroupBulk(_pair(np.random.default_rng(3), 3, 30, 0.1)))
+    assert sol.medium is not None
+    x = np.linspace(0.05, 1.2, 40) * 4.0 * sol.scale
+    z = np.concatenate([x + 1e-10j * sol.scale, [1.0 + 0.5j, 3.0 + 0.01j]])
+    fast = sol.m(z)
+    xs, ok = Solver.solve(sol, z)
+    full = np.where(ok, sol.stieltjes(xs), np.nan)
+    assert np.all(np.isfinite(full))
+    assert np.max(np.abs(fast - full)) < 1e-10 * np.max(np.abs(full))

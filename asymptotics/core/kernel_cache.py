@@ -31,6 +31,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.small_dense",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
+    "asymptotics.spectra.outside_kernels",
 ]
 
 

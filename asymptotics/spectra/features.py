@@ -67,9 +67,10 @@ def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
 
     def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         tau, V1, _, M, v2, D = parts(x)
-        Km = M @ np.linalg.inv(eye[None] + D @ M)
+        R = np.linalg.inv(eye[None] + D @ M)  # D (I + M D)^-1 = (I + D M)^-1 D (D diagonal)
+        Km = M @ R
         e1 = tau * (-z[:, None] + v2 + np.diagonal(Km, axis1=1, axis2=2)) - 1.0
-        e2 = V1 - D @ np.linalg.inv(eye[None] + M @ D) / beta
+        e2 = V1 - R @ D / beta
         return np.concatenate([e1, e2.reshape(-1, K * K)], axis=1)
 
     def start(z: np.ndarray) -> np.ndarray:

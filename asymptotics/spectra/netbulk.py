@@ -30,6 +30,7 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
+from asymptotics.spectra.outside_kernels import compiled, traces_first, traces_second
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
@@ -39,7 +40,16 @@ COARSE_BINS = 48
 #: the directions of largest s kept as single atoms in it (they set the bulk's edge)
 COARSE_TOP = 16
 
+#: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
+BROYDEN = True
+#: the chord's tolerance on the commuting model with every direction (its solution only starts
+#: the chord to the full model, which converges from ~1e-4 away in a few steps)
+MEDIUM_TOL = 1e-8
+#: Newton's tolerance on the path's commuting model (its end point only starts the chord)
+APPROX_TOL = 1e-9
+
 _CACHE: dict[int, tuple] = {}
+_QUEUED: list = []
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -125,8 +135,61 @@ class OutsideTraces:
         Ni = np.linalg.inv(A)
         return [[Ni[..., a, b] for b in range(K)] for a in range(K)]
 
+    def commuting(self) -> OutsideTraces:
+        """The same directions without the off-diagonal parts (``T0`` only: the intermediate
+        model of :class:`ChordPolish`)."""
+        out = object.__new__(OutsideTraces)
+        out.__dict__.update(self.__dict__)
+        out.groups, out.pairs = [], {}
+        out.__dict__.pop("_ordered", None)
+        return out
+
+    def _ordered_pairs(self) -> tuple:
+        """(ob, oe, P): the ordered pairs of the second-order terms and ``O_b o O_e`` of each
+        (pairs, B, n, n), as :meth:`traces` visits them."""
+        hit = self.__dict__.get("_ordered")
+        if hit is None or hit[3] != tuple(self.groups):
+            ob, oe, P = [], [], []
+            for (b, e), Pbe in (self.pairs.items() if self.groups else ()):
+                for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
+                    ob.append(bb)
+                    oe.append(ee)
+                    P.append(Pbe)
+            P = (np.ascontiguousarray(np.stack(P)) if P
+                 else np.zeros((0, self.B, self.n, self.n)))
+            hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P,
+                   tuple(self.groups))
+            self._ordered = hit
+        return hit
+
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex."""
+        """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
+        (the products with ``O_b o O_e`` by BLAS), or, while they are not compiled yet, the
+        same sums in numpy (:meth:`traces_numpy`)."""
+        vh = np.ascontiguousarray(vh, dtype=np.complex128)
+        D = np.ascontiguousarray(D, dtype=np.complex128)
+        args = (vh, D, np.ascontiguousarray(self.s), np.ascontiguousarray(self.ws),
+                *self._ordered_pairs()[:2])
+        if not compiled(traces_first, args):
+            if not _QUEUED:  # queues the kernels (interpreted once a process)
+                _QUEUED.append(True)
+                self.traces_kernels(vh[:1], D[:1])
+            return self.traces_numpy(vh, D)
+        return self.traces_kernels(vh, D)
+
+    def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces` by the kernels (compiled or not)."""
+        vh = np.ascontiguousarray(vh, dtype=np.complex128)
+        D = np.ascontiguousarray(D, dtype=np.complex128)
+        ob, oe, P = self._ordered_pairs()[:3]
+        s = np.ascontiguousarray(self.s)
+        T, W = traces_first(vh, D, s, np.ascontiguousarray(self.ws), ob, oe)
+        if ob.size:
+            traces_second(vh, D, s, np.matmul(P, W), ob, oe, T)
+        return T
+
+    def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces` in numpy (vectorised over points and directions)."""
         K = self.K
         N = self._ninv(vh, D)
         T = np.empty((vh.shape[0], K, K), dtype=np.complex128)
@@ -202,7 +265,10 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         sol = exact
     else:
         approx = Solver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
-        sol = ChordPolish(exact, approx)
+        approx.tol = APPROX_TOL
+        medium = (None if tr.exact else
+                  Solver(make(tr.commuting()), start, lambda x: x[:, :K] @ pi, scale=scale))
+        sol = ChordPolish(exact, approx, medium)
     sol.parts = parts
     sol.traces = tr
     return sol
@@ -214,41 +280,69 @@ class ChordPolish(Solver):
     Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
     full model per step (the two Jacobians are close, so it converges linearly and fast); the
     points where it fails (not converged, or m moved by more than 10%) take the full model's
-    whole path (Newton)."""
+    whole path (Newton). ``medium`` (optional): a model between the two (the same directions
+    without the off-diagonal parts), reached by the chord from ``approx`` first; its Jacobian
+    then drives the chord to ``exact``, which converges in a few steps."""
 
-    def __init__(self, exact: Solver, approx: Solver) -> None:
+    def __init__(self, exact: Solver, approx: Solver, medium: Solver | None = None) -> None:
         super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
-        self.approx = approx
+        self.approx, self.medium = approx, medium
+        self.broyden = BROYDEN
 
-    def _jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    @staticmethod
+    def _jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         q = x.shape[1]
-        F0 = self.approx.residual(x, z)
+        F0 = residual(x, z)
         J = np.empty(x.shape + (q,), dtype=np.complex128)
         for j in range(q):
             h = 1e-7 * (1.0 + np.abs(x[:, j]))
             xp = x.copy()
             xp[:, j] += h
-            J[:, :, j] = (self.approx.residual(xp, z) - F0) / h[:, None]
+            J[:, :, j] = (residual(xp, z) - F0) / h[:, None]
         return J
 
-    def _chord(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
+               tol: float = NEWTON_TOL) -> tuple[np.ndarray, np.ndarray]:
+        """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
+        ``model`` (default: ``approx``) at the start ``x``, to the relative tolerance ``tol``."""
+        residual = self.residual if residual is None else residual
+        model = self.approx.residual if model is None else model
         x = x.copy()
         ok = np.zeros(z.shape[0], dtype=bool)
         try:
-            Jinv = np.linalg.inv(self._jacobian(x, z))
+            Jinv = np.linalg.inv(self._jacobian(model, x, z))
         except np.linalg.LinAlgError:
             return x, ok
         act = np.arange(z.shape[0])
+        F_old = dx_old = size_old = None
         for _ in range(NEWTON_MAX):
-            F = self.residual(x[act], z[act])
+            F = residual(x[act], z[act])
+            if self.broyden and F_old is not None:  # Broyden's update of the inverse
+                H = Jinv[act]
+                y = F - F_old
+                Hy = np.einsum("xij,xj->xi", H, y)
+                sH = np.einsum("xi,xij->xj", dx_old, H)
+                den = np.einsum("xi,xi->x", dx_old, Hy)
+                use = np.isfinite(den) & (np.abs(den) > 1e-30) & np.all(np.isfinite(y), axis=1)
+                den = np.where(use, den, 1.0)
+                upd = (dx_old - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None]
+                Jinv[act] = H + np.where(use[:, None, None], upd, 0.0)
             dx = -np.einsum("xij,xj->xi", Jinv[act], F)
             bad = ~np.all(np.isfinite(dx), axis=1)
             dx[bad] = 0.0
             x[act] += dx
             size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
-            done = (size < NEWTON_TOL) & ~bad
+            # done: the step, or the error left after it (the step times q/(1 - q), q the
+            # contraction measured from the last two steps, when below 1/2), under the tol
+            q = size / size_old[act] if size_old is not None else np.ones_like(size)
+            left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
+            done = ((size < tol) | (left < tol)) & ~bad
             ok[act[done]] = True
-            act = act[~done & ~bad]
+            keep = ~done & ~bad
+            if size_old is None:
+                size_old = np.full(z.shape[0], np.inf)
+            size_old[act] = size
+            act, F_old, dx_old = act[keep], F[keep], dx[keep]
             if act.size == 0:
                 break
         return x, ok
@@ -257,11 +351,27 @@ class ChordPolish(Solver):
         z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
         zt = z.real + 1j * np.maximum(z.imag, Y_END * self.scale)
         x0, ok0 = self.approx.solve(z)
-        x, ok = self._chord(x0, zt)
+        if self.medium is None:
+            x, ok = self._chord(x0, zt)
+        else:
+            x, ok = self._chord(x0, zt, self.medium.residual, tol=MEDIUM_TOL)
+            go = np.nonzero(ok)[0]
+            if go.size:
+                x[go], ok[go] = self._chord(x[go], zt[go], self.residual, self.medium.residual)
         m, m0 = self.stieltjes(x), self.stieltjes(x0)
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
         bad = np.nonzero(~ok)[0]
+        if bad.size and self.medium is not None:  # the medium model's path, then the chord
+            xb, okb = self.medium.solve(z[bad])
+            go = bad[okb]
+            if go.size:
+                x[go], ok[go] = self._chord(xb[okb], zt[go], self.residual,
+                                            self.medium.residual)
+                m = self.stieltjes(x[go])
+                ok[go] &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
+                ok[go] &= np.abs(m - self.stieltjes(xb[okb])) <= 0.1 * np.abs(m)
+            bad = np.nonzero(~ok)[0]
         if bad.size:
             xb, okb = Solver.solve(self, z[bad])
             x[bad], ok[bad] = xb, okb

@@ -1,0 +1,106 @@
+"""The predicted spectra's cost on drawn settings, as ratios to a risk point of the same setting,
+measured in one run (docs/THEORY.md §16).
+
+Settings are drawn (``--seed``) from: sigma uniform in {relu, tanh, erf, sigmoid}; readout
+uniform in {constant, pm1, three-value {1: 0.25, -1: 0.5, 2: 0.25}}; steps uniform in {1, 2, 3};
+alpha, alpha0 log-uniform in [0.5, 4]; beta log-uniform in [0.3, 1.5]; eta_tilde = 1, target
+tanh(z1). Per setting and ``of`` in (features, weights), with the default model
+(``model=None``) at d = 1000: the law's construction (support, atom, outliers; first call, then
+a second call with the same arguments), a 300-point density on [0, 1.05 edge] (warm: best of 3
+after one call), and one risk point ``asymptotics.risk(alpha, ..., model=<the law's model>)``
+of the same setting (first call; then warm, at alpha (1 + 1e-6 k) past the result cache).
+CPU time (``time.process_time``: the machine may be shared). Run:
+``python benchmarks/bench_spectrum_random.py --n 8`` (minutes per setting on a cold cache).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+
+import numpy as np
+
+import asymptotics as A
+
+SIGMAS = ("relu", "tanh", "erf", "sigmoid")
+READOUTS = ("constant", "pm1", {1.0: 0.25, -1.0: 0.5, 2.0: 0.25})
+TARGET = "tanh(z1)"
+TARGET_DENSITY = 0.3  # s, a 300-point density (warm)
+
+
+def draw(rng: np.random.Generator) -> dict:
+    """One setting of the stated distribution."""
+    logu = lambda a, b: float(math.exp(rng.uniform(math.log(a), math.log(b))))  # noqa: E731
+    return dict(sigma=SIGMAS[rng.integers(len(SIGMAS))],
+                readout=READOUTS[rng.integers(len(READOUTS))],
+                steps=int(rng.integers(1, 4)), alpha=logu(0.5, 4.0), alpha0=logu(0.5, 4.0),
+                beta=logu(0.3, 1.5), eta=1.0, target=TARGET)
+
+
+def cpu(fn) -> tuple[float, object]:
+    t = time.process_time()
+    out = fn()
+    return time.process_time() - t, out
+
+
+def best(fn, repeat: int = 3) -> float:
+    fn()
+    return min(cpu(fn)[0] for _ in range(repeat))
+
+
+def measure(of: str, alpha: float, kw: dict) -> tuple:
+    """(law 1st, law 2nd, density, risk 1st, risk warm) CPU seconds and the law."""
+    t1, law = cpu(lambda: A.spectrum(of, alpha, **kw))
+    t2, law = cpu(lambda: A.spectrum(of, alpha, **kw))
+    edge = law.edge if math.isfinite(law.edge) else 1.0
+    x = np.linspace(0.0, 1.05 * edge, 300)
+    td = best(lambda: law.density(x))
+    rk = {k: v for k, v in kw.items() if k != "d"}
+    r1, _ = cpu(lambda: A.risk(alpha, model=law.model, **rk))
+    alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))
+    rw = best(lambda: A.risk(next(alphas), model=law.model, **rk))
+    return t1, t2, td, r1, rw, law
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--n", type=int, default=8, help="settings drawn (default 8)")
+    ap.add_argument("--seed", type=int, default=20261126)
+    ap.add_argument("--of", default="features,weights")
+    args = ap.parse_args(argv)
+    rng = np.random.default_rng(args.seed)
+    rows = []
+    print("| # | of | sigma | readout | steps | alpha | alpha0 | beta | model | law (1st / 2nd) s "
+          "| density (300 pts) s | risk (1st / warm) s | law / risk | density / risk |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for i in range(args.n):
+        s = draw(rng)
+        ro = s["readout"] if isinstance(s["readout"], str) else "three-value"
+        for of in args.of.split(","):
+            kw = dict(sigma=s["sigma"], target=s["target"], alpha0=s["alpha0"], eta=s["eta"],
+                      beta=s["beta"], readout=s["readout"], steps=s["steps"], d=1000.0)
+            alpha = s["alpha"]
+            try:
+                t1, t2, td, r1, rw, law = measure(of, alpha, kw)
+            except Exception as exc:  # noqa: BLE001 (a setting a route refuses: reported)
+                print(f"| {i} | {of} | {s['sigma']} | {ro} | {s['steps']} | {alpha:.3g} | "
+                      f"{s['alpha0']:.3g} | {s['beta']:.3g} | - | {type(exc).__name__}: "
+                      f"{str(exc)[:80]} | | | | |", flush=True)
+                continue
+            rows.append((td, t2 / rw, td / rw))
+            print(f"| {i} | {of} | {s['sigma']} | {ro} | {s['steps']} | {alpha:.3g} | "
+                  f"{s['alpha0']:.3g} | {s['beta']:.3g} | {law.model} | {t1:.2f} / {t2:.2f} | "
+                  f"{td:.3f} | {r1:.2f} / {rw:.3f} | {t2 / rw:.1f} | {td / rw:.2f} |",
+                  flush=True)
+    if rows:
+        td, lr, dr = (np.array(c) for c in zip(*rows, strict=True))
+        ok = int(np.sum(td <= TARGET_DENSITY))
+        print(f"\n300-point densities within {TARGET_DENSITY} s: {ok}/{td.size} "
+              f"(largest {td.max():.3f} s); law / warm risk point: median "
+              f"{np.median(lr):.1f}, max {lr.max():.1f}; density / warm risk point: median "
+              f"{np.median(dr):.2f}, max {dr.max():.2f}")
+
+
+if __name__ == "__main__":
+    main()
