@@ -312,7 +312,7 @@ def report_text(pts: pd.DataFrame) -> str:
         "points by -2.9% to +2.0% after two and three steps, N1 by -1.6% after two steps and "
         "N2 by -1.5% to -1.2% after two and +1% to +3% after three, but no count at d = 2000 (one "
         "point in, E after two steps; one out, D after three, s.e. 0.25% from three seeds). "
-        "The misses left at d = 2000 are N2 after two and three steps (4-10% below; on the "
+        "The misses left at d = 2000 are N2 after two and three steps (4-7% below; on the "
         "trained layers the scale channel agrees in sign and size with `mc - semi` for N1 and "
         "for N2 after three steps at d = 1000, but the single N2 network at d = 2000 lies "
         "+6.6% and +2.8% beyond its Gaussian equivalent, where the channel predicts -0.9% and "
