@@ -29,6 +29,8 @@ KERNEL_MODULES = [
     "asymptotics.equations.mixing",
     "asymptotics.equations.solver_kernels",
     "asymptotics.equations.small_dense",
+    "asymptotics.equations.node_sums",
+    "asymptotics.equations.two_groups",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
     "asymptotics.spectra.outside_kernels",
