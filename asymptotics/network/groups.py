@@ -84,10 +84,10 @@ class NetworkGroups:
         return params
 
 
-def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
-    """The groups' normalised bulk covariances ``C_g / c_g`` on the orthonormal basis
-    ``[V, T]`` of the K-group model (THEORY.md §10.1, §12.3): V the spikes' span, ``t_j`` the
-    unit part of the rotated ``theta'_j`` orthogonal to V (zero where ``rho_j = 0``)."""
+def model_basis(state: GroupState) -> np.ndarray:
+    """The orthonormal basis ``[V, T]`` of the K-group model in the (z, h) coordinates of
+    ``state`` (THEORY.md §10.1, §12.3): V the spikes' span, ``t_j`` the unit part of the rotated
+    ``theta'_j`` orthogonal to V (zero where ``rho_j = 0``)."""
     K, k = state.a.shape
     q = state.L.shape[1]
     S = np.hstack([state.a, state.L])
@@ -105,14 +105,24 @@ def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
     T = theta - V @ (V.T @ theta)
     rho = np.sqrt(np.sum(T**2, axis=0))
     T = np.where(rho[None, :] > 1e-12, T / np.maximum(rho, 1e-300)[None, :], 0.0)
-    B = np.hstack([V, T])
+    return np.hstack([V, T])
+
+
+def channels_on(state: GroupState, B: np.ndarray, cov: np.ndarray) -> np.ndarray:
+    """The groups' normalised bulk covariances ``C_g / c_g`` on the basis ``B``; a zero bulk
+    carries no channel (the identity keeps the sRF numbers there)."""
     out = np.einsum("ai,gab,bj->gij", B, cov, B)
     out /= np.where(state.c > 0, state.c, 1.0)[:, None, None]
-    # a zero bulk carries no channel: the identity keeps the sRF numbers there
-    for g in range(K):
+    for g in range(out.shape[0]):
         if not state.c[g] > 0:
             out[g] = B.T @ B
     return np.ascontiguousarray(out)
+
+
+def model_channels(state: GroupState, cov: np.ndarray) -> np.ndarray:
+    """``C_g / c_g`` on the K-group model's basis :func:`model_basis` (THEORY.md §10.1,
+    §12.3)."""
+    return channels_on(state, model_basis(state), cov)
 
 
 def rest_sums(e: np.ndarray, wr: np.ndarray, R: np.ndarray, RR: np.ndarray, delta: float

@@ -34,7 +34,7 @@ from asymptotics.multiindex.steps import (
 )
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.steps import trapezoid as _trapezoid
-from asymptotics.network.groups import rest_sums
+from asymptotics.network.groups import channels_on, model_basis, rest_sums
 from asymptotics.spiked.coefficients import tensor_rule
 
 #: the trapezoid rule of the xi moments (a row's own direction): spectrally accurate for a smooth
@@ -77,38 +77,6 @@ class RowVariance:
 def clear_cache() -> None:
     """Forget the cached results (benchmarks time a first computation)."""
     _CACHE.clear()
-
-
-def model_basis(state) -> np.ndarray:
-    """``[V, T]`` in the (z, h) coordinates of ``state`` (the basis of
-    :func:`asymptotics.network.groups.model_channels`)."""
-    K, k = state.a.shape
-    q = state.L.shape[1]
-    S = np.hstack([state.a, state.L])
-    _, sv, wt = np.linalg.svd(S, full_matrices=False)
-    r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
-    if r == 0:
-        V, Q = np.zeros((k + q, 1)), np.eye(k)
-    else:
-        V = wt[:r].T
-        Q = np.linalg.svd(V[:k].T, full_matrices=True)[2].T
-    theta = np.zeros((k + q, k))
-    theta[:k] = Q
-    T = theta - V @ (V.T @ theta)
-    rho = np.sqrt(np.sum(T**2, axis=0))
-    T = np.where(rho[None, :] > 1e-12, T / np.maximum(rho, 1e-300)[None, :], 0.0)
-    return np.hstack([V, T])
-
-
-def _channels(state, B: np.ndarray, cov: np.ndarray) -> np.ndarray:
-    """``C_g/c_g`` on the basis ``B`` (the numbers of
-    :func:`asymptotics.network.groups.model_channels`; a zero bulk carries no channel)."""
-    out = np.einsum("ai,gab,bj->gij", B, cov, B)
-    out /= np.where(state.c > 0, state.c, 1.0)[:, None, None]
-    for g in range(out.shape[0]):
-        if not state.c[g] > 0:
-            out[g] = B.T @ B
-    return np.ascontiguousarray(out)
 
 
 def _xi_table(sigma: Function, sc: float, m: np.ndarray) -> dict:
@@ -389,8 +357,8 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
     st = ng.states[-1]
     n = gam.shape[1] - 1
     B = model_basis(st)
-    sig = _channels(st, B, gam[:, :n, :n])
-    sig_route = _channels(st, B, ng.cov[-1])
+    sig = channels_on(st, B, gam[:, :n, :n])
+    sig_route = channels_on(st, B, ng.cov[-1])
     rr = B.shape[1] - k
     Bx = np.zeros((n + 1, B.shape[1] + 1))
     Bx[:n, :rr], Bx[:n, rr + 1:], Bx[n, rr] = B[:, :rr], B[:, rr:], 1.0
@@ -398,7 +366,7 @@ def _row_variance(m, sigma, target: str, alpha0: float, readout: object,
     # quadrature error, e.g. a kink's xi rule, cancels in the difference)
     ext = gam.copy()
     ext[:, :n, :n] += ng.cov[-1] - plain[:, :n, :n]
-    sig_scale = _channels(st, Bx, ext)
+    sig_scale = channels_on(st, Bx, ext)
     loadings = st.spiked_model()[0]
     r = np.asarray(loadings).shape[1]
     slope, joint = np.zeros((K, r)), np.zeros((K, r))
