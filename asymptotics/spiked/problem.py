@@ -16,6 +16,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import parse_target, target_callable
 from asymptotics.core import checks, group_checks
 from asymptotics.spiked.coefficients import (
+    PRUNE,
     Tables,
     build_tables,
     feature_tables,
@@ -259,8 +260,9 @@ def aligned_nodes(loadings: np.ndarray, bulk: np.ndarray, h: float, n: int
                   ) -> tuple[np.ndarray, np.ndarray]:
     """The aligned kappa rule (docs/DERIVATIONS.md §9.6) in the model's own coordinates: on the
     axes of :func:`aligned_rotation` R, a trapezoid rule of step ``h`` on [-U_MAX, U_MAX] along
-    the sharpest group's loading and ``n`` Gauss-Hermite nodes on each other axis, mapped back
-    by R (kappa ~ N(0, I_r) is invariant under rotation: the loadings and overlaps are kept)."""
+    the sharpest group's loading and ``n`` Gauss-Hermite nodes on each other axis, pruned of the
+    nodes whose weight is below PRUNE times the largest (as the tensor rules) and mapped back by
+    R (kappa ~ N(0, I_r) is invariant under rotation: the loadings and overlaps are kept)."""
     U = np.asarray(loadings, dtype=np.float64)
     r = U.shape[1]
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
@@ -269,7 +271,8 @@ def aligned_nodes(loadings: np.ndarray, bulk: np.ndarray, h: float, n: int
     rest, wr = tensor_rule(r - 1, n) if r > 1 else (np.zeros((1, 0)), np.ones(1))
     kap = np.hstack([np.repeat(x[:, None], len(wr), axis=0), np.tile(rest, (len(w1), 1))])
     w = np.repeat(w1, len(wr)) * np.tile(wr, len(w1))
-    return kap @ aligned_rotation(U, bulk).T, w / w.sum()
+    keep = w > PRUNE * w.max()  # (pruned as the tensor rules)
+    return np.ascontiguousarray(kap[keep] @ aligned_rotation(U, bulk).T), w[keep] / w[keep].sum()
 
 
 def aligned_tables(sigma: Function, target: Function | Callable, k: int, U: np.ndarray,

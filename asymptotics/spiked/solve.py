@@ -33,6 +33,7 @@ from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, k
     quadrature_error,
     rule_nodes,
 )
+from asymptotics.equations.ladder import climb as _climb  # noqa: F401  (one ladder's climb)
 from asymptotics.equations.ladder import curve_on_ladder as _curve_on_ladder
 from asymptotics.equations.ladder import ladder as _ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
