@@ -75,8 +75,9 @@ def test_the_second_ladder_is_climbed_only_where_the_first_does_not_resolve():
 def test_a_probe_that_needed_the_second_ladder_moves_the_other_probes_there():
     """Probes climb from the start of the rules until one needs the second ladder; the later
     probes climb it alone; the curve is swept once on the finest rule a probe settled on. A
-    probe resolved on neither ladder stops the probing and every point climbs from the second
-    ladder (each settled by its own rules or NaN)."""
+    probe resolved on neither ladder stops the probing, and every point then climbs both
+    ladders from the first rule, as a single point does (settled by its own rules, or NaN with
+    the reason)."""
     alphas = [float(a) for a in np.linspace(0.5, 3.0, 20)]
     probe_at = [alphas[round(f * (len(alphas) - 1))] for f in PROBES]
 
@@ -101,10 +102,12 @@ def test_a_probe_that_needed_the_second_ladder_moves_the_other_probes_there():
     # the first ladder settles every probe: one ladder, as before
     out, seen, swept = run(lambda a, s: 1)
     assert [s for _, s in seen] == [0] * len(PROBES) and swept == [11]
-    # the third probe is resolved on neither ladder: no more probes, each point from the second
-    out, seen, swept = run(lambda a, s: None if a == probe_at[2] else (3 if s else 1))
-    assert seen[:3] == [(probe_at[0], 0), (probe_at[1], 0), (probe_at[2], 0)]
-    assert seen[3:] == [(a, 3) for a in alphas] and swept == []
+    # the third probe (on the second ladder: the second needed it) is resolved on neither
+    # ladder: no more probes, each point climbs from the first rule
+    out, seen, swept = run(lambda a, s: None if a == probe_at[2] else (4 if a == probe_at[1]
+                                                                       else 1))
+    assert seen[:3] == [(probe_at[0], 0), (probe_at[1], 0), (probe_at[2], 3)]
+    assert seen[3:] == [(a, 0) for a in alphas] and swept == []
 
 
 def test_the_aligned_rule_is_a_rule_of_the_standard_gaussian():

@@ -151,8 +151,8 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     ``climb_at`` that takes no start). Then ``climb_at(alpha, start)`` climbs from
     ``rules[start]``, and once the first ladder has not resolved a probe's quadrature the curve's
     rule is on the second ladder: the later probes climb that ladder alone (each settled there
-    by two or three converged rules), and a curve climbing point by point (a probe not resolved
-    on any ladder) starts every point there."""
+    by two or three converged rules). A probe resolved on no ladder ends the probing: every
+    point then climbs both ladders from the first rule (the single point's number)."""
     n = len(alphas)
     start = 0
 
@@ -181,4 +181,5 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     from asymptotics.core.progress import Progress
 
     with Progress(n, f"{what} (kappa ladder per point)", unit="pt", enabled=progress) as bar:
-        return [at_alpha(a)[0] for a in bar.iter(alphas)]
+        return [(climb_at(a) if second is None else climb_at(a, 0))[0]
+                for a in bar.iter(alphas)]
