@@ -28,11 +28,11 @@ PAIR_FACTOR = 100.0
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: the second ladder of the sRF groups (docs/DERIVATIONS.md §9.6), climbed where the tensor
 #: ladder does not settle: aligned rules (h, n), a trapezoid rule of step h along the sharpest
-#: group's loading and n Gauss-Hermite nodes on the other axis, both refined from rule to rule
-#: (two rules that refine one axis only can agree while the other axis is off); pruned as the
-#: tensor rules: 2542, 4534, 7934 nodes. r = 2 only (at r = 3 the last rule would have
-#: 361 x 54^2 = 1e6 nodes before pruning)
-ALIGNED_LADDER = {2: ((0.1, 24), (0.07, 36), (0.05, 54))}
+#: group's loading and n Gauss-Hermite nodes on the other axis, both refined by about 1.4 from
+#: rule to rule (two rules that refine one axis only can agree while the other axis is off);
+#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11330 nodes. r = 2 only (at r = 3 the
+#: rules would have up to 515 x 54^2 = 1.5e6 nodes before pruning)
+ALIGNED_LADDER = {2: ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))}
 
 
 def aligned_ladder(r: int) -> tuple[tuple[float, int], ...]:
