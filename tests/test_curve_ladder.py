@@ -69,7 +69,7 @@ def test_the_second_ladder_is_climbed_only_where_the_first_does_not_resolve():
     neither = {10: 0.5, 11: 0.6, 12: 0.5, (0.1, 20): 0.55, (0.05, 30): 0.6}
     res, i = climb_ladders(solver(neither), (first, second))
     assert i is None and math.isnan(res.risk) and "quadrature not resolved" in res.message
-    assert res.n_kappa == 12  # (the first ladder's reason)
+    assert res.n_kappa == 12 and "nor did the next ladder settle" in res.message
 
 
 def test_a_probe_that_needed_the_second_ladder_moves_the_other_probes_there():

@@ -30,7 +30,7 @@ PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: ladder does not settle: aligned rules (h, n), a trapezoid rule of step h along the sharpest
 #: group's loading and n Gauss-Hermite nodes on the other axis, both refined by about 1.4 from
 #: rule to rule (two rules that refine one axis only can agree while the other axis is off);
-#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11330 nodes. r = 2 only (at r = 3 the
+#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11338 nodes. r = 2 only (at r = 3 the
 #: rules would have up to 515 x 54^2 = 1.5e6 nodes before pruning)
 ALIGNED_LADDER = {2: ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))}
 
@@ -126,7 +126,10 @@ def climb_ladders(solve_rule: Callable[[Any, bool], Any], ladders: Sequence[Sequ
         res, i = climb(rung, [rule_nodes(n) for n in sub])
         if i is not None:
             return res, (i if i < 0 else skip + i)
-        res0 = res if res0 is None else res0
+        if res0 is not None:  # (the first ladder's reason, and that this one failed too)
+            res = replace(res0, message=f"{res0.message}; nor did the next ladder settle "
+                                        f"({len(sub)} rules)")
+        res0 = res
         offset += len(lad)
     return res0, None
 

@@ -157,11 +157,11 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     return res
 
 
-def _aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:
+def _aligned_message(res: SpikedResult, rule: tuple, where: str = "") -> SpikedResult:
     h, n = rule
     return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
                                 f"sharpest spike axis, {n} Gauss-Hermite nodes on the other; "
-                                "the tensor Gauss-Hermite ladder did not settle)")
+                                f"the tensor Gauss-Hermite ladder did not settle{where})")
 
 
 def _climb_point(problem: Callable, alpha: float, solver: SolverConfig, r: int,
@@ -178,8 +178,8 @@ def _climb_point(problem: Callable, alpha: float, solver: SolverConfig, r: int,
         res = solve_spiked(prob, alpha, solver, x0=x0[0])
         if res.converged:
             x0[0] = _v(prob, res)
-            if isinstance(rule, tuple):
-                res = _aligned_message(res, rule)
+            if isinstance(rule, tuple):  # (start > 0: a curve's later probe)
+                res = _aligned_message(res, rule, " at a probe of the curve" if start else "")
         return res
 
     return climb_ladders(solve_rule, (_ladder(r), aligned_ladder(r)), start)
@@ -265,7 +265,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                     x0 = _predict(seen, a, nn) if seen else start
                     res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
                     if res.converged and isinstance(nk, tuple):
-                        res = _aligned_message(res, nk)
+                        res = _aligned_message(res, nk, " at a probe of the curve")
                 if res.converged:
                     seen = [*seen, (a, _v(prob, res))][-PREDICTOR_POINTS:]
                 out.append(res)
