@@ -270,3 +270,83 @@ def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
         if U.shape[0] * float(np.prod(g.delta / d)) > CLOSED_NODES:
             return new
         g = Graded(d, g.rho, g.T, g.s, g.tol)
+
+
+#: a spike axis along which every group's shift moves by at most WEAK_B of its bulk's scale per
+#: unit (and the target polynomially, or as weakly): Gauss-Hermite instead of the trapezoid
+#: rule (weak_axes); WEAK_TOL the accuracy asked of its sub-rule's weak part, WEAK_MAX its most
+#: nodes (beyond: the trapezoid rule of step step_rules.H_MAX)
+WEAK_B = 0.25
+WEAK_TOL = 1e-7
+WEAK_MAX = step_rules.WEAK_MAX
+
+
+def weak_nodes(b: float, degree: int) -> int:
+    """Nodes n of a weak axis' Gauss-Hermite rule (its sub-rule has n / 2 = m): m = degree + 1 +
+    e, exact for polynomials of degree 2 degree + 2 e + 1, with e the least such that
+    b^(2 e) <= WEAK_TOL (the weak factors' Taylor terms beyond are below that)."""
+    e = 1 if b <= 0 else max(1, math.ceil(math.log(WEAK_TOL) / (2.0 * math.log(b))))
+    return 2 * (max(degree, 1) + 1 + e)
+
+
+def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max: float
+              ) -> np.ndarray | object:
+    """The first steps ``hs`` with each weak axis (``b_i <=`` :data:`WEAK_B`: the largest rate
+    at which a group's shift, or a non-polynomial variable of the target, moves along it, per
+    unit of its own scale; ``degree_i`` the target's polynomial degree along it, negative: not
+    weak) as ``-n``: a Gauss-Hermite rule of n nodes checked against its own of n / 2 nodes
+    (``lattice``; error of n about the square of that of n / 2, as the trapezoid's h against
+    2 h), when its n + n / 2 nodes are fewer than the trapezoid's."""
+    if not isinstance(hs, np.ndarray):
+        return hs
+    out = np.array(hs, dtype=np.float64)
+    for i in range(len(out)):
+        if b[i] <= WEAK_B and degree[i] >= 0 and out[i] > 0:
+            n = weak_nodes(float(b[i]), int(degree[i]))
+            if n <= WEAK_MAX and 1.5 * n < 0.75 * (2 * math.floor(u_max / out[i]) + 1):
+                out[i] = -n
+    return out
+
+
+def weak_rates(Mmat: np.ndarray, c: np.ndarray, Bz: np.ndarray, degree: int | None,
+               per: tuple[int | None, ...] | None, beta: np.ndarray | None, smooth: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per spike axis ``(b, degree)`` of ``step_rules.weak_axes``: b the largest rate of a
+    group's shift against its bulk's scale ``|M_gi| / sqrt(c_g)`` and of the target's
+    non-polynomial variables (tanh, ...: scale 1; relu's target seen by the other axes: the
+    smoothed kink's scale |beta|); degree the target's polynomial degree along the axis (-1:
+    a variable the target sees through a kink, or of unknown form, moves along it)."""
+    r, k = Mmat.shape[1], Bz.shape[1]
+    if r == 0 or not np.all(np.asarray(c) > 0):
+        return np.full(r, np.inf), np.full(r, -1)
+    b = np.max(np.abs(Mmat) / np.sqrt(np.asarray(c, dtype=np.float64))[:, None], axis=0)
+    seen = np.abs(Bz) > step_rules.SEEN
+    deg = np.full(r, -1)
+    if degree is not None:
+        deg[:] = degree
+    elif beta is not None:  # relu(z1), its other-axes sums in closed form: scale |beta|
+        b = np.maximum(b, np.abs(Bz[:, 0]) / float(np.linalg.norm(beta)))
+        deg[:] = 0
+    elif smooth:  # a bounded analytic target of z1 (scale 1)
+        b = np.maximum(b, np.abs(Bz[:, 0]))
+        deg[:] = 0
+    elif per is not None and len(per) == k:  # analytic: polynomial in the variables of known degree
+        N = [j for j in range(k) if per[j] is None]
+        if N:
+            b = np.maximum(b, np.max(np.abs(Bz[:, N]), axis=1))
+        deg[:] = sum(int(per[j]) for j in range(k) if per[j] is not None)
+    else:  # a kink or an unknown form: only the axes the target does not see
+        deg[~np.any(seen, axis=1)] = 0
+    return b, deg
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
+                    ) -> np.ndarray | None:
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
+    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
+    graded lattice (relu's sigma): None, the default lattice."""
+    if not isinstance(hs, np.ndarray):
+        return None
+    b = np.abs(bz) / float(np.linalg.norm(beta))
+    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    return np.maximum(np.minimum(hs, h), h0)
