@@ -282,11 +282,13 @@ WEAK_MAX = step_rules.WEAK_MAX
 
 
 def weak_nodes(b: float, degree: int) -> int:
-    """Nodes n of a weak axis' Gauss-Hermite rule (its sub-rule has n / 2 = m): m = degree + 1 +
-    e, exact for polynomials of degree 2 degree + 2 e + 1, with e the least such that
-    b^(2 e) <= WEAK_TOL (the weak factors' Taylor terms beyond are below that)."""
-    e = 1 if b <= 0 else max(1, math.ceil(math.log(WEAK_TOL) / (2.0 * math.log(b))))
-    return 2 * (max(degree, 1) + 1 + e)
+    """Nodes n of a weak axis' Gauss-Hermite rule (its sub-rule has n / 2 = m): along the axis
+    the integrands are polynomials of degree <= 2 degree (at least 2) times functions of ``b u``
+    whose Taylor terms of order j are ~ b^j; the sub-rule is exact for all terms of order j <
+    J, ``b^J <= WEAK_TOL``: ``2 m - 1 >= 2 degree + J - 1``; the rule of 2 m nodes then misses
+    terms of order ~ 2 J only (about the square)."""
+    J = 1 if b <= 0 else max(1, math.ceil(math.log(WEAK_TOL) / math.log(b)))
+    return 2 * math.ceil((2 * max(degree, 1) + J) / 2)
 
 
 def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max: float
@@ -350,3 +352,36 @@ def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h
     b = np.abs(bz) / float(np.linalg.norm(beta))
     h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
     return np.maximum(np.minimum(hs, h), h0)
+
+
+RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
+
+
+def relu_target(g: Function | Callable) -> bool:
+    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
+    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
+
+
+def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
+    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
+    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
+    smooths the kink into an entire function of the spike coordinates."""
+    nb = float(np.linalg.norm(beta))
+    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
+
+
+def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
+              ) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
+    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
+    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
+    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
+    from scipy.special import ndtr
+
+    b = float(np.linalg.norm(beta))
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    G0 = a * Phi + b * phi
+    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
+    return G0 - f, Phi[:, None] * beta[None, :], e2

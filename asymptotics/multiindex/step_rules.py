@@ -129,12 +129,15 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
     (module docstring; refined by :func:`next_steps`), else from the default rule
     ``default()``: ``update(U, w, *terms(U))``."""
     while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
-        U, wu, sub, wsub = lattice(hs, u_max, h0)
+        U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
         new = update(U, wu, *t)
-        coarse = update(U[sub], wsub, *(x[sub] for x in t))
-        diff = difference((new[0], new[1] @ new[1].T, new[2]),
-                          (coarse[0], coarse[1] @ coarse[1].T, coarse[2]))
+        diff = 0.0
+        for ia, wa, ib, wb in checks:  # each pair of rules must agree
+            one = new if ia is None else update(U[ia], wa, *(x[ia] for x in t))
+            two = update(U[ib], wb, *(x[ib] for x in t))
+            diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
+                                        (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:
             return new
         hs = next_steps(hs, diff, h0)
@@ -207,15 +210,26 @@ def lattice(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndar
     """``(nodes, weights, sub, sub_weights)``: the product trapezoid rule for N(0, I_r) on
     [-u_max, u_max]^r with nodes ``h_i j`` (pruned below :data:`PRUNE` of the largest weight),
     and the nodes and weights of its sub-rule: steps ``2 h_i`` (even j) on the axes coarser
-    than the default step ``h0``, the same nodes on the others (not checked); an axis ``h_i =
-    -n``: Gauss-Hermite of n nodes, its sub-rule's n / 2 (both rules' nodes kept)."""
-    axes, w1, w2 = [], [], []
+    than the default step ``h0``, the same nodes on the others (not checked)."""
+    pts, wts, checks = lattice_checks(h, u_max, h0)
+    return pts, wts, checks[0][2], checks[0][3]
+
+
+def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(nodes, weights, checks)``: :func:`lattice`'s rule and its checks ``(ia, wa, ib, wb)``,
+    rules (node indices, weights; ``ia`` None: the rule itself) that must agree: its sub-rule;
+    with an axis ``h_i = -n`` (Gauss-Hermite of n nodes, ``graded.weak_axes``) also the rules
+    of n and n / 2 nodes on it, both with the even nodes on every other axis (nodes of the
+    rule itself, but for the n / 2 nodes')."""
+    axes, w1, w2, w3, w4 = [], [], [], [], []
     for hi in h:
-        if hi < 0:  # a weak axis (graded.weak_axes): Gauss-Hermite, n nodes and its sub-rule's n/2
+        if hi < 0:
             (xn, wn), (xm, wm) = gauss_hermite(int(-hi)), gauss_hermite(int(-hi) // 2)
             axes.append(np.concatenate([xn, xm]))
             w1.append(np.concatenate([wn, 0.0 * wm]))
-            w2.append(np.concatenate([0.0 * wn, wm]))
+            w2.append(w1[-1])
+            w3.append(w1[-1])
+            w4.append(np.concatenate([0.0 * wn, wm]))
             continue
         j = np.arange(-math.floor(u_max / hi + 1e-9), math.floor(u_max / hi + 1e-9) + 1)
         x = hi * j
@@ -224,17 +238,28 @@ def lattice(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndar
         axes.append(x)
         w1.append(w / w.sum())
         w2.append(np.where(ev, w, 0.0) / w[ev].sum())
-    wts, wsub = w1[0], w2[0]
-    for a, b in zip(w1[1:], w2[1:], strict=True):
-        wts, wsub = np.multiply.outer(wts, a), np.multiply.outer(wsub, b)
-    wts, wsub = wts.ravel(), wsub.ravel()
-    on = wts > PRUNE * wts.max()
-    keep = np.flatnonzero(on | (wsub > PRUNE * wsub.max()) if np.any(np.asarray(h) < 0) else on)
+        w3.append(np.where((j % 2) == 0, w, 0.0))
+        w4.append(w3[-1])
+    weak = bool(np.any(np.asarray(h) < 0))
+    rules = [w1, w2] + ([w3, w4] if weak else [])
+    prods = []
+    for ws in rules:
+        p = ws[0]
+        for a in ws[1:]:
+            p = np.multiply.outer(p, a)
+        prods.append(p.ravel())
+    on = prods[0] > PRUNE * prods[0].max()
+    keep = np.flatnonzero(on | (prods[3] > PRUNE * prods[3].max()) if weak else on)
     idx = np.unravel_index(keep, tuple(len(x) for x in axes))
     pts = np.stack([x[i] for x, i in zip(axes, idx, strict=True)], axis=-1)
-    ws = wsub[keep]
-    sub = np.flatnonzero(ws > PRUNE * ws.max())
-    return pts, wts[keep] / wts[keep].sum(), sub, ws[sub] / ws[sub].sum()
+    wts = prods[0][keep]
+    subs = []
+    for p in prods[1:]:
+        ws = p[keep]
+        sub = np.flatnonzero(ws > PRUNE * ws.max())
+        subs.append((sub, ws[sub] / ws[sub].sum()))
+    checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])
+    return pts, wts / wts.sum(), checks
 
 
 def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> float:
@@ -347,39 +372,6 @@ def _span(A: np.ndarray) -> np.ndarray:
         return np.zeros((A.shape[0], 0))
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
-
-
-RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
-
-
-def relu_target(g: Function | Callable) -> bool:
-    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
-    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
-
-
-def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
-    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
-    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
-    smooths the kink into an entire function of the spike coordinates."""
-    nb = float(np.linalg.norm(beta))
-    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
-
-
-def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
-              ) -> tuple[np.ndarray, ...]:
-    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
-    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
-    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
-    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
-    from scipy.special import ndtr
-
-    b = float(np.linalg.norm(beta))
-    x = a / b
-    Phi = ndtr(x)
-    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    G0 = a * Phi + b * phi
-    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
-    return G0 - f, Phi[:, None] * beta[None, :], e2
 
 
 #: bounded analytic targets of one variable whose other-axes sums (>= SMOOTH_REST_NODES nodes)

@@ -34,7 +34,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex import graded, reused, step_rules, xi_lines
+from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
 from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -210,7 +210,7 @@ class Quadrature:
 def advance(state: GroupState, *, sigma: Function, g: Function | Callable, values: np.ndarray,
             fractions: np.ndarray, eta: float, alpha0: float, delta: float,
             quad: Quadrature = Quadrature(), degree: int | None = None,
-            per: tuple[int | None, ...] | None = None) -> GroupState:
+            per: tuple[int | None, ...] | None = None, split: object = None) -> GroupState:
     """One giant step on a fresh batch (module docstring, THEORY.md §12.2). The integrals over
     (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
     depend on those axes only (computed once per trapezoid node), the target on all. The rules:
@@ -237,12 +237,16 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     xi, wxi = gauss_hermite(quad.xi)
     Mmat, RzT = S @ basis[:, :r], np.ascontiguousarray((R @ Bq[:, :k]).T)
     W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + other axes)
-    # relu's target seen by the other axes: their sums in closed form (step_rules.relu_rest)
-    beta = Bq[:, 0] if quad.rest is None and step_rules.relu_target(g) else None
-    beta = beta if beta is not None and step_rules.relu_rest_ok(beta, Br[:, 0]) else None
+    # relu's target seen by the other axes: their sums in closed form (graded.relu_rest)
+    beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
+    beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
     # a bounded analytic target of one variable: its other-axes sums as functions of z1's
     # spike part, interpolated (step_rules.smooth_rest)
     smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
+    # g = p + t(z_j): p on a rule of D + 1 nodes on z_j's axis (polynomial_spikes.split_rest)
+    R2, w2 = polynomial_spikes.split_rule(split if quad.rest is None and not smooth and beta is
+                                          None else None, step_rules.other_axes, Bo, k, n_rest,
+                                          per, R, Bq)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
@@ -250,10 +254,13 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
         f = F @ (fractions * values)
         if beta is not None:
-            return (m1, m2, v, *step_rules.relu_rest(U @ Br[:, 0], beta, f, delta))
+            return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))
         if smooth:
             return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
                                                        delta))
+        if R2 is not None:
+            return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
+                                                             Bq[:, :k], f, delta))
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
         e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
         Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
@@ -391,7 +398,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     st = states[-1]
     for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
-                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per)
+                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per,
+                     split=polynomial_spikes.split_target(target, k, m.per))
         for arr in (st.a, st.L, st.c):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

@@ -25,8 +25,9 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import erf, ndtr
 
-from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
+from asymptotics.coefficients.xi_kernels import SOFTPLUS, TANH, xi_sums
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
@@ -98,7 +99,7 @@ def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarr
 _READY: set = set()
 
 
-def _compiled(disp, args: tuple) -> bool:
+def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
     one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
     of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
@@ -114,7 +115,7 @@ def _compiled(disp, args: tuple) -> bool:
     if ready:
         _READY.add(id(disp))
     else:
-        disp(args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))
+        disp(*(tiny or (args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))))
     return ready
 
 
@@ -125,6 +126,9 @@ def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np
     basis by its recurrence, one product per piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
+    if q > 4 and n > 0 and _compiled(_clenshaw4, (np.zeros((1, m, 4)), 0.0, 1.0, t[:1])):
+        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t)
+                                for i in range(0, q, 4)])  # four columns at a time
     if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
         c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
         args = (np.ascontiguousarray(c4, dtype=np.float64), float(lo), float(h),
@@ -238,6 +242,9 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
     in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
+    fused = _fused(sigma, sc, M, xi, wxi, False)
+    if fused is not None:
+        return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
         return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
@@ -253,6 +260,21 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
 
 _xi_direct = xi_direct  # the former name
 
+
+def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
+           small: bool) -> np.ndarray | None:
+    """The columns by ``coefficients.xi_kernels.xi_sums`` for the registered softplus and tanh
+    (sc > 0, the kernel compiled), else None."""
+    kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))
+    if kind is None or not sc > 0 or M.shape[0] == 0:
+        return None
+    args = (kind, float(sc), np.ascontiguousarray(M, dtype=np.float64),
+            np.ascontiguousarray(xi, dtype=np.float64), np.ascontiguousarray(wxi, dtype=np.float64),
+            small)
+    if not _compiled(xi_sums, args, args[:2] + (args[2][:1],) + args[3:]):
+        return None
+    return xi_sums(*args)
+
 #: bulk scales below which, for a sigma without kinks and three or more groups, m1 and m2 are
 #: sums of sigma' (Stein's form divides by sqrt(c): rounding / sqrt(c) refuses every piece)
 SMALL_BULK = 0.5
@@ -264,6 +286,9 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     a sigma without kinks when ``0 < sc <`` :data:`SMALL_BULK` (the same integrals)."""
     if not (0 < sc < SMALL_BULK) or sigma.kinks:
         return xi_direct(sigma, sc, M, xi, wxi)
+    fused = _fused(sigma, sc, M, xi, wxi, True)
+    if fused is not None:
+        return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
         return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
