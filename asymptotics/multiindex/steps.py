@@ -49,8 +49,8 @@ REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
 CHUNK = 2_000_000  # quadrature nodes per block (the network route's groups)
 BLOCK = 131_072  # quadrature nodes per block of a step (its arrays stay in cache)
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
-MAX_NODES = 4_000_000
-MAX_SPIKE_AXES = 3
+MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
+SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
 
 
 @dataclass(frozen=True)
@@ -240,13 +240,10 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     # relu's target seen by the other axes: their sums in closed form (graded.relu_rest)
     beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
     beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
-    # a bounded analytic target of one variable: its other-axes sums as functions of z1's
-    # spike part, interpolated (step_rules.smooth_rest)
+    # a bounded analytic target of z1: its other-axes sums interpolated (step_rules.smooth_rest)
     smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
-    # g = p + t(z_j): p on a rule of D + 1 nodes on z_j's axis (polynomial_spikes.split_rest)
-    R2, w2 = polynomial_spikes.split_rule(split if quad.rest is None and not smooth and beta is
-                                          None else None, step_rules.other_axes, Bo, k, n_rest,
-                                          per, R, Bq)
+    split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
+    R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
@@ -258,7 +255,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         if smooth:
             return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
                                                        delta))
-        if R2 is not None:
+        if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
 
 import numpy as np
-from scipy.special import erf, ndtr
+from scipy.special import ndtr
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
-from asymptotics.coefficients.xi_kernels import SOFTPLUS, TANH, xi_sums
+from asymptotics.coefficients.xi_kernels import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
@@ -259,14 +258,16 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
 
 
 _xi_direct = xi_direct  # the former name
+FUSED_MIN = 150_000
 
 
 def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
            small: bool) -> np.ndarray | None:
     """The columns by ``coefficients.xi_kernels.xi_sums`` for the registered softplus and tanh
-    (sc > 0, the kernel compiled), else None."""
+    (sc > 0, the kernel compiled) when there are :data:`FUSED_MIN` terms or more (numpy's
+    vectorised passes are faster on what stays in cache), else None."""
     kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))
-    if kind is None or not sc > 0 or M.shape[0] == 0:
+    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < FUSED_MIN:
         return None
     args = (kind, float(sc), np.ascontiguousarray(M, dtype=np.float64),
             np.ascontiguousarray(xi, dtype=np.float64), np.ascontiguousarray(wxi, dtype=np.float64),
@@ -315,50 +316,6 @@ def relu_closed(sc: float, M: np.ndarray) -> np.ndarray:
     Phi = ndtr(x)
     phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     return np.column_stack([M * Phi + sc * phi, Phi, phi, Phi])
-
-
-@lru_cache(maxsize=64)
-def _erf_affine(expression: str | None) -> tuple[float, float, float] | None:
-    """``(k, a, b)`` when the expression is ``k erf(a z + b)`` with k, a != 0, else None."""
-    if not expression or "erf" not in expression:
-        return None
-    from asymptotics.coefficients.functions import to_sympy
-
-    try:
-        expr, symbols = to_sympy(expression, ("z",))
-        z = symbols["z"]
-        k, core = expr.as_coeff_Mul()  # sympy writes erf(-x) as -erf(x)
-        if core.func.__name__ != "erf" or len(core.args) != 1:
-            return None
-        arg = core.args[0].as_poly(z)
-        if arg is None or arg.degree() != 1:
-            return None
-        k, a, b = float(k), float(arg.coeff_monomial(z)), float(arg.coeff_monomial(1))
-    except Exception:  # noqa: BLE001 (sympy raises many kinds on other expressions)
-        return None
-    ok = k != 0 and a != 0 and all(math.isfinite(x) for x in (k, a, b))
-    return (k, a, b) if ok else None
-
-
-def erf_affine(sigma: Function) -> tuple[float, float, float] | None:
-    """``(k, a, b)`` for sigma = k erf(a z + b) (``erf``, ``erf(z-1)``, ...), else None."""
-    if sigma.identity is not None:
-        return None
-    return _erf_affine(sigma.expression)
-
-
-def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.ndarray:
-    """:func:`xi_direct`'s columns for sigma = k erf(a z + b) exactly (THEORY.md §12.4): with
-    mu = a M + b, s = a sc, E exp(-j (s xi + mu)^2) = exp(-j mu^2 / (1 + 2 j s^2)) /
-    sqrt(1 + 2 j s^2), so E sigma = k erf(mu / sqrt(1 + 2 s^2)), E sigma' = k a (2 / sqrt(pi))
-    E exp(-(s xi + mu)^2), E[xi sigma'] = sc d/dM E sigma' (Stein), E sigma'^2 = k^2 a^2 (4 / pi)
-    E exp(-2 (s xi + mu)^2) (entire functions of M: no rule, no ripples)."""
-    mu = a * np.asarray(M, dtype=np.float64) + b
-    s2 = (a * sc) ** 2
-    d1, d2 = 1.0 + 2.0 * s2, 1.0 + 4.0 * s2
-    m1 = (k * a * 2.0 / math.sqrt(math.pi * d1)) * np.exp(-mu * mu / d1)
-    v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
-    return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
 
 
 def has_closed(sigma: Function) -> bool:
