@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asymptotics.coefficients import step_quadrature
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.multiindex import step_rules
 from asymptotics.multiindex.step_rules import PRUNE, difference, next_steps
 
@@ -215,6 +217,8 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
     """``(nodes, weights, subs)``: the product rule of the graded axes (pruned as
     ``step_rules.lattice``) and its sub-rules ``(indices, weights)``: first the nodes with even
     j on every axis (steps 2 delta), then per axis i those with even j on axis i."""
+    if np.any(g.delta < 0):
+        return _weak_lattice(g, u_max)
     axes, w1, ratio = [], [], []
     for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True):
         x, w, j = graded_axis(float(d), float(rh), float(T), float(sw), u_max)
@@ -239,6 +243,53 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
     return pts, wts, subs
 
 
+def _weak_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, list]:
+    """:func:`graded_lattice` with weak axes (``delta_i = -n``, :func:`weak_axes`): Gauss-Hermite
+    of n nodes there (the even sub-rules keep them), and per weak axis the check of
+    ``step_rules.lattice_checks`` (n against n / 2 nodes, the even nodes on the other axes)."""
+    axes, w1, w2, wm = [], [], [], []
+    for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True):
+        if d < 0:
+            (xn, wn), (xh, wh) = gauss_hermite(int(-d)), gauss_hermite(int(-d) // 2)
+            axes.append(np.concatenate([xn, xh]))
+            w1.append(np.concatenate([wn, 0.0 * wh]))
+            w2.append(w1[-1])
+            wm.append(np.concatenate([0.0 * wn, wh]))
+            continue
+        x, w, j = graded_axis(float(d), float(rh), float(T), float(sw), u_max)
+        axes.append(x)
+        w1.append(w)
+        w2.append(np.where((j % 2) == 0, w, 0.0))
+        wm.append(None)
+
+    def product(ws: list) -> np.ndarray:
+        p = ws[0]
+        for a in ws[1:]:
+            p = np.multiply.outer(p, a)
+        return p.ravel()
+
+    r = len(axes)
+    rules = [w1, w2] + [[w2[a] if a == i else w1[a] for a in range(r)] for i in range(r)]
+    rules += [[wm[a] if a == i else w2[a] for a in range(r)] for i in range(r) if wm[i] is not None]
+    prods = [product(ws) for ws in rules]
+    on = prods[0] > PRUNE * prods[0].max()
+    for p in prods[2 + r:]:
+        on |= p > PRUNE * p.max()
+    keep = np.flatnonzero(on)
+    idx = np.unravel_index(keep, tuple(len(x) for x in axes))
+    pts = np.stack([x[i] for x, i in zip(axes, idx, strict=True)], axis=-1)
+    subs = []
+    for p in prods[1:]:
+        ws = p[keep]
+        sub = np.flatnonzero(ws > PRUNE * ws.max())
+        subs.append((sub, ws[sub] / ws[sub].sum()))
+    # a weak axis' entry: its rule of n (the even nodes elsewhere) against that of n / 2
+    weak = iter(subs[1 + r:])
+    subs = subs[:1] + [(*subs[0], *next(weak)) if wm[i] is not None else subs[1 + i]
+                       for i in range(r)]
+    return pts, prods[0][keep] / prods[0][keep].sum(), subs
+
+
 def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: np.ndarray,
                     update: Callable) -> float:
     """How far the state of the sub-rule ``(sub, wsub)`` is from ``new`` (step_rules.difference
@@ -247,6 +298,15 @@ def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: 
     coarse = update(U[sub], wsub, *(x[sub] for x in t))
     return difference((new[0], new[1] @ new[1].T, *new[2:]),
                       (coarse[0], coarse[1] @ coarse[1].T, *coarse[2:]))
+
+
+def _check(U: np.ndarray, t: tuple, new: tuple, sw: tuple, update: Callable) -> float:
+    """:func:`_sub_difference` of a sub-rule ``(sub, w)`` from ``new``, or of the second rule of
+    a pair ``(sub, w, sub2, w2)`` from the first."""
+    if len(sw) == 2:
+        return _sub_difference(U, t, new, *sw, update)
+    one = update(U[sw[0]], sw[1], *(x[sw[0]] for x in t))
+    return _sub_difference(U, t, one, sw[2], sw[3], update)
 
 
 def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
@@ -259,36 +319,22 @@ def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
         U, wu, subs = graded_lattice(g, u_max)
         t = terms(U)
         new = update(U, wu, *t)
-        if _sub_difference(U, t, new, *subs[0], update) <= g.tol:
+        tols = np.where(g.delta < 0, min(g.tol, step_rules.ACCEPT_TOL), g.tol)  # weak: 1e-6
+        weak = g.delta < 0
+        if _sub_difference(U, t, new, *subs[0], update) <= g.tol and not weak.any():
             return new
-        diffs = [_sub_difference(U, t, new, *sw, update) for sw in subs[1:]]
-        d = np.array([float(next_steps(np.array([h]), e, 0.0, g.tol)[0]) if e > g.tol
-                      else h for h, e in zip(g.delta, diffs, strict=True)])
+        diffs = [_check(U, t, new, sw, update) for sw in subs[1:]]
+        if weak.any() and _sub_difference(U, t, new, *subs[0], update) <= g.tol and all(
+                e <= tol for e, tol, w in zip(diffs, tols, weak, strict=True) if w):
+            return new
+        d = np.array([float(next_steps(np.array([h]), e, 0.0, tol)[0]) if e > tol
+                      else h for h, e, tol in zip(g.delta, diffs, tols, strict=True)])
         if np.all(d == g.delta):  # every axis agrees alone: refine the one farthest off
             i = int(np.argmax(diffs))
             d[i] = float(next_steps(np.array([g.delta[i]]), diffs[i], 0.0, g.tol)[0])
         if U.shape[0] * float(np.prod(g.delta / d)) > CLOSED_NODES:
             return new
         g = Graded(d, g.rho, g.T, g.s, g.tol)
-
-
-#: a spike axis along which every group's shift moves by at most WEAK_B of its bulk's scale per
-#: unit (and the target polynomially, or as weakly): Gauss-Hermite instead of the trapezoid
-#: rule (weak_axes); WEAK_TOL the accuracy asked of its sub-rule's weak part, WEAK_MAX its most
-#: nodes (beyond: the trapezoid rule of step step_rules.H_MAX)
-WEAK_B = 0.25
-WEAK_TOL = 1e-7
-WEAK_MAX = step_rules.WEAK_MAX
-
-
-def weak_nodes(b: float, degree: int) -> int:
-    """Nodes n of a weak axis' Gauss-Hermite rule (its sub-rule has n / 2 = m): along the axis
-    the integrands are polynomials of degree <= 2 degree (at least 2) times functions of ``b u``
-    whose Taylor terms of order j are ~ b^j; the sub-rule is exact for all terms of order j <
-    J, ``b^J <= WEAK_TOL``: ``2 m - 1 >= 2 degree + J - 1``; the rule of 2 m nodes then misses
-    terms of order ~ 2 J only (about the square)."""
-    J = 1 if b <= 0 else max(1, math.ceil(math.log(WEAK_TOL) / math.log(b)))
-    return 2 * math.ceil((2 * max(degree, 1) + J) / 2)
 
 
 def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max: float
@@ -299,47 +345,24 @@ def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max:
     weak) as ``-n``: a Gauss-Hermite rule of n nodes checked against its own of n / 2 nodes
     (``lattice``; error of n about the square of that of n / 2, as the trapezoid's h against
     2 h), when its n + n / 2 nodes are fewer than the trapezoid's."""
+    if isinstance(hs, Graded):
+        out = np.array(hs.delta, dtype=np.float64)
+        for i in range(len(out)):
+            n = step_quadrature.weak_nodes(float(b[i]), int(degree[i]))
+            if (b[i] <= step_quadrature.WEAK_B and degree[i] >= 0 and hs.rho[i] == 1.0
+                    and n <= step_rules.WEAK_MAX and 1.5 * n < 0.75 * len(graded_axis(
+                        float(out[i]), 1.0, 0.0, 1.0, u_max)[0])):
+                out[i] = -n
+        return Graded(out, hs.rho, hs.T, hs.s, hs.tol)
     if not isinstance(hs, np.ndarray):
         return hs
     out = np.array(hs, dtype=np.float64)
     for i in range(len(out)):
-        if b[i] <= WEAK_B and degree[i] >= 0 and out[i] > 0:
-            n = weak_nodes(float(b[i]), int(degree[i]))
-            if n <= WEAK_MAX and 1.5 * n < 0.75 * (2 * math.floor(u_max / out[i]) + 1):
+        if b[i] <= step_quadrature.WEAK_B and degree[i] >= 0 and out[i] > 0:
+            n = step_quadrature.weak_nodes(float(b[i]), int(degree[i]))
+            if n <= step_rules.WEAK_MAX and 1.5 * n < 0.75 * (2 * math.floor(u_max / out[i]) + 1):
                 out[i] = -n
     return out
-
-
-def weak_rates(Mmat: np.ndarray, c: np.ndarray, Bz: np.ndarray, degree: int | None,
-               per: tuple[int | None, ...] | None, beta: np.ndarray | None, smooth: bool
-               ) -> tuple[np.ndarray, np.ndarray]:
-    """Per spike axis ``(b, degree)`` of ``step_rules.weak_axes``: b the largest rate of a
-    group's shift against its bulk's scale ``|M_gi| / sqrt(c_g)`` and of the target's
-    non-polynomial variables (tanh, ...: scale 1; relu's target seen by the other axes: the
-    smoothed kink's scale |beta|); degree the target's polynomial degree along the axis (-1:
-    a variable the target sees through a kink, or of unknown form, moves along it)."""
-    r, k = Mmat.shape[1], Bz.shape[1]
-    if r == 0 or not np.all(np.asarray(c) > 0):
-        return np.full(r, np.inf), np.full(r, -1)
-    b = np.max(np.abs(Mmat) / np.sqrt(np.asarray(c, dtype=np.float64))[:, None], axis=0)
-    seen = np.abs(Bz) > step_rules.SEEN
-    deg = np.full(r, -1)
-    if degree is not None:
-        deg[:] = degree
-    elif beta is not None:  # relu(z1), its other-axes sums in closed form: scale |beta|
-        b = np.maximum(b, np.abs(Bz[:, 0]) / float(np.linalg.norm(beta)))
-        deg[:] = 0
-    elif smooth:  # a bounded analytic target of z1 (scale 1)
-        b = np.maximum(b, np.abs(Bz[:, 0]))
-        deg[:] = 0
-    elif per is not None and len(per) == k:  # analytic: polynomial in the variables of known degree
-        N = [j for j in range(k) if per[j] is None]
-        if N:
-            b = np.maximum(b, np.max(np.abs(Bz[:, N]), axis=1))
-        deg[:] = sum(int(per[j]) for j in range(k) if per[j] is not None)
-    else:  # a kink or an unknown form: only the axes the target does not see
-        deg[~np.any(seen, axis=1)] = 0
-    return b, deg
 
 
 def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asymptotics.coefficients import step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
@@ -174,8 +175,7 @@ def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
 
 
 def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
-    """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectrally
-    accurate for the analytic integrands here, also where they vary on a scale << 1)."""
+    """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectral)."""
     if r == 0:
         return np.zeros((1, 0)), np.ones(1)
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
@@ -295,8 +295,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                               quad.h is not None or r == 0 or (per is None and beta is None))
     if beta is not None and hs is not None:  # the smoothed kink's own scale, checked as ever
         hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h)
-    hs = graded.weak_axes(hs, *graded.weak_rates(Mmat, state.c, Br[:, :k], degree, per, beta,
-                                                 smooth), U_MAX)
+    rates = step_quadrature.weak_rates(Mmat, state.c, Br[:, :k], degree, per, beta, smooth)
+    hs = graded.weak_axes(hs, *rates, U_MAX)
     a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
                                               lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside

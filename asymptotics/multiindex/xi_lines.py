@@ -26,7 +26,7 @@ from scipy.special import ndtr
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
-from asymptotics.coefficients.xi_kernels import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
+from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
@@ -263,7 +263,7 @@ FUSED_MIN = 150_000
 
 def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
            small: bool) -> np.ndarray | None:
-    """The columns by ``coefficients.xi_kernels.xi_sums`` for the registered softplus and tanh
+    """The columns by ``coefficients.step_quadrature.xi_sums`` for the registered softplus and tanh
     (sc > 0, the kernel compiled) when there are :data:`FUSED_MIN` terms or more (numpy's
     vectorised passes are faster on what stays in cache), else None."""
     kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))

@@ -1,4 +1,7 @@
-"""Fused sums of a registered activation over a Gaussian rule in xi (docs/THEORY.md §12.4).
+"""Pieces of the several-steps mapping's quadrature that need nothing of its package
+(docs/THEORY.md §12.4): fused xi sums, erf's closed forms, the weak spike axes' rates and rules.
+
+**Fused sums** of a registered activation over a Gaussian rule in xi.
 
 The steps' xi-moments at a pre-activation ``sc xi + M`` (``asymptotics.multiindex.xi_lines``)
 are four sums over the rule's nodes of sigma and sigma' (Stein's form: ``E sigma``,
@@ -101,3 +104,54 @@ def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.nda
     m1 = (k * a * 2.0 / math.sqrt(math.pi * d1)) * np.exp(-mu * mu / d1)
     v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
     return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
+
+
+#: a spike axis along which every group's shift moves by at most WEAK_B of its bulk's scale per
+#: unit (and the target polynomially, or as weakly): Gauss-Hermite instead of the trapezoid
+#: rule (weak_axes); WEAK_TOL the accuracy asked of its sub-rule's weak part, WEAK_MAX its most
+#: nodes (beyond: the trapezoid rule of step step_rules.H_MAX)
+WEAK_B = 0.25
+WEAK_TOL = 1e-7
+
+
+def weak_nodes(b: float, degree: int) -> int:
+    """Nodes n of a weak axis' Gauss-Hermite rule (its sub-rule has n / 2 = m): along the axis
+    the integrands are polynomials of degree <= 2 degree (at least 2) times functions of ``b u``
+    whose Taylor terms of order j are ~ b^j; the sub-rule is exact for all terms of order j <
+    J, ``b^J <= WEAK_TOL``: ``2 m - 1 >= 2 degree + J - 1``; the rule of 2 m nodes then misses
+    terms of order ~ 2 J only (about the square)."""
+    J = 1 if b <= 0 else max(1, math.ceil(math.log(WEAK_TOL) / math.log(b)))
+    return 2 * math.ceil((2 * max(degree, 1) + J) / 2)
+SEEN = 1e-14  # a target variable loading below this on an axis: not seen there
+
+
+def weak_rates(Mmat: np.ndarray, c: np.ndarray, Bz: np.ndarray, degree: int | None,
+               per: tuple[int | None, ...] | None, beta: np.ndarray | None, smooth: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """Per spike axis ``(b, degree)`` of ``multiindex.graded.weak_axes``: b the largest rate of a
+    group's shift against its bulk's scale ``|M_gi| / sqrt(c_g)`` and of the target's
+    non-polynomial variables (tanh, ...: scale 1; relu's target seen by the other axes: the
+    smoothed kink's scale |beta|); degree the target's polynomial degree along the axis (-1:
+    a variable the target sees through a kink, or of unknown form, moves along it)."""
+    r, k = Mmat.shape[1], Bz.shape[1]
+    if r == 0 or not np.all(np.asarray(c) > 0):
+        return np.full(r, np.inf), np.full(r, -1)
+    b = np.max(np.abs(Mmat) / np.sqrt(np.asarray(c, dtype=np.float64))[:, None], axis=0)
+    seen = np.abs(Bz) > SEEN
+    deg = np.full(r, -1)
+    if degree is not None:
+        deg[:] = degree
+    elif beta is not None:  # relu(z1), its other-axes sums in closed form: scale |beta|
+        b = np.maximum(b, np.abs(Bz[:, 0]) / float(np.linalg.norm(beta)))
+        deg[:] = 0
+    elif smooth:  # a bounded analytic target of z1 (scale 1)
+        b = np.maximum(b, np.abs(Bz[:, 0]))
+        deg[:] = 0
+    elif per is not None and len(per) == k:  # analytic: polynomial in the variables of known degree
+        N = [j for j in range(k) if per[j] is None]
+        if N:
+            b = np.maximum(b, np.max(np.abs(Bz[:, N]), axis=1))
+        deg[:] = sum(int(per[j]) for j in range(k) if per[j] is not None)
+    else:  # a kink or an unknown form: only the axes the target does not see
+        deg[~np.any(seen, axis=1)] = 0
+    return b, deg
