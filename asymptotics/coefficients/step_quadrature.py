@@ -155,3 +155,36 @@ def weak_rates(Mmat: np.ndarray, c: np.ndarray, Bz: np.ndarray, degree: int | No
     else:  # a kink or an unknown form: only the axes the target does not see
         deg[~np.any(seen, axis=1)] = 0
     return b, deg
+
+
+#: a rotation of the two leading spike axes is taken when it cuts the predicted lattice by this
+ROTATE_GAIN = 0.75
+ROTATE_ANGLES = 90
+
+
+def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, h_max: float,
+                   u_max: float) -> np.ndarray | None:
+    """An r x r rotation of the spike axes in the plane of the first two (the two largest
+    singular directions of the spikes) whose product lattice of first steps ``2 pi / (span
+    sqrt(1 + 4 b_i^2))`` (``b_i = max_g |M_gi| / sqrt(c_eff_g)``, clipped to [h0, h_max]) has
+    at most :data:`ROTATE_GAIN` of the nodes of the unrotated one; None otherwise. The rule is
+    the same kind on any orthonormal axes (the Gaussian is isotropic, the state basis-free): a
+    group steep along a direction between two axes makes both fine, a rotation onto it one."""
+    r = Mmat.shape[1]
+    if r < 2:
+        return None
+    sc = np.sqrt(np.asarray(c_eff, dtype=np.float64))[:, None]
+
+    def nodes(M: np.ndarray) -> float:
+        b = np.max(np.abs(M[:, :2]) / sc, axis=0)
+        h = np.clip(2.0 * math.pi / (span * np.sqrt(1.0 + 4.0 * b * b)), h0, h_max)
+        return float(np.prod(2.0 * np.floor(u_max / h) + 1.0))
+
+    best, rot = nodes(Mmat), None
+    for th in np.arange(1, ROTATE_ANGLES) * (0.5 * math.pi / ROTATE_ANGLES):
+        G = np.eye(r)
+        G[0, 0], G[0, 1], G[1, 0], G[1, 1] = math.cos(th), -math.sin(th), math.sin(th), math.cos(th)
+        n = nodes(Mmat @ G)
+        if n < best * (ROTATE_GAIN if rot is None else 1.0):
+            best, rot = n, G
+    return rot

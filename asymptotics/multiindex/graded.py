@@ -245,8 +245,7 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
 
 def _weak_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, list]:
     """:func:`graded_lattice` with weak axes (``delta_i = -n``, :func:`weak_axes`): Gauss-Hermite
-    of n nodes there (the even sub-rules keep them), and per weak axis the check of
-    ``step_rules.lattice_checks`` (n against n / 2 nodes, the even nodes on the other axes)."""
+    of n nodes there, each checked as in ``step_rules.lattice_checks`` (n against n / 2)."""
     axes, w1, w2, wm = [], [], [], []
     for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True):
         if d < 0:
@@ -408,3 +407,14 @@ def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
     G0 = a * Phi + b * phi
     e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
     return G0 - f, Phi[:, None] * beta[None, :], e2
+
+
+def rotation(Mmat: np.ndarray, c: np.ndarray, sigma: Function, checked: bool, h0: float,
+             u_max: float) -> np.ndarray | None:
+    """``step_quadrature.spike_rotation``: a sigma without kinks, the checked lattice (moments'
+    widths as in ``step_rules.start``; erf(a z + b): c + 1/(4 a^2))."""
+    if sigma.kinks or not checked or not np.all(np.asarray(c) > 0):
+        return None
+    ab = step_quadrature.erf_affine(sigma)
+    c_eff = np.asarray(c) + (0.25 / ab[1] ** 2 if ab is not None else step_rules.SIGMA_SCALE**2)
+    return step_quadrature.spike_rotation(Mmat, c_eff, h0, step_rules.SPAN, step_rules.H_MAX, u_max)

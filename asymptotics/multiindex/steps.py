@@ -45,10 +45,8 @@ XI_NODES = 96
 RANK_TOL = 1e-10
 U_MAX = 9.0  # the trapezoid rule's range on the spike axes
 TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r of spike axes
-# Gauss-Hermite nodes per other axis for a non-polynomial target, by their number
-REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
-CHUNK = 2_000_000  # quadrature nodes per block (the network route's groups)
-BLOCK = 131_072  # quadrature nodes per block of a step (its arrays stay in cache)
+REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}  # other axes' nodes each (non-polynomial g), by count
+CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups; a step's
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
 SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
@@ -221,6 +219,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     _, sv, vt = np.linalg.svd(S, full_matrices=True)
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
     basis = vt.T  # columns: r spike axes, then the rest
+    rot = graded.rotation(S @ basis[:, :r], state.c, sigma, quad.h is None and per is not None,
+                          TRAPEZOID_STEP.get(r, 0.25), U_MAX)  # a steep group onto one axis
+    basis[:, :r] = basis[:, :r] @ (rot if rot is not None else np.eye(r))
     h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
     if len(np.arange(-U_MAX, U_MAX + h / 2, h)) ** r > MAX_NODES:
         raise ValueError(f"the groups span r = {r} directions after {state.step} steps; the "
@@ -240,8 +241,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     # relu's target seen by the other axes: their sums in closed form (graded.relu_rest)
     beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
     beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
-    # a bounded analytic target of z1: its other-axes sums interpolated (step_rules.smooth_rest)
-    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
+    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])  # tanh
     split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
     R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
@@ -303,8 +303,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     return GroupState(state.step + 1, a_new, L_new, c_new)
 
 
-#: the states of every mapping computed in this process, by (parameters, etas so far), shared by
-#: every point, curve and grid (and a longer run starts from a shorter one)
+#: the states of every mapping computed in this process, by (parameters, etas so far), shared
+#: by every point, curve and grid (a longer run starts from a shorter one)
 _CACHE: dict = {}
 CACHE_SIZE = 128
 
