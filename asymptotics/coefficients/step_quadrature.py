@@ -174,17 +174,17 @@ def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, 
     if r < 2:
         return None
     sc = np.sqrt(np.asarray(c_eff, dtype=np.float64))[:, None]
-
-    def nodes(M: np.ndarray) -> float:
-        b = np.max(np.abs(M[:, :2]) / sc, axis=0)
+    th = np.arange(ROTATE_ANGLES) * (0.5 * math.pi / ROTATE_ANGLES)  # 0 first: unrotated
+    cs, sn = np.cos(th)[None, :], np.sin(th)[None, :]
+    M0, M1 = Mmat[:, :1] / sc, Mmat[:, 1:2] / sc
+    n = np.ones(len(th))
+    for col in (M0 * cs + M1 * sn, M1 * cs - M0 * sn):  # the two axes rotated by each angle
+        b = np.max(np.abs(col), axis=0)
         h = np.clip(2.0 * math.pi / (span * np.sqrt(1.0 + 4.0 * b * b)), h0, h_max)
-        return float(np.prod(2.0 * np.floor(u_max / h) + 1.0))
-
-    best, rot = nodes(Mmat), None
-    for th in np.arange(1, ROTATE_ANGLES) * (0.5 * math.pi / ROTATE_ANGLES):
-        G = np.eye(r)
-        G[0, 0], G[0, 1], G[1, 0], G[1, 1] = math.cos(th), -math.sin(th), math.sin(th), math.cos(th)
-        n = nodes(Mmat @ G)
-        if n < best * (ROTATE_GAIN if rot is None else 1.0):
-            best, rot = n, G
-    return rot
+        n *= 2.0 * np.floor(u_max / h) + 1.0
+    i = int(np.argmin(n))
+    if not n[i] <= ROTATE_GAIN * n[0]:
+        return None
+    G = np.eye(r)
+    G[0, 0], G[0, 1], G[1, 0], G[1, 1] = cs[0, i], -sn[0, i], sn[0, i], cs[0, i]
+    return G

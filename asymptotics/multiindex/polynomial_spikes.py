@@ -289,7 +289,7 @@ BOUNDED = ("tanh", "sin", "cos", "erf")
 
 @dataclass(frozen=True, eq=False)
 class SplitTarget:
-    """``g(z) = p(z) + t(z_j)``: ``p`` (vectorised over ``(..., k)``) polynomial, ``t`` (a
+    """``g(z) = p(z) + t(z_j)``: ``p`` (of k arrays, z1..zk) polynomial, ``t`` (a
     vectorised function of one variable) a sum of ``c f(alpha z_j + b)`` with f bounded and
     analytic (tanh, sin, cos, erf); ``scale`` the least ``1 / |alpha|`` (at most 1)."""
 
@@ -339,9 +339,8 @@ def _split(text: str, k: int, j: int) -> SplitTarget | None:
     fp = sp.lambdify(zs, poly, "numpy")
     ft = sp.lambdify(zs[j], smooth, "numpy")
 
-    def p(Z: np.ndarray) -> np.ndarray:
-        return np.broadcast_to(np.asarray(fp(*[Z[..., i] for i in range(k)]), dtype=np.float64),
-                               Z.shape[:-1])
+    def p(*cols: np.ndarray) -> np.ndarray:  # p(z1, ..., zk) on arrays of one shape
+        return np.broadcast_to(np.asarray(fp(*cols), dtype=np.float64), np.shape(cols[0]))
 
     def t(x: np.ndarray) -> np.ndarray:
         return np.broadcast_to(np.asarray(ft(x), dtype=np.float64), np.shape(x))
@@ -399,13 +398,18 @@ def split_rest(split: SplitTarget, Uz: np.ndarray, R: np.ndarray, w: np.ndarray,
     G = on_pieces(direct, np.ascontiguousarray(Uz[:, split.j]), split.scale, None)
     L, t2 = G[:, :-1], G[:, -1]
     t0, t1 = L.sum(axis=1), L @ s_nodes
-    Pv = split.p(Uz[:, None, :] + (R2 @ Bz)[None, :, :])  # (n, nodes of R2)
+    RB = R2 @ Bz
+    Pv = split.p(*[Uz[:, i, None] + RB[None, :, i] for i in range(Bz.shape[1])])  # (n, nodes)
+    i_s = np.searchsorted(s_nodes, R2[:, 0])
     C = np.zeros((R2.shape[0], len(s_nodes)))
-    C[np.arange(R2.shape[0]), np.searchsorted(s_nodes, R2[:, 0])] = w2 / ws[
-        np.searchsorted(s_nodes, R2[:, 0])]
+    C[np.arange(R2.shape[0]), i_s] = w2 / ws[i_s]  # E[p | s_i] = Pv @ C[:, i]
+    m = R2.shape[1]
+    A = Pv @ np.column_stack([w2, w2[:, None] * R2, C])  # E p, E[p R], E[p | s_i]
     d = Pv - f[:, None]
-    e0 = Pv @ w2 + t0 - f * float(w2.sum())
-    e1 = Pv @ (w2[:, None] * R2) - f[:, None] * (w2 @ R2)[None, :]
+    d *= d
+    e0 = A[:, 0] + t0 - f * float(w2.sum())
+    e1 = A[:, 1:1 + m] - f[:, None] * (w2 @ R2)[None, :]
     e1[:, 0] += t1
-    e2 = (d * d) @ w2 + 2.0 * ((Pv @ C * L).sum(axis=1) - f * t0) + t2 + delta * float(w2.sum())
+    e2 = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L) - f * t0) + t2 + delta * float(
+        w2.sum())
     return e0, e1, e2

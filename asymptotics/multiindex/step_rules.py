@@ -259,6 +259,8 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
         sub = np.flatnonzero(ws > PRUNE * ws.max())
         subs.append((sub, ws[sub] / ws[sub].sum()))
     checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])
+    if weak and not np.any(np.asarray(h) > h0):  # no axis coarsened: the sub-rule is the rule
+        checks = checks[1:]
     return pts, wts / wts.sum(), checks
 
 

@@ -60,9 +60,11 @@ def clear_cache() -> None:
 
 
 @kernel(cache=True, error_model="numpy")
-def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
+               ) -> np.ndarray:
     """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
-    recurrence; two points' four columns side by side (independent chains: the same sums)."""
+    recurrence; two points' four columns side by side (independent chains: the same sums);
+    piece p's terms beyond ``mp[p]`` are zero (not summed)."""
     n_pieces, m, _ = coef.shape
     n = t.shape[0]
     out = np.empty((n, 4))
@@ -75,7 +77,7 @@ def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarr
         x2, X2 = 2.0 * x, 2.0 * X
         a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
         A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        for j in range(m - 1, 0, -1):
+        for j in range(max(mp[p], mp[P]) - 1, 0, -1):
             a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
             b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
             c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
@@ -118,21 +120,25 @@ def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     return ready
 
 
-def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
+                     mp: np.ndarray | None = None) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). Four (three) columns: :func:`_clenshaw4`
-    once compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the
-    basis by its recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
+    zero). Four (three) columns: :func:`_clenshaw4` once compiled; else the points sorted by
+    piece, per block of :data:`BLOCK` of them the basis by its recurrence, one product per
+    piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
-    if q > 4 and n > 0 and _compiled(_clenshaw4, (np.zeros((1, m, 4)), 0.0, 1.0, t[:1])):
-        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t)
+    mp = np.full(n_pieces, m, dtype=np.int64) if mp is None else mp.astype(np.int64)
+    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, np.ascontiguousarray(t[:1], dtype=np.float64))
+    if q > 4 and n > 0 and _compiled(_clenshaw4, tiny, tiny):
+        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t, mp)
                                 for i in range(0, q, 4)])  # four columns at a time
     if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
         c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
-        args = (np.ascontiguousarray(c4, dtype=np.float64), float(lo), float(h),
+        args = (np.ascontiguousarray(c4, dtype=np.float64), mp, float(lo), float(h),
                 np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(_clenshaw4, args):
+        if _compiled(_clenshaw4, args, tiny):
             out4 = _clenshaw4(*args)
             return out4 if q == 4 else out4[:, :3]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
@@ -207,9 +213,13 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     # move by less than that, and Clenshaw runs over the terms that matter only
     tail = np.cumsum(np.max(np.abs(coef), axis=0)[::-1], axis=0)[::-1]  # (m, q)
     keep = int(np.count_nonzero(np.any(tail > TAIL * scale[None, :], axis=1)))
-    coef = np.ascontiguousarray(coef[:, :max(keep, 2)])
+    coef = np.array(coef[:, :max(keep, 2)])
+    # and per piece (flat pieces, far from where sigma bends, need a few terms)
+    tails = np.cumsum(np.abs(coef)[:, ::-1], axis=1)[:, ::-1] > TAIL * scale  # (pieces, m, q)
+    mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
+    coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
-    out = chebyshev_pieces(coef, lo, h, t)
+    out = chebyshev_pieces(coef, lo, h, t, mp)
     if bad.any():
         piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
         sel = bad[piece]
