@@ -24,8 +24,10 @@ from scipy.special import erf
 from asymptotics.coefficients.functions import Function
 from asymptotics.core.coldstart import kernel
 
-#: the activations summed here (``kind`` of :func:`xi_sums`)
+#: the activations summed here (``kind`` of :func:`xi_sums`); beyond SATURATED softplus is z
+#: and beyond 2 TANH_ONE tanh is +-1 in float64 (their formulas give exactly that there)
 SOFTPLUS, TANH = 0, 1
+SATURATED, TANH_ONE = 37.0, 10.0
 
 
 @kernel(cache=True, error_model="numpy")
@@ -41,9 +43,14 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
         for j in range(m):
             z = sc * xi[j] + M[i]
             if kind == SOFTPLUS:
-                e = math.exp(-abs(z))
-                f = math.log1p(e) + max(z, 0.0)
-                d = (1.0 if z >= 0 else e) / (1.0 + e)
+                if z > SATURATED:  # log1p(e^-z) below half an ulp of z: the same numbers
+                    f, d = z, 1.0
+                else:
+                    e = math.exp(-abs(z))
+                    f = math.log1p(e) + max(z, 0.0)
+                    d = (1.0 if z >= 0 else e) / (1.0 + e)
+            elif abs(z) > 2.0 * TANH_ONE:  # tanh is +-1 to the last bit there
+                f, d = (1.0 if z > 0 else -1.0), 0.0
             else:
                 f = math.tanh(z)
                 d = 1.0 - f * f
