@@ -176,7 +176,9 @@ def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, 
     sqrt(1 + 4 b_i^2))`` (``b_i = max_g |M_gi| / sqrt(c_eff_g)``, clipped to [h0, h_max]) has
     at most :data:`ROTATE_GAIN` of the nodes of the unrotated one; None otherwise. The rule is
     the same kind on any orthonormal axes (the Gaussian is isotropic, the state basis-free): a
-    group steep along a direction between two axes makes both fine, a rotation onto it one."""
+    group steep along a direction between two axes makes both fine, a rotation onto it one.
+    Only when both axes are at the default step ``h0`` unrotated (a steep group already on an
+    axis is not tilted off it: on one drawn setting that moved the state by 6e-10)."""
     r = Mmat.shape[1]
     if r < 2:
         return None
@@ -184,13 +186,14 @@ def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, 
     th = np.arange(ROTATE_ANGLES) * (0.5 * math.pi / ROTATE_ANGLES)  # 0 first: unrotated
     cs, sn = np.cos(th)[None, :], np.sin(th)[None, :]
     M0, M1 = Mmat[:, :1] / sc, Mmat[:, 1:2] / sc
-    n = np.ones(len(th))
+    n, h0s = np.ones(len(th)), []
     for col in (M0 * cs + M1 * sn, M1 * cs - M0 * sn):  # the two axes rotated by each angle
         b = np.max(np.abs(col), axis=0)
-        h = np.clip(2.0 * math.pi / (span * np.sqrt(1.0 + 4.0 * b * b)), h0, h_max)
-        n *= 2.0 * np.floor(u_max / h) + 1.0
+        h = 2.0 * math.pi / (span * np.sqrt(1.0 + 4.0 * b * b))
+        h0s.append(h[0])
+        n *= 2.0 * np.floor(u_max / np.clip(h, h0, h_max)) + 1.0
     i = int(np.argmin(n))
-    if not n[i] <= ROTATE_GAIN * n[0]:
+    if not n[i] <= ROTATE_GAIN * n[0] or not np.all(np.array(h0s) <= h0):
         return None
     G = np.eye(r)
     G[0, 0], G[0, 1], G[1, 0], G[1, 1] = cs[0, i], -sn[0, i], sn[0, i], cs[0, i]
