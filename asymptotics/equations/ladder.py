@@ -26,6 +26,24 @@ SETTLE_FACTOR = 1.0
 PAIR_FACTOR = 100.0
 #: the probe points of a curve (fractions of its length) that choose its kappa rule
 PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: the second ladder of the sRF groups (docs/DERIVATIONS.md §9.6), climbed where the tensor
+#: ladder does not settle: aligned rules (h, n), a trapezoid rule of step h along the sharpest
+#: group's loading and n Gauss-Hermite nodes on the other axis, both refined by about 1.4 from
+#: rule to rule (two rules that refine one axis only can agree while the other axis is off);
+#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11330 nodes. r = 2 only (at r = 3 the
+#: rules would have up to 515 x 54^2 = 1.5e6 nodes before pruning)
+ALIGNED_LADDER = {2: ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))}
+
+
+def aligned_ladder(r: int) -> tuple[tuple[float, int], ...]:
+    """The aligned rules climbed with ``r`` spikes where the tensor ladder does not settle."""
+    return ALIGNED_LADDER.get(r, ())
+
+
+def rule_nodes(rule: int | tuple[float, int] | None) -> int | None:
+    """The ``n_kappa`` a result on ``rule`` carries: the nodes per dimension of a tensor rule,
+    the Gauss-Hermite nodes of the other axes of an aligned rule (h, n)."""
+    return rule[1] if isinstance(rule, tuple) else rule
 
 
 def ladder(r: int) -> tuple[int, ...]:
@@ -82,9 +100,41 @@ def climb(solve_rung: Callable[[int], Any], rules: Sequence[int]) -> tuple[Any, 
         f"{QUADRATURE_RTOL:g}; pass a larger n_kappa")), None
 
 
+def climb_ladders(solve_rule: Callable[[Any, bool], Any], ladders: Sequence[Sequence],
+                  start: int = 0) -> tuple[Any, int | None]:
+    """One point up several ladders in turn (the tensor ladder, then the aligned one): each is
+    climbed by :func:`climb` (``solve_rule(rule, first)``: solve on ``rule``, ``first`` True on
+    the first rule climbed) only where the ladders before it did not resolve the quadrature
+    (index None); ``start``: the index, counted over the ladders end to end, of the first rule
+    tried (a curve whose probes needed the second ladder starts its other probes there).
+    Returns (result, index over the ladders end to end; -1: the equations failed, None: not
+    resolved on any ladder, with the first ladder's reason)."""
+    offset, first, res0 = 0, True, None
+    for lad in ladders:
+        if start >= offset + len(lad):
+            offset += len(lad)
+            continue
+        sub = list(lad[max(start - offset, 0):])
+        skip = offset + len(lad) - len(sub)
+
+        def rung(i: int, sub: list = sub) -> Any:
+            nonlocal first
+            res = solve_rule(sub[i], first)
+            first = False
+            return res
+
+        res, i = climb(rung, [rule_nodes(n) for n in sub])
+        if i is not None:
+            return res, (i if i < 0 else skip + i)
+        res0 = res if res0 is None else res0
+        offset += len(lad)
+    return res0, None
+
+
 def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., list],
-                    climb_at: Callable[[float], tuple[Any, int | None]],
-                    progress: bool | None, what: str = "spiked curve") -> list:
+                    climb_at: Callable[..., tuple[Any, int | None]],
+                    progress: bool | None, what: str = "spiked curve",
+                    second: int | None = None) -> list:
     """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
     climb the ladder as single points do (``climb_at(alpha)``: :func:`climb`, returning the index
     in ``rules`` of the rule it settled on), then every alpha is solved once on the finest rule
@@ -95,13 +145,32 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     that rule (``n_kappa``) and the largest error estimate of the probes
     (``quadrature_change``). A short curve (at most ``2 len(PROBES)`` points), or one where a
     probe's quadrature is not resolved or every probe's equations fail, climbs point by point
-    (each point then is the single point's)."""
+    (each point then is the single point's).
+
+    ``second``: the index in ``rules`` where a second ladder starts (None: one ladder, or a
+    ``climb_at`` that takes no start). Then ``climb_at(alpha, start)`` climbs from
+    ``rules[start]``, and once the first ladder has not resolved a probe's quadrature the curve's
+    rule is on the second ladder: the later probes climb that ladder alone (each settled there
+    by two or three converged rules). A probe resolved on no ladder ends the probing: every
+    point then climbs both ladders from the first rule (the single point's number)."""
     n = len(alphas)
+    start = 0
+
+    def at_alpha(a: float) -> tuple[Any, int | None]:
+        return climb_at(a) if second is None else climb_at(a, start)
+
     if n > 2 * len(PROBES):
         at = sorted({round(f * (n - 1)) for f in PROBES})
-        probes = [climb_at(alphas[i]) for i in at]
+        probes = []
+        for j in at:
+            res, i = at_alpha(alphas[j])
+            probes.append((res, i))
+            if second is not None and (i is None or i >= second):
+                start = second  # the first ladder did not resolve this probe
+            if i is None:
+                break  # the curve climbs point by point: the other probes decide nothing
         done = [(res, i) for res, i in probes if i is not None and i >= 0]
-        if done and all(i is not None for _, i in probes):
+        if done and len(probes) == len(at) and all(i is not None for _, i in probes):
             top = max(i for _, i in done)
             err = max(res.quadrature_change for res, _ in done)
             first = probes[0][0]  # the probe at alphas[0]: the sweep's first start
@@ -112,4 +181,5 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     from asymptotics.core.progress import Progress
 
     with Progress(n, f"{what} (kappa ladder per point)", unit="pt", enabled=progress) as bar:
-        return [climb_at(a)[0] for a in bar.iter(alphas)]
+        return [(climb_at(a) if second is None else climb_at(a, 0))[0]
+                for a in bar.iter(alphas)]

@@ -13,29 +13,17 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.multiindex.steps import trapezoid
 from asymptotics.network.channels import Channels
 from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
-from asymptotics.spiked.problem import SpikedProblem, build_spiked_problem, target_degrees
+from asymptotics.spiked.problem import (  # noqa: F401  (aligned_rotation: its home is spiked)
+    SpikedProblem,
+    aligned_rotation,
+    build_spiked_problem,
+    target_degrees,
+)
 
 #: the aligned rules tried where the Gauss-Hermite ladder does not settle (THEORY.md §15): the
 #: trapezoid step on the sharpest group's spike axis and the Gauss-Hermite nodes on each other
 #: axis of kappa (rotated so that the first axis is that group's loading)
 ALIGNED_LADDER = ((0.1, 36), (0.05, 54))
-
-
-def aligned_rotation(loadings: np.ndarray, bulk: np.ndarray) -> np.ndarray:
-    """An orthogonal r x r rotation of kappa whose first axis is the loading of the group with the
-    sharpest feature along kappa (the smallest ``sqrt(c_g)/|u_g|``), the next axes the principal
-    directions of the other loadings orthogonal to it."""
-    U = np.asarray(loadings, dtype=np.float64)
-    norms = np.linalg.norm(U, axis=1)
-    width = np.where(norms > 0, np.sqrt(np.asarray(bulk, dtype=np.float64)) /
-                     np.maximum(norms, 1e-300), np.inf)
-    r = U.shape[1]
-    if not np.any(np.isfinite(width)):
-        return np.eye(r)
-    e1 = U[int(np.argmin(width))] / norms[int(np.argmin(width))]
-    _, _, vt = np.linalg.svd(np.vstack([U - np.outer(U @ e1, e1), np.eye(r)]))
-    R, _ = np.linalg.qr(np.column_stack([e1, vt[:r - 1].T]))
-    return R * np.sign(R[:, 0] @ e1)  # (a QR sign of the first column only: any sign is exact)
 
 
 def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,

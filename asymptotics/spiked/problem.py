@@ -15,7 +15,14 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import parse_target, target_callable
 from asymptotics.core import checks, group_checks
-from asymptotics.spiked.coefficients import Tables, build_tables
+from asymptotics.spiked.coefficients import (
+    PRUNE,
+    Tables,
+    build_tables,
+    feature_tables,
+    target_tables,
+    tensor_rule,
+)
 
 SUM_TOL = 1e-9
 #: the most learned directions: the kappa rule is a tensor product (33^4 = 1.2e6 nodes at the
@@ -151,7 +158,8 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
                    lam: float, beta: float, delta: float = 0.0, p: float | None = None
                    ) -> Callable[[int | None, int | None], SpikedProblem]:
     """Validate once (docs/THEORY.md §10.1); the answer builds the problem with the tables of a
-    given rule, ``(n_kappa, n_omega) -> SpikedProblem`` (the rules of a quadrature ladder)."""
+    given rule, ``(n_kappa, n_omega) -> SpikedProblem`` (the rules of a quadrature ladder;
+    ``n_kappa`` an ``(h, n)`` pair: the aligned rule of :func:`aligned_nodes`)."""
     s = get_function(sigma)
     g, k, tname = resolve_target(target)
     U = _matrix("loadings", loadings, 2)
@@ -192,14 +200,17 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
 
-    def build(n_kappa: int | None = None, n_omega: int | None = None) -> SpikedProblem:
+    def build(n_kappa: int | tuple[float, int] | None = None, n_omega: int | None = None
+              ) -> SpikedProblem:
         key = (s, g, k, U.shape, U.tobytes(), c.tobytes(), G.shape, G.tobytes(), n_kappa,
                n_omega, degrees)
         try:
             tables = _TABLES.get(key)
         except TypeError:  # a target that cannot be a key (unhashable): not cached
             tables, key = None, None
-        if tables is None:
+        if tables is None and isinstance(n_kappa, tuple):  # an aligned rule (h, n)
+            tables = aligned_tables(s, g, k, U, c, G, n_kappa, n_omega, degrees)
+        elif tables is None:
             tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
                                   degrees=degrees)
             if key is not None and tables.weights.shape[0] <= TABLES_CACHE_NODES:
@@ -222,3 +233,54 @@ _TABLES: dict = {}
 def clear_cache() -> None:
     """Forget the cached tables (benchmarks time a first computation)."""
     _TABLES.clear()
+
+
+#: the range [-U_MAX, U_MAX] of the aligned rule's trapezoid axis (as the steps mapping's)
+U_MAX = 9.0
+
+
+def aligned_rotation(loadings: np.ndarray, bulk: np.ndarray) -> np.ndarray:
+    """An orthogonal r x r rotation of kappa whose first axis is the loading of the group with the
+    sharpest feature along kappa (the smallest ``sqrt(c_g)/|u_g|``), the next axes the principal
+    directions of the other loadings orthogonal to it (docs/DERIVATIONS.md §9.6)."""
+    U = np.asarray(loadings, dtype=np.float64)
+    norms = np.linalg.norm(U, axis=1)
+    width = np.where(norms > 0, np.sqrt(np.asarray(bulk, dtype=np.float64)) /
+                     np.maximum(norms, 1e-300), np.inf)
+    r = U.shape[1]
+    if not np.any(np.isfinite(width)):
+        return np.eye(r)
+    e1 = U[int(np.argmin(width))] / norms[int(np.argmin(width))]
+    _, _, vt = np.linalg.svd(np.vstack([U - np.outer(U @ e1, e1), np.eye(r)]))
+    R, _ = np.linalg.qr(np.column_stack([e1, vt[:r - 1].T]))
+    return R * np.sign(R[:, 0] @ e1)  # (a QR sign of the first column only: any sign is exact)
+
+
+def aligned_nodes(loadings: np.ndarray, bulk: np.ndarray, h: float, n: int
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The aligned kappa rule (docs/DERIVATIONS.md §9.6) in the model's own coordinates: on the
+    axes of :func:`aligned_rotation` R, a trapezoid rule of step ``h`` on [-U_MAX, U_MAX] along
+    the sharpest group's loading and ``n`` Gauss-Hermite nodes on each other axis, pruned of the
+    nodes whose weight is below PRUNE times the largest (as the tensor rules) and mapped back by
+    R (kappa ~ N(0, I_r) is invariant under rotation: the loadings and overlaps are kept)."""
+    U = np.asarray(loadings, dtype=np.float64)
+    r = U.shape[1]
+    x = np.arange(-U_MAX, U_MAX + h / 2, h)
+    w1 = np.exp(-0.5 * x * x)
+    w1 /= w1.sum()
+    rest, wr = tensor_rule(r - 1, n) if r > 1 else (np.zeros((1, 0)), np.ones(1))
+    kap = np.hstack([np.repeat(x[:, None], len(wr), axis=0), np.tile(rest, (len(w1), 1))])
+    w = np.repeat(w1, len(wr)) * np.tile(wr, len(w1))
+    keep = w > PRUNE * w.max()  # (pruned as the tensor rules)
+    return np.ascontiguousarray(kap[keep] @ aligned_rotation(U, bulk).T), w[keep] / w[keep].sum()
+
+
+def aligned_tables(sigma: Function, target: Function | Callable, k: int, U: np.ndarray,
+                   c: np.ndarray, G: np.ndarray, rule: tuple[float, int], n_omega: int | None,
+                   degrees: tuple[int | None, ...] | None) -> Tables:
+    """The tables of the problem on the aligned rule ``rule = (h, n)`` (:func:`aligned_nodes`)."""
+    kap, w = aligned_nodes(U, c, float(rule[0]), int(rule[1]))
+    mu0, mb1, ms2 = feature_tables(sigma, kap, U, c)
+    hh, h1, h2 = target_tables(target, k, kap, G, n_omega, degrees)
+    a = np.ascontiguousarray
+    return Tables(a(kap), a(w), a(mu0), a(mb1), a(ms2), a(hh), a(h1), a(h2))

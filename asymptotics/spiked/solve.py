@@ -28,9 +28,12 @@ from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, k
     QUADRATURE_RTOL,
     SETTLE_CHANGES,
     SETTLE_FACTOR,
+    aligned_ladder,
+    climb_ladders,
     quadrature_error,
+    rule_nodes,
 )
-from asymptotics.equations.ladder import climb as _climb
+from asymptotics.equations.ladder import climb as _climb  # noqa: F401  (one ladder's climb)
 from asymptotics.equations.ladder import curve_on_ladder as _curve_on_ladder
 from asymptotics.equations.ladder import ladder as _ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
@@ -131,8 +134,9 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     are ``sqrt(bulk[g]) G_i + V loadings[g]``; the target ``g(z1..zk)`` reads
     ``theta_j = V overlaps[:, j] + rho_j t_j``. ``p``: finite width (§10.6), None the limit.
     ``n_kappa`` / ``n_omega``: Gauss-Hermite nodes per kappa / unlearned target dimension; by
-    default (r >= 2) the kappa rule is refined along :data:`LADDER` until the point is settled
-    (:func:`_climb`: the error estimate :func:`quadrature_error` within
+    default (r >= 2) the kappa rule is refined along :data:`LADDER` (then, at r = 2, the aligned
+    rules of :func:`aligned_ladder`) until the point is settled
+    (:func:`_climb_point`: the error estimate :func:`quadrature_error` within
     :data:`QUADRATURE_RTOL`; ``n_kappa``, ``quadrature_change`` of the result)."""
     alpha = checks.positive("alpha", alpha)
     checks.flag("strict", strict)
@@ -146,21 +150,39 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
         res = solve_spiked(build(n_kappa, n_omega), alpha, solver)
     else:
-        ladder = _ladder(int(r))
-        start: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
-
-        def rung(i: int) -> SpikedResult:
-            prob = build(ladder[i], n_omega)  # (the rule of the unlearned directions is kept)
-            res = solve_spiked(prob, alpha, solver, x0=start[0])
-            if res.converged:
-                start[0] = _v(prob, res)
-            return res
-
-        res = _climb(rung, ladder)[0]
+        res = _climb_point(lambda nk: build(nk, n_omega), alpha, solver, int(r))[0]
     if strict and not res.converged:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{res.message}")
     return res
+
+
+def _aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:
+    h, n = rule
+    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
+                                f"sharpest spike axis, {n} Gauss-Hermite nodes on the other; "
+                                "the tensor Gauss-Hermite ladder did not settle)")
+
+
+def _climb_point(problem: Callable, alpha: float, solver: SolverConfig, r: int,
+                 start: int = 0) -> tuple[SpikedResult, int | None]:
+    """One point up the kappa ladders of ``r`` spikes (docs/THEORY.md §10.8): the tensor ladder,
+    then, where it does not settle, the aligned one (:func:`aligned_ladder`,
+    DERIVATIONS.md §9.6), each rule warm-started from the one before; ``problem(rule)``: the
+    problem on a rule; ``start``: the first rule, counted over both ladders (index returned in
+    the same count, as :func:`asymptotics.equations.ladder.climb_ladders`)."""
+    x0: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
+
+    def solve_rule(rule, first: bool) -> SpikedResult:
+        prob = problem(rule)  # (the rule of the unlearned directions is kept)
+        res = solve_spiked(prob, alpha, solver, x0=x0[0])
+        if res.converged:
+            x0[0] = _v(prob, res)
+            if isinstance(rule, tuple):
+                res = _aligned_message(res, rule)
+        return res
+
+    return climb_ladders(solve_rule, (_ladder(r), aligned_ladder(r)), start)
 
 
 #: a curve starts each alpha from the polynomial through the solutions at the last
@@ -234,6 +256,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         nn = _nonneg(prob.fractions.shape[0])
         start = None if first is None else _v(prob, first)
         desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
+        rule = (rule_nodes(rule[0]), rule[1])
         with Progress(len(alphas), desc, unit="pt", enabled=bar_on) as bar:
             for j, a in enumerate(bar.iter(alphas)):
                 if j in known:
@@ -241,30 +264,25 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                 else:
                     x0 = _predict(seen, a, nn) if seen else start
                     res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
+                    if res.converged and isinstance(nk, tuple):
+                        res = _aligned_message(res, nk)
                 if res.converged:
                     seen = [*seen, (a, _v(prob, res))][-PREDICTOR_POINTS:]
                 out.append(res)
         return out
 
-    def climb(a: float) -> tuple[SpikedResult, int | None]:
-        start: list = [None]
-
-        def rung(i: int) -> SpikedResult:
-            prob = problem(ladder[i])
-            res = solve_spiked(prob, a, solver, x0=start[0])
-            if res.converged:
-                start[0] = _v(prob, res)
-            return res
-
-        return _climb(rung, ladder)
-
     loadings = params.get("loadings")
-    r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
-    ladder = _ladder(int(r))
+    r = int(np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1)
+
+    def climb(a: float, start: int = 0) -> tuple[SpikedResult, int | None]:
+        return _climb_point(problem, a, solver, r, start)
+
     if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
         results = sweep(n_kappa, progress)
-    else:
-        results = _curve_on_ladder(alphas, ladder, sweep, climb, progress)
+    else:  # the tensor ladder, then the aligned one (a second ladder, §10.8)
+        rules = (*_ladder(r), *aligned_ladder(r))
+        results = _curve_on_ladder(alphas, rules, sweep, climb, progress,
+                                   second=len(_ladder(r)) if aligned_ladder(r) else None)
     if strict and not all(res.converged for res in results):
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
