@@ -10,6 +10,8 @@ array's largest entry (over the states t = 1..T), and the largest over all setti
     PYTHONPATH=$PWD python benchmarks/compare_steps_mapping.py --dump new.npz
     python benchmarks/compare_steps_mapping.py --compare ref.npz new.npz
 
+``--bench``: the settings of ``bench_engine.py``'s section 2 instead (T = 3, drawn with ``--seed``).
+
 ``--validate I J ...``: for those settings, each step from this checkout's state before it, by
 this checkout's rules and by the former default rules (lattice step 0.04/0.08/0.2 for r = 1/2/3,
 96-node Gauss-Hermite xi rule, tensor rule on the other axes), against a reference on the same
@@ -45,8 +47,20 @@ def draw(rng: np.random.Generator) -> dict:
 
 
 def settings(seed: int, n: int) -> list[dict]:
+    if BENCH:  # bench_engine's section 2: its T = 3 settings drawn with ``seed``
+        import os
+        import sys
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from bench_engine import draw_mapping_setting
+
+        rng = np.random.default_rng(seed)
+        return [dict(draw_mapping_setting(rng), steps=3) for _ in range(n)]
     rng = np.random.default_rng(seed)
     return [draw(rng) for _ in range(n)]
+
+
+BENCH = False
 
 
 def dump(path: str, seed: int, n: int) -> None:
@@ -150,7 +164,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("-n", type=int, default=216)
     ap.add_argument("--validate", type=int, nargs="+")
+    ap.add_argument("--bench", action="store_true",
+                    help="the settings of bench_engine.py's section 2 (T = 3), seed --seed")
     args = ap.parse_args()
+    global BENCH
+    BENCH = args.bench
     if args.validate:
         validate(args.validate, args.seed, args.n)
     if args.dump:

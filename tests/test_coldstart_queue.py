@@ -249,3 +249,29 @@ def test_a_read_only_cache_is_read_and_never_written(tmp_path, monkeypatch):
     assert sum(reader.stats.cache_hits.values()) == 1  # loaded from the read-only cache
     assert reader(np.arange(3), 1) == 6.0  # a new signature compiles, is not written
     assert sorted(p.name for p in cache.rglob("*")) == files
+
+
+def test_a_failure_record_of_another_install_is_not_reported(tmp_path, monkeypatch, capsys):
+    """Two installs sharing a cache queue jobs of the same name; a ``.failed`` record carries its
+    job's file, and a record of another file is dropped without a word (ours is reported)."""
+    toykern, cache = _toy_in_process(tmp_path, monkeypatch)
+    monkeypatch.delenv(coldstart.ENV, raising=False)
+    monkeypatch.setattr(coldstart, "_SAID", set())
+    monkeypatch.setattr(coldstart, "_NO_COMPILER", False)
+    monkeypatch.setattr(coldstart, "_schedule_worker", lambda spool: None)  # no compiler here
+    spool = compile_queue.spool_dir()
+    a = np.arange(3.0)
+    sig = coldstart.signature(toykern.total, (a, 1))
+    name = compile_queue.job_name("toykern", "total", compile_queue.encode(sig))
+    record = spool / f"{name}.failed"
+    other = "/other/toykern.py"
+    record.write_text("TypingError: elsewhere\n" + compile_queue.FAILED_FILE + other + "\n")
+    assert toykern.total(a, 1) == 6.0
+    assert "could not compile" not in capsys.readouterr().err
+    assert not record.exists()
+    mine = toykern.total.py_func.__code__.co_filename
+    record.write_text("TypingError: here\n" + compile_queue.FAILED_FILE + mine + "\n")
+    monkeypatch.setattr(coldstart, "is_cached", lambda *a: False)
+    assert toykern.total(a + 1.0, 1) == 12.0
+    err = capsys.readouterr().err
+    assert "could not compile toykern.total (TypingError: here)" in err and "job file" not in err

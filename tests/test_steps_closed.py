@@ -136,7 +136,7 @@ def test_two_groups_keep_the_xi_rule():
 
 
 def test_relu_target_other_axes_sums_in_closed_form():
-    """step_rules.relu_rest: E_R[e], E_R[e R], E_R[e^2] + delta for e = relu(a + beta . R) - f,
+    """graded.relu_rest: E_R[e], E_R[e R], E_R[e^2] + delta for e = relu(a + beta . R) - f,
     R ~ N(0, I_2), against scipy's adaptive quadrature along beta split at the kink (the part
     of R orthogonal to beta averages out), and the former Gauss-Hermite product rules of 100 and
     400 nodes per axis converging to it (kinked: algebraically, 2e-4 and 9e-5)."""
@@ -145,7 +145,7 @@ def test_relu_target_other_axes_sums_in_closed_form():
     beta = np.array([0.6, -0.3])
     a = np.array([-2.0, -0.4, 0.0, 0.25, 1.7])
     f = np.array([0.3, -0.1, 0.5, 0.0, 1.2])
-    e0, e1, e2 = step_rules.relu_rest(a, beta, f, 0.1)
+    e0, e1, e2 = graded.relu_rest(a, beta, f, 0.1)
     errs = []
     for n in (100, 400):
         x, w = gauss_hermite(n)

@@ -190,6 +190,18 @@ def _compile_here(disp, sig: tuple, spool: Path | None, why: str | None = None):
             lk.release()
 
 
+def _stale(record: Path, file: str) -> bool:
+    """A ``.failed`` record whose job was another file's (an install sharing the cache)."""
+    try:
+        lines = record.read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines[1:]:
+        if line.startswith(cq.FAILED_FILE):
+            return line[len(cq.FAILED_FILE):] != file
+    return False
+
+
 def _cold_call(disp, args: tuple):
     how = mode()
     base = super(ColdDispatcher, disp).__call__
@@ -214,9 +226,12 @@ def _cold_call(disp, args: tuple):
             _compile_here(disp, sig, None, "the numba cache is read-only or not private")
             return base(*args)
         failed = spool / f"{name}.failed"
+        if failed.exists() and _stale(failed, fn.__code__.co_filename):
+            failed.unlink(missing_ok=True)  # another install's job of the same name: not ours
         if failed.exists() or (spool / "worker.failed").exists():
             try:
-                err = (failed if failed.exists() else spool / "worker.failed").read_text().strip()
+                err = (failed if failed.exists() else spool / "worker.failed").read_text()
+                err = err.split("\n" + cq.FAILED_FILE)[0].strip()
             except OSError:
                 err = "?"
             say("failed", MESSAGE_FAILED.format(what=f"{fn.__module__}.{fn.__qualname__}",

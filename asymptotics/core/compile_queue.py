@@ -9,7 +9,8 @@ process started by :mod:`.coldstart`) holds the file ``lock`` of the queue while
 compiler at a time across processes; a process that compiles a kernel itself takes the same
 lock, so a second process waits and then loads what the first compiled. Everything the compiler does
 goes to ``worker.log`` in the queue (kept); a job it cannot compile leaves ``<job>.failed``
-(one line) for the caller to report.
+(the error, then the job's file) for the caller to report; a record whose file is not the
+caller's (another install sharing the cache) is dropped unreported.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
+FAILED_FILE = "job file: "  # the second line of a <job>.failed record
 SPOOL = "giantstep-compile"
 LOCK = "lock"
 LOG = "worker.log"
@@ -298,7 +300,8 @@ def work(spool: Path, idle: float = 2.0, locked: int | None = None) -> int:
                              + traceback.format_exc())
                 if err is not None:
                     with contextlib.suppress(OSError):
-                        path.with_suffix(".failed").write_text(err + "\n")
+                        path.with_suffix(".failed").write_text(
+                            err + "\n" + FAILED_FILE + str(job.get("file", "?")) + "\n")
                 path.unlink(missing_ok=True)
                 last = time.monotonic()
     finally:

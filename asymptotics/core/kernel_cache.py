@@ -22,6 +22,7 @@ STAMP = "giantstep-kernels.stamp"
 KERNEL_MODULES = [
     "asymptotics.coefficients.quadrature",
     "asymptotics.coefficients.line_moments",
+    "asymptotics.coefficients.step_quadrature",
     "asymptotics.measures.marchenko_pastur",
     "asymptotics.measures.channels",
     "asymptotics.measures.spectral",

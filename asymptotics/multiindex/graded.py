@@ -25,7 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from asymptotics.coefficients import step_quadrature
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.multiindex import step_rules
 from asymptotics.multiindex.step_rules import PRUNE, difference, next_steps
 
@@ -215,6 +217,8 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
     """``(nodes, weights, subs)``: the product rule of the graded axes (pruned as
     ``step_rules.lattice``) and its sub-rules ``(indices, weights)``: first the nodes with even
     j on every axis (steps 2 delta), then per axis i those with even j on axis i."""
+    if np.any(g.delta < 0):
+        return _weak_lattice(g, u_max)
     axes, w1, ratio = [], [], []
     for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True):
         x, w, j = graded_axis(float(d), float(rh), float(T), float(sw), u_max)
@@ -239,6 +243,52 @@ def graded_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, lis
     return pts, wts, subs
 
 
+def _weak_lattice(g: Graded, u_max: float) -> tuple[np.ndarray, np.ndarray, list]:
+    """:func:`graded_lattice` with weak axes (``delta_i = -n``, :func:`weak_axes`): Gauss-Hermite
+    of n nodes there, each checked as in ``step_rules.lattice_checks`` (n against n / 2)."""
+    axes, w1, w2, wm = [], [], [], []
+    for d, rh, T, sw in zip(g.delta, g.rho, g.T, g.s, strict=True):
+        if d < 0:
+            (xn, wn), (xh, wh) = gauss_hermite(int(-d)), gauss_hermite(int(-d) // 2)
+            axes.append(np.concatenate([xn, xh]))
+            w1.append(np.concatenate([wn, 0.0 * wh]))
+            w2.append(w1[-1])
+            wm.append(np.concatenate([0.0 * wn, wh]))
+            continue
+        x, w, j = graded_axis(float(d), float(rh), float(T), float(sw), u_max)
+        axes.append(x)
+        w1.append(w)
+        w2.append(np.where((j % 2) == 0, w, 0.0))
+        wm.append(None)
+
+    def product(ws: list) -> np.ndarray:
+        p = ws[0]
+        for a in ws[1:]:
+            p = np.multiply.outer(p, a)
+        return p.ravel()
+
+    r = len(axes)
+    rules = [w1, w2] + [[w2[a] if a == i else w1[a] for a in range(r)] for i in range(r)]
+    rules += [[wm[a] if a == i else w2[a] for a in range(r)] for i in range(r) if wm[i] is not None]
+    prods = [product(ws) for ws in rules]
+    on = prods[0] > PRUNE * prods[0].max()
+    for p in prods[2 + r:]:
+        on |= p > PRUNE * p.max()
+    keep = np.flatnonzero(on)
+    idx = np.unravel_index(keep, tuple(len(x) for x in axes))
+    pts = np.stack([x[i] for x, i in zip(axes, idx, strict=True)], axis=-1)
+    subs = []
+    for p in prods[1:]:
+        ws = p[keep]
+        sub = np.flatnonzero(ws > PRUNE * ws.max())
+        subs.append((sub, ws[sub] / ws[sub].sum()))
+    # a weak axis' entry: its rule of n (the even nodes elsewhere) against that of n / 2
+    weak = iter(subs[1 + r:])
+    subs = subs[:1] + [(*subs[0], *next(weak)) if wm[i] is not None else subs[1 + i]
+                       for i in range(r)]
+    return pts, prods[0][keep] / prods[0][keep].sum(), subs
+
+
 def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: np.ndarray,
                     update: Callable) -> float:
     """How far the state of the sub-rule ``(sub, wsub)`` is from ``new`` (step_rules.difference
@@ -247,6 +297,15 @@ def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: 
     coarse = update(U[sub], wsub, *(x[sub] for x in t))
     return difference((new[0], new[1] @ new[1].T, *new[2:]),
                       (coarse[0], coarse[1] @ coarse[1].T, *coarse[2:]))
+
+
+def _check(U: np.ndarray, t: tuple, new: tuple, sw: tuple, update: Callable) -> float:
+    """:func:`_sub_difference` of a sub-rule ``(sub, w)`` from ``new``, or of the second rule of
+    a pair ``(sub, w, sub2, w2)`` from the first."""
+    if len(sw) == 2:
+        return _sub_difference(U, t, new, *sw, update)
+    one = update(U[sw[0]], sw[1], *(x[sw[0]] for x in t))
+    return _sub_difference(U, t, one, sw[2], sw[3], update)
 
 
 def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
@@ -259,14 +318,103 @@ def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
         U, wu, subs = graded_lattice(g, u_max)
         t = terms(U)
         new = update(U, wu, *t)
-        if _sub_difference(U, t, new, *subs[0], update) <= g.tol:
+        tols = np.where(g.delta < 0, min(g.tol, step_rules.ACCEPT_TOL), g.tol)  # weak: 1e-6
+        weak = g.delta < 0
+        if _sub_difference(U, t, new, *subs[0], update) <= g.tol and not weak.any():
             return new
-        diffs = [_sub_difference(U, t, new, *sw, update) for sw in subs[1:]]
-        d = np.array([float(next_steps(np.array([h]), e, 0.0, g.tol)[0]) if e > g.tol
-                      else h for h, e in zip(g.delta, diffs, strict=True)])
+        diffs = [_check(U, t, new, sw, update) for sw in subs[1:]]
+        if weak.any() and _sub_difference(U, t, new, *subs[0], update) <= g.tol and all(
+                e <= tol for e, tol, w in zip(diffs, tols, weak, strict=True) if w):
+            return new
+        d = np.array([float(next_steps(np.array([h]), e, 0.0, tol)[0]) if e > tol
+                      else h for h, e, tol in zip(g.delta, diffs, tols, strict=True)])
         if np.all(d == g.delta):  # every axis agrees alone: refine the one farthest off
             i = int(np.argmax(diffs))
             d[i] = float(next_steps(np.array([g.delta[i]]), diffs[i], 0.0, g.tol)[0])
         if U.shape[0] * float(np.prod(g.delta / d)) > CLOSED_NODES:
             return new
         g = Graded(d, g.rho, g.T, g.s, g.tol)
+
+
+def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max: float
+              ) -> np.ndarray | object:
+    """The first steps ``hs`` with each weak axis (``b_i <=`` :data:`WEAK_B`: the largest rate
+    at which a group's shift, or a non-polynomial variable of the target, moves along it, per
+    unit of its own scale; ``degree_i`` the target's polynomial degree along it, negative: not
+    weak) as ``-n``: a Gauss-Hermite rule of n nodes checked against its own of n / 2 nodes
+    (``lattice``; error of n about the square of that of n / 2, as the trapezoid's h against
+    2 h), when its n + n / 2 nodes are fewer than the trapezoid's."""
+    if isinstance(hs, Graded):
+        out = np.array(hs.delta, dtype=np.float64)
+        for i in range(len(out)):
+            n = step_quadrature.weak_nodes(float(b[i]), int(degree[i]))
+            if (b[i] <= step_quadrature.WEAK_B and degree[i] >= 0 and hs.rho[i] == 1.0
+                    and n <= step_rules.WEAK_MAX and 1.5 * n < 0.75 * len(graded_axis(
+                        float(out[i]), 1.0, 0.0, 1.0, u_max)[0])):
+                out[i] = -n
+        return Graded(out, hs.rho, hs.T, hs.s, hs.tol)
+    if not isinstance(hs, np.ndarray):
+        return hs
+    out = np.array(hs, dtype=np.float64)
+    for i in range(len(out)):
+        if b[i] <= step_quadrature.WEAK_B and degree[i] >= 0 and out[i] > 0:
+            n = step_quadrature.weak_nodes(float(b[i]), int(degree[i]))
+            if n <= step_rules.WEAK_MAX and 1.5 * n < 0.75 * (2 * math.floor(u_max / out[i]) + 1):
+                out[i] = -n
+    return out
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
+                    ) -> np.ndarray | None:
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
+    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
+    graded lattice (relu's sigma): None, the default lattice."""
+    if not isinstance(hs, np.ndarray):
+        return None
+    b = np.abs(bz) / float(np.linalg.norm(beta))
+    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    return np.maximum(np.minimum(hs, h), h0)
+
+
+RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
+
+
+def relu_target(g: Function | Callable) -> bool:
+    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
+    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
+
+
+def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
+    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
+    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
+    smooths the kink into an entire function of the spike coordinates."""
+    nb = float(np.linalg.norm(beta))
+    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
+
+
+def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
+              ) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
+    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
+    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
+    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
+    from scipy.special import ndtr
+
+    b = float(np.linalg.norm(beta))
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
+    G0 = a * Phi + b * phi
+    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
+    return G0 - f, Phi[:, None] * beta[None, :], e2
+
+
+def rotation(Mmat: np.ndarray, c: np.ndarray, sigma: Function, checked: bool, h0: float,
+             u_max: float) -> np.ndarray | None:
+    """``step_quadrature.spike_rotation``: a sigma without kinks, the checked lattice (moments'
+    widths as in ``step_rules.start``; erf(a z + b): c + 1/(4 a^2))."""
+    if sigma.kinks or not checked or not np.all(np.asarray(c) > 0):
+        return None
+    ab = step_quadrature.erf_affine(sigma)
+    c_eff = np.asarray(c) + (0.25 / ab[1] ** 2 if ab is not None else step_rules.SIGMA_SCALE**2)
+    return step_quadrature.spike_rotation(Mmat, c_eff, h0, step_rules.SPAN, step_rules.H_MAX, u_max)

@@ -38,7 +38,9 @@ of finite strength, which this limit does not describe: ValueError.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -278,3 +280,136 @@ def triangular_span(A: np.ndarray, degrees: list[int], D: int, seen: float
             nodes.append(min(D, int(sum(degrees[i:]))) + 1)
     Q = np.column_stack(cols) if cols else np.zeros((A.shape[0], 0))
     return Q, nodes
+
+
+# the steps mapping's other-axes sums of a target g = p(z) + t(z_j), p polynomial and t a sum of
+# bounded analytic functions of z_j (docs/THEORY.md §12.4)
+BOUNDED = ("tanh", "sin", "cos", "erf")
+
+
+@dataclass(frozen=True, eq=False)
+class SplitTarget:
+    """``g(z) = p(z) + t(z_j)``: ``p`` (of k arrays, z1..zk) polynomial, ``t`` (a
+    vectorised function of one variable) a sum of ``c f(alpha z_j + b)`` with f bounded and
+    analytic (tanh, sin, cos, erf); ``scale`` the least ``1 / |alpha|`` (at most 1)."""
+
+    p: object
+    t: object
+    j: int
+    scale: float
+    degree: int  # p's total degree
+
+
+@lru_cache(maxsize=64)
+def split_target(text: str, k: int, per: tuple[int | None, ...] | None) -> SplitTarget | None:
+    """The split of a target text whose only non-polynomial variable ``z_j`` (``per[j]`` None)
+    enters through such a sum, else None."""
+    if not isinstance(text, str) or per is None or len(per) != k or k < 2:
+        return None
+    N = [j for j in range(k) if per[j] is None]
+    if len(N) != 1:
+        return None
+    try:
+        return _split(text, k, N[0])
+    except Exception:  # noqa: BLE001 (sympy raises many kinds on other expressions)
+        return None
+
+
+def _split(text: str, k: int, j: int) -> SplitTarget | None:
+    import sympy as sp
+
+    from asymptotics.coefficients.targets import parse_target
+
+    expr, zs = parse_target(text)
+    zs = tuple(zs)[:k]
+    poly, smooth, scale = sp.Integer(0), sp.Integer(0), 1.0
+    for term in sp.Add.make_args(sp.expand(expr)):
+        if term.is_polynomial(*zs):
+            poly += term
+            continue
+        c, core = term.as_coeff_Mul()
+        arg = core.args[0].as_poly(zs[j]) if len(core.args) == 1 else None
+        if (core.func.__name__ not in BOUNDED or arg is None or arg.degree() != 1
+                or core.args[0].free_symbols - {zs[j]} or c.free_symbols):
+            return None
+        smooth += term
+        scale = min(scale, 1.0 / abs(float(arg.coeff_monomial(zs[j]))))
+    if smooth == 0:
+        return None
+    fp = sp.lambdify(zs, poly, "numpy")
+    ft = sp.lambdify(zs[j], smooth, "numpy")
+
+    def p(*cols: np.ndarray) -> np.ndarray:  # p(z1, ..., zk) on arrays of one shape
+        return np.broadcast_to(np.asarray(fp(*cols), dtype=np.float64), np.shape(cols[0]))
+
+    def t(x: np.ndarray) -> np.ndarray:
+        return np.broadcast_to(np.asarray(ft(x), dtype=np.float64), np.shape(x))
+
+    return SplitTarget(p, t, j, scale, int(sp.Poly(poly, *zs).total_degree()) if poly != 0 else 0)
+
+
+def split_rule(split: SplitTarget | None, other_axes: Callable, Bo: np.ndarray, k: int,
+               n_rest: int, per: tuple, R: np.ndarray, B: np.ndarray
+               ) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``(R2, w2)`` of :func:`split_rest`: ``other_axes`` (``step_rules.other_axes``) with
+    ``D + 1`` nodes on z_j's axis, when that is the first of the rule ``(R, B)`` (and the only
+    one carrying z_j) and the rule is smaller; else ``(None, None)``."""
+    if split is None:
+        return None, None
+    R2, w2, B2 = other_axes(Bo, k, n_rest, per, split.degree + 1)
+    if (R2.shape[0] >= R.shape[0] or B2.shape != B.shape or np.any(B2 != B)
+            or np.max(np.abs(B[1:, split.j]), initial=0.0) > 1e-12 * abs(B[0, split.j])):
+        return None, None
+    return R2, w2
+
+
+def split_rest(split: SplitTarget, Uz: np.ndarray, R: np.ndarray, w: np.ndarray,
+               R2: np.ndarray, w2: np.ndarray, Bz: np.ndarray, f: np.ndarray, delta: float
+               ) -> tuple[np.ndarray, ...]:
+    """``(e0, e1, e2)`` of ``steps.advance``'s node terms (e = g - f) for a split target, from
+    the other axes' rule (R, w), whose first axis s alone carries z_j (``z = Uz + R Bz``), and
+    the same rule with ``D + 1`` nodes on s (R2, w2; exact for p, p R, p^2): the p parts by
+    (R2, w2), the t parts ``E t, E[t s], E t^2`` and ``E[t l_i(s)]`` (l_i the Lagrange basis on
+    the s nodes of R2) as functions of z_j's spike part by ``xi_lines.on_pieces`` (the s rule's
+    sums to 1e-13 of their scale), the cross term ``E[p t] = sum_i P(s_i) E[t l_i(s)]`` with
+    ``P(s) = E[p | s]`` a polynomial of degree <= D (exact)."""
+    from asymptotics.multiindex.xi_lines import on_pieces
+
+    s_nodes = np.unique(R2[:, 0])
+    ws = np.array([float(w2[R2[:, 0] == x].sum()) for x in s_nodes])
+    x1 = np.unique(R[:, 0])
+    wx = np.array([float(w[R[:, 0] == x].sum()) for x in x1])
+    ell = np.ones((len(s_nodes), len(x1)))
+    for i, si in enumerate(s_nodes):
+        for m, sm in enumerate(s_nodes):
+            if m != i:
+                ell[i] *= (x1 - sm) / (si - sm)
+    beta = float(Bz[0, split.j])
+    W = wx[:, None] * ell.T  # E[t l_i]; E t = sum_i E[t l_i], E[t s] = sum_i s_i E[t l_i]
+
+    def direct(a: np.ndarray) -> np.ndarray:
+        rows, out = max(1, 131_072 // len(x1)), np.empty((len(a), W.shape[1] + 1))
+        for lo in range(0, len(a), rows):
+            T = split.t(a[lo:lo + rows, None] + beta * x1[None, :])
+            out[lo:lo + rows, :W.shape[1]] = T @ W
+            out[lo:lo + rows, -1] = (T * T) @ wx
+        return out
+
+    G = on_pieces(direct, np.ascontiguousarray(Uz[:, split.j]), split.scale, None)
+    L, t2 = G[:, :-1], G[:, -1]
+    t0, t1 = L.sum(axis=1), L @ s_nodes
+    RB = R2 @ Bz
+    Pv = split.p(*[Uz[:, i, None] + RB[None, :, i] for i in range(Bz.shape[1])])  # (n, nodes)
+    i_s = np.searchsorted(s_nodes, R2[:, 0])
+    C = np.zeros((R2.shape[0], len(s_nodes)))
+    C[np.arange(R2.shape[0]), i_s] = w2 / ws[i_s]  # E[p | s_i] = Pv @ C[:, i]
+    m = R2.shape[1]
+    A = Pv @ np.column_stack([w2, w2[:, None] * R2, C])  # E p, E[p R], E[p | s_i]
+    d = Pv - f[:, None]
+    d *= d
+    e0 = A[:, 0] + t0 - f * float(w2.sum())
+    e1 = A[:, 1:1 + m] - f[:, None] * (w2 @ R2)[None, :]
+    e1[:, 0] += t1
+    e2 = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L) - f * t0) + t2 + delta * float(
+        w2.sum())
+    return e0, e1, e2

@@ -33,13 +33,13 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import group_checks
 from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
 
 #: the coarsest step, the aliasing margin (Gaussian spectra below e^-40), the agreement of the
-#: rules of h and 2 h required, the weights kept (relative to the largest)
-H_MAX = 0.5
+H_MAX = 0.5  # rules of h and 2 h required, the weights kept (relative to the largest)
 SPAN = math.sqrt(80.0)
 CHECK_TOL = 1e-8
 #: the agreement with the sub-rule at which a lattice is accepted (the rule of h is off by about
@@ -48,9 +48,10 @@ ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
 RIPPLE_TOL = 1e-13
 RIPPLE_MAX = 1e-10
-#: the spacing of the nodes sqrt(c) xi_i of the xi trapezoid rule (xi_trapezoid)
-XI_STEP = 0.25
+XI_STEP = 0.25  # the spacing of the nodes sqrt(c) xi_i of the xi trapezoid rule (xi_trapezoid)
 PRUNE = 1e-18
+#: the most Gauss-Hermite nodes of a weak spike axis (graded.weak_axes; beyond: step H_MAX)
+WEAK_MAX = 32
 #: a direction of the other axes shorter than this is not seen by the target
 SEEN = 1e-14
 #: the width on which a sigma without kinks varies (tanh, erf, softplus: ~1; its moments at a
@@ -113,10 +114,9 @@ def xi_rules(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray,
 
 
 def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
-    """A trapezoid rule for xi ~ N(0, 1) on [-9.5, 9.5] with step ``XI_STEP / sc``: its nodes
-    ``sc xi_i + M`` are :data:`XI_STEP` apart whatever the bulk, so its ripples stay at the
-    level of those of the Gauss-Hermite rule at ``sc <= 1`` (a Gauss-Hermite rule would need
-    ``~ sc^2`` times its nodes)."""
+    """A trapezoid rule for xi ~ N(0, 1) on [-9.5, 9.5], step ``XI_STEP / sc``: nodes ``sc xi_i +
+    M`` XI_STEP apart whatever the bulk (ripples as Gauss-Hermite's at sc <= 1; it would need
+    ~ sc^2 times its nodes)."""
     step = min(0.5, XI_STEP / sc)
     t = np.arange(-math.floor(9.5 / step), math.floor(9.5 / step) + 1) * step
     w = np.exp(-0.5 * t * t)
@@ -128,13 +128,16 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
     ``default()``: ``update(U, w, *terms(U))``."""
-    while hs is not None and np.any(hs > h0):
-        U, wu, sub, wsub = lattice(hs, u_max, h0)
+    while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
+        U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
         new = update(U, wu, *t)
-        coarse = update(U[sub], wsub, *(x[sub] for x in t))
-        diff = difference((new[0], new[1] @ new[1].T, new[2]),
-                          (coarse[0], coarse[1] @ coarse[1].T, coarse[2]))
+        diff = 0.0
+        for ia, wa, ib, wb in checks:  # each pair of rules must agree
+            one = new if ia is None else update(U[ia], wa, *(x[ia] for x in t))
+            two = update(U[ib], wb, *(x[ib] for x in t))
+            diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
+                                        (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:
             return new
         hs = next_steps(hs, diff, h0)
@@ -178,10 +181,9 @@ def clear_cache() -> None:
 def ripple(direct: Callable[..., np.ndarray], sigma: Function, sc: float, xi: np.ndarray,
            wxi: np.ndarray, span: float, name: str = "xi") -> float:
     """How far the moments ``direct(sigma, sc, M, xi, wxi)`` (xi_lines' columns) of the xi rule
-    are from those of a fine trapezoid rule in xi (step ``min(0.1, XI_STEP / (2 sc))`` on
-    [-12, 12]),
-    relative to their largest value, for shifts |M| <= span: a rule of nodes ``sc xi_i + M``
-    leaves ripples of period ``sc (xi_{i+1} - xi_i)`` in M (and a kinked sigma kinks)."""
+    are from a fine trapezoid rule's in xi (step ``min(0.1, XI_STEP / (2 sc))`` on [-12, 12]),
+    relative to their largest value, for |M| <= span: nodes ``sc xi_i + M`` leave ripples of
+    period ``sc (xi_{i+1} - xi_i)`` in M (and a kinked sigma kinks)."""
     key = (sigma, round(sc, 12), name, xi.shape[0], math.ceil(span))
     try:
         if key in _RIPPLES:
@@ -193,13 +195,15 @@ def ripple(direct: Callable[..., np.ndarray], sigma: Function, sc: float, xi: np
     t = np.arange(-12.0, 12.0 + step / 2, step)
     wt = np.exp(-0.5 * t * t)
     coarse = direct(sigma, sc, M, xi, wxi)
-    fine = direct(sigma, sc, M, t, wt / wt.sum())
+    fkey = None if key is None else ("fine", direct, *key[:2], key[4])  # one per group and step
+    fine = _RIPPLES.get(fkey) if fkey is not None else None
+    fine = direct(sigma, sc, M, t, wt / wt.sum()) if fine is None else fine
     scale = np.maximum(np.max(np.abs(fine), axis=0), 1e-300)
     out = float(np.max(np.max(np.abs(coarse - fine), axis=0) / scale))
     if key is not None:
         if len(_RIPPLES) > 512:
             _RIPPLES.clear()
-        _RIPPLES[key] = out
+        _RIPPLES[key], _RIPPLES[fkey] = out, fine
     return out
 
 
@@ -207,11 +211,28 @@ def lattice(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndar
                                                               np.ndarray]:
     """``(nodes, weights, sub, sub_weights)``: the product trapezoid rule for N(0, I_r) on
     [-u_max, u_max]^r with nodes ``h_i j`` (pruned below :data:`PRUNE` of the largest weight),
-    and the indices and weights of the nodes of its sub-rule: steps ``2 h_i`` (even j) on the
-    axes coarser than the default step ``h0``, the same nodes on the others (their step is the
-    default rule's, not checked)."""
-    axes, w1, w2 = [], [], []
+    and the nodes and weights of its sub-rule: steps ``2 h_i`` (even j) on the axes coarser
+    than the default step ``h0``, the same nodes on the others (not checked)."""
+    pts, wts, checks = lattice_checks(h, u_max, h0)
+    return pts, wts, checks[0][2], checks[0][3]
+
+
+def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(nodes, weights, checks)``: :func:`lattice`'s rule and its checks ``(ia, wa, ib, wb)``,
+    rules (node indices, weights; ``ia`` None: the rule itself) that must agree: its sub-rule;
+    with an axis ``h_i = -n`` (Gauss-Hermite of n nodes, ``graded.weak_axes``) also the rules
+    of n and n / 2 nodes on it, both with the even nodes on every other axis (nodes of the
+    rule itself, but for the n / 2 nodes')."""
+    axes, w1, w2, w3, w4 = [], [], [], [], []
     for hi in h:
+        if hi < 0:
+            (xn, wn), (xm, wm) = gauss_hermite(int(-hi)), gauss_hermite(int(-hi) // 2)
+            axes.append(np.concatenate([xn, xm]))
+            w1.append(np.concatenate([wn, 0.0 * wm]))
+            w2.append(w1[-1])
+            w3.append(w1[-1])
+            w4.append(np.concatenate([0.0 * wn, wm]))
+            continue
         j = np.arange(-math.floor(u_max / hi + 1e-9), math.floor(u_max / hi + 1e-9) + 1)
         x = hi * j
         w = np.exp(-0.5 * x * x)
@@ -219,16 +240,30 @@ def lattice(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndar
         axes.append(x)
         w1.append(w / w.sum())
         w2.append(np.where(ev, w, 0.0) / w[ev].sum())
-    wts, wsub = w1[0], w2[0]
-    for a, b in zip(w1[1:], w2[1:], strict=True):
-        wts, wsub = np.multiply.outer(wts, a), np.multiply.outer(wsub, b)
-    wts, wsub = wts.ravel(), wsub.ravel()
-    keep = np.flatnonzero(wts > PRUNE * wts.max())
+        w3.append(np.where((j % 2) == 0, w, 0.0))
+        w4.append(w3[-1])
+    weak = bool(np.any(np.asarray(h) < 0))
+    rules = [w1, w2] + ([w3, w4] if weak else [])
+    prods = []
+    for ws in rules:
+        p = ws[0]
+        for a in ws[1:]:
+            p = np.multiply.outer(p, a)
+        prods.append(p.ravel())
+    on = prods[0] > PRUNE * prods[0].max()
+    keep = np.flatnonzero(on | (prods[3] > PRUNE * prods[3].max()) if weak else on)
     idx = np.unravel_index(keep, tuple(len(x) for x in axes))
     pts = np.stack([x[i] for x, i in zip(axes, idx, strict=True)], axis=-1)
-    ws = wsub[keep]
-    sub = np.flatnonzero(ws > PRUNE * ws.max())
-    return pts, wts[keep] / wts[keep].sum(), sub, ws[sub] / ws[sub].sum()
+    wts = prods[0][keep]
+    subs = []
+    for p in prods[1:]:
+        ws = p[keep]
+        sub = np.flatnonzero(ws > PRUNE * ws.max())
+        subs.append((sub, ws[sub] / ws[sub].sum()))
+    checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])
+    if weak and not np.any(np.asarray(h) > h0):  # no axis coarsened: the sub-rule is the rule
+        checks = checks[1:]
+    return pts, wts / wts.sum(), checks
 
 
 def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> float:
@@ -246,11 +281,17 @@ def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> f
 def next_steps(h: np.ndarray, diff: float, h0: float, tol: float = CHECK_TOL) -> np.ndarray:
     """Finer steps after a refused check: the error of a geometric rule is ``exp(-A / h)``, so
     steps ``h log(1/diff) / log(1/CHECK_TOL)`` bring the rule of twice the steps to the
-    tolerance (times 0.95, and between 0.3 h and 0.9 h), never below ``h0``."""
+    tolerance (times 0.95, and between 0.3 h and 0.9 h), never below ``h0``; a Gauss-Hermite
+    axis (``-n``): n / f nodes, the trapezoid's H_MAX above :data:`WEAK_MAX`."""
     f = 0.3
     if 0.0 < diff < 1.0:
         f = min(0.9, max(0.3, 0.95 * math.log(diff) / math.log(tol)))
-    return np.maximum(h * f, h0)
+    h = np.asarray(h, dtype=np.float64)
+    out = np.maximum(h * f, h0)
+    for i in np.flatnonzero(h < 0):
+        n = 2 * math.ceil(-h[i] / 2 / f)
+        out[i] = -n if n <= WEAK_MAX else H_MAX
+    return out
 
 
 def smooth_variables(g: Function | Callable, target: object, k: int,
@@ -328,7 +369,6 @@ def other_axes(Bo: np.ndarray, k: int, n_rest: int, per: tuple[int | None, ...] 
     return R, w, Q.T @ Bo
 
 
-
 def _span(A: np.ndarray) -> np.ndarray:
     """An orthonormal basis (columns) of the span of the columns of ``A`` (directions shorter
     than :data:`SEEN` dropped)."""
@@ -336,51 +376,6 @@ def _span(A: np.ndarray) -> np.ndarray:
         return np.zeros((A.shape[0], 0))
     u, s, _ = np.linalg.svd(A, full_matrices=False)
     return u[:, s > SEEN]
-
-
-RELU_REST_MIN = 0.05  # the other axes' least share of relu's target direction (relu_rest_ok)
-
-
-def relu_target(g: Function | Callable) -> bool:
-    """Whether the target is relu of its one variable (the other axes' sums in closed form)."""
-    return isinstance(g, Function) and g.identity is None and g.expression == "relu(z)"
-
-
-def relu_rest_ok(beta: np.ndarray, bz: np.ndarray) -> bool:
-    """The closed form is used when the other axes carry at least :data:`RELU_REST_MIN` of the
-    target direction (|beta| against |bz|, its spike part): the Gaussian of width |beta| then
-    smooths the kink into an entire function of the spike coordinates."""
-    nb = float(np.linalg.norm(beta))
-    return nb > 0 and nb >= RELU_REST_MIN * max(nb, float(np.linalg.norm(bz)))
-
-
-def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
-              ) -> tuple[np.ndarray, ...]:
-    """``(e0, e1, e2)`` of ``steps.advance``'s node terms for the target relu(z1), z1 = a +
-    beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
-    b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
-    E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
-    from scipy.special import ndtr
-
-    b = float(np.linalg.norm(beta))
-    x = a / b
-    Phi = ndtr(x)
-    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    G0 = a * Phi + b * phi
-    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
-    return G0 - f, Phi[:, None] * beta[None, :], e2
-
-
-def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
-                    ) -> np.ndarray | None:
-    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
-    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
-    graded lattice (relu's sigma): None, the default lattice."""
-    if not isinstance(hs, np.ndarray):
-        return None
-    b = np.abs(bz) / float(np.linalg.norm(beta))
-    h = 2.0 * math.pi / (SPAN * np.sqrt(1.0 + 4.0 * b * b))
-    return np.maximum(np.minimum(hs, h), h0)
 
 
 #: bounded analytic targets of one variable whose other-axes sums (>= SMOOTH_REST_NODES nodes)
@@ -418,3 +413,4 @@ def smooth_rest(g: Function, a: np.ndarray, R: np.ndarray, wr: np.ndarray, bz: n
     e1 = G[:, 1:-1] - f[:, None] * sR[None, :]
     e2 = G[:, -1] - 2.0 * f * G[:, 0] + f * f * sw + delta * sw
     return e0, e1, e2
+

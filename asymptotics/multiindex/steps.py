@@ -31,10 +31,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from asymptotics.coefficients import step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex import graded, reused, step_rules, xi_lines
+from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
 from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -44,13 +45,11 @@ XI_NODES = 96
 RANK_TOL = 1e-10
 U_MAX = 9.0  # the trapezoid rule's range on the spike axes
 TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r of spike axes
-# Gauss-Hermite nodes per other axis for a non-polynomial target, by their number
-REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}
-CHUNK = 2_000_000  # quadrature nodes per block (the network route's groups)
-BLOCK = 131_072  # quadrature nodes per block of a step (its arrays stay in cache)
+REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}  # other axes' nodes each (non-polynomial g), by count
+CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups; a step's
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
-MAX_NODES = 4_000_000
-MAX_SPIKE_AXES = 3
+MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
+SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
 
 
 @dataclass(frozen=True)
@@ -174,8 +173,7 @@ def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
 
 
 def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
-    """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectrally
-    accurate for the analytic integrands here, also where they vary on a scale << 1)."""
+    """A product trapezoid rule for N(0, I_r) on [-U_MAX, U_MAX]^r with step h (spectral)."""
     if r == 0:
         return np.zeros((1, 0)), np.ones(1)
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
@@ -210,7 +208,7 @@ class Quadrature:
 def advance(state: GroupState, *, sigma: Function, g: Function | Callable, values: np.ndarray,
             fractions: np.ndarray, eta: float, alpha0: float, delta: float,
             quad: Quadrature = Quadrature(), degree: int | None = None,
-            per: tuple[int | None, ...] | None = None) -> GroupState:
+            per: tuple[int | None, ...] | None = None, split: object = None) -> GroupState:
     """One giant step on a fresh batch (module docstring, THEORY.md §12.2). The integrals over
     (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
     depend on those axes only (computed once per trapezoid node), the target on all. The rules:
@@ -221,6 +219,9 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     _, sv, vt = np.linalg.svd(S, full_matrices=True)
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
     basis = vt.T  # columns: r spike axes, then the rest
+    rot = graded.rotation(S @ basis[:, :r], state.c, sigma, quad.h is None and per is not None,
+                          TRAPEZOID_STEP.get(r, 0.25), U_MAX)  # a steep group onto one axis
+    basis[:, :r] = basis[:, :r] @ (rot if rot is not None else np.eye(r))
     h = quad.h if quad.h is not None else TRAPEZOID_STEP.get(r, 0.25)
     if len(np.arange(-U_MAX, U_MAX + h / 2, h)) ** r > MAX_NODES:
         raise ValueError(f"the groups span r = {r} directions after {state.step} steps; the "
@@ -237,12 +238,12 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     xi, wxi = gauss_hermite(quad.xi)
     Mmat, RzT = S @ basis[:, :r], np.ascontiguousarray((R @ Bq[:, :k]).T)
     W = np.column_stack([wr, wr[:, None] * R])  # (rest, 1 + other axes)
-    # relu's target seen by the other axes: their sums in closed form (step_rules.relu_rest)
-    beta = Bq[:, 0] if quad.rest is None and step_rules.relu_target(g) else None
-    beta = beta if beta is not None and step_rules.relu_rest_ok(beta, Br[:, 0]) else None
-    # a bounded analytic target of one variable: its other-axes sums as functions of z1's
-    # spike part, interpolated (step_rules.smooth_rest)
-    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])
+    # relu's target seen by the other axes: their sums in closed form (graded.relu_rest)
+    beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
+    beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
+    smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])  # tanh
+    split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
+    R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
@@ -250,10 +251,13 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
         f = F @ (fractions * values)
         if beta is not None:
-            return (m1, m2, v, *step_rules.relu_rest(U @ Br[:, 0], beta, f, delta))
+            return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))
         if smooth:
             return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
                                                        delta))
+        if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
+            return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
+                                                             Bq[:, :k], f, delta))
         n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
         e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
         Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
@@ -290,15 +294,17 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                               sigma, state.c, Mmat, h, xi, wxi, U_MAX, cl,
                               quad.h is not None or r == 0 or (per is None and beta is None))
     if beta is not None and hs is not None:  # the smoothed kink's own scale, checked as ever
-        hs = step_rules.relu_rest_steps(hs, Br[:, 0], beta, h)
+        hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h)
+    rates = step_quadrature.weak_rates(Mmat, state.c, Br[:, :k], degree, per, beta, smooth)
+    hs = graded.weak_axes(hs, *rates, U_MAX)
     a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
                                               lambda: trapezoid(r, h))
     L_new = factor(outside @ outside.T) if outside.shape[1] else outside
     return GroupState(state.step + 1, a_new, L_new, c_new)
 
 
-#: the states of every mapping computed in this process, by (parameters, etas so far), shared by
-#: every point, curve and grid (and a longer run starts from a shorter one)
+#: the states of every mapping computed in this process, by (parameters, etas so far), shared
+#: by every point, curve and grid (a longer run starts from a shorter one)
 _CACHE: dict = {}
 CACHE_SIZE = 128
 
@@ -389,7 +395,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     st = states[-1]
     for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
-                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per)
+                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per,
+                     split=polynomial_spikes.split_target(target, k, m.per))
         for arr in (st.a, st.L, st.c):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
 
 import numpy as np
-from scipy.special import erf, ndtr
+from scipy.special import ndtr
 
-from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
+from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
@@ -60,9 +60,11 @@ def clear_cache() -> None:
 
 
 @kernel(cache=True, error_model="numpy")
-def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
+               ) -> np.ndarray:
     """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
-    recurrence; two points' four columns side by side (independent chains: the same sums)."""
+    recurrence; two points' four columns side by side (independent chains: the same sums);
+    piece p's terms beyond ``mp[p]`` are zero (not summed)."""
     n_pieces, m, _ = coef.shape
     n = t.shape[0]
     out = np.empty((n, 4))
@@ -75,7 +77,7 @@ def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarr
         x2, X2 = 2.0 * x, 2.0 * X
         a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
         A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        for j in range(m - 1, 0, -1):
+        for j in range(max(mp[p], mp[P]) - 1, 0, -1):
             a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
             b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
             c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
@@ -98,7 +100,7 @@ def _clenshaw4(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarr
 _READY: set = set()
 
 
-def _compiled(disp, args: tuple) -> bool:
+def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
     one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
     of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
@@ -114,22 +116,29 @@ def _compiled(disp, args: tuple) -> bool:
     if ready:
         _READY.add(id(disp))
     else:
-        disp(args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))
+        disp(*(tiny or (args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))))
     return ready
 
 
-def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
+def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
+                     mp: np.ndarray | None = None) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q). Four (three) columns: :func:`_clenshaw4`
-    once compiled; else the points sorted by piece, per block of :data:`BLOCK` of them the
-    basis by its recurrence, one product per piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
+    zero). Four (three) columns: :func:`_clenshaw4` once compiled; else the points sorted by
+    piece, per block of :data:`BLOCK` of them the basis by its recurrence, one product per
+    piece."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
+    mp = np.full(n_pieces, m, dtype=np.int64) if mp is None else mp.astype(np.int64)
+    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, np.ascontiguousarray(t[:1], dtype=np.float64))
+    if q > 4 and n > 0 and _compiled(_clenshaw4, tiny, tiny):
+        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t, mp)
+                                for i in range(0, q, 4)])  # four columns at a time
     if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
         c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
-        args = (np.ascontiguousarray(c4, dtype=np.float64), float(lo), float(h),
+        args = (np.ascontiguousarray(c4, dtype=np.float64), mp, float(lo), float(h),
                 np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(_clenshaw4, args):
+        if _compiled(_clenshaw4, args, tiny):
             out4 = _clenshaw4(*args)
             return out4 if q == 4 else out4[:, :3]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
@@ -204,9 +213,13 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     # move by less than that, and Clenshaw runs over the terms that matter only
     tail = np.cumsum(np.max(np.abs(coef), axis=0)[::-1], axis=0)[::-1]  # (m, q)
     keep = int(np.count_nonzero(np.any(tail > TAIL * scale[None, :], axis=1)))
-    coef = np.ascontiguousarray(coef[:, :max(keep, 2)])
+    coef = np.array(coef[:, :max(keep, 2)])
+    # and per piece (flat pieces, far from where sigma bends, need a few terms)
+    tails = np.cumsum(np.abs(coef)[:, ::-1], axis=1)[:, ::-1] > TAIL * scale  # (pieces, m, q)
+    mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
+    coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
-    out = chebyshev_pieces(coef, lo, h, t)
+    out = chebyshev_pieces(coef, lo, h, t, mp)
     if bad.any():
         piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
         sel = bad[piece]
@@ -238,6 +251,9 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
     in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
+    fused = _fused(sigma, sc, M, xi, wxi, False)
+    if fused is not None:
+        return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
         return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
@@ -252,6 +268,23 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
 
 
 _xi_direct = xi_direct  # the former name
+FUSED_MIN = 150_000
+
+
+def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
+           small: bool) -> np.ndarray | None:
+    """The columns by ``coefficients.step_quadrature.xi_sums`` for the registered softplus and tanh
+    (sc > 0, the kernel compiled) when there are :data:`FUSED_MIN` terms or more (numpy's
+    vectorised passes are faster on what stays in cache), else None."""
+    kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))
+    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < FUSED_MIN:
+        return None
+    args = (kind, float(sc), np.ascontiguousarray(M, dtype=np.float64),
+            np.ascontiguousarray(xi, dtype=np.float64), np.ascontiguousarray(wxi, dtype=np.float64),
+            small)
+    if not _compiled(xi_sums, args, args[:2] + (args[2][:1],) + args[3:]):
+        return None
+    return xi_sums(*args)
 
 #: bulk scales below which, for a sigma without kinks and three or more groups, m1 and m2 are
 #: sums of sigma' (Stein's form divides by sqrt(c): rounding / sqrt(c) refuses every piece)
@@ -264,6 +297,9 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     a sigma without kinks when ``0 < sc <`` :data:`SMALL_BULK` (the same integrals)."""
     if not (0 < sc < SMALL_BULK) or sigma.kinks:
         return xi_direct(sigma, sc, M, xi, wxi)
+    fused = _fused(sigma, sc, M, xi, wxi, True)
+    if fused is not None:
+        return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
         return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
@@ -290,50 +326,6 @@ def relu_closed(sc: float, M: np.ndarray) -> np.ndarray:
     Phi = ndtr(x)
     phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
     return np.column_stack([M * Phi + sc * phi, Phi, phi, Phi])
-
-
-@lru_cache(maxsize=64)
-def _erf_affine(expression: str | None) -> tuple[float, float, float] | None:
-    """``(k, a, b)`` when the expression is ``k erf(a z + b)`` with k, a != 0, else None."""
-    if not expression or "erf" not in expression:
-        return None
-    from asymptotics.coefficients.functions import to_sympy
-
-    try:
-        expr, symbols = to_sympy(expression, ("z",))
-        z = symbols["z"]
-        k, core = expr.as_coeff_Mul()  # sympy writes erf(-x) as -erf(x)
-        if core.func.__name__ != "erf" or len(core.args) != 1:
-            return None
-        arg = core.args[0].as_poly(z)
-        if arg is None or arg.degree() != 1:
-            return None
-        k, a, b = float(k), float(arg.coeff_monomial(z)), float(arg.coeff_monomial(1))
-    except Exception:  # noqa: BLE001 (sympy raises many kinds on other expressions)
-        return None
-    ok = k != 0 and a != 0 and all(math.isfinite(x) for x in (k, a, b))
-    return (k, a, b) if ok else None
-
-
-def erf_affine(sigma: Function) -> tuple[float, float, float] | None:
-    """``(k, a, b)`` for sigma = k erf(a z + b) (``erf``, ``erf(z-1)``, ...), else None."""
-    if sigma.identity is not None:
-        return None
-    return _erf_affine(sigma.expression)
-
-
-def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.ndarray:
-    """:func:`xi_direct`'s columns for sigma = k erf(a z + b) exactly (THEORY.md §12.4): with
-    mu = a M + b, s = a sc, E exp(-j (s xi + mu)^2) = exp(-j mu^2 / (1 + 2 j s^2)) /
-    sqrt(1 + 2 j s^2), so E sigma = k erf(mu / sqrt(1 + 2 s^2)), E sigma' = k a (2 / sqrt(pi))
-    E exp(-(s xi + mu)^2), E[xi sigma'] = sc d/dM E sigma' (Stein), E sigma'^2 = k^2 a^2 (4 / pi)
-    E exp(-2 (s xi + mu)^2) (entire functions of M: no rule, no ripples)."""
-    mu = a * np.asarray(M, dtype=np.float64) + b
-    s2 = (a * sc) ** 2
-    d1, d2 = 1.0 + 2.0 * s2, 1.0 + 4.0 * s2
-    m1 = (k * a * 2.0 / math.sqrt(math.pi * d1)) * np.exp(-mu * mu / d1)
-    v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
-    return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
 
 
 def has_closed(sigma: Function) -> bool:
