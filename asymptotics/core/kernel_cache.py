@@ -32,6 +32,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.small_dense",
     "asymptotics.equations.node_sums",
     "asymptotics.equations.two_groups",
+    "asymptotics.equations.mean_lsq",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
     "asymptotics.spectra.outside_kernels",

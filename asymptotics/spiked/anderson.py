@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.mean_lsq import mean_coef2
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.node_sums import check_sums, v_sums
 from asymptotics.equations.small_dense import dresolvent, resolvent
@@ -106,8 +107,11 @@ def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, 
     for g in range(K):
         zeta[g] = beta * pi[g] * tau[g] * zh[g]
     psi = beta * (V1.T @ ph)
-    Qb = np.ascontiguousarray(U[:, :nk])
-    m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta.ravel())) / sv[:nk])
+    if K == 2 and nk == 2 and U.shape[1] == 2:  # (the completion's full-rank design)
+        m = mean_coef2(U, sv, Vt, Psi, ht, zeta.ravel())
+    else:
+        Qb = np.ascontiguousarray(U[:, :nk])
+        m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta.ravel())) / sv[:nk])
     X1 = Q1h + beta * (ph @ ph.T)
     X2 = Q2h.copy()
     for g in range(K):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.mean_lsq import mean_elimination2
 from asymptotics.equations.node_sums import q_sums, v_parts
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
@@ -296,27 +297,35 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
     # however collinear the mu0_g are), then m = lstsq(Phi, ht - Psi zeta) (as in full_map)
-    U, sv, Vt = np.linalg.svd(Phi, full_matrices=False)
-    nk = 0
-    for i in range(sv.shape[0]):
-        if sv[i] > 1e-12 * sv[0]:
-            nk += 1
-    Qb = np.ascontiguousarray(U[:, :nk])
-    Psr = Psi - Qb @ (Qb.T @ Psi)
-    htr = ht - Qb @ (Qb.T @ ht)
-    Sys = Psr.T @ Psr
-    rhs = Psr.T @ htr
-    for g in range(K):
-        dl = A * beta * pi[g] * tau[g]
-        for i in range(r):
-            gi = g * r + i
-            Sys[gi, :] *= dl
-            rhs[gi] *= dl
-            Sys[gi, gi] += 1.0
-    zeta = np.linalg.solve(Sys, rhs)
-    # mean_lstsq, by this SVD (the C copy is the one numba's '@' would make of the slice)
-    m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])
-    zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
+    fast = False
+    if K == 2:  # Cholesky QR of the two-column design (equations.mean_lsq: equal to round-off)
+        fast, zeta, m, zh, U, sv, Vt, power, total = mean_elimination2(Phi, Psi, ht, A, beta,
+                                                                       pi, tau, r)
+        nk = 2
+    if not fast:
+        U, sv, Vt = np.linalg.svd(Phi, full_matrices=False)
+        nk = 0
+        for i in range(sv.shape[0]):
+            if sv[i] > 1e-12 * sv[0]:
+                nk += 1
+        Qb = np.ascontiguousarray(U[:, :nk])
+        Psr = Psi - Qb @ (Qb.T @ Psi)
+        htr = ht - Qb @ (Qb.T @ ht)
+        Sys = Psr.T @ Psr
+        rhs = Psr.T @ htr
+        for g in range(K):
+            dl = A * beta * pi[g] * tau[g]
+            for i in range(r):
+                gi = g * r + i
+                Sys[gi, :] *= dl
+                rhs[gi] *= dl
+                Sys[gi, gi] += 1.0
+        zeta = np.linalg.solve(Sys, rhs)
+        # mean_lstsq, by this SVD (the C copy is the one numba's '@' would make of the slice)
+        m = np.ascontiguousarray(Vt[:nk].T) @ ((Qb.T @ (ht - Psi @ zeta)) / sv[:nk])
+        zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
+        power = (U.T @ ht) ** 2
+        total = float(ht @ ht)
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
     state[o_v2:o_z] = V2in
@@ -379,7 +388,7 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     qv = np.linalg.solve(Mq, c0)
     state[o_q1:o_q2] = qv[:K * K]
     state[o_q2:o_v1] = qv[K * K:]
-    return (state, ok, sv, (U.T @ ht) ** 2, float(ht @ ht), iv, M, v2, tau, V1, V2, ph, Phi,
+    return (state, ok, sv, power, total, iv, M, v2, tau, V1, V2, ph, Phi,
             Psi, ht, U, sv, Vt, nk, b, E0)
 
 
