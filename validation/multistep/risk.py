@@ -30,9 +30,10 @@ F     z1 + z1*z2                     hypercube  16      1, 1, 1
 ====  =============================  =========  ======  ==========
 
 at ``d = 1000`` (6 seeds; 8 for F, whose several-steps check in the tests needs 8) and then
-``d = 2000`` (3 seeds; in the order A, F, D, B, C, E, so that
-a partial run has the most useful ones). Root seed of a (setting, d): ``100000 (i + 1) + d``
-(``i`` = 0..5 for A..F); repetition ``r`` is child ``r`` of ``SeedSequence(root)``.
+``d = 2000`` (6 seeds, every setting alike: first 3, then 3 more, the next repetitions of the
+same root seed; in the order A, F, D, B, C, E, so that a partial run has the most useful ones).
+Root seed of a (setting, d): ``100000 (i + 1) + d`` (``i`` = 0..5 for A..F);
+repetition ``r`` is child ``r`` of ``SeedSequence(root)``.
 
 Rows (tidy, wide in the group statistics): one per (repetition, step ``t = 0..3``, ridge size),
 columns
@@ -104,7 +105,10 @@ class Plan:
                                           for dd, s, o in self.blocks))
 
 
-FULL = Plan(blocks=((1000, 6, "ABCDE"), (1000, 8, "F"), (2000, 3, "AFDBCE")), n_test=10_000,
+#: repetitions of every setting at d = 2000
+BIG_D_SEEDS = 6
+FULL = Plan(blocks=((1000, 6, "ABCDE"), (1000, 8, "F"), (2000, BIG_D_SEEDS, "AFDBCE")),
+            n_test=10_000,
             prefix="multistep_risk")
 QUICK = Plan(blocks=((24, 2, "ABCDEF"), (32, 1, "AFDBCE")), n_test=500,
              prefix="multistep_risk_quick")
@@ -344,7 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds: no repetition starts that would end after them "
                              "(run again to go on; default: none)")
     parser.add_argument("--big-d-seeds", type=integer("big-d-seeds", 1), default=None,
-                        help="repetitions at the largest d (default: the plan's, 3)")
+                        help="repetitions at the largest d (default: the plan's, "
+                             f"{BIG_D_SEEDS})")
     parser.add_argument("--summary", action="store_true",
                         help="print the test-error and group-statistics tables of the CSV; "
                              "simulate nothing")

@@ -269,17 +269,23 @@ def _markdown(df: pd.DataFrame) -> str:
 
 
 def _few_seeds(pts: pd.DataFrame) -> str:
-    """The sentence on the smallest number of seeds, from the data: how many, and where."""
+    """The sentence on the seeds, from the data: how many at each d (with the settings that
+    differ), and what the 3 s.e. test with an s.e. estimated from so few seeds means."""
+    from scipy.stats import t as student
+
     later = pts[pts.step >= 1]
     seeds = later.groupby(["setting", "d"])["count"].min()
-    low = int(seeds.min())
-    where = []
+    parts = []
     for d, s in seeds.groupby(level="d"):
-        at = sorted(s[s == low].index.get_level_values("setting"))
-        if at:
-            which = "every setting" if len(at) == len(s) else "settings " + ", ".join(at)
-            where.append(f"{which} at d = {d}")
-    return (f"With {low} seeds ({'; '.join(where)}) the s.e. is itself a rough estimate.")
+        common = int(s.mode().max())
+        other = sorted(((int(n), st) for (st, _), n in s.items() if n != common))
+        parts.append(f"{common} at d = {d}"
+                     + (" (" + ", ".join(f"{st}: {n}" for n, st in other) + ")" if other else ""))
+    counts = sorted({int(n) for n in seeds})
+    tails = ", ".join(f"{100 * 2 * student.sf(3.0, n - 1):.1f}% with {n}" for n in counts)
+    return (f"Seeds per setting: {'; '.join(parts)} (`count`). The s.e. is estimated from these "
+            f"seeds: for an exact theory a point lies beyond 3 s.e. with probability "
+            f"P(|t_(n-1)| > 3) ({tails} seeds).")
 
 
 def report_text(pts: pd.DataFrame, groups: pd.DataFrame, figure_name: str) -> str:
