@@ -25,7 +25,8 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.core.coldstart import kernel
 
 #: the activations summed here (``kind`` of :func:`xi_sums`); beyond SATURATED softplus is z
-#: and beyond 2 TANH_ONE tanh is +-1 in float64 (their formulas give exactly that there)
+#: (below -SATURATED e^z, its derivative too) and beyond 2 TANH_ONE tanh is +-1 in float64
+#: (their formulas give exactly that there)
 SOFTPLUS, TANH = 0, 1
 SATURATED, TANH_ONE = 37.0, 10.0
 
@@ -45,6 +46,9 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             if kind == SOFTPLUS:
                 if z > SATURATED:  # log1p(e^-z) below half an ulp of z: the same numbers
                     f, d = z, 1.0
+                elif z < -SATURATED:  # e < 2^-53: log1p(e) = e / (1 + e) = e in float64
+                    f = math.exp(z)
+                    d = f
                 else:
                     e = math.exp(-abs(z))
                     f = math.log1p(e) + max(z, 0.0)

@@ -319,13 +319,12 @@ def graded_rule(g: Graded, u_max: float, terms: Callable, update: Callable
         t = terms(U)
         new = update(U, wu, *t)
         tols = np.where(g.delta < 0, min(g.tol, step_rules.ACCEPT_TOL), g.tol)  # weak: 1e-6
-        weak = g.delta < 0
-        if _sub_difference(U, t, new, *subs[0], update) <= g.tol and not weak.any():
+        ok = _sub_difference(U, t, new, *subs[0], update) <= g.tol
+        wd = {i: _check(U, t, new, subs[1 + i], update) for i in np.flatnonzero(g.delta < 0)}
+        if ok and all(e <= tols[i] for i, e in wd.items()):
             return new
-        diffs = [_check(U, t, new, sw, update) for sw in subs[1:]]
-        if weak.any() and _sub_difference(U, t, new, *subs[0], update) <= g.tol and all(
-                e <= tol for e, tol, w in zip(diffs, tols, weak, strict=True) if w):
-            return new
+        diffs = [wd[i] if i in wd else _check(U, t, new, sw, update)
+                 for i, sw in enumerate(subs[1:])]
         d = np.array([float(next_steps(np.array([h]), e, 0.0, tol)[0]) if e > tol
                       else h for h, e, tol in zip(g.delta, diffs, tols, strict=True)])
         if np.all(d == g.delta):  # every axis agrees alone: refine the one farthest off
