@@ -22,7 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
 #: covariances equal to this relative tolerance (max over the blocks' entries) are one class
@@ -98,24 +97,29 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
         S = S.reshape(B, m * n, m * n)
     G = np.empty((B, m, m, n)) if not full else np.empty_like(S)
     for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
-        L, info = _potrf(S[b], lower=True, overwrite_a=True)
+        # S[b] is symmetric: its transpose is the same matrix in Fortran order (no copy)
+        L, info = _potrf(S[b].T, lower=True, overwrite_a=True)
         if info != 0:
             return None
-        if full:
-            Gb, info = _potri(L, lower=True, overwrite_c=True)
-            G[b] = Gb
+        Li, info = _trtri(L, lower=True, overwrite_c=True)
+        if info != 0:
+            return None
+        if full:  # S^-1 = L^-T L^-1 (one product: faster than potri's lauum here)
+            G[b] = Li.T @ Li
         else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
-            Li, info = _trtri(L, lower=True, overwrite_c=True)
-            Lr = Li.reshape(m * n, m, n)
-            G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
-        if info != 0:
-            return None
+            G[b] = _diag_inv(Li, m, n)
     if not full:
         return Pi, Y, G
-    low = np.tril(G)  # (potri fills the lower triangle)
-    G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(
-        m * n)
+    G = 0.5 * (G + np.swapaxes(G, 1, 2))
     return Pi, Y, G.reshape(B, m, n, m, n)
+
+
+def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
+    """The diagonals ``diag(S^-1)_(g,h)`` (m x m x n) of the blocks of ``S^-1 = Li^T Li``."""
+    if m == 1:
+        return np.einsum("ki,ki->i", Li, Li)[None, None, :]
+    Lr = Li.reshape(m * n, m, n)
+    return np.einsum("kgi,khi->ghi", Lr, Lr)
 
 
 def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int
