@@ -275,6 +275,26 @@ def test_a_network_point_does_not_depend_on_the_points_before():
             assert row.risk == A.risk(row.alpha, steps=row.step, eta=eta, **kw).risk
 
 
+def test_a_kept_route_setup_is_a_fresh_one():
+    """The route's setup (problem, rows' scale channels, coupled bulk) is built once per
+    setting and kept with the device (``route.route_setup``): a point on the kept setup, after
+    other points, is to the last bit the point on a setup built afresh."""
+    import asymptotics as A
+    from asymptotics.network import device, route
+
+    kw = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, readout="pm1")
+    first = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    s1 = route.route_setup(steps=2, eta=(2.0, 8.0), **kw)
+    assert route.route_setup(steps=2, eta=[2.0, 8.0, 16.0], **kw) is s1
+    A.risk(0.5, steps=2, eta=(2.0, 8.0), **kw)
+    kept = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    for k in [k for k in device._CACHE if k[0] == "route"]:
+        del device._CACHE[k]
+    fresh = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    assert route.route_setup(steps=2, eta=(2.0, 8.0), **kw) is not s1
+    assert np.isfinite(first) and first == kept == fresh
+
+
 def test_coupled_field_parts_are_the_complex_step():
     """The coupled channels' field parts of Q (the closed-form derivative of ``F = s^T R s``,
     ``dF = w^T dA w - y_T^T dM y_T``) against a complex step of F through the blocks of R
