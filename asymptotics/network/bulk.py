@@ -191,10 +191,9 @@ class GroupBulk:
         the bulk and the coupling reads it through :meth:`wtrace`, :meth:`_gram`, :meth:`wa`):
         where every group is in the base class its blocks are diagonal, W is B x n x K x K
         (``W_xy = diag(W[:, :, x, y])``); with one group outside it a :class:`LowRankW`; else
-        the dense W. Some ``D_g < 0`` (the spectra's real ``lam`` beyond the bulk's edge): the
-        same forms, ``W`` symmetric and indefinite (LU in place of Cholesky,
-        :func:`asymptotics.network.schur.schur`). None where singular Sig, some ``D_g = 0`` or
-        complex, or (with ``D > 0``) not positive definite."""
+        the dense W; with some ``D_g < 0`` (the spectra's real lam beyond the edge) the same
+        forms by LU (W indefinite). None where Sig is singular, D complex or 0 somewhere, or
+        (D > 0) W not positive definite."""
         if self._eig is None or np.iscomplexobj(D) or not np.all(D != 0.0):
             return None
         spd = bool(np.all(D > 0.0))
