@@ -275,6 +275,26 @@ def test_a_network_point_does_not_depend_on_the_points_before():
             assert row.risk == A.risk(row.alpha, steps=row.step, eta=eta, **kw).risk
 
 
+def test_a_kept_route_setup_is_a_fresh_one():
+    """The route's setup (problem, rows' scale channels, coupled bulk) is built once per
+    setting and kept with the device (``route.route_setup``): a point on the kept setup, after
+    other points, is to the last bit the point on a setup built afresh."""
+    import asymptotics as A
+    from asymptotics.network import device, route
+
+    kw = dict(sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16.0, readout="pm1")
+    first = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    s1 = route.route_setup(steps=2, eta=(2.0, 8.0), **kw)
+    assert route.route_setup(steps=2, eta=[2.0, 8.0, 16.0], **kw) is s1
+    A.risk(0.5, steps=2, eta=(2.0, 8.0), **kw)
+    kept = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    for k in [k for k in device._CACHE if k[0] == "route"]:
+        del device._CACHE[k]
+    fresh = A.risk(2.0, steps=2, eta=(2.0, 8.0), **kw).risk
+    assert route.route_setup(steps=2, eta=(2.0, 8.0), **kw) is not s1
+    assert np.isfinite(first) and first == kept == fresh
+
+
 def test_coupled_field_parts_are_the_complex_step():
     """The coupled channels' field parts of Q (the closed-form derivative of ``F = s^T R s``,
     ``dF = w^T dA w - y_T^T dM y_T``) against a complex step of F through the blocks of R
@@ -401,12 +421,15 @@ def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
 @pytest.mark.parametrize("K, same", [(1, ()), (2, ()), (3, ()), (2, ((1, 0),)),
                                      (3, ((2, 1),)), (3, ((1, 0), (2, 0))),
                                      (4, ((3, 1), (2, 1)))])
-def test_compact_w_is_the_dense_inverse(K, same):
+@pytest.mark.parametrize("neg", [False, True])
+def test_compact_w_is_the_dense_inverse(K, same, neg):
     """W's compact forms (diagonal blocks when every group is in the base class, the low-rank
     form with one group outside it, else dense) against the dense inverse of ``Dc^-1 + Vhat1
     (x) I`` per block in the given basis: the traces ``tr W_xy``, the Gram ``<W_xy, W_ce>_F``
     (both blind to the working basis' common rotation) and the quadratic forms
-    ``a_(x,e)^T W_xy a_(y,f)`` from ``W a``."""
+    ``a_(x,e)^T W_xy a_(y,f)`` from ``W a``. ``neg``: the first group's ``D < 0`` (the
+    spectra's real lam beyond the bulk's edge: W symmetric and indefinite, LU in place of
+    Cholesky)."""
     from asymptotics.network.schur import LowRankW
 
     B, n, m = 2, 12, 2
@@ -416,6 +439,8 @@ def test_compact_w_is_the_dense_inverse(K, same):
     gb = GroupBulk(sig)
     vh = _vhat(K, K) + 0.1 * np.eye(K)
     D = np.linspace(0.4, 1.7, K)
+    if neg:
+        D[0] = -D[0]
     a = np.random.default_rng(K).standard_normal((B, K, m, n))
     W = gb.wform(vh, D)
     c = gb._eig[3]
@@ -435,3 +460,34 @@ def test_compact_w_is_the_dense_inverse(K, same):
     assert np.allclose(gb.wtrace(W), T, rtol=1e-12, atol=1e-13)
     assert np.allclose(gb._gram(W), H, rtol=1e-12, atol=1e-13)
     assert np.allclose(np.einsum("bxei,bxiyf->xeyf", aw, Wa), Q, rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("K, same", [(1, ()), (2, ()), (2, ((1, 0),)), (3, ((2, 1),)), (3, ())])
+def test_coupling_below_the_edge_is_the_dense_route(K, same):
+    """With some ``D_g < 0`` (the spectra's real lam beyond the bulk's edge) the coupling's Gram
+    ``Acal`` and its derivative from W's compact indefinite forms (``Kc`` not formed) are those
+    of the dense route (``Kc = (I + Dc Vc)^-1`` by a full inverse per block)."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    B, n, r, k = 2, 12, 1, 2
+    sig = _noncommuting(B, K, n, seed=21 + K)
+    for g, h in same:
+        sig[:, g] = sig[:, h]
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((B, K, r + k, n))
+    E = rng.standard_normal((K, r + k, r + k))
+    ecov = np.einsum("gij,gkj->gik", E, E)
+    vh = _vhat(K, K) + 0.1 * np.eye(K)
+    D = np.linspace(0.4, 1.7, K)
+    D[0] = -D[0]
+    X1, dD = _vhat(K + 5, K), np.linspace(-0.3, 0.5, K)
+    out = []
+    for dense in (False, True):
+        gb = GroupBulk(sig)
+        if dense:
+            gb.wform = lambda vhat1, D: None
+        cc = CoupledChannels(gb, a, ecov, r, k)
+        assert (gb.wkc(vh, D)[2] is None) != dense
+        out.append((cc.acal(vh, D), cc.dacal(vh, D, X1, dD)))
+    for x, y in zip(out[0], out[1], strict=True):
+        assert np.allclose(x, y, rtol=1e-11, atol=1e-12 * np.max(np.abs(y)))

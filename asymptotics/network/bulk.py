@@ -191,14 +191,17 @@ class GroupBulk:
         the bulk and the coupling reads it through :meth:`wtrace`, :meth:`_gram`, :meth:`wa`):
         where every group is in the base class its blocks are diagonal, W is B x n x K x K
         (``W_xy = diag(W[:, :, x, y])``); with one group outside it a :class:`LowRankW`; else
-        the dense W. None where :meth:`wfull` is."""
-        if self._eig is None or not np.all(D > 0.0):
+        the dense W; with some ``D_g < 0`` (the spectra's real lam beyond the edge) the same
+        forms by LU (W indefinite). None where Sig is singular, D complex or 0 somewhere, or
+        (D > 0) W not positive definite."""
+        if self._eig is None or np.iscomplexobj(D) or not np.all(D != 0.0):
             return None
+        spd = bool(np.all(D > 0.0))
         s, rest, perm, c, inv, ident = self._eig
-        if c < self.K - 1:
-            return self.wfull(vhat1, D)
         vp, Dp = self._perm(vhat1, D)
-        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident)
+        if c < self.K - 1:
+            return schur.wfull(vp, Dp, s, rest, c, None if ident else perm, spd)
+        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident, spd)
 
     wtrace = staticmethod(wtrace)
     wa = staticmethod(wa)

@@ -45,6 +45,12 @@ class CoupledChannels:
         self._key: tuple | None = None
         self._val: tuple | None = None
 
+    def forget(self) -> None:
+        """Drop the kept intermediate results (the last point's W parts; the bulk's warm
+        starts, :meth:`asymptotics.network.bulk.GroupBulk.forget`)."""
+        self._key, self._val = None, None
+        self.bulk.forget()
+
     def rotated(self, R: np.ndarray) -> CoupledChannels:
         """The same coupling with the V basis rotated by ``R`` (r x r; as the channels' V block
         ``R^T Sig R`` of :func:`asymptotics.network.solve.aligned_problem`)."""

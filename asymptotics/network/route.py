@@ -95,6 +95,44 @@ def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
     the curve (:func:`asymptotics.network.solve.risk_network_groups_curve`, THEORY.md §10.8)."""
     if outside not in OUTSIDE:
         raise ValueError(f"outside must be one of {', '.join(OUTSIDE)}, got {outside!r}")
+    params, kw = route_setup(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                             readout=readout, outside=outside, row_scale=row_scale,
+                             problem=problem)
+    try:
+        return risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
+                                         p=p, strict=strict, solver=solver, progress=progress,
+                                         **kw, **params)
+    finally:  # (a kept setup keeps no point's intermediate results: every point forgets them
+        for v in kw.values():  # at its start anyway)
+            getattr(v, "forget", lambda: None)()
+
+
+#: the setups :func:`route_setup` keeps (each holds the device's arrays, no copy)
+SETUP_SIZE = 8
+
+
+def route_setup(sigma, target: str, *, steps: int, alpha0: float,
+                eta: float | Sequence[float], delta: float = 0.0, readout: object = "constant",
+                outside: str = "coupled", row_scale: bool = True, problem: dict | None = None
+                ) -> tuple[dict, dict]:
+    """``(params, kw)`` of :func:`risk_network_curve`: the K-group problem and the bulk's
+    keyword (:func:`network_problem`, :func:`outside_kw`, :func:`with_row_scale`), kept per
+    setting with the device (an exact function of the setting; cleared with the device's
+    cache). ``problem`` given: built around it, not kept."""
+    from asymptotics.network import device
+
+    key = None
+    if problem is None:
+        e = tuple(eta)[:steps] if isinstance(eta, Sequence) and not isinstance(eta, str) \
+            else eta
+        key = ("route", sigma, target, int(steps), float(alpha0), e, float(delta),
+               parse_readout(readout), outside, bool(row_scale))
+        try:
+            hit = device._CACHE.get(key)
+        except TypeError:  # an unhashable sigma or target: not kept
+            key, hit = None, None
+        if hit is not None:
+            return hit
     params = problem if problem is not None else network_problem(
         sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
         readout=readout)
@@ -103,9 +141,12 @@ def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
     if row_scale:
         params, kw = with_row_scale(params, kw, sigma, target, steps=steps, alpha0=alpha0,
                                     eta=eta, delta=delta, readout=readout)
-    return risk_network_groups_curve(alphas, sigma=sigma, lam=lam, beta=beta, delta=delta,
-                                     p=p, strict=strict, solver=solver, progress=progress,
-                                     **kw, **params)
+    if key is not None:
+        kept = [k for k in device._CACHE if isinstance(k, tuple) and k and k[0] == "route"]
+        for k in kept[:max(0, len(kept) + 1 - SETUP_SIZE)]:
+            device._CACHE.pop(k, None)
+        device._CACHE[key] = (params, kw)
+    return params, kw
 
 
 def with_row_scale(params: dict, kw: dict, sigma, target: str, *, steps: int, alpha0: float,

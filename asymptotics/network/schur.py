@@ -22,7 +22,6 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
-from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
 #: covariances equal to this relative tolerance (max over the blocks' entries) are one class
@@ -44,18 +43,20 @@ def base_class(sig: np.ndarray, rtol: float = CLASS_RTOL) -> list[int]:
     return max(classes, key=len)
 
 
-def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int) -> np.ndarray | None:
-    """``P_i^-1`` (B x n x c x c), None where some ``P_i`` is not positive definite."""
+def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int, spd: bool = True
+          ) -> np.ndarray | None:
+    """``P_i^-1`` (B x n x c x c), None where some ``P_i`` is not positive definite (``spd``)
+    or, with ``spd=False``, singular."""
     if c == 1:
         p = 1.0 / (Dp[0] * s) + vp[0, 0]
-        if not np.all(p > 0.0):
+        if not (np.all(p > 0.0) if spd else np.all(p != 0.0)):
             return None
         return (1.0 / p)[:, :, None, None]
     if c == 2:  # (closed form)
         a = 1.0 / (Dp[0] * s) + vp[0, 0]
         d = 1.0 / (Dp[1] * s) + vp[1, 1]
         det = a * d - vp[0, 1] * vp[0, 1]
-        if not (np.all(a > 0.0) and np.all(det > 0.0)):
+        if not ((np.all(a > 0.0) and np.all(det > 0.0)) if spd else np.all(det != 0.0)):
             return None
         Pi = np.empty(s.shape + (2, 2))
         Pi[..., 0, 0] = d / det
@@ -65,19 +66,24 @@ def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int) -> np.ndarray |
     P = np.broadcast_to(vp[:c, :c], s.shape + (c, c)).copy()
     idx = np.arange(c)
     P[..., idx, idx] += 1.0 / (s[..., None] * Dp[None, None, :c])
-    if not np.all(np.linalg.eigvalsh(P) > 0.0):
+    if spd and not np.all(np.linalg.eigvalsh(P) > 0.0):
         return None
-    Pi = np.linalg.inv(P)
+    try:
+        Pi = np.linalg.inv(P)
+    except np.linalg.LinAlgError:
+        return None
     return 0.5 * (Pi + np.swapaxes(Pi, 2, 3))
 
 
 def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          full: bool) -> tuple | None:
+          full: bool, spd: bool = True) -> tuple | None:
     """``(P^-1, Y, G)`` in the permuted group order (base class first): ``G`` the blocks of
     ``S^-1`` (B x m x n x m x n, m = K - c) or with ``full=False`` their diagonals
     (B x m x m x n, from ``L^-1``: ``S = L L^T``); ``Y``, ``G`` None when m = 0. None where a
-    factorisation fails (not positive definite). ``rest``: ``U^T Sig_h^-1 U`` for h in R."""
-    Pi = _pinv(vp, Dp, s, c)
+    factorisation fails (not positive definite). ``rest``: ``U^T Sig_h^-1 U`` for h in R.
+    ``spd=False`` (some ``D_g < 0``: W symmetric, indefinite; ``full`` only): ``S^-1`` by LU
+    per block, None where singular."""
+    Pi = _pinv(vp, Dp, s, c, spd)
     if Pi is None:
         return None
     B, n = s.shape
@@ -96,26 +102,39 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
         for g in range(m):
             S[:, g, :, g, :] += rest[:, g] / Dp[c + g]
         S = S.reshape(B, m * n, m * n)
+    if not spd:
+        try:
+            G = np.linalg.inv(S)
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(G)):
+            return None
+        return Pi, Y, (0.5 * (G + np.swapaxes(G, 1, 2))).reshape(B, m, n, m, n)
     G = np.empty((B, m, m, n)) if not full else np.empty_like(S)
     for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
-        L, info = _potrf(S[b], lower=True, overwrite_a=True)
+        # S[b] is symmetric: its transpose is the same matrix in Fortran order (no copy)
+        L, info = _potrf(S[b].T, lower=True, overwrite_a=True)
         if info != 0:
             return None
-        if full:
-            Gb, info = _potri(L, lower=True, overwrite_c=True)
-            G[b] = Gb
+        Li, info = _trtri(L, lower=True, overwrite_c=True)
+        if info != 0:
+            return None
+        if full:  # S^-1 = L^-T L^-1 (one product: faster than potri's lauum here)
+            G[b] = Li.T @ Li
         else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
-            Li, info = _trtri(L, lower=True, overwrite_c=True)
-            Lr = Li.reshape(m * n, m, n)
-            G[b] = np.einsum("kgi,khi->ghi", Lr, Lr)
-        if info != 0:
-            return None
+            G[b] = _diag_inv(Li, m, n)
     if not full:
         return Pi, Y, G
-    low = np.tril(G)  # (potri fills the lower triangle)
-    G = low + np.swapaxes(low, 1, 2) - np.diagonal(G, axis1=1, axis2=2)[:, :, None] * np.eye(
-        m * n)
+    G = 0.5 * (G + np.swapaxes(G, 1, 2))
     return Pi, Y, G.reshape(B, m, n, m, n)
+
+
+def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
+    """The diagonals ``diag(S^-1)_(g,h)`` (m x m x n) of the blocks of ``S^-1 = Li^T Li``."""
+    if m == 1:
+        return np.einsum("ki,ki->i", Li, Li)[None, None, :]
+    Lr = Li.reshape(m * n, m, n)
+    return np.einsum("kgi,khi->ghi", Lr, Lr)
 
 
 def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int
@@ -139,10 +158,10 @@ def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: i
 
 
 def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          perm: np.ndarray | None = None) -> np.ndarray | None:
+          perm: np.ndarray | None = None, spd: bool = True) -> np.ndarray | None:
     """``W`` per block (B x K x n x K x n), group ``perm[x]`` at the x-th of the permuted order
     (default: the permuted order itself); None where :func:`schur` fails."""
-    f = schur(vp, Dp, s, rest, c, full=True)
+    f = schur(vp, Dp, s, rest, c, full=True, spd=spd)
     if f is None:
         return None
     Pi, Y, G = f
@@ -187,16 +206,16 @@ class LowRankW(NamedTuple):
 
 
 def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          perm: np.ndarray, inv: np.ndarray, ident: bool):
+          perm: np.ndarray, inv: np.ndarray, ident: bool, spd: bool = True):
     """W in the most compact exact form its classes allow, in the groups' own order: every
     group in the base class: its blocks are diagonal, B x n x K x K (``W_xy =
     diag(W[:, :, x, y])``); one group outside it: a :class:`LowRankW`; else the dense
     :func:`wfull`. None where :func:`schur` fails. Read through :func:`wtrace`, :func:`wgram`,
-    :func:`wa`."""
+    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`)."""
     K = vp.shape[0]
     if c < K - 1:
-        return wfull(vp, Dp, s, rest, c, None if ident else perm)
-    f = schur(vp, Dp, s, rest, c, full=c < K)
+        return wfull(vp, Dp, s, rest, c, None if ident else perm, spd)
+    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd)
     if f is None:
         return None
     Pi, Y, G = f
