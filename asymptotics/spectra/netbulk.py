@@ -30,7 +30,12 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
-from asymptotics.spectra.outside_kernels import compiled, traces_first, traces_second
+from asymptotics.spectra.outside_kernels import (
+    compiled,
+    traces_first,
+    traces_second,
+    vpart_sums,
+)
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
@@ -142,16 +147,20 @@ class OutsideTraces:
         out.__dict__.update(self.__dict__)
         out.groups, out.pairs = [], {}
         out.__dict__.pop("_ordered", None)
+        out.__dict__.pop("_pairs_both", None)
+        out.__dict__.pop("_flat_rows", None)
         return out
 
-    def _ordered_pairs(self) -> tuple:
-        """(ob, oe, P): the ordered pairs of the second-order terms and ``O_b o O_e`` of each
-        (pairs, B, n, n), as :meth:`traces` visits them."""
-        hit = self.__dict__.get("_ordered")
+    def _ordered_pairs(self, both: bool = False) -> tuple:
+        """(ob, oe, P): the pairs of the second-order terms and ``O_b o O_e`` of each
+        (pairs, B, n, n, symmetric): every ordered pair, or (``both``) each unordered pair once
+        (it stands for both orders when ``Q`` is symmetric)."""
+        key = "_pairs_both" if both else "_ordered"
+        hit = self.__dict__.get(key)
         if hit is None or hit[3] != tuple(self.groups):
             ob, oe, P = [], [], []
             for (b, e), Pbe in (self.pairs.items() if self.groups else ()):
-                for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
+                for bb, ee in ((b, e), (e, b)) if b != e and not both else ((b, e),):
                     ob.append(bb)
                     oe.append(ee)
                     P.append(Pbe)
@@ -159,8 +168,17 @@ class OutsideTraces:
                  else np.zeros((0, self.B, self.n, self.n)))
             hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P,
                    tuple(self.groups))
-            self._ordered = hit
+            self.__dict__[key] = hit
         return hit
+
+    def _flat(self) -> tuple:
+        """(sf, wf): ``s`` and ``ws`` as (K, B n) contiguous rows (the kernels' layout)."""
+        hit = self.__dict__.get("_flat_rows")
+        if hit is None or hit[2] is not self.s:
+            hit = (np.ascontiguousarray(self.s.reshape(-1, self.K).T),
+                   np.ascontiguousarray(self.ws.reshape(-1, self.K).T), self.s)
+            self.__dict__["_flat_rows"] = hit
+        return hit[0], hit[1]
 
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
@@ -168,8 +186,7 @@ class OutsideTraces:
         same sums in numpy (:meth:`traces_numpy`)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
-        args = (vh, D, np.ascontiguousarray(self.s), np.ascontiguousarray(self.ws),
-                *self._ordered_pairs()[:2])
+        args = (vh, D, *self._flat(), self.n, *self._ordered_pairs()[:2])
         if not compiled(traces_first, args):
             if not _QUEUED:  # queues the kernels (interpreted once a process)
                 _QUEUED.append(True)
@@ -178,14 +195,16 @@ class OutsideTraces:
         return self.traces_kernels(vh, D)
 
     def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """:meth:`traces` by the kernels (compiled or not)."""
+        """:meth:`traces` by the kernels (compiled or not); with ``Vhat1`` symmetric at every
+        point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
-        ob, oe, P = self._ordered_pairs()[:3]
-        s = np.ascontiguousarray(self.s)
-        T, W = traces_first(vh, D, s, np.ascontiguousarray(self.ws), ob, oe)
+        both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
+        ob, oe, P = self._ordered_pairs(both)[:3]
+        sf, wf = self._flat()
+        T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
         if ob.size:
-            traces_second(vh, D, s, np.matmul(P, W), ob, oe, T)
+            traces_second(vh, D, sf, np.matmul(W, P), self.n, ob, oe, both, T)
         return T
 
     def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -241,10 +260,23 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     A_ = alpha / beta
     eye = np.eye(K)
     parts = vpart_parts(w, mb1, ms2, pi, beta, A_)
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    sums = (np.ascontiguousarray(pi, dtype=np.float64), outer,
+            np.ascontiguousarray(w[:, None] * outer), np.ascontiguousarray(ms2),
+            np.ascontiguousarray(w[:, None] * ms2), float(A_))
+
+    def vpart(x: np.ndarray) -> tuple:
+        """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
+        x = np.ascontiguousarray(x, dtype=np.complex128)
+        if compiled(vpart_sums, (x, *sums)):
+            M, v2 = vpart_sums(x, *sums)
+            return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
+        tau, V1, _, M, v2, _ = parts(x)
+        return tau, V1, M, v2
 
     def make(trc: OutsideTraces):
         def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-            tau, V1, _, M, v2, _ = parts(x)
+            tau, V1, M, v2 = vpart(x)
             Dv = beta * pi * tau
             T = trc.traces(M, Dv)
             e = np.einsum("xga,xag->xg", M, T) / trc.d
