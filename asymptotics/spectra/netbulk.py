@@ -144,17 +144,13 @@ class OutsideTraces:
         """The same directions without the off-diagonal parts (``T0`` only: the intermediate
         model of :class:`ChordPolish`)."""
         out = object.__new__(OutsideTraces)
-        out.__dict__.update(self.__dict__)
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k[0] != "_"})
         out.groups, out.pairs = [], {}
-        out.__dict__.pop("_ordered", None)
-        out.__dict__.pop("_pairs_both", None)
-        out.__dict__.pop("_flat_rows", None)
         return out
 
     def _ordered_pairs(self, both: bool = False) -> tuple:
-        """(ob, oe, P): the pairs of the second-order terms and ``O_b o O_e`` of each
-        (pairs, B, n, n, symmetric): every ordered pair, or (``both``) each unordered pair once
-        (it stands for both orders when ``Q`` is symmetric)."""
+        """(ob, oe, P): every ordered pair of groups (or, ``both``, each unordered pair once)
+        and its symmetric ``O_b o O_e`` (pairs, B, n, n)."""
         key = "_pairs_both" if both else "_ordered"
         hit = self.__dict__.get(key)
         if hit is None or hit[3] != tuple(self.groups):
@@ -173,12 +169,10 @@ class OutsideTraces:
 
     def _flat(self) -> tuple:
         """(sf, wf): ``s`` and ``ws`` as (K, B n) contiguous rows (the kernels' layout)."""
-        hit = self.__dict__.get("_flat_rows")
-        if hit is None or hit[2] is not self.s:
-            hit = (np.ascontiguousarray(self.s.reshape(-1, self.K).T),
-                   np.ascontiguousarray(self.ws.reshape(-1, self.K).T), self.s)
-            self.__dict__["_flat_rows"] = hit
-        return hit[0], hit[1]
+        if "_flat_rows" not in self.__dict__:
+            self._flat_rows = tuple(np.ascontiguousarray(a.reshape(-1, self.K).T)
+                                    for a in (self.s, self.ws))
+        return self._flat_rows
 
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
@@ -243,6 +237,33 @@ class OutsideTraces:
         return T
 
 
+def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
+    """The finite-difference Jacobian of a V-part residual at ``x = (tau (K), V1 (K^2))``: it
+    sees ``V1`` through ``V1 . mub1 mub1^T`` and in ``e2 = V1 - Vb``, so the columns of
+    ``V1_ab`` and ``V1_ba`` differ by that identity only (K + K(K+1)/2 evaluations)."""
+    q = x.shape[1]
+    K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
+    J = np.empty(x.shape + (q,), dtype=np.complex128)
+    cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
+    for j in cols:
+        h = 1e-7 * (1.0 + np.abs(x[:, j]))
+        J[:, :, j] = (residual(x + h[:, None] * (np.arange(q) == j), z) - F0) / h[:, None]
+        a, b = divmod(j - K, K)
+        if j >= K and a != b:
+            jt = K + b * K + a
+            J[:, :, jt] = J[:, :, j]
+            J[:, j, jt] -= 1.0
+            J[:, jt, jt] += 1.0
+    return J
+
+
+class SymSolver(Solver):
+    """:class:`~asymptotics.spectra.law.Solver` with the Jacobian of :func:`sym_jacobian`."""
+
+    def _jacobian_fd(self, x: np.ndarray, z: np.ndarray, F: np.ndarray) -> np.ndarray:
+        return sym_jacobian(self.residual, x, z, F)
+
+
 def outside_solver(prob, alpha: float, bulk) -> Solver:
     """The features' V-part at lam = -z on the bulk outside E (module docstring) as a
     :class:`~asymptotics.spectra.law.Solver` with the unknowns of
@@ -292,11 +313,11 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         return np.concatenate([tau, V1.reshape(-1, K * K)], axis=1)
 
     scale = features_mean(prob, alpha)
-    exact = Solver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
+    exact = SymSolver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
     if tr.exact and tr.d <= COARSE_BINS:
         sol = exact
     else:
-        approx = Solver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
+        approx = SymSolver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
         approx.tol = APPROX_TOL
         medium = (None if tr.exact else
                   Solver(make(tr.commuting()), start, lambda x: x[:, :K] @ pi, scale=scale))
@@ -306,7 +327,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     return sol
 
 
-class ChordPolish(Solver):
+class ChordPolish(SymSolver):
     """The full model ``exact`` started from the cheap model ``approx`` at the final z (as
     :class:`asymptotics.spectra.weights.PolishedSolver`), polished by a chord iteration: the
     Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
@@ -321,18 +342,6 @@ class ChordPolish(Solver):
         self.approx, self.medium = approx, medium
         self.broyden = BROYDEN
 
-    @staticmethod
-    def _jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
-        q = x.shape[1]
-        F0 = residual(x, z)
-        J = np.empty(x.shape + (q,), dtype=np.complex128)
-        for j in range(q):
-            h = 1e-7 * (1.0 + np.abs(x[:, j]))
-            xp = x.copy()
-            xp[:, j] += h
-            J[:, :, j] = (residual(xp, z) - F0) / h[:, None]
-        return J
-
     def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
                tol: float = NEWTON_TOL) -> tuple[np.ndarray, np.ndarray]:
         """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
@@ -342,7 +351,7 @@ class ChordPolish(Solver):
         x = x.copy()
         ok = np.zeros(z.shape[0], dtype=bool)
         try:
-            Jinv = np.linalg.inv(self._jacobian(model, x, z))
+            Jinv = np.linalg.inv(sym_jacobian(model, x, z, model(x, z)))
         except np.linalg.LinAlgError:
             return x, ok
         act = np.arange(z.shape[0])
