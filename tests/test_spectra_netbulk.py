@@ -214,3 +214,26 @@ def test_chord_through_the_commuting_model_is_the_full_path() -> None:
     full = np.where(ok, sol.stieltjes(xs), np.nan)
     assert np.all(np.isfinite(full))
     assert np.max(np.abs(fast - full)) < 1e-10 * np.max(np.abs(full))
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_vpart_sums_are_the_numpy_parts(K: int) -> None:
+    """The compiled node sums (for K = 2, 3 over the unordered pairs: ``mub1 mub1^T`` is
+    symmetric) against :func:`asymptotics.spectra.features.vpart_parts` (numpy products), at
+    rows whose ``V1`` is not symmetric."""
+    from asymptotics.spectra.features import vpart_parts
+    from asymptotics.spectra.outside_kernels import vpart_sums
+
+    rng = np.random.default_rng(K)
+    w = rng.random(50)
+    w /= w.sum()
+    mb1, ms2 = rng.standard_normal((50, K)), rng.random((50, K))
+    pi = rng.random(K)
+    pi /= pi.sum()
+    x = 0.3 * (rng.standard_normal((20, K + K * K)) + 1j * rng.standard_normal((20, K + K * K)))
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    M, v2 = vpart_sums(x, pi, outer, np.ascontiguousarray(w[:, None] * outer), ms2,
+                       np.ascontiguousarray(w[:, None] * ms2), 1.3)
+    _, _, _, Mr, v2r, _ = vpart_parts(w, mb1, ms2, pi, 0.7, 1.3)(x)
+    assert np.max(np.abs(M - Mr)) < 1e-13 * np.max(np.abs(Mr))
+    assert np.max(np.abs(v2 - v2r)) < 1e-13 * np.max(np.abs(v2r))

@@ -196,52 +196,47 @@ def vpart_sums(x: np.ndarray, pi: np.ndarray, outer: np.ndarray, outer_w: np.nda
     KK = K * K
     M = np.empty((Np, K, K), dtype=np.complex128)
     v2 = np.empty((Np, K), dtype=np.complex128)
-    if K == 2:
+    if K == 2:  # outer_01 = outer_10: three sums (M symmetric)
         for p in range(Np):
             t0, t1 = pi[0] * x[p, 0], pi[1] * x[p, 1]
-            x0, x1, x2, x3 = x[p, 2], x[p, 3], x[p, 4], x[p, 5]
-            m0, m1, m2, m3, w0, w1 = 0j, 0j, 0j, 0j, 0j, 0j
+            x00, x01, x11 = x[p, 2], x[p, 3] + x[p, 4], x[p, 5]
+            m00, m01, m11, w0, w1 = 0j, 0j, 0j, 0j, 0j
             for j in range(nodes):
-                V = (x0 * outer[j, 0] + x1 * outer[j, 1] + x2 * outer[j, 2]
-                     + x3 * outer[j, 3] + t0 * ms2[j, 0] + t1 * ms2[j, 1])
+                V = (x00 * outer[j, 0] + x01 * outer[j, 1] + x11 * outer[j, 3]
+                     + t0 * ms2[j, 0] + t1 * ms2[j, 1])
                 iv = rcp(1.0 + V)
-                m0 += iv * outer_w[j, 0]
-                m1 += iv * outer_w[j, 1]
-                m2 += iv * outer_w[j, 2]
-                m3 += iv * outer_w[j, 3]
+                m00 += iv * outer_w[j, 0]
+                m01 += iv * outer_w[j, 1]
+                m11 += iv * outer_w[j, 3]
                 w0 += iv * ms2_w[j, 0]
                 w1 += iv * ms2_w[j, 1]
-            M[p, 0, 0], M[p, 0, 1], M[p, 1, 0], M[p, 1, 1] = A * m0, A * m1, A * m2, A * m3
+            M[p, 0, 0], M[p, 0, 1], M[p, 1, 0], M[p, 1, 1] = A * m00, A * m01, A * m01, A * m11
             v2[p, 0], v2[p, 1] = A * w0, A * w1
         return M, v2
-    if K == 3:
+    if K == 3:  # outer_ab = outer_ba: six sums (M symmetric)
         for p in range(Np):
             t0, t1, t2 = pi[0] * x[p, 0], pi[1] * x[p, 1], pi[2] * x[p, 2]
-            x0, x1, x2, x3, x4 = x[p, 3], x[p, 4], x[p, 5], x[p, 6], x[p, 7]
-            x5, x6, x7, x8 = x[p, 8], x[p, 9], x[p, 10], x[p, 11]
-            m0, m1, m2, m3, m4, m5, m6, m7, m8 = 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j
+            x00, x11, x22 = x[p, 3], x[p, 7], x[p, 11]
+            x01, x02, x12 = x[p, 4] + x[p, 6], x[p, 5] + x[p, 9], x[p, 8] + x[p, 10]
+            m00, m01, m02, m11, m12, m22 = 0j, 0j, 0j, 0j, 0j, 0j
             w0, w1, w2 = 0j, 0j, 0j
             for j in range(nodes):
-                V = (x0 * outer[j, 0] + x1 * outer[j, 1] + x2 * outer[j, 2]
-                     + x3 * outer[j, 3] + x4 * outer[j, 4] + x5 * outer[j, 5]
-                     + x6 * outer[j, 6] + x7 * outer[j, 7] + x8 * outer[j, 8]
+                V = (x00 * outer[j, 0] + x01 * outer[j, 1] + x02 * outer[j, 2]
+                     + x11 * outer[j, 4] + x12 * outer[j, 5] + x22 * outer[j, 8]
                      + t0 * ms2[j, 0] + t1 * ms2[j, 1] + t2 * ms2[j, 2])
                 iv = rcp(1.0 + V)
-                m0 += iv * outer_w[j, 0]
-                m1 += iv * outer_w[j, 1]
-                m2 += iv * outer_w[j, 2]
-                m3 += iv * outer_w[j, 3]
-                m4 += iv * outer_w[j, 4]
-                m5 += iv * outer_w[j, 5]
-                m6 += iv * outer_w[j, 6]
-                m7 += iv * outer_w[j, 7]
-                m8 += iv * outer_w[j, 8]
+                m00 += iv * outer_w[j, 0]
+                m01 += iv * outer_w[j, 1]
+                m02 += iv * outer_w[j, 2]
+                m11 += iv * outer_w[j, 4]
+                m12 += iv * outer_w[j, 5]
+                m22 += iv * outer_w[j, 8]
                 w0 += iv * ms2_w[j, 0]
                 w1 += iv * ms2_w[j, 1]
                 w2 += iv * ms2_w[j, 2]
-            M[p, 0, 0], M[p, 0, 1], M[p, 0, 2] = A * m0, A * m1, A * m2
-            M[p, 1, 0], M[p, 1, 1], M[p, 1, 2] = A * m3, A * m4, A * m5
-            M[p, 2, 0], M[p, 2, 1], M[p, 2, 2] = A * m6, A * m7, A * m8
+            M[p, 0, 0], M[p, 0, 1], M[p, 0, 2] = A * m00, A * m01, A * m02
+            M[p, 1, 0], M[p, 1, 1], M[p, 1, 2] = A * m01, A * m11, A * m12
+            M[p, 2, 0], M[p, 2, 1], M[p, 2, 2] = A * m02, A * m12, A * m22
             v2[p, 0], v2[p, 1], v2[p, 2] = A * w0, A * w1, A * w2
         return M, v2
     m = np.empty(KK, dtype=np.complex128)
