@@ -4,11 +4,15 @@ Prints, warm (best of several): one sRF risk point ``asymptotics.risk(alpha, mod
 new alpha per call, past the result cache); a
 300-point density of the features' law and of the weights' law (sRF and network) on a prepared
 :class:`~asymptotics.SpectralLaw`; the construction of each law (support, atom, outliers at d);
-and the ratios to the risk point. Run: python benchmarks/bench_spectrum.py   (about a minute)
+and the ratios to the risk point. Then the network's features after steps against a warm risk
+point of the same setting (``SAME``: relu with the +-1 readout, K = 2 groups; the three-value
+readout, K = 3), CPU time (``time.process_time``: the machine may be shared). Run:
+python benchmarks/bench_spectrum.py   (a few minutes; ``--same``: only the second part)
 """
 
 from __future__ import annotations
 
+import sys
 import time
 
 import numpy as np
@@ -17,6 +21,14 @@ import asymptotics as A
 
 SETTING = dict(sigma="tanh", target="tanh", alpha0=2.0, eta=1.0, beta=0.5)
 ALPHA = 4.0
+#: network features after steps, timed against a risk point of the same setting (alpha, kw)
+SAME = {"relu, +-1 readout (K = 2)": (1.08, dict(sigma="relu", readout="pm1", steps=2,
+                                                 alpha0=1.24, beta=1.18, eta=1.0,
+                                                 target="tanh(z1)")),
+        "tanh, three-value (K = 3)": (4.0, dict(sigma="tanh",
+                                                readout={1.0: 0.25, -1.0: 0.5, 2.0: 0.25},
+                                                steps=2, alpha0=2.0, beta=0.5, eta=1.0,
+                                                target="tanh(z1)"))}
 
 
 def best_of(fn, repeat: int = 3) -> float:
@@ -29,7 +41,36 @@ def best_of(fn, repeat: int = 3) -> float:
     return min(out)
 
 
+def cpu_best(fn, repeat: int = 3) -> float:
+    fn()  # warm
+    out = []
+    for _ in range(repeat):
+        t = time.process_time()
+        fn()
+        out.append(time.process_time() - t)
+    return min(out)
+
+
+def same_setting() -> None:
+    """300-point densities of the network's features after steps and a warm risk point of the
+    same setting (model, steps, readout), CPU seconds, in one run."""
+    for name, (alpha, kw) in SAME.items():
+        law = A.spectrum("features", alpha, d=1000, **kw)
+        x = np.linspace(0.0, law.edge * 1.05, 300)
+        t_dens = cpu_best(lambda law=law, x=x: law.density(x))
+        alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))
+        t_risk = cpu_best(lambda kw=kw, alphas=alphas, m=law.model: A.risk(next(alphas), model=m,
+                                                                           **kw))
+        print(f"features, {name} ({law.model}): 300-point density {t_dens * 1e3:7.1f} ms "
+              f"CPU (target <= 300 ms); warm risk point of the same setting "
+              f"{t_risk * 1e3:7.1f} ms; density / risk point {t_dens / t_risk:5.2f}",
+              flush=True)
+
+
 def main() -> None:
+    if "--same" in sys.argv[1:]:
+        same_setting()
+        return
     # a new alpha per call: results are cached per parameter set
     alphas = iter(ALPHA * (1.0 + 1e-6 * k) for k in range(1, 100))
     t_risk = best_of(lambda: A.risk(next(alphas), model="srf", lam=0.01, **SETTING), repeat=5)
@@ -60,6 +101,7 @@ def main() -> None:
               f"({t_dens / t_risk:5.1f} risk points; one density point "
               f"{t_dens / 300 / t_risk:.2f} risk points); law with support and outliers "
               f"{t_build:5.2f} s ({t_build / t_risk:5.1f} risk points)")
+    same_setting()
 
 
 if __name__ == "__main__":

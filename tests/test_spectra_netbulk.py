@@ -159,6 +159,44 @@ def test_kernel_traces_are_the_numpy_sums(K: int) -> None:
         assert np.max(np.abs(T0 - Tn)) > 1e-6 * np.max(np.abs(Tn))
 
 
+@pytest.mark.parametrize("K", [2, 3, 4])
+def test_kernel_traces_without_symmetry_and_generic_k(K: int) -> None:
+    """A non-symmetric Vhat1 (every ordered pair of groups: the kernels' general loops) and
+    K = 4 (Gauss-Jordan per direction) against the numpy sums."""
+    rng = np.random.default_rng(11)
+    sig = np.concatenate([_triple(rng, 2, 12, 0.1), _pair(rng, 2, 12, 0.1)], axis=1)[:, :K]
+    tr = OutsideTraces(GroupBulk(sig))
+    N = 5
+    vh = 0.3 * (rng.standard_normal((N, K, K)) + 1j * rng.standard_normal((N, K, K)))
+    D = 0.5 + rng.random((N, K)) + 1j * rng.random((N, K))
+    for v in (vh, vh + np.swapaxes(vh, 1, 2)):
+        T, Tn = tr.traces_kernels(v, D), tr.traces_numpy(v, D)
+        assert np.max(np.abs(T - Tn)) < 1e-12 * np.max(np.abs(Tn))
+
+
+def test_sym_jacobian_is_the_plain_difference_quotient() -> None:
+    """One evaluation for the columns of V1_ab and V1_ba (:func:`sym_jacobian`) against the
+    difference quotient of every column."""
+    from asymptotics.spectra.netbulk import sym_jacobian
+
+    kw = dict(loadings=[[0.8, 0.1], [-0.6, 0.3]], bulk=[1.1, 0.9], fractions=[0.6, 0.4],
+              overlaps=[[0.7], [0.2]], target="tanh(z1)")
+    prob = build_spiked_problem(sigma="tanh", lam=0.01, beta=0.5, delta=0.0, **kw)
+    sol = outside_solver(prob, 2.0, GroupBulk(_pair(np.random.default_rng(3), 3, 30, 0.1)))
+    z = np.array([1.0 + 0.5j, 3.0 + 0.01j]) * sol.scale
+    x, ok = sol.solve(z)
+    assert np.all(ok)
+    F = sol.residual(x, z)
+    J = sym_jacobian(sol.residual, x, z, F)
+    plain = np.empty_like(J)
+    for j in range(x.shape[1]):
+        h = 1e-7 * (1.0 + np.abs(x[:, j]))
+        xp = x.copy()
+        xp[:, j] += h
+        plain[:, :, j] = (sol.residual(xp, z) - F) / h[:, None]
+    assert np.max(np.abs(J - plain)) < 1e-5 * np.max(np.abs(plain))
+
+
 def test_chord_through_the_commuting_model_is_the_full_path() -> None:
     """The chord (coarse path -> commuting model -> full model, the commuting model's path
     where the chord fails) against Newton along the whole path on the full model."""
@@ -176,3 +214,26 @@ def test_chord_through_the_commuting_model_is_the_full_path() -> None:
     full = np.where(ok, sol.stieltjes(xs), np.nan)
     assert np.all(np.isfinite(full))
     assert np.max(np.abs(fast - full)) < 1e-10 * np.max(np.abs(full))
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4])
+def test_vpart_sums_are_the_numpy_parts(K: int) -> None:
+    """The compiled node sums (for K = 2, 3 over the unordered pairs: ``mub1 mub1^T`` is
+    symmetric) against :func:`asymptotics.spectra.features.vpart_parts` (numpy products), at
+    rows whose ``V1`` is not symmetric."""
+    from asymptotics.spectra.features import vpart_parts
+    from asymptotics.spectra.outside_kernels import vpart_sums
+
+    rng = np.random.default_rng(K)
+    w = rng.random(50)
+    w /= w.sum()
+    mb1, ms2 = rng.standard_normal((50, K)), rng.random((50, K))
+    pi = rng.random(K)
+    pi /= pi.sum()
+    x = 0.3 * (rng.standard_normal((20, K + K * K)) + 1j * rng.standard_normal((20, K + K * K)))
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    M, v2 = vpart_sums(x, pi, outer, np.ascontiguousarray(w[:, None] * outer), ms2,
+                       np.ascontiguousarray(w[:, None] * ms2), 1.3)
+    _, _, _, Mr, v2r, _ = vpart_parts(w, mb1, ms2, pi, 0.7, 1.3)(x)
+    assert np.max(np.abs(M - Mr)) < 1e-13 * np.max(np.abs(Mr))
+    assert np.max(np.abs(v2 - v2r)) < 1e-13 * np.max(np.abs(v2r))

@@ -36,6 +36,7 @@ KERNEL_MODULES = [
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
     "asymptotics.spectra.outside_kernels",
+    "asymptotics.spectra.outside_scalar",
 ]
 
 

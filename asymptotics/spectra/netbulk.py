@@ -30,7 +30,12 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
-from asymptotics.spectra.outside_kernels import compiled, traces_first, traces_second
+from asymptotics.spectra.outside_kernels import (
+    compiled,
+    traces_first,
+    traces_second,
+    vpart_sums,
+)
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
@@ -139,19 +144,19 @@ class OutsideTraces:
         """The same directions without the off-diagonal parts (``T0`` only: the intermediate
         model of :class:`ChordPolish`)."""
         out = object.__new__(OutsideTraces)
-        out.__dict__.update(self.__dict__)
+        out.__dict__.update({k: v for k, v in self.__dict__.items() if k[0] != "_"})
         out.groups, out.pairs = [], {}
-        out.__dict__.pop("_ordered", None)
         return out
 
-    def _ordered_pairs(self) -> tuple:
-        """(ob, oe, P): the ordered pairs of the second-order terms and ``O_b o O_e`` of each
-        (pairs, B, n, n), as :meth:`traces` visits them."""
-        hit = self.__dict__.get("_ordered")
+    def _ordered_pairs(self, both: bool = False) -> tuple:
+        """(ob, oe, P): every ordered pair of groups (or, ``both``, each unordered pair once)
+        and its symmetric ``O_b o O_e`` (pairs, B, n, n)."""
+        key = "_pairs_both" if both else "_ordered"
+        hit = self.__dict__.get(key)
         if hit is None or hit[3] != tuple(self.groups):
             ob, oe, P = [], [], []
             for (b, e), Pbe in (self.pairs.items() if self.groups else ()):
-                for bb, ee in ((b, e), (e, b)) if b != e else ((b, e),):
+                for bb, ee in ((b, e), (e, b)) if b != e and not both else ((b, e),):
                     ob.append(bb)
                     oe.append(ee)
                     P.append(Pbe)
@@ -159,8 +164,15 @@ class OutsideTraces:
                  else np.zeros((0, self.B, self.n, self.n)))
             hit = (np.array(ob, dtype=np.int64), np.array(oe, dtype=np.int64), P,
                    tuple(self.groups))
-            self._ordered = hit
+            self.__dict__[key] = hit
         return hit
+
+    def _flat(self) -> tuple:
+        """(sf, wf): ``s`` and ``ws`` as (K, B n) contiguous rows (the kernels' layout)."""
+        if "_flat_rows" not in self.__dict__:
+            self._flat_rows = tuple(np.ascontiguousarray(a.reshape(-1, self.K).T)
+                                    for a in (self.s, self.ws))
+        return self._flat_rows
 
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
@@ -168,8 +180,7 @@ class OutsideTraces:
         same sums in numpy (:meth:`traces_numpy`)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
-        args = (vh, D, np.ascontiguousarray(self.s), np.ascontiguousarray(self.ws),
-                *self._ordered_pairs()[:2])
+        args = (vh, D, *self._flat(), self.n, *self._ordered_pairs()[:2])
         if not compiled(traces_first, args):
             if not _QUEUED:  # queues the kernels (interpreted once a process)
                 _QUEUED.append(True)
@@ -178,14 +189,16 @@ class OutsideTraces:
         return self.traces_kernels(vh, D)
 
     def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """:meth:`traces` by the kernels (compiled or not)."""
+        """:meth:`traces` by the kernels (compiled or not); with ``Vhat1`` symmetric at every
+        point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
-        ob, oe, P = self._ordered_pairs()[:3]
-        s = np.ascontiguousarray(self.s)
-        T, W = traces_first(vh, D, s, np.ascontiguousarray(self.ws), ob, oe)
+        both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
+        ob, oe, P = self._ordered_pairs(both)[:3]
+        sf, wf = self._flat()
+        T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
         if ob.size:
-            traces_second(vh, D, s, np.matmul(P, W), ob, oe, T)
+            traces_second(vh, D, sf, np.matmul(W, P), self.n, ob, oe, both, T)
         return T
 
     def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -224,6 +237,33 @@ class OutsideTraces:
         return T
 
 
+def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
+    """The finite-difference Jacobian of a V-part residual at ``x = (tau (K), V1 (K^2))``: it
+    sees ``V1`` through ``V1 . mub1 mub1^T`` and in ``e2 = V1 - Vb``, so the columns of
+    ``V1_ab`` and ``V1_ba`` differ by that identity only (K + K(K+1)/2 evaluations)."""
+    q = x.shape[1]
+    K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
+    J = np.empty(x.shape + (q,), dtype=np.complex128)
+    cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
+    for j in cols:
+        h = 1e-7 * (1.0 + np.abs(x[:, j]))
+        J[:, :, j] = (residual(x + h[:, None] * (np.arange(q) == j), z) - F0) / h[:, None]
+        a, b = divmod(j - K, K)
+        if j >= K and a != b:
+            jt = K + b * K + a
+            J[:, :, jt] = J[:, :, j]
+            J[:, j, jt] -= 1.0
+            J[:, jt, jt] += 1.0
+    return J
+
+
+class SymSolver(Solver):
+    """:class:`~asymptotics.spectra.law.Solver` with the Jacobian of :func:`sym_jacobian`."""
+
+    def _jacobian_fd(self, x: np.ndarray, z: np.ndarray, F: np.ndarray) -> np.ndarray:
+        return sym_jacobian(self.residual, x, z, F)
+
+
 def outside_solver(prob, alpha: float, bulk) -> Solver:
     """The features' V-part at lam = -z on the bulk outside E (module docstring) as a
     :class:`~asymptotics.spectra.law.Solver` with the unknowns of
@@ -241,10 +281,23 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     A_ = alpha / beta
     eye = np.eye(K)
     parts = vpart_parts(w, mb1, ms2, pi, beta, A_)
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    sums = (np.ascontiguousarray(pi, dtype=np.float64), outer,
+            np.ascontiguousarray(w[:, None] * outer), np.ascontiguousarray(ms2),
+            np.ascontiguousarray(w[:, None] * ms2), float(A_))
+
+    def vpart(x: np.ndarray) -> tuple:
+        """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
+        x = np.ascontiguousarray(x, dtype=np.complex128)
+        if compiled(vpart_sums, (x, *sums)):
+            M, v2 = vpart_sums(x, *sums)
+            return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
+        tau, V1, _, M, v2, _ = parts(x)
+        return tau, V1, M, v2
 
     def make(trc: OutsideTraces):
         def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
-            tau, V1, _, M, v2, _ = parts(x)
+            tau, V1, M, v2 = vpart(x)
             Dv = beta * pi * tau
             T = trc.traces(M, Dv)
             e = np.einsum("xga,xag->xg", M, T) / trc.d
@@ -260,11 +313,11 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         return np.concatenate([tau, V1.reshape(-1, K * K)], axis=1)
 
     scale = features_mean(prob, alpha)
-    exact = Solver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
+    exact = SymSolver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
     if tr.exact and tr.d <= COARSE_BINS:
         sol = exact
     else:
-        approx = Solver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
+        approx = SymSolver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
         approx.tol = APPROX_TOL
         medium = (None if tr.exact else
                   Solver(make(tr.commuting()), start, lambda x: x[:, :K] @ pi, scale=scale))
@@ -274,7 +327,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     return sol
 
 
-class ChordPolish(Solver):
+class ChordPolish(SymSolver):
     """The full model ``exact`` started from the cheap model ``approx`` at the final z (as
     :class:`asymptotics.spectra.weights.PolishedSolver`), polished by a chord iteration: the
     Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
@@ -289,18 +342,6 @@ class ChordPolish(Solver):
         self.approx, self.medium = approx, medium
         self.broyden = BROYDEN
 
-    @staticmethod
-    def _jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
-        q = x.shape[1]
-        F0 = residual(x, z)
-        J = np.empty(x.shape + (q,), dtype=np.complex128)
-        for j in range(q):
-            h = 1e-7 * (1.0 + np.abs(x[:, j]))
-            xp = x.copy()
-            xp[:, j] += h
-            J[:, :, j] = (residual(xp, z) - F0) / h[:, None]
-        return J
-
     def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
                tol: float = NEWTON_TOL) -> tuple[np.ndarray, np.ndarray]:
         """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
@@ -310,7 +351,7 @@ class ChordPolish(Solver):
         x = x.copy()
         ok = np.zeros(z.shape[0], dtype=bool)
         try:
-            Jinv = np.linalg.inv(self._jacobian(model, x, z))
+            Jinv = np.linalg.inv(sym_jacobian(model, x, z, model(x, z)))
         except np.linalg.LinAlgError:
             return x, ok
         act = np.arange(z.shape[0])

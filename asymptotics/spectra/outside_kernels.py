@@ -1,7 +1,11 @@
 """Compiled kernels of :class:`asymptotics.spectra.netbulk.OutsideTraces` (docs/THEORY.md
 §16.8, docs/DERIVATIONS.md §9.8): the traces ``T = T0 + A + B`` of the bulk outside E at a
-batch of complex points, one loop over points and directions; the products with ``O_b o O_e``
-between the two kernels are one BLAS product per block (the caller's)."""
+batch of complex points, one loop over points and directions with the sums in registers
+(written out for K = 1, 2; local arrays for K >= 3, the 3 x 3 inverse by cofactors), and the
+V-part's node sums (:func:`vpart_sums`). Between the two trace kernels the products with
+``O_b o O_e`` are one BLAS product per block (the caller's). When ``Vhat1`` is symmetric (it is:
+an average of ``mub1 mub1^T``), ``Q_i = Vhat1 N_i`` is symmetric too (push-through), so
+``Y^{be} = Y^{eb}``: one product serves both ordered pairs of two groups (``both``)."""
 
 from __future__ import annotations
 
@@ -9,196 +13,256 @@ import numpy as np
 
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
+from asymptotics.spectra.outside_scalar import first2, first3, rcp, second2, second3
 
-#: fast math in the loops over directions (reassociated, vectorised sums; complex products
-#: without the inf/NaN recovery: a point whose sums overflow is caught by the callers' checks
-#: on m, Im m >= 0 and the 10% move from the path's model)
+#: fast math in the loops over directions (reassociated, vectorised sums; complex reciprocals
+#: in real arithmetic, without the inf/NaN recovery: a point whose sums overflow is caught by
+#: the callers' checks on m, Im m >= 0 and the 10% move from the path's model)
 FAST = True
 
 
-@kernel(cache=True, error_model="numpy")
-def _ninv_at(vh: np.ndarray, D: np.ndarray, s: np.ndarray, out: np.ndarray) -> None:
-    """Kernel: ``out = (I + diag(D s) Vhat1)^-1`` (K x K, complex) for one direction."""
-    K = s.shape[0]
-    if K == 1:
-        out[0, 0] = 1.0 / (1.0 + D[0] * s[0] * vh[0, 0])
-    elif K == 2:
-        u0, u1 = D[0] * s[0], D[1] * s[1]
-        a, b = 1.0 + u0 * vh[0, 0], u0 * vh[0, 1]
-        c, e = u1 * vh[1, 0], 1.0 + u1 * vh[1, 1]
-        idet = 1.0 / (a * e - b * c)
-        out[0, 0], out[0, 1] = e * idet, -b * idet
-        out[1, 0], out[1, 1] = -c * idet, a * idet
-    else:  # Gauss-Jordan with partial pivoting (no LAPACK call per direction)
-        A = np.empty((K, K), dtype=np.complex128)
-        for a in range(K):
-            for b in range(K):
-                A[a, b] = D[a] * s[a] * vh[a, b] + (1.0 if a == b else 0.0)
-                out[a, b] = 1.0 if a == b else 0.0
-        for c in range(K):
-            p = c
-            for r in range(c + 1, K):
-                if abs(A[r, c]) > abs(A[p, c]):
-                    p = r
-            if p != c:
-                for j in range(K):
-                    A[c, j], A[p, j] = A[p, j], A[c, j]
-                    out[c, j], out[p, j] = out[p, j], out[c, j]
-            piv = 1.0 / A[c, c]
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def _ninv(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, j: int, A: np.ndarray,
+          out: np.ndarray) -> None:
+    """Kernel: ``out = (I + diag(D s_j) Vhat1)^-1`` (K x K, complex) for direction ``j``
+    (``A`` scratch): cofactors for K = 3, else Gauss-Jordan with partial pivoting."""
+    K = sf.shape[0]
+    for a in range(K):
+        u = D[a] * sf[a, j]
+        for b in range(K):
+            A[a, b] = u * vh[a, b] + (1.0 if a == b else 0.0)
+    if K == 3:
+        c00 = A[1, 1] * A[2, 2] - A[1, 2] * A[2, 1]
+        c01 = A[1, 2] * A[2, 0] - A[1, 0] * A[2, 2]
+        c02 = A[1, 0] * A[2, 1] - A[1, 1] * A[2, 0]
+        idet = rcp(A[0, 0] * c00 + A[0, 1] * c01 + A[0, 2] * c02)
+        out[0, 0], out[1, 0], out[2, 0] = c00 * idet, c01 * idet, c02 * idet
+        out[0, 1] = (A[0, 2] * A[2, 1] - A[0, 1] * A[2, 2]) * idet
+        out[1, 1] = (A[0, 0] * A[2, 2] - A[0, 2] * A[2, 0]) * idet
+        out[2, 1] = (A[0, 1] * A[2, 0] - A[0, 0] * A[2, 1]) * idet
+        out[0, 2] = (A[0, 1] * A[1, 2] - A[0, 2] * A[1, 1]) * idet
+        out[1, 2] = (A[0, 2] * A[1, 0] - A[0, 0] * A[1, 2]) * idet
+        out[2, 2] = (A[0, 0] * A[1, 1] - A[0, 1] * A[1, 0]) * idet
+        return
+    for a in range(K):
+        for b in range(K):
+            out[a, b] = 1.0 if a == b else 0.0
+    for c in range(K):
+        p = c
+        for r in range(c + 1, K):
+            if abs(A[r, c]) > abs(A[p, c]):
+                p = r
+        if p != c:
             for j in range(K):
-                A[c, j] *= piv
-                out[c, j] *= piv
-            for r in range(K):
-                if r != c:
-                    f = A[r, c]
-                    for j in range(K):
-                        A[r, j] -= f * A[c, j]
-                        out[r, j] -= f * out[c, j]
+                A[c, j], A[p, j] = A[p, j], A[c, j]
+                out[c, j], out[p, j] = out[p, j], out[c, j]
+        piv = rcp(A[c, c])
+        for j in range(K):
+            A[c, j] *= piv
+            out[c, j] *= piv
+        for r in range(K):
+            if r != c:
+                f = A[r, c]
+                for j in range(K):
+                    A[r, j] -= f * A[c, j]
+                    out[r, j] -= f * out[c, j]
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
-def _n2(v00: complex, v01: complex, v10: complex, v11: complex, u0: complex,
-        u1: complex) -> tuple:
-    """Kernel: ``(I + diag(u) Vhat1)^-1`` for K = 2 as four scalars (row-major)."""
-    a, b = 1.0 + u0 * v00, u0 * v01
-    c, e = u1 * v10, 1.0 + u1 * v11
-    idet = 1.0 / (a * e - b * c)
-    return e * idet, -b * idet, -c * idet, a * idet
-
-
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
-def traces_first(vh: np.ndarray, D: np.ndarray, s: np.ndarray, ws: np.ndarray,
-                  ob: np.ndarray, oe: np.ndarray) -> tuple:
-    """Kernel: ``T0`` (N x K x K) of :meth:`OutsideTraces.traces` and, per ordered pair
-    ``(ob[p], oe[p])``, ``Q_i[ob, oe]`` on every direction as a real array (pairs, B, n, 2N):
-    real parts in the first N columns, imaginary parts in the last N (one BLAS product with
+def traces_first(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, n: int,
+                 wb: np.ndarray, we: np.ndarray) -> tuple:
+    """Kernel: ``T0`` (N x K x K) of :meth:`OutsideTraces.traces` on the directions
+    ``sf[g, b n + i]`` (weights times s: ``wf``) and, per pair ``(wb[p], we[p])``,
+    ``Q_i[wb, we]`` on every direction as a real array (pairs, B, 2N, n): real parts in rows
+    0..N-1, imaginary parts in rows N..2N-1 (one BLAS product with the symmetric
     ``O_b o O_e`` then gives ``Y``)."""
     Np, K = D.shape
-    B, n = s.shape[0], s.shape[1]
-    npo = ob.shape[0]
+    nd = sf.shape[1]
+    B = nd // n
+    npo = wb.shape[0]
     T = np.zeros((Np, K, K), dtype=np.complex128)
-    W = np.empty((npo, B, n, 2 * Np))
-    Nm = np.empty((K, K), dtype=np.complex128)
-    for x in range(Np):
-        if K == 1 and npo == 0:
+    W = np.empty((npo, B, 2 * Np, n))
+    if K == 2 and (npo == 0 or (npo == 1 and wb[0] == 1 and we[0] == 1)):
+        first2(vh, D, sf, wf, n, npo, T, W)
+        return T, W
+    if K == 3:
+        first3(vh, D, sf, wf, n, wb, we, T, W)
+        return T, W
+    if K == 1 and npo == 0:
+        for x in range(Np):
             u, t00 = D[x, 0] * vh[x, 0, 0], 0j
-            for b in range(B):
-                for i in range(n):
-                    t00 += ws[b, i, 0] / (1.0 + u * s[b, i, 0])
+            for j in range(nd):
+                t00 += wf[0, j] * rcp(1.0 + u * sf[0, j])
             T[x, 0, 0] = t00
-            continue
-        if K == 2:
-            v00, v01, v10, v11 = vh[x, 0, 0], vh[x, 0, 1], vh[x, 1, 0], vh[x, 1, 1]
-            D0, D1 = D[x, 0], D[x, 1]
-            t00, t01, t10, t11 = 0j, 0j, 0j, 0j
-            for b in range(B):
-                for i in range(n):
-                    s0, s1 = s[b, i, 0], s[b, i, 1]
-                    n00, n01, n10, n11 = _n2(v00, v01, v10, v11, D0 * s0, D1 * s1)
-                    t00 += n00 * ws[b, i, 0]
-                    t01 += n01 * ws[b, i, 1]
-                    t10 += n10 * ws[b, i, 0]
-                    t11 += n11 * ws[b, i, 1]
-                    for p in range(npo):
-                        if ob[p] == 0:
-                            q = v00 * (n00 if oe[p] == 0 else n01) + v01 * (n10 if oe[p] == 0
-                                                                             else n11)
-                        else:
-                            q = v10 * (n00 if oe[p] == 0 else n01) + v11 * (n10 if oe[p] == 0
-                                                                             else n11)
-                        W[p, b, i, x] = q.real
-                        W[p, b, i, Np + x] = q.imag
-            T[x, 0, 0], T[x, 0, 1], T[x, 1, 0], T[x, 1, 1] = t00, t01, t10, t11
-            continue
+        return T, W
+    A = np.empty((K, K), dtype=np.complex128)
+    Nm = np.empty((K, K), dtype=np.complex128)
+    Tl = np.empty((K, K), dtype=np.complex128)
+    for x in range(Np):
+        Tl[:, :] = 0.0
         for b in range(B):
             for i in range(n):
-                _ninv_at(vh[x], D[x], s[b, i], Nm)
+                j = b * n + i
+                _ninv(vh[x], D[x], sf, j, A, Nm)
                 for a in range(K):
                     for g in range(K):
-                        T[x, a, g] += Nm[a, g] * ws[b, i, g]
+                        Tl[a, g] += Nm[a, g] * wf[g, j]
                 for p in range(npo):
                     q = 0j
                     for c in range(K):
-                        q += vh[x, ob[p], c] * Nm[c, oe[p]]
-                    W[p, b, i, x] = q.real
-                    W[p, b, i, Np + x] = q.imag
+                        q += vh[x, wb[p], c] * Nm[c, we[p]]
+                    W[p, b, x, i] = q.real
+                    W[p, b, Np + x, i] = q.imag
+        for a in range(K):
+            for g in range(K):
+                T[x, a, g] = Tl[a, g]
     return T, W
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
-def _second2(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray, x: int, Np: int,
-             bb: int, ee: int, acc: np.ndarray, sub: np.ndarray) -> None:
-    """Kernel: the sums of :func:`traces_second` for K = 2 and one point and pair, in
-    scalars (``acc[a, g] = sum_i N_i[a, bb] y_i s_ig Q_i[ee, g]``, ``sub[a] = sum_i
-    N_i[a, bb] y_i``)."""
-    v00, v01, v10, v11 = vh[0, 0], vh[0, 1], vh[1, 0], vh[1, 1]
-    D0, D1 = D[0], D[1]
-    ve0, ve1 = (v00, v01) if ee == 0 else (v10, v11)
-    a00, a01, a10, a11, s0_, s1_ = 0j, 0j, 0j, 0j, 0j, 0j
-    for b in range(s.shape[0]):
-        for i in range(s.shape[1]):
-            s0, s1 = s[b, i, 0], s[b, i, 1]
-            n00, n01, n10, n11 = _n2(v00, v01, v10, v11, D0 * s0, D1 * s1)
-            y = Y[b, i, x] + 1j * Y[b, i, Np + x]
-            q0 = (ve0 * n00 + ve1 * n10) * s0
-            q1 = (ve0 * n01 + ve1 * n11) * s1
-            na0 = (n00 if bb == 0 else n01) * y
-            na1 = (n10 if bb == 0 else n11) * y
-            a00 += na0 * q0
-            a01 += na0 * q1
-            a10 += na1 * q0
-            a11 += na1 * q1
-            s0_ += na0
-            s1_ += na1
-    acc[0, 0] += a00
-    acc[0, 1] += a01
-    acc[1, 0] += a10
-    acc[1, 1] += a11
-    sub[0] += s0_
-    sub[1] += s1_
-
-
-@kernel(cache=True, error_model="numpy")
-def traces_second(vh: np.ndarray, D: np.ndarray, s: np.ndarray, Y: np.ndarray,
-                   ob: np.ndarray, oe: np.ndarray, T: np.ndarray) -> None:
+def traces_second(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, n: int,
+                  wb: np.ndarray, we: np.ndarray, both: bool, T: np.ndarray) -> None:
     """Kernel: adds the second-order terms ``A + B`` of :meth:`OutsideTraces.traces` to ``T``
-    from ``Y`` (pairs, B, n, 2N) = ``(O_b o O_e) Q[ob, oe]`` (real, imaginary columns)."""
+    from ``Y`` (pairs, B, 2N, n) = ``(O_b o O_e) Q[wb, we]`` (real, imaginary rows); ``both``:
+    an off-diagonal pair stands for both of its orders (``Q`` symmetric). Per direction
+    ``r[a, e] = sum_b D_b N[a, b] Y^{be}``; then ``B[a, g] += sum_e D_e r[a, e] s_g Q[e, g]``
+    and ``A[a, e] -= r[a, e]``: all pairs in one pass over the directions."""
     Np, K = D.shape
-    B, n = s.shape[0], s.shape[1]
-    npo = ob.shape[0]
+    B = Y.shape[1]
+    npo = wb.shape[0]
+    if K == 2 and npo == 1 and wb[0] == 1 and we[0] == 1:
+        second2(vh, D, sf, Y, n, T)
+        return
+    if K == 3 and both and np.all(wb >= 1) and np.all(we >= 1):
+        second3(vh, D, sf, Y, n, wb, we, T)
+        return
+    col = np.zeros(K, dtype=np.bool_)  # the columns e with a pair (b, e)
+    for p in range(npo):
+        col[we[p]] = True
+        if both:
+            col[wb[p]] = True
+    A = np.empty((K, K), dtype=np.complex128)
     Nm = np.empty((K, K), dtype=np.complex128)
-    Qe = np.empty(K, dtype=np.complex128)
-    acc = np.empty((npo, K, K), dtype=np.complex128)
-    sub = np.empty((npo, K), dtype=np.complex128)
+    Q = np.empty((K, K), dtype=np.complex128)
+    r = np.empty((K, K), dtype=np.complex128)
+    Bl = np.empty((K, K), dtype=np.complex128)
+    Al = np.empty((K, K), dtype=np.complex128)
     for x in range(Np):
-        acc[:, :, :] = 0.0
-        sub[:, :] = 0.0
-        if K == 2:
-            for p in range(npo):
-                _second2(vh[x], D[x], s, Y[p], x, Np, ob[p], oe[p], acc[p], sub[p])
-        for b in range(B if K != 2 else 0):
+        Bl[:, :] = 0.0
+        Al[:, :] = 0.0
+        for b in range(B):
             for i in range(n):
-                _ninv_at(vh[x], D[x], s[b, i], Nm)  # once a direction, for every pair
+                j = b * n + i
+                _ninv(vh[x], D[x], sf, j, A, Nm)
+                r[:, :] = 0.0
                 for p in range(npo):
-                    bb, ee = ob[p], oe[p]
-                    y = Y[p, b, i, x] + 1j * Y[p, b, i, Np + x]
-                    for g in range(K):
-                        q = 0j
-                        for c in range(K):
-                            q += vh[x, ee, c] * Nm[c, g]
-                        Qe[g] = q * s[b, i, g]
+                    bb, ee = wb[p], we[p]
+                    y = complex(Y[p, b, x, i], Y[p, b, Np + x, i])
+                    f = D[x, bb] * y
                     for a in range(K):
-                        na = Nm[a, bb] * y
+                        r[a, ee] += Nm[a, bb] * f
+                    if both and bb != ee:
+                        f = D[x, ee] * y
+                        for a in range(K):
+                            r[a, bb] += Nm[a, ee] * f
+                for e in range(K):
+                    if col[e]:
                         for g in range(K):
-                            acc[p, a, g] += na * Qe[g]
-                        sub[p, a] += na
-        for p in range(npo):
-            bb, ee = ob[p], oe[p]
-            dd = D[x, bb] * D[x, ee]
-            for a in range(K):
-                for g in range(K):
-                    T[x, a, g] += dd * acc[p, a, g]
-                T[x, a, ee] -= D[x, bb] * sub[p, a]
+                            q = 0j
+                            for c in range(K):
+                                q += vh[x, e, c] * Nm[c, g]
+                            Q[e, g] = q * sf[g, j]
+                for a in range(K):
+                    for e in range(K):
+                        if col[e]:
+                            c = D[x, e] * r[a, e]
+                            for g in range(K):
+                                Bl[a, g] += c * Q[e, g]
+                            Al[a, e] += r[a, e]
+        for a in range(K):
+            for g in range(K):
+                T[x, a, g] += Bl[a, g] - Al[a, g]
+
+
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def vpart_sums(x: np.ndarray, pi: np.ndarray, outer: np.ndarray, outer_w: np.ndarray,
+               ms2: np.ndarray, ms2_w: np.ndarray, A: float) -> tuple:
+    """Kernel: ``(M, v2)`` of :func:`asymptotics.spectra.features.vpart_parts` at the rows of
+    ``x = (tau (K), V1 (K^2))``: ``V_j = V1 . outer_j + (pi tau) . ms2_j``, ``M = A sum_j
+    w_j outer_j/(1 + V_j)``, ``v2 = A sum_j w_j ms2_j/(1 + V_j)`` (``outer_w``, ``ms2_w``: times
+    the weights), one pass over the nodes a point."""
+    Np = x.shape[0]
+    nodes, K = ms2.shape
+    KK = K * K
+    M = np.empty((Np, K, K), dtype=np.complex128)
+    v2 = np.empty((Np, K), dtype=np.complex128)
+    if K == 2:  # outer_01 = outer_10: three sums (M symmetric)
+        for p in range(Np):
+            t0, t1 = pi[0] * x[p, 0], pi[1] * x[p, 1]
+            x00, x01, x11 = x[p, 2], x[p, 3] + x[p, 4], x[p, 5]
+            m00, m01, m11, w0, w1 = 0j, 0j, 0j, 0j, 0j
+            for j in range(nodes):
+                V = (x00 * outer[j, 0] + x01 * outer[j, 1] + x11 * outer[j, 3]
+                     + t0 * ms2[j, 0] + t1 * ms2[j, 1])
+                iv = rcp(1.0 + V)
+                m00 += iv * outer_w[j, 0]
+                m01 += iv * outer_w[j, 1]
+                m11 += iv * outer_w[j, 3]
+                w0 += iv * ms2_w[j, 0]
+                w1 += iv * ms2_w[j, 1]
+            M[p, 0, 0], M[p, 0, 1], M[p, 1, 0], M[p, 1, 1] = A * m00, A * m01, A * m01, A * m11
+            v2[p, 0], v2[p, 1] = A * w0, A * w1
+        return M, v2
+    if K == 3:  # outer_ab = outer_ba: six sums (M symmetric)
+        for p in range(Np):
+            t0, t1, t2 = pi[0] * x[p, 0], pi[1] * x[p, 1], pi[2] * x[p, 2]
+            x00, x11, x22 = x[p, 3], x[p, 7], x[p, 11]
+            x01, x02, x12 = x[p, 4] + x[p, 6], x[p, 5] + x[p, 9], x[p, 8] + x[p, 10]
+            m00, m01, m02, m11, m12, m22 = 0j, 0j, 0j, 0j, 0j, 0j
+            w0, w1, w2 = 0j, 0j, 0j
+            for j in range(nodes):
+                V = (x00 * outer[j, 0] + x01 * outer[j, 1] + x02 * outer[j, 2]
+                     + x11 * outer[j, 4] + x12 * outer[j, 5] + x22 * outer[j, 8]
+                     + t0 * ms2[j, 0] + t1 * ms2[j, 1] + t2 * ms2[j, 2])
+                iv = rcp(1.0 + V)
+                m00 += iv * outer_w[j, 0]
+                m01 += iv * outer_w[j, 1]
+                m02 += iv * outer_w[j, 2]
+                m11 += iv * outer_w[j, 4]
+                m12 += iv * outer_w[j, 5]
+                m22 += iv * outer_w[j, 8]
+                w0 += iv * ms2_w[j, 0]
+                w1 += iv * ms2_w[j, 1]
+                w2 += iv * ms2_w[j, 2]
+            M[p, 0, 0], M[p, 0, 1], M[p, 0, 2] = A * m00, A * m01, A * m02
+            M[p, 1, 0], M[p, 1, 1], M[p, 1, 2] = A * m01, A * m11, A * m12
+            M[p, 2, 0], M[p, 2, 1], M[p, 2, 2] = A * m02, A * m12, A * m22
+            v2[p, 0], v2[p, 1], v2[p, 2] = A * w0, A * w1, A * w2
+        return M, v2
+    m = np.empty(KK, dtype=np.complex128)
+    w = np.empty(K, dtype=np.complex128)
+    t = np.empty(K, dtype=np.complex128)
+    for p in range(Np):
+        m[:] = 0.0
+        w[:] = 0.0
+        for g in range(K):
+            t[g] = pi[g] * x[p, g]
+        for j in range(nodes):
+            V = 0j
+            for ab in range(KK):
+                V += x[p, K + ab] * outer[j, ab]
+            for g in range(K):
+                V += t[g] * ms2[j, g]
+            iv = rcp(1.0 + V)
+            for ab in range(KK):
+                m[ab] += iv * outer_w[j, ab]
+            for g in range(K):
+                w[g] += iv * ms2_w[j, g]
+        for a in range(K):
+            v2[p, a] = A * w[a]
+            for b in range(K):
+                M[p, a, b] = A * m[a * K + b]
+    return M, v2
 
 
 def compiled(disp, args: tuple) -> bool:
