@@ -68,15 +68,42 @@ def outlier_locations(phis: Phis, edge: float, k: int) -> list[float]:
     n_out = int(np.sum(ev_lo > 1.0))
     if n_out == 0:
         return []
-    # a first bound of the top root, c_1(lo) (exact if c_1 were constant), doubled until every
-    # eigenvalue is below 1
-    hi = max(2.0 * edge, edge + 1.0, 1.01 * lo * float(ev_lo[0]))
+    try:
+        return _locations(f, edge, lo, ev_lo, n_out)
+    except ValueError:  # a form not finite inside the bracket: the former search
+        return _brent_locations(f, edge, lo, n_out)
+
+
+def _brent_locations(f: Cached, edge: float, lo: float, n_out: int) -> list[float]:
+    """The roots by Brent's method on ev_i(lam) - 1 in [lo, hi], hi doubled from 2 edge."""
+    hi = max(2.0 * edge, edge + 1.0)
     for _ in range(200):
         if f.top(hi)[0] < 1.0:
             break
         hi *= 2.0
     else:
         return [math.inf] * n_out
+    out = []
+    for i in range(n_out):
+        out.append(float(brentq(lambda lam, i=i: f.top(lam)[i] - 1.0, lo, hi,
+                                xtol=1e-12 * hi, rtol=1e-12)))
+    return sorted(out, reverse=True)
+
+
+def _locations(f: Cached, edge: float, lo: float, ev_lo: np.ndarray, n_out: int
+               ) -> list[float]:
+    """:func:`outlier_locations` by secants (ValueError where a value is not finite)."""
+    # a first bound of the top root, c_1(lo) (exact if c_1 were constant), doubled until every
+    # eigenvalue is below 1
+    hi = 1.01 * lo * float(ev_lo[0])
+    if not (hi > max(2.0 * edge, edge + 1.0) and f.top(hi)[0] < 1.0):
+        hi = max(2.0 * edge, edge + 1.0)  # (else the former doubling from 2 edge)
+        for _ in range(200):
+            if f.top(hi)[0] < 1.0:
+                break
+            hi *= 2.0
+        else:
+            return [math.inf] * n_out
     out = []
     for i in range(n_out):
         a, b = lo, hi
@@ -107,14 +134,14 @@ def _secant(h: Callable[[float], float], a: float, b: float, x: float, tol: floa
     method when h is not finite or after :data:`SECANT_MAX` steps)."""
     fa, fb = h(a), h(b)
     if not (math.isfinite(fa) and math.isfinite(fb)):
-        return float(brentq(h, a, b, xtol=tol * b, rtol=tol))
+        raise ValueError("a form is not finite")
     if not a < x < b:
         x = (a * fb - b * fa) / (fb - fa)
     px, pf = prev, h(prev)
     for _ in range(SECANT_MAX):
         fx = h(x)
         if not math.isfinite(fx):
-            return float(brentq(h, a, b, xtol=tol * b, rtol=tol))
+            raise ValueError("a form is not finite")
         if fx == 0.0:
             return x
         if fx > 0.0:

@@ -260,7 +260,7 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
             i = j + 1
         else:
             i += 1
-    if out and out[-1][1] == edge:
+    if out and out[-1][1] == edge and getattr(solver, "real_branch", True):
         solver.branch = Branch(top_fold)
     return out
 

@@ -81,6 +81,10 @@ class PolishedSolver(Solver):
     instead of the whole path); where that fails (not converged, or a change above 10%), the
     exact path for those points only."""
 
+    #: the outliers' real solutions by the path (:func:`asymptotics.spectra.branch.real_solution`
+    #: continued on the exact resolvent's branch met NaN forms far above the bulk)
+    real_branch = False
+
     def __init__(self, exact: Solver, approx: Solver) -> None:
         super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
         self.approx = approx
