@@ -200,6 +200,8 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     from asymptotics.spectra.branch import Branch, fold, polish
 
     solver.branch = None
+    if not getattr(solver, "real_branch", True):
+        return _bulk_support_grid(solver, hi, n_grid)
     top_fold = None
     for _ in range(8):
         X, ok = solver.solve(np.array([hi + 1j * Y_END * solver.scale]))
@@ -260,7 +262,7 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
             i = j + 1
         else:
             i += 1
-    if out and out[-1][1] == edge and getattr(solver, "real_branch", True):
+    if out and out[-1][1] == edge:
         solver.branch = Branch(top_fold)
     return out
 

@@ -81,8 +81,10 @@ class PolishedSolver(Solver):
     instead of the whole path); where that fails (not converged, or a change above 10%), the
     exact path for those points only."""
 
-    #: the outliers' real solutions by the path (:func:`asymptotics.spectra.branch.real_solution`
-    #: continued on the exact resolvent's branch met NaN forms far above the bulk)
+    #: the support by grids and the outliers' real solutions by the path, not on the real
+    #: branch (:mod:`asymptotics.spectra.branch`): continued on the exact resolvent, the branch
+    #: met NaN forms far above the bulk, and the walk down from above missed a small top
+    #: component of the one-step relu network's features that the grid finds
     real_branch = False
 
     def __init__(self, exact: Solver, approx: Solver) -> None:
