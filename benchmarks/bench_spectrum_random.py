@@ -10,7 +10,8 @@ a second call with the same arguments), a 300-point density on [0, 1.05 edge] (w
 after one call), and one risk point ``asymptotics.risk(alpha, ..., model=<the law's model>)``
 of the same setting (first call; then warm, at alpha (1 + 1e-6 k) past the result cache).
 CPU time (``time.process_time``: the machine may be shared). Run:
-``python benchmarks/bench_spectrum_random.py --n 8`` (minutes per setting on a cold cache).
+``python benchmarks/bench_spectrum_random.py`` (20 settings; minutes per setting on a cold
+cache); rows are appended to benchmarks/data/bench_spectrum_random.txt with the git revision.
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def measure(of: str, alpha: float, kw: dict) -> tuple:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--n", type=int, default=8, help="settings drawn (default 8)")
+    ap.add_argument("--n", type=int, default=20, help="settings drawn (default 20)")
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--of", default="features,weights")
     args = ap.parse_args(argv)

@@ -222,7 +222,7 @@ def test_vpart_sums_are_the_numpy_parts(K: int) -> None:
     symmetric) against :func:`asymptotics.spectra.features.vpart_parts` (numpy products), at
     rows whose ``V1`` is not symmetric."""
     from asymptotics.spectra.features import vpart_parts
-    from asymptotics.spectra.outside_kernels import vpart_sums
+    from asymptotics.spectra.traces.outside_kernels import vpart_sums
 
     rng = np.random.default_rng(K)
     w = rng.random(50)

@@ -35,8 +35,8 @@ KERNEL_MODULES = [
     "asymptotics.equations.mean_lsq",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
-    "asymptotics.spectra.outside_kernels",
-    "asymptotics.spectra.outside_scalar",
+    "asymptotics.spectra.traces.outside_kernels",
+    "asymptotics.spectra.traces.outside_scalar",
 ]
 
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.spectra.bbp import outlier_locations, overlap_vectors
+from asymptotics.spectra.bbp import Cached, outlier_locations, overlap_vectors
+from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
 from asymptotics.spiked.problem import SpikedProblem
 
@@ -277,7 +278,7 @@ def features_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: floa
     def avg(lam: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """E[psi psi^T/(1+V)], -tau_g (> 0 above the bulk) and the learned channels'
         -q^T (F^T F - lam)^-1 q per unit |q|^2 / beta (generic: -tau_g)."""
-        x, ok = sol.solve(np.array([lam + 0j]))
+        x, ok = real_solution(sol, lam)
         _, _, V, _, _, _ = sol.parts(x)
         iv = t.weights / (1.0 + V[0].real)
         E = np.einsum("j,ja,jb->ab", iv, psi, psi)
@@ -294,7 +295,7 @@ def features_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: floa
             if Em[g, g] > 1e-14:
                 out.append(Outlier(math.inf, names[g], {"mean": 1.0}))
 
-        def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+        def phis_(lam: float) -> tuple[np.ndarray, np.ndarray]:
             E, _, ml = avg(lam)
             Ess = E[np.ix_(spk_idx, spk_idx)]
             Esm = E[np.ix_(spk_idx, mean_idx)]
@@ -302,6 +303,7 @@ def features_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: floa
             S = Ess - Esm @ np.linalg.pinv(Emm, rcond=1e-12) @ Esm.T
             return alpha * S, np.diag(ml * pi[group[spk_idx]])
 
+        phis = Cached(phis_)
         for lam in outlier_locations(phis, edge, len(spk_idx)):
             qv, _ = overlap_vectors(phis, lam)
             ov = {names[K + i]: float(qv[i] / pi[group[K + i]] / learned_norm[i])
@@ -311,9 +313,11 @@ def features_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: floa
     n, p = alpha * d, beta * d
     qn = np.where(np.arange(nch) < K, p * pi[group], beta * pi[group])  # |q_a|^2 per unit
 
-    def phis_d(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def phis_d_(lam: float) -> tuple[np.ndarray, np.ndarray]:
         E, mt, ml = avg(lam)
         return (n / p) * E, np.diag(np.concatenate([mt, ml]) * qn)
+
+    phis_d = Cached(phis_d_)
 
     for lam in outlier_locations(phis_d, edge, nch):
         qv, _ = overlap_vectors(phis_d, lam)

@@ -28,6 +28,7 @@ CARRY = False
 STAGE_TOL = 1e-8  # Newton's tolerance in the path's stages before the last
 QUASI_MAX = 30  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
+SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sought
 
 
 class Solver:
@@ -177,10 +178,114 @@ def density_of(solver: Solver, x: np.ndarray) -> np.ndarray:
     return d.reshape(x.shape)
 
 
+def _density_solutions(solver: Solver, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`density_of` at the points x with the solutions there (rows of the path's
+    solution at x + i0)."""
+    z = x + 1j * Y_END * solver.scale
+    X, ok = solver.solve(z)
+    m = np.where(ok, solver.stieltjes(X), np.nan + 0j) + solver.atom / z
+    d = np.maximum(m.imag / math.pi, 0.0)
+    d[np.abs(x) < 1e-12 * solver.scale] = 0.0
+    return d, X
+
+
 def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
-    """The intervals where the density is positive, on a linear grid joined with a geometric
-    one near 0 (small components beside an atom), edges refined by three vectorised grid
-    passes; ``hi`` bounds the bulk from above (doubled until it does)."""
+    """The intervals where the density is positive (docs/THEORY.md §16.10): the top edge is the
+    fold of the real branch continued down from ``hi`` (doubled while inside the support); the
+    components are found on a linear grid below it (with its spacing, and its extent, as the
+    former coarse pass on [0, hi] gave it) joined with a geometric one near 0 (small components
+    beside an atom), and each edge is the fold of the real branch from the grid point outside
+    (:func:`asymptotics.spectra.branch.fold`; where it fails, three vectorised grid passes).
+    The top edge's branch is kept as ``solver.branch`` (the outliers' real solutions)."""
+    from asymptotics.spectra.branch import Branch, fold, polish
+
+    solver.branch = None
+    if not getattr(solver, "real_branch", True):
+        return _bulk_support_grid(solver, hi, n_grid)
+    top_fold = None
+    for _ in range(8):
+        X, ok = solver.solve(np.array([hi + 1j * Y_END * solver.scale]))
+        if not ok[0]:
+            break
+        if np.any(np.abs(X[0].imag) > 1e-6 * (1.0 + np.abs(X[0]))):
+            hi *= 2.0  # inside the support: the density at hi is positive
+            continue
+        p = polish(solver, X[0], hi)
+        top_fold = fold(solver, p, 0.0, monotone=True) if p is not None else None
+        break
+    if top_fold is None or not top_fold.ok:
+        return _bulk_support_grid(solver, hi, n_grid)
+    edge = top_fold.edge
+    x = np.linspace(0.0, hi, n_grid + 1)[1:]
+    below = x[x < edge]
+    top = min(hi, 1.1 * ((below[-1] if below.size else hi) + hi / n_grid))
+    x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
+                                  np.geomspace(1e-4 * top, top / n_grid, 30)]))
+    d, X = _density_solutions(solver, x)
+    tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    on = d > tol
+
+    def side(i_out: int, i_in: int) -> float:
+        """The edge beyond grid point i_out (outside) toward i_in (inside): the fold before
+        x[i_in], else before the next points of the component (the density's tail at Im z =
+        Y_END scale can exceed tol just outside an edge next to a large m'(x), e.g. beside the
+        atom); else (no fold) the grid passes on [x[i_out], x[i_in]]."""
+        a, b = x[i_out], x[i_in]
+        if i_out == i_in + 1 and b < edge < a and not np.any(on[i_out:]):
+            return edge  # the top edge
+        p = polish(solver, X[i_out], a)
+        k, step = i_in, i_in - i_out
+        while p is not None and 0 <= k < len(x) and on[k] and abs(k - i_in) < SIDE_POINTS:
+            f = fold(solver, p, x[k])
+            if f.ok and min(a, x[k]) < f.edge < max(a, x[k]):
+                return f.edge
+            p, k = f.points[-1], k + step
+        return _refine(solver, min(a, b), max(a, b), tol, rising=b > a)
+
+    out = []
+    i = 0
+    while i < len(x):
+        if on[i]:
+            j = i
+            while j + 1 < len(x) and on[j + 1]:
+                j += 1
+            lo = side(i - 1, i) if i else _refine(solver, 0.0, x[i], tol, True)
+            up = (side(j + 1, j) if j + 1 < len(x)
+                  else _refine(solver, x[j], 2 * x[j] - x[j - 1], tol, False))
+            if not lo < up:  # (folds of a component not ordered: the grid passes)
+                lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
+                up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1],
+                             tol, False)
+            if out and lo - out[-1][1] < GAP_MIN * top:
+                lo = out.pop()[0]
+            out.append((float(max(lo, 0.0)), float(up)))
+            i = j + 1
+        else:
+            i += 1
+    if out and out[-1][1] == edge:
+        solver.branch = Branch(top_fold)
+    return out
+
+
+def _refine(solver: Solver, a: float, b: float, tol: float, rising: bool) -> float:
+    """An edge in [a, b] (where the density crosses ``tol``) by three vectorised grid passes of
+    16 intervals: the interval of width (b - a)/4096 of the former two passes of 64, with a
+    third of the points."""
+    for _ in range(3):
+        g = np.linspace(a, b, 17)
+        dg = density_of(solver, g) > tol
+        idx = np.argmax(dg) if rising else len(g) - 1 - np.argmax(dg[::-1])
+        if rising:
+            a, b = (g[max(idx - 1, 0)], g[idx])
+        else:
+            a, b = (g[idx], g[min(idx + 1, len(g) - 1)])
+    return 0.5 * (a + b)
+
+
+def _bulk_support_grid(solver: Solver, hi: float, n_grid: int = 240
+                       ) -> list[tuple[float, float]]:
+    """:func:`bulk_support` by grids only (where the real branch is not found): a coarse pass
+    on [0, hi] for the top, then the components' edges refined by grid passes."""
     for _ in range(8):
         x = np.linspace(0.0, hi, n_grid + 1)[1:]
         d = density_of(solver, x)
@@ -194,18 +299,6 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     d = density_of(solver, x)
     tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
     on = d > tol
-
-    def refine(a: float, b: float, rising: bool) -> float:
-        for _ in range(2):
-            g = np.linspace(a, b, 65)
-            dg = density_of(solver, g) > tol
-            idx = np.argmax(dg) if rising else len(g) - 1 - np.argmax(dg[::-1])
-            if rising:
-                a, b = (g[max(idx - 1, 0)], g[idx])
-            else:
-                a, b = (g[idx], g[min(idx + 1, len(g) - 1)])
-        return 0.5 * (a + b)
-
     out = []
     i = 0
     while i < len(x):
@@ -213,8 +306,9 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
             j = i
             while j + 1 < len(x) and on[j + 1]:
                 j += 1
-            lo = refine(x[i - 1] if i else 0.0, x[i], True)
-            up = refine(x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], False)
+            lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
+            up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], tol,
+                         False)
             if out and lo - out[-1][1] < GAP_MIN * top:
                 lo = out.pop()[0]
             out.append((float(max(lo, 0.0)), float(up)))

@@ -30,7 +30,7 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
-from asymptotics.spectra.outside_kernels import (
+from asymptotics.spectra.traces.outside_kernels import (
     compiled,
     traces_first,
     traces_second,

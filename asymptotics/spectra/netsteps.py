@@ -22,7 +22,8 @@ import math
 
 import numpy as np
 
-from asymptotics.spectra.bbp import outlier_locations, signed_overlaps
+from asymptotics.spectra.bbp import Cached, outlier_locations, signed_overlaps
+from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver
 from asymptotics.spiked.problem import SpikedProblem
 
@@ -151,7 +152,7 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
 
     def avg(lam: float) -> tuple[np.ndarray, np.ndarray]:
         """(n/p) E[psi psi^T/(1+V)] over all channels and the solution x at lam."""
-        x, _ = sol.solve(np.array([lam + 0j]))
+        x, _ = real_solution(sol, lam)
         _, _, V, _, _, _ = sol.parts(x)
         iv = t.weights / (1.0 + V[0].real)
         E = np.zeros((nch, nch))
@@ -172,11 +173,13 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
         si = np.arange(K, nch)
         mi = np.arange(K)
 
-        def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+        def phis_(lam: float) -> tuple[np.ndarray, np.ndarray]:
             E, x = avg(lam)
             S = (E[np.ix_(si, si)] - E[np.ix_(si, mi)]
                  @ np.linalg.pinv(E[np.ix_(mi, mi)], rcond=1e-12) @ E[np.ix_(mi, si)])
             return S, phi2(x, gram)[np.ix_(si, si)]
+
+        phis = Cached(phis_)
 
         for lam in outlier_locations(phis, edge, len(si)):
             c, _ = signed_overlaps(phis, lam)
@@ -188,9 +191,11 @@ def network_steps_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge:
     gram_d = gram.copy()
     gram_d[np.arange(K), np.arange(K)] = p * pi
 
-    def phis_d(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def phis_d_(lam: float) -> tuple[np.ndarray, np.ndarray]:
         E, x = avg(lam)
         return E, phi2(x, gram_d)
+
+    phis_d = Cached(phis_d_)
 
     for lam in outlier_locations(phis_d, edge, nch):
         c, _ = signed_overlaps(phis_d, lam)
@@ -287,8 +292,10 @@ def network_steps_weights(s, target: str, *, alpha0: float, eta, delta: float, b
             return np.full((r + k, r + k), np.nan)
         return (p / lam) * np.einsum("g,gab->ab", fr / (1.0 + c * m), second)
 
-    def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def phis_(lam: float) -> tuple[np.ndarray, np.ndarray]:
         return lam_of(lam), np.eye(r + k)
+
+    phis = Cached(phis_)
 
     outs = []
     for lam in outlier_locations(phis, edge, r + k):

@@ -24,7 +24,13 @@ from asymptotics.coefficients.cget import ge_coefficients
 from asymptotics.coefficients.functions import Function
 from asymptotics.measures.population_quadrature import TOL, law_nodes, population_rules
 from asymptotics.measures.resolvent_kernels import dyson_forms
-from asymptotics.spectra.bbp import outlier_locations, overlap_vectors, signed_overlaps
+from asymptotics.spectra.bbp import (
+    Cached,
+    outlier_locations,
+    overlap_vectors,
+    signed_overlaps,
+)
+from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
 
 N_POP = 16  # Gauss nodes of the population law of the network's bulk rows (its default)
@@ -74,6 +80,12 @@ class PolishedSolver(Solver):
     """The exact solver started from a cheap approximate one at the final z (a few Newton steps
     instead of the whole path); where that fails (not converged, or a change above 10%), the
     exact path for those points only."""
+
+    #: the support by grids and the outliers' real solutions by the path, not on the real
+    #: branch (:mod:`asymptotics.spectra.branch`): continued on the exact resolvent, the branch
+    #: met NaN forms far above the bulk, and the walk down from above missed a small top
+    #: component of the one-step relu network's features that the grid finds
+    real_branch = False
 
     def __init__(self, exact: Solver, approx: Solver) -> None:
         super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
@@ -144,7 +156,8 @@ def weights_outliers(sol: Solver, edge: float, *, r: float, gamma: float, c: flo
     p = beta * d
 
     def vform(lam: float) -> tuple[float, float, float]:
-        m = float(sol.m(np.array([lam + 0j]))[0].real)
+        x, ok = real_solution(sol, lam)
+        m = float(sol.stieltjes(x)[0].real) if ok else math.nan
         y = beta * m
         if forms is None:
             vv = 1.0 / (1.0 + y * c)
@@ -152,9 +165,11 @@ def weights_outliers(sol: Solver, edge: float, *, r: float, gamma: float, c: flo
         vv, tv = forms(y)
         return m, vv, tv
 
-    def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def phis_(lam: float) -> tuple[np.ndarray, np.ndarray]:
         m, vv, _ = vform(lam)
         return np.array([[lam * r * r * p * (-m)]]), np.array([[vv / lam]])
+
+    phis = Cached(phis_)
 
     out = []
     for lam in outlier_locations(phis, edge, 1):
@@ -219,13 +234,15 @@ def lowrank_outliers(mt: Callable[[float], float], edge: float, *, p: float, c: 
     c, w = np.asarray(c, float), np.asarray(w, float) / np.sum(w)
     left, gram = np.asarray(left, float), np.asarray(gram, float)
 
-    def phis(lam: float) -> tuple[np.ndarray, np.ndarray]:
+    def phis_(lam: float) -> tuple[np.ndarray, np.ndarray]:
         m = mt(lam)
         if not math.isfinite(m):
             r = gram.shape[0]
             return np.full((r, r), np.nan), np.full((r, r), np.nan)
         q = w / (1.0 + c * m)
         return p * (left.T * q[None, :]) @ left, -m * gram
+
+    phis = Cached(phis_)
 
     out = []
     for lam in outlier_locations(phis, edge, gram.shape[0]):

@@ -1,4 +1,4 @@
-"""The scalar kernels of :mod:`asymptotics.spectra.outside_kernels` for two and three groups
+"""The scalar kernels of :mod:`asymptotics.spectra.traces.outside_kernels` for two and three groups
 (docs/THEORY.md §16.8, docs/DERIVATIONS.md §9.8): per point, one loop over the directions with
 ``N_i = (I + diag(D s_i) Vhat1)^-1`` written out (K = 2: from ``det = 1 + u0 v00 + u1 v11 +
 u0 u1 det(Vhat1)``; K = 3: cofactors) and every total in a register; the second-order sums of
@@ -10,7 +10,7 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 
-#: fast math (as :data:`asymptotics.spectra.outside_kernels.FAST`)
+#: fast math (as :data:`asymptotics.spectra.traces.outside_kernels.FAST`)
 FAST = True
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
-from asymptotics.spectra.outside_scalar import first2, first3, rcp, second2, second3
+from asymptotics.spectra.traces.outside_scalar import first2, first3, rcp, second2, second3
 
 #: fast math in the loops over directions (reassociated, vectorised sums; complex reciprocals
 #: in real arithmetic, without the inf/NaN recovery: a point whose sums overflow is caught by
