@@ -9,6 +9,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import lru_cache
+from operator import attrgetter
 
 import numpy as np
 
@@ -299,13 +300,18 @@ def _frame(results: list[SpikedResult]):
     if not results:
         return pd.DataFrame([], columns=RESULT_COLUMNS)
     first = results[0].to_dict()
-    cols = {k: [getattr(res, k) for res in results] for k in RESULT_COLUMNS}
+    rows = list(map(_ROW, results))  # (every column of a result at once: one C call)
+    cols = dict(zip(RESULT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
     for k in JSON_FIELDS:
         if k == "order":
             cols[k] = [None if v is None else _order_json(v) for v in cols[k]]
         else:
             cols[k] = [first[k]] * len(results)
     return pd.DataFrame(cols, columns=RESULT_COLUMNS)
+
+
+#: a result's fields in the order of ``RESULT_COLUMNS``
+_ROW = attrgetter(*RESULT_COLUMNS)
 
 
 def _order_json(order: dict) -> str:
