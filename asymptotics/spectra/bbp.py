@@ -74,14 +74,21 @@ def outlier_locations(phis: Phis, edge: float, k: int) -> list[float]:
         return _brent_locations(f, edge, lo, n_out)
 
 
-def _brent_locations(f: Cached, edge: float, lo: float, n_out: int) -> list[float]:
-    """The roots by Brent's method on ev_i(lam) - 1 in [lo, hi], hi doubled from 2 edge."""
+def _doubled(f: Cached, edge: float) -> float | None:
+    """A bound above every root: 2 edge doubled until every eigenvalue is below 1 (None: none
+    within 200 doublings)."""
     hi = max(2.0 * edge, edge + 1.0)
     for _ in range(200):
         if f.top(hi)[0] < 1.0:
-            break
+            return hi
         hi *= 2.0
-    else:
+    return None
+
+
+def _brent_locations(f: Cached, edge: float, lo: float, n_out: int) -> list[float]:
+    """The roots by Brent's method on ev_i(lam) - 1 in [lo, hi], hi doubled from 2 edge."""
+    hi = _doubled(f, edge)
+    if hi is None:
         return [math.inf] * n_out
     out = []
     for i in range(n_out):
@@ -97,12 +104,8 @@ def _locations(f: Cached, edge: float, lo: float, ev_lo: np.ndarray, n_out: int
     # eigenvalue is below 1
     hi = 1.01 * lo * float(ev_lo[0])
     if not (hi > max(2.0 * edge, edge + 1.0) and f.top(hi)[0] < 1.0):
-        hi = max(2.0 * edge, edge + 1.0)  # (else the former doubling from 2 edge)
-        for _ in range(200):
-            if f.top(hi)[0] < 1.0:
-                break
-            hi *= 2.0
-        else:
+        hi = _doubled(f, edge)  # (else the former doubling from 2 edge)
+        if hi is None:
             return [math.inf] * n_out
     out = []
     for i in range(n_out):
