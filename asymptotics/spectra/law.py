@@ -243,25 +243,15 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
         return _refine(solver, min(a, b), max(a, b), tol, rising=b > a)
 
     out = []
-    i = 0
-    while i < len(x):
-        if on[i]:
-            j = i
-            while j + 1 < len(x) and on[j + 1]:
-                j += 1
-            lo = side(i - 1, i) if i else _refine(solver, 0.0, x[i], tol, True)
-            up = (side(j + 1, j) if j + 1 < len(x)
-                  else _refine(solver, x[j], 2 * x[j] - x[j - 1], tol, False))
-            if not lo < up:  # (folds of a component not ordered: the grid passes)
-                lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
-                up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1],
-                             tol, False)
-            if out and lo - out[-1][1] < GAP_MIN * top:
-                lo = out.pop()[0]
-            out.append((float(max(lo, 0.0)), float(up)))
-            i = j + 1
-        else:
-            i += 1
+    for i, j in _runs(on):
+        lo = side(i - 1, i) if i else _refine(solver, 0.0, x[i], tol, True)
+        up = (side(j + 1, j) if j + 1 < len(x)
+              else _refine(solver, x[j], 2 * x[j] - x[j - 1], tol, False))
+        if not lo < up:  # (folds of a component not ordered: the grid passes)
+            lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
+            up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1],
+                         tol, False)
+        _append(out, lo, up, top)
     if out and out[-1][1] == edge:
         solver.branch = Branch(top_fold)
     return out
@@ -300,22 +290,33 @@ def _bulk_support_grid(solver: Solver, hi: float, n_grid: int = 240
     tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
     on = d > tol
     out = []
-    i = 0
-    while i < len(x):
+    for i, j in _runs(on):
+        lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
+        up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], tol,
+                     False)
+        _append(out, lo, up, top)
+    return out
+
+
+def _runs(on: np.ndarray):
+    """The maximal runs ``(i, j)`` (first, last index) of True in ``on``."""
+    i, n = 0, len(on)
+    while i < n:
         if on[i]:
             j = i
-            while j + 1 < len(x) and on[j + 1]:
+            while j + 1 < n and on[j + 1]:
                 j += 1
-            lo = _refine(solver, x[i - 1] if i else 0.0, x[i], tol, True)
-            up = _refine(solver, x[j], x[j + 1] if j + 1 < len(x) else 2 * x[j] - x[j - 1], tol,
-                         False)
-            if out and lo - out[-1][1] < GAP_MIN * top:
-                lo = out.pop()[0]
-            out.append((float(max(lo, 0.0)), float(up)))
+            yield i, j
             i = j + 1
         else:
             i += 1
-    return out
+
+
+def _append(out: list, lo: float, up: float, top: float) -> None:
+    """A bulk component ``(lo, up)``, merged with the previous one across a gap < GAP_MIN top."""
+    if out and lo - out[-1][1] < GAP_MIN * top:
+        lo = out.pop()[0]
+    out.append((float(max(lo, 0.0)), float(up)))
 
 
 @dataclass(frozen=True)
