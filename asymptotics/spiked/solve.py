@@ -304,7 +304,7 @@ def _frame(results: list[SpikedResult]):
     cols = dict(zip(RESULT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
     for k in JSON_FIELDS:
         if k == "order":
-            cols[k] = [None if v is None else _order_json(v) for v in cols[k]]
+            cols[k] = orders_json(cols[k])
         else:
             cols[k] = [first[k]] * len(results)
     return pd.DataFrame(cols, columns=RESULT_COLUMNS)
@@ -314,18 +314,68 @@ def _frame(results: list[SpikedResult]):
 _ROW = attrgetter(*RESULT_COLUMNS)
 
 
-def _order_json(order: dict) -> str:
-    """``json.dumps(order)`` of :func:`unpack_state`'s mapping (lists of Python floats): the
-    same string from ``str`` of the lists where every number is finite (json writes finite
-    floats by ``repr``, as ``str`` of a list does), else (a non-finite number, None, a bool or
-    a string anywhere) ``json.dumps`` itself."""
+def orders_json(orders: list) -> list:
+    """``[None if v is None else json.dumps(v) for v in orders]`` for :func:`unpack_state`'s
+    mappings, the same strings faster: a mapping of string keys to lists (or lists of lists) of
+    finite Python floats is written by one %-template per shape (json writes a finite float by
+    ``repr``, as ``%r`` does); any other value (a non-finite number, an int, a bool, None, a
+    string, deeper nesting) by ``json.dumps`` itself."""
     import json
 
-    out = "{" + ", ".join(f'"{k}": {v}' for k, v in order.items()) + "}"
-    if ("nan" in out or "inf" in out or "None" in out or "True" in out or "False" in out
-            or "'" in out):
-        return json.dumps(order)
+    templates: dict = {}
+    out = []
+    for v in orders:
+        if v is None:
+            out.append(None)
+            continue
+        shape, flat = _shape_and_values(v)
+        if shape is None or not all(type(x) is float for x in flat) or \
+                not math.isfinite(sum(flat)):
+            out.append(json.dumps(v))
+            continue
+        t = templates.get(shape)
+        if t is None:
+            t = templates[shape] = _template(shape)
+        out.append(t % tuple(flat))
     return out
+
+
+def _shape_and_values(order: object) -> tuple[tuple | None, list]:
+    """(the keys and list lengths of ``order``, its numbers in order), or (None, []) where it is
+    not a dict of string keys to lists or lists of lists (then json writes it)."""
+    if type(order) is not dict:
+        return None, []
+    shape, flat = [], []
+    for k, v in order.items():
+        if type(k) is not str or type(v) is not list:
+            return None, []
+        if v and type(v[0]) is list:
+            lens = []
+            for row in v:
+                if type(row) is not list:
+                    return None, []
+                lens.append(len(row))
+                flat += row
+            shape.append((k, tuple(lens)))
+        else:
+            shape.append((k, len(v)))
+            flat += v
+    return tuple(shape), flat
+
+
+def _template(shape: tuple) -> str:
+    """The %-template of ``json.dumps`` of a mapping of ``shape`` (:func:`_shape_and_values`)
+    whose numbers are finite floats (default separators ``", "`` and ``": "``)."""
+    import json
+
+    def vec(n: int) -> str:
+        return "[" + ", ".join(["%r"] * n) + "]"
+
+    parts = []
+    for k, n in shape:
+        value = "[" + ", ".join(vec(m) for m in n) + "]" if isinstance(n, tuple) else vec(n)
+        parts.append(json.dumps(k).replace("%", "%%") + ": " + value)
+    return "{" + ", ".join(parts) + "}"
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
