@@ -53,15 +53,20 @@ def _args(prob: SpikedProblem, alpha: float) -> tuple:
 
 
 def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
-    K, r = prob.loadings.shape
-    o = sizes(K, r, prob.k)
-    cols = (K, 0, K, 0, r, prob.k, 0)  # the row length of each matrix, 0: a vector
+    """The state vector ``x`` as {name: list (a vector) or list of rows (a matrix)}."""
     flat = x.tolist()
-    out = {}
-    for i, (n, c) in enumerate(zip(STATE_NAMES, cols, strict=True)):
-        part = flat[o[i]:o[i + 1]]
-        out[n] = [part[j:j + c] for j in range(0, len(part), c)] if c else part
-    return out
+    return {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
+            for n, a, b, c in _layout(*prob.loadings.shape, prob.k)}
+
+
+@lru_cache(maxsize=64)
+def _layout(K: int, r: int, k: int) -> tuple:
+    """Per order parameter of :data:`STATE_NAMES`: (name, its first and end offset in the state,
+    its row length; 0: a vector)."""
+    o = sizes(K, r, k)
+    cols = (K, 0, K, 0, r, k, 0)
+    return tuple((n, o[i], o[i + 1], c) for i, (n, c) in enumerate(zip(STATE_NAMES, cols,
+                                                                        strict=True)))
 
 
 def cold_start(prob: SpikedProblem) -> np.ndarray:
@@ -307,6 +312,9 @@ def _frame(results: list[SpikedResult]):
             cols[k] = orders_json(cols[k])
         else:
             cols[k] = [first[k]] * len(results)
+    for k, v in cols.items():  # (a column of Python floats: pandas' float64 column, built once)
+        if all(type(x) is float for x in v):
+            cols[k] = np.array(v, dtype=np.float64)
     return pd.DataFrame(cols, columns=RESULT_COLUMNS)
 
 
