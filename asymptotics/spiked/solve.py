@@ -207,15 +207,34 @@ def _predict(seen: list[tuple[float, np.ndarray]], a: float, nn: np.ndarray
     xs = [al for al, _ in seen]
     if len(set(xs)) < len(xs):
         return seen[-1][1]
-    steps = [b - c for b, c in zip([*xs[1:], a], xs, strict=True)]
-    if not (all(d * steps[-1] > 0 for d in steps)
-            and all(abs(d) <= 2.0 * abs(e) for d, e in zip(steps[1:], steps, strict=False))):
+    steps = [b - c for b, c in zip(xs[1:], xs, strict=False)]
+    steps.append(a - xs[-1])
+    last = steps[-1]
+    sweep = True
+    for i, d in enumerate(steps):
+        if not d * last > 0 or (i and not abs(d) <= 2.0 * abs(steps[i - 1])):
+            sweep = False
+            break
+    if not sweep:
         seen, xs = seen[-2:], xs[-2:]
-    cs = [math.prod((a - aj) / (ai - aj) for j, aj in enumerate(xs) if j != i)
-          for i, ai in enumerate(xs)]
+    cs = []
+    for i, ai in enumerate(xs):
+        c = 1.0  # (math.prod's product, factor by factor)
+        for j, aj in enumerate(xs):
+            if j != i:
+                c *= (a - aj) / (ai - aj)
+        cs.append(c)
     x0 = np.array(cs) @ np.array([v for _, v in seen])
-    x0[nn] = np.maximum(x0[nn], 0.0)
+    np.maximum(x0, 0.0, out=x0, where=_mask(x0.shape[0], nn.tobytes()))
     return x0
+
+
+@lru_cache(maxsize=16)
+def _mask(n: int, index: bytes) -> np.ndarray:
+    """The entries ``index`` (int64 bytes) of n as a mask (cached: do not modify)."""
+    out = np.zeros(n, dtype=bool)
+    out[np.frombuffer(index, dtype=np.int64)] = True
+    return out
 
 
 @lru_cache(maxsize=16)
