@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from asymptotics.coefficients.functions import get_function
-from asymptotics.core.result import RESULT_COLUMNS
+from asymptotics.core.result import RESULT_COLUMNS, orders_json
 from asymptotics.spiked import coefficients as C
 from asymptotics.spiked import solve as S
 
@@ -68,7 +68,7 @@ def test_the_predictor_is_the_plain_one_bit_for_bit():
     {"Q1": [[0.1, 0.2], [0.3, 1 / 3]], "m": [2.0 / 3.0, -7e-17]}])
 def test_the_order_strings_are_json_dumps(order):
     want = None if order is None else json.dumps(order)
-    assert S.orders_json([order, order]) == [want, want]
+    assert orders_json([order, order]) == [want, want]
 
 
 def test_a_curve_frame_is_the_frame_of_its_results():
@@ -111,3 +111,21 @@ def test_an_affine_erf_is_the_expressions_own_function(text):
 def test_other_expressions_are_left_as_given(text):
     fn = get_function(text)
     assert C.fast(fn) is fn
+
+
+def test_with_fields_is_dataclasses_replace():
+    """Every field (compared or not) of ``with_fields`` is that of ``dataclasses.replace``; an
+    unknown field is refused as replace refuses it."""
+    from dataclasses import fields, replace
+
+    res = S.risk_spiked(1.0, n_kappa=16, **MODEL)
+    for changes in ({"n_kappa": 3, "quadrature_change": 0.1}, {"message": "m"},
+                    {"risk": math.nan, "converged": False, "status": "max_iter"}, {}):
+        got, want = res.with_fields(**changes), replace(res, **changes)
+        assert type(got) is type(want) and got == want and got is not res
+        for f in fields(want):
+            assert getattr(got, f.name) is getattr(want, f.name)
+    with pytest.raises(TypeError):
+        res.with_fields(not_a_field=1)
+    with pytest.raises(TypeError):
+        replace(res, not_a_field=1)

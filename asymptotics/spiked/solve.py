@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from functools import lru_cache
 from operator import attrgetter
 
@@ -21,6 +20,7 @@ from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former n
     RESULT_COLUMNS,
     RiskResult,
     SpikedResult,
+    orders_json,
 )
 from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, kept here too)
     LADDER,
@@ -32,6 +32,7 @@ from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, k
     aligned_ladder,
     climb_ladders,
     quadrature_error,
+    relabel,
     rule_nodes,
 )
 from asymptotics.equations.ladder import climb as _climb  # noqa: F401  (one ladder's climb)
@@ -165,7 +166,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 
 def _aligned_message(res: SpikedResult, rule: tuple, where: str = "") -> SpikedResult:
     h, n = rule
-    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
+    return relabel(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
                                 f"sharpest spike axis, {n} Gauss-Hermite nodes on the other; "
                                 f"the tensor Gauss-Hermite ladder did not settle{where})")
 
@@ -285,7 +286,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         with Progress(len(alphas), desc, unit="pt", enabled=bar_on) as bar:
             for j, a in enumerate(bar.iter(alphas)):
                 if j in known:
-                    res = replace(known[j], n_kappa=rule[0], quadrature_change=rule[1])
+                    res = relabel(known[j], n_kappa=rule[0], quadrature_change=rule[1])
                 else:
                     x0 = _predict(seen, a, nn) if seen else start
                     res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
@@ -339,70 +340,6 @@ def _frame(results: list[SpikedResult]):
 
 #: a result's fields in the order of ``RESULT_COLUMNS``
 _ROW = attrgetter(*RESULT_COLUMNS)
-
-
-def orders_json(orders: list) -> list:
-    """``[None if v is None else json.dumps(v) for v in orders]`` for :func:`unpack_state`'s
-    mappings, the same strings faster: a mapping of string keys to lists (or lists of lists) of
-    finite Python floats is written by one %-template per shape (json writes a finite float by
-    ``repr``, as ``%r`` does); any other value (a non-finite number, an int, a bool, None, a
-    string, deeper nesting) by ``json.dumps`` itself."""
-    import json
-
-    templates: dict = {}
-    out = []
-    for v in orders:
-        if v is None:
-            out.append(None)
-            continue
-        shape, flat = _shape_and_values(v)
-        if shape is None or not all(type(x) is float for x in flat) or \
-                not math.isfinite(sum(flat)):
-            out.append(json.dumps(v))
-            continue
-        t = templates.get(shape)
-        if t is None:
-            t = templates[shape] = _template(shape)
-        out.append(t % tuple(flat))
-    return out
-
-
-def _shape_and_values(order: object) -> tuple[tuple | None, list]:
-    """(the keys and list lengths of ``order``, its numbers in order), or (None, []) where it is
-    not a dict of string keys to lists or lists of lists (then json writes it)."""
-    if type(order) is not dict:
-        return None, []
-    shape, flat = [], []
-    for k, v in order.items():
-        if type(k) is not str or type(v) is not list:
-            return None, []
-        if v and type(v[0]) is list:
-            lens = []
-            for row in v:
-                if type(row) is not list:
-                    return None, []
-                lens.append(len(row))
-                flat += row
-            shape.append((k, tuple(lens)))
-        else:
-            shape.append((k, len(v)))
-            flat += v
-    return tuple(shape), flat
-
-
-def _template(shape: tuple) -> str:
-    """The %-template of ``json.dumps`` of a mapping of ``shape`` (:func:`_shape_and_values`)
-    whose numbers are finite floats (default separators ``", "`` and ``": "``)."""
-    import json
-
-    def vec(n: int) -> str:
-        return "[" + ", ".join(["%r"] * n) + "]"
-
-    parts = []
-    for k, n in shape:
-        value = "[" + ", ".join(vec(m) for m in n) + "]" if isinstance(n, tuple) else vec(n)
-        parts.append(json.dumps(k).replace("%", "%%") + ": " + value)
-    return "{" + ", ".join(parts) + "}"
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
