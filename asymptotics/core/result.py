@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 from asymptotics.core.meta import FieldGroups
@@ -119,6 +119,18 @@ class RiskResult(FieldGroups):
 
     as_dict = to_dict
 
+    def with_fields(self, **changes: object) -> RiskResult:
+        """``dataclasses.replace(self, **changes)``: the same record with ``changes`` (every
+        other field, compared or not, the same object), without re-running ``__init__`` over
+        every field (the K-group ladder re-labels a result per rule)."""
+        unknown = [k for k in changes if k not in _FIELD_NAMES]
+        if unknown:
+            raise TypeError(f"RiskResult has no field {unknown[0]!r}")
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        return new
+
     def to_frame(self) -> pd.DataFrame:
         """A one-row DataFrame with the columns of ``risk_curve`` (:data:`RESULT_COLUMNS`)."""
         import pandas as pd
@@ -126,6 +138,69 @@ class RiskResult(FieldGroups):
         return pd.DataFrame([self.to_dict()], columns=RESULT_COLUMNS)
 
 
+#: the fields of a result (:meth:`RiskResult.with_fields` checks the names it sets)
+_FIELD_NAMES = frozenset(f.name for f in fields(RiskResult))
+
 #: the former name of the K-group record, kept so that old code runs (deprecated: use
 #: :class:`RiskResult`, the same class)
 SpikedResult = RiskResult
+
+
+def orders_json(orders: list) -> list:
+    """``[None if v is None else json.dumps(v) for v in orders]`` for the K-group ``order``
+    mappings (``spiked.solve.unpack_state``), the same strings faster: a mapping of string keys
+    to lists (or lists of lists) of finite Python floats is written by one %-template per shape
+    (json writes a finite float by ``repr``, as ``%r`` does); any other value (a non-finite
+    number, an int, a bool, None, a string, deeper nesting) by ``json.dumps`` itself."""
+    templates: dict = {}
+    out = []
+    for v in orders:
+        if v is None:
+            out.append(None)
+            continue
+        shape, flat = _shape_and_values(v)
+        if shape is None or not all(type(x) is float for x in flat) or \
+                not math.isfinite(sum(flat)):
+            out.append(json.dumps(v))
+            continue
+        t = templates.get(shape)
+        if t is None:
+            t = templates[shape] = _template(shape)
+        out.append(t % tuple(flat))
+    return out
+
+
+def _shape_and_values(order: object) -> tuple[tuple | None, list]:
+    """(the keys and list lengths of ``order``, its numbers in order), or (None, []) where it is
+    not a dict of string keys to lists or lists of lists (then json writes it)."""
+    if type(order) is not dict:
+        return None, []
+    shape, flat = [], []
+    for k, v in order.items():
+        if type(k) is not str or type(v) is not list:
+            return None, []
+        if v and type(v[0]) is list:
+            lens = []
+            for row in v:
+                if type(row) is not list:
+                    return None, []
+                lens.append(len(row))
+                flat += row
+            shape.append((k, tuple(lens)))
+        else:
+            shape.append((k, len(v)))
+            flat += v
+    return tuple(shape), flat
+
+
+def _template(shape: tuple) -> str:
+    """The %-template of ``json.dumps`` of a mapping of ``shape`` (:func:`_shape_and_values`)
+    whose numbers are finite floats (default separators ``", "`` and ``": "``)."""
+    def vec(n: int) -> str:
+        return "[" + ", ".join(["%r"] * n) + "]"
+
+    parts = []
+    for k, n in shape:
+        value = "[" + ", ".join(vec(m) for m in n) + "]" if isinstance(n, tuple) else vec(n)
+        parts.append(json.dumps(k).replace("%", "%%") + ": " + value)
+    return "{" + ", ".join(parts) + "}"

@@ -67,6 +67,13 @@ def quadrature_error(risks: list[float]) -> float:
     return min(pair, SETTLE_FACTOR * max(changes[-SETTLE_CHANGES:]))
 
 
+def relabel(res: Any, **changes: Any) -> Any:
+    """``dataclasses.replace(res, **changes)``, by the result's own ``with_fields`` where it has
+    one (:meth:`asymptotics.core.result.RiskResult.with_fields`: the same record, faster)."""
+    with_fields = getattr(res, "with_fields", None)
+    return with_fields(**changes) if with_fields is not None else replace(res, **changes)
+
+
 def climb(solve_rung: Callable[[int], Any], rules: Sequence[int]) -> tuple[Any, int | None]:
     """One point up the ladder ``rules``: ``solve_rung(i)`` solves on rule ``rules[i]``
     (warm-started from the rule before) and returns a result (fields ``converged``, ``risk``,
@@ -89,7 +96,7 @@ def climb(solve_rung: Callable[[int], Any], rules: Sequence[int]) -> tuple[Any, 
         failed = False
         risks.append(res.risk)
         err = quadrature_error(risks)
-        res = replace(res, n_kappa=n, quadrature_change=err)
+        res = relabel(res, n_kappa=n, quadrature_change=err)
         if err <= QUADRATURE_RTOL:
             return res, i
     if not res.converged:

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import special
 from scipy.special import roots_legendre
 
-from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.functions import Function, get_function, to_sympy
 from asymptotics.coefficients.line_moments import direct_moments, line_moments, on_line
 from asymptotics.coefficients.quadrature import (
     HALF_WIDTH,
@@ -151,14 +151,36 @@ _FAST_FUNCTIONS: dict[str, Function] = {}
 
 def fast(fn: Function) -> Function:
     """``fn`` with a cheaper evaluation of the same numbers (the registered erf bit for bit, the
-    registered softplus to 3 ulps; tests/test_kgroup_kernels.py compares them); other functions
-    as given."""
+    registered softplus to 3 ulps, an expression erf(a z + b) by :func:`_affine_erf` bit for
+    bit; tests/test_kgroup_kernels.py compares them); other functions as given."""
+    if fn.identity is None and fn.name == fn.expression and fn.name not in _FAST:  # (parsed)
+        out = _AFFINE_ERF.setdefault(fn.expression, _affine_erf(fn.expression)) \
+            if fn.expression not in _AFFINE_ERF else _AFFINE_ERF[fn.expression]
+        return out if out is not None and out == fn and fn.f is get_function(fn.name).f else fn
     if fn.identity is not None or fn.name not in _FAST:
         return fn
     if fn.name not in _FAST_FUNCTIONS:
         _FAST_FUNCTIONS[fn.name] = replace(get_function(fn.name), f=_FAST[fn.name])
     out = _FAST_FUNCTIONS[fn.name]
     return out if out == fn and fn.f is get_function(fn.name).f else fn
+
+
+_AFFINE_ERF: dict[str, Function | None] = {}  # (by expression: :func:`_affine_erf`)
+
+
+def _affine_erf(text: str) -> Function | None:
+    """The expression ``text`` = erf(a z + b) as its own lambdified a z + b (the same numpy
+    arithmetic) through :func:`_erf`, checked bit for bit against it on [-40, 40]; else None."""
+    import sympy as sp
+
+    plain, (expr, sym) = get_function(text), to_sympy(text)
+    if expr.func is not sp.erf or not expr.args[0].is_polynomial(sym["z"]) or \
+            sp.Poly(expr.args[0], sym["z"]).degree() != 1:
+        return None
+    inner = sp.lambdify(sym["z"], expr.args[0], modules=["numpy"])
+    out = replace(plain, f=lambda x: _erf(np.asarray(inner(x), dtype=np.float64)))
+    grid = np.linspace(-40.0, 40.0, 8001)  # (the check: the same numbers bit for bit)
+    return out if np.array_equal(out.f(grid), plain.f(grid)) else None
 
 
 @kernel(cache=True, error_model="numpy")

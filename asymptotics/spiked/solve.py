@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 from functools import lru_cache
 from operator import attrgetter
 
@@ -21,6 +20,7 @@ from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former n
     RESULT_COLUMNS,
     RiskResult,
     SpikedResult,
+    orders_json,
 )
 from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, kept here too)
     LADDER,
@@ -32,6 +32,7 @@ from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, k
     aligned_ladder,
     climb_ladders,
     quadrature_error,
+    relabel,
     rule_nodes,
 )
 from asymptotics.equations.ladder import climb as _climb  # noqa: F401  (one ladder's climb)
@@ -53,15 +54,20 @@ def _args(prob: SpikedProblem, alpha: float) -> tuple:
 
 
 def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
-    K, r = prob.loadings.shape
-    o = sizes(K, r, prob.k)
-    cols = (K, 0, K, 0, r, prob.k, 0)  # the row length of each matrix, 0: a vector
+    """The state vector ``x`` as {name: list (a vector) or list of rows (a matrix)}."""
     flat = x.tolist()
-    out = {}
-    for i, (n, c) in enumerate(zip(STATE_NAMES, cols, strict=True)):
-        part = flat[o[i]:o[i + 1]]
-        out[n] = [part[j:j + c] for j in range(0, len(part), c)] if c else part
-    return out
+    return {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
+            for n, a, b, c in _layout(*prob.loadings.shape, prob.k)}
+
+
+@lru_cache(maxsize=64)
+def _layout(K: int, r: int, k: int) -> tuple:
+    """Per order parameter of :data:`STATE_NAMES`: (name, its first and end offset in the state,
+    its row length; 0: a vector)."""
+    o = sizes(K, r, k)
+    cols = (K, 0, K, 0, r, k, 0)
+    return tuple((n, o[i], o[i + 1], c) for i, (n, c) in enumerate(zip(STATE_NAMES, cols,
+                                                                        strict=True)))
 
 
 def cold_start(prob: SpikedProblem) -> np.ndarray:
@@ -160,7 +166,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
 
 def _aligned_message(res: SpikedResult, rule: tuple, where: str = "") -> SpikedResult:
     h, n = rule
-    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
+    return relabel(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
                                 f"sharpest spike axis, {n} Gauss-Hermite nodes on the other; "
                                 f"the tensor Gauss-Hermite ladder did not settle{where})")
 
@@ -202,15 +208,34 @@ def _predict(seen: list[tuple[float, np.ndarray]], a: float, nn: np.ndarray
     xs = [al for al, _ in seen]
     if len(set(xs)) < len(xs):
         return seen[-1][1]
-    steps = [b - c for b, c in zip([*xs[1:], a], xs, strict=True)]
-    if not (all(d * steps[-1] > 0 for d in steps)
-            and all(abs(d) <= 2.0 * abs(e) for d, e in zip(steps[1:], steps, strict=False))):
+    steps = [b - c for b, c in zip(xs[1:], xs, strict=False)]
+    steps.append(a - xs[-1])
+    last = steps[-1]
+    sweep = True
+    for i, d in enumerate(steps):
+        if not d * last > 0 or (i and not abs(d) <= 2.0 * abs(steps[i - 1])):
+            sweep = False
+            break
+    if not sweep:
         seen, xs = seen[-2:], xs[-2:]
-    cs = [math.prod((a - aj) / (ai - aj) for j, aj in enumerate(xs) if j != i)
-          for i, ai in enumerate(xs)]
+    cs = []
+    for i, ai in enumerate(xs):
+        c = 1.0  # (math.prod's product, factor by factor)
+        for j, aj in enumerate(xs):
+            if j != i:
+                c *= (a - aj) / (ai - aj)
+        cs.append(c)
     x0 = np.array(cs) @ np.array([v for _, v in seen])
-    x0[nn] = np.maximum(x0[nn], 0.0)
+    np.maximum(x0, 0.0, out=x0, where=_mask(x0.shape[0], nn.tobytes()))
     return x0
+
+
+@lru_cache(maxsize=16)
+def _mask(n: int, index: bytes) -> np.ndarray:
+    """The entries ``index`` (int64 bytes) of n as a mask (cached: do not modify)."""
+    out = np.zeros(n, dtype=bool)
+    out[np.frombuffer(index, dtype=np.int64)] = True
+    return out
 
 
 @lru_cache(maxsize=16)
@@ -261,7 +286,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         with Progress(len(alphas), desc, unit="pt", enabled=bar_on) as bar:
             for j, a in enumerate(bar.iter(alphas)):
                 if j in known:
-                    res = replace(known[j], n_kappa=rule[0], quadrature_change=rule[1])
+                    res = relabel(known[j], n_kappa=rule[0], quadrature_change=rule[1])
                 else:
                     x0 = _predict(seen, a, nn) if seen else start
                     res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
@@ -304,28 +329,17 @@ def _frame(results: list[SpikedResult]):
     cols = dict(zip(RESULT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
     for k in JSON_FIELDS:
         if k == "order":
-            cols[k] = [None if v is None else _order_json(v) for v in cols[k]]
+            cols[k] = orders_json(cols[k])
         else:
             cols[k] = [first[k]] * len(results)
+    for k, v in cols.items():  # (a column of Python floats: pandas' float64 column, built once)
+        if all(type(x) is float for x in v):
+            cols[k] = np.array(v, dtype=np.float64)
     return pd.DataFrame(cols, columns=RESULT_COLUMNS)
 
 
 #: a result's fields in the order of ``RESULT_COLUMNS``
 _ROW = attrgetter(*RESULT_COLUMNS)
-
-
-def _order_json(order: dict) -> str:
-    """``json.dumps(order)`` of :func:`unpack_state`'s mapping (lists of Python floats): the
-    same string from ``str`` of the lists where every number is finite (json writes finite
-    floats by ``repr``, as ``str`` of a list does), else (a non-finite number, None, a bool or
-    a string anywhere) ``json.dumps`` itself."""
-    import json
-
-    out = "{" + ", ".join(f'"{k}": {v}' for k, v in order.items()) + "}"
-    if ("nan" in out or "inf" in out or "None" in out or "True" in out or "False" in out
-            or "'" in out):
-        return json.dumps(order)
-    return out
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
