@@ -101,8 +101,8 @@ def _sums(c: np.ndarray, basT: np.ndarray, w: np.ndarray, A: float, ar: np.ndarr
           npairs: int, G: np.ndarray, pk: np.ndarray, pm: np.ndarray) -> None:
     """Kernel: the node sums of one point with coefficients ``c``: ``S = A sum_j w_j iv_j b_j``
     and, for the first ``npairs`` rows of ``prodT`` (the pairs ``(pk, pm)`` of basis entries,
-    ``b_k b_m`` on the nodes), ``G[k, m] = A sum_j w_j iv_j^2 b_k b_m``; real and imaginary parts apart (``ar``,
-    ``ai``, ``br``, ``bi``: scratch on the nodes) so that the sums vectorise."""
+    ``b_k b_m`` on the nodes), ``G[k, m] = A sum_j w_j iv_j^2 b_k b_m``; real and imaginary
+    parts apart (``ar``, ``ai``, ``br``, ``bi``: scratch on the nodes): the sums vectorise."""
     nb, nodes = basT.shape
     for j in range(nodes):
         ar[j] = 1.0

@@ -61,7 +61,8 @@ def basis(mb1: np.ndarray, ms2: np.ndarray) -> tuple:
 
 class SrfSolver(law.Solver):
     """:class:`~asymptotics.spectra.law.Solver` of the sRF features' V-part with the compiled
-    residual, exact Jacobian and Broyden steps (``residual_np``: the numpy residual, used until then)."""
+    residual, exact Jacobian and Broyden steps (``residual_np``: the numpy residual, used
+    until they are compiled)."""
 
     def __init__(self, residual_np: Callable, start: Callable, stieltjes: Callable,
                  scale: float, *, pi: np.ndarray, beta: float, A: float, w: np.ndarray,
