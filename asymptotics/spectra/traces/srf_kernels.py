@@ -142,7 +142,7 @@ def _columns(x: np.ndarray, z: np.ndarray, p: int, pi: np.ndarray, beta: float,
     nb = S.shape[0]
     ns = K * (K + 1) // 2
     M, R, Km, W, dM, X, dR = mats[0], mats[1], mats[2], mats[3], mats[4], mats[5], mats[6]
-    dc, dS, dD, D = vec[0], vec[1], vec[2], vec[3]
+    dS, dD, D = vec[1], vec[2], vec[3]
     for g in range(K):
         D[g] = beta * pi[g] * x[p, g]
     for r in range(q):
@@ -150,20 +150,14 @@ def _columns(x: np.ndarray, z: np.ndarray, p: int, pi: np.ndarray, beta: float,
             J[p, r, col] = 0.0
     # the columns: tau_h (h < K), then the pairs a <= b (V1_ab; V1_ba copied)
     for col in range(K + ns):
-        for k in range(nb):
-            dc[k] = 0.0
         for g in range(K):
             dD[g] = 0.0
+        # dc: pi_h at basis entry ns + h (tau_h), or 1 at the pair's entry: dS = -G dc
+        lc, fc = (ns + col, pi[col]) if col < K else (col - K, 1.0)
         if col < K:
-            dc[ns + col] = pi[col]
             dD[col] = beta * pi[col]
-        else:
-            dc[col - K] = 1.0
         for k in range(nb):
-            s = 0j
-            for m in range(nb):
-                s -= G[k, m] * dc[m]
-            dS[k] = s
+            dS[k] = -fc * G[k, lc]
         for a in range(K):
             for b in range(K):
                 dM[a, b] = dS[sym[a, b]]
