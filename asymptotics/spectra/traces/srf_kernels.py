@@ -9,7 +9,7 @@ V1_aa, pi_g tau_g)``; with ``iv_j = 1/(1 + V_j)`` the sums ``S = A sum_j w_j iv_
 Per point ``R = (I + D M)^-1`` (Gauss-Jordan, partial pivoting), ``D = diag(beta pi tau)``:
     e1_g = tau_g (-z + v2_g + [M R]_gg) - 1,   e2 = V1 - R D/beta,
     dR = -R (dD M + D dM) R,   d[M R] = dM R + M dR.
-The columns of ``V1_ab`` and ``V1_ba`` differ by the identity in e2 only."""
+The columns of ``V1_ab`` and ``V1_ba`` differ by the identity in e2 only (:func:`_columns`)."""
 
 from __future__ import annotations
 
@@ -33,10 +33,12 @@ def _gauss_inv(A: np.ndarray, out: np.ndarray) -> None:
         for b in range(K):
             out[a, b] = 1.0 if a == b else 0.0
     for c in range(K):
-        p = c
+        p = c  # the pivot: largest |A[r, c]|^2 (no square roots)
+        big = A[c, c].real * A[c, c].real + A[c, c].imag * A[c, c].imag
         for r in range(c + 1, K):
-            if abs(A[r, c]) > abs(A[p, c]):
-                p = r
+            m = A[r, c].real * A[r, c].real + A[r, c].imag * A[r, c].imag
+            if m > big:
+                p, big = r, m
         if p != c:
             for j in range(K):
                 A[c, j], A[p, j] = A[p, j], A[c, j]
@@ -134,66 +136,70 @@ def _sums(c: np.ndarray, basT: np.ndarray, w: np.ndarray, A: float, ar: np.ndarr
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
 def _columns(x: np.ndarray, z: np.ndarray, p: int, pi: np.ndarray, beta: float,
              sym: np.ndarray, S: np.ndarray, G: np.ndarray, mats: np.ndarray,
-             vec: np.ndarray, J: np.ndarray) -> None:
+             vec: np.ndarray, ws: np.ndarray, J: np.ndarray) -> None:
     """Kernel: the Jacobian ``J[p]`` of the point ``p`` from its sums ``S``, ``G`` and
-    ``mats[0:3] = (M, R, M R)`` of :func:`_point` (``mats[3:7]``, ``vec``: scratch)."""
+    ``mats[0:3] = (M, R, M R)`` of :func:`_point`. With ``P = R D``, ``T = I - (M R) D``:
+    d[M R] = T dM R - (M R) dD (M R),  -(dR D + R dD)/beta = P dM P/beta + R dD ((M R) D - I)/beta,
+    the products with ``dM`` (symmetric) folded once a point into the pair basis (``ws``: rows
+    ``g`` the diagonal ``[T dM R]_gg``, rows ``K + a K + b`` the entry ``[P dM P]_ab``);
+    ``mats[3:5]``, ``vec``: scratch."""
     K = pi.shape[0]
     q = x.shape[1]
-    nb = S.shape[0]
     ns = K * (K + 1) // 2
-    M, R, Km, W, dM, X, dR = mats[0], mats[1], mats[2], mats[3], mats[4], mats[5], mats[6]
-    dS, dD, D = vec[1], vec[2], vec[3]
+    R, Km, T, P = mats[1], mats[2], mats[3], mats[4]
+    dm, D = vec[1], vec[3]
     for g in range(K):
         D[g] = beta * pi[g] * x[p, g]
+    for a in range(K):
+        for b in range(K):
+            T[a, b] = (1.0 if a == b else 0.0) - Km[a, b] * D[b]
+            P[a, b] = R[a, b] * D[b]
+    for r in range(K + K * K):
+        for k in range(ns):
+            ws[r, k] = 0.0
+    for e in range(K):
+        for f in range(K):
+            k = sym[e, f]
+            for g in range(K):
+                ws[g, k] += T[g, e] * R[f, g]
+            for a in range(K):
+                for b in range(K):
+                    ws[K + a * K + b, k] += P[a, e] * P[f, b]
     for r in range(q):
         for col in range(q):
             J[p, r, col] = 0.0
     # the columns: tau_h (h < K), then the pairs a <= b (V1_ab; V1_ba copied)
     for col in range(K + ns):
-        for g in range(K):
-            dD[g] = 0.0
         # dc: pi_h at basis entry ns + h (tau_h), or 1 at the pair's entry: dS = -G dc
         lc, fc = (ns + col, pi[col]) if col < K else (col - K, 1.0)
-        if col < K:
-            dD[col] = beta * pi[col]
-        for k in range(nb):
-            dS[k] = -fc * G[k, lc]
-        for a in range(K):
-            for b in range(K):
-                dM[a, b] = dS[sym[a, b]]
-        for a in range(K):  # X = dD M + D dM, dR = -R X R
-            for b in range(K):
-                X[a, b] = dD[a] * M[a, b] + D[a] * dM[a, b]
-        for a in range(K):
-            for b in range(K):
-                s = 0j
-                for e in range(K):
-                    s += X[a, e] * R[e, b]
-                W[a, b] = s
-        for a in range(K):
-            for b in range(K):
-                s = 0j
-                for e in range(K):
-                    s -= R[a, e] * W[e, b]
-                dR[a, b] = s
-        # the column's index in J (tau_h; or V1_ab with a <= b)
-        jc = col
+        for k in range(ns):
+            dm[k] = -fc * G[k, lc]
+        jc = col  # the column's index in J (tau_h; or V1_ab with a <= b)
         if col >= K:
             for a in range(K):
                 for b in range(a, K):
                     if sym[a, b] == col - K:
                         jc = K + a * K + b
         for g in range(K):
-            s = 0j  # d[M R]_gg = dM R + M dR
-            for e in range(K):
-                s += dM[g, e] * R[e, g] + M[g, e] * dR[e, g]
-            v = x[p, g] * (dS[ns + g] + s)
+            s = -fc * G[ns + g, lc]
+            for k in range(ns):
+                s += ws[g, k] * dm[k]
+            if col < K:
+                s -= beta * pi[col] * Km[g, col] * Km[col, g]
+            v = x[p, g] * s
             if col == g:
                 v += -z[p] + S[ns + g] + Km[g, g]
             J[p, g, jc] = v
         for a in range(K):
             for b in range(K):
-                J[p, K + a * K + b, jc] = -(dR[a, b] * D[b] + R[a, b] * dD[b]) / beta
+                r = K + a * K + b
+                s = 0j
+                for k in range(ns):
+                    s += ws[r, k] * dm[k]
+                s /= beta
+                if col < K:
+                    s += pi[col] * R[a, col] * (Km[col, b] * D[b] - (1.0 if b == col else 0.0))
+                J[p, r, jc] = s
         if col >= K:
             a, b = divmod(jc - K, K)
             J[p, jc, jc] += 1.0
@@ -209,16 +215,16 @@ def _columns(x: np.ndarray, z: np.ndarray, p: int, pi: np.ndarray, beta: float,
 def _row(x: np.ndarray, z: np.ndarray, p: int, pi: np.ndarray, beta: float, A: float,
          basT: np.ndarray, w: np.ndarray, sym: np.ndarray, prodT: np.ndarray, pk: np.ndarray,
          pm: np.ndarray, jac: bool, c: np.ndarray, S: np.ndarray, G: np.ndarray,
-         rs: np.ndarray, mats: np.ndarray, vec: np.ndarray, F: np.ndarray,
+         rs: np.ndarray, mats: np.ndarray, vec: np.ndarray, ws: np.ndarray, F: np.ndarray,
          J: np.ndarray) -> None:
     """Kernel: the residual ``F[p]`` of the point ``p`` and, with ``jac``, its Jacobian
-    ``J[p]`` (``c``, ``S``, ``G``, ``rs``, ``mats``, ``vec``: scratch)."""
+    ``J[p]`` (``c``, ``S``, ``G``, ``rs``, ``mats``, ``vec``, ``ws``: scratch)."""
     _coefficients(x, p, pi, sym, c)
     _sums(c, basT, w, A, rs[0], rs[1], rs[2], rs[3], S, prodT,
           prodT.shape[0] if jac else 0, G, pk, pm)
     _point(x, z, p, pi, beta, sym, S, mats[0], mats[1], mats[2], mats[3], F)
     if jac:
-        _columns(x, z, p, pi, beta, sym, S, G, mats, vec, J)
+        _columns(x, z, p, pi, beta, sym, S, G, mats, vec, ws, J)
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
@@ -226,7 +232,8 @@ def _scratch(K: int, nb: int, nodes: int) -> tuple:
     """Kernel: the scratch arrays of :func:`_row`."""
     return (np.empty(nb, dtype=np.complex128), np.empty(nb, dtype=np.complex128),
             np.empty((nb, nb), dtype=np.complex128), np.empty((4, nodes)),
-            np.empty((7, K, K), dtype=np.complex128), np.empty((4, nb), dtype=np.complex128))
+            np.empty((7, K, K), dtype=np.complex128), np.empty((4, nb), dtype=np.complex128),
+            np.empty((K + K * K, K * (K + 1) // 2), dtype=np.complex128))
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
@@ -241,10 +248,10 @@ def srf_residual(x: np.ndarray, z: np.ndarray, pi: np.ndarray, beta: float, A: f
     nb, nodes = basT.shape
     F = np.empty((Np, q), dtype=np.complex128)
     J = np.empty((1, 1, 1), dtype=np.complex128)
-    c, S, G, rs, mats, vec = _scratch(pi.shape[0], nb, nodes)
+    c, S, G, rs, mats, vec, ws = _scratch(pi.shape[0], nb, nodes)
     for p in range(Np):
         _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, False, c, S, G, rs, mats, vec,
-             F, J)
+             ws, F, J)
     return F
 
 
@@ -258,10 +265,10 @@ def srf_jacobian(x: np.ndarray, z: np.ndarray, pi: np.ndarray, beta: float, A: f
     nb, nodes = basT.shape
     F = np.empty((Np, q), dtype=np.complex128)
     J = np.empty((Np, q, q), dtype=np.complex128)
-    c, S, G, rs, mats, vec = _scratch(pi.shape[0], nb, nodes)
+    c, S, G, rs, mats, vec, ws = _scratch(pi.shape[0], nb, nodes)
     for p in range(Np):
         _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, True, c, S, G, rs, mats, vec,
-             F, J)
+             ws, F, J)
     return F, J
 
 
@@ -278,7 +285,7 @@ def srf_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, pi: np.nda
     xo = x.copy()
     ok = np.zeros(Np, dtype=np.bool_)
     Hall = np.empty((Np, q, q), dtype=np.complex128)
-    c, S, G, rs, mats, vec = _scratch(pi.shape[0], nb, nodes)
+    c, S, G, rs, mats, vec, ws = _scratch(pi.shape[0], nb, nodes)
     xr = np.empty((1, q), dtype=np.complex128)
     zr = np.empty(1, dtype=np.complex128)
     F = np.empty((1, q), dtype=np.complex128)
@@ -293,7 +300,7 @@ def srf_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, pi: np.nda
             xr[0, i] = x[p, i]
         zr[0] = z[p]
         _row(xr, zr, 0, pi, beta, A, basT, w, sym, prodT, pk, pm, True, c, S, G, rs, mats, vec,
-             F, J)
+             ws, F, J)
         _gauss_inv(J[0], H)
         for _ in range(steps):
             bad = False
@@ -319,7 +326,7 @@ def srf_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, pi: np.nda
                 ok[p] = True
                 break
             _row(xr, zr, 0, pi, beta, A, basT, w, sym, prodT, pk, pm, False, c, S, G, rs, mats,
-                 vec, Fn, J)
+                 vec, ws, Fn, J)
             den = 0j
             fin = True
             for i in range(q):
