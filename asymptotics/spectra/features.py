@@ -27,6 +27,7 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.spectra.bbp import Cached, outlier_locations, overlap_vectors
 from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
+from asymptotics.spectra.traces.srf_solver import SrfSolver
 from asymptotics.spiked.problem import SpikedProblem
 
 
@@ -57,7 +58,9 @@ def vpart_parts(w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, pi: np.ndarray,
 
 
 def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
-    """The complex V-subsystem at lam = -z as a :class:`Solver`; unknowns (tau (K), V1 (K^2))."""
+    """The complex V-subsystem at lam = -z as a :class:`Solver`; unknowns (tau (K), V1 (K^2));
+    its residual and exact Jacobian compiled (:mod:`asymptotics.spectra.traces.srf_solver`), the
+    numpy residual below until the kernels are."""
     t = prob.tables
     w, mb1, ms2 = t.weights, t.mub1, t.mus2
     pi, beta = prob.fractions, prob.beta
@@ -82,7 +85,8 @@ def features_solver(prob: SpikedProblem, alpha: float) -> Solver:
     def stieltjes(x: np.ndarray) -> np.ndarray:
         return x[:, :K] @ pi
 
-    solver = Solver(residual, start, stieltjes, scale=features_mean(prob, alpha))
+    solver = SrfSolver(residual, start, stieltjes, features_mean(prob, alpha), pi=pi, beta=beta,
+                       A=A, w=w, mb1=mb1, ms2=ms2)
     solver.parts = parts  # the channel averages of the outliers
     return solver
 
