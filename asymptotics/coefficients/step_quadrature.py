@@ -291,3 +291,38 @@ def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, 
     G = np.eye(r)
     G[0, 0], G[0, 1], G[1, 0], G[1, 1] = cs[0, i], -sn[0, i], sn[0, i], cs[0, i]
     return G
+
+
+@kernel(cache=True, error_model="numpy")
+def chebyshev_fit(vals: np.ndarray, T: np.ndarray, checks: np.ndarray, h: float) -> tuple:
+    """Kernel: per piece p of half-length h, from the values ``vals`` (pieces, m + checks, q) at
+    its m Chebyshev points then at its check points (fractions ``checks`` of h), the Chebyshev
+    coefficients ``T @ vals[p, :m]`` (pieces, m, q), the largest |series - value| at the check
+    points (pieces, q; the series summed by Clenshaw's recurrence, as
+    ``multiindex.xi_lines._clenshaw4`` sums it for a piece at h (2 p + 1)) and the largest
+    |value| (pieces, q)."""
+    n_p, _, q = vals.shape
+    m = T.shape[0]
+    coef = np.zeros((n_p, m, q))
+    err = np.zeros((n_p, q))
+    big = np.zeros((n_p, q))
+    for p in range(n_p):
+        for j in range(m):
+            for k in range(m):
+                for c in range(q):
+                    coef[p, j, c] += T[j, k] * vals[p, k, c]
+        for k in range(vals.shape[1]):
+            for c in range(q):
+                big[p, c] = max(big[p, c], abs(vals[p, k, c]))
+        centre = h * (2.0 * p + 1.0)
+        for i in range(checks.shape[0]):
+            t = centre + h * checks[i]
+            x = min(max((t - (0.0 + h * (2 * p + 1))) / h, -1.0), 1.0)
+            x2 = 2.0 * x
+            for c in range(q):
+                b1, b2 = 0.0, 0.0
+                for j in range(m - 1, 0, -1):
+                    b1, b2 = coef[p, j, c] + x2 * b1 - b2, b1
+                approx = coef[p, 0, c] + x * b1 - b2
+                err[p, c] = max(err[p, c], abs(approx - vals[p, m + i, c]))
+    return coef, err, big
