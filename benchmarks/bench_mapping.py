@@ -2,8 +2,9 @@
 
 For each seed, ``N`` settings (default 24) drawn by ``bench_engine.draw_mapping_setting`` (the
 same draws as ``bench_engine.py --sections 2 --mapping-seed SEED``), each ``steps_mapping``
-(T = 3) timed with every cache cleared, best of 3, CPU time (``time.process_time``); then per
-seed and over all seeds the count within 50 ms, the median and the slowest.
+(T = 3) timed with every cache cleared, best of 3 (``--repeat``), CPU time
+(``time.process_time``); then per seed and over all seeds the count within 50 ms, the median
+and the slowest.
 
     python benchmarks/bench_mapping.py --seeds 1111,2222,4444
     python benchmarks/bench_mapping.py --seeds 8086 --only softplus3   # softplus, three values
@@ -65,6 +66,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("softplus3",), default=None,
                     help="softplus3: softplus with a three-valued readout only")
     ap.add_argument("--profile", action="store_true", help="cProfile each timed setting")
+    ap.add_argument("--repeat", type=int, default=3, help="timings per setting (the best)")
     args = ap.parse_args()
     import asymptotics as A
 
@@ -79,7 +81,7 @@ def main() -> None:
                                                  and isinstance(kw["readout"], dict)):
                 continue
             try:
-                t = first(kw)
+                t = first(kw, args.repeat)
             except ValueError as exc:
                 print(f"  seed {seed} drawn {i:2d}: {kw}: refused: {exc}")
                 continue
