@@ -72,7 +72,8 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
 
     With the nodes ascending (the rules in use), the nodes where sigma is saturated (softplus
     above SATURATED: sigma = z, sigma' = 1; tanh beyond 2 TANH_ONE: +-1, 0, the formulas' own
-    values there) are summed in closed form from the rule's tail sums of ``w xi^p`` (p <= 3),
+    values there) are summed in closed form from the rule's (compensated) tail sums of the
+    terms' weights (``w``, ``w xi``, ``w xi^2``, ``w (xi^2 - 1)``, ``w (xi^2 - 1) xi``),
     and softplus' nodes below ``-SATURATED - TAIL_CUT`` (each term under e^-77 of the rule's
     weight) are not summed: the same sums to rounding, at a cost set by the nodes within a few
     tens of 0 (not by the rule's size)."""
@@ -101,19 +102,25 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             out[i, 2] = s2 if small else s2 / sc
             out[i, 3] = s3
         return out
-    # tail sums of w xi^p: above[p, j] over the nodes j.., below[p, j] over the nodes < j
-    above = np.zeros((4, m + 1))
-    below = np.zeros((4, m + 1))
-    for j in range(m - 1, -1, -1):
-        x = 1.0
-        for p in range(4):
-            above[p, j] = above[p, j + 1] + w[j] * x
-            x *= xi[j]
-    for j in range(m):
-        x = 1.0
-        for p in range(4):
-            below[p, j + 1] = below[p, j] + w[j] * x
-            x *= xi[j]
+    # compensated tail sums of the terms' weights w, a1, a1 xi, a2, a2 xi: above[p, j] over the
+    # nodes j.., below[p, j] over the nodes < j (the closed forms below add no cancellation)
+    terms = np.empty((5, m))
+    terms[0], terms[1], terms[2], terms[3], terms[4] = w, a1, a1 * xi, a2, a2 * xi
+    above = np.zeros((5, m + 1))
+    below = np.zeros((5, m + 1))
+    for p in range(5):
+        for up in (True, False):
+            acc, comp = 0.0, 0.0
+            for k in range(m):
+                j = m - 1 - k if up else k
+                v = terms[p, j]
+                t = acc + v
+                comp += ((acc - t) + v) if abs(acc) >= abs(v) else ((v - t) + acc)
+                acc = t
+                if up:
+                    above[p, j] = acc + comp
+                else:
+                    below[p, j + 1] = acc + comp
     top = SATURATED if kind == SOFTPLUS else 2.0 * TANH_ONE
     for i in range(n):
         # nodes [lo, hi) by the formulas; hi..: saturated above; ..lo: below (tanh: -1;
@@ -139,22 +146,21 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             else:
                 s1 += a1[j] * f
                 s2 += a2[j] * f
-        U0, U1, U2, U3 = above[0, hi], above[1, hi], above[2, hi], above[3, hi]
+        A0, A1, A1x, A2, A2x = above[0, hi], above[1, hi], above[2, hi], above[3, hi], above[4, hi]
         if kind == SOFTPLUS:  # sigma = sc xi + M, sigma' = 1 on the nodes above
-            s0 += sc * U1 + M[i] * U0
-            s3 += U0
+            s0 += sc * A1 + M[i] * A0
+            s3 += A0
             if small:
-                s1 += U0
-                s2 += U1
+                s1 += A0
+                s2 += A1
             else:
-                s1 += sc * U2 + M[i] * U1
-                s2 += sc * (U3 - U1) + M[i] * (U2 - U0)
+                s1 += sc * A1x + M[i] * A1
+                s2 += sc * A2x + M[i] * A2
         else:  # tanh: +1 above, -1 below, sigma' = 0 on both
-            L0, L1, L2 = below[0, lo], below[1, lo], below[2, lo]
-            s0 += U0 - L0
+            s0 += A0 - below[0, lo]
             if not small:
-                s1 += U1 - L1
-                s2 += (U2 - U0) - (L2 - L0)
+                s1 += A1 - below[1, lo]
+                s2 += A2 - below[3, lo]
         out[i, 0] = s0
         out[i, 1] = s1 if small else s1 / sc
         out[i, 2] = s2 if small else s2 / sc
