@@ -29,35 +29,115 @@ from asymptotics.core.coldstart import kernel
 #: (their formulas give exactly that there)
 SOFTPLUS, TANH = 0, 1
 SATURATED, TANH_ONE = 37.0, 10.0
+#: softplus' nodes below -SATURATED - TAIL_CUT are not summed (terms below e^-77 of their weight)
+TAIL_CUT = 40.0
+
+
+@kernel(cache=True, error_model="numpy")
+def _fdf(kind: int, z: float) -> tuple[float, float]:
+    """Kernel: sigma(z) and sigma'(z) by the registered formulas (module docstring)."""
+    if kind == SOFTPLUS:
+        if z > SATURATED:  # log1p(e^-z) below half an ulp of z: the same numbers
+            return z, 1.0
+        if z < -SATURATED:  # e < 2^-53: log1p(e) = e / (1 + e) = e in float64
+            f = math.exp(z)
+            return f, f
+        e = math.exp(-abs(z))
+        return math.log1p(e) + max(z, 0.0), (1.0 if z >= 0 else e) / (1.0 + e)
+    if abs(z) > 2.0 * TANH_ONE:  # tanh is +-1 to the last bit there
+        return (1.0 if z > 0 else -1.0), 0.0
+    f = math.tanh(z)
+    return f, 1.0 - f * f
+
+
+@kernel(cache=True, error_model="numpy")
+def _first_above(sc: float, M: float, xi: np.ndarray, level: float) -> int:
+    """Kernel: the first j with ``sc xi[j] + M > level`` (xi ascending, sc > 0; len(xi) if
+    none), the pre-activation computed as the sums compute it (so the same nodes)."""
+    lo, hi = 0, xi.shape[0]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sc * xi[mid] + M > level:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
 
 
 @kernel(cache=True, error_model="numpy")
 def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             small: bool) -> np.ndarray:
     """Kernel: the four sums of the module docstring at every shift ``M`` (n) over the rule
-    ``(xi, w)``: Stein's form (``small`` False; sc > 0) or sigma' summed (``small`` True)."""
+    ``(xi, w)``: Stein's form (``small`` False; sc > 0) or sigma' summed (``small`` True).
+
+    With the nodes ascending (the rules in use), the nodes where sigma is saturated (softplus
+    above SATURATED: sigma = z, sigma' = 1; tanh beyond 2 TANH_ONE: +-1, 0, the formulas' own
+    values there) are summed in closed form from the rule's (compensated) tail sums of the
+    terms' weights (``w``, ``w xi``, ``w xi^2``, ``w (xi^2 - 1)``, ``w (xi^2 - 1) xi``),
+    and softplus' nodes below ``-SATURATED - TAIL_CUT`` (each term under e^-77 of the rule's
+    weight) are not summed: the same sums to rounding, at a cost set by the nodes within a few
+    tens of 0 (not by the rule's size)."""
     n, m = M.shape[0], xi.shape[0]
     a1, a2 = w * xi, w * (xi * xi - 1.0)
     out = np.empty((n, 4))
-    for i in range(n):
-        s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
-        for j in range(m):
-            z = sc * xi[j] + M[i]
-            if kind == SOFTPLUS:
-                if z > SATURATED:  # log1p(e^-z) below half an ulp of z: the same numbers
-                    f, d = z, 1.0
-                elif z < -SATURATED:  # e < 2^-53: log1p(e) = e / (1 + e) = e in float64
-                    f = math.exp(z)
-                    d = f
+    ascending = sc > 0
+    for j in range(m - 1):
+        if not xi[j] < xi[j + 1]:
+            ascending = False
+    if not ascending:
+        for i in range(n):
+            s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+            for j in range(m):
+                f, d = _fdf(kind, sc * xi[j] + M[i])
+                s0 += w[j] * f
+                s3 += w[j] * (d * d)
+                if small:
+                    s1 += w[j] * d
+                    s2 += w[j] * xi[j] * d
                 else:
-                    e = math.exp(-abs(z))
-                    f = math.log1p(e) + max(z, 0.0)
-                    d = (1.0 if z >= 0 else e) / (1.0 + e)
-            elif abs(z) > 2.0 * TANH_ONE:  # tanh is +-1 to the last bit there
-                f, d = (1.0 if z > 0 else -1.0), 0.0
-            else:
-                f = math.tanh(z)
-                d = 1.0 - f * f
+                    s1 += a1[j] * f
+                    s2 += a2[j] * f
+            out[i, 0] = s0
+            out[i, 1] = s1 if small else s1 / sc
+            out[i, 2] = s2 if small else s2 / sc
+            out[i, 3] = s3
+        return out
+    # compensated tail sums of the terms' weights w, a1, a1 xi, a2, a2 xi: above[p, j] over the
+    # nodes j.., below[p, j] over the nodes < j (the closed forms below add no cancellation)
+    terms = np.empty((5, m))
+    terms[0], terms[1], terms[2], terms[3], terms[4] = w, a1, a1 * xi, a2, a2 * xi
+    above = np.zeros((5, m + 1))
+    below = np.zeros((5, m + 1))
+    for p in range(5):
+        for up in (True, False):
+            acc, comp = 0.0, 0.0
+            for k in range(m):
+                j = m - 1 - k if up else k
+                v = terms[p, j]
+                t = acc + v
+                comp += ((acc - t) + v) if abs(acc) >= abs(v) else ((v - t) + acc)
+                acc = t
+                if up:
+                    above[p, j] = acc + comp
+                else:
+                    below[p, j + 1] = acc + comp
+    top = SATURATED if kind == SOFTPLUS else 2.0 * TANH_ONE
+    for i in range(n):
+        # nodes [lo, hi) by the formulas; hi..: saturated above; ..lo: below (tanh: -1;
+        # softplus: e^z < e^-77, not summed)
+        hi = _first_above(sc, M[i], xi, top)
+        if kind == SOFTPLUS:
+            lo = _first_above(sc, M[i], xi, -SATURATED - TAIL_CUT)
+            # the formulas' test is z < -SATURATED for the exponential branch: same numbers
+            lo = min(lo, hi)
+        else:
+            lo = min(_first_above(sc, M[i], xi, -2.0 * TANH_ONE - 1e-300), hi)
+            # -2 TANH_ONE itself is not beyond: step back over nodes exactly there
+            while lo > 0 and not abs(sc * xi[lo - 1] + M[i]) > 2.0 * TANH_ONE:
+                lo -= 1
+        s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
+        for j in range(lo, hi):
+            f, d = _fdf(kind, sc * xi[j] + M[i])
             s0 += w[j] * f
             s3 += w[j] * (d * d)
             if small:
@@ -66,6 +146,21 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             else:
                 s1 += a1[j] * f
                 s2 += a2[j] * f
+        A0, A1, A1x, A2, A2x = above[0, hi], above[1, hi], above[2, hi], above[3, hi], above[4, hi]
+        if kind == SOFTPLUS:  # sigma = sc xi + M, sigma' = 1 on the nodes above
+            s0 += sc * A1 + M[i] * A0
+            s3 += A0
+            if small:
+                s1 += A0
+                s2 += A1
+            else:
+                s1 += sc * A1x + M[i] * A1
+                s2 += sc * A2x + M[i] * A2
+        else:  # tanh: +1 above, -1 below, sigma' = 0 on both
+            s0 += A0 - below[0, lo]
+            if not small:
+                s1 += A1 - below[1, lo]
+                s2 += A2 - below[3, lo]
         out[i, 0] = s0
         out[i, 1] = s1 if small else s1 / sc
         out[i, 2] = s2 if small else s2 / sc
@@ -202,3 +297,38 @@ def spike_rotation(Mmat: np.ndarray, c_eff: np.ndarray, h0: float, span: float, 
     G = np.eye(r)
     G[0, 0], G[0, 1], G[1, 0], G[1, 1] = cs[0, i], -sn[0, i], sn[0, i], cs[0, i]
     return G
+
+
+@kernel(cache=True, error_model="numpy")
+def chebyshev_fit(vals: np.ndarray, T: np.ndarray, checks: np.ndarray, h: float) -> tuple:
+    """Kernel: per piece p of half-length h, from the values ``vals`` (pieces, m + checks, q) at
+    its m Chebyshev points then at its check points (fractions ``checks`` of h), the Chebyshev
+    coefficients ``T @ vals[p, :m]`` (pieces, m, q), the largest |series - value| at the check
+    points (pieces, q; the series summed by Clenshaw's recurrence, as
+    ``multiindex.xi_lines._clenshaw4`` sums it for a piece at h (2 p + 1)) and the largest
+    |value| (pieces, q)."""
+    n_p, _, q = vals.shape
+    m = T.shape[0]
+    coef = np.zeros((n_p, m, q))
+    err = np.zeros((n_p, q))
+    big = np.zeros((n_p, q))
+    for p in range(n_p):
+        for j in range(m):
+            for k in range(m):
+                for c in range(q):
+                    coef[p, j, c] += T[j, k] * vals[p, k, c]
+        for k in range(vals.shape[1]):
+            for c in range(q):
+                big[p, c] = max(big[p, c], abs(vals[p, k, c]))
+        centre = h * (2.0 * p + 1.0)
+        for i in range(checks.shape[0]):
+            t = centre + h * checks[i]
+            x = min(max((t - (0.0 + h * (2 * p + 1))) / h, -1.0), 1.0)
+            x2 = 2.0 * x
+            for c in range(q):
+                b1, b2 = 0.0, 0.0
+                for j in range(m - 1, 0, -1):
+                    b1, b2 = coef[p, j, c] + x2 * b1 - b2, b1
+                approx = coef[p, 0, c] + x * b1 - b2
+                err[p, c] = max(err[p, c], abs(approx - vals[p, m + i, c]))
+    return coef, err, big

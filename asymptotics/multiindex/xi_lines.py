@@ -24,6 +24,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import ndtr
 
+from asymptotics.coefficients import step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
@@ -174,14 +175,18 @@ def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: floa
     pts = np.concatenate([(centres[:, None] + h * x[None, :]).ravel(),
                           (centres[:, None] + h * checks[None, :]).ravel()])
     vals = np.asarray(direct(pts), dtype=np.float64)
-    q = vals.shape[1]
-    cheb = vals[:m].reshape(len(todo), M_CHEB, q)
+    q, n = vals.shape[1], len(todo)
+    cheb, chk = vals[:m].reshape(n, M_CHEB, q), vals[m:].reshape(n, len(CHECKS), q)
+    fit = step_quadrature.chebyshev_fit  # the arithmetic below, compiled (once it is)
+    both = np.ascontiguousarray(np.concatenate([cheb, chk], axis=1))
+    if _compiled(fit, args := (both, T, checks, float(h)), (both[:1], T, checks, float(h))):
+        coef, err, big = fit(*args)
+        return {i: (coef[j], err[j], big[j]) for j, i in enumerate(todo)}
     coef = np.einsum("jk,pkq->pjq", T, cheb)
-    chk = vals[m:].reshape(len(todo), len(CHECKS), q)
     # every check in one call: the new pieces laid side by side from 0
-    at = (h * (2 * np.arange(len(todo), dtype=np.float64) + 1))[:, None] + h * checks[None, :]
-    approx = chebyshev_pieces(coef, 0.0, h, at.ravel()).reshape(chk.shape)
-    err = np.max(np.abs(approx - chk), axis=1)
+    at = (h * (2 * np.arange(n, dtype=np.float64) + 1))[:, None] + h * checks[None, :]
+    err = np.max(np.abs(chebyshev_pieces(coef, 0.0, h, at.ravel()).reshape(chk.shape) - chk),
+                 axis=1)
     big = np.maximum(np.max(np.abs(cheb), axis=1), np.max(np.abs(chk), axis=1))
     return {i: (coef[j], err[j], big[j]) for j, i in enumerate(todo)}
 
@@ -207,7 +212,7 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
         store.update(_pieces(direct, todo, h))
     used = [store[i] for i in range(p_lo, p_hi + 1)]
     scale = np.maximum(np.max(np.stack([u[2] for u in used]), axis=0), 1e-300)
-    bad = np.array([bool(np.any(u[1] > TOL * scale)) for u in used])
+    bad = np.any(np.stack([u[1] for u in used]) > TOL * scale, axis=1)
     coef = np.stack([u[0] for u in used])
     # the series' tail below TAIL of each column's scale (over all pieces) is dropped: the sums
     # move by less than that, and Clenshaw runs over the terms that matter only
