@@ -173,105 +173,151 @@ def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: fl
                    eta: float | Sequence[float], delta: float = 0.0,
                    readout: object = "constant", size: int = DEVICE_SIZE,
                    blocks: int = DEVICE_BLOCKS, seed: int = DEVICE_SEED,
-                   quad: Quadrature = DEFAULT_QUAD, n_ref: int = N_REF // 4
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+                   quad: Quadrature = DEFAULT_QUAD, n_ref: int = N_REF // 4,
+                   split: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """``(sig, a, ecov, r)``: the device of :func:`device_covariances` carrying E too (the target
     coordinates and the spikes' outside parts built on the device's own batches, docs/
     DERIVATIONS.md §9.7): per block the normalised covariance outside E (B x K x n' x n'), the
     coupling vectors of the model's ``[V, T]`` coordinates to it (B x K x (r+k) x n') and the
-    residual covariances on ``[V, T]`` (K x (r+k) x (r+k), from the groups' channels)."""
-    from asymptotics.network.groups import model_channels
-
+    residual covariances on ``[V, T]`` (K x (r+k) x (r+k), from the groups' channels).
+    ``split``: the device of 2B blocks of n/2 directions made of the same draws (each block's
+    batches cut into two halves of its samples and outside directions; the partner of the
+    extrapolation 2 r(n) - r(n/2), DERIVATIONS.md §9.9)."""
     m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout, quad=quad)
     key = ("coupled", m.sigma, target, m.readout, float(alpha0), m.etas, m.delta, size, blocks,
            seed, quad, n_ref)
     try:
-        hit = _CACHE.get(key)
+        hit = _CACHE.get((*key, bool(split)))
     except TypeError:
         key, hit = None, None
     if hit is not None:
         return hit
+    if split and (size < 4 or size % 2):
+        raise ValueError(f"a split device needs an even size >= 4, got {size}")
+    outs = _coupled_lanes(m, target, alpha0, size, blocks, seed, quad, n_ref, split)
+    for sp, out in zip((False, True)[:len(outs)], outs, strict=True):
+        for arr in out[:3]:
+            arr.flags.writeable = False
+        if key is not None:
+            _CACHE[(*key, sp)] = out
+    return outs[int(bool(split))]
+
+
+def _coupled_lanes(m, target, alpha0, size, blocks, seed, quad, n_ref, split) -> list:
+    """The devices of :func:`coupled_device`: ``[whole]`` or ``[whole, split]``, the split
+    one's lanes (half the samples and outside directions of each block) fed the whole block's
+    draws, whose random stream is the same with or without them."""
+    from asymptotics.network.groups import model_channels
+
     ng = network_groups(m.sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas,
                         delta=m.delta, readout=m.readout, quad=quad)
-    values, fractions, k = np.asarray(m.values), np.asarray(m.fractions), m.k
-    K = len(values)
-    xi, wxi = gauss_hermite(XI_NODES)
+    k = m.k
+    K = len(m.values)
     rng = np.random.default_rng(np.random.SeedSequence([seed, size, blocks, 7]))
+    side = np.random.default_rng(np.random.SeedSequence([seed, size, blocks, 8]))
     n0 = max(1, int(round(alpha0 * size)))
-    D0 = k + size
+    h, h0 = size // 2, n0 // 2
     stT = ng.states[m.steps]
     U_model, _, Q = stT.spiked_model()
-    r = U_model.shape[1]
     sig_ee = model_channels(stT, ng.cov[m.steps])
-    out_s, out_a, out_p = [], [], []
+    outs = [([], [], []), ([], [], [])] if split else [([], [], [])]
     for _ in range(blocks):
-        C = np.repeat(np.eye(D0)[None], K, axis=0)
-        S = np.zeros((K, D0))
+        lanes = [(np.repeat(np.eye(k + size)[None], K, axis=0), np.zeros((K, k + size)))]
+        if split:
+            lanes += [(np.repeat(np.eye(k + h)[None], K, axis=0), np.zeros((K, k + h)))] * 2
         for t in range(m.steps):
-            st = ng.states[t]
-            eta_t = m.etas[t]
-            X = rng.standard_normal((n0, D0))
+            X = rng.standard_normal((n0, k + size))
             noise = rng.standard_normal(n0)
-            Lf = _factor_gram(S[:, k:])
-            dev = type(st)(t, S[:, :k], Lf, st.c)
-            Ex = np.hstack([X[:, :k], X[:, k:] @ (np.linalg.pinv(Lf) @ S[:, k:]).T]) \
-                if Lf.shape[1] else X[:, :k]
-            w, u = _weights(m, dev, Ex, noise, fractions, values, xi, wxi)
-            Er, nr = _reference(rng, n_ref, k, Lf.shape[1])
-            wr, ur = _weights(m, dev, Er, nr, fractions, values, xi, wxi)
-            F, m1, _, _ = xi_moments(m.sigma, st.c, X @ S.T, xi, wxi)
-            e = _evaluate(m.g, X[:, :k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
-            S_new = S + eta_t * values[:, None] * ((e[:, None] * m1).T @ X) / n0
-            for g in range(K):
-                wg = wr[:, g].mean() + (w[:, g] - w[:, g].mean()) * (
-                    wr[:, g].std() / max(w[:, g].std(), 1e-300))
-                ug = u[:, g] * (ur[:, g].mean() / u[:, g].mean()) if u[:, g].mean() > 0 \
-                    else u[:, g]
-                Lg = np.eye(D0) + eta_t * values[g] * (X.T * wg) @ X / n0
-                C[g] = Lg @ C[g] @ Lg.T + D0 * (eta_t * values[g] / n0) ** 2 * (X.T * ug) @ X
-            S = S_new
-        # the model's [V, T] on this block: V from the device's spikes matched to the model's
-        # loadings (least squares, then the nearest orthonormal frame), T the rotated targets
-        Vd = np.linalg.pinv(S, rcond=1e-10) @ U_model
-        uu, _, vt = np.linalg.svd(Vd, full_matrices=False)
-        Vd = uu @ vt
-        th = np.zeros((D0, k))
-        th[:k] = Q
-        T = th - Vd @ (Vd.T @ th)
-        rho = np.linalg.norm(T, axis=0)
-        T = np.where(rho > 1e-12, T / np.maximum(rho, 1e-300), 0.0)
-        BE = np.hstack([Vd, T])
-        span = np.hstack([np.eye(D0)[:, :k], S.T])
-        us, ss, _ = np.linalg.svd(span, full_matrices=True)
-        qe = int(np.sum(ss > 1e-10 * max(1.0, ss.max(initial=0.0))))
-        Up = us[:, qe:]
-        sb, ab, pb = [], [], []
+            ref = []
+
+            def reference(q, ref=ref):
+                if not ref:  # the whole block's draw, from the device's stream
+                    ref.append((q, *_reference(rng, n_ref, k, q)))
+                q0, Er, nr = ref[0]
+                return (Er[:, :k + q], nr) if q <= q0 else _reference(side, n_ref, k, q)
+
+            lanes[0] = _advance(m, ng, t, k, *lanes[0], X, noise, reference)
+            for j in range(1, len(lanes)):
+                rows, cols = slice((j - 1) * h0, j * h0), slice(k + (j - 1) * h, k + j * h)
+                Xj = np.hstack([X[rows, :k], X[rows, cols]])
+                lanes[j] = _advance(m, ng, t, k, *lanes[j], Xj, noise[rows], reference)
+        for j, (C, S) in enumerate(lanes):
+            o = outs[min(j, 1)]
+            for lst, x in zip(o, _block_out(C, S, k, stT, U_model, Q), strict=True):
+                lst.append(x)
+    res = []
+    for out_s, out_a, out_p in outs:
+        ns = min(len(x[0]) for x in out_s)
+        sig = np.array([[s_[:ns, :ns] for s_ in x] for x in out_s])
+        a = np.array([[a_[:, :ns] for a_ in x] for x in out_a])
+        expl = np.mean(np.array(out_p), axis=0)
+        ecov = np.empty_like(sig_ee)
         for g in range(K):
-            Ct = C[g] / stT.c[g]
-            Cp = Up.T @ Ct @ Up
-            A = (BE.T @ Ct @ Up) @ np.linalg.inv(Cp)
-            kap = Cp.shape[0] / np.trace(Cp)
-            sb.append(0.5 * (Cp + Cp.T) * kap)
-            ab.append(A / math.sqrt(kap))
-            pb.append(A @ Cp @ A.T)
-        out_s.append(sb)
-        out_a.append(ab)
-        out_p.append(pb)
-    ns = min(len(x[0]) for x in out_s)
-    sig = np.array([[s_[:ns, :ns] for s_ in x] for x in out_s])
-    a = np.array([[a_[:, :ns] for a_ in x] for x in out_a])
-    expl = np.mean(np.array(out_p), axis=0)
-    ecov = np.empty_like(sig_ee)
-    for g in range(K):
-        ev, evec = np.linalg.eigh(sig_ee[g] - expl[g])
-        ecov[g] = (evec * np.maximum(ev, 0.0)) @ evec.T
-    for arr in (sig, a, ecov):
-        arr.flags.writeable = False
-    out = (sig, a, ecov, r)
-    if key is not None:
-        _CACHE[key] = out
-    return out
+            ev, evec = np.linalg.eigh(sig_ee[g] - expl[g])
+            ecov[g] = (evec * np.maximum(ev, 0.0)) @ evec.T
+        res.append((sig, a, ecov, U_model.shape[1]))
+    return res
+
+
+def _advance(m, ng, t: int, k: int, C: np.ndarray, S: np.ndarray, X: np.ndarray,
+             noise: np.ndarray, reference) -> tuple[np.ndarray, np.ndarray]:
+    """One step of a device block (module docstring): ``(C, S)`` after the step with batch
+    ``X`` (its first k columns the target coordinates), ``reference(q)`` the reference sample
+    of the weights' moments."""
+    st, eta_t = ng.states[t], m.etas[t]
+    values, fractions = np.asarray(m.values), np.asarray(m.fractions)
+    xi, wxi = gauss_hermite(XI_NODES)
+    n0, D0 = X.shape
+    Lf = _factor_gram(S[:, k:])
+    dev = type(st)(t, S[:, :k], Lf, st.c)
+    Ex = np.hstack([X[:, :k], X[:, k:] @ (np.linalg.pinv(Lf) @ S[:, k:]).T]) \
+        if Lf.shape[1] else X[:, :k]
+    w, u = _weights(m, dev, Ex, noise, fractions, values, xi, wxi)
+    Er, nr = reference(Lf.shape[1])
+    wr, ur = _weights(m, dev, Er, nr, fractions, values, xi, wxi)
+    F, m1, _, _ = xi_moments(m.sigma, st.c, X @ S.T, xi, wxi)
+    e = _evaluate(m.g, X[:, :k]) - F @ (fractions * values) + math.sqrt(m.delta) * noise
+    S_new = S + eta_t * values[:, None] * ((e[:, None] * m1).T @ X) / n0
+    C = C.copy()
+    for g in range(len(values)):
+        wg = wr[:, g].mean() + (w[:, g] - w[:, g].mean()) * (
+            wr[:, g].std() / max(w[:, g].std(), 1e-300))
+        ug = u[:, g] * (ur[:, g].mean() / u[:, g].mean()) if u[:, g].mean() > 0 else u[:, g]
+        Lg = np.eye(D0) + eta_t * values[g] * (X.T * wg) @ X / n0
+        C[g] = Lg @ C[g] @ Lg.T + D0 * (eta_t * values[g] / n0) ** 2 * (X.T * ug) @ X
+    return C, S_new
+
+
+def _block_out(C: np.ndarray, S: np.ndarray, k: int, stT, U_model: np.ndarray,
+               Q: np.ndarray) -> tuple[list, list, list]:
+    """A block's normalised covariances outside E, coupling vectors and explained covariances
+    on the model's ``[V, T]``: V from the device's spikes matched to the model's loadings (least
+    squares, then the nearest orthonormal frame), T the rotated targets."""
+    D0 = C.shape[1]
+    Vd = np.linalg.pinv(S, rcond=1e-10) @ U_model
+    uu, _, vt = np.linalg.svd(Vd, full_matrices=False)
+    Vd = uu @ vt
+    th = np.zeros((D0, k))
+    th[:k] = Q
+    T = th - Vd @ (Vd.T @ th)
+    rho = np.linalg.norm(T, axis=0)
+    T = np.where(rho > 1e-12, T / np.maximum(rho, 1e-300), 0.0)
+    BE = np.hstack([Vd, T])
+    span = np.hstack([np.eye(D0)[:, :k], S.T])
+    us, ss, _ = np.linalg.svd(span, full_matrices=True)
+    qe = int(np.sum(ss > 1e-10 * max(1.0, ss.max(initial=0.0))))
+    Up = us[:, qe:]
+    sb, ab, pb = [], [], []
+    for g in range(C.shape[0]):
+        Ct = C[g] / stT.c[g]
+        Cp = Up.T @ Ct @ Up
+        A = (BE.T @ Ct @ Up) @ np.linalg.inv(Cp)
+        kap = Cp.shape[0] / np.trace(Cp)
+        sb.append(0.5 * (Cp + Cp.T) * kap)
+        ab.append(A / math.sqrt(kap))
+        pb.append(A @ Cp @ A.T)
+    return sb, ab, pb
 
 
 def network_coupled(sigma: str | Function, target: str, **kw):
