@@ -37,6 +37,7 @@ KERNEL_MODULES = [
     "asymptotics.multiindex.xi_lines",
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
+    "asymptotics.spectra.traces.net_jacobian",
 ]
 
 
