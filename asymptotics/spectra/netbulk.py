@@ -43,6 +43,9 @@ from asymptotics.spectra.traces.outside_scalar import first3_block, second3_bloc
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
 COMMUTE_TOL = 1e-12
+#: from this many points on, the traces with pairs go one block of directions at a time (fewer:
+#: all blocks in one kernel call, the calls' overhead dominates)
+BLOCK_MIN = 8
 #: the directions of the path's commuting model (:meth:`OutsideTraces.coarse`)
 COARSE_BINS = 48
 #: the directions of largest s kept as single atoms in it (they set the bulk's edge)
@@ -198,15 +201,20 @@ class OutsideTraces:
     def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`traces` by the kernels (compiled or not); with ``Vhat1`` symmetric at every
         point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric). With
-        pairs, one block of directions at a time (its ``W`` and ``Y`` stay in cache); K = 3
-        with the three pairs of groups 1, 2 by the block kernels without branches."""
+        pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
+        and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
+        without branches."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
         ob, oe = self._ordered_pairs(both)[:2]
         sf, wf = self._flat()
-        if not ob.size:
-            return traces_first(vh, D, sf, wf, self.n, ob, oe)[0]
+        if not ob.size or vh.shape[0] < BLOCK_MIN:  # (few points: W fits in cache whole)
+            T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
+            if ob.size:
+                traces_second(vh, D, sf, np.matmul(W, self._ordered_pairs(both)[2]), self.n,
+                              ob, oe, both, T)
+            return T
         T = np.zeros((vh.shape[0], self.K, self.K), dtype=np.complex128)
         if self.K == 3 and both and ob.tolist() == [1, 1, 2] and oe.tolist() == [1, 2, 2]:
             W = np.empty((3, 2 * vh.shape[0], self.n))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.spectra.traces.outside_kernels import _ninv, compiled
+from asymptotics.spectra.traces.outside_kernels import compiled, ninv
 from asymptotics.spectra.traces.outside_scalar import rcp
 
 #: fast math (as :data:`asymptotics.spectra.traces.outside_kernels.FAST`)
@@ -47,7 +47,7 @@ def traces0_products(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wt: np.ndarr
         Sl[:] = 0.0
         Yl[:, :] = 0.0
         for j in range(nd):
-            _ninv(vh[x], D[x], sf, j, A, N)
+            ninv(vh[x], D[x], sf, j, A, N)
             w = wt[j]
             for p in range(P):
                 S[p] = N[ia[p], ib[p]] * (D[x, ib[p]] * sf[ib[p], j])
