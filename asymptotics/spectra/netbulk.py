@@ -191,10 +191,18 @@ class OutsideTraces:
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         args = (vh, D, *self._flat(), self.n, *self._ordered_pairs()[:2])
-        if not compiled(traces_first, args):
-            if not _QUEUED:  # queues the kernels (interpreted once a process)
+        blk = None  # the block kernels' arguments (K = 3 with three pairs), one point, block
+        if self.K == 3 and len(self.groups) == 2:
+            sfb, wfb = self._blocks(True)[0][:2]
+            W = np.zeros((3, 2, self.n))
+            blk = (vh[:1], D[:1], sfb, wfb, np.zeros((1, 3, 3), dtype=np.complex128), W)
+        if not compiled(traces_first, args) or (blk and not compiled(first3_block, blk)):
+            if not _QUEUED:  # queues the kernels (interpreted once a process, on one point)
                 _QUEUED.append(True)
                 self.traces_kernels(vh[:1], D[:1])
+                if blk:
+                    first3_block(*blk)
+                    second3_block(*blk[:3], blk[5], blk[4])
             return self.traces_numpy(vh, D)
         return self.traces_kernels(vh, D)
 

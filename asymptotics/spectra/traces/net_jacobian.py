@@ -210,9 +210,10 @@ def ready(sf: np.ndarray, wt: np.ndarray) -> bool:
         args, disp = (vh, D, sf, wt, ia, ia), traces0_products
     if compiled(disp, args):
         return True
-    if not _QUEUED:
-        _QUEUED.append(True)
-        disp(*(a[:, :1] if a is sf else a[:1] if a is wt else a for a in args))
+    if K not in _QUEUED:
+        _QUEUED.append(K)
+        disp(*(np.ascontiguousarray(a[:, :1]) if a is sf else a[:1] if a is wt else a
+               for a in args))
     return False
 
 
