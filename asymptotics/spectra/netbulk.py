@@ -29,29 +29,33 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
-from asymptotics.spectra.law import NEWTON_MAX, NEWTON_TOL, Y_END, Solver
+from asymptotics.spectra.law import Solver
+from asymptotics.spectra.traces.net_chord import ChordPolish, SymSolver, sym_jacobian
+from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
 from asymptotics.spectra.traces.outside_kernels import (
     compiled,
     traces_first,
     traces_second,
     vpart_sums,
 )
+from asymptotics.spectra.traces.outside_scalar import first3_block, second3_block
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
 #: size are exactly zero (commuting covariances: the expansion is exact)
 COMMUTE_TOL = 1e-12
+#: from this many points on, the traces with pairs go one block of directions at a time (fewer:
+#: all blocks in one kernel call, the calls' overhead dominates)
+BLOCK_MIN = 8
 #: the directions of the path's commuting model (:meth:`OutsideTraces.coarse`)
 COARSE_BINS = 48
 #: the directions of largest s kept as single atoms in it (they set the bulk's edge)
 COARSE_TOP = 16
 
-#: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
-BROYDEN = True
-#: the chord's tolerance on the commuting model with every direction (its solution only starts
-#: the chord to the full model, which converges from ~1e-4 away in a few steps)
-MEDIUM_TOL = 1e-8
 #: Newton's tolerance on the path's commuting model (its end point only starts the chord)
 APPROX_TOL = 1e-9
+#: the commuting models' Jacobians analytic for K = 2, 3
+#: (:mod:`asymptotics.spectra.traces.net_jacobian`; False: difference quotients, the reference)
+ANALYTIC = True
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
@@ -92,6 +96,7 @@ class OutsideTraces:
             _CACHE[id(bulk.sig)] = hit
         self.s, self.groups, self.pairs = hit[1], hit[2], hit[3]
         self.ws = self.s  # each direction's weight times s (weights 1)
+        self.wt = np.ones(self.s.shape[:2])  # each direction's weight
 
     def coarse(self, n_bins: int = COARSE_BINS) -> OutsideTraces:
         """A commuting model of few weighted directions (the :data:`COARSE_TOP` directions of
@@ -114,7 +119,8 @@ class OutsideTraces:
         out = object.__new__(OutsideTraces)
         out.sig, out.B, out.K, out.n, out.d = self.sig, 1, self.K, len(atoms), self.d
         out.s = np.array(atoms)[None]
-        out.ws = out.s * np.array(weights, dtype=np.float64)[None, :, None]
+        out.wt = np.array(weights, dtype=np.float64)[None]
+        out.ws = out.s * out.wt[:, :, None]
         out.groups, out.pairs = [], {}
         return out
 
@@ -174,6 +180,10 @@ class OutsideTraces:
                                     for a in (self.s, self.ws))
         return self._flat_rows
 
+    def weights_flat(self) -> np.ndarray:
+        """The directions' weights in the order of :meth:`_flat`'s rows."""
+        return np.ascontiguousarray(self.wt.reshape(-1))
+
     def traces(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``T`` (N x K x K) at ``vh`` (N x K x K) and ``D`` (N x K), complex: compiled kernels
         (the products with ``O_b o O_e`` by BLAS), or, while they are not compiled yet, the
@@ -181,25 +191,65 @@ class OutsideTraces:
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         args = (vh, D, *self._flat(), self.n, *self._ordered_pairs()[:2])
-        if not compiled(traces_first, args):
-            if not _QUEUED:  # queues the kernels (interpreted once a process)
+        blk = None  # the block kernels' arguments (K = 3 with three pairs), one point, block
+        if self.K == 3 and len(self.groups) == 2:
+            sfb, wfb = self._blocks(True)[0][:2]
+            W = np.zeros((3, 2, self.n))
+            blk = (vh[:1], D[:1], sfb, wfb, np.zeros((1, 3, 3), dtype=np.complex128), W)
+        if not compiled(traces_first, args) or (blk and not compiled(first3_block, blk)):
+            if not _QUEUED:  # queues the kernels (interpreted once a process, on one point)
                 _QUEUED.append(True)
                 self.traces_kernels(vh[:1], D[:1])
+                if blk:
+                    first3_block(*blk)
+                    second3_block(*blk[:3], blk[5], blk[4])
             return self.traces_numpy(vh, D)
         return self.traces_kernels(vh, D)
 
     def traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`traces` by the kernels (compiled or not); with ``Vhat1`` symmetric at every
-        point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric)."""
+        point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric). With
+        pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
+        and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
+        without branches."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
-        ob, oe, P = self._ordered_pairs(both)[:3]
+        ob, oe = self._ordered_pairs(both)[:2]
         sf, wf = self._flat()
-        T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
-        if ob.size:
-            traces_second(vh, D, sf, np.matmul(W, P), self.n, ob, oe, both, T)
+        if not ob.size or vh.shape[0] < BLOCK_MIN:  # (few points: W fits in cache whole)
+            T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
+            if ob.size:
+                traces_second(vh, D, sf, np.matmul(W, self._ordered_pairs(both)[2]), self.n,
+                              ob, oe, both, T)
+            return T
+        T = np.zeros((vh.shape[0], self.K, self.K), dtype=np.complex128)
+        if self.K == 3 and both and ob.tolist() == [1, 1, 2] and oe.tolist() == [1, 2, 2]:
+            W = np.empty((3, 2 * vh.shape[0], self.n))
+            Y = np.empty_like(W)
+            for sfb, wfb, Pb in self._blocks(both):
+                first3_block(vh, D, sfb, wfb, T, W)
+                np.matmul(W, Pb, out=Y)
+                second3_block(vh, D, sfb, Y, T)
+            return T
+        for sfb, wfb, Pb in self._blocks(both):
+            Tb, W = traces_first(vh, D, sfb, wfb, self.n, ob, oe)
+            traces_second(vh, D, sfb, np.matmul(W, Pb[:, None]), self.n, ob, oe, both, Tb)
+            T += Tb
         return T
+
+    def _blocks(self, both: bool) -> list:
+        """Per block of directions: ``s``, ``ws`` (K x n) and the pairs' ``O_b o O_e``
+        (pairs x n x n), contiguous."""
+        key = "_blocks_both" if both else "_blocks_ordered"
+        if key not in self.__dict__:
+            P = self._ordered_pairs(both)[2]
+            sf, wf = self._flat()
+            n = self.n
+            self.__dict__[key] = [(np.ascontiguousarray(sf[:, b * n:(b + 1) * n]),
+                                   np.ascontiguousarray(wf[:, b * n:(b + 1) * n]),
+                                   np.ascontiguousarray(P[:, b])) for b in range(self.B)]
+        return self.__dict__[key]
 
     def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`traces` in numpy (vectorised over points and directions)."""
@@ -237,33 +287,6 @@ class OutsideTraces:
         return T
 
 
-def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
-    """The finite-difference Jacobian of a V-part residual at ``x = (tau (K), V1 (K^2))``: it
-    sees ``V1`` through ``V1 . mub1 mub1^T`` and in ``e2 = V1 - Vb``, so the columns of
-    ``V1_ab`` and ``V1_ba`` differ by that identity only (K + K(K+1)/2 evaluations)."""
-    q = x.shape[1]
-    K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
-    J = np.empty(x.shape + (q,), dtype=np.complex128)
-    cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
-    for j in cols:
-        h = 1e-7 * (1.0 + np.abs(x[:, j]))
-        J[:, :, j] = (residual(x + h[:, None] * (np.arange(q) == j), z) - F0) / h[:, None]
-        a, b = divmod(j - K, K)
-        if j >= K and a != b:
-            jt = K + b * K + a
-            J[:, :, jt] = J[:, :, j]
-            J[:, j, jt] -= 1.0
-            J[:, jt, jt] += 1.0
-    return J
-
-
-class SymSolver(Solver):
-    """:class:`~asymptotics.spectra.law.Solver` with the Jacobian of :func:`sym_jacobian`."""
-
-    def _jacobian_fd(self, x: np.ndarray, z: np.ndarray, F: np.ndarray) -> np.ndarray:
-        return sym_jacobian(self.residual, x, z, F)
-
-
 def outside_solver(prob, alpha: float, bulk) -> Solver:
     """The features' V-part at lam = -z on the bulk outside E (module docstring) as a
     :class:`~asymptotics.spectra.law.Solver` with the unknowns of
@@ -286,6 +309,8 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             np.ascontiguousarray(w[:, None] * outer), np.ascontiguousarray(ms2),
             np.ascontiguousarray(w[:, None] * ms2), float(A_))
 
+    tables = node_tables(*sums)
+
     def vpart(x: np.ndarray) -> tuple:
         """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
         x = np.ascontiguousarray(x, dtype=np.complex128)
@@ -307,113 +332,40 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             return np.concatenate([e1, (V1 - Vb).reshape(-1, K * K)], axis=1)
         return residual
 
+    def jac_of(trc: OutsideTraces, residual):
+        """The analytic Jacobian of a commuting model (None: the difference quotients; also
+        while its kernel is not compiled)."""
+        if not ANALYTIC or trc.groups or K not in (2, 3):  # (scalar kernels for K = 2, 3)
+            return None
+
+        def jac(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+            if not ready(trc._flat()[0], trc.weights_flat()):
+                return sym_jacobian(residual, x, z, residual(x, z))
+            return vpart_jacobian(x, z, tables, trc, beta)
+        return jac
+
+    def solver(trc: OutsideTraces) -> SymSolver:
+        res = make(trc)
+        out = SymSolver(res, start, lambda x: x[:, :K] @ pi, scale=scale)
+        out.jac = jac_of(trc, res)
+        return out
+
     def start(z: np.ndarray) -> np.ndarray:
         tau = np.repeat((-1.0 / z)[:, None], K, axis=1)
         V1 = (pi * tau)[:, :, None] * eye[None]
         return np.concatenate([tau, V1.reshape(-1, K * K)], axis=1)
 
     scale = features_mean(prob, alpha)
-    exact = SymSolver(make(tr), start, lambda x: x[:, :K] @ pi, scale=scale)
+    exact = solver(tr)
     if tr.exact and tr.d <= COARSE_BINS:
         sol = exact
     else:
-        approx = SymSolver(make(tr.coarse()), start, lambda x: x[:, :K] @ pi, scale=scale)
+        approx = solver(tr.coarse())
         approx.tol = APPROX_TOL
-        medium = (None if tr.exact else
-                  Solver(make(tr.commuting()), start, lambda x: x[:, :K] @ pi, scale=scale))
+        medium = None if tr.exact else solver(tr.commuting())
         sol = ChordPolish(exact, approx, medium)
     sol.parts = parts
     sol.traces = tr
     return sol
 
-
-class ChordPolish(SymSolver):
-    """The full model ``exact`` started from the cheap model ``approx`` at the final z (as
-    :class:`asymptotics.spectra.weights.PolishedSolver`), polished by a chord iteration: the
-    Jacobian of the cheap model at its own end point, factored once, and one evaluation of the
-    full model per step (the two Jacobians are close, so it converges linearly and fast); the
-    points where it fails (not converged, or m moved by more than 10%) take the full model's
-    whole path (Newton). ``medium`` (optional): a model between the two (the same directions
-    without the off-diagonal parts), reached by the chord from ``approx`` first; its Jacobian
-    then drives the chord to ``exact``, which converges in a few steps."""
-
-    def __init__(self, exact: Solver, approx: Solver, medium: Solver | None = None) -> None:
-        super().__init__(exact.residual, exact.start, exact.stieltjes, exact.scale)
-        self.approx, self.medium = approx, medium
-        self.broyden = BROYDEN
-
-    def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
-               tol: float = NEWTON_TOL) -> tuple[np.ndarray, np.ndarray]:
-        """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
-        ``model`` (default: ``approx``) at the start ``x``, to the relative tolerance ``tol``."""
-        residual = self.residual if residual is None else residual
-        model = self.approx.residual if model is None else model
-        x = x.copy()
-        ok = np.zeros(z.shape[0], dtype=bool)
-        try:
-            Jinv = np.linalg.inv(sym_jacobian(model, x, z, model(x, z)))
-        except np.linalg.LinAlgError:
-            return x, ok
-        act = np.arange(z.shape[0])
-        F_old = dx_old = size_old = None
-        for _ in range(NEWTON_MAX):
-            F = residual(x[act], z[act])
-            if self.broyden and F_old is not None:  # Broyden's update of the inverse
-                H = Jinv[act]
-                y = F - F_old
-                Hy = np.einsum("xij,xj->xi", H, y)
-                sH = np.einsum("xi,xij->xj", dx_old, H)
-                den = np.einsum("xi,xi->x", dx_old, Hy)
-                use = np.isfinite(den) & (np.abs(den) > 1e-30) & np.all(np.isfinite(y), axis=1)
-                den = np.where(use, den, 1.0)
-                upd = (dx_old - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None]
-                Jinv[act] = H + np.where(use[:, None, None], upd, 0.0)
-            dx = -np.einsum("xij,xj->xi", Jinv[act], F)
-            bad = ~np.all(np.isfinite(dx), axis=1)
-            dx[bad] = 0.0
-            x[act] += dx
-            size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
-            # done: the step, or the error left after it (the step times q/(1 - q), q the
-            # contraction measured from the last two steps, when below 1/2), under the tol
-            q = size / size_old[act] if size_old is not None else np.ones_like(size)
-            left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
-            done = ((size < tol) | (left < tol)) & ~bad
-            ok[act[done]] = True
-            keep = ~done & ~bad
-            if size_old is None:
-                size_old = np.full(z.shape[0], np.inf)
-            size_old[act] = size
-            act, F_old, dx_old = act[keep], F[keep], dx[keep]
-            if act.size == 0:
-                break
-        return x, ok
-
-    def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
-        zt = z.real + 1j * np.maximum(z.imag, Y_END * self.scale)
-        x0, ok0 = self.approx.solve(z)
-        if self.medium is None:
-            x, ok = self._chord(x0, zt)
-        else:
-            x, ok = self._chord(x0, zt, self.medium.residual, tol=MEDIUM_TOL)
-            go = np.nonzero(ok)[0]
-            if go.size:
-                x[go], ok[go] = self._chord(x[go], zt[go], self.residual, self.medium.residual)
-        m, m0 = self.stieltjes(x), self.stieltjes(x0)
-        ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
-        ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
-        bad = np.nonzero(~ok)[0]
-        if bad.size and self.medium is not None:  # the medium model's path, then the chord
-            xb, okb = self.medium.solve(z[bad])
-            go = bad[okb]
-            if go.size:
-                x[go], ok[go] = self._chord(xb[okb], zt[go], self.residual,
-                                            self.medium.residual)
-                m = self.stieltjes(x[go])
-                ok[go] &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
-                ok[go] &= np.abs(m - self.stieltjes(xb[okb])) <= 0.1 * np.abs(m)
-            bad = np.nonzero(~ok)[0]
-        if bad.size:
-            xb, okb = Solver.solve(self, z[bad])
-            x[bad], ok[bad] = xb, okb
-        return x, ok
+__all__ = ["ChordPolish", "OutsideTraces", "SymSolver", "outside_solver", "sym_jacobian"]

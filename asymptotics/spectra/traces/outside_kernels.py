@@ -22,7 +22,7 @@ FAST = True
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
-def _ninv(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, j: int, A: np.ndarray,
+def ninv(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, j: int, A: np.ndarray,
           out: np.ndarray) -> None:
     """Kernel: ``out = (I + diag(D s_j) Vhat1)^-1`` (K x K, complex) for direction ``j``
     (``A`` scratch): cofactors for K = 3, else Gauss-Jordan with partial pivoting."""
@@ -103,7 +103,7 @@ def traces_first(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, 
         for b in range(B):
             for i in range(n):
                 j = b * n + i
-                _ninv(vh[x], D[x], sf, j, A, Nm)
+                ninv(vh[x], D[x], sf, j, A, Nm)
                 for a in range(K):
                     for g in range(K):
                         Tl[a, g] += Nm[a, g] * wf[g, j]
@@ -153,7 +153,7 @@ def traces_second(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, 
         for b in range(B):
             for i in range(n):
                 j = b * n + i
-                _ninv(vh[x], D[x], sf, j, A, Nm)
+                ninv(vh[x], D[x], sf, j, A, Nm)
                 r[:, :] = 0.0
                 for p in range(npo):
                     bb, ee = wb[p], we[p]

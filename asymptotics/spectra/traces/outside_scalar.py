@@ -248,3 +248,135 @@ def second3(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, n: int
         T[x, 2, 0] += b20
         T[x, 2, 1] += b21 - h21
         T[x, 2, 2] += b22 - h22
+
+
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def first3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, T: np.ndarray,
+                 W: np.ndarray) -> None:
+    """Kernel: :func:`first3` on one block of directions (``sf``, ``wf``: 3 x n) for the three
+    pairs (1, 1), (1, 2), (2, 2) of groups (``Q`` symmetric), adding to ``T``; ``W`` (3, 2N, n)
+    gets ``Q[1, 1]``, ``Q[1, 2]``, ``Q[2, 2]`` (real rows, then imaginary), without branches in
+    the loop over directions (vectorised). A block's ``W`` stays in cache for its BLAS product."""
+    Np = D.shape[0]
+    n = sf.shape[1]
+    for x in range(Np):
+        v00, v01, v02 = vh[x, 0, 0], vh[x, 0, 1], vh[x, 0, 2]
+        v10, v11, v12 = vh[x, 1, 0], vh[x, 1, 1], vh[x, 1, 2]
+        v20, v21, v22 = vh[x, 2, 0], vh[x, 2, 1], vh[x, 2, 2]
+        D0, D1, D2 = D[x, 0], D[x, 1], D[x, 2]
+        t00, t01, t02, t10, t11, t12, t20, t21, t22 = 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j
+        for j in range(n):
+            w0, w1, w2 = wf[0, j], wf[1, j], wf[2, j]
+            u0, u1, u2 = D0 * sf[0, j], D1 * sf[1, j], D2 * sf[2, j]
+            a00, a01, a02 = 1.0 + u0 * v00, u0 * v01, u0 * v02
+            a10, a11, a12 = u1 * v10, 1.0 + u1 * v11, u1 * v12
+            a20, a21, a22 = u2 * v20, u2 * v21, 1.0 + u2 * v22
+            c00 = a11 * a22 - a12 * a21
+            c01 = a12 * a20 - a10 * a22
+            c02 = a10 * a21 - a11 * a20
+            idet = rcp(a00 * c00 + a01 * c01 + a02 * c02)
+            n00, n10, n20 = c00 * idet, c01 * idet, c02 * idet
+            n01 = (a02 * a21 - a01 * a22) * idet
+            n11 = (a00 * a22 - a02 * a20) * idet
+            n21 = (a01 * a20 - a00 * a21) * idet
+            n02 = (a01 * a12 - a02 * a11) * idet
+            n12 = (a02 * a10 - a00 * a12) * idet
+            n22 = (a00 * a11 - a01 * a10) * idet
+            t00 += n00 * w0
+            t01 += n01 * w1
+            t02 += n02 * w2
+            t10 += n10 * w0
+            t11 += n11 * w1
+            t12 += n12 * w2
+            t20 += n20 * w0
+            t21 += n21 * w1
+            t22 += n22 * w2
+            q11 = v10 * n01 + v11 * n11 + v12 * n21
+            q12 = v10 * n02 + v11 * n12 + v12 * n22
+            q22 = v20 * n02 + v21 * n12 + v22 * n22
+            W[0, x, j] = q11.real
+            W[0, Np + x, j] = q11.imag
+            W[1, x, j] = q12.real
+            W[1, Np + x, j] = q12.imag
+            W[2, x, j] = q22.real
+            W[2, Np + x, j] = q22.imag
+        T[x, 0, 0] += t00
+        T[x, 0, 1] += t01
+        T[x, 0, 2] += t02
+        T[x, 1, 0] += t10
+        T[x, 1, 1] += t11
+        T[x, 1, 2] += t12
+        T[x, 2, 0] += t20
+        T[x, 2, 1] += t21
+        T[x, 2, 2] += t22
+
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def second3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray,
+                  T: np.ndarray) -> None:
+    """Kernel: :func:`second3` on one block (``Y`` (3, 2N, n): ``y11``, ``y12``, ``y22`` from
+    :func:`first3_block`'s ``W``), adding to ``T``."""
+    Np = D.shape[0]
+    n = sf.shape[1]
+    for x in range(Np):
+        v00, v01, v02 = vh[x, 0, 0], vh[x, 0, 1], vh[x, 0, 2]
+        v10, v11, v12 = vh[x, 1, 0], vh[x, 1, 1], vh[x, 1, 2]
+        v20, v21, v22 = vh[x, 2, 0], vh[x, 2, 1], vh[x, 2, 2]
+        D0, D1, D2 = D[x, 0], D[x, 1], D[x, 2]
+        b00, b01, b02, b10, b11, b12, b20, b21, b22 = 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j, 0j
+        h01, h02, h11, h12, h21, h22 = 0j, 0j, 0j, 0j, 0j, 0j
+        for j in range(n):
+            s0, s1, s2 = sf[0, j], sf[1, j], sf[2, j]
+            u0, u1, u2 = D0 * s0, D1 * s1, D2 * s2
+            a00, a01, a02 = 1.0 + u0 * v00, u0 * v01, u0 * v02
+            a10, a11, a12 = u1 * v10, 1.0 + u1 * v11, u1 * v12
+            a20, a21, a22 = u2 * v20, u2 * v21, 1.0 + u2 * v22
+            c00 = a11 * a22 - a12 * a21
+            c01 = a12 * a20 - a10 * a22
+            c02 = a10 * a21 - a11 * a20
+            idet = rcp(a00 * c00 + a01 * c01 + a02 * c02)
+            n00, n10, n20 = c00 * idet, c01 * idet, c02 * idet
+            n01 = (a02 * a21 - a01 * a22) * idet
+            n11 = (a00 * a22 - a02 * a20) * idet
+            n21 = (a01 * a20 - a00 * a21) * idet
+            n02 = (a01 * a12 - a02 * a11) * idet
+            n12 = (a02 * a10 - a00 * a12) * idet
+            n22 = (a00 * a11 - a01 * a10) * idet
+            y11 = complex(Y[0, x, j], Y[0, Np + x, j])
+            y12 = complex(Y[1, x, j], Y[1, Np + x, j])
+            y22 = complex(Y[2, x, j], Y[2, Np + x, j])
+            m01, m11, m21 = D1 * n01, D1 * n11, D1 * n21
+            m02, m12, m22 = D2 * n02, D2 * n12, D2 * n22
+            r01, r02 = m01 * y11 + m02 * y12, m01 * y12 + m02 * y22
+            r11, r12 = m11 * y11 + m12 * y12, m11 * y12 + m12 * y22
+            r21, r22 = m21 * y11 + m22 * y12, m21 * y12 + m22 * y22
+            f1, f2 = D1, D2
+            q10 = f1 * (v10 * n00 + v11 * n10 + v12 * n20) * s0
+            q11 = f1 * (v10 * n01 + v11 * n11 + v12 * n21) * s1
+            q12 = f1 * (v10 * n02 + v11 * n12 + v12 * n22) * s2
+            q20 = f2 * (v20 * n00 + v21 * n10 + v22 * n20) * s0
+            q21 = f2 * (v20 * n01 + v21 * n11 + v22 * n21) * s1
+            q22 = f2 * (v20 * n02 + v21 * n12 + v22 * n22) * s2
+            b00 += r01 * q10 + r02 * q20
+            b01 += r01 * q11 + r02 * q21
+            b02 += r01 * q12 + r02 * q22
+            b10 += r11 * q10 + r12 * q20
+            b11 += r11 * q11 + r12 * q21
+            b12 += r11 * q12 + r12 * q22
+            b20 += r21 * q10 + r22 * q20
+            b21 += r21 * q11 + r22 * q21
+            b22 += r21 * q12 + r22 * q22
+            h01 += r01
+            h02 += r02
+            h11 += r11
+            h12 += r12
+            h21 += r21
+            h22 += r22
+        T[x, 0, 0] += b00
+        T[x, 0, 1] += b01 - h01
+        T[x, 0, 2] += b02 - h02
+        T[x, 1, 0] += b10
+        T[x, 1, 1] += b11 - h11
+        T[x, 1, 2] += b12 - h12
+        T[x, 2, 0] += b20
+        T[x, 2, 1] += b21 - h21
+        T[x, 2, 2] += b22 - h22
