@@ -30,8 +30,9 @@ F     z1 + z1*z2                     hypercube  16      1, 1, 1
 ====  =============================  =========  ======  ==========
 
 at ``d = 1000`` (6 seeds; 8 for F, whose several-steps check in the tests needs 8) and then
-``d = 2000`` (6 seeds, every setting alike: first 3, then 3 more, the next repetitions of the
-same root seed; in the order A, F, D, B, C, E, so that a partial run has the most useful ones).
+``d = 2000`` (11 seeds, every setting alike: first 3, then 3 more, then 5 more in rounds of one
+repetition of every setting, the next repetitions of the same root seed; in the order A, F, D,
+B, C, E, so that a partial run has the most useful ones).
 Root seed of a (setting, d): ``100000 (i + 1) + d`` (``i`` = 0..5 for A..F);
 repetition ``r`` is child ``r`` of ``SeedSequence(root)``.
 
@@ -106,7 +107,7 @@ class Plan:
 
 
 #: repetitions of every setting at d = 2000
-BIG_D_SEEDS = 6
+BIG_D_SEEDS = 11
 FULL = Plan(blocks=((1000, 6, "ABCDE"), (1000, 8, "F"), (2000, BIG_D_SEEDS, "AFDBCE")),
             n_test=10_000,
             prefix="multistep_risk")
