@@ -375,8 +375,11 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     :data:`CLOSED`; ``small``: a bulk below :data:`SMALL_BULK` of a sigma without kinks by
     :func:`xi_direct_small` on pieces of half-length 1 (sigma's own scale; checked as ever)."""
     n, K = M.shape
-    out = np.empty((4, n, K))
     scs = np.sqrt(np.asarray(c, dtype=np.float64))
+    if rules is not None and _is_relu(sigma) and np.all(scs > 0) and all(  # (n, K) at once
+            isinstance(x, str) and x == CLOSED for x in rules):
+        return step_quadrature.relu_moments(M, scs, SAME_SCALE)
+    out = np.empty((4, n, K))
     done = np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:
