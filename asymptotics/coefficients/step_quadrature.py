@@ -241,6 +241,28 @@ def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.
     np.maximum(v, 0.0, out=v)
     return F, Phi, phi, v
 
+
+def relu_rest_sums(a: np.ndarray, b: float, f: np.ndarray, delta: float
+                   ) -> tuple[np.ndarray, ...]:
+    """``multiindex.graded.relu_rest``'s ``(e0, Phi, e2)`` (x = a / b): e0 = a Phi + b phi - f,
+    e2 = (a a + b b) Phi + a b phi - 2 f G0 + f f + delta, the same operations in place."""
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.multiply(x, -0.5)
+    phi *= x
+    np.exp(phi, out=phi)
+    phi *= 1.0 / math.sqrt(2.0 * math.pi)
+    G0 = np.multiply(a, Phi)
+    G0 += np.multiply(phi, b, out=x)
+    e2 = np.multiply(a, a)
+    e2 += b * b
+    e2 *= Phi
+    e2 += np.multiply(np.multiply(a, b, out=x), phi, out=x)
+    e2 -= np.multiply(np.multiply(f, 2.0, out=x), G0, out=x)
+    e2 += np.multiply(f, f, out=x)
+    e2 += delta
+    return np.subtract(G0, f, out=G0), Phi, e2
+
 #: a spike axis along which every group's shift moves by at most WEAK_B of its bulk's scale per
 #: unit (and the target polynomially, or as weakly): Gauss-Hermite instead of the trapezoid
 #: rule (weak_axes); WEAK_TOL the accuracy asked of its sub-rule's weak part, WEAK_MAX its most
