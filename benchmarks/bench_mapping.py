@@ -9,6 +9,7 @@ and the slowest.
     python benchmarks/bench_mapping.py --seeds 1111,2222,4444
     python benchmarks/bench_mapping.py --seeds 8086 --only softplus3   # softplus, three values
     python benchmarks/bench_mapping.py --seeds 8086 --only softplus3 --profile   # cProfile each
+    python benchmarks/bench_mapping.py --seeds 4444,5555 --only relu --repeat 5   # relu settings
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="20261125", help="comma-separated seeds")
     ap.add_argument("--n", type=int, default=24, help="settings per seed")
-    ap.add_argument("--only", choices=("softplus3",), default=None,
-                    help="softplus3: softplus with a three-valued readout only")
+    ap.add_argument("--only", choices=("softplus3", "relu"), default=None,
+                    help="softplus3: softplus with a three-valued readout only; relu: relu as "
+                         "sigma or as target only")
     ap.add_argument("--profile", action="store_true", help="cProfile each timed setting")
     ap.add_argument("--repeat", type=int, default=3, help="timings per setting (the best)")
     args = ap.parse_args()
@@ -79,6 +81,8 @@ def main() -> None:
             kw = draw_mapping_setting(rng)
             if args.only == "softplus3" and not (kw["sigma"] == "softplus"
                                                  and isinstance(kw["readout"], dict)):
+                continue
+            if args.only == "relu" and "relu" not in (kw["sigma"], kw["target"]):
                 continue
             try:
                 t = first(kw, args.repeat)

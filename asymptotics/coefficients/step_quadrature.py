@@ -19,7 +19,7 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy.special import erf
+from scipy.special import erf, ndtr
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core.coldstart import kernel
@@ -211,6 +211,57 @@ def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.nda
     v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
     return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
 
+
+
+
+def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.ndarray, ...]:
+    """``multiindex.xi_lines.xi_moments`` (F, m1, m2, v) for relu with every group in closed
+    form (scs > 0): ``relu_closed``'s columns (x = M / sc: F = M Phi + sc phi, m1 = Phi,
+    m2 = phi, E sigma'^2 = Phi) for every node and group at once, in place on (n, K) arrays
+    (the same operations term by term), groups of one bulk (within ``same_scale``) at the
+    first one's scale as there."""
+    K = len(scs)
+    rep, done = np.array(scs, dtype=np.float64), np.zeros(K, dtype=bool)
+    for g in range(K):
+        if not done[g]:
+            same = [h for h in range(g, K)
+                    if not done[h] and abs(scs[h] - scs[g]) <= same_scale * scs[g]]
+            done[same] = True
+            rep[same] = scs[g]
+    x = np.asarray(M, dtype=np.float64) / rep
+    Phi = ndtr(x)
+    phi = np.multiply(x, -0.5)
+    phi *= x
+    np.exp(phi, out=phi)
+    phi *= 1.0 / math.sqrt(2.0 * math.pi)
+    F = np.multiply(M, Phi)
+    F += rep * phi
+    v = np.multiply(Phi, Phi, out=x)
+    np.subtract(Phi, v, out=v)
+    np.maximum(v, 0.0, out=v)
+    return F, Phi, phi, v
+
+
+def relu_rest_sums(a: np.ndarray, b: float, f: np.ndarray, delta: float
+                   ) -> tuple[np.ndarray, ...]:
+    """``multiindex.graded.relu_rest``'s ``(e0, Phi, e2)`` (x = a / b): e0 = a Phi + b phi - f,
+    e2 = (a a + b b) Phi + a b phi - 2 f G0 + f f + delta, the same operations in place."""
+    x = a / b
+    Phi = ndtr(x)
+    phi = np.multiply(x, -0.5)
+    phi *= x
+    np.exp(phi, out=phi)
+    phi *= 1.0 / math.sqrt(2.0 * math.pi)
+    G0 = np.multiply(a, Phi)
+    G0 += np.multiply(phi, b, out=x)
+    e2 = np.multiply(a, a)
+    e2 += b * b
+    e2 *= Phi
+    e2 += np.multiply(np.multiply(a, b, out=x), phi, out=x)
+    e2 -= np.multiply(np.multiply(f, 2.0, out=x), G0, out=x)
+    e2 += np.multiply(f, f, out=x)
+    e2 += delta
+    return np.subtract(G0, f, out=G0), Phi, e2
 
 #: a spike axis along which every group's shift moves by at most WEAK_B of its bulk's scale per
 #: unit (and the target polynomially, or as weakly): Gauss-Hermite instead of the trapezoid

@@ -397,15 +397,8 @@ def relu_rest(a: np.ndarray, beta: np.ndarray, f: np.ndarray, delta: float
     beta . R with R ~ N(0, I) on the other axes, exactly (docs/THEORY.md §12.4): with
     b = |beta|, x = a / b, E relu = a Phi(x) + b phi(x), E[relu R] = beta Phi(x) (Stein),
     E relu^2 = (a^2 + b^2) Phi(x) + a b phi(x); e = relu - f, E R = 0."""
-    from scipy.special import ndtr
-
-    b = float(np.linalg.norm(beta))
-    x = a / b
-    Phi = ndtr(x)
-    phi = np.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))
-    G0 = a * Phi + b * phi
-    e2 = (a * a + b * b) * Phi + a * b * phi - 2.0 * f * G0 + f * f + delta
-    return G0 - f, Phi[:, None] * beta[None, :], e2
+    G0, Phi, e2 = step_quadrature.relu_rest_sums(a, float(np.linalg.norm(beta)), f, delta)
+    return G0, Phi[:, None] * beta[None, :], e2
 
 
 def rotation(Mmat: np.ndarray, c: np.ndarray, sigma: Function, checked: bool, h0: float,

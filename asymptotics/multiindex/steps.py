@@ -177,15 +177,14 @@ def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
     if r == 0:
         return np.zeros((1, 0)), np.ones(1)
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
-    w = np.exp(-0.5 * x * x)
-    w /= w.sum()
-    wts = w
+    wts = w = (w := np.exp(-0.5 * x * x)) / w.sum()
     for _ in range(r - 1):
         wts = np.multiply.outer(wts, w)
-    wts = wts.ravel()
-    keep = np.flatnonzero(wts > 1e-18 * wts.max())
-    pts = x[np.stack(np.unravel_index(keep, (len(x),) * r), axis=-1)]
-    return pts, wts[keep] / wts[keep].sum()
+    on = wts > 1e-18 * wts.max()  # the nodes kept, in C order: per axis its coordinates
+    pts = np.empty((int(np.count_nonzero(on)), r))
+    for j in range(r):
+        pts[:, j] = np.broadcast_to(x.reshape((-1,) + (1,) * (r - 1 - j)), wts.shape)[on]
+    return pts, (kept := wts[on]) / kept.sum()
 
 
 def factor(gram: np.ndarray) -> np.ndarray:
