@@ -173,6 +173,31 @@ def is_cached(disp, sig: tuple) -> bool:
     return any(key[0] == sig and key[1] == magic for key in index)
 
 
+_READY: set = set()
+
+
+def kernel_ready(disp, args: tuple, queue, *, compile_mode_ready: bool = False) -> bool:
+    """Whether ``disp(*args)`` runs compiled (in this process or from numba's on-disk cache);
+    otherwise ``queue()`` (one tiny call of ``disp``) queues its compilation and the caller's
+    numpy path runs meanwhile. ``compile_mode_ready``: in ``GIANTSTEP_COLD_START=compile`` mode
+    the kernel counts as ready (it compiles on its first call)."""
+    if id(disp) in _READY:
+        return True
+    if not hasattr(disp, "py_func") or getattr(disp, "overloads", None) \
+            or (compile_mode_ready and mode() == "compile"):
+        _READY.add(id(disp))
+        return True
+    try:
+        ready = is_cached(disp, signature(disp, args))
+    except Exception:  # noqa: BLE001 (a numba change: numba decides)
+        ready = True
+    if ready:
+        _READY.add(id(disp))
+    else:
+        queue()
+    return ready
+
+
 def _compile_here(disp, sig: tuple, spool: Path | None, why: str | None = None):
     """Compile ``sig`` in this process, holding the queue's lock where there is one (a compiler
     that runs finishes first; what it compiled then loads)."""

@@ -98,27 +98,13 @@ def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndar
     return out
 
 
-_READY: set = set()
-
-
 def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
     one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
     of :func:`chebyshev_pieces` runs meanwhile (the kernel interpreted would be far slower)."""
-    if id(disp) in _READY:
-        return True
-    if not hasattr(disp, "py_func") or getattr(disp, "overloads", None):
-        _READY.add(id(disp))
-        return True
-    try:
-        ready = coldstart.is_cached(disp, coldstart.signature(disp, args))
-    except Exception:  # noqa: BLE001 (a numba change: numba decides)
-        ready = True
-    if ready:
-        _READY.add(id(disp))
-    else:
-        disp(*(tiny or (args[0], args[1], args[2], np.ascontiguousarray(args[3][:1]))))
-    return ready
+    return coldstart.kernel_ready(
+        disp, args,
+        lambda: disp(*(tiny or (args[0], args[1], args[2], np.ascontiguousarray(args[3][:1])))))
 
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,

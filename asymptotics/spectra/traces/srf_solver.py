@@ -18,28 +18,14 @@ from asymptotics.spectra.traces.srf_kernels import srf_broyden, srf_jacobian, sr
 #: Jacobian, the former path; the benchmark compares both in one run)
 KERNELS = True
 
-_READY: set = set()
-
-
 def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether ``disp(*args)`` runs compiled (here or in numba's cache); otherwise one call on
     the first row (or ``tiny``) queues its compilation (:mod:`asymptotics.core.coldstart`)."""
-    if id(disp) in _READY:
-        return True
-    if not hasattr(disp, "py_func") or getattr(disp, "overloads", None) \
-            or coldstart.mode() == "compile":
-        _READY.add(id(disp))
-        return True
-    try:
-        ready = coldstart.is_cached(disp, coldstart.signature(disp, args))
-    except Exception:  # noqa: BLE001 (a numba change: numba decides)
-        ready = True
-    if ready:
-        _READY.add(id(disp))
-    else:
-        args = tiny or args
-        disp(np.ascontiguousarray(args[0][:1]), np.ascontiguousarray(args[1][:1]), *args[2:])
-    return ready
+    small = tiny or args
+    return coldstart.kernel_ready(
+        disp, args, lambda: disp(np.ascontiguousarray(small[0][:1]),
+                                 np.ascontiguousarray(small[1][:1]), *small[2:]),
+        compile_mode_ready=True)
 
 
 def basis(mb1: np.ndarray, ms2: np.ndarray) -> tuple:
