@@ -6,7 +6,9 @@ new alpha per call, past the result cache); a
 :class:`~asymptotics.SpectralLaw`; the construction of each law (support, atom, outliers at d);
 and the ratios to the risk point. Then the network's features after steps against a warm risk
 point of the same setting (``SAME``: relu with the +-1 readout, K = 2 groups; the three-value
-readout, K = 3), CPU time (``time.process_time``: the machine may be shared). Run:
+readout, K = 3), CPU time (``time.process_time``: the machine may be shared; it counts every
+thread, so with two BLAS threads it can be up to twice the wall time) and the density's wall
+time beside it. Run:
 python benchmarks/bench_spectrum.py   (a few minutes; ``--same``: only the second part)
 """
 
@@ -54,13 +56,15 @@ def same_setting() -> None:
         law = A.spectrum("features", alpha, d=1000, **kw)
         x = np.linspace(0.0, law.edge * 1.05, 300)
         t_dens = cpu_best(lambda law=law, x=x: law.density(x))
+        t_wall = best_of(lambda law=law, x=x: law.density(x))
         t_law = cpu_best(lambda alpha=alpha, kw=kw: A.spectrum("features", alpha, d=1000, **kw),
                          repeat=1)
         alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))
         t_risk = cpu_best(lambda kw=kw, alphas=alphas, m=law.model: A.risk(next(alphas), model=m,
                                                                            **kw))
         print(f"features, {name} ({law.model}): 300-point density {t_dens * 1e3:7.1f} ms "
-              f"CPU (target <= 300 ms); law {t_law:5.2f} s; warm risk point of the same "
+              f"CPU ({t_wall * 1e3:.1f} ms wall; target <= 300 ms); law {t_law:5.2f} s; "
+              f"warm risk point of the same "
               f"setting {t_risk * 1e3:7.1f} ms; density / risk point {t_dens / t_risk:5.2f}; "
               f"law / risk point {t_law / t_risk:5.1f}", flush=True)
 
