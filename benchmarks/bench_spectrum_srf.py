@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import time
 
 import numpy as np
+from bench_spectrum_random import best, cpu  # the same CPU timers (run as a script)
 
 import asymptotics as A
 from asymptotics.spectra.traces import srf_solver
@@ -38,17 +38,6 @@ SETTINGS = [
     ("relu", "constant", 1.2, 1.5, 0.8, 1000.0),
     ("sigmoid", "pm1", 3.5, 0.8, 1.4, 1000.0),
 ]
-
-
-def cpu(fn) -> tuple[float, object]:
-    t = time.process_time()
-    out = fn()
-    return time.process_time() - t, out
-
-
-def best(fn, repeat: int = 3) -> float:
-    fn()
-    return min(cpu(fn)[0] for _ in range(repeat))
 
 
 def measure(alpha: float, kw: dict, kernels: bool) -> tuple:
