@@ -54,6 +54,8 @@ class SrfSolver(law.Solver):
                  scale: float, *, pi: np.ndarray, beta: float, A: float, w: np.ndarray,
                  mb1: np.ndarray, ms2: np.ndarray) -> None:
         super().__init__(self._residual, start, stieltjes, scale)
+        self.coarse = law.COARSE  # the component search's coarse first pass (law._scan)
+        self.linear = True  # m = tau . pi
         self.residual_np = residual_np
         basT, sym, prodT, pk, pm = basis(mb1, ms2)
         self._args = (np.ascontiguousarray(pi, dtype=np.float64), float(beta), float(A), basT,
