@@ -263,32 +263,35 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     return out
 
 
-def _scan(solver: Solver, x: np.ndarray, edge: float = math.inf) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def _scan(solver: Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
     """The grid ``x``'s points that decide the components, with their densities, solutions and
     the detection threshold (docs/THEORY.md §16.10): every ``solver.coarse``-th point first
-    (1: all), then all the points of a coarse interval below the top edge ``edge`` where a
-    component's edge, a hidden component or a hidden gap is not excluded (:func:`_hidden`). A point's density is the same
-    number as in the full grid (each point's path is its own)."""
+    (1: all), then, level by level, the middle grid point of each interval between evaluated
+    points below the top edge ``edge`` where a component's edge, a hidden component or a
+    hidden gap is not excluded (:func:`_hidden`), down to neighbouring grid points. A point's
+    density is the same number as in the full grid (each point's path is its own)."""
     step = int(getattr(solver, "coarse", 1))
     n = len(x)
     if step <= 1 or n <= 2 * step:
         d, X = _density_solutions(solver, x)
         return x, d, X, 1e-7 * max(float(np.nanmax(d)), 1e-300)
-    idx = np.unique(np.concatenate([np.arange(0, n, step), [n - 1]]))
-    dc, Xc = _density_solutions(solver, x[idx])
-    tol = 1e-7 * max(float(np.nanmax(dc)), 1e-300)
-    m, dm = _slopes(solver, Xc, x[idx])
-    # (no mass above the top edge ``edge``: the walk down to its fold jumps no component)
-    need = [np.arange(a + 1, b) for k, (a, b) in enumerate(zip(idx[:-1], idx[1:], strict=True))
-            if b > a + 1 and not x[a] > edge
-            and _hidden(x[a], x[b], dc[k:k + 2], m[k:k + 2], dm[k:k + 2], tol)]
+    new = np.unique(np.concatenate([np.arange(0, n, step), [n - 1]]))
     d = np.full(n, np.nan)
-    X = np.full((n, Xc.shape[1]), np.nan + 0j)
-    d[idx], X[idx] = dc, Xc
-    if need:
-        more = np.concatenate(need)
-        d[more], X[more] = _density_solutions(solver, x[more])
+    X = m = dm = None
+    while new.size:
+        dn, Xn = _density_solutions(solver, x[new])
+        if X is None:
+            X = np.full((n, Xn.shape[1]), np.nan + 0j)
+            m, dm = np.full(n, np.nan + 0j), np.full(n, np.nan + 0j)
+        d[new], X[new] = dn, Xn
+        m[new], dm[new] = _slopes(solver, Xn, x[new])
         tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+        ev = np.nonzero(~np.isnan(d))[0]
+        # (no mass above the top edge: the walk down to its fold jumps no component)
+        new = np.array([(a + b) // 2 for a, b in zip(ev[:-1], ev[1:], strict=True)
+                        if b > a + 1 and not x[a] > edge
+                        and _hidden(x[a], x[b], d[[a, b]], m[[a, b]], dm[[a, b]], tol)],
+                       dtype=np.int64)
     keep = ~np.isnan(d)
     return x[keep], d[keep], X[keep], tol
 
