@@ -268,7 +268,8 @@ def _scan(solver: Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
     the detection threshold (docs/THEORY.md §16.10): every ``solver.coarse``-th point first
     (1: all), then, level by level, the middle grid point of each interval between evaluated
     points below the top edge ``edge`` where a component's edge, a hidden component or a
-    hidden gap is not excluded (:func:`_hidden`), down to neighbouring grid points. A point's
+    hidden gap is not excluded (:func:`_hidden`), down to neighbouring grid points, and about
+    the largest density (the detection threshold's maximum, as on the full grid). A point's
     density is the same number as in the full grid (each point's path is its own)."""
     step = int(getattr(solver, "coarse", 1))
     n = len(x)
@@ -292,6 +293,12 @@ def _scan(solver: Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
                         if b > a + 1 and not x[a] > edge
                         and _hidden(x[a], x[b], d[[a, b]], m[[a, b]], dm[[a, b]], tol)],
                        dtype=np.int64)
+        # the threshold's maximum as on the full grid: the grid's neighbours of the largest
+        # density found (level by level, as a local search)
+        k = int(np.nanargmax(d[ev]))
+        near = [(ev[j] + ev[j + 1]) // 2 for j in (k - 1, k)
+                if 0 <= j < len(ev) - 1 and ev[j + 1] > ev[j] + 1]
+        new = np.unique(np.concatenate([new, np.array(near, dtype=np.int64)]))
     keep = ~np.isnan(d)
     return x[keep], d[keep], X[keep], tol
 
