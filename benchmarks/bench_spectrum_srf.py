@@ -6,7 +6,7 @@ second call), a 300-point density on [0, 1.05 edge] (best of 3 after one call), 
 point ``asymptotics.risk(alpha (1 + 1e-6 k), ..., model="srf")`` (best of 3), the ratios, and
 the largest relative differences of the two laws (density, support, outlier locations and
 overlaps). ``--grid``: before/after = the component search on the full grid
-(``law.COARSE = 1``, the former search) and on its coarse first pass (docs/THEORY.md §16.10),
+(``srf_scan.COARSE = 1``, the former search) and on its coarse first pass (docs/THEORY.md §16.10),
 both with the kernels. CPU time (``time.process_time``). Rows are appended to
 benchmarks/data/bench_spectrum_srf.txt by hand with the git revision.
 Run: ``python -u benchmarks/bench_spectrum_srf.py [--grid]`` (a few seconds a setting)."""
@@ -20,10 +20,9 @@ import numpy as np
 from bench_spectrum_random import best, cpu  # the same CPU timers (run as a script)
 
 import asymptotics as A
-from asymptotics.spectra import law as law_mod
-from asymptotics.spectra.traces import srf_solver
+from asymptotics.spectra.traces import srf_scan, srf_solver
 
-COARSE = law_mod.COARSE
+COARSE = srf_scan.COARSE
 
 TV = {1.0: 0.25, -1.0: 0.5, 2.0: 0.25}  # bench_spectrum_random's three-value readout
 TV2 = {1.0: 0.5, -1.0: 0.3, 2.0: 0.2}
@@ -49,7 +48,7 @@ def measure(alpha: float, kw: dict, kernels: bool, coarse: int = COARSE) -> tupl
     """(law warm s, density s, law, density values) with or without the kernels, with the
     component search's coarse pass ``coarse`` (1: the full grid)."""
     srf_solver.KERNELS = kernels
-    law_mod.COARSE = coarse
+    srf_scan.COARSE = coarse
     try:
         A.spectrum("features", alpha, **kw)
         tl, law = cpu(lambda: A.spectrum("features", alpha, **kw))
@@ -58,7 +57,7 @@ def measure(alpha: float, kw: dict, kernels: bool, coarse: int = COARSE) -> tupl
         return tl, td, law, law.density(x)
     finally:
         srf_solver.KERNELS = True
-        law_mod.COARSE = COARSE
+        srf_scan.COARSE = COARSE
 
 
 def rel(a: float, b: float) -> float:

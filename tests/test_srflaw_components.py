@@ -1,4 +1,4 @@
-"""The component search of ``law.bulk_support`` on a coarse grid first (``Solver.coarse``,
+"""The component search of ``law.bulk_support`` on a coarse grid first (``solver.scan``,
 docs/THEORY.md §16.10) against closed forms: the generalised Marchenko-Pastur law of a
 two-point population (Silverstein and Choi 1995), whose edges are the critical values of the
 inverse x(m) = -1/m + c sum_i w_i t_i/(1 + t_i m) (the real roots of a quartic), with a narrow
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from asymptotics.spectra import law
+from asymptotics.spectra.traces import srf_scan
 
 C = 0.3  # p/n
 
@@ -26,7 +27,7 @@ def _solver(t: np.ndarray, w: np.ndarray, coarse: int) -> law.Solver:
 
     sol = law.Solver(residual, start, lambda x: x[:, 0], scale=C * float(w @ t))
     sol.atom = 1.0 - C
-    sol.coarse = coarse
+    sol.scan, sol.coarse = srf_scan.scan, coarse
     return sol
 
 
@@ -56,7 +57,7 @@ def test_narrow_lower_component_is_found(t2, w2):
     t, w = np.array([1.0, t2]), np.array([1.0 - w2, w2])
     edges = _edges(t, w)
     assert len(edges) == 4  # two components in closed form
-    coarse = _support(t, w, law.COARSE)
+    coarse = _support(t, w, srf_scan.COARSE)
     dense = _support(t, w, 1)
     assert len(coarse) == len(dense) == 2
     got = np.array([e for comp in coarse for e in comp])
@@ -70,7 +71,7 @@ def test_narrow_gap_is_found(t2):
     (t2 = 3.5, 0.006 of the top edge) or 0.17 (t2 = 4)."""
     t, w = np.array([1.0, t2]), np.array([0.5, 0.5])
     edges = _edges(t, w)
-    coarse = _support(t, w, law.COARSE)
+    coarse = _support(t, w, srf_scan.COARSE)
     dense = _support(t, w, 1)
     assert len(coarse) == len(dense) == len(edges) // 2
     got = np.array([e for comp in coarse for e in comp])
@@ -81,4 +82,4 @@ def test_narrow_gap_is_found(t2):
                    "top component of small mass (the former grid, bounded by that edge, too)")
 def test_narrow_top_component():
     t, w = np.array([1.0, 6.0]), np.array([1.0 - 1e-3, 1e-3])
-    assert len(_support(t, w, law.COARSE)) == len(_edges(t, w)) // 2 == 2
+    assert len(_support(t, w, srf_scan.COARSE)) == len(_edges(t, w)) // 2 == 2

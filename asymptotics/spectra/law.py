@@ -29,12 +29,6 @@ STAGE_TOL = 1e-8  # Newton's tolerance in the path's stages before the last
 QUASI_MAX = 30  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
 SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sought
-COARSE = 8  # the component search's first pass: every COARSE-th grid point (Solver.coarse)
-MASS_TOL = 1e-9  # a bulk mass that may hide between two grid points outside the support
-#: inside the support at two grid points L apart: a gap may hide between them where |m'| L
-#: exceeds GAP_SLOPE pi rho at one, or m' changes by GAP_SLOPE of itself (a square-root edge
-#: within L of a point: |rho'| L >= rho/2)
-GAP_SLOPE = 0.5
 
 
 class Solver:
@@ -46,7 +40,6 @@ class Solver:
         self.atom = 0.0  # the mass at 0, once known (removed from the density)
         self.tol = NEWTON_TOL  # Newton's relative step at convergence
         self.quasi = QUASI  # Broyden's steps first (:meth:`_newton`)
-        self.coarse = 1  # the component search's first pass: every coarse-th grid point
 
     def _newton(self, x: np.ndarray, z: np.ndarray, carry: dict | None = None
                 ) -> tuple[np.ndarray, np.ndarray]:
@@ -228,7 +221,12 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     top = min(hi, 1.1 * ((below[-1] if below.size else hi) + hi / n_grid))
     x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
                                   np.geomspace(1e-4 * top, top / n_grid, 30)]))
-    x, d, X, tol = _scan(solver, x, edge)
+    scan = getattr(solver, "scan", None)  # a coarse first pass (the sRF features' solver)
+    if scan is None:
+        d, X = _density_solutions(solver, x)
+        tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    else:
+        x, d, X, tol = scan(solver, x, edge)
     on = d > tol
 
     def side(i_out: int, i_in: int) -> float:
@@ -261,94 +259,6 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     if out and out[-1][1] == edge:
         solver.branch = Branch(top_fold)
     return out
-
-
-def _scan(solver: Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
-    """The grid ``x``'s points that decide the components, with their densities, solutions and
-    the detection threshold (docs/THEORY.md §16.10): every ``solver.coarse``-th point first
-    (1: all), then, level by level, the middle grid point of each interval between evaluated
-    points below the top edge ``edge`` where a component's edge, a hidden component or a
-    hidden gap is not excluded (:func:`_hidden`), down to neighbouring grid points, and about
-    the largest density (the detection threshold's maximum, as on the full grid). A point's
-    density is the same number as in the full grid (each point's path is its own)."""
-    step = int(getattr(solver, "coarse", 1))
-    n = len(x)
-    if step <= 1 or n <= 2 * step:
-        d, X = _density_solutions(solver, x)
-        return x, d, X, 1e-7 * max(float(np.nanmax(d)), 1e-300)
-    new = np.unique(np.concatenate([np.arange(0, n, step), [n - 1]]))
-    d = np.full(n, np.nan)
-    X = m = dm = None
-    while new.size:
-        dn, Xn = _density_solutions(solver, x[new])
-        if X is None:
-            X = np.full((n, Xn.shape[1]), np.nan + 0j)
-            m, dm = np.full(n, np.nan + 0j), np.full(n, np.nan + 0j)
-        d[new], X[new] = dn, Xn
-        m[new], dm[new] = _slopes(solver, Xn, x[new])
-        tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
-        ev = np.nonzero(~np.isnan(d))[0]
-        # (no mass above the top edge: the walk down to its fold jumps no component)
-        new = np.array([(a + b) // 2 for a, b in zip(ev[:-1], ev[1:], strict=True)
-                        if b > a + 1 and not x[a] > edge
-                        and _hidden(x[a], x[b], d[[a, b]], m[[a, b]], dm[[a, b]], tol)],
-                       dtype=np.int64)
-        # the threshold's maximum as on the full grid: the grid's neighbours of the largest
-        # density found (level by level, as a local search)
-        k = int(np.nanargmax(d[ev]))
-        near = [(ev[j] + ev[j + 1]) // 2 for j in (k - 1, k)
-                if 0 <= j < len(ev) - 1 and ev[j + 1] > ev[j] + 1]
-        new = np.unique(np.concatenate([new, np.array(near, dtype=np.int64)]))
-    keep = ~np.isnan(d)
-    return x[keep], d[keep], X[keep], tol
-
-
-def _slopes(solver: Solver, X: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The bulk's m and m' = dm/dz (the atom's share removed) at the points x + i0 from their
-    solutions X: dX/dz = -J^-1 dF/dz (the solver's Jacobian in X; dF/dz by a difference, F is
-    linear in z for the V-parts), m' = stieltjes(dX/dz) (``solver.linear``) or a difference of
-    ``stieltjes`` along dX/dz (NaN where J is singular)."""
-    z = x + 1j * Y_END * solver.scale
-    F = solver.residual(X, z)
-    J = solver._jacobian_fd(X, z, F)
-    h = 1e-6 * solver.scale
-    Fz = (solver.residual(X, z + h) - F) / h
-    with np.errstate(all="ignore"):
-        try:
-            dX = -np.linalg.solve(J, Fz[..., None])[..., 0]
-        except np.linalg.LinAlgError:
-            dX = np.full_like(X, np.nan)
-        m = solver.stieltjes(X)
-        if getattr(solver, "linear", False):  # stieltjes linear in X: m' = stieltjes(dX/dz)
-            dm = solver.stieltjes(dX) - solver.stieltjes(np.zeros_like(dX))
-        else:
-            t = 1e-7 * (1.0 + np.max(np.abs(X), axis=1)) / np.maximum(
-                np.max(np.abs(dX), axis=1), 1e-300)
-            dm = (solver.stieltjes(X + t[:, None] * dX) - m) / t
-    # the bulk's share (the atom's term -atom/z removed)
-    return m + solver.atom / z, dm - solver.atom / (z * z)
-
-
-def _hidden(a: float, b: float, d: np.ndarray, m: np.ndarray, dm: np.ndarray, tol: float,
-            ) -> bool:
-    """Whether the interval (a, b) between two grid points may hold what the points do not
-    show (docs/THEORY.md §16.10): an edge (one point in the support, one outside); outside at
-    both, a bulk mass above :data:`MASS_TOL` (the bound L^2/8 (mean of m' - divided difference
-    of m of the bulk), exact for any measure); inside at both, a gap (the density
-    changes by a quarter of itself over L, or m' by half of itself). Not finite: True."""
-    L = b - a
-    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(dm))):
-        return True
-    on = d > tol
-    if on[0] != on[1]:
-        return True
-    if not on[0]:
-        gap = 0.5 * float(dm[0].real + dm[1].real) - float((m[1] - m[0]).real) / L
-        return L * L / 8.0 * gap > MASS_TOL
-    rho = math.pi * d
-    if np.any(np.abs(dm) * L > GAP_SLOPE * rho):
-        return True
-    return bool(abs(dm[1] - dm[0]) > GAP_SLOPE * max(abs(dm[0]), abs(dm[1])))
 
 
 def _refine(solver: Solver, a: float, b: float, tol: float, rising: bool) -> float:

@@ -12,6 +12,7 @@ import numpy as np
 
 from asymptotics.core import coldstart
 from asymptotics.spectra import law
+from asymptotics.spectra.traces import srf_scan
 from asymptotics.spectra.traces.srf_kernels import srf_broyden, srf_jacobian, srf_residual
 
 #: use the kernels once they are compiled (False: the numpy residual and the forward-difference
@@ -54,7 +55,7 @@ class SrfSolver(law.Solver):
                  scale: float, *, pi: np.ndarray, beta: float, A: float, w: np.ndarray,
                  mb1: np.ndarray, ms2: np.ndarray) -> None:
         super().__init__(self._residual, start, stieltjes, scale)
-        self.coarse = law.COARSE  # the component search's coarse first pass (law._scan)
+        self.scan = srf_scan.scan  # the component search's coarse first pass
         self.linear = True  # m = tau . pi
         self.residual_np = residual_np
         basT, sym, prodT, pk, pm = basis(mb1, ms2)

@@ -1,0 +1,108 @@
+"""The component search's coarse first pass (docs/THEORY.md §16.10), for
+:func:`asymptotics.spectra.law.bulk_support` (``solver.scan``, set by the sRF features'
+solver): every :data:`COARSE`-th point of its grid (``solver.coarse`` if set), then the grid's
+points only in the intervals where an edge, a hidden mass or a hidden gap is not excluded, from
+m and m' at the points."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from asymptotics.spectra import law
+
+COARSE = 8  # the first pass: every COARSE-th grid point (1: the full grid, the former search)
+MASS_TOL = 1e-9  # a bulk mass that may hide between two grid points outside the support
+#: inside the support at two grid points L apart: a gap may hide between them where |m'| L
+#: exceeds GAP_SLOPE pi rho at one, or m' changes by GAP_SLOPE of itself (a square-root edge
+#: within L of a point: |rho'| L >= rho/2)
+GAP_SLOPE = 0.5
+
+
+def scan(solver: law.Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
+    """The grid ``x``'s points that decide the components, with their densities, solutions and
+    the detection threshold (docs/THEORY.md §16.10): every :data:`COARSE`-th point first
+    (1: all), then, level by level, the middle grid point of each interval between evaluated
+    points below the top edge ``edge`` where a component's edge, a hidden component or a
+    hidden gap is not excluded (:func:`_hidden`), down to neighbouring grid points, and about
+    the largest density (the detection threshold's maximum, as on the full grid). A point's
+    density is the same number as in the full grid (each point's path is its own)."""
+    step = int(getattr(solver, "coarse", COARSE))
+    n = len(x)
+    if step <= 1 or n <= 2 * step:
+        d, X = law._density_solutions(solver, x)
+        return x, d, X, 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    new = np.unique(np.concatenate([np.arange(0, n, step), [n - 1]]))
+    d = np.full(n, np.nan)
+    X = m = dm = None
+    while new.size:
+        dn, Xn = law._density_solutions(solver, x[new])
+        if X is None:
+            X = np.full((n, Xn.shape[1]), np.nan + 0j)
+            m, dm = np.full(n, np.nan + 0j), np.full(n, np.nan + 0j)
+        d[new], X[new] = dn, Xn
+        m[new], dm[new] = _slopes(solver, Xn, x[new])
+        tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+        ev = np.nonzero(~np.isnan(d))[0]
+        # (no mass above the top edge: the walk down to its fold jumps no component)
+        new = np.array([(a + b) // 2 for a, b in zip(ev[:-1], ev[1:], strict=True)
+                        if b > a + 1 and not x[a] > edge
+                        and _hidden(x[a], x[b], d[[a, b]], m[[a, b]], dm[[a, b]], tol)],
+                       dtype=np.int64)
+        # the threshold's maximum as on the full grid: the grid's neighbours of the largest
+        # density found (level by level, as a local search)
+        k = int(np.nanargmax(d[ev]))
+        near = [(ev[j] + ev[j + 1]) // 2 for j in (k - 1, k)
+                if 0 <= j < len(ev) - 1 and ev[j + 1] > ev[j] + 1]
+        new = np.unique(np.concatenate([new, np.array(near, dtype=np.int64)]))
+    keep = ~np.isnan(d)
+    return x[keep], d[keep], X[keep], tol
+
+
+def _slopes(solver: law.Solver, X: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The bulk's m and m' = dm/dz (the atom's share removed) at the points x + i0 from their
+    solutions X: dX/dz = -J^-1 dF/dz (the solver's Jacobian in X; dF/dz by a difference, F is
+    linear in z for the V-parts), m' = stieltjes(dX/dz) (``solver.linear``) or a difference of
+    ``stieltjes`` along dX/dz (NaN where J is singular)."""
+    z = x + 1j * law.Y_END * solver.scale
+    F = solver.residual(X, z)
+    J = solver._jacobian_fd(X, z, F)
+    h = 1e-6 * solver.scale
+    Fz = (solver.residual(X, z + h) - F) / h
+    with np.errstate(all="ignore"):
+        try:
+            dX = -np.linalg.solve(J, Fz[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            dX = np.full_like(X, np.nan)
+        m = solver.stieltjes(X)
+        if getattr(solver, "linear", False):  # stieltjes linear in X: m' = stieltjes(dX/dz)
+            dm = solver.stieltjes(dX) - solver.stieltjes(np.zeros_like(dX))
+        else:
+            t = 1e-7 * (1.0 + np.max(np.abs(X), axis=1)) / np.maximum(
+                np.max(np.abs(dX), axis=1), 1e-300)
+            dm = (solver.stieltjes(X + t[:, None] * dX) - m) / t
+    # the bulk's share (the atom's term -atom/z removed)
+    return m + solver.atom / z, dm - solver.atom / (z * z)
+
+
+def _hidden(a: float, b: float, d: np.ndarray, m: np.ndarray, dm: np.ndarray, tol: float,
+            ) -> bool:
+    """Whether the interval (a, b) between two grid points may hold what the points do not
+    show (docs/THEORY.md §16.10): an edge (one point in the support, one outside); outside at
+    both, a bulk mass above :data:`MASS_TOL` (the bound L^2/8 (mean of m' - divided difference
+    of m of the bulk), exact for any measure); inside at both, a gap (the density
+    changes by a quarter of itself over L, or m' by half of itself). Not finite: True."""
+    L = b - a
+    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(dm))):
+        return True
+    on = d > tol
+    if on[0] != on[1]:
+        return True
+    if not on[0]:
+        gap = 0.5 * float(dm[0].real + dm[1].real) - float((m[1] - m[0]).real) / L
+        return L * L / 8.0 * gap > MASS_TOL
+    rho = math.pi * d
+    if np.any(np.abs(dm) * L > GAP_SLOPE * rho):
+        return True
+    return bool(abs(dm[1] - dm[0]) > GAP_SLOPE * max(abs(dm[0]), abs(dm[1])))
