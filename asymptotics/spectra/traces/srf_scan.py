@@ -46,10 +46,9 @@ def scan(solver: law.Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
         tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
         ev = np.nonzero(~np.isnan(d))[0]
         # (no mass above the top edge: the walk down to its fold jumps no component)
-        new = np.array([(a + b) // 2 for a, b in zip(ev[:-1], ev[1:], strict=True)
-                        if b > a + 1 and not x[a] > edge
-                        and _hidden(x[a], x[b], d[[a, b]], m[[a, b]], dm[[a, b]], tol)],
-                       dtype=np.int64)
+        a, b = ev[:-1], ev[1:]
+        flag = (b > a + 1) & ~(x[a] > edge) & _hidden(x[ev], d[ev], m[ev], dm[ev], tol)
+        new = (a[flag] + b[flag]) // 2
         # the threshold's maximum as on the full grid: the grid's neighbours of the largest
         # density found (level by level, as a local search)
         k = int(np.nanargmax(d[ev]))
@@ -86,23 +85,23 @@ def _slopes(solver: law.Solver, X: np.ndarray, x: np.ndarray) -> tuple[np.ndarra
     return m + solver.atom / z, dm - solver.atom / (z * z)
 
 
-def _hidden(a: float, b: float, d: np.ndarray, m: np.ndarray, dm: np.ndarray, tol: float,
-            ) -> bool:
-    """Whether the interval (a, b) between two grid points may hold what the points do not
-    show (docs/THEORY.md §16.10): an edge (one point in the support, one outside); outside at
-    both, a bulk mass above :data:`MASS_TOL` (the bound L^2/8 (mean of m' - divided difference
-    of m of the bulk), exact for any measure); inside at both, a gap (the density
-    changes by a quarter of itself over L, or m' by half of itself). Not finite: True."""
-    L = b - a
-    if not (np.all(np.isfinite(m)) and np.all(np.isfinite(dm))):
-        return True
+def _hidden(x: np.ndarray, d: np.ndarray, m: np.ndarray, dm: np.ndarray, tol: float
+            ) -> np.ndarray:
+    """Per interval between consecutive points ``x`` (with their densities ``d``, the bulk's m
+    and m'), whether it may hold what its end points do not show (docs/THEORY.md §16.10): an
+    edge (one end in the support, one outside); outside at both ends, a bulk mass above
+    :data:`MASS_TOL` (the bound L^2/8 (mean of m' - divided difference of m), exact for any
+    measure); inside at both, a gap (|m'| L above GAP_SLOPE pi rho at an end, or m' changing
+    by GAP_SLOPE of itself). Not finite: True."""
+    L = np.diff(x)
     on = d > tol
-    if on[0] != on[1]:
-        return True
-    if not on[0]:
-        gap = 0.5 * float(dm[0].real + dm[1].real) - float((m[1] - m[0]).real) / L
-        return L * L / 8.0 * gap > MASS_TOL
-    rho = math.pi * d
-    if np.any(np.abs(dm) * L > GAP_SLOPE * rho):
-        return True
-    return bool(abs(dm[1] - dm[0]) > GAP_SLOPE * max(abs(dm[0]), abs(dm[1])))
+    fin = np.isfinite(m) & np.isfinite(dm)
+    with np.errstate(all="ignore"):
+        mass = L * L / 8.0 * (0.5 * (dm[:-1].real + dm[1:].real) - np.diff(m.real) / L)
+        adm = np.abs(dm)
+        steep = adm * np.append(L, 0.0) > GAP_SLOPE * math.pi * d  # at the left ends
+        steep_r = adm * np.append(0.0, L) > GAP_SLOPE * math.pi * d  # at the right ends
+        gap = (steep[:-1] | steep_r[1:]
+               | (np.abs(np.diff(dm)) > GAP_SLOPE * np.maximum(adm[:-1], adm[1:])))
+    out = np.where(on[:-1], gap, mass > MASS_TOL)
+    return out | (on[:-1] != on[1:]) | ~(fin[:-1] & fin[1:])
