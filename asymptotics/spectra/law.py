@@ -60,7 +60,7 @@ class Solver:
             if carry is not None:
                 H[act] = np.nan
                 carry["H"] = H
-        for _ in range(NEWTON_MAX):
+        for _ in range(NEWTON_MAX if act.size else 0):
             xa, ok_a = self._newton_step(x[act], z[act])
             x[act] = xa
             ok[act] = ok_a
