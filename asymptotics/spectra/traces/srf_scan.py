@@ -35,28 +35,28 @@ def scan(solver: law.Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
         return x, d, X, 1e-7 * max(float(np.nanmax(d)), 1e-300)
     new = np.unique(np.concatenate([np.arange(0, n, step), [n - 1]]))
     d = np.full(n, np.nan)
+    done = np.zeros(n, dtype=bool)  # evaluated (a point whose path fails has d NaN: off)
     X = m = dm = None
     while new.size:
         dn, Xn = law._density_solutions(solver, x[new])
         if X is None:
             X = np.full((n, Xn.shape[1]), np.nan + 0j)
             m, dm = np.full(n, np.nan + 0j), np.full(n, np.nan + 0j)
-        d[new], X[new] = dn, Xn
+        d[new], X[new], done[new] = dn, Xn, True
         m[new], dm[new] = _slopes(solver, Xn, x[new])
         tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
-        ev = np.nonzero(~np.isnan(d))[0]
+        ev = np.nonzero(done)[0]
         # (no mass above the top edge: the walk down to its fold jumps no component)
         a, b = ev[:-1], ev[1:]
         flag = (b > a + 1) & ~(x[a] > edge) & _hidden(x[ev], d[ev], m[ev], dm[ev], tol)
         new = (a[flag] + b[flag]) // 2
         # the threshold's maximum as on the full grid: the grid's neighbours of the largest
         # density found (level by level, as a local search)
-        k = int(np.nanargmax(d[ev]))
+        k = int(np.argmax(np.where(np.isnan(d[ev]), -np.inf, d[ev])))
         near = [(ev[j] + ev[j + 1]) // 2 for j in (k - 1, k)
                 if 0 <= j < len(ev) - 1 and ev[j + 1] > ev[j] + 1]
         new = np.unique(np.concatenate([new, np.array(near, dtype=np.int64)]))
-    keep = ~np.isnan(d)
-    return x[keep], d[keep], X[keep], tol
+    return x[done], d[done], X[done], tol
 
 
 def _slopes(solver: law.Solver, X: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
