@@ -5,9 +5,13 @@ path (``srf_solver.KERNELS = False``) and with the kernels, the law's constructi
 second call), a 300-point density on [0, 1.05 edge] (best of 3 after one call), one warm risk
 point ``asymptotics.risk(alpha (1 + 1e-6 k), ..., model="srf")`` (best of 3), the ratios, and
 the largest relative differences of the two laws (density, support, outlier locations and
-overlaps). CPU time (``time.process_time``). Rows are appended to
-benchmarks/data/bench_spectrum_srf.txt by hand with the git revision.
-Run: ``python -u benchmarks/bench_spectrum_srf.py`` (a few seconds a setting)."""
+overlaps). ``--grid``: before = the component search on the full grid
+(``srf_scan.COARSE = 1``) and the real branch's forward-difference Jacobian
+(``srf_solver.EXACT_BRANCH = False``), the former law; after = the coarse first pass and the
+exact Jacobian (docs/THEORY.md §16.10); both with the kernels. CPU time
+(``time.process_time``). Rows are appended to benchmarks/data/bench_spectrum_srf.txt by hand
+with the git revision.
+Run: ``python -u benchmarks/bench_spectrum_srf.py [--grid]`` (a few seconds a setting)."""
 
 from __future__ import annotations
 
@@ -18,7 +22,9 @@ import numpy as np
 from bench_spectrum_random import best, cpu  # the same CPU timers (run as a script)
 
 import asymptotics as A
-from asymptotics.spectra.traces import srf_solver
+from asymptotics.spectra.traces import srf_scan, srf_solver
+
+COARSE = srf_scan.COARSE
 
 TV = {1.0: 0.25, -1.0: 0.5, 2.0: 0.25}  # bench_spectrum_random's three-value readout
 TV2 = {1.0: 0.5, -1.0: 0.3, 2.0: 0.2}
@@ -40,9 +46,14 @@ SETTINGS = [
 ]
 
 
-def measure(alpha: float, kw: dict, kernels: bool) -> tuple:
-    """(law warm s, density s, law, density values) with or without the kernels."""
+def measure(alpha: float, kw: dict, kernels: bool, coarse: int = COARSE,
+            exact: bool = True) -> tuple:
+    """(law warm s, density s, law, density values) with or without the kernels, with the
+    component search's coarse pass ``coarse`` (1: the full grid) and the real branch's exact
+    Jacobian (``exact``; else forward differences)."""
     srf_solver.KERNELS = kernels
+    srf_solver.EXACT_BRANCH = exact
+    srf_scan.COARSE = coarse
     try:
         A.spectrum("features", alpha, **kw)
         tl, law = cpu(lambda: A.spectrum("features", alpha, **kw))
@@ -51,6 +62,8 @@ def measure(alpha: float, kw: dict, kernels: bool) -> tuple:
         return tl, td, law, law.density(x)
     finally:
         srf_solver.KERNELS = True
+        srf_scan.COARSE = COARSE
+        srf_solver.EXACT_BRANCH = True
 
 
 def rel(a: float, b: float) -> float:
@@ -75,6 +88,8 @@ def differences(old, new, dold: np.ndarray, dnew: np.ndarray) -> tuple[float, fl
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=len(SETTINGS), help="settings (default all 12)")
+    ap.add_argument("--grid", action="store_true",
+                    help="before/after: the former law's construction and the new one")
     args = ap.parse_args(argv)
     print("| # | sigma | readout | alpha | alpha0 | beta | d | K | law before / after s | "
           "density before / after s | risk warm s | law / risk before / after | "
@@ -85,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     for i, (sigma, ro, alpha, alpha0, beta, d) in enumerate(SETTINGS[:args.n]):
         kw = dict(sigma=sigma, readout=ro, alpha0=alpha0, beta=beta, eta=1.0,
                   target="tanh(z1)", steps=1, model="srf", d=d)
-        tl0, td0, old, dold = measure(alpha, kw, False)
+        before = (True, 1, False) if args.grid else (False, COARSE, True)
+        tl0, td0, old, dold = measure(alpha, kw, *before)
         tl1, td1, new, dnew = measure(alpha, kw, True)
         rk = {k: v for k, v in kw.items() if k != "d"}
         alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))

@@ -16,7 +16,8 @@ upper edge, a maximum at a lower one), where the Jacobian of F in x alone is sin
 * a point above the top edge (the outliers' equations) is Newton at fixed lam started from the
   nearest point of the branch on its tangent.
 
-Every Jacobian is a forward difference in one batched call of the solver's residual.
+Every Jacobian is the solver's exact one (``real_jacobian``, the sRF features' compiled V-part)
+or a forward difference in one batched call of the solver's residual.
 """
 
 from __future__ import annotations
@@ -35,7 +36,12 @@ H_FD = 1e-7  # forward differences: h = H_FD (1 + |u|)
 
 def _eval(solver, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``G = (Re F(x, lam), stieltjes(x))`` at ``u = (x, lam)`` (real) and its Jacobian in u
-    (q + 1 square, forward differences; one residual call of q + 2 rows)."""
+    (q + 1 square): the solver's exact one (``solver.real_jacobian(u)``, where it has one and
+    it runs compiled), else forward differences (one residual call of q + 2 rows)."""
+    exact = getattr(solver, "real_jacobian", None)
+    out = exact(u) if exact is not None else None
+    if out is not None:
+        return out
     q = u.size - 1
     h = H_FD * (1.0 + np.abs(u))
     U = np.tile(u, (q + 2, 1))

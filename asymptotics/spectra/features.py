@@ -332,4 +332,9 @@ def features_outliers(prob: SpikedProblem, alpha: float, sol: Solver, edge: floa
 
 
 def _dominant(ov: dict) -> str:
-    return max(ov, key=lambda k: ov[k]) if ov else "spike"
+    """The channel of the largest overlap; the first in the channels' order among those within
+    1e-9 relative of it (equal groups tie: their overlaps differ by rounding only)."""
+    if not ov:
+        return "spike"
+    top = max(ov.values())
+    return next(k for k in ov if ov[k] >= top - 1e-9 * abs(top))

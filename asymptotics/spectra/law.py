@@ -60,7 +60,7 @@ class Solver:
             if carry is not None:
                 H[act] = np.nan
                 carry["H"] = H
-        for _ in range(NEWTON_MAX):
+        for _ in range(NEWTON_MAX if act.size else 0):
             xa, ok_a = self._newton_step(x[act], z[act])
             x[act] = xa
             ok[act] = ok_a
@@ -221,8 +221,12 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     top = min(hi, 1.1 * ((below[-1] if below.size else hi) + hi / n_grid))
     x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
                                   np.geomspace(1e-4 * top, top / n_grid, 30)]))
-    d, X = _density_solutions(solver, x)
-    tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    scan = getattr(solver, "scan", None)  # a coarse first pass (the sRF features' solver)
+    if scan is None:
+        d, X = _density_solutions(solver, x)
+        tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
+    else:
+        x, d, X, tol = scan(solver, x, edge)
     on = d > tol
 
     def side(i_out: int, i_in: int) -> float:

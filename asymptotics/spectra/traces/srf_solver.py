@@ -12,11 +12,15 @@ import numpy as np
 
 from asymptotics.core import coldstart
 from asymptotics.spectra import law
+from asymptotics.spectra.traces import srf_scan
 from asymptotics.spectra.traces.srf_kernels import srf_broyden, srf_jacobian, srf_residual
 
 #: use the kernels once they are compiled (False: the numpy residual and the forward-difference
 #: Jacobian, the former path; the benchmark compares both in one run)
 KERNELS = True
+#: the real branch's Jacobian (spectra/branch.py) exact from the kernel (False: its forward
+#: differences, the former path)
+EXACT_BRANCH = True
 
 def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether ``disp(*args)`` runs compiled (here or in numba's cache); otherwise one call on
@@ -54,6 +58,8 @@ class SrfSolver(law.Solver):
                  scale: float, *, pi: np.ndarray, beta: float, A: float, w: np.ndarray,
                  mb1: np.ndarray, ms2: np.ndarray) -> None:
         super().__init__(self._residual, start, stieltjes, scale)
+        self.scan = srf_scan.scan  # the component search's coarse first pass
+        self.linear = True  # m = tau . pi
         self.residual_np = residual_np
         basT, sym, prodT, pk, pm = basis(mb1, ms2)
         self._args = (np.ascontiguousarray(pi, dtype=np.float64), float(beta), float(A), basT,
@@ -79,6 +85,23 @@ class SrfSolver(law.Solver):
         if self._ready(srf_jacobian, x, z):
             return srf_jacobian(x, z, *self._args)[1]
         return super()._jacobian_fd(x, z, F)
+
+    def real_jacobian(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(G, dG/du)`` of :func:`asymptotics.spectra.branch._eval` at real ``u = (x, lam)``
+        exactly: ``G = (F(x, lam), tau . pi)``; dF/dx the kernel's Jacobian, dF/dlam = -tau in
+        the rows of e1 (e1_g = tau_g (-z + ...) - 1), d(tau . pi) = pi (None: not compiled)."""
+        q = u.size - 1
+        K = self._args[0].shape[0]
+        x = np.ascontiguousarray(u[None, :q], dtype=np.complex128)
+        z = np.array([complex(u[q])])
+        if not (EXACT_BRANCH and self._ready(srf_jacobian, x, z)):
+            return None
+        F, J = srf_jacobian(x, z, *self._args)
+        D = np.zeros((q + 1, q + 1))
+        D[:q, :q] = J[0].real
+        D[:K, q] = -u[:K]
+        D[q, :K] = self._args[0]
+        return np.append(F[0].real, u[:K] @ self._args[0]), D
 
     def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
