@@ -210,8 +210,10 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
             half = 0.5 * (hi - lo)
             for j in range(n):
                 z = mid + half * t[j]
-                w = half * wt[j] * np.exp(-0.5 * z * z) / c
                 v = max(p + s * z, 0.0)
+                if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
+                    continue
+                w = half * wt[j] * np.exp(-0.5 * z * z) / c
                 wf = w * v
                 s0 += wf
                 s1 += wf * z
