@@ -200,9 +200,7 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
         if not np.isfinite(b):
             b = L
         b = min(max(b, -L), L)
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
+        s0 = s1 = s2 = 0.0
         for piece in range(2):
             lo = -L if piece == 0 else b
             hi = b if piece == 0 else L
