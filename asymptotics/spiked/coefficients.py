@@ -43,6 +43,9 @@ MAX_TENSOR_NODES = 2_000_000
 PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
+#: ``line_moments.on_line``'s gain for r >= 2: the ladder's next rule (1.7 to 3 times the shifts)
+#: reuses the pieces, so a rule builds them if they cost < 5 times its shifts in direct moments
+LADDER_GAIN = 5.0
 
 
 @dataclass(frozen=True)
@@ -202,10 +205,8 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
         b = min(max(b, -L), L)
         s0 = s1 = s2 = 0.0
         for piece in range(2):
-            lo = -L if piece == 0 else b
-            hi = b if piece == 0 else L
-            mid = 0.5 * (lo + hi)
-            half = 0.5 * (hi - lo)
+            lo, hi = (-L, b) if piece == 0 else (b, L)
+            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
             for j in range(n):
                 z = mid + half * t[j]
                 v = max(p + s * z, 0.0)
@@ -216,9 +217,7 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
                 s0 += wf
                 s1 += wf * z
                 s2 += wf * v
-        out[i, 0] = s0
-        out[i, 1] = s1
-        out[i, 2] = s2
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
     return out
 
 
@@ -314,7 +313,7 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, **kw) -> np.ndarr
                                             else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
-    return on_line(direct, t, s, key=key, moments=True)
+    return on_line(direct, t, s, key=key, moments=True, gain=LADDER_GAIN)
 
 
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
