@@ -193,13 +193,14 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None, moments: bool = False) -> np.ndarray:
+            key: object = None, moments: bool = False, gain: float = GAIN) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
     cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale
-    (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2))."""
+    (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2)); ``gain``: as
+    :data:`GAIN` (a caller whose next rule reuses the pieces passes more)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -207,7 +208,7 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         return direct(t)
     p_lo, p_hi = int(np.floor(t.min() / (2 * h))), int(np.floor(t.max() / (2 * h)))
     n_pieces = p_hi - p_lo + 1
-    if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:  # no gain, even with the pieces reused
+    if n_pieces * (M_CHEB + len(CHECKS)) >= gain * n:  # no gain, even with the pieces reused
         return direct(t)
     try:
         store = _PIECES.setdefault(key, {}) if key is not None else {}

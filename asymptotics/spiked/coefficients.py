@@ -23,7 +23,7 @@ from scipy import special
 from scipy.special import roots_legendre
 
 from asymptotics.coefficients.functions import Function, get_function, to_sympy
-from asymptotics.coefficients.line_moments import direct_moments, line_moments, on_line
+from asymptotics.coefficients.line_moments import GAIN, direct_moments, line_moments, on_line
 from asymptotics.coefficients.quadrature import (
     HALF_WIDTH,
     N_PIECE,
@@ -43,6 +43,9 @@ MAX_TENSOR_NODES = 2_000_000
 PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
+#: ``line_moments.on_line``'s gain in :func:`build_tables` (r >= 2): the ladder's next rule (1.7
+#: to 3 times the shifts) reuses the pieces: built if they cost < 5 times the shifts' moments
+LADDER_GAIN = 5.0
 
 
 @dataclass(frozen=True)
@@ -200,25 +203,21 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
         if not np.isfinite(b):
             b = L
         b = min(max(b, -L), L)
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
+        s0 = s1 = s2 = 0.0
         for piece in range(2):
-            lo = -L if piece == 0 else b
-            hi = b if piece == 0 else L
-            mid = 0.5 * (lo + hi)
-            half = 0.5 * (hi - lo)
+            lo, hi = (-L, b) if piece == 0 else (b, L)
+            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
             for j in range(n):
                 z = mid + half * t[j]
-                w = half * wt[j] * np.exp(-0.5 * z * z) / c
                 v = max(p + s * z, 0.0)
+                if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
+                    continue
+                w = half * wt[j] * np.exp(-0.5 * z * z) / c
                 wf = w * v
                 s0 += wf
                 s1 += wf * z
                 s2 += wf * v
-        out[i, 0] = s0
-        out[i, 1] = s1
-        out[i, 2] = s2
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
     return out
 
 
@@ -285,13 +284,13 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     return out
 
 
-def moments(fn: Function, t: np.ndarray, s: float, line: bool, **kw) -> np.ndarray:
+def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAIN,
+            **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
-    by :func:`_rows_moments` and, for the registered relu, :func:`_relu_moments` (the pieces of
-    a function whose numbers are not numpy's bit for bit under their own cache key)."""
-    s = float(s)
-    f = fast(fn)
+    by :func:`_rows_moments` and, for the registered relu, :func:`_relu_moments` (its pieces,
+    not numpy's numbers bit for bit, under their own cache key); ``gain``: ``on_line``'s."""
+    s, f = float(s), fast(fn)
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
             fn.f is get_function("relu").f:
@@ -314,19 +313,20 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, **kw) -> np.ndarr
                                             else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
-    return on_line(direct, t, s, key=key, moments=True)
+    return on_line(direct, t, s, key=key, moments=True, gain=gain)
 
 
-def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray,
-                   bulk: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi)."""
+def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bulk: np.ndarray,
+                   gain: float = GAIN) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi) (``gain``: of the
+    interpolated line, r >= 2)."""
     n, K = kappa.shape[0], loadings.shape[0]
     raw = np.empty((3, n, K))
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[:, :, g] = moments(sigma, t, sq, True, **INNER_NODES).T
+            raw[:, :, g] = moments(sigma, t, sq, True, gain, **INNER_NODES).T
         else:
             raw[:, :, g] = moments(sigma, t, sq, False).T
     scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
@@ -363,16 +363,16 @@ def _flush_columns(out: np.ndarray, scale: np.ndarray, rel: float) -> None:
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
                   kappa: np.ndarray, overlaps: np.ndarray, n_omega: int | None = None,
-                  degrees: tuple[int | None, ...] | None = None
+                  degrees: tuple[int | None, ...] | None = None, gain: float = GAIN
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(h, h1, h2) on the kappa nodes; ``target`` is a Function (k = 1) or a vectorised g(Z),
     Z of shape (..., k). ``degrees``: per variable, the target's degree as a polynomial in it
-    (None: not one); such a dimension gets degree + 1 nodes, exact for h, h1, h2."""
+    (None: not one) gets degree + 1 nodes, exact for h, h1, h2; ``gain``: the line's (k = 1)."""
     shift = kappa @ overlaps  # (n, k)
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
     if isinstance(target, Function):
-        mg = moments(target, shift[:, 0], float(rho[0]), kappa.shape[1] > 1)
+        mg = moments(target, shift[:, 0], float(rho[0]), kappa.shape[1] > 1, gain)
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:
         free = [j for j in range(k) if rho[j] > 0]
@@ -414,7 +414,7 @@ def build_tables(sigma: Function, target: Function | Callable, k: int, loadings:
     """All tables of a problem (docs/THEORY.md §10.2)."""
     kinks = target.kinks if isinstance(target, Function) else ()
     kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
-    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk)
-    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees)
+    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
+    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees, LADDER_GAIN)
     c = np.ascontiguousarray
     return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))

@@ -18,7 +18,7 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_elimination2
-from asymptotics.equations.node_sums import q_sums, v_parts
+from asymptotics.equations.node_sums import q_sums, v_parts, v_sums
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -100,13 +100,17 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
 @kernel(cache=True, error_model="numpy")
 def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float, lam: float,
           beta: float, pi: np.ndarray) -> np.ndarray:
-    """Kernel: the closed (V1, V2) subsystem, x = (V1 flat, V2) -> resolvent(Vhat(x))."""
+    """Kernel: the closed (V1, V2) subsystem, x = (V1 flat, V2) -> resolvent(Vhat(x)); for
+    three or four groups the sums in one pass (``equations.node_sums.v_sums``: the numbers of
+    ``channel_v`` and ``vhats``, bit for bit)."""
     K = pi.shape[0]
-    V1 = x[:K * K].reshape((K, K))
-    V2 = x[K * K:]
-    iv = 1.0 / (1.0 + channel_v(V1, V2, mb1, ms2))
-    M, v2 = vhats(iv, w, mb1, ms2, A)
-    tau, nV1, nV2 = resolvent(M, lam + v2, beta, pi)
+    if K == 3 or K == 4:
+        M, v2 = v_sums(x, w, mb1, ms2)
+        tau, nV1, nV2 = resolvent(A * M, lam + A * v2, beta, pi)
+    else:
+        iv = 1.0 / (1.0 + channel_v(x[:K * K].reshape((K, K)), x[K * K:], mb1, ms2))
+        M, v2 = vhats(iv, w, mb1, ms2, A)
+        tau, nV1, nV2 = resolvent(M, lam + v2, beta, pi)
     out = np.empty(K * K + K)
     out[:K * K] = nV1.ravel()
     out[K * K:] = nV2
