@@ -90,6 +90,7 @@ def main() -> int:
 
     print(f"section 3 curves, steps seed {seed}, best of {rounds} rounds, the trees alternating")
     summary = {name: ([], []) for name in procs}
+    sums = {name: [0.0, 0.0] for name in procs}
     for i in range(n):
         best = {name: [float("inf")] * 3 for name in procs}
         for _ in range(rounds):
@@ -102,6 +103,8 @@ def main() -> int:
             ref, comp, cach = best[name]
             summary[name][0].append(comp / ref)
             summary[name][1].append(cach / ref)
+            sums[name][0] += comp
+            sums[name][1] += cach
             parts.append(f"{name}: ref {ref * 1e3:.2f} ms, computed {comp * 1e3:.1f} ms = "
                          f"{comp / ref:.0f}x, cached {cach * 1e3:.1f} ms = {cach / ref:.0f}x")
         print(f"  {what}: " + "; ".join(parts), flush=True)
@@ -111,6 +114,10 @@ def main() -> int:
               f"{sum(x <= 100 for x in comp)} of {n} <= 100x; cached median "
               f"{statistics.median(cach):.0f}x, largest {max(cach):.0f}x, "
               f"{sum(x <= 100 for x in cach)} of {n} <= 100x")
+    (b0, b1), (a0, a1) = sums["before"], sums["after"]
+    print(f"sum of the {n} curves' times, before -> after: computed {b0 * 1e3:.0f} -> "
+          f"{a0 * 1e3:.0f} ms ({(a0 / b0 - 1) * 100:+.1f}%), cached {b1 * 1e3:.0f} -> "
+          f"{a1 * 1e3:.0f} ms ({(a1 / b1 - 1) * 100:+.1f}%)")
     for p in procs.values():
         p.stdin.close()
         p.wait()
