@@ -8,7 +8,7 @@ rounds; ratios are to the same tree's reference. CPU time (``time.process_time``
 
 Run: ``python benchmarks/curve_before_after.py --old /path/to/old --new /path/to/new``
 (``--rounds 3``, ``--steps-seed N``, ``--old-cache DIR`` / ``--new-cache DIR``: the
-``NUMBA_CACHE_DIR`` of each tree's worker)."""
+``NUMBA_CACHE_DIR`` of each tree's worker; ``--only 0,3``: those settings, 0 the default)."""
 
 from __future__ import annotations
 
@@ -91,7 +91,9 @@ def main() -> int:
     print(f"section 3 curves, steps seed {seed}, best of {rounds} rounds, the trees alternating")
     summary = {name: ([], []) for name in procs}
     sums = {name: [0.0, 0.0] for name in procs}
-    for i in range(n):
+    only = (range(n) if "--only" not in sys.argv else
+            [int(x) for x in sys.argv[sys.argv.index("--only") + 1].split(",")])
+    for i in only:
         best = {name: [float("inf")] * 3 for name in procs}
         for _ in range(rounds):
             for name in procs:
@@ -111,11 +113,11 @@ def main() -> int:
     for name in procs:
         comp, cach = summary[name]
         print(f"{name}: computed median {statistics.median(comp):.0f}x, largest {max(comp):.0f}x, "
-              f"{sum(x <= 100 for x in comp)} of {n} <= 100x; cached median "
+              f"{sum(x <= 100 for x in comp)} of {len(comp)} <= 100x; cached median "
               f"{statistics.median(cach):.0f}x, largest {max(cach):.0f}x, "
-              f"{sum(x <= 100 for x in cach)} of {n} <= 100x")
+              f"{sum(x <= 100 for x in cach)} of {len(cach)} <= 100x")
     (b0, b1), (a0, a1) = sums["before"], sums["after"]
-    print(f"sum of the {n} curves' times, before -> after: computed {b0 * 1e3:.0f} -> "
+    print(f"sum of the {len(only)} curves' times, before -> after: computed {b0 * 1e3:.0f} -> "
           f"{a0 * 1e3:.0f} ms ({(a0 / b0 - 1) * 100:+.1f}%), cached {b1 * 1e3:.0f} -> "
           f"{a1 * 1e3:.0f} ms ({(a1 / b1 - 1) * 100:+.1f}%)")
     for p in procs.values():
