@@ -164,7 +164,8 @@ def _groups(how: str, *, steps, readout, given, sigma, target, alpha0, eta, delt
                              readout=readout)
         return dict(target=target, **mp.spiked_params())
     from asymptotics.multiindex.steps import steps_mapping
+    from asymptotics.multiindex.steps_risk import mapping_params
 
     mp = steps_mapping(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout, batch=batch)  # cached: once per parameter set
-    return mp.spiked_params(mp.steps)
+    return mapping_params(mp, mp.steps)  # (the same rotated target: the tables' cache hits)

@@ -11,7 +11,13 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
-from asymptotics.multiindex.steps import GroupState, StepsMapping, factor, steps_mapping
+from asymptotics.multiindex.steps import (
+    GroupState,
+    RotatedTarget,
+    StepsMapping,
+    factor,
+    steps_mapping,
+)
 from asymptotics.spiked.readouts import parse_readout
 
 
@@ -38,7 +44,32 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
         batch=batch)
     return risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
                        solver=solver if solver is not None else SolverConfig(),
-                       **mp.spiked_params(steps))
+                       **mapping_params(mp, steps))
+
+
+#: the rotated targets of the last ROTATED_SIZE (text, Q) asked for
+ROTATED_SIZE = 32
+_ROTATED: dict = {}
+
+
+def mapping_params(mp: StepsMapping, step: int) -> dict:
+    """``mp.spiked_params(step)`` with its rotated target (THEORY.md §12.3) the object returned
+    before for the same text and the same Q, bit for bit: the K-group tables' cache
+    (``spiked.problem``) keys on the target's identity, so a curve or point of a mapping asked
+    again (a cached mapping is a new object with equal groups) reuses the tables of its rules
+    instead of building them again."""
+    params = mp.spiked_params(step)
+    t = params["target"]
+    if isinstance(t, RotatedTarget):
+        key = (t.text, t.Q.shape, t.Q.tobytes())
+        seen = _ROTATED.get(key)
+        if seen is None:
+            _ROTATED[key] = t
+            while len(_ROTATED) > ROTATED_SIZE:
+                _ROTATED.pop(next(iter(_ROTATED)))
+        else:
+            params["target"] = seen
+    return params
 
 
 def check_mapping(mapping: StepsMapping, *, steps: int, sigma: object, target: object,

@@ -208,11 +208,12 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
             tables = _TABLES.get(key)
         except TypeError:  # a target that cannot be a key (unhashable): not cached
             tables, key = None, None
-        if tables is None and isinstance(n_kappa, tuple):  # an aligned rule (h, n)
-            tables = aligned_tables(s, g, k, U, c, G, n_kappa, n_omega, degrees)
-        elif tables is None:
-            tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
-                                  degrees=degrees)
+        if tables is None:
+            if isinstance(n_kappa, tuple):  # an aligned rule (h, n)
+                tables = aligned_tables(s, g, k, U, c, G, n_kappa, n_omega, degrees)
+            else:
+                tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
+                                      degrees=degrees)
             if key is not None and tables.weights.shape[0] <= TABLES_CACHE_NODES:
                 _TABLES[key] = tables
                 while len(_TABLES) > TABLES_CACHE_SIZE:
@@ -223,9 +224,11 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
 
 
 #: the tables of the last TABLES_CACHE_SIZE rules built (of at most TABLES_CACHE_NODES nodes,
-#: a few MB each), by model and rule: the probes and sweep of a curve, the curves of a grid
-#: over lam and repeated calls share them (they are read only)
-TABLES_CACHE_SIZE = 8
+#: a few MB each), by model and rule (tensor and aligned): the probes and sweep of a curve, the
+#: curves of a grid over lam and repeated calls share them (they are read only); 16 holds both
+#: ladders of r = 2 (7 + 5 rules: with fewer, a curve that climbs both evicts, first in first
+#: out, every rule before it is asked for again)
+TABLES_CACHE_SIZE = 16
 TABLES_CACHE_NODES = 50_000
 _TABLES: dict = {}
 

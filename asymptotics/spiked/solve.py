@@ -88,10 +88,21 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     has_x0 = x0 is not None
     start = (np.ascontiguousarray(x0, dtype=np.float64) if has_x0
              else np.zeros(K * K + K))
-    state, code, n_iter, resid, v, solved, risk, sv, power, total = solve_point(
+    out = solve_point(
         start, has_x0, nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2,
         alpha / prob.beta, prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv,
         solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
+    return _result(prob, alpha, solver, out, strict, rule)
+
+
+def _result(prob: SpikedProblem, alpha: float, solver: SolverConfig, out: tuple, strict: bool,
+            rule: tuple, base: dict | None = None) -> SpikedResult:
+    """The record of :func:`solve_spiked` from ``solve_point``'s outputs ``out``; ``base``: the
+    fields of an earlier record of the same problem (the model and the defaults), copied as
+    :meth:`RiskResult.with_fields` does instead of running the dataclass' ``__init__`` (the
+    same record, field for field)."""
+    state, code, n_iter, resid, v, solved, risk, sv, power, total = out
+    K = prob.fractions.shape[0]
     status = Status(int(code))
     conv = status == Status.CONVERGED
     if not conv and prob.lam == 0.0:  # the ridgeless limit lam -> 0+ (docs/THEORY.md §10.5)
@@ -114,13 +125,43 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{message}")
-    pr = prob.params()
-    return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
-                        status=status.name.lower() if isinstance(status, Status) else status,
-                        message=message,
-                        iterations=int(n_iter), residual=float(resid),
-                        order=unpack_state(prob, state), state=tuple(state.tolist()),
-                        n_kappa=rule[0], quadrature_change=rule[1], **pr)
+    fields = dict(alpha=alpha, risk=float(risk), converged=bool(conv),
+                  status=status.name.lower() if isinstance(status, Status) else status,
+                  message=message, iterations=int(n_iter), residual=float(resid),
+                  order=unpack_state(prob, state), state=tuple(state.tolist()),
+                  n_kappa=rule[0], quadrature_change=rule[1])
+    if base is None:
+        return SpikedResult(**fields, **prob.params())
+    res = object.__new__(SpikedResult)
+    res.__dict__.update(base)
+    res.__dict__.update(fields)
+    return res
+
+
+class _Rows:
+    """:func:`solve_spiked` along a curve on one problem with the per-point work done once (the
+    kernel's arguments; the model's fields and the defaults, taken from the first record): a
+    row is the record ``solve_spiked(prob, alpha, solver, x0=x0, rule=rule)`` returns."""
+
+    def __init__(self, prob: SpikedProblem, solver: SolverConfig) -> None:
+        t = prob.tables
+        K = prob.fractions.shape[0]
+        self.prob, self.solver, self.nn = prob, solver, _nonneg(K)
+        self.head = (self.nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2)
+        self.tail = (prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv, solver.rtol,
+                     solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
+        self.cold = np.zeros(K * K + K)
+        self.base: dict | None = None
+
+    def solve(self, alpha: float, x0: np.ndarray | None, rule: tuple) -> SpikedResult:
+        """``solve_spiked(prob, alpha, solver, x0=x0, rule=rule)``, ``alpha`` a checked float."""
+        has_x0 = x0 is not None
+        start = np.ascontiguousarray(x0, dtype=np.float64) if has_x0 else self.cold
+        out = solve_point(start, has_x0, *self.head, alpha / self.prob.beta, *self.tail)
+        res = _result(self.prob, alpha, self.solver, out, False, rule, self.base)
+        if self.base is None and self.prob.lam != 0.0:  # (lam = 0: the limit's own record)
+            self.base = dict(res.__dict__)
+        return res
 
 
 def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
@@ -279,7 +320,8 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         that alpha on rule ``nk``}, taken as the point; ``rule``: what each result carries."""
         prob, out, seen = problem(nk), [], []
         known = known or {}
-        nn = _nonneg(prob.fractions.shape[0])
+        rows = _Rows(prob, solver)
+        nn = rows.nn
         start = None if first is None else _v(prob, first)
         desc = "spiked curve" + ("" if nk is None else f" ({nk} kappa nodes)")
         rule = (rule_nodes(rule[0]), rule[1])
@@ -289,7 +331,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
                     res = relabel(known[j], n_kappa=rule[0], quadrature_change=rule[1])
                 else:
                     x0 = _predict(seen, a, nn) if seen else start
-                    res = solve_spiked(prob, a, solver, x0=x0, rule=rule)
+                    res = rows.solve(a, x0, rule)
                     if res.converged and isinstance(nk, tuple):
                         res = _aligned_message(res, nk, " at a probe of the curve")
                 if res.converged:
