@@ -71,10 +71,12 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
         mp, solve = _network_by_step(alphas, steps=steps, **kw)
     else:
         mp, solve = _srf_by_step(alphas, steps=steps, batch=batch, **kw)
+    from asymptotics.multiindex.steps_risk import mapping_params
+
     rows = []
     with Progress(steps + 1, "risk by step", unit="steps", enabled=progress) as bar:
         for t in bar.iter(range(steps + 1)):
-            params = mp.spiked_params(t)
+            params = mapping_params(mp, t)  # a repeated call reuses its tables
             for a, (risk, conv) in zip(alphas, solve(t, params), strict=True):
                 rows.append(dict(model=model, step=t, alpha=a,
                                  risk=float(risk) if conv else math.nan,
