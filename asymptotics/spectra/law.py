@@ -29,6 +29,7 @@ STAGE_TOL = 1e-8  # Newton's tolerance in the path's stages before the last
 QUASI_MAX = 30  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
 SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sought
+TOP_GUARD = True  # the top edge checked for a component above it (off: the former law)
 
 
 class Solver:
@@ -197,7 +198,7 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     beside an atom), and each edge is the fold of the real branch from the grid point outside
     (:func:`asymptotics.spectra.branch.fold`; where it fails, three vectorised grid passes).
     The top edge's branch is kept as ``solver.branch`` (the outliers' real solutions)."""
-    from asymptotics.spectra.branch import Branch, fold, polish
+    from asymptotics.spectra.branch import Branch, fold, guard, polish
 
     solver.branch = None
     if not getattr(solver, "real_branch", True):
@@ -215,12 +216,15 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
         break
     if top_fold is None or not top_fold.ok:
         return _bulk_support_grid(solver, hi, n_grid)
+    inner: list[float] = []  # points inside components the guard met (on the grid too)
+    if TOP_GUARD:
+        top_fold = guard(solver, top_fold, hi / n_grid, inner)
     edge = top_fold.edge
     x = np.linspace(0.0, hi, n_grid + 1)[1:]
     below = x[x < edge]
     top = min(hi, 1.1 * ((below[-1] if below.size else hi) + hi / n_grid))
     x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
-                                  np.geomspace(1e-4 * top, top / n_grid, 30)]))
+                                  np.geomspace(1e-4 * top, top / n_grid, 30), inner]))
     scan = getattr(solver, "scan", None)  # a coarse first pass (the sRF features' solver)
     if scan is None:
         d, X = _density_solutions(solver, x)
