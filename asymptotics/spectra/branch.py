@@ -303,18 +303,12 @@ def top_guard(solver, top: Fold, width: float, inside) -> tuple[float, Point] | 
     return None
 
 
-def guard(solver, top: Fold, width: float, inner: list) -> Fold:
+def guard(solver, top: Fold, width: float, inner: list, inside, refine) -> Fold:
     """The top edge's fold ``top`` checked for a component above it (docs/THEORY.md §16.10,
-    :func:`top_guard`): where one is met, the fold of its top edge
-    from the physical point above it (its edge by grid passes where that fold fails), checked
-    again; the points met inside components are appended to ``inner``."""
-    from asymptotics.spectra.law import Y_END, _refine, density_of
-
-    def inside(lam: float) -> np.ndarray | None:
-        X, ok = solver.solve(np.array([lam + 1j * Y_END * solver.scale]))
-        real = ok[0] and not np.any(np.abs(X[0].imag) > 1e-6 * (1.0 + np.abs(X[0])))
-        return X[0] if real else None
-
+    :func:`top_guard`; ``inside(lam)``: the path's solution at lam if real, else None): where
+    one is met, the fold of its top edge from the physical point above it (else the edge by
+    ``refine(lo, hi)``, the law's grid passes), checked again; the points met inside
+    components are appended to ``inner``."""
     for _ in range(8):
         hit = top_guard(solver, top, width, inside)
         if hit is None:
@@ -326,8 +320,7 @@ def guard(solver, top: Fold, width: float, inner: list) -> Fold:
         if f.ok and mid < f.edge < b.lam:
             top = Fold(f.edge, above + f.points, f.at, f.slope)
         else:
-            tol = 1e-7 * max(float(density_of(solver, np.array([mid]))[0]), 1e-300)
-            top = Fold(_refine(solver, mid, b.lam, tol, rising=False), above + [b])
+            top = Fold(refine(mid, b.lam), above + [b])
     return top
 
 

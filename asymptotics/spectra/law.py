@@ -218,7 +218,16 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
         return _bulk_support_grid(solver, hi, n_grid)
     inner: list[float] = []  # points inside components the guard met (on the grid too)
     if TOP_GUARD:
-        top_fold = guard(solver, top_fold, hi / n_grid, inner)
+        def inside(lam: float) -> np.ndarray | None:  # the path's solution at lam if real
+            X, ok = solver.solve(np.array([lam + 1j * Y_END * solver.scale]))
+            real = ok[0] and not np.any(np.abs(X[0].imag) > 1e-6 * (1.0 + np.abs(X[0])))
+            return X[0] if real else None
+
+        def refine(a: float, b: float) -> float:  # the upper edge in [a, b] by grid passes
+            tol = 1e-7 * max(float(density_of(solver, np.array([a]))[0]), 1e-300)
+            return _refine(solver, a, b, tol, rising=False)
+
+        top_fold = guard(solver, top_fold, hi / n_grid, inner, inside, refine)
     edge = top_fold.edge
     x = np.linspace(0.0, hi, n_grid + 1)[1:]
     below = x[x < edge]
