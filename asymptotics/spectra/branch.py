@@ -253,20 +253,20 @@ def mass_bound(pts: list[Point]) -> float:
     return K * integral
 
 
-def top_guard(solver, top: Fold, width: float, inside) -> tuple[float, Point] | None:
+def top_guard(solver, top: Fold, lo: float, inside) -> tuple[float, Point] | None:
     """Whether the walk of ``top`` (the top edge's fold from above) stepped over a component
     (docs/THEORY.md §16.10): the :func:`mass_bound` on windows of five consecutive points of
-    the branch, from the walk's physical points above edge + ``width`` (and the branch's point
-    there); each window where it does not exclude :data:`MASS_TOL` gets the middles of its
-    gaps (not below :data:`GUARD_FLOOR` hi) and is split, the highest first. A new point is
+    the branch, from the walk's physical points above ``lo`` (and the branch's point there);
+    each window where it does not exclude :data:`MASS_TOL` gets the middles of its gaps (not
+    below :data:`GUARD_FLOOR` hi) and is split, the highest first. A new point is
     fixed-lam Newton from the two around it (:func:`_between`; else the path's solution
     polished); the first inside the support (``inside(lam)`` None: the path's solution is not
     real) is returned as (lam, the physical point above it); else None."""
-    pts = sorted((p for p in top.points if p.lam > top.edge + width and p.g > 0.0),
+    pts = sorted((p for p in top.points if p.lam > lo and p.g > 0.0),
                  key=lambda p: -p.lam)
     if not pts:
         return None
-    low = _at_lam(solver, pts[-1], top.edge + width)
+    low = _at_lam(solver, pts[-1], lo)
     if low is not None and low.g > 0.0 and low.m < pts[-1].m:
         pts.append(low)
 
@@ -299,7 +299,7 @@ def top_guard(solver, top: Fold, width: float, inside) -> tuple[float, Point] | 
             finer.append(a)
         if len(finer) > len(w):
             stack.extend(_windows(finer[::-1]))
-        # (else: not resolved, every gap at most width: left as the grid would)
+        # (else: not resolved, every gap at most the floor)
     return None
 
 
@@ -310,7 +310,8 @@ def guard(solver, top: Fold, width: float, inner: list, inside, refine) -> Fold:
     ``refine(lo, hi)``, the law's grid passes), checked again; the points met inside
     components are appended to ``inner``."""
     for _ in range(8):
-        hit = top_guard(solver, top, width, inside)
+        # from where the law's grid ends (1.1 (edge + width) or more, at least 1.1 edge)
+        hit = top_guard(solver, top, max(top.edge + width, 1.1 * top.edge), inside)
         if hit is None:
             break
         mid, b = hit
