@@ -2,14 +2,14 @@
 docs/THEORY.md §16.10) against closed forms: the generalised Marchenko-Pastur law of a
 two-point population (Silverstein and Choi 1995), whose edges are the critical values of the
 inverse x(m) = -1/m + c sum_i w_i t_i/(1 + t_i m) (the real roots of a quartic), with a narrow
-second component (small mass) and with a narrow gap."""
+second component (small mass) below or above the main one and with a narrow gap."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from asymptotics.spectra import law
+from asymptotics.spectra import branch, law
 from asymptotics.spectra.traces import srf_scan
 
 C = 0.3  # p/n
@@ -78,8 +78,38 @@ def test_narrow_gap_is_found(t2):
     np.testing.assert_allclose(got, edges, rtol=1e-9)
 
 
-@pytest.mark.xfail(strict=True, reason="the top edge's walk down from hi steps over a narrow "
-                   "top component of small mass (the former grid, bounded by that edge, too)")
-def test_narrow_top_component():
-    t, w = np.array([1.0, 6.0]), np.array([1.0 - 1e-3, 1e-3])
-    assert len(_support(t, w, srf_scan.COARSE)) == len(_edges(t, w)) // 2 == 2
+@pytest.mark.parametrize("t2, w2", [(6.0, 1e-3), (4.0, 1e-4), (3.0, 1e-7)])
+def test_narrow_top_component(t2, w2):
+    """A small population mass w2 at t2 > 1: a narrow component above the main one (width
+    0.41, 0.086 and 0.002: the last narrower than the grid's spacing) that the walk down from
+    hi steps over; the guard above the top edge finds it, with the closed form's edges, on the
+    coarse search and on the full grid."""
+    t, w = np.array([1.0, t2]), np.array([1.0 - w2, w2])
+    edges = _edges(t, w)
+    assert len(edges) == 4
+    for coarse in (srf_scan.COARSE, 1):
+        got = np.array([e for comp in _support(t, w, coarse) for e in comp])
+        assert got.size == 4
+        np.testing.assert_allclose(got, edges, rtol=1e-9)
+
+
+def test_mass_bound_is_an_upper_bound():
+    """The guard's bound on windows of 2 and 5 points against a discrete measure: at least the
+    mass in the window (a point mass of 1e-6 added in it), the two-point case the closed
+    form L^2/8 ((m'(a) + m'(b))/2 - (m(b) - m(a))/L)."""
+    rng = np.random.default_rng(3)
+    xs, ws = rng.uniform(0.0, 2.4, 500), np.full(500, 1.0 / 500)
+
+    class P:
+        def __init__(self, lam, x, w):
+            self.lam, self.m, self.g = lam, np.sum(w / (x - lam)), 1.0 / np.sum(w / (x - lam) ** 2)
+
+    for a, b in [(2.5, 2.6), (3.0, 4.0), (5.0, 8.0)]:
+        for n in (2, 5):
+            lam = np.linspace(a, b, n)
+            x, wt = np.append(xs, 0.5 * (a + b) + 0.01), np.append(ws, 1e-6)
+            assert branch.mass_bound([P(v, x, wt) for v in lam]) >= 1e-6
+        pa, pb = P(a, xs, ws), P(b, xs, ws)
+        L = b - a
+        exact = L * L / 8 * (0.5 * (1 / pa.g + 1 / pb.g) - (pb.m - pa.m) / L)
+        assert branch.mass_bound([pa, pb]) == pytest.approx(exact, rel=1e-6)

@@ -29,6 +29,7 @@ STAGE_TOL = 1e-8  # Newton's tolerance in the path's stages before the last
 QUASI_MAX = 30  # its steps before the points left restart with Newton
 GAP_MIN = 1e-3  # gaps narrower than this fraction of the top edge are not reported
 SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sought
+TOP_GUARD = True  # the top edge checked for a component above it (off: the former law)
 
 
 class Solver:
@@ -191,13 +192,14 @@ def _density_solutions(solver: Solver, x: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
     """The intervals where the density is positive (docs/THEORY.md §16.10): the top edge is the
-    fold of the real branch continued down from ``hi`` (doubled while inside the support); the
+    fold of the real branch continued down from ``hi`` (doubled while inside the support),
+    checked for a component it stepped over (:func:`asymptotics.spectra.branch.guard`); the
     components are found on a linear grid below it (with its spacing, and its extent, as the
     former coarse pass on [0, hi] gave it) joined with a geometric one near 0 (small components
     beside an atom), and each edge is the fold of the real branch from the grid point outside
     (:func:`asymptotics.spectra.branch.fold`; where it fails, three vectorised grid passes).
     The top edge's branch is kept as ``solver.branch`` (the outliers' real solutions)."""
-    from asymptotics.spectra.branch import Branch, fold, polish
+    from asymptotics.spectra.branch import Branch, fold, guard, polish
 
     solver.branch = None
     if not getattr(solver, "real_branch", True):
@@ -215,12 +217,24 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
         break
     if top_fold is None or not top_fold.ok:
         return _bulk_support_grid(solver, hi, n_grid)
+    inner: list[float] = []  # points inside components the guard met (on the grid too)
+    if TOP_GUARD:
+        def inside(lam: float) -> np.ndarray | None:  # the path's solution at lam if real
+            X, ok = solver.solve(np.array([lam + 1j * Y_END * solver.scale]))
+            real = ok[0] and not np.any(np.abs(X[0].imag) > 1e-6 * (1.0 + np.abs(X[0])))
+            return X[0] if real else None
+
+        def refine(a: float, b: float) -> float:  # the upper edge in [a, b] by grid passes
+            tol = 1e-7 * max(float(density_of(solver, np.array([a]))[0]), 1e-300)
+            return _refine(solver, a, b, tol, rising=False)
+
+        top_fold = guard(solver, top_fold, hi / n_grid, inner, inside, refine)
     edge = top_fold.edge
     x = np.linspace(0.0, hi, n_grid + 1)[1:]
     below = x[x < edge]
     top = min(hi, 1.1 * ((below[-1] if below.size else hi) + hi / n_grid))
     x = np.unique(np.concatenate([np.linspace(0.0, top, n_grid + 1)[1:],
-                                  np.geomspace(1e-4 * top, top / n_grid, 30)]))
+                                  np.geomspace(1e-4 * top, top / n_grid, 30), inner]))
     scan = getattr(solver, "scan", None)  # a coarse first pass (the sRF features' solver)
     if scan is None:
         d, X = _density_solutions(solver, x)

@@ -18,6 +18,7 @@ MASS_TOL = 1e-9  # a bulk mass that may hide between two grid points outside the
 #: exceeds GAP_SLOPE pi rho at one, or m' changes by GAP_SLOPE of itself (a square-root edge
 #: within L of a point: |rho'| L >= rho/2)
 GAP_SLOPE = 0.5
+ABOVE = True  # the tests above the top edge too (off: the former scan)
 
 
 def scan(solver: law.Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
@@ -46,9 +47,10 @@ def scan(solver: law.Solver, x: np.ndarray, edge: float = math.inf) -> tuple:
         m[new], dm[new] = _slopes(solver, Xn, x[new])
         tol = 1e-7 * max(float(np.nanmax(d)), 1e-300)
         ev = np.nonzero(done)[0]
-        # (no mass above the top edge: the walk down to its fold jumps no component)
+        # above the top edge too (the guard of the walk down to it, law.bulk_support, leaves
+        # the first grid spacing of the former coarse pass above the edge to this grid)
         a, b = ev[:-1], ev[1:]
-        flag = (b > a + 1) & ~(x[a] > edge) & _hidden(x[ev], d[ev], m[ev], dm[ev], tol)
+        flag = (b > a + 1) & (ABOVE | ~(x[a] > edge)) & _hidden(x[ev], d[ev], m[ev], dm[ev], tol)
         new = (a[flag] + b[flag]) // 2
         # the threshold's maximum as on the full grid: the grid's neighbours of the largest
         # density found (level by level, as a local search)
