@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asymptotics.coefficients import step_quadrature
+from asymptotics.coefficients import step_kernels, step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
@@ -241,6 +241,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
     beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
     smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])  # tanh
+    poly, split = (split, None) if isinstance(split, step_kernels.Polynomial) else (None, split)
     split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
     R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
@@ -257,17 +258,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
-        n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
-        e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
-        Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
-        for lo in range(0, n, rows):
-            sl = slice(lo, lo + rows)
-            Zb = np.add(Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)])
-            e = evaluate(g, np.moveaxis(Zb, 0, -1))
-            e -= f[sl, None]
-            e01[sl] = e @ W
-            e *= e
-            e2[sl] = e @ wr + delta * wr.sum()
+        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, np.ascontiguousarray(
+            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK)  # poly: e compiled
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
@@ -395,7 +387,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                      alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per,
-                     split=polynomial_spikes.split_target(target, k, m.per))
+                     split=polynomial_spikes.split_target(target, k, m.per)
+                     or step_kernels.polynomial(target, k, m.per))
         for arr in (st.a, st.L, st.c):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)
