@@ -10,6 +10,7 @@ pass (:func:`poly_e`), with no array of z and no temporaries per operation: the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -104,3 +105,121 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
         e *= e
         e2[sl] = e @ wr + delta * wr.sum()
     return e01, e2
+
+
+#: ``scipy.special.ndtr`` is 1.0 exactly from 8.2924 on; below -38 it is under 1e-300
+NDTR_ONE, NDTR_ZERO = 8.3, -38.5
+SQRT1_2, INV_SQRT_2PI = 0.7071067811865476, 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@kernel(cache=True, error_model="numpy")
+def _ndtr(x: float) -> float:
+    """Kernel: the standard normal CDF as ``scipy.special.ndtr`` forms it (erf near 0, erfc
+    beyond), from libm's erf and erfc (to an ulp of scipy's); its exact 1.0 beyond
+    :data:`NDTR_ONE`."""
+    if x >= NDTR_ONE:
+        return 1.0
+    if x < NDTR_ZERO:
+        return 0.0
+    t = x * SQRT1_2
+    z = abs(t)
+    if z < SQRT1_2:
+        return 0.5 + 0.5 * math.erf(t)
+    y = 0.5 * math.erfc(z)
+    return 1.0 - y if t > 0 else y
+
+
+@kernel(cache=True, error_model="numpy")
+def relu_moments(M: np.ndarray, rep: np.ndarray) -> tuple:
+    """Kernel: ``step_quadrature.relu_moments``' (F, Phi, phi, v) at shifts M (n, K), scales
+    ``rep`` (K), in one pass (the same operations per entry; exp, erf, erfc from libm)."""
+    n, K = M.shape
+    F, Phi, phi, v = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, K))
+    for i in range(n):
+        for g in range(K):
+            x = M[i, g] / rep[g]
+            P = _ndtr(x)
+            p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
+            Phi[i, g], phi[i, g] = P, p
+            F[i, g] = M[i, g] * P + rep[g] * p
+            v[i, g] = max(P - P * P, 0.0)
+    return F, Phi, phi, v
+
+
+@kernel(cache=True, error_model="numpy")
+def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple:
+    """Kernel: ``step_quadrature.relu_rest_sums``' (e0, Phi, e2) in one pass (the same
+    operations per entry)."""
+    n = a.shape[0]
+    e0, Phi, e2 = np.empty(n), np.empty(n), np.empty(n)
+    for i in range(n):
+        x = a[i] / b
+        P = _ndtr(x)
+        p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
+        G0 = a[i] * P + p * b
+        e = (a[i] * a[i] + b * b) * P + (a[i] * b) * p
+        e2[i] = ((e - (f[i] * 2.0) * G0) + f[i] * f[i]) + delta
+        e0[i], Phi[i] = G0 - f[i], P
+    return e0, Phi, e2
+
+
+#: nodes per block of :func:`_node_sums` (plain sums within, compensated across blocks)
+SUM_BLOCK = 128
+
+
+@kernel(cache=True, error_model="numpy")
+def _node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
+    """Kernel: :func:`node_sums`' sums, flat: per block of :data:`SUM_BLOCK` nodes summed
+    plainly, the blocks' sums added with Neumaier's compensation."""
+    n, r = U.shape
+    K, m = m1.shape[1], e1.shape[1]
+    q = K * r + K * m + 2 * K + K * K
+    tot, comp, blk = np.zeros(q), np.zeros(q), np.zeros(q)
+    for lo in range(0, n, SUM_BLOCK):
+        blk[:] = 0.0
+        for i in range(lo, min(lo + SUM_BLOCK, n)):
+            s, nz, o = wu[i] * e0[i], wu[i] * e2[i], 0
+            for g in range(K):
+                a = s * m1[i, g]
+                for j in range(r):
+                    blk[o + j] += a * U[i, j]
+                o += r
+            for g in range(K):
+                a = wu[i] * m1[i, g]
+                for j in range(m):
+                    blk[o + j] += a * e1[i, j]
+                o += m
+            for g in range(K):
+                blk[o + g] += s * m2[i, g]
+                blk[o + K + g] += nz * v[i, g]
+            o += 2 * K
+            for g in range(K):
+                a = m1[i, g] * nz
+                for h in range(K):
+                    blk[o + g * K + h] += a * m1[i, h]
+        for p in range(q):
+            t = tot[p] + blk[p]
+            if abs(tot[p]) >= abs(blk[p]):
+                comp[p] += (tot[p] - t) + blk[p]
+            else:
+                comp[p] += (blk[p] - t) + tot[p]
+            tot[p] = t
+    return tot + comp
+
+
+def node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
+              e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple | None:
+    """``steps.advance``'s sums over the nodes of a rule (U, wu) in one compiled pass:
+    ``(sum wu e0 m1_g U, sum wu m1_g e1, sum wu e0 m2_g, sum wu e2 v_g, sum wu e2 m1_g m1_h)``
+    (numpy's products, summed in another order: to rounding); None before it is compiled."""
+    args = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (U, wu, m1, m2, v, e0, e1,
+                                                                     e2))
+    if args[0].shape[0] == 0 or not coldstart.kernel_ready(
+            _node_sums, args, lambda: _node_sums(*(x[:1] for x in args))):
+        return None
+    out = _node_sums(*args)
+    r, K, m = U.shape[1], m1.shape[1], e1.shape[1]
+    cut = np.cumsum([K * r, K * m, K, K])
+    A, B, em2, nv, mm = np.split(out, cut)
+    return A.reshape(K, r), B.reshape(K, m), em2, nv, mm.reshape(K, K)

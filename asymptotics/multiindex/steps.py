@@ -50,6 +50,7 @@ CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
 SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
+FUSED = 250_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
 
 
 @dataclass(frozen=True)
@@ -265,12 +266,17 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
                e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple[np.ndarray, ...]:
         """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
-        wm1 = (wu * e0)[:, None] * m1  # (u, K)
-        dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
-        e_m2 = (wu * e0) @ m2
-        noise = wu * e2
+        # on a large rule the sums for a and the outside Gram in one compiled pass (another
+        # order); c's (the most sensitive: sqrt(c) + eta eps E[e m2] may cancel) by numpy's
+        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if len(U) >= FUSED else None
+        e_m2, noise = (wu * e0) @ m2, wu * e2
         noise_v = noise @ v
-        noise_mm = (m1 * noise[:, None]).T @ m1
+        if sums is not None:
+            dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
+        else:
+            wm1 = (wu * e0)[:, None] * m1  # (u, K)
+            dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
+            noise_mm = (m1 * noise[:, None]).T @ m1
         sqrt_c = np.sqrt(state.c) + eta * values * e_m2
         finite = math.isfinite(alpha0)
         c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
