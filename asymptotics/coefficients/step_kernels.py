@@ -113,14 +113,20 @@ SQRT1_2, INV_SQRT_2PI = 0.7071067811865476, 1.0 / math.sqrt(2.0 * math.pi)
 
 
 @kernel(cache=True, error_model="numpy")
-def _ndtr(x: float) -> float:
-    """Kernel: the standard normal CDF as ``scipy.special.ndtr`` forms it (erf near 0, erfc
-    beyond), from libm's erf and erfc (to an ulp of scipy's); its exact 1.0 beyond
-    :data:`NDTR_ONE`."""
+def _ndtr(x: float, p: float) -> float:
+    """Kernel: the standard normal CDF at x (p: the density there) as ``scipy.special.ndtr``
+    forms it (erf near 0, erfc beyond), from libm's erf and erfc (to an ulp of scipy's); its
+    exact 1.0 from :data:`NDTR_ONE` on; below -NDTR_ONE (CDF < 5e-17) the tail's asymptotic
+    series p / |x| (1 - 1/x^2 + 3/x^4 - ...) to 12 terms (relative 1e-11 there)."""
     if x >= NDTR_ONE:
         return 1.0
     if x < NDTR_ZERO:
         return 0.0
+    if x < -NDTR_ONE:
+        y, s = 1.0 / (x * x), 1.0
+        for k in range(12, 0, -1):
+            s = 1.0 - (2 * k - 1) * y * s
+        return p / (-x) * s
     t = x * SQRT1_2
     z = abs(t)
     if z < SQRT1_2:
@@ -138,8 +144,8 @@ def relu_moments(M: np.ndarray, rep: np.ndarray) -> tuple:
     for i in range(n):
         for g in range(K):
             x = M[i, g] / rep[g]
-            P = _ndtr(x)
             p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
+            P = _ndtr(x, p)
             Phi[i, g], phi[i, g] = P, p
             F[i, g] = M[i, g] * P + rep[g] * p
             v[i, g] = max(P - P * P, 0.0)
@@ -154,8 +160,8 @@ def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple:
     e0, Phi, e2 = np.empty(n), np.empty(n), np.empty(n)
     for i in range(n):
         x = a[i] / b
-        P = _ndtr(x)
         p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
+        P = _ndtr(x, p)
         G0 = a[i] * P + p * b
         e = (a[i] * a[i] + b * b) * P + (a[i] * b) * p
         e2[i] = ((e - (f[i] * 2.0) * G0) + f[i] * f[i]) + delta
@@ -223,3 +229,43 @@ def node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: 
     cut = np.cumsum([K * r, K * m, K, K])
     A, B, em2, nv, mm = np.split(out, cut)
     return A.reshape(K, r), B.reshape(K, m), em2, nv, mm.reshape(K, K)
+
+
+@kernel(cache=True, error_model="numpy")
+def product_nodes(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple:
+    """Kernel: the product rule of r copies of the axis ``(x, w)`` (w >= 0), its weights
+    ``(..(w_i w_j) ..) w_l`` above ``prune`` times the largest, in C order: ``(nodes (n, r),
+    weights (n))`` (``steps.trapezoid``'s, before normalising)."""
+    m = x.shape[0]
+    N = m**r
+    top = 0.0
+    for a in range(N):
+        p, rest = 1.0, a
+        for d in range(r):
+            j = rest // m ** (r - 1 - d)
+            rest -= j * m ** (r - 1 - d)
+            p = w[j] if d == 0 else p * w[j]
+        top = max(top, p)
+    thr = prune * top
+    pts, wts, n = np.empty((N, r)), np.empty(N), 0
+    for a in range(N):
+        p, rest = 1.0, a
+        for d in range(r):
+            j = rest // m ** (r - 1 - d)
+            rest -= j * m ** (r - 1 - d)
+            p = w[j] if d == 0 else p * w[j]
+            pts[n, d] = x[j]
+        if p > thr:
+            wts[n] = p
+            n += 1
+    return pts[:n].copy(), wts[:n].copy()
+
+
+def product_rule(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple | None:
+    """:func:`product_nodes` once compiled (None before: numpy's outer products meanwhile)."""
+    args = (np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(w, dtype=np.float64),
+            int(r), float(prune))
+    if r < 1 or not coldstart.kernel_ready(product_nodes, args,
+                                           lambda: product_nodes(x[:1], w[:1], r, prune)):
+        return None
+    return product_nodes(*args)

@@ -179,6 +179,8 @@ def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((1, 0)), np.ones(1)
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
     wts = w = (w := np.exp(-0.5 * x * x)) / w.sum()
+    if (fast := step_kernels.product_rule(x, w, r, 1e-18)) is not None:  # the same, compiled
+        return fast[0], fast[1] / fast[1].sum()
     for _ in range(r - 1):
         wts = np.multiply.outer(wts, w)
     on = wts > 1e-18 * wts.max()  # the nodes kept, in C order: per axis its coordinates
