@@ -237,27 +237,29 @@ def product_nodes(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple:
     ``(..(w_i w_j) ..) w_l`` above ``prune`` times the largest, in C order: ``(nodes (n, r),
     weights (n))`` (``steps.trapezoid``'s, before normalising)."""
     m = x.shape[0]
-    N = m**r
-    top = 0.0
-    for a in range(N):
-        p, rest = 1.0, a
-        for d in range(r):
-            j = rest // m ** (r - 1 - d)
-            rest -= j * m ** (r - 1 - d)
-            p = w[j] if d == 0 else p * w[j]
-        top = max(top, p)
+    top = 0.0  # the largest product: that of the largest weight (rounding is monotone)
+    for d in range(r):
+        top = np.max(w) if d == 0 else top * np.max(w)
     thr = prune * top
+    N = m**r
     pts, wts, n = np.empty((N, r)), np.empty(N), 0
-    for a in range(N):
-        p, rest = 1.0, a
-        for d in range(r):
-            j = rest // m ** (r - 1 - d)
-            rest -= j * m ** (r - 1 - d)
-            p = w[j] if d == 0 else p * w[j]
-            pts[n, d] = x[j]
+    idx = np.zeros(r, dtype=np.int64)
+    for _ in range(N):
+        p = w[idx[0]]
+        for d in range(1, r):
+            p = p * w[idx[d]]
         if p > thr:
+            for d in range(r):
+                pts[n, d] = x[idx[d]]
             wts[n] = p
             n += 1
+        d = r - 1  # the next index in C order
+        while d >= 0:
+            idx[d] += 1
+            if idx[d] < m:
+                break
+            idx[d] = 0
+            d -= 1
     return pts[:n].copy(), wts[:n].copy()
 
 
