@@ -78,8 +78,11 @@ def test_node_sums_match_numpys_products() -> None:
     U, wu = rng.normal(size=(n, r)), rng.random(n) / n
     m1, m2, v = rng.random((n, K)), rng.normal(size=(n, K)), rng.random((n, K))
     e0, e1, e2 = rng.normal(size=n), rng.normal(size=(n, m)), rng.random(n)
-    A, B, em2, nv, mm = sk.node_sums(U, wu, m1, m2, v, e0, e1, e2) or sk._node_sums(
-        U, wu, m1, m2, v, e0, e1, e2)  # the kernel itself when not yet compiled
+    flat = sk._node_sums(U, wu, m1, m2, v, e0, e1, e2)  # the kernel (compiled or not)
+    A, B, em2, nv, mm = np.split(flat, np.cumsum([K * r, K * m, K, K]))
+    wrapped = sk.node_sums(U, wu, m1, m2, v, e0, e1, e2)  # None until compiled
+    if wrapped is not None:
+        np.testing.assert_array_equal(np.concatenate([x.ravel() for x in wrapped]), flat)
     wm1 = (wu * e0)[:, None] * m1
     for x, y in ((A, wm1.T @ U), (B, (wu[:, None] * m1).T @ e1), (em2, (wu * e0) @ m2),
                  (nv, (wu * e2) @ v), (mm, (m1 * (wu * e2)[:, None]).T @ m1)):

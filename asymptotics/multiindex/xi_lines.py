@@ -211,7 +211,7 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
     out = chebyshev_pieces(coef, lo, h, t, mp)
-    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
+    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
     for i in np.flatnonzero(bad):  # a refused piece: its halves (or the rule)
         if (sel := np.flatnonzero(piece == i)).size:
             out[sel] = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
