@@ -10,7 +10,6 @@ pass (:func:`poly_e`), with no array of z and no temporaries per operation: the 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -105,68 +104,6 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
         e *= e
         e2[sl] = e @ wr + delta * wr.sum()
     return e01, e2
-
-
-#: ``scipy.special.ndtr`` is 1.0 exactly from 8.2924 on; below -38 it is under 1e-300
-NDTR_ONE, NDTR_ZERO = 8.3, -38.5
-SQRT1_2, INV_SQRT_2PI = 0.7071067811865476, 1.0 / math.sqrt(2.0 * math.pi)
-
-
-@kernel(cache=True, error_model="numpy")
-def _ndtr(x: float, p: float) -> float:
-    """Kernel: the standard normal CDF at x (p: the density there) as ``scipy.special.ndtr``
-    forms it (erf near 0, erfc beyond), from libm's erf and erfc (to an ulp of scipy's); its
-    exact 1.0 from :data:`NDTR_ONE` on; below -NDTR_ONE (CDF < 5e-17) the tail's asymptotic
-    series p / |x| (1 - 1/x^2 + 3/x^4 - ...) to 12 terms (relative 1e-11 there)."""
-    if x >= NDTR_ONE:
-        return 1.0
-    if x < NDTR_ZERO:
-        return 0.0
-    if x < -NDTR_ONE:
-        y, s = 1.0 / (x * x), 1.0
-        for k in range(12, 0, -1):
-            s = 1.0 - (2 * k - 1) * y * s
-        return p / (-x) * s
-    t = x * SQRT1_2
-    z = abs(t)
-    if z < SQRT1_2:
-        return 0.5 + 0.5 * math.erf(t)
-    y = 0.5 * math.erfc(z)
-    return 1.0 - y if t > 0 else y
-
-
-@kernel(cache=True, error_model="numpy")
-def relu_moments(M: np.ndarray, rep: np.ndarray) -> tuple:
-    """Kernel: ``step_quadrature.relu_moments``' (F, Phi, phi, v) at shifts M (n, K), scales
-    ``rep`` (K), in one pass (the same operations per entry; exp, erf, erfc from libm)."""
-    n, K = M.shape
-    F, Phi, phi, v = np.empty((n, K)), np.empty((n, K)), np.empty((n, K)), np.empty((n, K))
-    for i in range(n):
-        for g in range(K):
-            x = M[i, g] / rep[g]
-            p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
-            P = _ndtr(x, p)
-            Phi[i, g], phi[i, g] = P, p
-            F[i, g] = M[i, g] * P + rep[g] * p
-            v[i, g] = max(P - P * P, 0.0)
-    return F, Phi, phi, v
-
-
-@kernel(cache=True, error_model="numpy")
-def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple:
-    """Kernel: ``step_quadrature.relu_rest_sums``' (e0, Phi, e2) in one pass (the same
-    operations per entry)."""
-    n = a.shape[0]
-    e0, Phi, e2 = np.empty(n), np.empty(n), np.empty(n)
-    for i in range(n):
-        x = a[i] / b
-        p = math.exp((x * -0.5) * x) * INV_SQRT_2PI
-        P = _ndtr(x, p)
-        G0 = a[i] * P + p * b
-        e = (a[i] * a[i] + b * b) * P + (a[i] * b) * p
-        e2[i] = ((e - (f[i] * 2.0) * G0) + f[i] * f[i]) + delta
-        e0[i], Phi[i] = G0 - f[i], P
-    return e0, Phi, e2
 
 
 #: nodes per block of :func:`_node_sums` (plain sums within, compensated across blocks)

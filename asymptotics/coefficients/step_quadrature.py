@@ -21,9 +21,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import erf, ndtr
 
-from asymptotics.coefficients import step_kernels
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
 #: the activations summed here (``kind`` of :func:`xi_sums`); beyond SATURATED softplus is z
@@ -216,13 +214,6 @@ def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.nda
 
 
 
-def _fast(disp, args: tuple) -> bool:
-    """Whether the kernel ``disp`` runs compiled (else one tiny call queues it; numpy meanwhile)."""
-    return len(args[0]) > 0 and coldstart.kernel_ready(
-        disp, args, lambda: disp(args[0][:1], *args[1:2], *(x[:1] if isinstance(
-            x, np.ndarray) else x for x in args[2:])))
-
-
 def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.ndarray, ...]:
     """``multiindex.xi_lines.xi_moments`` (F, m1, m2, v) for relu with every group in closed
     form (scs > 0): ``relu_closed``'s columns (x = M / sc: F = M Phi + sc phi, m1 = Phi,
@@ -237,9 +228,7 @@ def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.
                     if not done[h] and abs(scs[h] - scs[g]) <= same_scale * scs[g]]
             done[same] = True
             rep[same] = scs[g]
-    if _fast(step_kernels.relu_moments, (M := np.ascontiguousarray(M, dtype=np.float64), rep)):
-        return step_kernels.relu_moments(M, rep)
-    x = M / rep
+    x = np.asarray(M, dtype=np.float64) / rep
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)
     phi *= x
@@ -257,10 +246,6 @@ def relu_rest_sums(a: np.ndarray, b: float, f: np.ndarray, delta: float
                    ) -> tuple[np.ndarray, ...]:
     """``multiindex.graded.relu_rest``'s ``(e0, Phi, e2)`` (x = a / b): e0 = a Phi + b phi - f,
     e2 = (a a + b b) Phi + a b phi - 2 f G0 + f f + delta, the same operations in place."""
-    args = (np.ascontiguousarray(a, dtype=np.float64), float(b),
-            np.ascontiguousarray(f, dtype=np.float64), float(delta))
-    if _fast(step_kernels.relu_rest, args):
-        return step_kernels.relu_rest(*args)
     x = a / b
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)
