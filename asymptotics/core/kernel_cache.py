@@ -23,6 +23,7 @@ KERNEL_MODULES = [
     "asymptotics.coefficients.quadrature",
     "asymptotics.coefficients.line_moments",
     "asymptotics.coefficients.step_quadrature",
+    "asymptotics.coefficients.step_kernels",
     "asymptotics.measures.marchenko_pastur",
     "asymptotics.measures.channels",
     "asymptotics.measures.spectral",

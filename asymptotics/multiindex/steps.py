@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from asymptotics.coefficients import step_quadrature
+from asymptotics.coefficients import step_kernels, step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks
@@ -50,6 +50,7 @@ CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
 SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
+FUSED = 250_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,8 @@ def trapezoid(r: int, h: float) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((1, 0)), np.ones(1)
     x = np.arange(-U_MAX, U_MAX + h / 2, h)
     wts = w = (w := np.exp(-0.5 * x * x)) / w.sum()
+    if (fast := step_kernels.product_rule(x, w, r, 1e-18)) is not None:  # the same, compiled
+        return fast[0], fast[1] / fast[1].sum()
     for _ in range(r - 1):
         wts = np.multiply.outer(wts, w)
     on = wts > 1e-18 * wts.max()  # the nodes kept, in C order: per axis its coordinates
@@ -241,6 +244,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     beta = Bq[:, 0] if quad.rest is None and graded.relu_target(g) else None
     beta = beta if beta is not None and graded.relu_rest_ok(beta, Br[:, 0]) else None
     smooth = beta is None and quad.rest is None and step_rules.smooth_target(g, R.shape[0])  # tanh
+    poly, split = (split, None) if isinstance(split, step_kernels.Polynomial) else (None, split)
     split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
     R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
@@ -257,28 +261,24 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
-        n, rows = U.shape[0], max(1, BLOCK // max(1, R.shape[0]))
-        e01, e2 = np.empty((n, W.shape[1])), np.empty(n)
-        Uz, Z = np.ascontiguousarray((U @ Br[:, :k]).T), np.empty((k, min(rows, n), R.shape[0]))
-        for lo in range(0, n, rows):
-            sl = slice(lo, lo + rows)
-            Zb = np.add(Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)])
-            e = evaluate(g, np.moveaxis(Zb, 0, -1))
-            e -= f[sl, None]
-            e01[sl] = e @ W
-            e *= e
-            e2[sl] = e @ wr + delta * wr.sum()
+        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, np.ascontiguousarray(
+            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK)  # poly: e compiled
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
                e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple[np.ndarray, ...]:
         """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
-        wm1 = (wu * e0)[:, None] * m1  # (u, K)
-        dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
-        e_m2 = (wu * e0) @ m2
-        noise = wu * e2
+        # on a large rule the sums for a and the outside Gram in one compiled pass (another
+        # order); c's (the most sensitive: sqrt(c) + eta eps E[e m2] may cancel) by numpy's
+        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if len(U) >= FUSED else None
+        e_m2, noise = (wu * e0) @ m2, wu * e2
         noise_v = noise @ v
-        noise_mm = (m1 * noise[:, None]).T @ m1
+        if sums is not None:
+            dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
+        else:
+            wm1 = (wu * e0)[:, None] * m1  # (u, K)
+            dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
+            noise_mm = (m1 * noise[:, None]).T @ m1
         sqrt_c = np.sqrt(state.c) + eta * values * e_m2
         finite = math.isfinite(alpha0)
         c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
@@ -395,7 +395,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     for t in range(done, n_fresh):
         st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                      alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per,
-                     split=polynomial_spikes.split_target(target, k, m.per))
+                     split=polynomial_spikes.split_target(target, k, m.per)
+                     or step_kernels.polynomial(target, k, m.per))
         for arr in (st.a, st.L, st.c):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

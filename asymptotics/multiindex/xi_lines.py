@@ -211,10 +211,29 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
     out = chebyshev_pieces(coef, lo, h, t, mp)
-    if bad.any():
-        piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
-        sel = bad[piece]
-        out[sel] = direct(t[sel])
+    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
+    for i in np.flatnonzero(bad):  # a refused piece: its halves (or the rule)
+        if (sel := np.flatnonzero(piece == i)).size:
+            out[sel] = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
+    return out
+
+
+def _halves(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, i: int, h: float,
+            store: dict, scale: np.ndarray) -> np.ndarray:
+    """The points ``t`` of a refused piece ``i`` (of :func:`on_pieces`): its two halves' checked
+    interpolants (to TOL of the same scale), the rule itself in a half refused again."""
+    if ("half", i) not in store:
+        sub = _pieces(direct, [2 * i, 2 * i + 1], 0.5 * h)
+        store[("half", i)] = [np.stack(x) for x in zip(sub[2 * i], sub[2 * i + 1], strict=True)]
+    coef, err, _ = store[("half", i)]
+    half = np.clip(np.floor((t - 2 * h * i) / h), 0, 1).astype(np.int64)
+    ok = np.all(err <= TOL * scale, axis=1)[half]
+    tails = np.cumsum(np.abs(coef)[:, ::-1], axis=1)[:, ::-1] > TAIL * scale
+    mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
+    coef = np.where(np.arange(coef.shape[1])[None, :, None] >= mp[:, None, None], 0.0, coef)
+    out = np.empty((len(t), coef.shape[2]))
+    for sel, f in ((ok, lambda x: chebyshev_pieces(coef, 2 * h * i, h / 2, x, mp)), (~ok, direct)):
+        out[sel] = f(t[sel]) if sel.any() else out[sel]
     return out
 
 
@@ -258,7 +277,6 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     return np.column_stack([s @ wxi, m1, m2, (ds * ds) @ wxi])
 
 
-_xi_direct = xi_direct  # the former name
 FUSED_MIN = 150_000
 
 
