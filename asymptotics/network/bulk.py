@@ -41,8 +41,7 @@ _PREP: dict[int, tuple] = {}
 #: the relative tau step below which a Newton step that no longer shrinks counts as converged
 #: (the traces' rounding over d = blocks x size directions: ~1e-13 at 3200)
 STALL = 1e-11
-#: the exact intermediate results a bulk keeps (W, Kc Sig, Kc; the Hessian parts; the
-#: derivative's matrix), the last ones by their arguments
+#: the exact results a bulk keeps (W, Kc Sig, Kc; Hessian parts; the derivative), the last ones
 MEMO = 8
 
 
@@ -117,6 +116,7 @@ class GroupBulk:
                 _PREP[id(sig)] = pre
         self._sig_inv, self._U, self.sig_w, self._sig_inv_w, F = pre[1:]
         self._eig = None
+        self._work = np.empty((self.B, self.n, self.n))  # the Schur complement's scratch
         if self._U is not None:  # (s, U^T Sig_h^-1 U for h outside F, the order F + R, c)
             perm = np.array(F + [g for g in range(self.K) if g not in F], dtype=np.int64)
             self._eig = (np.ascontiguousarray(np.diagonal(self.sig_w[:, F[0]], axis1=1,
@@ -169,7 +169,7 @@ class GroupBulk:
         the common rotation). None where a Cholesky fails (not positive definite)."""
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
-        T = schur.traces(vp, Dp, s, rest, c)
+        T = schur.traces(vp, Dp, s, rest, c, self._work)
         if T is None:
             return None
         if not ident:
@@ -184,7 +184,7 @@ class GroupBulk:
             return None
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
-        return schur.wfull(vp, Dp, s, rest, c, None if ident else perm)
+        return schur.wfull(vp, Dp, s, rest, c, None if ident else perm, work=self._work)
 
     def wform(self, vhat1: np.ndarray, D: np.ndarray):
         """:meth:`wfull`'s W in the most compact exact form its classes allow (every trace of
@@ -200,8 +200,8 @@ class GroupBulk:
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
         if c < self.K - 1:
-            return schur.wfull(vp, Dp, s, rest, c, None if ident else perm, spd)
-        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident, spd)
+            return schur.wfull(vp, Dp, s, rest, c, None if ident else perm, spd, self._work)
+        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident, spd, self._work)
 
     wtrace = staticmethod(wtrace)
     wa = staticmethod(wa)

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
+from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
 #: covariances equal to this relative tolerance (max over the blocks' entries) are one class
@@ -76,13 +77,14 @@ def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int, spd: bool = Tru
 
 
 def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          full: bool, spd: bool = True) -> tuple | None:
+          full: bool, spd: bool = True, work: np.ndarray | None = None) -> tuple | None:
     """``(P^-1, Y, G)`` in the permuted group order (base class first): ``G`` the blocks of
     ``S^-1`` (B x m x n x m x n, m = K - c) or with ``full=False`` their diagonals
     (B x m x m x n, from ``L^-1``: ``S = L L^T``); ``Y``, ``G`` None when m = 0. None where a
     factorisation fails (not positive definite). ``rest``: ``U^T Sig_h^-1 U`` for h in R.
     ``spd=False`` (some ``D_g < 0``: W symmetric, indefinite; ``full`` only): ``S^-1`` by LU
-    per block, None where singular."""
+    per block, None where singular. ``work``: a B x n x n scratch array for ``S`` when m = 1
+    (a caller's, reused: no fresh pages per call; its content is overwritten)."""
     Pi = _pinv(vp, Dp, s, c, spd)
     if Pi is None:
         return None
@@ -94,7 +96,10 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     corr = vp[c:, c:] - np.matmul(vp[c:, :c], Y)  # (B, n, m, m)
     idx = np.arange(n)
     if m == 1:
-        S = rest[:, 0] / Dp[c]
+        if work is not None and work.shape == (B, n, n) and work.flags.c_contiguous:
+            S = np.divide(rest[:, 0], Dp[c], out=work)
+        else:
+            S = rest[:, 0] / Dp[c]
         S[:, idx, idx] += corr[:, :, 0, 0]
     else:
         S = np.zeros((B, m, n, m, n))
@@ -110,23 +115,27 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
         if not np.all(np.isfinite(G)):
             return None
         return Pi, Y, (0.5 * (G + np.swapaxes(G, 1, 2))).reshape(B, m, n, m, n)
-    G = np.empty((B, m, m, n)) if not full else np.empty_like(S)
+    if full:  # S^-1 by potri (trtri, then lauum: L^-T L^-1 on the lower triangle)
+        for b in range(B):  # S[b] is symmetric: its transpose is the same matrix in Fortran
+            L, info = _potrf(S[b].T, lower=True, overwrite_a=True)  # order (no copy)
+            if info != 0:
+                return None
+            _, info = _potri(L, lower=True, overwrite_c=True)
+            if info != 0:
+                return None
+        G = np.triu(S)  # (the Fortran lower triangle of each block: its C upper triangle)
+        G += np.swapaxes(np.triu(S, 1), 1, 2)
+        return Pi, Y, G.reshape(B, m, n, m, n)
+    G = np.empty((B, m, m, n))
     for b in range(B):  # (LAPACK per block: faster than numpy's batched routines here)
-        # S[b] is symmetric: its transpose is the same matrix in Fortran order (no copy)
         L, info = _potrf(S[b].T, lower=True, overwrite_a=True)
         if info != 0:
             return None
         Li, info = _trtri(L, lower=True, overwrite_c=True)
         if info != 0:
             return None
-        if full:  # S^-1 = L^-T L^-1 (one product: faster than potri's lauum here)
-            G[b] = Li.T @ Li
-        else:  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
-            G[b] = _diag_inv(Li, m, n)
-    if not full:
-        return Pi, Y, G
-    G = 0.5 * (G + np.swapaxes(G, 1, 2))
-    return Pi, Y, G.reshape(B, m, n, m, n)
+        G[b] = _diag_inv(Li, m, n)  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
+    return Pi, Y, G
 
 
 def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
@@ -137,10 +146,11 @@ def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
     return np.einsum("kgi,khi->ghi", Lr, Lr)
 
 
-def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int
-           ) -> np.ndarray | None:
-    """``sum_b tr W_b,ag`` (K x K, permuted order), None where :func:`schur` fails."""
-    f = schur(vp, Dp, s, rest, c, full=False)
+def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
+           work: np.ndarray | None = None) -> np.ndarray | None:
+    """``sum_b tr W_b,ag`` (K x K, permuted order), None where :func:`schur` fails
+    (``work``: its scratch array)."""
+    f = schur(vp, Dp, s, rest, c, full=False, work=work)
     if f is None:
         return None
     Pi, Y, dg = f
@@ -158,10 +168,11 @@ def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: i
 
 
 def wfull(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          perm: np.ndarray | None = None, spd: bool = True) -> np.ndarray | None:
+          perm: np.ndarray | None = None, spd: bool = True, work: np.ndarray | None = None
+          ) -> np.ndarray | None:
     """``W`` per block (B x K x n x K x n), group ``perm[x]`` at the x-th of the permuted order
     (default: the permuted order itself); None where :func:`schur` fails."""
-    f = schur(vp, Dp, s, rest, c, full=True, spd=spd)
+    f = schur(vp, Dp, s, rest, c, full=True, spd=spd, work=work)
     if f is None:
         return None
     Pi, Y, G = f
@@ -206,16 +217,17 @@ class LowRankW(NamedTuple):
 
 
 def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          perm: np.ndarray, inv: np.ndarray, ident: bool, spd: bool = True):
+          perm: np.ndarray, inv: np.ndarray, ident: bool, spd: bool = True,
+          work: np.ndarray | None = None):
     """W in the most compact exact form its classes allow, in the groups' own order: every
     group in the base class: its blocks are diagonal, B x n x K x K (``W_xy =
     diag(W[:, :, x, y])``); one group outside it: a :class:`LowRankW`; else the dense
     :func:`wfull`. None where :func:`schur` fails. Read through :func:`wtrace`, :func:`wgram`,
-    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`)."""
+    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`; ``work``: its scratch)."""
     K = vp.shape[0]
     if c < K - 1:
-        return wfull(vp, Dp, s, rest, c, None if ident else perm, spd)
-    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd)
+        return wfull(vp, Dp, s, rest, c, None if ident else perm, spd, work)
+    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd, work=work)
     if f is None:
         return None
     Pi, Y, G = f
