@@ -30,7 +30,7 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
-from asymptotics.spectra.traces.net_chord import ChordPolish, SymSolver, sym_jacobian
+from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
 from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
 from asymptotics.spectra.traces.outside_kernels import (
     compiled,
@@ -56,9 +56,13 @@ APPROX_TOL = 1e-9
 #: the commuting models' Jacobians analytic for K = 2, 3
 #: (:mod:`asymptotics.spectra.traces.net_jacobian`; False: difference quotients, the reference)
 ANALYTIC = True
+#: the path's model solves a subset of the points at the stages of large Im z
+#: (:class:`~asymptotics.spectra.traces.net_chord.PathSolver`; False: every point, the reference)
+PATH_SUBSETS = True
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
+_QUEUED_SUMS: list = []
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -317,6 +321,9 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         if compiled(vpart_sums, (x, *sums)):
             M, v2 = vpart_sums(x, *sums)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
+        if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
+            _QUEUED_SUMS.append(True)
+            vpart_sums(x[:1], *sums)
         tau, V1, _, M, v2, _ = parts(x)
         return tau, V1, M, v2
 
@@ -344,9 +351,9 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             return vpart_jacobian(x, z, tables, trc, beta)
         return jac
 
-    def solver(trc: OutsideTraces) -> SymSolver:
+    def solver(trc: OutsideTraces, kind: type = SymSolver) -> SymSolver:
         res = make(trc)
-        out = SymSolver(res, start, lambda x: x[:, :K] @ pi, scale=scale)
+        out = kind(res, start, lambda x: x[:, :K] @ pi, scale=scale)
         out.jac = jac_of(trc, res)
         return out
 
@@ -360,7 +367,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     if tr.exact and tr.d <= COARSE_BINS:
         sol = exact
     else:
-        approx = solver(tr.coarse())
+        approx = solver(tr.coarse(), PathSolver if PATH_SUBSETS else SymSolver)
         approx.tol = APPROX_TOL
         medium = None if tr.exact else solver(tr.commuting())
         sol = ChordPolish(exact, approx, medium)
