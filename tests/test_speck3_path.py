@@ -89,3 +89,35 @@ def test_carried_inverse_is_checked(carry: bool, monkeypatch) -> None:
     xa, oka = ap.solve(z)
     xb, okb = Solver.solve(ap, z)
     assert np.all(oka) and np.max(np.abs(xa - xb)) < 1e-7 * np.max(np.abs(xb))
+
+
+@pytest.mark.parametrize("K", [2, 3])
+def test_node_sums_by_feature_are_the_row_sums(K: int) -> None:
+    """The node sums laid out by feature (real arithmetic) against :func:`vpart_sums` and the
+    numpy parts of :func:`asymptotics.spectra.features.vpart_parts`."""
+    from asymptotics.spectra.features import vpart_parts
+    from asymptotics.spectra.traces.net_jacobian import node_tables
+    from asymptotics.spectra.traces.outside_kernels import vpart_sums, vpart_sums_t
+
+    rng = np.random.default_rng(11 + K)
+    nodes, N = 57, 7
+    w = rng.random(nodes) / nodes
+    mb1 = rng.standard_normal((nodes, K))
+    ms2 = rng.random((nodes, K))
+    pi = rng.random(K)
+    pi /= pi.sum()
+    A = 1.7
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    sums = (pi, outer, np.ascontiguousarray(w[:, None] * outer), ms2,
+            np.ascontiguousarray(w[:, None] * ms2), A)
+    x = 0.3 * (rng.standard_normal((N, K + K * K)) + 1j * rng.random((N, K + K * K)))
+    x[:, K:] = (x[:, K:].reshape(N, K, K) + np.swapaxes(x[:, K:].reshape(N, K, K), 1, 2)
+                ).reshape(N, K * K) / 2
+    x[:, 0] += 0.01j  # not symmetric in V1 either way: the kernel reads V1_ab + V1_ba
+    t = node_tables(*sums)
+    M, v2 = vpart_sums_t(x, pi, np.ascontiguousarray(t[3].T), np.ascontiguousarray(t[4].T), A)
+    Mr, v2r = vpart_sums(x, *sums)
+    _, _, _, Mp, v2p, _ = vpart_parts(w, mb1, ms2, pi, 0.5, A)(x)
+    top = max(np.max(np.abs(Mr)), np.max(np.abs(v2r)))
+    for a, b in ((M, Mr), (v2, v2r), (M, Mp), (v2, v2p)):
+        assert np.max(np.abs(a - b)) < 1e-13 * top

@@ -37,6 +37,7 @@ from asymptotics.spectra.traces.outside_kernels import (
     traces_first,
     traces_second,
     vpart_sums,
+    vpart_sums_t,
 )
 from asymptotics.spectra.traces.outside_scalar import first3_block, second3_block
 
@@ -59,6 +60,9 @@ ANALYTIC = True
 #: the path's model solves a subset of the points at the stages of large Im z
 #: (:class:`~asymptotics.spectra.traces.net_chord.PathSolver`; False: every point, the reference)
 PATH_SUBSETS = True
+#: the node sums laid out by feature, in real arithmetic (K = 2, 3;
+#: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
+NODE_FEATURES = True
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
@@ -314,16 +318,21 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             np.ascontiguousarray(w[:, None] * ms2), float(A_))
 
     tables = node_tables(*sums)
+    # the node sums' features by feature (K = 2, 3: :func:`vpart_sums_t`)
+    feats = ((np.ascontiguousarray(tables[3].T), np.ascontiguousarray(tables[4].T))
+             if K in (2, 3) else ())
 
     def vpart(x: np.ndarray) -> tuple:
         """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
         x = np.ascontiguousarray(x, dtype=np.complex128)
-        if compiled(vpart_sums, (x, *sums)):
-            M, v2 = vpart_sums(x, *sums)
+        kern, args = ((vpart_sums_t, (x, sums[0], *feats, sums[5])) if feats and NODE_FEATURES
+                      else (vpart_sums, (x, *sums)))
+        if compiled(kern, args):
+            M, v2 = kern(*args)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
         if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
             _QUEUED_SUMS.append(True)
-            vpart_sums(x[:1], *sums)
+            kern(x[:1], *args[1:])
         tau, V1, _, M, v2, _ = parts(x)
         return tau, V1, M, v2
 

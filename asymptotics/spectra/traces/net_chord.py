@@ -1,7 +1,9 @@
 """The chord polish of :mod:`asymptotics.spectra.netbulk` (docs/THEORY.md §16.8): the V-part's
 Jacobian with one difference quotient for the columns of ``V1_ab`` and ``V1_ba``
-(:func:`sym_jacobian`), the solver using it (:class:`SymSolver`) and :class:`ChordPolish`, the full
-model started from a cheap model's path and polished by chord steps with Broyden's updates."""
+(:func:`sym_jacobian`), the solver using it (:class:`SymSolver`), the path of the cheap model
+with subsets of the points at the stages of large Im z and the inverse Jacobian carried from
+stage to stage (:class:`PathSolver`), and :class:`ChordPolish`, the full model started from a
+cheap model's path and polished by chord steps with Broyden's updates."""
 
 from __future__ import annotations
 
@@ -132,7 +134,9 @@ class PathSolver(SymSolver):
             while True:
                 last = y <= y_end
                 self.tol = tol if last else max(tol, STAGE_TOL)
-                pick = None if last else _subset(xs, SUBSET_SPACING * y)
+                # (once a stage solves every point, so do the later ones: y only shrinks)
+                pick = (None if last or (X is not None and sub is None)
+                        else _subset(xs, SUBSET_SPACING * y))
                 if pick is not None and (2 * pick.size > n
                                          or not np.all(np.diff(xs[pick]) > 0.0)):
                     pick = None
