@@ -37,8 +37,10 @@ SUBSET_MIN = 16
 #: most CARRY_RATE times the one before (the root is then the one next to the previous
 #: stage's); the other points redo the stage with a new Jacobian (as the plain path)
 CARRY = True
-#: the chord from the path's end starts from the path's last inverse Jacobians (Broyden-updated)
-#: instead of the inverse of a new one
+#: the chord from the path's end to the commuting model starts from the path's last inverse
+#: Jacobians (Broyden-updated) instead of the inverse of a new one (not the chord straight to
+#: the full model, without a commuting model between: its end point would move within the
+#: tolerance, densities by up to 4e-12 of their maximum)
 REUSE_INVERSE = True
 CARRY_STEPS = 4
 CARRY_MOVE = 1e-3
@@ -309,8 +311,8 @@ class ChordPolish(SymSolver):
         x0, ok0 = self.approx.solve(z)
         H0 = None  # the path's last inverse Jacobians, when it kept them for these z
         last = getattr(self.approx, "last_inverse", None)
-        if REUSE_INVERSE and last is not None and last[0].shape == z.shape and \
-                np.array_equal(last[0], z):
+        if REUSE_INVERSE and self.medium is not None and last is not None and \
+                last[0].shape == z.shape and np.array_equal(last[0], z):
             H0 = last[1]
         if self.medium is None:
             x, ok = self._chord(x0, zt, Jinv=H0)
