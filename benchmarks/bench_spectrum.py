@@ -9,7 +9,10 @@ point of the same setting (``SAME``: relu with the +-1 readout, K = 2 groups; th
 readout, K = 3), CPU time (``time.process_time``: the machine may be shared; it counts every
 thread, so with two BLAS threads it can be up to twice the wall time) and the density's wall
 time beside it. Run:
-python benchmarks/bench_spectrum.py   (a few minutes; ``--same``: only the second part)
+python benchmarks/bench_spectrum.py   (a few minutes; ``--same``: only the second part;
+``--ab``: the network densities of ``SAME`` with the path model's subsets, carried inverses,
+the chord's reused inverse and the node sums by feature off (the code before them) and on,
+interleaved in one process, CPU time, best and median of 7 each)
 """
 
 from __future__ import annotations
@@ -69,7 +72,51 @@ def same_setting() -> None:
               f"law / risk point {t_law / t_risk:5.1f}", flush=True)
 
 
+def same_ab(reps: int = 7) -> None:
+    """Before/after of the path model's speed-ups (docs/THEORY.md §16.8, sixth pass) on the same
+    law object, interleaved; the densities' largest difference relative to their maximum."""
+    from asymptotics.spectra import netbulk
+    from asymptotics.spectra.traces import net_chord
+
+    for name, (alpha, kw) in SAME.items():
+        law = A.spectrum("features", alpha, d=1000, **kw)
+        sol = law._solver
+        if not isinstance(getattr(sol, "approx", None), net_chord.PathSolver):
+            print(f"features, {name}: no path model")
+            continue
+        x = np.linspace(0.0, law.edge * 1.05, 300)
+
+        def mode(on: bool, sol=sol) -> None:
+            sol.approx.__class__ = net_chord.PathSolver if on else net_chord.SymSolver
+            sol.approx.last_inverse = None
+            net_chord.CARRY = net_chord.REUSE_INVERSE = netbulk.NODE_FEATURES = on
+
+        t: dict = {False: [], True: []}
+        d = {}
+        try:
+            for on in (False, True):
+                mode(on)
+                d[on] = law.density(x)
+            for r in range(reps):
+                for on in ((False, True) if r % 2 == 0 else (True, False)):
+                    mode(on)
+                    t0 = time.process_time()
+                    law.density(x)
+                    t[on].append(time.process_time() - t0)
+        finally:
+            mode(True)
+        b, a = min(t[False]), min(t[True])
+        diff = float(np.nanmax(np.abs(d[True] - d[False])) / np.nanmax(d[False]))
+        print(f"features, {name}: 300-point density before {b * 1e3:6.1f} ms, after "
+              f"{a * 1e3:6.1f} ms CPU (best of {reps}; ratio {a / b:.2f}; medians "
+              f"{np.median(t[False]) * 1e3:.1f} / {np.median(t[True]) * 1e3:.1f} ms); densities "
+              f"max|diff|/max {diff:.1e}", flush=True)
+
+
 def main() -> None:
+    if "--ab" in sys.argv[1:]:
+        same_ab()
+        return
     if "--same" in sys.argv[1:]:
         same_setting()
         return

@@ -30,13 +30,14 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
-from asymptotics.spectra.traces.net_chord import ChordPolish, SymSolver, sym_jacobian
+from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
 from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
 from asymptotics.spectra.traces.outside_kernels import (
     compiled,
     traces_first,
     traces_second,
     vpart_sums,
+    vpart_sums_t,
 )
 from asymptotics.spectra.traces.outside_scalar import first3_block, second3_block
 
@@ -56,9 +57,16 @@ APPROX_TOL = 1e-9
 #: the commuting models' Jacobians analytic for K = 2, 3
 #: (:mod:`asymptotics.spectra.traces.net_jacobian`; False: difference quotients, the reference)
 ANALYTIC = True
+#: the path's model solves a subset of the points at the stages of large Im z
+#: (:class:`~asymptotics.spectra.traces.net_chord.PathSolver`; False: every point, the reference)
+PATH_SUBSETS = True
+#: the node sums laid out by feature, in real arithmetic (K = 2, 3;
+#: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
+NODE_FEATURES = True
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
+_QUEUED_SUMS: list = []
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -310,13 +318,21 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             np.ascontiguousarray(w[:, None] * ms2), float(A_))
 
     tables = node_tables(*sums)
+    # the node sums' features by feature (K = 2, 3: :func:`vpart_sums_t`)
+    feats = ((np.ascontiguousarray(tables[3].T), np.ascontiguousarray(tables[4].T))
+             if K in (2, 3) else ())
 
     def vpart(x: np.ndarray) -> tuple:
         """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
         x = np.ascontiguousarray(x, dtype=np.complex128)
-        if compiled(vpart_sums, (x, *sums)):
-            M, v2 = vpart_sums(x, *sums)
+        kern, args = ((vpart_sums_t, (x, sums[0], *feats, sums[5])) if feats and NODE_FEATURES
+                      else (vpart_sums, (x, *sums)))
+        if compiled(kern, args):
+            M, v2 = kern(*args)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
+        if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
+            _QUEUED_SUMS.append(True)
+            kern(x[:1], *args[1:])
         tau, V1, _, M, v2, _ = parts(x)
         return tau, V1, M, v2
 
@@ -344,9 +360,9 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
             return vpart_jacobian(x, z, tables, trc, beta)
         return jac
 
-    def solver(trc: OutsideTraces) -> SymSolver:
+    def solver(trc: OutsideTraces, kind: type = SymSolver) -> SymSolver:
         res = make(trc)
-        out = SymSolver(res, start, lambda x: x[:, :K] @ pi, scale=scale)
+        out = kind(res, start, lambda x: x[:, :K] @ pi, scale=scale)
         out.jac = jac_of(trc, res)
         return out
 
@@ -360,7 +376,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     if tr.exact and tr.d <= COARSE_BINS:
         sol = exact
     else:
-        approx = solver(tr.coarse())
+        approx = solver(tr.coarse(), PathSolver if PATH_SUBSETS else SymSolver)
         approx.tol = APPROX_TOL
         medium = None if tr.exact else solver(tr.commuting())
         sol = ChordPolish(exact, approx, medium)

@@ -265,6 +265,91 @@ def vpart_sums(x: np.ndarray, pi: np.ndarray, outer: np.ndarray, outer_w: np.nda
     return M, v2
 
 
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def vpart_sums_t(x: np.ndarray, pi: np.ndarray, G: np.ndarray, Gw: np.ndarray,
+                 A: float) -> tuple:
+    """Kernel: :func:`vpart_sums` for K = 2, 3 on the distinct features laid out by feature
+    (``G`` (K + P, nodes): ``ms2`` then ``mub1_a mub1_b`` for a <= b, as
+    :func:`asymptotics.spectra.traces.net_jacobian.node_tables`; ``Gw`` times the weights), in
+    real arithmetic: the loop over the nodes runs in vector registers."""
+    Np = x.shape[0]
+    nodes = G.shape[1]
+    K = 3 if G.shape[0] == 9 else 2
+    M = np.empty((Np, K, K), dtype=np.complex128)
+    v2 = np.empty((Np, K), dtype=np.complex128)
+    for p in range(Np):
+        if K == 3:
+            c0, c1, c2 = pi[0] * x[p, 0], pi[1] * x[p, 1], pi[2] * x[p, 2]
+            c3, c4, c5 = x[p, 3], x[p, 4] + x[p, 6], x[p, 5] + x[p, 9]
+            c6, c7, c8 = x[p, 7], x[p, 8] + x[p, 10], x[p, 11]
+        else:
+            c0, c1 = pi[0] * x[p, 0], pi[1] * x[p, 1]
+            c2, c3, c4 = x[p, 2], x[p, 3] + x[p, 4], x[p, 5]
+            c5 = c6 = c7 = c8 = 0j
+        r0, r1, r2, r3, r4 = c0.real, c1.real, c2.real, c3.real, c4.real
+        r5, r6, r7, r8 = c5.real, c6.real, c7.real, c8.real
+        i0, i1, i2, i3, i4 = c0.imag, c1.imag, c2.imag, c3.imag, c4.imag
+        i5, i6, i7, i8 = c5.imag, c6.imag, c7.imag, c8.imag
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = a8 = 0.0
+        b0 = b1 = b2 = b3 = b4 = b5 = b6 = b7 = b8 = 0.0
+        if K == 3:
+            for j in range(nodes):
+                g0, g1, g2, g3, g4 = G[0, j], G[1, j], G[2, j], G[3, j], G[4, j]
+                g5, g6, g7, g8 = G[5, j], G[6, j], G[7, j], G[8, j]
+                vr = (1.0 + r0 * g0 + r1 * g1 + r2 * g2 + r3 * g3 + r4 * g4 + r5 * g5
+                      + r6 * g6 + r7 * g7 + r8 * g8)
+                vi = (i0 * g0 + i1 * g1 + i2 * g2 + i3 * g3 + i4 * g4 + i5 * g5 + i6 * g6
+                      + i7 * g7 + i8 * g8)
+                s = 1.0 / (vr * vr + vi * vi)
+                ur, ui = vr * s, -vi * s
+                a0 += ur * Gw[0, j]
+                b0 += ui * Gw[0, j]
+                a1 += ur * Gw[1, j]
+                b1 += ui * Gw[1, j]
+                a2 += ur * Gw[2, j]
+                b2 += ui * Gw[2, j]
+                a3 += ur * Gw[3, j]
+                b3 += ui * Gw[3, j]
+                a4 += ur * Gw[4, j]
+                b4 += ui * Gw[4, j]
+                a5 += ur * Gw[5, j]
+                b5 += ui * Gw[5, j]
+                a6 += ur * Gw[6, j]
+                b6 += ui * Gw[6, j]
+                a7 += ur * Gw[7, j]
+                b7 += ui * Gw[7, j]
+                a8 += ur * Gw[8, j]
+                b8 += ui * Gw[8, j]
+            v2[p, 0], v2[p, 1], v2[p, 2] = A * (a0 + 1j * b0), A * (a1 + 1j * b1), \
+                A * (a2 + 1j * b2)
+            m00, m01, m02 = A * (a3 + 1j * b3), A * (a4 + 1j * b4), A * (a5 + 1j * b5)
+            m11, m12, m22 = A * (a6 + 1j * b6), A * (a7 + 1j * b7), A * (a8 + 1j * b8)
+            M[p, 0, 0], M[p, 0, 1], M[p, 0, 2] = m00, m01, m02
+            M[p, 1, 0], M[p, 1, 1], M[p, 1, 2] = m01, m11, m12
+            M[p, 2, 0], M[p, 2, 1], M[p, 2, 2] = m02, m12, m22
+        else:
+            for j in range(nodes):
+                g0, g1, g2, g3, g4 = G[0, j], G[1, j], G[2, j], G[3, j], G[4, j]
+                vr = 1.0 + r0 * g0 + r1 * g1 + r2 * g2 + r3 * g3 + r4 * g4
+                vi = i0 * g0 + i1 * g1 + i2 * g2 + i3 * g3 + i4 * g4
+                s = 1.0 / (vr * vr + vi * vi)
+                ur, ui = vr * s, -vi * s
+                a0 += ur * Gw[0, j]
+                b0 += ui * Gw[0, j]
+                a1 += ur * Gw[1, j]
+                b1 += ui * Gw[1, j]
+                a2 += ur * Gw[2, j]
+                b2 += ui * Gw[2, j]
+                a3 += ur * Gw[3, j]
+                b3 += ui * Gw[3, j]
+                a4 += ur * Gw[4, j]
+                b4 += ui * Gw[4, j]
+            v2[p, 0], v2[p, 1] = A * (a0 + 1j * b0), A * (a1 + 1j * b1)
+            m00, m01, m11 = A * (a2 + 1j * b2), A * (a3 + 1j * b3), A * (a4 + 1j * b4)
+            M[p, 0, 0], M[p, 0, 1], M[p, 1, 0], M[p, 1, 1] = m00, m01, m01, m11
+    return M, v2
+
+
 def compiled(disp, args: tuple) -> bool:
     """Whether ``disp(*args)`` runs compiled (numba has it, or its on-disk cache does)."""
     if not hasattr(disp, "overloads") or disp.overloads or coldstart.mode() == "compile":
