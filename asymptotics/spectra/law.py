@@ -32,6 +32,21 @@ SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sough
 TOP_GUARD = True  # the top edge checked for a component above it (off: the former law)
 
 
+
+def broyden_inverse(H: np.ndarray, dx: np.ndarray, y: np.ndarray, finite: np.ndarray,
+                    floor: float = 1e-300) -> np.ndarray:
+    """Broyden's ("good") rank-one update of a stack of inverse Jacobians, row by row:
+    ``H + (dx - H y) dx^T H / (dx^T H y)`` for the step ``dx`` and the residual's change ``y``;
+    a row whose denominator is not finite or not above ``floor`` in modulus, or whose ``finite``
+    is False, keeps its ``H``."""
+    Hy = np.einsum("xij,xj->xi", H, y)
+    den = np.einsum("xi,xi->x", dx, Hy)
+    use = np.isfinite(den) & (np.abs(den) > floor) & finite
+    den = np.where(use, den, 1.0)
+    sH = np.einsum("xi,xij->xj", dx, H)
+    return H + np.where(use[:, None, None],
+                        (dx - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None], 0.0)
+
 class Solver:
     """Continuation-Newton for a complex fixed point F(x, z) = 0, vectorised over z."""
 
@@ -112,14 +127,7 @@ class Solver:
             if act.size == 0:
                 break
             Fn = self.residual(x[act], z[act])
-            y = Fn - F
-            Hy = np.einsum("xij,xj->xi", H, y)
-            den = np.einsum("xi,xi->x", dx, Hy)
-            use = np.isfinite(den) & (np.abs(den) > 1e-300) & np.all(np.isfinite(Fn), axis=1)
-            den = np.where(use, den, 1.0)
-            sH = np.einsum("xi,xij->xj", dx, H)
-            H = H + np.where(use[:, None, None],
-                             (dx - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None], 0.0)
+            H = broyden_inverse(H, dx, Fn - F, np.all(np.isfinite(Fn), axis=1))
             F = Fn
         return x, ok, H_all
 

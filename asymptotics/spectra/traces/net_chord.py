@@ -17,6 +17,7 @@ from asymptotics.spectra.law import (
     Y_END,
     Y_START,
     Solver,
+    broyden_inverse,
 )
 
 #: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
@@ -217,15 +218,7 @@ class PathSolver(SymSolver):
             if act.size == 0:
                 break
             Fn = self.residual(x[act], z[act])
-            y = Fn - F
-            Hy = np.einsum("xij,xj->xi", Ha, y)
-            den = np.einsum("xi,xi->x", dx, Hy)
-            use = np.isfinite(den) & (np.abs(den) > 1e-300) & np.all(np.isfinite(Fn), axis=1)
-            den = np.where(use, den, 1.0)
-            sH = np.einsum("xi,xij->xj", dx, Ha)
-            H[act] = Ha + np.where(use[:, None, None],
-                                   (dx - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None],
-                                   0.0)
+            H[act] = broyden_inverse(Ha, dx, Fn - F, np.all(np.isfinite(Fn), axis=1))
             F = Fn
         redo = np.nonzero(fail)[0]
         if redo.size:
@@ -276,15 +269,9 @@ class ChordPolish(SymSolver):
         for _ in range(NEWTON_MAX):
             F = residual(x[act], z[act])
             if self.broyden and F_old is not None:  # Broyden's update of the inverse
-                H = Jinv[act]
                 y = F - F_old
-                Hy = np.einsum("xij,xj->xi", H, y)
-                sH = np.einsum("xi,xij->xj", dx_old, H)
-                den = np.einsum("xi,xi->x", dx_old, Hy)
-                use = np.isfinite(den) & (np.abs(den) > 1e-30) & np.all(np.isfinite(y), axis=1)
-                den = np.where(use, den, 1.0)
-                upd = (dx_old - Hy)[:, :, None] * sH[:, None, :] / den[:, None, None]
-                Jinv[act] = H + np.where(use[:, None, None], upd, 0.0)
+                Jinv[act] = broyden_inverse(Jinv[act], dx_old, y, np.all(np.isfinite(y), axis=1),
+                                            floor=1e-30)
             dx = -np.einsum("xij,xj->xi", Jinv[act], F)
             bad = ~np.all(np.isfinite(dx), axis=1)
             dx[bad] = 0.0
