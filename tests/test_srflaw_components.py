@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asymptotics.spectra import branch, law
+from asymptotics.spectra import law, topguard
 from asymptotics.spectra.traces import srf_scan
 
 C = 0.3  # p/n
@@ -108,8 +108,8 @@ def test_mass_bound_is_an_upper_bound():
         for n in (2, 5):
             lam = np.linspace(a, b, n)
             x, wt = np.append(xs, 0.5 * (a + b) + 0.01), np.append(ws, 1e-6)
-            assert branch.mass_bound([P(v, x, wt) for v in lam]) >= 1e-6
+            assert topguard.mass_bound([P(v, x, wt) for v in lam]) >= 1e-6
         pa, pb = P(a, xs, ws), P(b, xs, ws)
         L = b - a
         exact = L * L / 8 * (0.5 * (1 / pa.g + 1 / pb.g) - (pb.m - pa.m) / L)
-        assert branch.mass_bound([pa, pb]) == pytest.approx(exact, rel=1e-6)
+        assert topguard.mass_bound([pa, pb]) == pytest.approx(exact, rel=1e-6)
