@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from asymptotics.spectra import branch, law
+from asymptotics.spectra import law, topguard
 from asymptotics.spectra.traces import srf_scan
 
 C = 0.3  # p/n
@@ -108,8 +108,95 @@ def test_mass_bound_is_an_upper_bound():
         for n in (2, 5):
             lam = np.linspace(a, b, n)
             x, wt = np.append(xs, 0.5 * (a + b) + 0.01), np.append(ws, 1e-6)
-            assert branch.mass_bound([P(v, x, wt) for v in lam]) >= 1e-6
+            assert topguard.mass_bound([P(v, x, wt) for v in lam]) >= 1e-6
         pa, pb = P(a, xs, ws), P(b, xs, ws)
         L = b - a
         exact = L * L / 8 * (0.5 * (1 / pa.g + 1 / pb.g) - (pb.m - pa.m) / L)
-        assert branch.mass_bound([pa, pb]) == pytest.approx(exact, rel=1e-6)
+        assert topguard.mass_bound([pa, pb]) == pytest.approx(exact, rel=1e-6)
+
+
+def _sequential(solver, top, lo, inside):
+    """The guard's search one point at a time, in its order (the form before the batches): an
+    independent re-implementation of ``topguard.top_guard``, with each point by ``_newton``
+    from the Hermite start; (its result, the points in the order computed)."""
+    from asymptotics.spectra import branch
+
+    pts = sorted((p for p in top.points if p.lam > lo and p.g > 0.0), key=lambda p: -p.lam)
+    low = branch.at_lam(solver, pts[-1], lo)
+    if low is not None and low.g > 0.0 and low.m < pts[-1].m:
+        pts.append(low)
+    seen = []
+
+    def node(lam, a, b):
+        h, s = b.lam - a.lam, (lam - a.lam) / (b.lam - a.lam)
+        u0 = ((1 + 2 * s) * (1 - s) ** 2 * a.u + s * (1 - s) ** 2 * h * a.t / a.g
+              + s * s * (3 - 2 * s) * b.u + s * s * (s - 1) * h * b.t / b.g)
+        u0[-1] = lam
+        u, J, ok = branch._newton(solver, u0)
+        c = branch.Point(solver, u, J) if ok else None
+        if c is not None and c.g > 0.0 and a.m < c.m < b.m:
+            seen.append(c)
+            return c
+        x = inside(lam)
+        if x is None:
+            return (lam, b)
+        c = branch.polish(solver, x, lam)
+        return c if c is not None and a.m < c.m < b.m else None
+
+    stack, budget = topguard._windows(pts[::-1]), topguard.GUARD_POINTS
+    while stack and budget > 0:
+        w = stack.pop()
+        if len(w) > 2 and not topguard.mass_bound(w) > topguard.MASS_TOL:
+            continue
+        finer = [w[-1]]
+        for a in w[-2::-1]:
+            b = finer[-1]
+            if b.lam - a.lam > topguard.GUARD_FLOOR * pts[0].lam:
+                c = node(0.5 * (a.lam + b.lam), a, b)
+                budget -= 1
+                if isinstance(c, tuple):
+                    return c, seen
+                if c is not None:
+                    finer.append(c)
+            finer.append(a)
+        if len(finer) > len(w):
+            stack.extend(topguard._windows(finer[::-1]))
+    return None, seen
+
+
+@pytest.mark.parametrize("t2, w2", [(6.0, 1e-3), (4.0, 1e-4), (1.0, 0.5)])
+def test_batched_guard_is_the_sequential_search(t2, w2, monkeypatch):
+    """The guard's batched rounds (topguard.top_guard) return what the search one point at a
+    time does, with bitwise the same points (a component above the edge, and none)."""
+    t, w = np.array([1.0, t2]), np.array([1.0 - w2, w2])
+    calls = []
+    inner = topguard.guard
+
+    def spy(solver, top, width, found, inside, refine):
+        calls.append((solver, top, max(top.edge + width, 1.1 * top.edge), inside))
+        return inner(solver, top, width, found, inside, refine)
+
+    monkeypatch.setattr(topguard, "guard", spy)
+    _support(t, w, srf_scan.COARSE)
+    solver, top, lo, inside = calls[0]
+    made = []
+    between = topguard.between
+
+    def record(solver, reqs):
+        out = between(solver, reqs)
+        made.extend(c for c in out if c is not None)
+        return out
+
+    monkeypatch.setattr(topguard, "between", record)
+    got = topguard.top_guard(solver, top, lo, inside)
+    ref, seen = _sequential(solver, top, lo, inside)
+    assert (got is None) == (ref is None) == (t2 == 1.0)
+    if ref is not None:
+        assert got[0] == ref[0]
+        np.testing.assert_array_equal(got[1].u, ref[1].u)
+    assert len(seen) >= 4
+    by_lam = {c.lam: c for c in made}
+    for c in seen:  # every point of the sequential search, bitwise
+        d = by_lam[c.lam]
+        np.testing.assert_array_equal(d.u, c.u)
+        np.testing.assert_array_equal(d.t, c.t)

@@ -84,21 +84,89 @@ def _newton(solver, u: np.ndarray, m: float | None = None
     return u, J, False
 
 
+def _eval_many(solver, U: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_eval` at the rows of ``U`` (n, q + 1) in one call of the solver (its exact
+    ``real_jacobians``, else one residual call of n (q + 2) rows); each row's numbers as alone."""
+    exact = getattr(solver, "real_jacobians", None)
+    out = exact(U) if exact is not None else None
+    if out is not None:
+        return out
+    if getattr(solver, "real_jacobian", None) is not None:
+        G, J = zip(*(_eval(solver, u) for u in U), strict=True)
+        return np.array(G), np.array(J)
+    n, q = U.shape[0], U.shape[1] - 1
+    h = H_FD * (1.0 + np.abs(U))
+    W = np.repeat(U[:, None, :], q + 2, axis=1)
+    idx = np.arange(q + 1)
+    W[:, 1 + idx, idx] += h
+    W = W.reshape(-1, q + 1)
+    X = W[:, :q].astype(np.complex128)
+    F = solver.residual(X, W[:, q].astype(np.complex128))
+    S = solver.stieltjes(X)
+    G = np.concatenate([np.real(F), np.real(S)[:, None]], axis=1).reshape(n, q + 2, q + 1)
+    return G[:, 0], np.swapaxes((G[:, 1:] - G[:, :1]) / h[:, :, None], 1, 2)
+
+
+def _newton_many(solver, U: np.ndarray) -> list:
+    """:func:`_newton` at fixed lam from each row of ``U``, the points' steps in one batch
+    (the same steps as alone); a list of (u, J, converged)."""
+    n, q = U.shape[0], U.shape[1] - 1
+    U, Js, ok = U.copy(), [None] * n, np.zeros(n, dtype=bool)
+    last, act = np.full(n, math.inf), np.arange(n)
+    for _ in range(NEWTON_MAX):
+        if act.size == 0:
+            break
+        G, J = _eval_many(solver, U[act])
+        fin = np.all(np.isfinite(G), axis=1) & np.all(np.isfinite(J), axis=(1, 2))
+        du = np.full((act.size, q), np.nan)
+        du[fin] = _solve(J[fin, :q, :q], -G[fin, :q])
+        a = np.abs(du)
+        size = np.max(a, axis=1) / (1.0 + np.max(np.abs(U[act, :q]), axis=1))
+        good = np.all(np.isfinite(du), axis=1) & (size < np.maximum(2.0 * last[act], 1e-8))
+        act, du, a, J = act[good], du[good], a[good], J[good]
+        last[act] = size[good]
+        U[act, :q] += du
+        for i, k in enumerate(act):
+            Js[k] = J[i]
+        conv = np.max(a, axis=1) <= TOL * (1.0 + np.max(np.abs(U[act, :q]), axis=1))
+        ok[act[conv]] = True
+        act = act[~conv]
+    return [(U[k].copy(), Js[k], bool(ok[k])) for k in range(n)]
+
+
+def _solve(J: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``J^-1 b`` for each (J, b) (LAPACK's gesv on each, the numbers of a solve alone); NaN
+    where J is singular."""
+    try:
+        return np.linalg.solve(J, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        out = np.full(b.shape, np.nan)
+        for i in range(b.shape[0]):
+            try:
+                out[i] = np.linalg.solve(J[i], b[i])
+            except np.linalg.LinAlgError:
+                pass
+        return out
+
+
 class Point:
     """A solution ``u = (x, lam)`` on the branch with ``m``, the tangent ``t = du/dm`` and
     ``g = dlam/dm``."""
 
     __slots__ = ("u", "m", "t", "g")
 
-    def __init__(self, solver, u: np.ndarray, J: np.ndarray) -> None:
+    def __init__(self, solver, u: np.ndarray, J: np.ndarray, t: np.ndarray | None = None
+                 ) -> None:
         self.u = u
         self.m = float(np.real(solver.stieltjes(u[None, :-1].astype(np.complex128))[0]))
-        e = np.zeros(u.size)
-        e[-1] = 1.0
-        try:
-            self.t = np.linalg.solve(J, e)
-        except np.linalg.LinAlgError:
-            self.t = np.full(u.size, np.nan)
+        if t is None:
+            e = np.zeros(u.size)
+            e[-1] = 1.0
+            try:
+                t = np.linalg.solve(J, e)
+            except np.linalg.LinAlgError:
+                t = np.full(u.size, np.nan)
+        self.t = t  # (given: J^-1 e solved in a batch, :func:`between`)
         self.g = float(self.t[-1])
 
     @property
@@ -112,7 +180,7 @@ def _at_m(solver, p: Point, m: float) -> Point | None:
     return Point(solver, u, J) if ok else None
 
 
-def _at_lam(solver, p: Point, lam: float) -> Point | None:
+def at_lam(solver, p: Point, lam: float) -> Point | None:
     """The point of the branch at ``lam`` (fixed-lam Newton from ``p`` on its tangent)."""
     if not (math.isfinite(p.g) and p.g > 0.0):
         return None
@@ -122,19 +190,31 @@ def _at_lam(solver, p: Point, lam: float) -> Point | None:
     return Point(solver, u, J) if ok else None
 
 
-def _between(solver, a: Point, b: Point, lam: float) -> Point | None:
-    """The point of the branch at ``lam`` between ``a`` and ``b``: fixed-lam Newton from the
-    cubic Hermite interpolant in lam of the two (du/dlam = t/g)."""
-    if not (math.isfinite(a.g) and a.g > 0.0 and math.isfinite(b.g) and b.g > 0.0):
-        return None
-    h = b.lam - a.lam
-    s = (lam - a.lam) / h
-    h00, h10 = (1 + 2 * s) * (1 - s) ** 2, s * (1 - s) ** 2
-    h01, h11 = s * s * (3 - 2 * s), s * s * (s - 1)
-    u0 = h00 * a.u + h10 * h * a.t / a.g + h01 * b.u + h11 * h * b.t / b.g
-    u0[-1] = lam
-    u, J, ok = _newton(solver, u0)
-    return Point(solver, u, J) if ok else None
+def between(solver, reqs: list) -> list:
+    """The points of the branch at ``lam`` between ``a`` and ``b`` for each ``(lam, a, b)`` of
+    ``reqs`` (None where not found): fixed-lam Newton (:func:`_newton_many`, in one batch)
+    from the cubic Hermite interpolant in lam of the two (du/dlam = t/g)."""
+    rows, out = [], [None] * len(reqs)
+    for lam, a, b in reqs:
+        if math.isfinite(a.g) and a.g > 0.0 and math.isfinite(b.g) and b.g > 0.0:
+            h = b.lam - a.lam
+            s = (lam - a.lam) / h
+            h00, h10 = (1 + 2 * s) * (1 - s) ** 2, s * (1 - s) ** 2
+            h01, h11 = s * s * (3 - 2 * s), s * s * (s - 1)
+            rows.append(h00 * a.u + h10 * h * a.t / a.g + h01 * b.u + h11 * h * b.t / b.g)
+            rows[-1][-1] = lam
+        else:
+            rows.append(None)
+    use = [i for i, r in enumerate(rows) if r is not None]
+    res = _newton_many(solver, np.array([rows[i] for i in use])) if use else []
+    done = [(i, u, J) for i, (u, J, ok) in zip(use, res, strict=True) if ok]
+    if done:
+        Js = np.array([J for _, _, J in done])
+        e = np.zeros(Js.shape[:2])
+        e[:, -1] = 1.0
+        for (i, u, J), t in zip(done, _solve(Js, e), strict=True):
+            out[i] = Point(solver, u, J, t)
+    return out
 
 
 def polish(solver, x: np.ndarray, lam: float) -> Point | None:
@@ -217,120 +297,6 @@ def fold(solver, p: Point, bound: float, monotone: bool = False) -> Fold:
     return Fold(math.nan, seen)
 
 
-MASS_TOL = 1e-9  # a bulk mass that may hide above the top edge (as the coarse search's)
-GUARD_FLOOR = 1e-6  # the guard's windows are not split below this fraction of hi
-GUARD_POINTS = 400  # nor past this many points of the branch
-ROUND = 1e-11  # the relative error of m and m' at a point (Newton's TOL, with a margin)
-
-
-def mass_bound(pts: list[Point]) -> float:
-    """The largest bulk mass in (lam_0, lam_n) given m and m' = 1/g at the real points ``pts``
-    (ascending lam, outside the support), exact for any measure on the real line
-    (docs/THEORY.md §16.10): with P(x) = prod_k (x - lam_k), K = max P^2 on [lam_0, lam_n],
-    mu(lam_0, lam_n) <= K int dmu/P^2 (K/P^2 >= 1 there, >= 0 everywhere), the integral a
-    combination of m(lam_k) and m'(lam_k) by partial fractions (two points: L^2/8 ((m'(a) +
-    m'(b))/2 - (m(b) - m(a))/L))."""
-    lam = np.array([p.lam for p in pts])
-    c, h = 0.5 * (lam[0] + lam[-1]), 0.5 * (lam[-1] - lam[0])
-    sk = (lam - c) / h  # the nodes on [-1, 1]
-    diff = sk[:, None] - sk[None, :]
-    np.fill_diagonal(diff, 1.0)
-    A = 1.0 / np.prod(diff, axis=1) ** 2
-    np.fill_diagonal(diff, np.inf)
-    B = -2.0 * A * np.sum(1.0 / diff, axis=1)
-    m = np.array([p.m for p in pts])
-    dm = np.array([1.0 / p.g for p in pts])
-    terms = np.concatenate([A * h * h * dm, B * h * m])
-    integral = float(np.sum(terms)) + ROUND * float(np.sum(np.abs(terms)))  # (its roundoff)
-    # K: max P^2 on [-1, 1] bounded gap by gap (|s - s_j| |s - s_j+1| <= gap^2/4, each other
-    # factor by its larger value at the gap's ends)
-    d = np.abs(sk[:, None] - sk[None, :])
-    K = 0.0
-    for g in range(sk.size - 1):
-        far = np.maximum(d[g], d[g + 1])
-        far[[g, g + 1]] = 1.0
-        K = max(K, (0.25 * (sk[g + 1] - sk[g]) ** 2 * float(np.prod(far))) ** 2)
-    return K * integral
-
-
-def top_guard(solver, top: Fold, lo: float, inside) -> tuple[float, Point] | None:
-    """Whether the walk of ``top`` (the top edge's fold from above) stepped over a component
-    (docs/THEORY.md §16.10): the :func:`mass_bound` on windows of five consecutive points of
-    the branch, from the walk's physical points above ``lo`` (and the branch's point there);
-    each window where it does not exclude :data:`MASS_TOL` gets the middles of its gaps (not
-    below :data:`GUARD_FLOOR` hi) and is split, the highest first. A new point is
-    fixed-lam Newton from the two around it (:func:`_between`; else the path's solution
-    polished); the first inside the support (``inside(lam)`` None: the path's solution is not
-    real) is returned as (lam, the physical point above it); else None."""
-    pts = sorted((p for p in top.points if p.lam > lo and p.g > 0.0),
-                 key=lambda p: -p.lam)
-    if not pts:
-        return None
-    low = _at_lam(solver, pts[-1], lo)
-    if low is not None and low.g > 0.0 and low.m < pts[-1].m:
-        pts.append(low)
-
-    def node(lam: float, a: Point, b: Point) -> Point | tuple | None:
-        c = _between(solver, a, b, lam)
-        if c is not None and c.g > 0.0 and a.m < c.m < b.m:
-            return c
-        x = inside(lam)
-        if x is None:
-            return (lam, b)
-        c = polish(solver, x, lam)
-        return c if c is not None and a.m < c.m < b.m else None
-
-    floor = GUARD_FLOOR * pts[0].lam
-    stack, budget = _windows(pts[::-1]), GUARD_POINTS
-    while stack and budget > 0:
-        w = stack.pop()
-        if len(w) > 2 and not mass_bound(w) > MASS_TOL:
-            continue
-        finer = [w[-1]]
-        for a in w[-2::-1]:  # the new points from the top down
-            b = finer[-1]
-            if b.lam - a.lam > floor:
-                c = node(0.5 * (a.lam + b.lam), a, b)
-                budget -= 1
-                if isinstance(c, tuple):
-                    return c
-                if c is not None:
-                    finer.append(c)
-            finer.append(a)
-        if len(finer) > len(w):
-            stack.extend(_windows(finer[::-1]))
-        # (else: not resolved, every gap at most the floor)
-    return None
-
-
-def guard(solver, top: Fold, width: float, inner: list, inside, refine) -> Fold:
-    """The top edge's fold ``top`` checked for a component above it (docs/THEORY.md §16.10,
-    :func:`top_guard`; ``inside(lam)``: the path's solution at lam if real, else None): where
-    one is met, the fold of its top edge from the physical point above it (else the edge by
-    ``refine(lo, hi)``, the law's grid passes), checked again; the points met inside
-    components are appended to ``inner``."""
-    for _ in range(8):
-        # from where the law's grid ends (1.1 (edge + width) or more, at least 1.1 edge)
-        hit = top_guard(solver, top, max(top.edge + width, 1.1 * top.edge), inside)
-        if hit is None:
-            break
-        mid, b = hit
-        inner.append(mid)
-        above = [p for p in top.points if p.lam > b.lam]
-        f = fold(solver, b, mid)
-        if f.ok and mid < f.edge < b.lam:
-            top = Fold(f.edge, above + f.points, f.at, f.slope)
-        else:
-            top = Fold(refine(mid, b.lam), above + [b])
-    return top
-
-
-def _windows(pts: list[Point], size: int = 5) -> list[list[Point]]:
-    """Consecutive windows of ``size`` points (ascending lam) sharing their ends, the highest
-    last."""
-    return [pts[i:i + size] for i in range(0, max(len(pts) - 1, 1), size - 1)]
-
-
 class Fold:
     """An edge found by :func:`fold`: ``edge``, the physical points met (``points``), the point
     of smallest |g| (``at``) and g' there (``slope``; lam - edge = g^2/(2 g') near it)."""
@@ -358,7 +324,7 @@ class Branch:
         from the point of the fold's quadratic model at lam (m = m* + sqrt(2 (lam - edge)/g'),
         on the side of the physical points)."""
         near = min(self.points, key=lambda p: abs(math.log(p.lam / lam)))
-        p = _at_lam(solver, near, lam)
+        p = at_lam(solver, near, lam)
         if p is None and self.top.at is not None:
             at = self.top.at
             side = math.copysign(1.0, near.m - at.m)
@@ -366,7 +332,7 @@ class Branch:
             for _ in range(6):
                 q = _at_m(solver, at, at.m + dm)
                 if q is not None and q.g > 0.0:
-                    p = _at_lam(solver, q, lam)
+                    p = at_lam(solver, q, lam)
                     break
                 dm *= 0.5
         if p is not None and p.g > 0.0:

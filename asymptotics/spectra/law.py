@@ -201,13 +201,15 @@ def _density_solutions(solver: Solver, x: np.ndarray) -> tuple[np.ndarray, np.nd
 def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
     """The intervals where the density is positive (docs/THEORY.md §16.10): the top edge is the
     fold of the real branch continued down from ``hi`` (doubled while inside the support),
-    checked for a component it stepped over (:func:`asymptotics.spectra.branch.guard`); the
-    components are found on a linear grid below it (with its spacing, and its extent, as the
-    former coarse pass on [0, hi] gave it) joined with a geometric one near 0 (small components
+    checked for a component it stepped over
+    (:func:`asymptotics.spectra.topguard.guard`); the components are found on a linear
+    grid below it (with its spacing, and its extent, as the former coarse pass on [0, hi] gave
+    it) joined with a geometric one near 0 (small components
     beside an atom), and each edge is the fold of the real branch from the grid point outside
     (:func:`asymptotics.spectra.branch.fold`; where it fails, three vectorised grid passes).
     The top edge's branch is kept as ``solver.branch`` (the outliers' real solutions)."""
-    from asymptotics.spectra.branch import Branch, fold, guard, polish
+    from asymptotics.spectra.branch import Branch, fold, polish
+    from asymptotics.spectra.topguard import guard
 
     solver.branch = None
     if not getattr(solver, "real_branch", True):

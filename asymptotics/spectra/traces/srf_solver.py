@@ -90,18 +90,25 @@ class SrfSolver(law.Solver):
         """``(G, dG/du)`` of :func:`asymptotics.spectra.branch._eval` at real ``u = (x, lam)``
         exactly: ``G = (F(x, lam), tau . pi)``; dF/dx the kernel's Jacobian, dF/dlam = -tau in
         the rows of e1 (e1_g = tau_g (-z + ...) - 1), d(tau . pi) = pi (None: not compiled)."""
-        q = u.size - 1
+        out = self.real_jacobians(u[None])
+        return None if out is None else (out[0][0], out[1][0])
+
+    def real_jacobians(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """:meth:`real_jacobian` at the rows of ``U`` (n, q + 1) in one kernel call: (n, q + 1)
+        and (n, q + 1, q + 1) (each row's numbers as alone)."""
+        q = U.shape[1] - 1
         K = self._args[0].shape[0]
-        x = np.ascontiguousarray(u[None, :q], dtype=np.complex128)
-        z = np.array([complex(u[q])])
+        x = np.ascontiguousarray(U[:, :q], dtype=np.complex128)
+        z = np.ascontiguousarray(U[:, q], dtype=np.complex128)
         if not (EXACT_BRANCH and self._ready(srf_jacobian, x, z)):
             return None
         F, J = srf_jacobian(x, z, *self._args)
-        D = np.zeros((q + 1, q + 1))
-        D[:q, :q] = J[0].real
-        D[:K, q] = -u[:K]
-        D[q, :K] = self._args[0]
-        return np.append(F[0].real, u[:K] @ self._args[0]), D
+        D = np.zeros((U.shape[0], q + 1, q + 1))
+        D[:, :q, :q] = J.real
+        D[:, :K, q] = -U[:, :K]
+        D[:, q, :K] = self._args[0]
+        m = [u[:K] @ self._args[0] for u in U]  # (row by row: the same sums as alone)
+        return np.concatenate([F.real, np.array(m)[:, None]], axis=1), D
 
     def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
