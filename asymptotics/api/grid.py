@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from asymptotics.api.groups import route
+from asymptotics.api.groups import route, route_fields
 from asymptotics.api.paths import FIRST, path_frame, solve_path, solver_args
 from asymptotics.api.points import ConvergenceError, curve_results
 from asymptotics.core import checks
@@ -83,7 +83,9 @@ def risk_grid(
     (:class:`asymptotics.core.progress.Progress`; False: none). ``readout``, ``steps`` or a
     given K-group model (``loadings``, ``bulk``, ``fractions``, ``overlaps``): the K-group
     engine's curve for each combination (:func:`asymptotics.risk_curve`; the groups computed
-    once per combination of their own parameters and shared); ``batch``: as in :func:`risk`."""
+    once per combination of their own parameters and shared); after several steps ``eta`` is
+    one schedule (a number, or one per step, as in :func:`risk`) or a list of them to grid
+    (``eta=[(2, 8), (4, 16)]``); ``batch``: as in :func:`risk`."""
     import pandas as pd
 
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
@@ -154,7 +156,8 @@ def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, c
     from asymptotics.api.groups import solve_k_group
 
     alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
-    values = {k: _as_values(k, v) for k, v in others.items()}
+    values = {k: _schedules(v, steps) if k == "eta" else _as_values(k, v)
+              for k, v in others.items()}
     combos = [dict(zip(values, vals, strict=True)) for vals in itertools.product(*values.values())]
     frames = []
     with Progress(len(combos), "risk grid", unit="curves", enabled=progress) as bar:
@@ -168,8 +171,31 @@ def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, c
                 df = risk_grid(alpha=alphas, **{**kw, "eta": eta}, model=model,
                                common_row=common_row, strict=strict, solver=solver,
                                engine=engine, progress=False)
+            else:  # (risk_curve's columns: what produced each row beyond its groups)
+                fields = route_fields(how, steps=steps, alpha0=kw["alpha0"], eta=kw["eta"],
+                                      readout=readout, batch=batch, json_text=True)
+                for name, value in fields.items():
+                    df[name] = [value] * len(df) if value is None else value
             frames.append(df)
     return pd.concat(frames, ignore_index=True)
+
+
+def _schedules(eta: Any, steps: Any) -> list:
+    """The grid's values of ``eta`` on a K-group route: after several steps a sequence of
+    numbers is one schedule (eta_tilde per step, as in :func:`asymptotics.risk`) and a sequence
+    of schedules (or of numbers and schedules) is a grid of them; at one step a sequence is a
+    grid of eta_tilde values."""
+    def is_seq(v: Any) -> bool:
+        return isinstance(v, Sequence | np.ndarray) and not isinstance(v, str | bytes)
+
+    if checks.integer("steps", steps, 1) == 1 or not is_seq(eta):
+        return _as_values("eta", eta)
+    items = list(eta)
+    if not items:
+        raise ValueError("eta must contain at least one value")
+    if not any(is_seq(v) for v in items):
+        return [tuple(items)]  # one schedule
+    return [tuple(v) if is_seq(v) else v for v in items]
 
 
 def _bounded_min(f, lo: float, hi: float, xatol: float) -> tuple[float, float]:

@@ -46,6 +46,23 @@ def route(*, steps: object, readout: object, given: dict, target: object, model:
     return "one-spike"
 
 
+def route_fields(how: str, *, steps: object, alpha0: object, eta: object, readout: object,
+                 batch: object, json_text: bool = False) -> dict:
+    """What produced a K-group route's point beyond its groups (the K-group solver knows only
+    the groups): ``asymptotics.core.result.after_steps_fields`` (the schedule as JSON text if
+    ``json_text``: a frame's column); a given K-group model (``how="given"``) has no step: its
+    step fields are None."""
+    from asymptotics.core.result import after_steps_fields, step_fields
+    from asymptotics.multiindex.steps import eta_schedule
+    from asymptotics.spiked.readouts import parse_readout
+
+    if how == "given":
+        return step_fields(None, None, None, None)
+    schedule = eta_schedule(eta, checks.integer("steps", steps, 1))
+    return after_steps_fields(float(alpha0), schedule,  # type: ignore[arg-type]
+                              parse_readout(readout).name, str(batch), json_text)
+
+
 def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, readout: object,
                   given: dict, model: object, engine: object, overrides: dict, lam: Any,
                   eta: Any, sigma: Any, target: Any, alpha0: Any, beta: Any, delta: Any, p: Any,

@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from asymptotics.core.result import GROUP_FIELDS, HAT_NAMES, RESULT_COLUMNS, STATE_NAMES
+from asymptotics.core.result import (
+    GROUP_FIELDS,
+    HAT_NAMES,
+    RESULT_COLUMNS,
+    STATE_NAMES,
+    one_step_fields,
+)
 from asymptotics.equations.solver import SolverConfig, Status
 from asymptotics.equations.solver_kernels import RISK, solve_path_kernel
 
@@ -85,6 +91,7 @@ def path_frame(problem: Problem, alphas: np.ndarray, lams: np.ndarray,
         "target": [problem.target.name] * n,
         "alpha0": np.full(n, problem.alpha0),
         "eta": np.full(n, problem.eta),
+        **{k: [v] * n for k, v in one_step_fields(problem.eta, json_text=True).items()},
         "lam": np.asarray(lams, dtype=np.float64),
         "beta": np.full(n, problem.beta),
         "delta": np.full(n, problem.delta),

@@ -23,6 +23,7 @@ from asymptotics.core.result import (  # noqa: F401  (RiskResult: re-exported)
     HAT_NAMES,
     STATE_NAMES,
     RiskResult,
+    one_step_fields,
 )
 from asymptotics.equations.fixed_point import (
     complete_state,
@@ -233,8 +234,9 @@ def solve_point(
     sp = problem.spike
     return RiskResult(
         alpha=alpha, sigma=function_name(problem.sigma), target=function_name(problem.target),
-        alpha0=problem.alpha0, eta=problem.eta, lam=problem.lam, beta=problem.beta,
-        delta=problem.delta, model=problem.model, measure=problem.measure.kind,
+        alpha0=problem.alpha0, eta=problem.eta, **one_step_fields(problem.eta),
+        lam=problem.lam, beta=problem.beta, delta=problem.delta, model=problem.model,
+        measure=problem.measure.kind,
         r=sp.r, c=sp.c, gamma=sp.gamma,
         risk=risk_value, converged=converged, status=status.name.lower(),
         message=message, iterations=n_iter, residual=residual,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from asymptotics.api.groups import route, solve_k_group
+from asymptotics.api.groups import route, route_fields, solve_k_group
 from asymptotics.api.points import (  # noqa: F401  (re-exported: the public names of the theory's API)
     ENGINES,
     ConvergenceError,
@@ -119,7 +119,9 @@ def risk(
 
     Every route returns the one :class:`RiskResult` (same fields, same ``to_frame()`` columns;
     ``asymptotics.core.result``): on a K-group route the one-spike order parameters are NaN and
-    the groups' are ``order``; ``alpha0`` and a single ``eta`` are the step's."""
+    the groups' are ``order``; ``alpha0``, ``steps``, ``eta_schedule`` (eta_tilde of each
+    step), ``readout`` and ``batch`` say what produced it (``eta`` NaN for a schedule of
+    different rates; None on a given K-group model, which has no step)."""
     checks.flag("strict", strict)
     _check_solver(solver)
     alpha = check_value("alpha", alpha, positive=True)
@@ -136,7 +138,8 @@ def risk(
                                  beta=beta, delta=delta, p=p, strict=strict, solver=solver,
                                  batch=batch)
         if res is not None:  # else: the one-step network theory answers exactly, at that eta
-            return replace(res, **_step_fields(how, alpha0, eta))
+            return res.with_fields(**route_fields(how, steps=steps, alpha0=alpha0, eta=eta,
+                                                  readout=readout, batch=batch))
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
         alpha = check_value("alpha", alpha, positive=True)
@@ -230,8 +233,10 @@ def risk_curve(
                                 beta=beta, delta=delta, p=p, strict=strict, solver=solver,
                                 progress=progress, batch=batch)
         if df is not None:  # else: the one-step network theory answers exactly, at that eta
-            for name, value in _step_fields(how, alpha0, eta).items():
-                df[name] = value
+            fields = route_fields(how, steps=steps, alpha0=alpha0, eta=eta, readout=readout,
+                                  batch=batch, json_text=True)
+            for name, value in fields.items():
+                df[name] = [value] * len(df) if value is None else value
             return df
     check_engine(engine)
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
@@ -262,20 +267,6 @@ def risk_curve(
     rows = [r.as_dict() for r in curve_results(problem, alphas, solver, strict, progress)]
     df = pd.DataFrame(rows)
     return df[first + [c for c in df.columns if c not in first]]
-
-
-def _step_fields(how: str, alpha0: object, eta: object) -> dict:
-    """The step's alpha0 and eta_tilde on a K-group route's result (the K-group solver knows
-    only the groups): a single eta_tilde as ``eta`` (a schedule of several steps stays NaN);
-    none for a given K-group model (no step)."""
-    if how == "given":
-        return {}
-    out = {"alpha0": float(alpha0)}
-    if isinstance(eta, int | float) and not isinstance(eta, bool):
-        out["eta"] = float(eta)
-    elif np.ndim(eta) == 1 and len(eta) == 1:
-        out["eta"] = float(eta[0])
-    return out
 
 
 def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.DataFrame:

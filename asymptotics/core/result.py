@@ -31,12 +31,17 @@ HAT_NAMES = ("Vhat1", "Vhat2", "qhat1", "qhat2", "zetahat", "psihat")
 GROUP_FIELDS = ("loadings", "bulk", "fractions", "overlaps", "order", "n_kappa",
                 "quadrature_change")
 #: fields that are lists or mappings: JSON strings in ``to_dict`` and the frames
-JSON_FIELDS = ("loadings", "bulk", "fractions", "overlaps", "order")
+JSON_FIELDS = ("eta_schedule", "loadings", "bulk", "fractions", "overlaps", "order")
+#: what produced a point beyond the one step's scalars (docs/THEORY.md §11, §12, §14): the number
+#: of giant steps, eta_tilde of every step, the initial readout and the batch policy; the
+#: one-spike route's values are 1, [eta], "constant", "fresh"; None where the point has no step
+#: (a given K-group model)
+STEP_FIELDS = ("steps", "eta_schedule", "readout", "batch")
 #: the columns of a result, in order: the one schema of ``to_frame``, ``risk_curve`` and
 #: ``risk_grid`` on every route (grouped as parameters, solution and diagnostics)
 RESULT_COLUMNS = ["alpha", "risk", "converged", "iterations", "residual", "sigma", "target",
-                  "alpha0", "eta", "lam", "beta", "delta", "model", "measure", "r", "c", "gamma",
-                  "status", "message", *STATE_NAMES, *HAT_NAMES, "p", "common_row",
+                  "alpha0", "eta", *STEP_FIELDS, "lam", "beta", "delta", "model", "measure", "r",
+                  "c", "gamma", "status", "message", *STATE_NAMES, *HAT_NAMES, "p", "common_row",
                   *GROUP_FIELDS]
 
 NAN = math.nan
@@ -53,7 +58,14 @@ class RiskResult(FieldGroups):
     sigma: str
     target: str
     alpha0: float = NAN  # the first batch n0/d (NaN: a given K-group model has no step)
-    eta: float = NAN  # eta_tilde of the step (NaN: a K-group route)
+    eta: float = NAN  # eta_tilde of the step (NaN: several steps of different rates, none)
+    #: the giant steps (THEORY.md §12), eta_tilde of each (a list), the readout ("constant",
+    #: "pm1" or the JSON of its mapping value -> weight, §11) and the batches ("fresh" or
+    #: "reused", §14); None: not a point after steps (a given K-group model)
+    steps: int | None = None
+    eta_schedule: list | None = None
+    readout: str | None = None
+    batch: str | None = None
     lam: float
     beta: float
     delta: float
@@ -102,8 +114,9 @@ class RiskResult(FieldGroups):
 
     #: the three groups of fields: what produced the point, what the equations give, how the
     #: solve went (``RESULT_COLUMNS`` is their one column order)
-    PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta", "model",
-                  "measure", "p", "common_row", "loadings", "bulk", "fractions", "overlaps")
+    PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", *STEP_FIELDS, "lam", "beta",
+                  "delta", "model", "measure", "p", "common_row", "loadings", "bulk", "fractions",
+                  "overlaps")
     SOLUTION = ("risk", "r", "c", "gamma", *STATE_NAMES, *HAT_NAMES, "order")
     DIAGNOSTICS = ("converged", "status", "message", "iterations", "residual", "n_kappa",
                    "quadrature_change")
@@ -144,6 +157,36 @@ _FIELD_NAMES = frozenset(f.name for f in fields(RiskResult))
 #: the former name of the K-group record, kept so that old code runs (deprecated: use
 #: :class:`RiskResult`, the same class)
 SpikedResult = RiskResult
+
+
+def step_fields(steps: int | None, eta_schedule: object, readout: str | None,
+                batch: str | None, json_text: bool = False) -> dict:
+    """The :data:`STEP_FIELDS` of a point: ``eta_schedule`` eta_tilde of every step (a number,
+    repeated for each step, or one per step), ``readout`` its text (:func:`readout_text`); the
+    schedule as JSON text if ``json_text`` (a frame's cell)."""
+    if steps is None:
+        return dict.fromkeys(STEP_FIELDS)
+    if isinstance(eta_schedule, int | float):
+        schedule = [float(eta_schedule)] * steps
+    else:
+        schedule = [float(v) for v in eta_schedule]  # type: ignore[union-attr]
+    return {"steps": int(steps), "eta_schedule": json.dumps(schedule) if json_text else schedule,
+            "readout": readout, "batch": batch}
+
+
+def after_steps_fields(alpha0: float, schedule: tuple, readout: str, batch: str,
+                       json_text: bool = False) -> dict:
+    """A point after ``len(schedule)`` steps: the step's ``alpha0``, ``eta`` the rate of every
+    step when they are equal (NaN for a schedule of different rates) and :func:`step_fields`."""
+    rates = [float(v) for v in schedule]
+    return {"alpha0": float(alpha0), "eta": rates[0] if len(set(rates)) == 1 else NAN,
+            **step_fields(len(rates), rates, readout, batch, json_text)}
+
+
+def one_step_fields(eta: float, json_text: bool = False) -> dict:
+    """The :data:`STEP_FIELDS` of a one-spike point: one step of ``eta``, the constant readout
+    on a fresh batch (docs/THEORY.md §1)."""
+    return step_fields(1, eta, "constant", "fresh", json_text)
 
 
 def orders_json(orders: list) -> list:

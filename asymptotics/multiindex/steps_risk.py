@@ -11,6 +11,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
+from asymptotics.core.result import after_steps_fields
 from asymptotics.multiindex.steps import (
     GroupState,
     RotatedTarget,
@@ -42,9 +43,11 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
     mp = mapping if mapping is not None else steps_mapping(
         sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta, readout=readout,
         batch=batch)
-    return risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
-                       solver=solver if solver is not None else SolverConfig(),
-                       **mapping_params(mp, steps))
+    res = risk_spiked(alpha, sigma=sigma, lam=lam, beta=beta, delta=delta, p=p, strict=strict,
+                      solver=solver if solver is not None else SolverConfig(),
+                      **mapping_params(mp, steps))
+    return res.with_fields(**after_steps_fields(mp.alpha0, mp.eta[:steps], mp.readout.name,
+                                                mp.batch))
 
 
 #: the rotated targets of the last ROTATED_SIZE (text, Q) asked for

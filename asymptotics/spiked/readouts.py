@@ -32,6 +32,7 @@ from asymptotics.coefficients.cget import GECoefficients, ge_coefficients
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import group_checks
 from asymptotics.core.parameters import default
+from asymptotics.core.result import after_steps_fields
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.step.srf import step_moments
 
@@ -200,7 +201,7 @@ def risk_readout(alpha: float, *, readout: object = "pm1",
     mp = readout_mapping(sigma, target, alpha0=alpha0, eta=eta, delta=delta, readout=ro)
     res = risk_spiked(alpha, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta, p=p,
                       strict=strict, solver=solver, n_kappa=n_kappa, **mp.spiked_params())
-    return replace(res, alpha0=float(alpha0), eta=float(eta))
+    return replace(res, **after_steps_fields(float(alpha0), (float(eta),), ro.name, "fresh"))
 
 
 def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
@@ -221,8 +222,9 @@ def risk_readout_curve(alphas: Iterable[float], *, readout: object = "pm1",
     df = risk_spiked_curve(alphas, sigma=sigma, target=target, lam=lam, beta=beta, delta=delta,
                            p=p, strict=strict, solver=solver, progress=progress,
                            **mp.spiked_params())
-    df.insert(1, "readout", ro.name)
-    df["alpha0"], df["eta"] = float(alpha0), float(eta)  # the step's, as on risk_readout's
+    for name, value in after_steps_fields(float(alpha0), (float(eta),), ro.name, "fresh",
+                                          json_text=True).items():
+        df[name] = value  # the step's, as on risk_readout's
     return df
 
 

@@ -50,12 +50,12 @@ def _theory_result_columns() -> tuple[str, ...]:
     from dataclasses import fields
 
     from asymptotics.api.risk import RiskResult
-    from asymptotics.core.result import GROUP_FIELDS
+    from asymptotics.core.result import GROUP_FIELDS, STEP_FIELDS
 
     # "p" (the finite-width theory) is not a sweep parameter: sweeps are the p -> infinity limit,
     # where the mean-row ratio "common_row" does not enter either; sweeps are one-spike points
-    # (no K-group model or order parameters)
-    skip = set(THEORY_PARAMS) | {"state", "p", "common_row", *GROUP_FIELDS}
+    # (no K-group model or order parameters; one step, constant readout, fresh batch)
+    skip = set(THEORY_PARAMS) | {"state", "p", "common_row", *GROUP_FIELDS, *STEP_FIELDS}
     first = ("risk", "converged", "iterations", "residual")
     rest = tuple(f.name for f in fields(RiskResult) if f.name not in skip and f.name not in first)
     return first + rest
