@@ -336,8 +336,8 @@ def steps_curves(extra: list[dict]) -> None:
         rule = df.n_kappa.iloc[0] if "n_kappa" in df else "-"
         what = ("100-alpha curve after three steps (pm1)" if i == 0 else
                 f"  extra: 100-alpha curve after three steps {dict(kw, readout=readout)}")
-        print(f"{what}: reference {ref * 1e3:.2f} ms; {t_cold:.3f} s = {t_cold / ref:.0f}x "
-              f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
+        print(f"{what}: reference {ref * 1e3:.2f} ms; {t_cold * 1e3:.1f} ms = {t_cold / ref:.0f}x "
+              f"with the mapping computed, {t_warm * 1e3:.1f} ms = {t_warm / ref:.0f}x cached "
               f"(target <= 100x; wall {w_cold / ref_w:.0f}x, {w_warm / ref_w:.0f}x); kappa rule "
               f"{rule}, converged {int(df.converged.sum())}/100; "
               f"curve vs risk() at alpha {alphas[0]:g}, {alphas[37]:.3g}, {alphas[99]:g}: "
