@@ -20,9 +20,12 @@ machine's load varies); every figure below is printed as a ratio to it.
    pm1, constant and three-valued readouts, finite and infinite alpha0), each timed the same way.
 3. A 100-alpha curve after three steps (``risk_curve(model="srf", steps=3, lam=0.01)``, alpha
    evenly from 0.2 to 5), timed with the mapping computed (every cache cleared) and cached,
-   each the best of ``REPEAT_CURVE`` calls:
-   target <= 100x; on the default setting and the ``N_EXTRA`` drawn ones (below), each with
-   the curve's difference from single points ``asymptotics.risk`` at three of its alphas.
+   each the best of ``REPEAT_CURVE`` rounds measured alternately with the reference (a round:
+   reference, computed, reference, cached; ``curve_rounds``; the reference is re-measured in
+   every round, not once before: after a curve one sRF point takes up to twice its time in a
+   fresh process): target <= 100x (CPU time; the wall-time ratios printed too); on the default
+   setting and the ``N_EXTRA`` drawn ones (below), each with the curve's difference from single
+   points ``asymptotics.risk`` at three of its alphas.
 4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x, on the
    default setting and ``N_NETWORK`` settings drawn as ``draw_network_setting`` states
    (``--sections 4``: this section alone).
@@ -262,15 +265,47 @@ def steps_mappings(seed: int = SEED) -> None:
               f"{sum(t <= 0.05 for t in times)} of {len(times)} <= 50 ms")
 
 
-#: section 3 times each curve the best of REPEAT_CURVE calls, computed and cached (a single
-#: computed call and the best of two cached ones before: one call's time varies by tens of
-#: percent on a shared machine)
-REPEAT_CURVE = 3
+#: section 3 times each curve in REPEAT_CURVE rounds; a round measures, in turn, one sRF point
+#: (the reference), the curve with the mapping computed, the reference again and the curve
+#: cached; each figure is the best over the rounds (the reference the best of its 2
+#: REPEAT_CURVE measurements). The reference was measured once before the curve's calls: one
+#: sRF point takes 0.47 ms in a fresh process and up to 0.95 ms right after a curve, and the
+#: machine's load changes over seconds, so a ratio moved by tens of percent.
+REPEAT_CURVE = 5
+
+
+def clocks(fn) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one call of ``fn``."""
+    t, w = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - t, time.perf_counter() - w
+
+
+def curve_rounds(curve, rounds: int = REPEAT_CURVE) -> dict:
+    """Best (CPU, wall) seconds of the reference (one sRF point), the curve with the mapping
+    computed (``_clear_steps_cache`` first, not timed) and the curve cached, measured alternately
+    in ``rounds`` rounds (each round: reference, computed, reference, cached)."""
+    def ref() -> None:
+        for a in ALPHAS:
+            A.risk(a, model="srf")
+
+    got: dict = {"ref": [], "computed": [], "cached": []}
+    for _ in range(rounds):
+        c, w = clocks(ref)
+        got["ref"].append((c / len(ALPHAS), w / len(ALPHAS)))
+        _clear_steps_cache()
+        got["computed"].append(clocks(curve))
+        c, w = clocks(ref)
+        got["ref"].append((c / len(ALPHAS), w / len(ALPHAS)))
+        got["cached"].append(clocks(curve))
+    return {k: (min(c for c, _ in v), min(w for _, w in v)) for k, v in got.items()}
 
 
 def steps_curves(extra: list[dict]) -> None:
     """Section 3 (and the extra settings): the curve's time with the mapping computed and cached,
-    and the curve against single points (``asymptotics.risk``) at three of its alphas."""
+    each against the reference measured alternately with it (:func:`curve_rounds`), and the curve
+    against single points (``asymptotics.risk``) at three of its alphas. The ratios (and the
+    targets) are CPU times; the wall-time ratios are printed after them."""
     alphas = np.linspace(0.2, 5.0, 100)
 
     def steps_curve(kw: dict, readout: str = "pm1"):
@@ -282,18 +317,18 @@ def steps_curves(extra: list[dict]) -> None:
         return A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
                                    **mp.spiked_params(3))
 
-    cold, warm = [], []
+    cold, warm, cold_wall, warm_wall = [], [], [], []
     for i, kw in enumerate([dict(STEPS_SETTING)] + extra):
         kw = dict(kw)
         readout = kw.pop("readout", "pm1")
         df = steps_curve(kw, readout)
-        ref = srf_point()
-        _clear_steps_cache()
-        t_cold = best_of(lambda kw=kw, ro=readout: (_clear_steps_cache(), steps_curve(kw, ro)),
-                         REPEAT_CURVE)
-        t_warm = best_of(lambda kw=kw, ro=readout: steps_curve(kw, ro), REPEAT_CURVE)
+        best = curve_rounds(lambda kw=kw, ro=readout: steps_curve(kw, ro))
+        (ref, ref_w), (t_cold, w_cold), (t_warm, w_warm) = (
+            best["ref"], best["computed"], best["cached"])
         cold.append(t_cold / ref)
         warm.append(t_warm / ref)
+        cold_wall.append(w_cold / ref_w)
+        warm_wall.append(w_warm / ref_w)
         gaps = []
         for j in (0, 37, 99):
             pt = A.risk(alphas[j], model="srf", steps=3, readout=readout, lam=0.01, **kw)
@@ -301,15 +336,19 @@ def steps_curves(extra: list[dict]) -> None:
         rule = df.n_kappa.iloc[0] if "n_kappa" in df else "-"
         what = ("100-alpha curve after three steps (pm1)" if i == 0 else
                 f"  extra: 100-alpha curve after three steps {dict(kw, readout=readout)}")
-        print(f"{what}: {t_cold:.3f} s = {t_cold / ref:.0f}x "
-              f"with the mapping computed, {t_warm:.3f} s = {t_warm / ref:.0f}x cached "
-              f"(target <= 100x); kappa rule {rule}, converged {int(df.converged.sum())}/100; "
+        print(f"{what}: reference {ref * 1e3:.2f} ms; {t_cold * 1e3:.1f} ms = {t_cold / ref:.0f}x "
+              f"with the mapping computed, {t_warm * 1e3:.1f} ms = {t_warm / ref:.0f}x cached "
+              f"(target <= 100x; wall {w_cold / ref_w:.0f}x, {w_warm / ref_w:.0f}x); kappa rule "
+              f"{rule}, converged {int(df.converged.sum())}/100; "
               f"curve vs risk() at alpha {alphas[0]:g}, {alphas[37]:.3g}, {alphas[99]:g}: "
               f"largest relative difference {max(gaps):.1e}", flush=True)
-    for name, xs in (("with the mapping computed", cold), ("cached", warm)):
+    for name, xs, ws in (("with the mapping computed", cold, cold_wall),
+                         ("cached", warm, warm_wall)):
         print(f"100-alpha curves after three steps, {name}, {len(xs)} settings: median "
               f"{statistics.median(xs):.0f}x, largest {max(xs):.0f}x, "
-              f"{sum(x <= 100 for x in xs)} of {len(xs)} <= 100x")
+              f"{sum(x <= 100 for x in xs)} of {len(xs)} <= 100x (wall: median "
+              f"{statistics.median(ws):.0f}x, largest {max(ws):.0f}x, "
+              f"{sum(x <= 100 for x in ws)} of {len(ws)} <= 100x)")
 
 
 #: the settings of section 4 beyond the default one: ``N_NETWORK`` draws (seed ``SEED``) of sigma

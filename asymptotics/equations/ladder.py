@@ -7,7 +7,7 @@ pass their own solver of one rule (``solve_rung``) and of a curve on one rule (`
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -141,10 +141,36 @@ def climb_ladders(solve_rule: Callable[[Any, bool], Any], ladders: Sequence[Sequ
     return res0, None
 
 
+class ProbeCache:
+    """The probes' outcomes of the last ``size`` curves (:func:`curve_on_ladder`), first in first
+    out, by an exact key: a repeated curve skips its probes' climbs (their results are read
+    only). The route's key must name everything its climbs depend on besides the probe alphas,
+    the rules and the policy's constants, which :func:`curve_on_ladder` adds."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: dict = {}
+
+    def get(self, key: Hashable) -> list | None:
+        return self.data.get(key)
+
+    def put(self, key: Hashable, probes: list) -> None:
+        self.data[key] = probes
+        while len(self.data) > self.size:
+            self.data.pop(next(iter(self.data)))
+
+    def clear(self) -> None:
+        self.data.clear()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
 def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., list],
                     climb_at: Callable[..., tuple[Any, int | None]],
                     progress: bool | None, what: str = "spiked curve",
-                    second: int | None = None) -> list:
+                    second: int | None = None,
+                    cache: tuple[ProbeCache, Hashable] | None = None) -> list:
     """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
     climb the ladder as single points do (``climb_at(alpha)``: :func:`climb`, returning the index
     in ``rules`` of the rule it settled on), then every alpha is solved once on the finest rule
@@ -162,7 +188,12 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     ``rules[start]``, and once the first ladder has not resolved a probe's quadrature the curve's
     rule is on the second ladder: the later probes climb that ladder alone (each settled there
     by two or three converged rules). A probe resolved on no ladder ends the probing: every
-    point then climbs both ladders from the first rule (the single point's number)."""
+    point then climbs both ladders from the first rule (the single point's number).
+
+    ``cache``: (a :class:`ProbeCache`, the route's exact key of what its climbs depend on
+    besides the alphas): the probes' outcomes are kept there and a curve asked again with the
+    same key, probe alphas, rules and policy takes them instead of climbing (the same results,
+    bit for bit: a climb is a deterministic function of them)."""
     n = len(alphas)
     start = 0
 
@@ -171,14 +202,21 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
 
     if n > 2 * len(PROBES):
         at = sorted({round(f * (n - 1)) for f in PROBES})
-        probes = []
-        for j in at:
-            res, i = at_alpha(alphas[j])
-            probes.append((res, i))
-            if second is not None and (i is None or i >= second):
-                start = second  # the first ladder did not resolve this probe
-            if i is None:
-                break  # the curve climbs point by point: the other probes decide nothing
+        key = None if cache is None or cache[1] is None else (
+            cache[1], tuple((type(alphas[j]), float(alphas[j]).hex()) for j in at), tuple(rules),
+            second, PROBES, QUADRATURE_RTOL, SETTLE_CHANGES, SETTLE_FACTOR, PAIR_FACTOR)
+        probes = None if key is None else cache[0].get(key)
+        if probes is None:
+            probes = []
+            for j in at:
+                res, i = at_alpha(alphas[j])
+                probes.append((res, i))
+                if second is not None and (i is None or i >= second):
+                    start = second  # the first ladder did not resolve this probe
+                if i is None:
+                    break  # the curve climbs point by point: the other probes decide nothing
+            if key is not None:
+                cache[0].put(key, probes)
         done = [(res, i) for res, i in probes if i is not None and i >= 0]
         if done and len(probes) == len(at) and all(i is not None for _, i in probes):
             top = max(i for _, i in done)

@@ -7,7 +7,7 @@ import inspect
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
@@ -15,6 +15,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.targets import parse_target, target_callable
 from asymptotics.core import checks, group_checks
+from asymptotics.equations.ladder import ProbeCache
 from asymptotics.spiked.coefficients import (
     PRUNE,
     Tables,
@@ -199,6 +200,14 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
         group_checks.group_width(p, pi)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
+    # every input of a problem, exactly (the arrays' bytes, the floats' hex: -0.0 is not 0.0)
+    model_key = (s, s.name, g, tname, k, U.shape, U.tobytes(), c.tobytes(), pi.tobytes(),
+                 G.shape, G.tobytes(), *(float(x).hex() for x in (lam, beta, delta)),
+                 None if p is None else float(p).hex(), degrees)
+    try:
+        hash(model_key)
+    except TypeError:  # a target that cannot be a key (unhashable): nothing is cached
+        model_key = None
 
     def build(n_kappa: int | tuple[float, int] | None = None, n_omega: int | None = None
               ) -> SpikedProblem:
@@ -220,6 +229,7 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
                     _TABLES.pop(next(iter(_TABLES)))
         return SpikedProblem(s, tname, g, k, U, c, pi, G, lam, beta, delta, p, tables)
 
+    build.key = model_key  # type: ignore[attr-defined]  (the key of the probes' cache)
     return build
 
 
@@ -233,9 +243,29 @@ TABLES_CACHE_NODES = 50_000
 _TABLES: dict = {}
 
 
+#: the probe points' climbs of the last PROBES_CACHE_SIZE curves (docs/THEORY.md §10.8), by
+#: model (``build.key`` of :func:`spiked_builder`), solver, probe alphas, rules and policy: a
+#: curve asked again (the same model and alphas) skips its probes (the same results, bit for bit)
+PROBES_CACHE_SIZE = 32
+PROBES_CACHE = ProbeCache(PROBES_CACHE_SIZE)
+
+
+def probes_key(build: Callable, n_omega: int | None, solver: object) -> tuple | None:
+    """The exact key of a curve's probes in :data:`PROBES_CACHE` (beyond its alphas, rules and
+    policy): the model (``build.key``; None: not cached), ``n_omega`` and the solver's settings
+    (each field's type and value, a float by its hex)."""
+    model = getattr(build, "key", None)
+    if model is None:
+        return None
+    conf = tuple((type(v), float(v).hex() if isinstance(v, float) else v)
+                 for v in (getattr(solver, f.name) for f in fields(solver)))
+    return model, type(n_omega), n_omega, type(solver), conf
+
+
 def clear_cache() -> None:
-    """Forget the cached tables (benchmarks time a first computation)."""
+    """Forget the cached tables and probes (benchmarks time a first computation)."""
     _TABLES.clear()
+    PROBES_CACHE.clear()
 
 
 #: the range [-U_MAX, U_MAX] of the aligned rule's trapezoid axis (as the steps mapping's)

@@ -42,7 +42,7 @@ from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import solve_point
 from asymptotics.spiked.kernels import sizes
-from asymptotics.spiked.problem import SpikedProblem, spiked_builder
+from asymptotics.spiked.problem import PROBES_CACHE, SpikedProblem, probes_key, spiked_builder
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
@@ -350,7 +350,8 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     else:  # the tensor ladder, then the aligned one (a second ladder, §10.8)
         rules = (*_ladder(r), *aligned_ladder(r))
         results = _curve_on_ladder(alphas, rules, sweep, climb, progress,
-                                   second=len(_ladder(r)) if aligned_ladder(r) else None)
+                                   second=len(_ladder(r)) if aligned_ladder(r) else None,
+                                   cache=(PROBES_CACHE, probes_key(build, n_omega, solver)))
     if strict and not all(res.converged for res in results):
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
