@@ -1,0 +1,172 @@
+"""The numbers the README and the guide quote are the committed reports' numbers.
+
+Each test parses the line of a report (regenerated from committed data by
+``tests/test_reports.py``) and asserts the docs quote it as the report states it, so a report
+regenerated with other counts fails here until the docs follow. Text is compared with its
+whitespace collapsed (the docs wrap lines anywhere).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REPORTS = ROOT / "validation" / "reports"
+
+
+def _text(*parts: str) -> str:
+    return " ".join(ROOT.joinpath(*parts).read_text(encoding="utf-8").split())
+
+
+def _search(pattern: str, text: str, what: str) -> re.Match[str]:
+    m = re.search(pattern, text)
+    assert m, f"{what}: the line the docs quote changed form ({pattern!r})"
+    return m
+
+
+def _guide_row(start: str) -> str:
+    rows = [line for line in (ROOT / "docs" / "guide.md").read_text(encoding="utf-8").splitlines()
+            if line.startswith(start)]
+    assert len(rows) == 1, f"the guide's validation table has no single row {start!r}"
+    return rows[0]
+
+
+def _pct(value: str) -> str:
+    """A report's percentage as the docs round it (one decimal)."""
+    return f"{float(value):.1f}%"
+
+
+def test_network_steps_counts_in_the_readme() -> None:
+    report = _text("validation", "reports", "NETWORK_STEPS.md")
+    m = _search(r"\*\*All points\*\*: network (\d+)/(\d+), surrogate (\d+)/\d+", report,
+                "NETWORK_STEPS.md")
+    net, n, srf = m.groups()
+    readme = _text("README.md")
+    assert (f"`validation/reports/NETWORK_STEPS.md`: {net} of {n} simulated points within "
+            f"3 s.e., the surrogate {srf})") in readme
+
+
+def test_steps_summary_in_the_readme_and_the_guide() -> None:
+    report = _text("validation", "reports", "STEPS.md")
+    m = _search(r"within 3 s\.e\. at (\d+) of (\d+) points, median \|gap\| ([\d.]+%), max "
+                r"([\d.]+%); the sRF surrogate at (\d+) of \d+ \(p -> infinity; \d+ at p = d\), "
+                r"median \|gap\| ([\d.]+%), max ([\d.]+%)", report, "STEPS.md")
+    net, n, net_med, net_max, srf, srf_med, srf_max = m.groups()
+    readme = _text("README.md")
+    assert (f"Of the {n} points after 1–3 steps of `validation/reports/STEPS.md` the network "
+            f"theory is within 3 s.e. at {net} (median gap {net_med}, largest {net_max}), the "
+            f"surrogate at {srf} ({srf_med}, {srf_max})") in readme
+    row = _guide_row("| several steps, risk")
+    assert f"{srf} of {n} points after 1–3 steps within 3 s.e." in row
+    assert f"the default: {net} of {n};" in row
+    seeds = _search(r"Seeds per setting: (\d+) at d = 1000 \(F: (\d+)\); (\d+) at d = 2000",
+                    report, "STEPS.md seeds")
+    s1000, s_f, s2000 = seeds.groups()
+    assert f"{s1000} seeds at d = 1000 (F: {s_f}), {s2000} at d = 2000" in row
+
+
+def test_matrix_network_share_in_the_readme_and_the_guide() -> None:
+    report = _text("validation", "REPORT.md")
+    net = _search(r"\| all but relu/he2 \(\d+\) \| network \| ([\d.]+)% \| ([\d.]+%) \| "
+                  r"([\d.]+%) \|", report, "REPORT.md network row")
+    share, med, largest = net.groups()
+    srf = _search(r"\| all but relu/he2 \(\d+\) \| sRF \| ([\d.]+)% \|", report,
+                  "REPORT.md sRF row").group(1)
+    relu = _search(r"\| relu/he2 \(\d+\) \| network \| ([\d.]+)% \|", report,
+                   "REPORT.md relu/he2 row").group(1)
+    readme = _text("README.md")
+    assert f"the network theory at {share}% of the d = 2000 points" in readme
+    guide = _text("docs", "guide.md")
+    assert (f"within 3 s.e. at {share}% of the points with `p=βd` (median gap {med}, largest "
+            f"{largest}), against {round(float(srf))}% for the sRF theory") in guide
+    row = _guide_row("| one step, network")
+    assert f"{share}% within 3 s.e. except relu/He2 ({relu}%," in row
+
+
+def test_matrix_srf_count_in_the_guide() -> None:
+    report = _text("validation", "REPORT.md")
+    m = _search(r"srf/rf points at s\.e\. ≤ 0\.002: (\d+), of which (\d+) with \|z\| > 3",
+                report, "REPORT.md srf/rf count")
+    total, misses = int(m.group(1)), int(m.group(2))
+    row = _guide_row("| one step, sRF")
+    assert f"{total - misses} of the {total} srf/rf points at s.e. ≤ 2e-3 within 3 s.e." in row
+
+
+def test_finite_width_counts_in_the_guide() -> None:
+    report = _text("validation", "reports", "FINITE_WIDTH.md")
+    m = _search(r"Within 3 s\.e\.: finite-p theory (\d+)/(\d+), p = infinity theory (\d+)/\d+, "
+                r"random features (\d+)/\d+", report, "FINITE_WIDTH.md")
+    fin, n, inf, rf = m.groups()
+    row = _guide_row("| finite width")
+    assert f"{fin}/{n} within 3 s.e. ({inf}/{n} for p = ∞)" in row
+    guide = _text("docs", "guide.md")
+    assert f"{fin}/{n} designed sRF points within 3 s.e. against {inf}/{n} for p = ∞" in guide
+    derivations = _text("docs", "DERIVATIONS.md")
+    assert (f"{fin} of {n} points within 3 s.e. of the finite-p theory") in derivations
+    assert f"{inf} of {n} for the p = ∞ theory" in derivations
+    assert f"{rf} of {n} for random features" in derivations
+
+
+def test_spiked_shares_in_the_guide() -> None:
+    report = _text("validation", "reports", "SPIKED.md")
+    inf = _search(r"\| p = infinity \| (\d+) \| \d+ \| ([\d.]+)% \|", report, "SPIKED.md p = inf")
+    fin = _search(r"\| finite p \(the simulated width\) \| (\d+) \| \d+ \| ([\d.]+)% \|", report,
+                  "SPIKED.md finite p")
+    n = fin.group(1)
+    row = _guide_row("| K groups, r spikes")
+    assert f"{_pct(fin.group(2))} of {n} points within 3 s.e. at the simulated width" in row
+    guide = _text("docs", "guide.md")
+    assert (f"{n} points at d = 1000 with 16 seeds: {_pct(fin.group(2))} within 3 s.e. of the "
+            f"theory at the simulated width ({_pct(inf.group(2))} for p = ∞;") in guide
+
+
+def test_readouts_srf_count_in_the_guide() -> None:
+    report = _text("validation", "reports", "READOUTS.md")
+    m = _search(r"\| \*\*all\*\* \| \| srf \| (\d+)/(\d+) \|", report, "READOUTS.md srf row")
+    row = _guide_row("| finite-support readout")
+    assert f"the sRF model {m.group(1)}/{m.group(2)} within 3 s.e." in row
+
+
+def test_reused_count_in_the_guide() -> None:
+    report = _text("validation", "reports", "REUSED.md")
+    m = _search(r"\*\*Within 3 s\.e\.: (\d+) of (\d+) points", report, "REUSED.md")
+    gap = _search(r"vs [\d.]+ at eta_tilde = 2 \((-\d+)%", report, "REUSED.md eta_tilde = 2")
+    row = _guide_row("| second step on the same batch")
+    assert f"{m.group(1)} of {m.group(2)} points within 3 s.e. at eta_tilde = 1" in row
+    assert f"({gap.group(1)}% on the update's overlap)" in row
+
+
+def test_polynomial_spikes_range_in_the_readme() -> None:
+    report = _text("validation", "reports", "POLYNOMIAL_SPIKES.md")
+    m = _search(r"within [\d.]+ s\.e\. of the network in all (\d+) rows .*? while the d -> "
+                r"infinity limit is ([\d.]+) to (\d+) s\.e\. away in the (\d+) rows outside",
+                report, "POLYNOMIAL_SPIKES.md")
+    rows, low, high, outside = m.groups()
+    readme = _text("README.md")
+    assert (f"({int(float(low))}–{high} s.e. away in {outside} of {rows} measured rows;"
+            in readme)
+
+
+def test_staircase_overlaps_in_theory() -> None:
+    report = _text("validation", "reports", "MULTISTEP.md")
+    m = _search(r"(\d+) of (\d+) learned entries within 3 s\.e\. \(max \|z\| = ([\d.]+)\)",
+                report, "MULTISTEP.md")
+    seeds = _search(r"\((\d+) per d; (\d+) for the staircase;", report, "MULTISTEP.md seeds")
+    theory = _text("docs", "THEORY.md")
+    assert (f"at d = 1024 ({seeds.group(2)} seeds) the six learned entries" in theory
+            and m.group(1) == m.group(2) == "6")
+    assert f"(max |z| {m.group(3)};" in theory
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/guide.md"])
+def test_tutorial_count(doc: str) -> None:
+    names = sorted(p.stem for p in (ROOT / "docs" / "tutorials").glob("[0-9][0-9]_*.py"))
+    words = {5: "five", 6: "six", 7: "seven", 8: "eight"}
+    text = _text(*doc.split("/"))
+    said = re.findall(r"\b(five|six|seven|eight) executed tutorials", text)
+    assert all(w == words.get(len(names)) for w in said), (said, names)
+    if doc == "README.md":
+        assert said, "the README no longer counts the tutorials"
