@@ -170,3 +170,46 @@ def test_tutorial_count(doc: str) -> None:
     assert all(w == words.get(len(names)) for w in said), (said, names)
     if doc == "README.md":
         assert said, "the README no longer counts the tutorials"
+
+
+def test_finite_width_largest_z_in_derivations() -> None:
+    report = _text("validation", "reports", "FINITE_WIDTH.md")
+    per_d = re.findall(r"d = (\d+) \(\d+ points, (\d+)–(\d+) seeds\): finite p \d+, p = infinity "
+                       r"\d+, RF \d+; max \|z_p\| (\d+\.\d+)", report)
+    assert len(per_d) == 3, per_d
+    d_max, _, _, z_max = max(per_d, key=lambda row: float(row[3]))
+    seeds = {row[1] for row in per_d} | {row[2] for row in per_d}
+    derivations = _text("docs", "DERIVATIONS.md")
+    assert f"(largest |z| {z_max}, at d = {d_max})" in derivations
+    assert len(seeds) == 1 and f"d = 1000, 2000 and 4000 ({seeds.pop()} seeds)" in derivations
+
+
+def test_student_quantiles_quoted() -> None:
+    from scipy import stats
+
+    readme = _text("README.md")
+    m = _search(r"two-sided 1e-3, ([\d.]+) for (\d+) draws", readme, "README quantile")
+    assert m.group(1) == f"{stats.t.ppf(1 - 5e-4, int(m.group(2)) - 1):.2f}"
+    guide = _text("docs", "guide.md")
+    m = _search(r"quantile of (\d+) degrees of freedom at a two-sided 1e-3 \(([\d.]+)\)", guide,
+                "guide quantile")
+    assert m.group(2) == f"{stats.t.ppf(1 - 5e-4, int(m.group(1))):.2f}"
+
+
+def test_network_curve_ratio_in_the_guide() -> None:
+    data = (ROOT / "benchmarks" / "data" / "bench_engine_network.txt").read_text(encoding="utf-8")
+    blocks = re.findall(r"network / sRF curve over \d+ settings: median ([\d.]+x), largest "
+                        r"([\d.]+x)", data)
+    assert len(blocks) >= 3, blocks
+    guide = _text("docs", "guide.md")
+    (b_med, b_max), (a_med, a_max), (n_med, n_max) = blocks[0], blocks[1], blocks[-1]
+    assert (f"`benchmarks/data/bench_engine_network.txt`: median {b_med}, largest {b_max}, then "
+            f"{a_med} and {a_max}, and {n_med} and {n_max} on the merged code") in guide
+
+
+def test_architecture_counts_the_theory_folders() -> None:
+    folders = [d for d in (ROOT / "asymptotics").iterdir()
+               if d.is_dir() and (d / "__init__.py").exists()]
+    words = {10: "Ten", 11: "Eleven", 12: "Twelve", 13: "Thirteen", 14: "Fourteen"}
+    arch = _text("docs", "ARCHITECTURE.md")
+    assert f"{words[len(folders)]} folders, each with an `__init__.py`" in arch
