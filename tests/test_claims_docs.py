@@ -213,3 +213,14 @@ def test_architecture_counts_the_theory_folders() -> None:
     words = {10: "Ten", 11: "Eleven", 12: "Twelve", 13: "Thirteen", 14: "Fourteen"}
     arch = _text("docs", "ARCHITECTURE.md")
     assert f"{words[len(folders)]} folders, each with an `__init__.py`" in arch
+
+
+def test_relu_he2_gap_over_d_in_the_guide() -> None:
+    report = (ROOT / "validation" / "REPORT.md").read_text(encoding="utf-8")
+    section = report.split("### relu/he2 over d", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| (\d+) \| \d+ \| \d+ \| (-?[\d.]+)% ± [\d.]+% \|$", section, re.M)
+    assert len(rows) >= 2, rows
+    (d_lo, gap_lo), (d_hi, gap_hi) = rows[0], rows[-1]
+    guide = _text("docs", "guide.md")
+    assert (f"shrinks from {round(abs(float(gap_lo)))}% at d = {d_lo} to "
+            f"{round(abs(float(gap_hi)))}% at d = {d_hi}") in guide
