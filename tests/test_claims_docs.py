@@ -224,3 +224,22 @@ def test_relu_he2_gap_over_d_in_the_guide() -> None:
     guide = _text("docs", "guide.md")
     assert (f"shrinks from {round(abs(float(gap_lo)))}% at d = {d_lo} to "
             f"{round(abs(float(gap_hi)))}% at d = {d_hi}") in guide
+
+
+def test_network_steps_counts_in_theory_section_15() -> None:
+    report = _text("validation", "reports", "NETWORK_STEPS.md")
+    m = _search(r"\*\*d = 2000\*\*: network theory within 3 s\.e\. at (\d+)/(\d+) points, "
+                r"surrogate (\d+)/\d+\. \*\*All points\*\*: network (\d+)/(\d+), surrogate "
+                r"(\d+)/\d+", report, "NETWORK_STEPS.md")
+    net2000, n2000, srf2000, net_all, n_all, _ = (int(g) for g in m.groups())
+    theory = _text("docs", "THEORY.md")
+    assert (f"All d = 2000 points: {net2000}/{n2000} ({round(100 * net2000 / n2000)}%) against "
+            f"{srf2000}/{n2000} ({round(100 * srf2000 / n2000)}%)") in theory
+    assert f"all points {net_all}/{n_all} (" in theory
+    row = r"\| steps \(STEPS\.md\) \| {d} \| \d+ \| (\d+)/(\d+) \| [^|]+ \| (\d+)/\d+ \|"
+    steps = _search(row.format(d=1000) + ".*?" + row.format(d=2000), report,
+                    "NETWORK_STEPS.md steps rows")
+    n1000, n, s1000, n2000_steps, _, s2000 = steps.groups()
+    assert (f"network {int(n1000) + int(n2000_steps)}/{2 * int(n)}, surrogate "
+            f"{int(s1000) + int(s2000)}/{2 * int(n)} (d = 1000: {n1000}/{n} against {s1000}/{n}; "
+            f"d = 2000: {n2000_steps}/{n} against {s2000}/{n};") in theory
