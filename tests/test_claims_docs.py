@@ -66,6 +66,10 @@ def test_steps_summary_in_the_readme_and_the_guide() -> None:
                     report, "STEPS.md seeds")
     s1000, s_f, s2000 = seeds.groups()
     assert f"{s1000} seeds at d = 1000 (F: {s_f}), {s2000} at d = 2000" in row
+    theory = _text("docs", "THEORY.md")
+    assert (f"The risk after steps 1–3: {srf} of {n} points within 3 s.e., median |gap| {srf_med}, "
+            f"max {srf_max}") in theory
+    assert f"d = 1000 with {s1000} seeds (F: {s_f}) and d = 2000 with {s2000}" in theory
 
 
 def test_matrix_network_share_in_the_readme_and_the_guide() -> None:
