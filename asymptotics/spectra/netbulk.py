@@ -26,6 +26,8 @@ point is polished on the full one (:class:`ChordPolish`)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
@@ -63,10 +65,25 @@ PATH_SUBSETS = True
 #: the node sums laid out by feature, in real arithmetic (K = 2, 3;
 #: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
 NODE_FEATURES = True
+#: the traces' BLAS products (one per block of directions, ~2N x n x n with n ~ 100) on this
+#: many BLAS threads (None: the process's setting): threads save little wall time on products
+#: this small and, on a loaded machine, cost several times the CPU time (§16.10)
+BLAS_THREADS: int | None = 1
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
 _QUEUED_SUMS: list = []
+_BLAS: list = []  # the threadpoolctl controller, made once
+
+
+def blas_threads():
+    """A context in which BLAS runs on :data:`BLAS_THREADS` threads (no-op when None)."""
+    if BLAS_THREADS is None:
+        return contextlib.nullcontext()
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=BLAS_THREADS, user_api="blas")
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -88,7 +105,8 @@ class OutsideTraces:
         hit = _CACHE.get(id(bulk.sig))
         if hit is None or hit[0] is not bulk.sig:
             _, U = np.linalg.eigh(sig[:, 0])
-            X = np.einsum("bij,bgjk,bkl->bgil", np.swapaxes(U, 1, 2), sig, U)
+            # U^T Sig_g U by two products (the three-operand einsum was one n^4 loop a block)
+            X = np.matmul(np.matmul(np.swapaxes(U, 1, 2)[:, None], sig), U[:, None])
             X = 0.5 * (X + np.swapaxes(X, 2, 3))
             s = np.diagonal(X, axis1=2, axis2=3).transpose(0, 2, 1).copy()  # (B, n, K)
             O = X.copy()
@@ -219,7 +237,14 @@ class OutsideTraces:
         point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric). With
         pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
         and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
-        without branches."""
+        without branches. BLAS on :data:`BLAS_THREADS` threads."""
+        if not self.groups:  # (no products)
+            return self._traces_kernels(vh, D)
+        with blas_threads():
+            return self._traces_kernels(vh, D)
+
+    def _traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces_kernels` on the caller's BLAS threads."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
