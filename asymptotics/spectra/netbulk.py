@@ -32,6 +32,7 @@ import numpy as np
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
+from asymptotics.spectra.traces.net_branch import attach
 from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
 from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
 from asymptotics.spectra.traces.outside_kernels import (
@@ -407,6 +408,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         sol = ChordPolish(exact, approx, medium)
     sol.parts = parts
     sol.traces = tr
+    attach(sol, pi, BLOCK_MIN)  # the real branch's exact Jacobian (§16.10)
     return sol
 
 __all__ = ["ChordPolish", "OutsideTraces", "SymSolver", "outside_solver", "sym_jacobian"]
