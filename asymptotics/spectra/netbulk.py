@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
@@ -66,9 +67,8 @@ PATH_SUBSETS = True
 #: the node sums laid out by feature, in real arithmetic (K = 2, 3;
 #: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
 NODE_FEATURES = True
-#: the traces' BLAS products (one per block of directions, ~2N x n x n with n ~ 100) on this
-#: many BLAS threads (None: the process's setting): threads save little wall time on products
-#: this small and, on a loaded machine, cost several times the CPU time (§16.10)
+#: the solver's path and the traces' per-block products (~2N x n x n, n ~ 100) on this many
+#: BLAS threads (None: the process's): more save no wall time and cost CPU (§16.8)
 BLAS_THREADS: int | None = 1
 
 _CACHE: dict[int, tuple] = {}
@@ -82,7 +82,6 @@ def blas_threads():
     if BLAS_THREADS is None:
         return contextlib.nullcontext()
     if not _BLAS:
-        from threadpoolctl import ThreadpoolController
         _BLAS.append(ThreadpoolController())
     return _BLAS[0].limit(limits=BLAS_THREADS, user_api="blas")
 
@@ -106,8 +105,8 @@ class OutsideTraces:
         hit = _CACHE.get(id(bulk.sig))
         if hit is None or hit[0] is not bulk.sig:
             _, U = np.linalg.eigh(sig[:, 0])
-            # U^T Sig_g U by two products (the three-operand einsum was one n^4 loop a block)
-            X = np.matmul(np.matmul(np.swapaxes(U, 1, 2)[:, None], sig), U[:, None])
+            Ut = np.swapaxes(U, 1, 2)[:, None]  # U^T Sig_g U: two products (einsum: n^4)
+            X = np.matmul(np.matmul(Ut, sig), U[:, None])
             X = 0.5 * (X + np.swapaxes(X, 2, 3))
             s = np.diagonal(X, axis1=2, axis2=3).transpose(0, 2, 1).copy()  # (B, n, K)
             O = X.copy()
@@ -239,9 +238,7 @@ class OutsideTraces:
         pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
         and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
         without branches. BLAS on :data:`BLAS_THREADS` threads."""
-        if not self.groups:  # (no products)
-            return self._traces_kernels(vh, D)
-        with blas_threads():
+        with blas_threads() if self.groups else contextlib.nullcontext():
             return self._traces_kernels(vh, D)
 
     def _traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -406,9 +403,18 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         approx.tol = APPROX_TOL
         medium = None if tr.exact else solver(tr.commuting())
         sol = ChordPolish(exact, approx, medium)
-    sol.parts = parts
-    sol.traces = tr
+    sol.parts, sol.traces = parts, tr
     attach(sol, pi, BLOCK_MIN)  # the real branch's exact Jacobian (§16.10)
+    sol.solve = _limited(sol.solve)  # (the path's products on BLAS_THREADS threads)
     return sol
+
+
+def _limited(solve):
+    """``solve`` on :data:`BLAS_THREADS` BLAS threads."""
+    def inner(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with blas_threads():
+            return solve(z)
+    return inner
+
 
 __all__ = ["ChordPolish", "OutsideTraces", "SymSolver", "outside_solver", "sym_jacobian"]
