@@ -47,7 +47,8 @@ def _groups(rng, B: int, n: int, K: int, eps: float) -> np.ndarray:
 
 def _solver(K: int):
     kw = dict(loadings=[[0.8, 0.1], [-0.6, 0.3], [0.4, -0.5]][:K], bulk=[1.1, 0.9, 1.0][:K],
-              fractions=[[0.6, 0.4], [0.5, 0.3, 0.2]][K - 2], overlaps=[[0.7], [0.2]], target="tanh(z1)")
+              fractions=[[0.6, 0.4], [0.5, 0.3, 0.2]][K - 2], overlaps=[[0.7], [0.2]],
+              target="tanh(z1)")
     prob = build_spiked_problem(sigma="tanh", lam=0.01, beta=0.5, delta=0.0, **kw)
     sig = _groups(np.random.default_rng(7 + K), 4, 24, K, 0.1)
     return prob, outside_solver(prob, 2.0, GroupBulk(sig))
