@@ -12,6 +12,7 @@ of the same setting (first call; then warm, at alpha (1 + 1e-6 k) past the resul
 CPU time (``time.process_time``: the machine may be shared). Run:
 ``python benchmarks/bench_spectrum_random.py`` (20 settings; minutes per setting on a cold
 cache); rows are appended to benchmarks/data/bench_spectrum_random.txt with the git revision.
+``--only 12,14``: those settings alone (drawn as in the full run: the same settings).
 """
 
 from __future__ import annotations
@@ -69,7 +70,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--n", type=int, default=20, help="settings drawn (default 20)")
     ap.add_argument("--seed", type=int, default=20261126)
     ap.add_argument("--of", default="features,weights")
+    ap.add_argument("--only", default=None,
+                    help="comma-separated setting indices to measure (default: all)")
     args = ap.parse_args(argv)
+    try:
+        only = None if args.only is None else {int(k) for k in args.only.split(",")}
+    except ValueError:
+        ap.error(f"--only must be comma-separated integers, got {args.only!r}")
     rng = np.random.default_rng(args.seed)
     rows = []
     print("| # | of | sigma | readout | steps | alpha | alpha0 | beta | model | law (1st / 2nd) s "
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in range(args.n):
         s = draw(rng)
+        if only is not None and i not in only:
+            continue
         ro = s["readout"] if isinstance(s["readout"], str) else "three-value"
         for of in args.of.split(","):
             kw = dict(sigma=s["sigma"], target=s["target"], alpha0=s["alpha0"], eta=s["eta"],

@@ -194,7 +194,7 @@ def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float,
     (docs/THEORY.md §16.8): the K-group V-part on the network route's groups and its bulk
     outside E (:mod:`asymptotics.spectra.netbulk`), the outliers of the means and of the
     bulk's columns on E coupled to it (:mod:`asymptotics.spectra.netsteps`)."""
-    from asymptotics.spectra.netbulk import outside_solver
+    from asymptotics.spectra.netbulk import blas_threads, outside_solver
     from asymptotics.spectra.netsteps import (
         network_steps_outliers,
         network_steps_outside,
@@ -220,8 +220,9 @@ def _network_steps_features(s: Function, target, alpha: float, *, alpha0: float,
     rv = row_variance(s, tname, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                       readout=readout)
     sig = rv.sig
-    outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values, row_slope=rv.slope,
-                                  coupled=coupled)
+    with blas_threads():  # (the outliers' Acal: dense inverses, no faster on more threads)
+        outs = network_steps_outliers(prob, alpha, sol, edge, d, sig, values,
+                                      row_slope=rv.slope, coupled=coupled)
     params.update(alpha=alpha, loadings=gp["loadings"], bulk=gp["bulk"],
                   fractions=gp["fractions"], overlaps=gp["overlaps"],
                   channels=sig.tolist(), row_slope=rv.slope.tolist())

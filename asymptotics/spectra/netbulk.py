@@ -26,10 +26,14 @@ point is polished on the full one (:class:`ChordPolish`)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
+from asymptotics.spectra.traces.net_branch import attach
 from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
 from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
 from asymptotics.spectra.traces.outside_kernels import (
@@ -63,10 +67,23 @@ PATH_SUBSETS = True
 #: the node sums laid out by feature, in real arithmetic (K = 2, 3;
 #: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
 NODE_FEATURES = True
+#: the solver's path and the traces' per-block products (~2N x n x n, n ~ 100) on this many
+#: BLAS threads (None: the process's): more save no wall time and cost CPU (§16.8)
+BLAS_THREADS: int | None = 1
 
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
 _QUEUED_SUMS: list = []
+_BLAS: list = []  # the threadpoolctl controller, made once
+
+
+def blas_threads():
+    """A context in which BLAS runs on :data:`BLAS_THREADS` threads (no-op when None)."""
+    if BLAS_THREADS is None:
+        return contextlib.nullcontext()
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=BLAS_THREADS, user_api="blas")
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -88,7 +105,8 @@ class OutsideTraces:
         hit = _CACHE.get(id(bulk.sig))
         if hit is None or hit[0] is not bulk.sig:
             _, U = np.linalg.eigh(sig[:, 0])
-            X = np.einsum("bij,bgjk,bkl->bgil", np.swapaxes(U, 1, 2), sig, U)
+            Ut = np.swapaxes(U, 1, 2)[:, None]  # U^T Sig_g U: two products (einsum: n^4)
+            X = np.matmul(np.matmul(Ut, sig), U[:, None])
             X = 0.5 * (X + np.swapaxes(X, 2, 3))
             s = np.diagonal(X, axis1=2, axis2=3).transpose(0, 2, 1).copy()  # (B, n, K)
             O = X.copy()
@@ -219,7 +237,12 @@ class OutsideTraces:
         point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric). With
         pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
         and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
-        without branches."""
+        without branches. BLAS on :data:`BLAS_THREADS` threads."""
+        with blas_threads() if self.groups else contextlib.nullcontext():
+            return self._traces_kernels(vh, D)
+
+    def _traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
+        """:meth:`traces_kernels` on the caller's BLAS threads."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
@@ -380,8 +403,18 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         approx.tol = APPROX_TOL
         medium = None if tr.exact else solver(tr.commuting())
         sol = ChordPolish(exact, approx, medium)
-    sol.parts = parts
-    sol.traces = tr
+    sol.parts, sol.traces = parts, tr
+    attach(sol, pi, BLOCK_MIN)  # the real branch's exact Jacobian (§16.10)
+    sol.solve = _limited(sol.solve)  # (the path's products on BLAS_THREADS threads)
     return sol
+
+
+def _limited(solve):
+    """``solve`` on :data:`BLAS_THREADS` BLAS threads."""
+    def inner(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with blas_threads():
+            return solve(z)
+    return inner
+
 
 __all__ = ["ChordPolish", "OutsideTraces", "SymSolver", "outside_solver", "sym_jacobian"]
