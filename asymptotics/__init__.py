@@ -3,7 +3,6 @@
 # isort: off
 from asymptotics.core import numba_cache  # noqa: F401  (first: kernels are cached outside the package)
 # isort: on
-from asymptotics.api.by_step import risk_by_step
 from asymptotics.api.grid import risk_grid
 from asymptotics.api.risk import (
     ConvergenceError,
@@ -24,22 +23,40 @@ from asymptotics.measures.spectral import (
     from_weights,
     marchenko_pastur,
 )
-from asymptotics.multiindex.polynomial_spikes import PolynomialSpikeResult, polynomial_spike_risk
-from asymptotics.multiindex.steps import steps_mapping
-from asymptotics.multiindex.steps_risk import risk_steps, state_from_weights
-from asymptotics.spectra import SpectralLaw, spectrum
-from asymptotics.spiked import (
-    SpikedResult,
-    readout_mapping,
-    risk_readout,
-    risk_readout_curve,
-    risk_spiked,
-    risk_spiked_curve,
-    risk_spiked_grid,
-    risk_spiked_semi_empirical,
-    spike_contributions,
-)
 from asymptotics.step.srf import SpikeMapping, common_row_ratio, srf_mapping
+
+#: the entry points imported on first use (PEP 562): the several-steps, K-group and spectra
+#: modules pull in most of SciPy, which a first one-step point does not need (the cold start)
+_LAZY = {
+    "risk_by_step": "asymptotics.api.by_step",
+    "PolynomialSpikeResult": "asymptotics.multiindex.polynomial_spikes",
+    "polynomial_spike_risk": "asymptotics.multiindex.polynomial_spikes",
+    "steps_mapping": "asymptotics.multiindex.steps",
+    "risk_steps": "asymptotics.multiindex.steps_risk",
+    "state_from_weights": "asymptotics.multiindex.steps_risk",
+    "SpectralLaw": "asymptotics.spectra",
+    "spectrum": "asymptotics.spectra",
+    **dict.fromkeys(("SpikedResult", "readout_mapping", "risk_readout", "risk_readout_curve",
+                     "risk_spiked", "risk_spiked_curve", "risk_spiked_grid",
+                     "risk_spiked_semi_empirical", "spike_contributions"),
+                    "asymptotics.spiked"),
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'asymptotics' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # (once: later lookups are plain)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 _guard_kernel_cache()  # cached kernels never outlive an edit of a kernel they inline
 

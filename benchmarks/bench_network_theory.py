@@ -24,7 +24,7 @@ import time
 import asymptotics as A
 from asymptotics.measures import population as network
 from asymptotics.measures import population_quadrature
-from asymptotics.step import row_channel
+from asymptotics.step import plane, row_channel
 
 SETTINGS = [("relu", "relu", 0.5, 3.0), ("relu", "tanh", 2.0, 1.0), ("relu", "relu", 2.0, 3.0),
             ("erf", "sin", 20.0, 3.0), ("tanh", "sin", 20.0, 1.0), ("relu", "relu", 20.0, 3.0),
@@ -39,7 +39,7 @@ def clear() -> None:
     network._population_samples.cache_clear()
     row_channel._slope.cache_clear()
     row_channel._nu.cache_clear()
-    network._step_plane.cache_clear()
+    plane._step_plane.cache_clear()
 
 
 def best(fn, repeat: int, before=None) -> float:

@@ -247,3 +247,28 @@ def test_network_steps_counts_in_theory_section_15() -> None:
     assert (f"network {int(n1000) + int(n2000_steps)}/{2 * int(n)}, surrogate "
             f"{int(s1000) + int(s2000)}/{2 * int(n)} (d = 1000: {n1000}/{n} against {s1000}/{n}; "
             f"d = 2000: {n2000_steps}/{n} against {s2000}/{n};") in theory
+
+
+def test_readme_speed_figures_are_the_committed_benchmark_outputs():
+    readme = (ROOT / "README.md").read_text()
+    text = " ".join(readme.split())
+    theory = (ROOT / "benchmarks" / "data" / "bench_theory.txt").read_text()
+    curves = [float(x) for x in re.findall(r"100-point curve beta=\S+: compiled +([\d.]+) ms",
+                                           theory)]
+    ratios = [float(x) for x in re.findall(r"100-point curve .* ratio +([\d.]+)x", theory)]
+    grids = [float(x) for x in re.findall(r"50 x 50 \(alpha, eta\) grid: compiled ([\d.]+) s",
+                                          theory)]
+    cold = [float(x) for x in re.findall(r"cold start .*?: ([\d.]+) s \(target", theory)]
+    assert curves and ratios and grids and cold
+    assert "curve of 100 points takes 4–6 ms" in text and 3.5 <= min(curves) <= max(curves) < 6.5
+    assert "grid 0.13–0.2 s" in text and 0.125 <= min(grids) <= max(grids) < 0.205
+    assert "(curves 15–19× faster" in text and 15 <= min(ratios) <= max(ratios) < 20
+    assert "import and a first point take under a second" in text and cold[-1] < 1.0
+    net = (ROOT / "benchmarks" / "data" / "bench_network_theory.txt").read_text()
+    rows = re.findall(r"^\| \S+ \S+ \S+ \| ([\d.]+) ms \| ([\d.]+) ms \| [\d.]+x \| .* \| "
+                      r"([\d.]+) ms \| ([\d.]+)x \|$", net, re.M)
+    assert rows
+    extra = [float(first) - float(srf) for srf, first, _, _ in rows]
+    cached = [float(r) for *_, r in rows]
+    assert "costs 0.9–1.3× an sRF point, plus 2–4.5 ms once per setting" in text
+    assert 0.9 <= min(cached) <= max(cached) <= 1.3 and 2.0 <= min(extra) <= max(extra) <= 4.5

@@ -143,7 +143,7 @@ def risk_grid(
 
 
 def _needs_groups(target: object) -> bool:
-    from asymptotics.multiindex.steps_risk import needs_groups
+    from asymptotics.api.groups import needs_groups
 
     return needs_groups(target)
 

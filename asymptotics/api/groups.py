@@ -26,8 +26,6 @@ def route(*, steps: object, readout: object, given: dict, target: object, model:
     ``"given"`` (a K-group model passed in) or ``"multi-index"`` (a target in z1..zk, k >= 2,
     or with He_n, after one step). ``batch="reused"`` changes nothing at one step."""
     from asymptotics.core.parameters import check
-    from asymptotics.multiindex.steps_risk import needs_groups
-    from asymptotics.spiked.readouts import parse_readout
 
     check("batch", batch)
     steps = checks.integer("steps", steps, 1)
@@ -41,9 +39,29 @@ def route(*, steps: object, readout: object, given: dict, target: object, model:
         return "steps"
     if needs_groups(target):  # with any readout: the K-group model of one step
         return "multi-index"
-    if not parse_readout(readout).is_constant:
-        return "readout"
+    if readout != "constant":  # (the K-group modules only where needed: the cold start)
+        from asymptotics.spiked.readouts import parse_readout
+
+        if not parse_readout(readout).is_constant:
+            return "readout"
     return "one-spike"
+
+
+def needs_groups(target: object) -> bool:
+    """``asymptotics.multiindex.steps_risk.needs_groups``, importing the several-steps modules
+    only for a text that is not a function of one variable (the one-step route's targets)."""
+    if not isinstance(target, str):
+        return False
+    from asymptotics.coefficients.functions import get_function
+
+    try:
+        get_function(target)
+        return False
+    except ValueError:
+        pass
+    from asymptotics.multiindex.steps_risk import needs_groups as of_text
+
+    return of_text(target)
 
 
 def route_fields(how: str, *, steps: object, alpha0: object, eta: object, readout: object,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 from pathlib import Path
 
 STAMP = "giantstep-kernels.stamp"
@@ -55,19 +56,43 @@ def _dispatchers(module) -> list:
 
 def guard(module_names: list[str] = KERNEL_MODULES) -> bool:
     """Flush the cached kernels of ``module_names`` if any of their sources changed since the
-    cache was stamped. Returns True when a flush happened."""
-    modules = [importlib.import_module(name) for name in module_names]
+    cache was stamped. Returns True when a flush happened. The sources are hashed without
+    importing them: where the stamp matches (every start but the first after an edit) only the
+    first module is imported, so that ``import asymptotics`` does not pull in the several-steps
+    and spectra modules (the cold start)."""
     try:
-        return _guard(modules)
+        return _guard(module_names)
     except Exception:  # noqa: BLE001 (a numba change: numba's own cache rules)
         return False
 
 
-def _guard(modules: list) -> bool:
+def _source(name: str) -> Path:
+    """The file of module ``name`` of this package, found without importing it (a package's
+    ``__init__`` would import its submodules)."""
+    root = Path(__file__).resolve().parents[1]  # the asymptotics package
+    parts = name.split(".")
+    if parts[0] != root.name:
+        spec = importlib.util.find_spec(name)
+        return Path(spec.origin)
+    base = root.joinpath(*parts[1:])
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+def _guard(module_names: list[str]) -> bool:
     digest = hashlib.sha256()
-    for m in modules:
-        digest.update(Path(m.__file__).read_bytes())
+    for name in module_names:
+        digest.update(_source(name).read_bytes())
     stamp = digest.hexdigest()
+    head = next((d for d in _dispatchers(importlib.import_module(module_names[0]))), None) \
+        if module_names else None
+    if head is not None:
+        path = Path(head._cache.cache_path) / STAMP
+        try:
+            if path.exists() and path.read_text().strip() == stamp:
+                return False
+        except OSError:
+            pass
+    modules = [importlib.import_module(name) for name in module_names]
     dispatchers = [d for m in modules for d in _dispatchers(m)]
     if not dispatchers:
         return False
