@@ -50,15 +50,10 @@ def route(*, steps: object, readout: object, given: dict, target: object, model:
 def needs_groups(target: object) -> bool:
     """``asymptotics.multiindex.steps_risk.needs_groups``, importing the several-steps modules
     only for a text that is not a function of one variable (the one-step route's targets)."""
-    if not isinstance(target, str):
-        return False
-    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.functions import is_function_name
 
-    try:
-        get_function(target)
+    if not isinstance(target, str) or is_function_name(target):
         return False
-    except ValueError:
-        pass
     from asymptotics.multiindex.steps_risk import needs_groups as of_text
 
     return of_text(target)

@@ -177,6 +177,15 @@ def available() -> list[str]:
     return sorted(_REGISTRY)
 
 
+def is_function_name(text: str) -> bool:
+    """Whether ``get_function`` takes ``text`` (a function of one variable)."""
+    try:
+        get_function(text)
+    except ValueError:
+        return False
+    return True
+
+
 def get_function(spec: str | Function | Callable) -> Function:
     """Resolve a registered name, an expression in ``z`` (e.g. ``"tanh(2*z) + 0.1*z**2"``; one
     in ``z1`` alone is read as the same expression in ``z``), a :class:`Function` or a Python

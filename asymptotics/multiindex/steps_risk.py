@@ -106,17 +106,12 @@ def needs_groups(target: object) -> bool:
     steps does (an expression in z1..zk with k >= 2, or with He_n): ``risk(..., steps=1)`` then
     takes the route of several steps with T = 1 (THEORY.md §12), so a loop over T keeps its
     call. Texts neither parser takes stay on the one-step route, which reports them."""
-    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.functions import is_function_name
     from asymptotics.coefficients.targets import parse_target
     from asymptotics.spiked.problem import resolve_target
 
-    if not isinstance(target, str):
+    if not isinstance(target, str) or is_function_name(target):
         return False
-    try:
-        get_function(target)
-        return False
-    except ValueError:
-        pass
     try:
         _, variables = parse_target(target)
     except ValueError:
