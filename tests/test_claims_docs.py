@@ -272,3 +272,14 @@ def test_readme_speed_figures_are_the_committed_benchmark_outputs():
     cached = [float(r) for *_, r in rows]
     assert "costs 0.9–1.3× an sRF point, plus 2–4.5 ms once per setting" in text
     assert 0.9 <= min(cached) <= max(cached) <= 1.3 and 2.0 <= min(extra) <= max(extra) <= 4.5
+
+
+def test_guide_repetition_time_is_the_committed_runs():
+    import pandas as pd
+
+    runs = pd.read_csv(ROOT / "validation" / "reports" / "data" / "multistep_risk.csv")
+    s = runs.loc[runs.d == 1000, "seconds"]
+    text = " ".join((ROOT / "docs" / "guide.md").read_text().split())
+    claim = (f"took {s.min():.0f}–{s.max():.0f} s (median {s.median():.0f} s) of wall-clock in "
+             "the committed runs")
+    assert claim in text
