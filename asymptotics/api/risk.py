@@ -162,6 +162,7 @@ def risk(
             return replace(res, risk=nan, converged=False, status="max_iter",
                            lam=nan if what == "lam" else res.lam,
                            eta=nan if what == "eta" else res.eta,
+                           eta_schedule=[nan] if what == "eta" else res.eta_schedule,
                            message=f"the search for the optimal {what} did not converge at "
                                    f"alpha={alpha:g}: {best.message[0]}")
         lam, eta = float(best.lam[0]), float(best.eta[0])

@@ -60,7 +60,7 @@ class RiskResult(FieldGroups):
     alpha0: float = NAN  # the first batch n0/d (NaN: a given K-group model has no step)
     eta: float = NAN  # eta_tilde of the step (NaN: several steps of different rates, none)
     #: the giant steps (THEORY.md §12), eta_tilde of each (a list), the readout ("constant",
-    #: "pm1" or the JSON of its mapping value -> weight, §11) and the batches ("fresh" or
+    #: "pm1" or the text of its mapping value -> weight, §11) and the batches ("fresh" or
     #: "reused", §14); None: not a point after steps (a given K-group model)
     steps: int | None = None
     eta_schedule: list | None = None
@@ -162,8 +162,9 @@ SpikedResult = RiskResult
 def step_fields(steps: int | None, eta_schedule: object, readout: str | None,
                 batch: str | None, json_text: bool = False) -> dict:
     """The :data:`STEP_FIELDS` of a point: ``eta_schedule`` eta_tilde of every step (a number,
-    repeated for each step, or one per step), ``readout`` its text (:func:`readout_text`); the
-    schedule as JSON text if ``json_text`` (a frame's cell)."""
+    repeated for each step, or one per step), ``readout`` its name (``Readout.name`` of
+    ``asymptotics.spiked.readouts``); the schedule as JSON text if ``json_text`` (a frame's
+    cell)."""
     if steps is None:
         return dict.fromkeys(STEP_FIELDS)
     if isinstance(eta_schedule, int | float):
