@@ -1,5 +1,7 @@
 """giantstep.asymptotics: sharp asymptotics of two-layer networks after one giant step."""
 
+from typing import TYPE_CHECKING
+
 # isort: off
 from asymptotics.core import numba_cache  # noqa: F401  (first: kernels are cached outside the package)
 # isort: on
@@ -24,6 +26,27 @@ from asymptotics.measures.spectral import (
     marchenko_pastur,
 )
 from asymptotics.step.srf import SpikeMapping, common_row_ratio, srf_mapping
+
+if TYPE_CHECKING:  # (the lazy entry points below, for type checkers and the API docs)
+    from asymptotics.api.by_step import risk_by_step
+    from asymptotics.multiindex.polynomial_spikes import (
+        PolynomialSpikeResult,
+        polynomial_spike_risk,
+    )
+    from asymptotics.multiindex.steps import steps_mapping
+    from asymptotics.multiindex.steps_risk import risk_steps, state_from_weights
+    from asymptotics.spectra import SpectralLaw, spectrum
+    from asymptotics.spiked import (
+        SpikedResult,
+        readout_mapping,
+        risk_readout,
+        risk_readout_curve,
+        risk_spiked,
+        risk_spiked_curve,
+        risk_spiked_grid,
+        risk_spiked_semi_empirical,
+        spike_contributions,
+    )
 
 #: the entry points imported on first use (PEP 562): the several-steps, K-group and spectra
 #: modules pull in most of SciPy, which a first one-step point does not need (the cold start)
