@@ -95,3 +95,16 @@ def test_grid_of_schedules_and_refusals():
         A.risk_grid(alpha=[1.0], eta=(1.0, 2.0), **dict(kw, steps=3))
     one = A.risk_grid(alpha=[1.0], eta=[1.0, 2.0], model="srf")  # one step: two rates
     assert one.eta.tolist() == [1.0, 2.0] and one.steps.tolist() == [1, 1]
+
+
+def test_a_comma_schedule_is_read_alike_by_point_curve_and_grid():
+    kw = dict(SRF, steps=3)
+    want = A.risk(1.0, eta=(2.0, 8.0, 16.0), **kw).risk
+    assert A.risk(1.0, eta="2,8,16", **kw).risk == want
+    df = A.risk_curve([1.0], eta="2,8,16", **kw)
+    assert json.loads(df.eta_schedule.iloc[0]) == [2.0, 8.0, 16.0]
+    assert df.risk.iloc[0] == pytest.approx(want, rel=1e-9)
+    grid = A.risk_grid(alpha=[1.0], eta="2,8,16", **kw)
+    assert grid.risk.iloc[0] == pytest.approx(want, rel=1e-9)
+    with pytest.raises(ValueError, match="one value per step"):
+        A.risk_curve([1.0], eta="2,8", **kw)

@@ -93,6 +93,10 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
     if check("engine", engine) != "compiled":
         raise ValueError(f"engine={engine!r} is not available with {what}: the K-group equations "
                          "have one (compiled) engine; omit engine")
+    if how == "steps" and isinstance(eta, str):  # a comma list "2,8,16", as risk() reads it
+        from asymptotics.multiindex.steps import eta_schedule
+
+        eta = eta_schedule(eta, checks.integer("steps", steps, 1))
     pt = dict(sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta, p=p,
               strict=strict, solver=solver)
     if model == "network" and how != "given":  # the network theory of the groups, §15
