@@ -10,8 +10,6 @@ path (no point falls back to a model's whole path)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
@@ -21,28 +19,7 @@ from asymptotics.spectra.features import features_bulk
 from asymptotics.spectra.netbulk import OutsideTraces, outside_solver
 from asymptotics.spectra.traces import net_branch
 from asymptotics.spiked.problem import build_spiked_problem
-
-
-def _wishart(rng, n: int, m: int) -> np.ndarray:
-    G = rng.standard_normal((n, m))
-    S = G @ G.T / m
-    return S * (n / np.trace(S))
-
-
-def _groups(rng, B: int, n: int, K: int, eps: float) -> np.ndarray:
-    """B blocks of K covariances: Sig_g = f_g(Sig_1) plus ``eps`` of a symmetric perturbation
-    (non-commuting with Sig_1), each of trace n."""
-    out = np.empty((B, K, n, n))
-    for b in range(B):
-        S1 = _wishart(rng, n, 3 * n)
-        ev, U = np.linalg.eigh(S1)
-        out[b, 0] = S1
-        for g in range(1, K):
-            S = (U * (0.5 + ev ** (1 + g))) @ U.T
-            H = rng.standard_normal((n, n))
-            S = S + eps * (H + H.T) / math.sqrt(2 * n)
-            out[b, g] = S * (n / np.trace(S))
-    return out
+from tests.test_spectra_netjac import _covs
 
 
 def _solver(K: int):
@@ -50,7 +27,7 @@ def _solver(K: int):
               fractions=[[0.6, 0.4], [0.5, 0.3, 0.2]][K - 2], overlaps=[[0.7], [0.2]],
               target="tanh(z1)")
     prob = build_spiked_problem(sigma="tanh", lam=0.01, beta=0.5, delta=0.0, **kw)
-    sig = _groups(np.random.default_rng(7 + K), 4, 24, K, 0.1)
+    sig = _covs(np.random.default_rng(7 + K), 4, 24, K, 0.1)
     return prob, outside_solver(prob, 2.0, GroupBulk(sig))
 
 
@@ -126,7 +103,7 @@ def test_edges_match_the_forward_difference_branch(K: int) -> None:
 
 def test_rotation_is_the_einsum() -> None:
     """``s`` and the pairs ``O_b o O_e`` from two matmuls against the three-operand einsum."""
-    sig = _groups(np.random.default_rng(2), 2, 16, 3, 0.1)
+    sig = _covs(np.random.default_rng(2), 2, 16, 3, 0.1)
     tr = OutsideTraces(GroupBulk(sig))
     _, U = np.linalg.eigh(sig[:, 0])
     X = np.einsum("bij,bgjk,bkl->bgil", np.swapaxes(U, 1, 2), sig, U)
@@ -147,7 +124,7 @@ def test_blas_threads_left_as_they_were() -> None:
         return [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
 
     before = blas()
-    sig = _groups(np.random.default_rng(4), 3, 20, 3, 0.1)
+    sig = _covs(np.random.default_rng(4), 3, 20, 3, 0.1)
     tr = OutsideTraces(GroupBulk(sig))
     rng = np.random.default_rng(5)
     N = 12  # (at least BLOCK_MIN: the block kernels and one product a block)
