@@ -78,17 +78,21 @@ def _source(name: str) -> Path:
     return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
 
 
+def _stamped(dispatcher, stamp: str) -> bool:
+    """Whether the cache beside ``dispatcher`` carries ``stamp`` (raises OSError)."""
+    path = Path(dispatcher._cache.cache_path) / STAMP
+    return path.exists() and path.read_text().strip() == stamp
+
+
 def _guard(module_names: list[str]) -> bool:
     digest = hashlib.sha256()
     for name in module_names:
         digest.update(_source(name).read_bytes())
     stamp = digest.hexdigest()
-    head = next((d for d in _dispatchers(importlib.import_module(module_names[0]))), None) \
-        if module_names else None
-    if head is not None:
-        path = Path(head._cache.cache_path) / STAMP
+    if module_names:  # (the first module's kernels: the stamp, without importing the rest)
+        head = next(iter(_dispatchers(importlib.import_module(module_names[0]))), None)
         try:
-            if path.exists() and path.read_text().strip() == stamp:
+            if head is not None and _stamped(head, stamp):
                 return False
         except OSError:
             pass
@@ -97,9 +101,9 @@ def _guard(module_names: list[str]) -> bool:
     if not dispatchers:
         return False
     try:
-        path = Path(dispatchers[0]._cache.cache_path) / STAMP
-        if path.exists() and path.read_text().strip() == stamp:
+        if _stamped(dispatchers[0], stamp):
             return False
+        path = Path(dispatchers[0]._cache.cache_path) / STAMP
         for d in dispatchers:
             d._cache.flush()
         path.parent.mkdir(parents=True, exist_ok=True)
