@@ -86,6 +86,7 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
     is exactly the one-step network theory at the returned ``eta`` (THEORY.md §15), which the
     caller's one-spike route answers."""
     from asymptotics.core.parameters import check
+    from asymptotics.models.problem import cap_lam
     from asymptotics.spiked.solve import risk_spiked, risk_spiked_curve
 
     what = {"steps": f"steps={steps}", "readout": f"readout={readout!r}",
@@ -97,6 +98,7 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
         from asymptotics.multiindex.steps import eta_schedule
 
         eta = eta_schedule(eta, checks.integer("steps", steps, 1))
+    lam = cap_lam(lam, p)
     pt = dict(sigma=sigma, target=target, alpha0=alpha0, beta=beta, delta=delta, p=p,
               strict=strict, solver=solver)
     if model == "network" and how != "given":  # the network theory of the groups, §15

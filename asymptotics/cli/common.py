@@ -48,14 +48,22 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         self._seen = list(sys.argv[1:] if args is None else args)
+        if self._subparsers is None and ({"-h", "--help"} & set(self._seen)):
+            # argparse prints the help at --help even after an unknown option: name it instead
+            unknown = self._unknown_options()
+            if unknown:
+                self.error(f"unrecognized arguments: {' '.join(unknown)}")
         return super().parse_known_args(args, namespace)
+
+    def _unknown_options(self) -> list[str]:
+        seen = self._seen[:self._seen.index("--")] if "--" in self._seen else self._seen
+        known = set(self._option_string_actions)
+        return [a for a in seen if a.startswith("-") and not _NEGATIVE.match(a)
+                and a.split("=", 1)[0] not in known]
 
     def error(self, message: str) -> None:  # type: ignore[override]
         if "arguments are required" in message:  # name an unknown option first, if any
-            known = set(self._option_string_actions)
-            unknown = [a for a in getattr(self, "_seen", [])
-                       if a.startswith("-") and not _NEGATIVE.match(a)
-                       and a.split("=", 1)[0] not in known]
+            unknown = self._unknown_options() if hasattr(self, "_seen") else []
             if unknown:
                 message = f"unrecognized arguments: {' '.join(unknown)}"
         self.exit(2, f"error: {' '.join(message.split())}\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -34,6 +34,8 @@ MODELS = ("srf", "network", "rf")
 #: beyond these, at p = infinity, the limit is no longer a description of a finite network
 #: (:func:`warn_limits`)
 LAM_LIMIT = 1e4
+#: at a finite width, a larger lam is evaluated here (:func:`cap_lam`)
+LAM_CAP = 1e100
 BETA_LIMIT = 1e-3
 ALPHA_LIMIT = 1e-3
 
@@ -82,6 +84,25 @@ def check_value(name: str, value: float, *, positive: bool = False,
                 allow_zero: bool = True) -> float:
     """A finite real ``> 0`` (``positive``) or ``>= 0``: the one validator of ``checks``."""
     return checks.positive(name, value, allow_zero=allow_zero and not positive)
+
+
+def cap_lam(lam: Any, p: Any) -> Any:
+    """At a finite width p the risk tends to E g^2 as lam grows (every channel switched off,
+    docs/DERIVATIONS.md §8), at a distance of order p/lam, and the equations' variables of
+    order 1/lam^2 leave float64 beyond lam ~ 1e150. A real lam > :data:`LAM_CAP` at a real
+    finite p is evaluated at LAM_CAP, with a warning; anything else is returned as given (and
+    checked by the caller)."""
+    import warnings
+
+    real = (isinstance(lam, (int, float, np.floating)) and not isinstance(lam, bool)
+            and isinstance(p, (int, float, np.floating, np.integer)) and not isinstance(p, bool))
+    if real and LAM_CAP < lam < math.inf and 1 <= p < math.inf:
+        warnings.warn(f"lam = {lam:g} at p = {p:g} is evaluated at lam = {LAM_CAP:g}: the risk "
+                      "there is its lam -> infinity limit E g^2 to double precision (the gap "
+                      "is of order p/lam), and larger values overflow float64",
+                      LimitWarning, stacklevel=3)
+        return LAM_CAP
+    return lam
 
 
 def check_width(p: float | None) -> float | None:
@@ -233,6 +254,7 @@ def build_problem(
     delta = check_value("delta", delta)
     s, g = _function("sigma", sigma), _function("target", target)
     p = check_width(p)
+    lam = cap_lam(lam, p)
     warn_limits(lam, beta, p)
     if common_row is not None and p is None:
         raise ValueError(f"common_row={common_row!r} is a correction of the finite-p theory and "

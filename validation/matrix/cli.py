@@ -88,10 +88,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = build_parser()
     args = p.parse_args(argv)
     try:
-        check_writable(args.store, "--store")
-        if args.command == "report":
+        if args.command == "report":  # the option the user gave first, then the default store
             check_writable(args.out, "--out")
-        else:
+        check_writable(args.store, "--store")
+        if args.command != "report":
             split_list(args.models, "--models")
             split_list(args.targets, "--targets")
         return _main(args)

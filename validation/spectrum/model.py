@@ -36,6 +36,11 @@ def check_real(value, name: str, lo: float, hi: float = math.inf, *, lo_open=Fal
 MAX_ENTRIES = 50_000_000
 
 
+
+def _target(text: str) -> None:
+    target_function(text, None)
+
+
 @dataclass(frozen=True)
 class StepConfig:
     """One (``a2 is None``) or two full-batch steps on W, in the module's convention.
@@ -77,8 +82,11 @@ class StepConfig:
                 or self.seed < 0:
             raise ValueError(f"seed must be an integer >= 0, got {self.seed!r}")
         object.__setattr__(self, "seed", int(self.seed))
-        get_function(self.sigma)  # raises on unknown names or bad expressions
-        target_function(self.target, None)
+        for name, check in (("sigma", get_function), ("target", _target)):
+            try:  # raises on unknown names or bad expressions: say which parameter
+                check(getattr(self, name))
+            except ValueError as exc:
+                raise ValueError(f"{name} = {getattr(self, name)!r}: {exc}") from None
         if self.p < 2 or self.n < 2:
             raise ValueError(f"beta*d and alpha0*d must be >= 2 (got p={self.p}, n={self.n})")
         for rows, what in ((self.p, "beta"), (self.n, "alpha0")):  # before any allocation
