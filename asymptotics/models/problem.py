@@ -99,7 +99,7 @@ def cap_lam(lam: Any, p: Any) -> Any:
     if real and LAM_CAP < lam < math.inf and 1 <= p < math.inf:
         warnings.warn(f"lam = {lam:g} at p = {p:g} is evaluated at lam = {LAM_CAP:g}: the risk "
                       "there is its lam -> infinity limit E g^2 to double precision (the gap "
-                      "is of order p/lam), and larger values overflow float64",
+                      "is of order p/lam); beyond ~1e150 the equations leave double precision",
                       LimitWarning, stacklevel=3)
         return LAM_CAP
     return lam
