@@ -4,14 +4,16 @@ Q-system, and the literal map's check, as ``equations.node_sums`` does them for 
 groups. Every sum runs in node order and every term is formed as ``spiked.kernels`` forms it
 (``channel_v``, ``vhats``, ``mean_design``, ``mean_parts``' loop, ``pair_gram``), so the results
 are those kernels' numbers bit for bit (the per-node products zeta_g . kappa and psi_g . h1 are
-the callers', by ``mean_parts``' matrix products). The sums are held in small arrays (K x K
-and the Gram's L x L, L = K (K + 1) / 2 + K), not in registers as for K <= 2."""
+the callers', by ``mean_parts``' matrix products). The sums are held in small arrays (K x K),
+not in registers as for K <= 2; the Q-system's Gram (L x L, L = K (K + 1) / 2 + K) is summed by
+``small_dense``'s own passes over its rows (``pair_gram``'s kernel)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.small_dense import _gram_t
 
 
 @kernel(cache=True, error_model="numpy")
@@ -76,8 +78,8 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     E0 = np.empty(n)
     R1 = np.zeros((K, K))
     R2 = np.zeros(K)
-    G = np.zeros((nc, nc))
-    y = np.empty(nc)
+    Yt = np.empty((nc, n))  # pair_gram's rows, then its sums (the Gram's own passes)
+    ap = np.empty(n)
     for j in range(n):
         bj = 0.0
         c = 0.0
@@ -94,22 +96,15 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
             for q in range(K):
                 R1[g, q] += ag * mb1[j, q]
             R2[g] += a * ms2[j, g]
-        ap = w[j] * iv2
+        ap[j] = w[j] * iv2
         p = 0
         for g in range(K):
             for q in range(g, K):
-                y[p] = mb1[j, g] * mb1[j, q]
+                Yt[p, j] = mb1[j, g] * mb1[j, q]
                 p += 1
         for g in range(K):
-            y[L + g] = ms2[j, g]
-        for p in range(nc):
-            ay = ap * y[p]
-            for q in range(p, nc):
-                G[p, q] += ay * y[q]
-    for p in range(nc):
-        for q in range(p):
-            G[p, q] = G[q, p]
-    return b, E0, R1, R2, G
+            Yt[L + g, j] = ms2[j, g]
+    return b, E0, R1, R2, _gram_t(Yt, ap)
 
 
 @kernel(cache=True, error_model="numpy")
