@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.small_dense import _gram_t
+from asymptotics.equations.small_dense import gram_t
 
 
 @kernel(cache=True, error_model="numpy")
@@ -104,7 +104,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
                 p += 1
         for g in range(K):
             Yt[L + g, j] = ms2[j, g]
-    return b, E0, R1, R2, _gram_t(Yt, ap)
+    return b, E0, R1, R2, gram_t(Yt, ap)
 
 
 @kernel(cache=True, error_model="numpy")
