@@ -2,7 +2,8 @@
 the engine is made faster).
 
 The settings are those of ``bench_engine.draw_setting`` (section 1 of the engine benchmark):
-``--draws`` draws of ``--settings`` settings each (seeds ``bench_engine.SEED``, ``SEED + 1``, ...),
+``--draws`` draws of ``--settings`` settings each (seeds ``bench_engine.SEED``, ``SEED + 1``, ...,
+or those of ``--seeds 35,40``),
 each solved by ``risk_spiked`` at its drawn alpha and at alpha = 0.3 and 5. Each checkout runs in
 its own process (``PYTHONPATH`` = the checkout) and writes its points as JSON; the comparison
 prints the largest relative risk difference, the largest state difference relative to the state's
@@ -29,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 ALPHAS_EXTRA = (0.3, 5.0)
 
 
-def dump(out: str, draws: int, n_settings: int) -> None:
+def dump(out: str, seeds: list[int], n_settings: int) -> None:
     """Solve every drawn setting with the ``asymptotics`` on ``sys.path``; write JSON to ``out``."""
     import warnings
 
@@ -42,13 +43,13 @@ def dump(out: str, draws: int, n_settings: int) -> None:
 
     warnings.simplefilter("ignore")
     rows = []
-    for d in range(draws):
-        rng = np.random.default_rng(bench.SEED + d)
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
         for i in range(n_settings):
             alpha, kw = bench.draw_setting(rng)
             for a in (alpha, *ALPHAS_EXTRA):
                 res = risk_spiked(a, **kw)
-                rows.append(dict(seed=bench.SEED + d, i=i, alpha=a, risk=res.risk,
+                rows.append(dict(seed=seed, i=i, alpha=a, risk=res.risk,
                                  converged=res.converged, status=res.status,
                                  n_kappa=res.n_kappa, state=list(res.state)))
     Path(out).write_text(json.dumps(rows))
@@ -98,12 +99,21 @@ def main() -> int:
     ap.add_argument("--reference", required=True, help="the checkout to compare against")
     ap.add_argument("--candidate", default=str(HERE.parent), help="default: this checkout")
     ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--seeds", help="comma-separated seeds of the draws (default: SEED, SEED + 1, "
+                    "... , --draws of them)")
     ap.add_argument("--settings", type=int, default=24)
     ap.add_argument("--rtol", type=float, default=1e-12)
     ap.add_argument("--dump", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.seeds:
+        seeds = [int(x) for x in a.seeds.split(",")]
+    else:
+        sys.path.insert(0, str(HERE))
+        from bench_engine import SEED
+
+        seeds = [SEED + d for d in range(a.draws)]
     if a.dump:
-        dump(a.dump, a.draws, a.settings)
+        dump(a.dump, seeds, a.settings)
         return 0
     out = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -111,7 +121,7 @@ def main() -> int:
             path = os.path.join(tmp, f"{name}.json")
             env = dict(os.environ, PYTHONPATH=str(Path(root).resolve()))
             subprocess.run([sys.executable, __file__, "--reference", root, "--dump", path,
-                            "--draws", str(a.draws), "--settings", str(a.settings)],
+                            "--seeds", ",".join(map(str, seeds)), "--settings", str(a.settings)],
                            env=env, check=True)
             out.append(json.loads(Path(path).read_text()))
     return compare(out[0], out[1], a.rtol)

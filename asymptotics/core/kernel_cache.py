@@ -33,6 +33,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.solver_kernels",
     "asymptotics.equations.small_dense",
     "asymptotics.equations.node_sums",
+    "asymptotics.equations.node_sums_k",
     "asymptotics.equations.two_groups",
     "asymptotics.equations.mean_lsq",
     "asymptotics.measures.resolvent_kernels",

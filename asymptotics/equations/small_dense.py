@@ -67,11 +67,11 @@ def inv(A: np.ndarray) -> np.ndarray:
 def weighted_gram(Y: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Kernel: sum_j a_j y_j y_j^T over the rows y_j of Y (n x L, L small), the upper triangle
     accumulated and mirrored."""
-    return _gram_t(np.ascontiguousarray(Y.T), a)
+    return gram_t(np.ascontiguousarray(Y.T), a)
 
 
 @kernel(cache=True, error_model="numpy")
-def _gram_t(Yt: np.ndarray, a: np.ndarray) -> np.ndarray:
+def gram_t(Yt: np.ndarray, a: np.ndarray) -> np.ndarray:
     """Kernel: :func:`weighted_gram` of Y = Yt^T: G[p, q] (q >= p) = sum over j in order of
     (a_j Y_jp) Y_jq, up to four q a pass over the rows (independent chains), mirrored."""
     L, n = Yt.shape
@@ -119,7 +119,7 @@ def pair_gram(B: np.ndarray, S: np.ndarray, a: np.ndarray) -> tuple:
     for i in range(S.shape[1]):
         for j in range(n):
             Yt[L + i, j] = S[j, i]
-    return _gram_t(Yt, a), idx
+    return gram_t(Yt, a), idx
 
 
 # the same algorithms into given arrays (no allocation: the resolvent's Newton loop and the

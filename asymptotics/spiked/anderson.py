@@ -13,15 +13,14 @@ from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_coef2
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.node_sums import check_sums, v_sums
+from asymptotics.equations.node_sums_k import check_sums_k
 from asymptotics.equations.small_dense import dresolvent, resolvent
 from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import (
-    channel_v,
     complete_parts,
     risk_of,
     sizes,
     v_map,
-    vhats,
 )
 
 # the status codes of Status (the one list), as plain ints the kernel compiles as constants
@@ -90,18 +89,11 @@ def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, 
     if K <= 2:
         E, Q1h, Q2h, zh = check_sums(Q1, state[o_q2:o_v1], iv, b, E0, delta, w, kap, mb1,
                                      ms2, h)
-        Q1h = A * Q1h
-        Q2h = A * Q2h
-    else:
-        E = E0 + channel_v(Q1, state[o_q2:o_v1], mb1, ms2)
-        Q1h, Q2h = vhats(iv * iv * (E + delta), w, mb1, ms2, A)
-        zh = np.zeros((K, r))
-        for j in range(n):
-            a = w[j] * iv[j]
-            res = h[j] - b[j]
-            for g in range(K):
-                for i in range(r):
-                    zh[g, i] += a * mb1[j, g] * kap[j, i] * res
+    else:  # (node_sums_k: channel_v's, vhats' numbers, in one pass)
+        E, Q1h, Q2h, zh = check_sums_k(Q1, state[o_q2:o_v1], iv, b, E0, delta, w, kap, mb1,
+                                       ms2, h)
+    Q1h = A * Q1h
+    Q2h = A * Q2h
     zh = A * zh
     zeta = np.empty((K, r))
     for g in range(K):

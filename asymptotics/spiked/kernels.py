@@ -19,6 +19,7 @@ import numpy as np
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_elimination2
 from asymptotics.equations.node_sums import q_sums, v_parts, v_sums
+from asymptotics.equations.node_sums_k import q_sums_k, v_parts_k
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -276,27 +277,15 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     V2in = v[K * K:]
     if K <= 2:  # (node_sums: the same numbers in one pass)
         iv, M, v2, ph, Phi, Psi, ht = v_parts(v, w, kap, mu0, mb1, ms2, h, h1)
-        M = A * M
-        v2 = A * v2
-        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
-        if p_inv > 0.0:
-            eps = p_inv / (A * V2)
-            for g in range(K):
-                Phi[n + g, g] = np.sqrt(eps[g])
     else:
-        iv = 1.0 / (1.0 + channel_v(V1in, V2in, mb1, ms2))
-        M, v2 = vhats(iv, w, mb1, ms2, A)
-        tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
-        eps = np.zeros(K)
-        if p_inv > 0.0:
-            eps = p_inv / (A * V2)
-        Phi, Psi, ht = mean_design(iv, w, kap, mu0, mb1, h, eps)
-        ph = np.zeros((K, k))
-        for j in range(n):
-            a = w[j] * iv[j]
-            for g in range(K):
-                for i in range(k):
-                    ph[g, i] += a * mb1[j, g] * h1[j, i]
+        iv, M, v2, ph, Phi, Psi, ht = v_parts_k(v, w, kap, mu0, mb1, ms2, h, h1)
+    M = A * M
+    v2 = A * v2
+    tau, V1, V2 = resolvent(M, lam + v2, beta, pi)
+    if p_inv > 0.0:
+        eps = p_inv / (A * V2)
+        for g in range(K):
+            Phi[n + g, g] = np.sqrt(eps[g])
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
@@ -341,13 +330,12 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
         b, E0, R1, R2, G = q_sums(np.ascontiguousarray(state[o_z:o_p]).reshape((K, r)),
                                   np.ascontiguousarray(state[o_p:o_m]).reshape((K, k)), m,
                                   iv, delta, w, kap, mu0, mb1, ms2, h, h1, h2)
-        R1 = A * R1
-        R2 = A * R2
-    else:
-        b, E0 = mean_parts(state, kap, mu0, mb1, h, h1, h2)
-        iv2 = iv * iv
-        R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
-        G = pair_gram(mb1, ms2, w * iv2)[0]
+    else:  # (mean_parts' products, then node_sums_k: its numbers and vhats', pair_gram's)
+        b, E0, R1, R2, G = q_sums_k(kap @ state[o_z:o_p].reshape((K, r)).T,
+                                    h1 @ state[o_p:o_m].reshape((K, k)).T, m, iv, delta, w,
+                                    mu0, mb1, ms2, h, h2)
+    R1 = A * R1
+    R2 = A * R2
     X1 = R1 + beta * (ph @ ph.T)
     X2 = R2.copy()
     for g in range(K):

@@ -1,0 +1,143 @@
+"""The K-group equations' node sums for any number of groups (docs/THEORY.md §10.3-§10.5), each
+group of sums in one pass over the kappa nodes: the exact completion's first pass and its
+Q-system, and the literal map's check, as ``equations.node_sums`` does them for one or two
+groups. Every sum runs in node order and every term is formed as ``spiked.kernels`` forms it
+(``channel_v``, ``vhats``, ``mean_design``, ``mean_parts``' loop, ``pair_gram``), so the results
+are those kernels' numbers bit for bit (the per-node products zeta_g . kappa and psi_g . h1 are
+the callers', by ``mean_parts``' matrix products). The sums are held in small arrays (K x K),
+not in registers as for K <= 2; the Q-system's Gram (L x L, L = K (K + 1) / 2 + K) is summed by
+``small_dense``'s own passes over its rows (``pair_gram``'s kernel)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asymptotics.core.coldstart import kernel
+from asymptotics.equations.small_dense import gram_t
+
+
+@kernel(cache=True, error_model="numpy")
+def _channel(x, mb1, ms2, j, K):
+    """Kernel: ``kernels.channel_v`` of x = (V1 flat, V2) at node j (its order of +=)."""
+    V = 0.0
+    for g in range(K):
+        V += ms2[j, g] * x[K * K + g]
+        bg = mb1[j, g]
+        for h in range(K):
+            V += bg * x[g * K + h] * mb1[j, h]
+    return V
+
+
+@kernel(cache=True, error_model="numpy")
+def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
+    """Kernel: ``node_sums.v_parts`` for any K: (iv, M, v2, ph, Phi, Psi, ht) at x = (V1 flat,
+    V2), iv = 1/(1 + V), (M, v2) the sums of ``vhats`` at iv, ph = E[w iv mub1_g h1], the node
+    rows of ``mean_design`` (its last K rows, the ridge's, left zero); M, v2, ph before the
+    factor A."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    k = h1.shape[1]
+    iv = np.empty(n)
+    M = np.zeros((K, K))
+    v2 = np.zeros(K)
+    ph = np.zeros((K, k))
+    Phi = np.zeros((n + K, K))
+    Psi = np.zeros((n + K, K * r))
+    ht = np.zeros(n + K)
+    for j in range(n):
+        ivj = 1.0 / (1.0 + _channel(x, mb1, ms2, j, K))
+        iv[j] = ivj
+        a = w[j] * ivj
+        sq = np.sqrt(a)
+        ht[j] = sq * h[j]
+        for g in range(K):
+            bg = mb1[j, g]
+            ag = a * bg
+            for q in range(K):
+                M[g, q] += ag * mb1[j, q]
+            v2[g] += a * ms2[j, g]
+            for i in range(k):
+                ph[g, i] += ag * h1[j, i]
+            Phi[j, g] = sq * mu0[j, g]
+            sb = sq * bg
+            for i in range(r):
+                Psi[j, g * r + i] = sb * kap[j, i]
+    return iv, M, v2, ph, Phi, Psi, ht
+
+
+@kernel(cache=True, error_model="numpy")
+def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
+    """Kernel: ``node_sums.q_sums`` for any K from the per-node products zk = kappa Z^T and
+    pk = h1 P^T (n x K): (b, E0) of ``kernels.mean_parts``, (R1, R2) the sums of ``vhats`` at
+    iv^2 (E0 + delta) and the weighted Gram G of ``small_dense.pair_gram`` with weights
+    w iv^2 (columns b_a b_b, a <= b, then ms2), before the factor A."""
+    n, K = mb1.shape
+    L = K * (K + 1) // 2
+    nc = L + K
+    b = np.empty(n)
+    E0 = np.empty(n)
+    R1 = np.zeros((K, K))
+    R2 = np.zeros(K)
+    Yt = np.empty((nc, n))  # pair_gram's rows, then its sums (the Gram's own passes)
+    ap = np.empty(n)
+    for j in range(n):
+        bj = 0.0
+        c = 0.0
+        for g in range(K):
+            bj += mu0[j, g] * m[g] + mb1[j, g] * zk[j, g]
+            c += mb1[j, g] * pk[j, g]
+        b[j] = bj
+        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+        E0[j] = e0
+        iv2 = iv[j] * iv[j]
+        a = w[j] * (iv2 * (e0 + delta))
+        for g in range(K):
+            ag = a * mb1[j, g]
+            for q in range(K):
+                R1[g, q] += ag * mb1[j, q]
+            R2[g] += a * ms2[j, g]
+        ap[j] = w[j] * iv2
+        p = 0
+        for g in range(K):
+            for q in range(g, K):
+                Yt[p, j] = mb1[j, g] * mb1[j, q]
+                p += 1
+        for g in range(K):
+            Yt[L + g, j] = ms2[j, g]
+    return b, E0, R1, R2, gram_t(Yt, ap)
+
+
+@kernel(cache=True, error_model="numpy")
+def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
+    """Kernel: ``node_sums.check_sums`` for any K: E = E0 + ``channel_v``(Q1, Q2) per node,
+    (Q1hat, Q2hat) the sums of ``vhats`` at iv^2 (E + delta) and
+    zetahat_g = E[w iv mub1_g kappa (h - b)], before the factor A. Returns (E, Q1hat, Q2hat,
+    zetahat)."""
+    n, K = mb1.shape
+    r = kap.shape[1]
+    E = np.empty(n)
+    X1 = np.zeros((K, K))
+    X2 = np.zeros(K)
+    zh = np.zeros((K, r))
+    for j in range(n):
+        q = 0.0
+        for g in range(K):
+            q += ms2[j, g] * Q2[g]
+            bg = mb1[j, g]
+            for p in range(K):
+                q += bg * Q1[g, p] * mb1[j, p]
+        e = E0[j] + q
+        E[j] = e
+        a = w[j] * (iv[j] * iv[j] * (e + delta))
+        for g in range(K):
+            ag = a * mb1[j, g]
+            for p in range(K):
+                X1[g, p] += ag * mb1[j, p]
+            X2[g] += a * ms2[j, g]
+        a = w[j] * iv[j]
+        res = h[j] - b[j]
+        for g in range(K):
+            ag = a * mb1[j, g]
+            for i in range(r):
+                zh[g, i] += ag * kap[j, i] * res
+    return E, X1, X2, zh
