@@ -172,32 +172,44 @@ def node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: 
 def product_nodes(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple:
     """Kernel: the product rule of r copies of the axis ``(x, w)`` (w >= 0), its weights
     ``(..(w_i w_j) ..) w_l`` above ``prune`` times the largest, in C order: ``(nodes (n, r),
-    weights (n))`` (``steps.trapezoid``'s, before normalising)."""
+    weights (n))`` (``steps.trapezoid``'s, before normalising). The weights over the last axis
+    are formed in a tight loop per index of the others (counted first, then filled)."""
     m = x.shape[0]
     top = 0.0  # the largest product: that of the largest weight (rounding is monotone)
     for d in range(r):
         top = np.max(w) if d == 0 else top * np.max(w)
-    thr = prune * top
-    N = m**r
-    pts, wts, n = np.empty((N, r)), np.empty(N), 0
-    idx = np.zeros(r, dtype=np.int64)
-    for _ in range(N):
-        p = w[idx[0]]
-        for d in range(1, r):
-            p = p * w[idx[d]]
-        if p > thr:
-            for d in range(r):
-                pts[n, d] = x[idx[d]]
-            wts[n] = p
-            n += 1
-        d = r - 1  # the next index in C order
-        while d >= 0:
-            idx[d] += 1
-            if idx[d] < m:
-                break
-            idx[d] = 0
-            d -= 1
-    return pts[:n].copy(), wts[:n].copy()
+    thr, wmax = prune * top, np.max(w)
+    rows = m ** (r - 1)
+    n = 0
+    for sweep in range(2):
+        if sweep == 1:
+            pts, wts = np.empty((n, r)), np.empty(n)
+            n = 0
+        idx = np.zeros(max(r - 1, 1), dtype=np.int64)
+        for _ in range(rows):
+            p0 = 1.0
+            if r > 1:
+                p0 = w[idx[0]]
+                for d in range(1, r - 1):
+                    p0 = p0 * w[idx[d]]
+            if r == 1 or p0 * wmax > thr:  # else no weight of this row is kept
+                for j in range(m):
+                    p = w[j] if r == 1 else p0 * w[j]
+                    if p > thr:
+                        if sweep == 1:
+                            for d in range(r - 1):
+                                pts[n, d] = x[idx[d]]
+                            pts[n, r - 1] = x[j]
+                            wts[n] = p
+                        n += 1
+            d = r - 2  # the next index of the other axes in C order
+            while d >= 0:
+                idx[d] += 1
+                if idx[d] < m:
+                    break
+                idx[d] = 0
+                d -= 1
+    return pts, wts
 
 
 def product_rule(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple | None:
@@ -208,3 +220,135 @@ def product_rule(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple | 
                                            lambda: product_nodes(x[:1], w[:1], r, prune)):
         return None
     return product_nodes(*args)
+
+
+#: relu's closed forms on many nodes (:func:`relu_phi`): Phi(x) = ndtr(x) as scipy computes it,
+#: 0.5 + 0.5 erf(x / sqrt 2) for |x / sqrt 2| < 1 / sqrt 2, else from erfc(|x| / sqrt 2) / 2
+SQRT1_2 = 0.70710678118654752440
+INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_args(M: np.ndarray, rep: np.ndarray, x: np.ndarray, t: np.ndarray, za: np.ndarray
+               ) -> np.ndarray:
+    """Kernel: per node i and column g, ``x = M / rep_g``, ``t = (x (-0.5)) x`` (phi's exponent,
+    as numpy forms it), ``za = |x / sqrt 2|``; returns the flat indices where ``za < 1/sqrt 2``
+    (ndtr's erf branch)."""
+    n, K = M.shape
+    small = np.empty(n * K, dtype=np.int64)
+    ns = 0
+    for i in range(n):
+        for g in range(K):
+            xi = M[i, g] / rep[g]
+            x[i, g] = xi
+            t[i, g] = (xi * -0.5) * xi
+            z = abs(xi * SQRT1_2)
+            za[i, g] = z
+            if z < SQRT1_2:
+                small[ns] = i * K + g
+                ns += 1
+    return small[:ns].copy()
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_moments_finish(M: np.ndarray, rep: np.ndarray, x: np.ndarray, E: np.ndarray,
+                         Y: np.ndarray, small: np.ndarray, erf_small: np.ndarray,
+                         F: np.ndarray) -> None:
+    """Kernel: from ``E = exp(t)`` and ``Y = erfc(za)`` (in place): ``Y`` -> Phi (ndtr's
+    branches), ``E`` -> phi, ``x`` -> v = max(Phi - Phi Phi, 0), ``F = M Phi + rep phi``."""
+    n, K = M.shape
+    for i in range(n):
+        for g in range(K):
+            y = 0.5 * Y[i, g]
+            Y[i, g] = 1.0 - y if x[i, g] * SQRT1_2 > 0 else y
+    for s in range(small.shape[0]):
+        Y[small[s] // K, small[s] % K] = 0.5 + 0.5 * erf_small[s]
+    for i in range(n):
+        for g in range(K):
+            P = Y[i, g]
+            p = E[i, g] * INV_SQRT_2PI
+            E[i, g] = p
+            F[i, g] = M[i, g] * P + rep[g] * p
+            v = P - P * P
+            x[i, g] = v if not v < 0.0 else 0.0
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_rest_finish(a: np.ndarray, b: float, f: np.ndarray, delta: float, x: np.ndarray,
+                      E: np.ndarray, Y: np.ndarray, small: np.ndarray, erf_small: np.ndarray,
+                      e0: np.ndarray, e2: np.ndarray) -> None:
+    """Kernel: :func:`_relu_moments_finish`'s Phi (into ``Y``) and phi for one column ``a / b``,
+    then ``e0 = a Phi + phi b - f`` and ``e2 = (a a + b b) Phi + (a b) phi - (2 f) G0 + f f +
+    delta`` term by term as ``step_quadrature.relu_rest_sums`` forms them."""
+    n = a.shape[0]
+    for i in range(n):
+        y = 0.5 * Y[i, 0]
+        Y[i, 0] = 1.0 - y if x[i, 0] * SQRT1_2 > 0 else y
+    for s in range(small.shape[0]):
+        Y[small[s], 0] = 0.5 + 0.5 * erf_small[s]
+    for i in range(n):
+        P, ai, fi = Y[i, 0], a[i], f[i]
+        p = E[i, 0] * INV_SQRT_2PI
+        G0 = ai * P + p * b
+        s2 = (ai * ai + b * b) * P
+        s2 += (ai * b) * p
+        s2 -= (fi * 2.0) * G0
+        s2 += fi * fi
+        e2[i] = s2 + delta
+        e0[i] = G0 - fi
+
+
+def relu_phi_args(M: np.ndarray, rep: np.ndarray) -> tuple | None:
+    """``(x, E, Y, small, erf_small)`` for :func:`_relu_moments_finish` (``M`` (n, K), ``rep``
+    (K)): x = M / rep, E = exp((x (-0.5)) x) and Y = erfc(|x / sqrt 2|) by numpy and scipy on
+    whole arrays, erf(x / sqrt 2) on ndtr's erf branch only; None before the kernels are
+    compiled."""
+    from scipy.special import erf, erfc
+
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    rep = np.ascontiguousarray(rep, dtype=np.float64)
+    x, t, za = np.empty_like(M), np.empty_like(M), np.empty_like(M)
+    ready = M.size > 0 and coldstart.kernel_ready(
+        _relu_args, (M, rep, x, t, za), lambda: _relu_args(M[:1], rep, x[:1], t[:1], za[:1]))
+    if not ready:
+        return None
+    small = _relu_args(M, rep, x, t, za)
+    np.exp(t, out=t)
+    erfc(za, out=za)
+    return x, t, za, small, erf(x.ravel()[small] * SQRT1_2)
+
+
+def relu_moments(M: np.ndarray, rep: np.ndarray) -> tuple | None:
+    """``(F, Phi, phi, v)`` of ``step_quadrature.relu_moments`` at the shifts ``M`` (n, K) and
+    scales ``rep`` (K) by the kernels above (the same numbers: ndtr from scipy's erf and erfc as
+    scipy's ndtr takes them, numpy's exp); None before they are compiled."""
+    args = relu_phi_args(M, rep)
+    if args is None or not coldstart.kernel_ready(
+            _relu_moments_finish, (M, rep, *args, M),
+            lambda: _relu_moments_finish(*(y[:1] for y in (M, rep, *args[:3])), args[3][:0],
+                                         args[4][:0], np.empty((1, M.shape[1])))):
+        return None
+    x, E, Y, small, es = args
+    M = np.ascontiguousarray(M, dtype=np.float64)
+    F = np.empty_like(M)
+    _relu_moments_finish(M, np.ascontiguousarray(rep, dtype=np.float64), x, E, Y, small, es, F)
+    return F, Y, E, x
+
+
+def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple | None:
+    """``(e0, Phi, e2)`` of ``step_quadrature.relu_rest_sums`` by the kernels above (the same
+    numbers); None before they are compiled."""
+    a = np.ascontiguousarray(a, dtype=np.float64)
+    f = np.ascontiguousarray(f, dtype=np.float64)
+    args = relu_phi_args(a[:, None], np.array([b]))
+    if args is None:
+        return None
+    x, E, Y, small, es = args
+    e0, e2 = np.empty_like(a), np.empty_like(a)
+    fargs = (a, float(b), f, float(delta), x, E, Y, small, es, e0, e2)
+    if not coldstart.kernel_ready(_relu_rest_finish, fargs, lambda: _relu_rest_finish(
+            a[:1], float(b), f[:1], float(delta), x[:1], E[:1], Y[:1], small[:0], es[:0],
+            np.empty(1), np.empty(1))):
+        return None
+    _relu_rest_finish(*fargs)
+    return e0, Y[:, 0], e2

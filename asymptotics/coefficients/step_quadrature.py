@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import erf, ndtr
 
+from asymptotics.coefficients import step_kernels
 from asymptotics.coefficients.functions import Function
 from asymptotics.core.coldstart import kernel
 
@@ -214,6 +215,10 @@ def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.nda
 
 
 
+#: from this many values relu's closed forms take step_kernels' compiled passes (same numbers)
+FUSED_RELU = 4096
+
+
 def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.ndarray, ...]:
     """``multiindex.xi_lines.xi_moments`` (F, m1, m2, v) for relu with every group in closed
     form (scs > 0): ``relu_closed``'s columns (x = M / sc: F = M Phi + sc phi, m1 = Phi,
@@ -228,6 +233,8 @@ def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.
                     if not done[h] and abs(scs[h] - scs[g]) <= same_scale * scs[g]]
             done[same] = True
             rep[same] = scs[g]
+    if np.size(M) >= FUSED_RELU and (out := step_kernels.relu_moments(M, rep)) is not None:
+        return out
     x = np.asarray(M, dtype=np.float64) / rep
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)
@@ -246,6 +253,8 @@ def relu_rest_sums(a: np.ndarray, b: float, f: np.ndarray, delta: float
                    ) -> tuple[np.ndarray, ...]:
     """``multiindex.graded.relu_rest``'s ``(e0, Phi, e2)`` (x = a / b): e0 = a Phi + b phi - f,
     e2 = (a a + b b) Phi + a b phi - 2 f G0 + f f + delta, the same operations in place."""
+    if np.size(a) >= FUSED_RELU and (out := step_kernels.relu_rest(a, b, f, delta)) is not None:
+        return out
     x = a / b
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)
