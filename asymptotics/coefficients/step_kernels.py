@@ -222,20 +222,21 @@ def product_rule(x: np.ndarray, w: np.ndarray, r: int, prune: float) -> tuple | 
     return product_nodes(*args)
 
 
-#: relu's closed forms on many nodes (:func:`relu_phi`): Phi(x) = ndtr(x) as scipy computes it,
-#: 0.5 + 0.5 erf(x / sqrt 2) for |x / sqrt 2| < 1 / sqrt 2, else from erfc(|x| / sqrt 2) / 2
+#: relu's closed forms on many nodes: Phi(x) = ndtr(x) as scipy computes it, 0.5 + 0.5 erf(x /
+#: sqrt 2) for |x / sqrt 2| < 1 / sqrt 2, else from erfc(|x| / sqrt 2) / 2; it is exactly 1
+#: from X_ONE on and exactly 0 up to X_ZERO (erfc below 2^-53 there, resp. underflowing: tests)
 SQRT1_2 = 0.70710678118654752440
 INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
+X_ONE, X_ZERO = 8.5, -38.5
 
 
 @kernel(cache=True, error_model="numpy")
 def _relu_args(M: np.ndarray, rep: np.ndarray, x: np.ndarray, t: np.ndarray, za: np.ndarray
-               ) -> np.ndarray:
+               ) -> int:
     """Kernel: per node i and column g, ``x = M / rep_g``, ``t = (x (-0.5)) x`` (phi's exponent,
-    as numpy forms it), ``za = |x / sqrt 2|``; returns the flat indices where ``za < 1/sqrt 2``
-    (ndtr's erf branch)."""
+    as numpy forms it) and ``za = |x / sqrt 2|`` where ndtr takes erfc (0 elsewhere: on its erf
+    branch ``za < 1 / sqrt 2`` and at the saturated ends); returns the count on the erf branch."""
     n, K = M.shape
-    small = np.empty(n * K, dtype=np.int64)
     ns = 0
     for i in range(n):
         for g in range(K):
@@ -243,51 +244,65 @@ def _relu_args(M: np.ndarray, rep: np.ndarray, x: np.ndarray, t: np.ndarray, za:
             x[i, g] = xi
             t[i, g] = (xi * -0.5) * xi
             z = abs(xi * SQRT1_2)
-            za[i, g] = z
-            if z < SQRT1_2:
-                small[ns] = i * K + g
-                ns += 1
-    return small[:ns].copy()
+            small = z < SQRT1_2
+            ns += small
+            za[i, g] = 0.0 if small or xi >= X_ONE or xi <= X_ZERO else z
+    return ns
 
 
 @kernel(cache=True, error_model="numpy")
-def _relu_moments_finish(M: np.ndarray, rep: np.ndarray, x: np.ndarray, E: np.ndarray,
-                         Y: np.ndarray, small: np.ndarray, erf_small: np.ndarray,
-                         F: np.ndarray) -> None:
-    """Kernel: from ``E = exp(t)`` and ``Y = erfc(za)`` (in place): ``Y`` -> Phi (ndtr's
-    branches), ``E`` -> phi, ``x`` -> v = max(Phi - Phi Phi, 0), ``F = M Phi + rep phi``."""
+def _relu_small(x: np.ndarray, ns: int) -> tuple:
+    """Kernel: the flat indices (ns) on ndtr's erf branch and their ``x / sqrt 2``."""
+    xf = x.ravel()
+    idx, z = np.empty(ns, dtype=np.int64), np.empty(ns)
+    j = 0
+    for i in range(xf.shape[0]):
+        zi = xf[i] * SQRT1_2
+        if abs(zi) < SQRT1_2:
+            idx[j] = i
+            z[j] = zi
+            j += 1
+    return idx, z
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_phi(x: np.ndarray, small: np.ndarray, erf_small: np.ndarray, Y: np.ndarray) -> None:
+    """Kernel: ``Y = erfc(za)`` -> ndtr(x) in place (flat): erf on ``small``, ``erfc / 2`` (or 1
+    minus it) on the erfc branch, 1 from X_ONE on and 0 up to X_ZERO."""
+    xf, P = x.ravel(), Y.ravel()
+    for i in range(xf.shape[0]):
+        xi = xf[i]
+        y = 0.5 * P[i]
+        P[i] = 1.0 if xi >= X_ONE else (0.0 if xi <= X_ZERO else (
+            1.0 - y if xi * SQRT1_2 > 0 else y))
+    for s in range(small.shape[0]):
+        P[small[s]] = 0.5 + 0.5 * erf_small[s]
+
+
+@kernel(cache=True, error_model="numpy")
+def _relu_moments_finish(M: np.ndarray, rep: np.ndarray, Phi: np.ndarray, E: np.ndarray,
+                         F: np.ndarray, v: np.ndarray) -> None:
+    """Kernel: ``E = exp(t)`` -> phi (in place), ``F = M Phi + rep phi``, ``v = max(Phi - Phi Phi,
+    0)``, term by term as ``step_quadrature.relu_moments`` forms them."""
     n, K = M.shape
     for i in range(n):
         for g in range(K):
-            y = 0.5 * Y[i, g]
-            Y[i, g] = 1.0 - y if x[i, g] * SQRT1_2 > 0 else y
-    for s in range(small.shape[0]):
-        Y[small[s] // K, small[s] % K] = 0.5 + 0.5 * erf_small[s]
-    for i in range(n):
-        for g in range(K):
-            P = Y[i, g]
+            P = Phi[i, g]
             p = E[i, g] * INV_SQRT_2PI
             E[i, g] = p
             F[i, g] = M[i, g] * P + rep[g] * p
-            v = P - P * P
-            x[i, g] = v if not v < 0.0 else 0.0
+            d = P - P * P
+            v[i, g] = d if not d < 0.0 else 0.0
 
 
 @kernel(cache=True, error_model="numpy")
-def _relu_rest_finish(a: np.ndarray, b: float, f: np.ndarray, delta: float, x: np.ndarray,
-                      E: np.ndarray, Y: np.ndarray, small: np.ndarray, erf_small: np.ndarray,
-                      e0: np.ndarray, e2: np.ndarray) -> None:
-    """Kernel: :func:`_relu_moments_finish`'s Phi (into ``Y``) and phi for one column ``a / b``,
-    then ``e0 = a Phi + phi b - f`` and ``e2 = (a a + b b) Phi + (a b) phi - (2 f) G0 + f f +
-    delta`` term by term as ``step_quadrature.relu_rest_sums`` forms them."""
-    n = a.shape[0]
-    for i in range(n):
-        y = 0.5 * Y[i, 0]
-        Y[i, 0] = 1.0 - y if x[i, 0] * SQRT1_2 > 0 else y
-    for s in range(small.shape[0]):
-        Y[small[s], 0] = 0.5 + 0.5 * erf_small[s]
-    for i in range(n):
-        P, ai, fi = Y[i, 0], a[i], f[i]
+def _relu_rest_finish(a: np.ndarray, b: float, f: np.ndarray, delta: float, Phi: np.ndarray,
+                      E: np.ndarray, e0: np.ndarray, e2: np.ndarray) -> None:
+    """Kernel: ``e0 = a Phi + phi b - f`` and ``e2 = (a a + b b) Phi + (a b) phi - (2 f) G0 + f f
+    + delta`` (phi = E / sqrt(2 pi)) term by term as ``step_quadrature.relu_rest_sums`` forms
+    them."""
+    for i in range(a.shape[0]):
+        P, ai, fi = Phi[i, 0], a[i], f[i]
         p = E[i, 0] * INV_SQRT_2PI
         G0 = ai * P + p * b
         s2 = (ai * ai + b * b) * P
@@ -298,41 +313,48 @@ def _relu_rest_finish(a: np.ndarray, b: float, f: np.ndarray, delta: float, x: n
         e0[i] = G0 - fi
 
 
-def relu_phi_args(M: np.ndarray, rep: np.ndarray) -> tuple | None:
-    """``(x, E, Y, small, erf_small)`` for :func:`_relu_moments_finish` (``M`` (n, K), ``rep``
-    (K)): x = M / rep, E = exp((x (-0.5)) x) and Y = erfc(|x / sqrt 2|) by numpy and scipy on
-    whole arrays, erf(x / sqrt 2) on ndtr's erf branch only; None before the kernels are
-    compiled."""
+def _ready(disp, args: tuple, rows: tuple) -> bool:
+    """``coldstart.kernel_ready`` with a call on copies of the first row of the arguments
+    ``rows`` (their positions; the others as given)."""
+    tiny = tuple(x[:1].copy() if i in rows else x for i, x in enumerate(args))
+    return coldstart.kernel_ready(disp, args, lambda: disp(*tiny))
+
+
+def relu_phi(M: np.ndarray, rep: np.ndarray) -> tuple | None:
+    """``(x, Phi, E)`` at the shifts ``M`` (n, K) and scales ``rep`` (K): x = M / rep, Phi =
+    ndtr(x) (scipy's erf and erfc on its branches, as scipy's ndtr takes them) and E =
+    exp((x (-0.5)) x) by numpy on the whole array; None before the kernels are compiled."""
     from scipy.special import erf, erfc
 
     M = np.ascontiguousarray(M, dtype=np.float64)
     rep = np.ascontiguousarray(rep, dtype=np.float64)
-    x, t, za = np.empty_like(M), np.empty_like(M), np.empty_like(M)
-    ready = M.size > 0 and coldstart.kernel_ready(
-        _relu_args, (M, rep, x, t, za), lambda: _relu_args(M[:1], rep, x[:1], t[:1], za[:1]))
-    if not ready:
+    x, t, Y = np.empty_like(M), np.empty_like(M), np.empty_like(M)
+    i0 = np.empty(0, dtype=np.int64)
+    if M.size == 0 or not _ready(_relu_args, (M, rep, x, t, Y), (0, 2, 3, 4)) or not _ready(
+            _relu_small, (x, 0), (0,)) or not _ready(_relu_phi, (x, i0, np.empty(0), Y), (0, 3)):
         return None
-    small = _relu_args(M, rep, x, t, za)
+    ns = _relu_args(M, rep, x, t, Y)
     np.exp(t, out=t)
-    erfc(za, out=za)
-    return x, t, za, small, erf(x.ravel()[small] * SQRT1_2)
+    erfc(Y, out=Y)
+    small, zs = _relu_small(x, ns)
+    _relu_phi(x, small, erf(zs, out=zs), Y)
+    return x, Y, t
 
 
 def relu_moments(M: np.ndarray, rep: np.ndarray) -> tuple | None:
     """``(F, Phi, phi, v)`` of ``step_quadrature.relu_moments`` at the shifts ``M`` (n, K) and
     scales ``rep`` (K) by the kernels above (the same numbers: ndtr from scipy's erf and erfc as
     scipy's ndtr takes them, numpy's exp); None before they are compiled."""
-    args = relu_phi_args(M, rep)
-    if args is None or not coldstart.kernel_ready(
-            _relu_moments_finish, (M, rep, *args, M),
-            lambda: _relu_moments_finish(*(y[:1] for y in (M, rep, *args[:3])), args[3][:0],
-                                         args[4][:0], np.empty((1, M.shape[1])))):
-        return None
-    x, E, Y, small, es = args
     M = np.ascontiguousarray(M, dtype=np.float64)
+    rep = np.ascontiguousarray(rep, dtype=np.float64)
+    args = relu_phi(M, rep)
+    if args is None or not _ready(_relu_moments_finish, (M, rep, args[1], args[2], M, M),
+                                  (0, 2, 3, 4, 5)):
+        return None
+    x, Phi, E = args
     F = np.empty_like(M)
-    _relu_moments_finish(M, np.ascontiguousarray(rep, dtype=np.float64), x, E, Y, small, es, F)
-    return F, Y, E, x
+    _relu_moments_finish(M, rep, Phi, E, F, x)
+    return F, Phi, E, x
 
 
 def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple | None:
@@ -340,15 +362,12 @@ def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple | N
     numbers); None before they are compiled."""
     a = np.ascontiguousarray(a, dtype=np.float64)
     f = np.ascontiguousarray(f, dtype=np.float64)
-    args = relu_phi_args(a[:, None], np.array([b]))
+    args = relu_phi(a[:, None], np.array([b], dtype=np.float64))
+    e0, e2 = np.empty_like(a), np.empty_like(a)
     if args is None:
         return None
-    x, E, Y, small, es = args
-    e0, e2 = np.empty_like(a), np.empty_like(a)
-    fargs = (a, float(b), f, float(delta), x, E, Y, small, es, e0, e2)
-    if not coldstart.kernel_ready(_relu_rest_finish, fargs, lambda: _relu_rest_finish(
-            a[:1], float(b), f[:1], float(delta), x[:1], E[:1], Y[:1], small[:0], es[:0],
-            np.empty(1), np.empty(1))):
+    fargs = (a, float(b), f, float(delta), args[1], args[2], e0, e2)
+    if not _ready(_relu_rest_finish, fargs, (0, 2, 4, 5, 6, 7)):
         return None
     _relu_rest_finish(*fargs)
-    return e0, Y[:, 0], e2
+    return e0, args[1][:, 0], e2

@@ -363,14 +363,22 @@ def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max:
     return out
 
 
-def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
-                    ) -> np.ndarray | None:
+#: relu's sigma and target on the graded lattice (off: the default one; THEORY.md §12.4)
+RELU_TARGET_GRADED = False
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float,
+                    Mmat: np.ndarray, c: np.ndarray, u_max: float) -> np.ndarray | Graded | None:
     """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
     on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
-    graded lattice (relu's sigma): None, the default lattice."""
+    graded lattice (relu's sigma): None, the default lattice, or with :data:`RELU_TARGET_GRADED`
+    :func:`graded_steps` with the kink as a group of shift ``bz . u`` and bulk ``|beta|^2``."""
+    nb = float(np.linalg.norm(beta))
+    if isinstance(hs, Graded) and RELU_TARGET_GRADED:
+        return graded_steps(np.vstack([Mmat, bz[None, :]]), np.append(c, nb * nb), u_max)
     if not isinstance(hs, np.ndarray):
         return None
-    b = np.abs(bz) / float(np.linalg.norm(beta))
+    b = np.abs(bz) / nb
     h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
     return np.maximum(np.minimum(hs, h), h0)
 

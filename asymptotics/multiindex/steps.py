@@ -293,7 +293,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                               sigma, state.c, Mmat, h, xi, wxi, U_MAX, cl,
                               quad.h is not None or r == 0 or (per is None and beta is None))
     if beta is not None and hs is not None:  # the smoothed kink's own scale, checked as ever
-        hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h)
+        hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h, Mmat, state.c, U_MAX)
     rates = step_quadrature.weak_rates(Mmat, state.c, Br[:, :k], degree, per, beta, smooth)
     hs = graded.weak_axes(hs, *rates, U_MAX)
     a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
