@@ -363,23 +363,23 @@ def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max:
     return out
 
 
-#: relu's sigma and target on the graded lattice (off: the default one; THEORY.md §12.4)
-RELU_TARGET_GRADED = False
+RELU_TARGET_GRADED = False  # relu's sigma and target on the graded lattice (THEORY.md §12.4)
 
 
 def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float,
                     Mmat: np.ndarray, c: np.ndarray, u_max: float) -> np.ndarray | Graded | None:
-    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
-    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
-    graded lattice (relu's sigma): None, the default lattice, or with :data:`RELU_TARGET_GRADED`
-    :func:`graded_steps` with the kink as a group of shift ``bz . u`` and bulk ``|beta|^2``."""
-    nb = float(np.linalg.norm(beta))
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink (scale |beta| /
+    |bz_i| along spike axis i); graded (relu's sigma): the default lattice (None) or, with
+    :data:`RELU_TARGET_GRADED`, the kink as one more group (shift ``bz . u``, bulk ``|beta|^2``)
+    if that has under a fifth of the default lattice's nodes (its checks cost about that)."""
+    nb, r = float(np.linalg.norm(beta)), len(bz)
     if isinstance(hs, Graded) and RELU_TARGET_GRADED:
-        return graded_steps(np.vstack([Mmat, bz[None, :]]), np.append(c, nb * nb), u_max)
+        g = graded_steps(np.vstack([Mmat, bz[None, :]]), np.append(c, nb * nb), u_max)
+        full = Graded(np.full(r, h0), np.ones(r), np.zeros(r), np.ones(r))
+        return g if g and lattice_size(g, u_max) < 0.2 * lattice_size(full, u_max) else None
     if not isinstance(hs, np.ndarray):
         return None
-    b = np.abs(bz) / nb
-    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * (b := np.abs(bz) / nb) * b))
     return np.maximum(np.minimum(hs, h), h0)
 
 
