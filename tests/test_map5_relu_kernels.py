@@ -119,3 +119,22 @@ def test_relu_target_graded_rule_agrees_with_a_finer_lattice(monkeypatch):
     new = last_state(monkeypatch, kw, graded_rule=True)
     assert rel(fine, new) <= 1e-10
     assert graded.RELU_TARGET_GRADED is False
+
+
+@pytest.mark.parametrize("sigma", ["erf", "erf(z-1)", "relu"])
+def test_closed_moments_equal_the_per_group_path(monkeypatch, sigma):
+    """xi_moments with every group closed on (n, K) at once against its loop over groups (two
+    groups of one bulk share an evaluation on both paths)."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.multiindex import xi_lines
+
+    rng = np.random.default_rng(3)
+    c = np.array([0.7, 0.7, 2.3, 0.05])
+    M = rng.normal(size=(6000, 4)) * 7.0
+    s, xi, wxi = get_function(sigma), np.zeros(1), np.ones(1)
+    rules = [xi_lines.CLOSED] * 4
+    fast = xi_lines.xi_moments(s, c, M, xi, wxi, rules)
+    monkeypatch.setattr(xi_lines, "FAST_RELU", False)
+    plain = xi_lines.xi_moments(s, c, M, xi, wxi, rules)
+    for a, b in zip(fast, plain, strict=True):
+        np.testing.assert_array_equal(a, b)
