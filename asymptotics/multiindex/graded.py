@@ -363,7 +363,7 @@ def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max:
     return out
 
 
-RELU_TARGET_GRADED = False  # relu's sigma and target on the graded lattice (THEORY.md §12.4)
+RELU_TARGET_GRADED = True  # relu's sigma and target on the graded lattice (THEORY.md §12.4)
 
 
 def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float,
