@@ -10,6 +10,7 @@ pass (:func:`poly_e`), with no array of z and no temporaries per operation: the 
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -371,3 +372,49 @@ def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple | N
         return None
     _relu_rest_finish(*fargs)
     return e0, args[1][:, 0], e2
+
+
+
+KINK_T = (-4.0, 2.5)  # t range of kink_rule: |u| from 1e-19 (t = -4) to past 10 (t = 2.5)
+KINK_TOL = 1e-7  # kink_split: the agreement of the rule with its sub-rule (twice the step)
+KINK_H = (0.25, 1.0 / 64)  # kink_split: the first and the least step in t
+
+
+def kink_rule(h: float, u_max: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Nodes ``u`` (n, 1), weights and the sub-rule's nodes (even indices: the rule of step
+    ``2 h``) of ``E F(u)``, u ~ N(0, 1), for F analytic on each side of a kink at u = 0
+    (docs/THEORY.md §12.4): per side the trapezoid rule of step ``h`` in t,
+    ``|u| = exp(t - exp(-t))`` (double-exponential at the kink: geometric convergence)."""
+    j = np.arange(2 * int(np.floor(KINK_T[0] / (2 * h))), int(np.ceil(KINK_T[1] / h)) + 1)
+    u = np.exp((t := j * h) - np.exp(-t))
+    w = h * u * (1.0 + np.exp(-t)) * np.exp(-0.5 * u * u) / np.sqrt(2.0 * np.pi)
+    u, w, even = u[keep := (u <= u_max) & (w > 0)], w[keep], j[keep] % 2 == 0
+    return (np.concatenate([-u[::-1], u])[:, None], np.concatenate([w[::-1], w]),
+            np.concatenate([even[::-1], even]))
+
+
+def kink_split(terms: Callable, update: Callable, diff: Callable, u_max: float,
+               fallback: Callable | None = None) -> tuple[np.ndarray, ...]:
+    """``update(U, w, *terms(U))`` by :func:`kink_rule`, its step halved from ``KINK_H[0]`` to
+    ``KINK_H[1]`` until the rule of twice the step agrees to :data:`KINK_TOL` (``diff``; then
+    off by about its square), else the finest with a RuntimeWarning; ``fallback`` (relu's own
+    xi rule, kinked in the shift: algebraic on any lattice): its state, with a RuntimeWarning."""
+    if fallback is not None:
+        warnings.warn("steps_mapping: a relu target kinked on a spike axis with relu's 96-node xi "
+                      "rule (one or two groups): the step's quadrature is not settled (errors "
+                      "up to ~1e-2; docs/THEORY.md §12.4)", RuntimeWarning, stacklevel=4)
+        return fallback()
+    h = KINK_H[0]
+    while True:
+        U, w, even = kink_rule(h, u_max)
+        new = update(U, w, *(t := terms(U)))
+        two = update(U[even], 2.0 * w[even], *(x[even] for x in t))  # outside: its Gram
+        d = diff(*((x[0], x[1] @ x[1].T, x[2]) for x in (new, two)))
+        if d <= KINK_TOL:
+            return new
+        if h <= KINK_H[1]:
+            warnings.warn(f"steps_mapping: the rule across relu's kink did not settle (its "
+                          f"sub-rule differs by {d:.1e} > {KINK_TOL:.0e})", RuntimeWarning,
+                          stacklevel=4)
+            return new
+        h /= 2.0
