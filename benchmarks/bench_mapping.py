@@ -10,6 +10,10 @@ and the slowest.
     python benchmarks/bench_mapping.py --seeds 8086 --only softplus3   # softplus, three values
     python benchmarks/bench_mapping.py --seeds 8086 --only softplus3 --profile   # cProfile each
     python benchmarks/bench_mapping.py --seeds 4444,5555 --only relu --repeat 5   # relu settings
+    python benchmarks/bench_mapping.py --seeds 9090 --only relu --relu-default-lattice
+
+``--relu-default-lattice`` clears ``multiindex.graded.RELU_TARGET_GRADED`` (relu sigma and relu
+target on the default lattice, the former rule; by default the graded one, docs/THEORY.md §12.4).
 """
 
 from __future__ import annotations
@@ -69,8 +73,13 @@ def main() -> None:
                          "sigma or as target only")
     ap.add_argument("--profile", action="store_true", help="cProfile each timed setting")
     ap.add_argument("--repeat", type=int, default=3, help="timings per setting (the best)")
+    ap.add_argument("--relu-default-lattice", action="store_true",
+                    help="relu sigma and relu target on the default lattice (the former rule)")
     args = ap.parse_args()
     import asymptotics as A
+    from asymptotics.multiindex import graded
+
+    graded.RELU_TARGET_GRADED = not args.relu_default_lattice
 
     A.steps_mapping("softplus", "tanh", steps=1, alpha0=4.0, eta=1.0)  # imports, kernels
     every = []

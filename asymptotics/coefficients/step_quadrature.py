@@ -21,6 +21,7 @@ from functools import lru_cache
 import numpy as np
 from scipy.special import erf, ndtr
 
+from asymptotics.coefficients import step_kernels
 from asymptotics.coefficients.functions import Function
 from asymptotics.core.coldstart import kernel
 
@@ -204,14 +205,44 @@ def erf_closed(sc: float, M: np.ndarray, k: float, a: float, b: float) -> np.nda
     sqrt(1 + 2 j s^2), so E sigma = k erf(mu / sqrt(1 + 2 s^2)), E sigma' = k a (2 / sqrt(pi))
     E exp(-(s xi + mu)^2), E[xi sigma'] = sc d/dM E sigma' (Stein), E sigma'^2 = k^2 a^2 (4 / pi)
     E exp(-2 (s xi + mu)^2) (entire functions of M: no rule, no ripples)."""
+    return np.column_stack(erf_columns(sc, M, k, a, b))
+
+
+def erf_columns(sc: float, M: np.ndarray, k: float, a: float, b: float) -> tuple:
+    """:func:`erf_closed`'s four columns as arrays (mu = a M + b, d_j = 1 + 2 j (a sc)^2)."""
     mu = a * np.asarray(M, dtype=np.float64) + b
     s2 = (a * sc) ** 2
     d1, d2 = 1.0 + 2.0 * s2, 1.0 + 4.0 * s2
     m1 = (k * a * 2.0 / math.sqrt(math.pi * d1)) * np.exp(-mu * mu / d1)
     v = (k * k * a * a * 4.0 / (math.pi * math.sqrt(d2))) * np.exp(-2.0 * mu * mu / d2)
-    return np.column_stack([k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v])
+    return k * erf(mu / math.sqrt(d1)), m1, m1 * (-2.0 * a * sc / d1) * mu, v
 
 
+def closed_moments(M: np.ndarray, scs: np.ndarray, same_scale: float,
+                   ab: tuple[float, float, float] | None) -> tuple[np.ndarray, ...]:
+    """``xi_lines.xi_moments`` (F, m1, m2, v), every group closed (scs > 0): relu (``ab`` None)
+    or k erf(a z + b) (``ab``; per groups of one bulk as there, into (n, K) without stacking)."""
+    if ab is None:
+        return relu_moments(M, scs, same_scale)
+    n, K = M.shape
+    out, done = np.empty((4, n, K)), np.zeros(K, dtype=bool)
+    for g in range(K):
+        if not done[g]:
+            same = [h for h in range(g, K)
+                    if not done[h] and abs(scs[h] - scs[g]) <= same_scale * scs[g]]
+            done[same] = True
+            cols = erf_columns(float(scs[g]), np.concatenate([M[:, h] for h in same]), *ab)
+            for i, h in enumerate(same):
+                for j in range(4):
+                    out[j, :, h] = cols[j][i * n:(i + 1) * n]
+    F, m1, m2, Eds2 = out
+    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
+
+
+
+
+#: from this many values relu's closed forms take step_kernels' compiled passes (same numbers)
+FUSED_RELU = 4096
 
 
 def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.ndarray, ...]:
@@ -228,6 +259,8 @@ def relu_moments(M: np.ndarray, scs: np.ndarray, same_scale: float) -> tuple[np.
                     if not done[h] and abs(scs[h] - scs[g]) <= same_scale * scs[g]]
             done[same] = True
             rep[same] = scs[g]
+    if np.size(M) >= FUSED_RELU and (out := step_kernels.relu_moments(M, rep)) is not None:
+        return out
     x = np.asarray(M, dtype=np.float64) / rep
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)
@@ -246,6 +279,8 @@ def relu_rest_sums(a: np.ndarray, b: float, f: np.ndarray, delta: float
                    ) -> tuple[np.ndarray, ...]:
     """``multiindex.graded.relu_rest``'s ``(e0, Phi, e2)`` (x = a / b): e0 = a Phi + b phi - f,
     e2 = (a a + b b) Phi + a b phi - 2 f G0 + f f + delta, the same operations in place."""
+    if np.size(a) >= FUSED_RELU and (out := step_kernels.relu_rest(a, b, f, delta)) is not None:
+        return out
     x = a / b
     Phi = ndtr(x)
     phi = np.multiply(x, -0.5)

@@ -363,15 +363,23 @@ def weak_axes(hs: np.ndarray | object, b: np.ndarray, degree: np.ndarray, u_max:
     return out
 
 
-def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float
-                    ) -> np.ndarray | None:
-    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink, which varies
-    on the scale |beta| / |bz_i| along spike axis i (the margin of :func:`first_steps`); a
-    graded lattice (relu's sigma): None, the default lattice."""
+RELU_TARGET_GRADED = True  # relu's sigma and target on the graded lattice (THEORY.md §12.4)
+
+
+def relu_rest_steps(hs: np.ndarray | object, bz: np.ndarray, beta: np.ndarray, h0: float,
+                    Mmat: np.ndarray, c: np.ndarray, u_max: float) -> np.ndarray | Graded | None:
+    """The first steps ``hs`` of :func:`start` also resolving the smoothed kink (scale |beta| /
+    |bz_i| along spike axis i); graded (relu's sigma): the default lattice (None) or, with
+    :data:`RELU_TARGET_GRADED`, the kink as one more group (shift ``bz . u``, bulk ``|beta|^2``)
+    if that has under a fifth of the default lattice's nodes (its checks cost about that)."""
+    nb, r = float(np.linalg.norm(beta)), len(bz)
+    if isinstance(hs, Graded) and RELU_TARGET_GRADED:
+        g = graded_steps(np.vstack([Mmat, bz[None, :]]), np.append(c, nb * nb), u_max)
+        full = Graded(np.full(r, h0), np.ones(r), np.zeros(r), np.ones(r))
+        return g if g and lattice_size(g, u_max) < 0.2 * lattice_size(full, u_max) else None
     if not isinstance(hs, np.ndarray):
         return None
-    b = np.abs(bz) / float(np.linalg.norm(beta))
-    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * b * b))
+    h = 2.0 * math.pi / (step_rules.SPAN * np.sqrt(1.0 + 4.0 * (b := np.abs(bz) / nb) * b))
     return np.maximum(np.minimum(hs, h), h0)
 
 

@@ -215,8 +215,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
     depend on those axes only (computed once per trapezoid node), the target on all. The rules:
     :mod:`asymptotics.multiindex.step_rules` (``per``: its ``smooth_variables``)."""
-    K, k = state.a.shape
-    q = state.L.shape[1]
+    (K, k), q = state.a.shape, state.L.shape[1]
     S = np.hstack([state.a, state.L])
     _, sv, vt = np.linalg.svd(S, full_matrices=True)
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
@@ -249,8 +248,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Per spike node: m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], e2 = E_rest[e^2 +
-        delta] (X = U Br^T + R Bq^T is linear in the nodes: the other axes' sums first)."""
+        """Per spike node m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], E_rest e^2 + delta."""
         F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
         f = F @ (fractions * values)
         if beta is not None:
@@ -271,8 +269,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         # on a large rule the sums for a and the outside Gram in one compiled pass (another
         # order); c's (the most sensitive: sqrt(c) + eta eps E[e m2] may cancel) by numpy's
         sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if len(U) >= FUSED else None
-        e_m2, noise = (wu * e0) @ m2, wu * e2
-        noise_v = noise @ v
+        e_m2, noise_v = (wu * e0) @ m2, (noise := wu * e2) @ v
         if sums is not None:
             dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
         else:
@@ -293,13 +290,16 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
                               sigma, state.c, Mmat, h, xi, wxi, U_MAX, cl,
                               quad.h is not None or r == 0 or (per is None and beta is None))
     if beta is not None and hs is not None:  # the smoothed kink's own scale, checked as ever
-        hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h)
+        hs = graded.relu_rest_steps(hs, Br[:, 0], beta, h, Mmat, state.c, U_MAX)
     rates = step_quadrature.weak_rates(Mmat, state.c, Br[:, :k], degree, per, beta, smooth)
     hs = graded.weak_axes(hs, *rates, U_MAX)
-    a_new, outside, c_new = graded.spike_rule(hs, h, U_MAX, terms, update,
-                                              lambda: trapezoid(r, h))
-    L_new = factor(outside @ outside.T) if outside.shape[1] else outside
-    return GroupState(state.step + 1, a_new, L_new, c_new)
+    kink = (graded.relu_target(g) and beta is None and quad.h is None and r == 1  # at u = 0
+            and not np.any(Bq[:, 0]))  # step_kernels.kink_split; relu's own K < 3 rule: warned
+    rule = lambda: graded.spike_rule(hs, h, U_MAX, terms, update, lambda: trapezoid(r, h))  # noqa
+    a_new, outside, c_new = (step_kernels.kink_split(terms, update, step_rules.difference, U_MAX,
+                             rule if sigma.kinks and K < 3 else None) if kink else rule())
+    return GroupState(state.step + 1, a_new, factor(outside @ outside.T) if outside.shape[1]
+                      else outside, c_new)
 
 
 #: the states of every mapping computed in this process, by (parameters, etas so far), shared

@@ -381,9 +381,9 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     :func:`xi_direct_small` on pieces of half-length 1 (sigma's own scale; checked as ever)."""
     n, K = M.shape
     scs = np.sqrt(np.asarray(c, dtype=np.float64))
-    if FAST_RELU and rules is not None and _is_relu(sigma) and np.all(scs > 0) and all(
-            isinstance(x, str) and x == CLOSED for x in rules):
-        return step_quadrature.relu_moments(M, scs, SAME_SCALE)
+    if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
+            isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
+        return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
     out = np.empty((4, n, K))
     done = np.zeros(K, dtype=bool)
     for g in range(K):
