@@ -64,17 +64,19 @@ def test_mapping_settled_under_refinement(monkeypatch):
     assert rel(states(), new) <= 1e-12
 
 
-def test_not_settled_warns(monkeypatch):
+def test_not_settled_is_refused(monkeypatch):
     monkeypatch.setattr(step_kernels, "KINK_TOL", 0.0)
-    with pytest.warns(RuntimeWarning, match="did not settle"):
+    with pytest.raises(ValueError, match="did not settle"):
         states()
 
 
-def test_relu_sigma_with_two_groups_warns():
+def test_relu_sigma_with_two_groups_is_refused():
     """relu's own 96-node xi rule (pm1 readout) is kinked in the shift: the default lattice moves
-    by 3.4e-2, 1.4e-2, 3.3e-3 halving its step from 0.04 to 0.005, so the step is flagged."""
+    by 3.4e-2, 1.4e-2, 3.3e-3 halving its step from 0.04 to 0.005, so no number is given."""
     steps.clear_cache()
-    with pytest.warns(RuntimeWarning, match="not settled"):
+    with pytest.raises(ValueError, match="does not settle.*pass a finite alpha0"):
         A.steps_mapping("relu", "relu", steps=3, alpha0=math.inf, eta=(6.34, 4.29, 13.36),
                         readout="pm1")
+    with pytest.raises(ValueError, match="does not settle"):
+        A.risk(2.0, steps=2, sigma="relu", target="relu", alpha0=math.inf, model="srf")
     steps.clear_cache()

@@ -10,7 +10,6 @@ pass (:func:`poly_e`), with no array of z and no temporaries per operation: the 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -397,13 +396,13 @@ def kink_split(terms: Callable, update: Callable, diff: Callable, u_max: float,
                fallback: Callable | None = None) -> tuple[np.ndarray, ...]:
     """``update(U, w, *terms(U))`` by :func:`kink_rule`, its step halved from ``KINK_H[0]`` to
     ``KINK_H[1]`` until the rule of twice the step agrees to :data:`KINK_TOL` (``diff``; then
-    off by about its square), else the finest with a RuntimeWarning; ``fallback`` (relu's own
-    xi rule, kinked in the shift: algebraic on any lattice): its state, with a RuntimeWarning."""
-    if fallback is not None:
-        warnings.warn("steps_mapping: a relu target kinked on a spike axis with relu's 96-node xi "
-                      "rule (one or two groups): the step's quadrature is not settled (errors "
-                      "up to ~1e-2; docs/THEORY.md §12.4)", RuntimeWarning, stacklevel=4)
-        return fallback()
+    off by about its square), else a ValueError; ``fallback`` (relu's own xi rule, kinked in the
+    shift: algebraic on any lattice) is refused with a ValueError: never an unsettled state."""
+    if fallback is not None:  # never a number that is not settled: refuse in one line
+        raise ValueError("a relu target with sigma = relu at alpha0 = inf and one or two groups "
+                         "is not computed: the steps' quadrature does not settle across the "
+                         "target's kink (errors up to ~1e-2, docs/THEORY.md §12.4); pass a "
+                         "finite alpha0")
     h = KINK_H[0]
     while True:
         U, w, even = kink_rule(h, u_max)
@@ -413,8 +412,7 @@ def kink_split(terms: Callable, update: Callable, diff: Callable, u_max: float,
         if d <= KINK_TOL:
             return new
         if h <= KINK_H[1]:
-            warnings.warn(f"steps_mapping: the rule across relu's kink did not settle (its "
-                          f"sub-rule differs by {d:.1e} > {KINK_TOL:.0e})", RuntimeWarning,
-                          stacklevel=4)
-            return new
+            raise ValueError(f"steps_mapping: the rule across the relu target's kink did not "
+                             f"settle (its sub-rule differs by {d:.1e} > {KINK_TOL:.0e} at the "
+                             f"least step); not computed")
         h /= 2.0
