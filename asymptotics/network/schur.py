@@ -98,7 +98,7 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     Y = np.matmul(Pi, vp[:c, c:])  # (B, n, c, m)
     corr = vp[c:, c:] - np.matmul(vp[c:, :c], Y)  # (B, n, m, m)
     idx = np.arange(n)
-    if m == 1 and spd and _compiled(rest, corr, full):  # (one compiled pass over the blocks)
+    if m == 1 and spd and _compiled(rest, full):  # (one compiled pass over the blocks)
         G = np.empty((B, n if full else 1, n))
         if not chol_inverse(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]),
                             G, full):
@@ -147,7 +147,7 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     return Pi, Y, G
 
 
-def _compiled(rest: np.ndarray, corr: np.ndarray, full: bool) -> bool:
+def _compiled(rest: np.ndarray, full: bool) -> bool:
     """Whether :func:`chol_inverse` runs compiled (else LAPACK per block: the kernel's Python
     source would take minutes while it compiles, :mod:`asymptotics.core.coldstart`)."""
     if rest.dtype != np.float64 or not rest[:, 0].flags.c_contiguous:
@@ -156,7 +156,8 @@ def _compiled(rest: np.ndarray, corr: np.ndarray, full: bool) -> bool:
             full)
     return coldstart.kernel_ready(chol_inverse, args,
                                   lambda: chol_inverse(np.eye(1)[None], 1.0, np.ones((1, 1)),
-                                                       np.empty((1, 1, 1)), False))
+                                                       np.empty((1, 1, 1)), False),
+                                  compile_mode_ready=True)
 
 
 @kernel(cache=True, error_model="numpy", fastmath=True)
