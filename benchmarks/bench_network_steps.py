@@ -243,7 +243,10 @@ def main(argv: list[str] | None = None) -> int:
         keep = {x.strip() for x in args.only.split(",")}
         settings = [s for s in settings if s[0].split()[0] in keep]
     for m in ("srf", "network"):  # the kernels compiled or loaded
-        A.risk(2.0, model=m, **settings[0][1])
+        try:
+            A.risk(2.0, model=m, **settings[0][1])
+        except Exception:  # noqa: BLE001 (that setting's row reports it)
+            pass
     values: dict = {}
     print("setting | K | srf warm [ms] | network warm [ms] | ratio warm | srf cold [s] | "
           "network cold [s] | ratio cold", flush=True)
@@ -252,8 +255,12 @@ def main(argv: list[str] | None = None) -> int:
         from asymptotics.spiked.readouts import parse_readout
 
         K = len(parse_readout(kw["readout"]).values)
-        ws, wn, cs, cn = (timed_warm if args.warm_only else timed)(name, kw, args.repeat,
-                                                                   values, alphas)
+        try:
+            ws, wn, cs, cn = (timed_warm if args.warm_only else timed)(name, kw, args.repeat,
+                                                                       values, alphas)
+        except Exception as err:  # noqa: BLE001 (a route that raises: reported, not timed)
+            print(f"{name} | {K} | raised {type(err).__name__}: {err}", flush=True)
+            continue
         ratios.append(wn / ws)
         print(f"{name} | {K} | {1e3 * ws:.1f} | {1e3 * wn:.1f} | {wn / ws:.2f} | {cs:.2f} | "
               f"{cn:.2f} | {cn / cs:.2f}", flush=True)
