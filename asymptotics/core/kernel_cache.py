@@ -42,6 +42,7 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",
     "asymptotics.spectra.traces.net_jacobian",
+    "asymptotics.network.schur",
 ]
 
 

@@ -147,6 +147,27 @@ def mean_table(prob, scale: bool) -> np.ndarray:
     t = prob.tables
     if not scale:
         return t.kappa
+    hit = MEANS.get(id(prob))
+    if hit is not None and hit[0] is prob:  # (the same problem object: its table, read only)
+        return hit[1]
+    out = _mean_table(prob)
+    if t.weights.size > PROBLEM_NODES:  # (a large rule's problem is not kept either)
+        return out
+    out.flags.writeable = False
+    MEANS[id(prob)] = (prob, out)
+    while len(MEANS) > MEANS_SIZE:
+        MEANS.pop(next(iter(MEANS)))
+    return out
+
+
+#: the scale mean tables of the last MEANS_SIZE problems (:func:`mean_table`; a kept problem is
+#: the same object for every point of its setting and rule: the table depends on it alone)
+MEANS: dict = {}
+MEANS_SIZE = 16
+
+
+def _mean_table(prob) -> np.ndarray:
+    t = prob.tables
     from asymptotics.spiked.coefficients import feature_tables
 
     c = np.asarray(prob.bulk, dtype=np.float64)

@@ -194,6 +194,24 @@ class CoupledChannels:
         Y = yt.reshape(K, self.k)
         cm = (c1 + (Y @ Y.T).ravel()).reshape(K, K)  # (the dM term: y_T^T (X1 (x) I) y_T)
 
+        # -dF along each unit (dVhat1_gh, dVhat2_g): d tau is linear in them, so dV2 along a unit
+        # is the matching column of the bulk's derivative matrix (read exactly: a product with
+        # a unit vector); the products with non-finite entries go the general way
+        lin = self.bulk.dlin(vhat1, tau, beta, pi)
+        if not (np.all(np.isfinite(lin)) and np.all(np.isfinite(cm))):
+            return self._field_q_general(vhat1, tau, beta, pi, c2, cm)
+        nq = K * K
+        q1, q2 = np.zeros((K, K)), np.zeros(K)
+        for g in range(K):
+            q2[g] = -float(beta * lin[nq:, nq + g] @ c2)
+            for hh in range(K):
+                q1[g, hh] = -float(beta * lin[nq:, g * K + hh] @ c2 - cm[g, hh])
+        return 0.5 * (q1 + q1.T), q2
+
+    def _field_q_general(self, vhat1, tau, beta, pi, c2, cm):
+        """:meth:`field_q`'s unit derivatives through the bulk's ``dresolvent``."""
+        K = self.K
+
         def d_f(dvh1, dvh2):
             _, dv2 = self.bulk.dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
             return float(beta * dv2 @ c2 - np.sum(dvh1 * cm))  # d delta_g = beta pi_g d tau_g

@@ -295,6 +295,7 @@ def clear_cache() -> None:
     _CACHE.clear()
     _PARAMS.clear()
     channels.PROBLEMS.clear()
+    channels.MEANS.clear()
     clear_aligned()
 
 

@@ -25,6 +25,9 @@ from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
+from asymptotics.core import coldstart
+from asymptotics.core.coldstart import kernel
+
 #: covariances equal to this relative tolerance (max over the blocks' entries) are one class
 CLASS_RTOL = 1e-12
 
@@ -95,6 +98,12 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     Y = np.matmul(Pi, vp[:c, c:])  # (B, n, c, m)
     corr = vp[c:, c:] - np.matmul(vp[c:, :c], Y)  # (B, n, m, m)
     idx = np.arange(n)
+    if m == 1 and spd and _compiled(rest, full):  # (one compiled pass over the blocks)
+        G = np.empty((B, n if full else 1, n))
+        if not chol_inverse(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]),
+                            G, full):
+            return None
+        return Pi, Y, G.reshape(B, 1, n, 1, n) if full else G[:, None, :, :]
     if m == 1:
         if work is not None and work.shape == (B, n, n) and work.flags.c_contiguous:
             S = np.divide(rest[:, 0], Dp[c], out=work)
@@ -136,6 +145,82 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
             return None
         G[b] = _diag_inv(Li, m, n)  # diag(S^-1)_(g,h) = sum_k Linv[k, g i] Linv[k, h i]
     return Pi, Y, G
+
+
+def _compiled(rest: np.ndarray, full: bool) -> bool:
+    """Whether :func:`chol_inverse` runs compiled (else LAPACK per block: the kernel's Python
+    source would take minutes while it compiles, :mod:`asymptotics.core.coldstart`)."""
+    if rest.dtype != np.float64 or not rest[:, 0].flags.c_contiguous:
+        return False
+    args = (rest[:1, 0], 1.0, np.ones((1, rest.shape[2])), np.empty((1, 1, rest.shape[2])),
+            full)
+    return coldstart.kernel_ready(chol_inverse, args,
+                                  lambda: chol_inverse(np.eye(1)[None], 1.0, np.ones((1, 1)),
+                                                       np.empty((1, 1, 1)), False),
+                                  compile_mode_ready=True)
+
+
+@kernel(cache=True, error_model="numpy", fastmath=True)
+def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarray,
+                 full: bool) -> bool:
+    """Kernel: the inverse of ``S_b = scale rest_b + diag(corr_b)`` per block (B x n x n, each
+    symmetric positive definite): ``out[b, 0]`` its diagonal (out: B x 1 x n) or with ``full``
+    the whole inverse (B x n x n), from ``S = L L^T`` (Cholesky by rows) and ``X = L^-1`` by rows:
+    ``S^-1 = X^T X``, ``diag(S^-1)_j = sum_k X_kj^2`` (the flops of LAPACK's potrf + trtri, in
+    one pass per block while it is in cache). False where some ``S_b`` is not positive
+    definite (or not finite)."""
+    B, n = rest.shape[0], rest.shape[1]
+    L = np.empty((n, n))
+    X = np.zeros((n, n))
+    for b in range(B):
+        A = rest[b]
+        cb = corr[b]
+        for i in range(n):
+            for j in range(i + 1):
+                acc = A[i, j] * scale
+                for k in range(j):
+                    acc -= L[i, k] * L[j, k]
+                if i == j:
+                    acc += cb[i]
+                    if not acc > 0.0:
+                        return False
+                    L[i, i] = np.sqrt(acc)
+                else:
+                    L[i, j] = acc / L[j, j]
+        o = out[b]
+        d = out[b, 0]
+        if full:
+            for i in range(n):
+                for j in range(n):
+                    o[i, j] = 0.0
+        else:
+            for j in range(n):
+                d[j] = 0.0
+        for i in range(n):
+            dinv = 1.0 / L[i, i]
+            xi = X[i]
+            for j in range(i):
+                xi[j] = 0.0
+            for k in range(i):
+                lik = L[i, k] * dinv
+                xk = X[k]
+                for j in range(k + 1):
+                    xi[j] -= lik * xk[j]
+            xi[i] = dinv
+            if full:  # o[a, :a+1] += X_ia X_i,:a+1 (the lower triangle of X^T X)
+                for a in range(i + 1):
+                    xa = xi[a]
+                    oa = out[b, a]
+                    for j in range(a + 1):
+                        oa[j] += xa * xi[j]
+            else:
+                for j in range(i + 1):
+                    d[j] += xi[j] * xi[j]
+        if full:
+            for a in range(n):
+                for j in range(a):
+                    o[j, a] = o[a, j]
+    return True
 
 
 def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:

@@ -1,0 +1,141 @@
+"""The compiled Schur inverse and the per-setting reuse of the network route's warm point
+(asymptotics/network/schur.py, coupling.py, channels.py; docs/DERIVATIONS.md §9.7): the kernel's
+inverse (diagonal and whole) against numpy's dense inverse, its refusal of a matrix that is not
+positive definite, the Schur route through it against the LAPACK route, the coupled field parts
+read from the derivative matrix against the unit derivatives through ``dresolvent`` (bit for
+bit), and the kept scale mean table against a fresh one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asymptotics.network import schur
+
+
+def _blocks(B: int = 3, n: int = 9, seed: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((B, n, 2 * n))
+    rest = np.einsum("bik,bjk->bij", X, X) / (2 * n) + 0.1 * np.eye(n)
+    corr = rng.uniform(-0.05, 0.5, (B, n))
+    return rest, 1.7, corr
+
+
+def _dense(rest, scale, corr) -> np.ndarray:
+    S = rest * scale + np.einsum("bi,ij->bij", corr, np.eye(rest.shape[1]))
+    return np.linalg.inv(S)
+
+
+@pytest.mark.parametrize("n", [1, 2, 9, 40])
+def test_kernel_inverse_is_the_dense_inverse(n: int) -> None:
+    rest, scale, corr = _blocks(n=n, seed=n)
+    ref = _dense(rest, scale, corr)
+    B = rest.shape[0]
+    diag = np.empty((B, 1, n))
+    assert schur.chol_inverse(rest, scale, corr, diag, False)
+    dref = np.diagonal(ref, axis1=1, axis2=2)
+    assert np.max(np.abs(diag[:, 0] - dref)) <= 1e-12 * np.max(np.abs(dref))
+    full = np.empty((B, n, n))
+    assert schur.chol_inverse(rest, scale, corr, full, True)
+    assert np.max(np.abs(full - ref)) <= 1e-12 * np.max(np.abs(ref))
+    assert np.array_equal(full, np.swapaxes(full, 1, 2))  # symmetric exactly (one triangle)
+
+
+def test_kernel_refuses_a_matrix_not_positive_definite() -> None:
+    rest, scale, corr = _blocks()
+    bad = corr.copy()
+    bad[1, 4] = -50.0  # block 1 indefinite
+    assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 1, 9)), False)
+    bad[1, 4] = np.nan
+    assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 9, 9)), True)
+
+
+def _case(K: int, c: int, B: int = 3, n: int = 7, seed: int = 0) -> tuple:
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0.3, 2.0, (B, n))
+    X = rng.standard_normal((B, K - c, n, 2 * n))
+    sig = np.einsum("bgik,bgjk->bgij", X, X) / (2 * n) + 0.2 * np.eye(n)
+    rest = np.linalg.inv(sig)
+    C = rng.standard_normal((K, K))
+    vp = C @ C.T / K + 0.1 * np.eye(K)
+    Dp = rng.uniform(0.5, 2.0, K)
+    return vp, Dp, s, rest, c
+
+
+@pytest.mark.parametrize("K,c", [(2, 1), (3, 2)])
+def test_schur_by_the_kernel_is_the_lapack_route(K: int, c: int, monkeypatch) -> None:
+    vp, Dp, s, rest, c = _case(K, c, seed=K)
+    monkeypatch.setattr(schur, "_compiled", lambda *a: True)
+    T = schur.traces(vp, Dp, s, rest, c)
+    W = schur.wform(vp, Dp, s, rest, c, np.arange(K), np.arange(K), True)
+    monkeypatch.setattr(schur, "_compiled", lambda *a: False)
+    T0 = schur.traces(vp, Dp, s, rest, c)
+    W0 = schur.wform(vp, Dp, s, rest, c, np.arange(K), np.arange(K), True)
+    assert np.max(np.abs(T - T0)) <= 1e-13 * np.max(np.abs(T0))
+    assert np.max(np.abs(W.G - W0.G)) <= 1e-13 * np.max(np.abs(W0.G))
+    assert np.array_equal(W.Pf, W0.Pf) and np.array_equal(W.z, W0.z)
+
+
+def _coupled(K: int = 3, r: int = 2, k: int = 1, B: int = 2, n: int = 6, seed: int = 3):
+    from asymptotics.network.bulk import GroupBulk
+    from asymptotics.network.coupling import CoupledChannels
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((B, K, n, 3 * n))
+    sig = np.einsum("bgik,bgjk->bgij", X, X) / (3 * n) + 0.3 * np.eye(n)
+    sig *= n / np.trace(sig, axis1=2, axis2=3).sum(axis=0)[None, :, None, None] * B
+    bulk = GroupBulk(sig)
+    a = 0.3 * rng.standard_normal((B, K, r + k, n))
+    E = rng.standard_normal((K, r + k, r + k))
+    ecov = np.einsum("gij,gkj->gik", E, E) / (r + k) + 0.1 * np.eye(r + k)
+    C = rng.standard_normal((K, K))
+    return CoupledChannels(bulk, a, ecov, r, k), C @ C.T / K + 0.2 * np.eye(K), rng
+
+
+class _NoFinite:
+    """numpy, but every entry counts as not finite (:meth:`field_q` then takes the general
+    way: ``dresolvent`` per unit direction)."""
+
+    def __getattr__(self, name):
+        return getattr(np, name)
+
+    @staticmethod
+    def isfinite(x):
+        return np.zeros(np.shape(x), dtype=bool)
+
+
+def test_field_q_from_the_derivative_matrix_is_the_unit_derivatives(monkeypatch) -> None:
+    from asymptotics.network import coupling
+
+    ch, vhat1, rng = _coupled()
+    K = 3
+    beta, pi = 0.8, np.array([0.25, 0.5, 0.25])
+    tau, _, _ = ch.bulk.resolvent(vhat1, np.full(K, 0.3), beta, pi)
+    assert np.all(np.isfinite(tau))
+    zh, ph = rng.standard_normal((K, ch.r)), rng.standard_normal((K, ch.k))
+    q1, q2 = ch.field_q(vhat1, tau, beta, pi, zh, ph)
+    calls = []
+    real = type(ch.bulk).dresolvent
+    monkeypatch.setattr(type(ch.bulk), "dresolvent",
+                        lambda self, *a: calls.append(1) or real(self, *a))
+    monkeypatch.setattr(coupling, "np", _NoFinite())
+    g1, g2 = ch.field_q(vhat1, tau, beta, pi, zh, ph)
+    assert len(calls) == K * K + K  # (the general way was taken)
+    assert np.all(np.isfinite(q1)) and np.all(np.isfinite(q2))
+    assert np.array_equal(q1, g1) and np.array_equal(q2, g2)
+
+
+def test_kept_mean_table_is_the_fresh_one() -> None:
+    from asymptotics.network import channels
+    from asymptotics.network.channels import _mean_table, mean_table, spiked_problem
+
+    params = dict(sigma="tanh", target="z1 + z1*z2", loadings=[[0.6, 0.2], [0.3, -0.5]],
+                  bulk=[0.8, 1.1], fractions=[0.5, 0.5], overlaps=[[1.0, 0.0], [0.0, 1.0]],
+                  lam=0.01, beta=1.0)
+    channels.MEANS.clear()
+    prob = spiked_problem(params, 10, None)
+    first = mean_table(prob, True)
+    again = mean_table(prob, True)
+    assert again is first and not first.flags.writeable
+    assert np.array_equal(first, _mean_table(prob))
+    assert mean_table(prob, False) is prob.tables.kappa
