@@ -315,9 +315,10 @@ def _relu_rest_finish(a: np.ndarray, b: float, f: np.ndarray, delta: float, Phi:
 
 def _ready(disp, args: tuple, rows: tuple) -> bool:
     """``coldstart.kernel_ready`` with a call on copies of the first row of the arguments
-    ``rows`` (their positions; the others as given)."""
+    ``rows`` (their positions; the others as given); ready in compile mode (it compiles on its
+    first call)."""
     tiny = tuple(x[:1].copy() if i in rows else x for i, x in enumerate(args))
-    return coldstart.kernel_ready(disp, args, lambda: disp(*tiny))
+    return coldstart.kernel_ready(disp, args, lambda: disp(*tiny), compile_mode_ready=True)
 
 
 def relu_phi(M: np.ndarray, rep: np.ndarray) -> tuple | None:
