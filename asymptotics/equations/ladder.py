@@ -118,7 +118,7 @@ def climb_ladders(solve_rule: Callable[[Any, bool], Any], ladders: Sequence[Sequ
     resolved on any ladder, with the first ladder's reason)."""
     offset, first, res0 = 0, True, None
     for lad in ladders:
-        if start >= offset + len(lad):
+        if start >= offset + len(lad) or not lad:  # (an empty ladder: none at this r)
             offset += len(lad)
             continue
         sub = list(lad[max(start - offset, 0):])
