@@ -6,9 +6,11 @@ uniform in {constant, pm1, three-value {1: 0.25, -1: 0.5, 2: 0.25}}; steps unifo
 alpha, alpha0 log-uniform in [0.5, 4]; beta log-uniform in [0.3, 1.5]; eta_tilde = 1, target
 tanh(z1). Per setting and ``of`` in (features, weights), with the default model
 (``model=None``) at d = 1000: the law's construction (support, atom, outliers; first call, then
-a second call with the same arguments), a 300-point density on [0, 1.05 edge] (warm: best of 3
-after one call), and one risk point ``asymptotics.risk(alpha, ..., model=<the law's model>)``
-of the same setting (first call; then warm, at alpha (1 + 1e-6 k) past the result cache).
+computed again with the caches below ``spectrum`` warm -- its own law cache cleared -- and an
+identical call answered by that cache, best of 3), a 300-point density on [0, 1.05 edge]
+(warm: best of 3 after one call), and one risk point
+``asymptotics.risk(alpha, ..., model=<the law's model>)`` of the same setting (first call;
+then warm, at alpha (1 + 1e-6 k) past the result cache).
 CPU time (``time.process_time``: the machine may be shared). Run:
 ``python benchmarks/bench_spectrum_random.py`` (20 settings; minutes per setting on a cold
 cache); rows are appended to benchmarks/data/bench_spectrum_random.txt with the git revision.
@@ -29,6 +31,7 @@ SIGMAS = ("relu", "tanh", "erf", "sigmoid")
 READOUTS = ("constant", "pm1", {1.0: 0.25, -1.0: 0.5, 2.0: 0.25})
 TARGET = "tanh(z1)"
 TARGET_DENSITY = 0.3  # s, a 300-point density (warm)
+DUMP: dict | None = None  # --dump: every law's numbers, written as JSON
 
 
 def draw(rng: np.random.Generator) -> dict:
@@ -52,17 +55,30 @@ def best(fn, repeat: int = 3) -> float:
 
 
 def measure(of: str, alpha: float, kw: dict) -> tuple:
-    """(law 1st, law 2nd, density, risk 1st, risk warm) CPU seconds and the law."""
+    """(law 1st, law 2nd, law cached, density, risk 1st, risk warm) CPU seconds and the law:
+    the 2nd call computes the law again (spectrum's own cache cleared, every cache below it
+    warm), the cached one is a third identical call (spectrum's cache)."""
     t1, law = cpu(lambda: A.spectrum(of, alpha, **kw))
+    from asymptotics import spectra
+
+    clear = getattr(spectra, "clear_cache", lambda: None)  # (absent before the cache)
+    clear()
     t2, law = cpu(lambda: A.spectrum(of, alpha, **kw))
+    tc = best(lambda: A.spectrum(of, alpha, **kw)) if hasattr(spectra, "clear_cache") \
+        else math.nan
     edge = law.edge if math.isfinite(law.edge) else 1.0
     x = np.linspace(0.0, 1.05 * edge, 300)
     td = best(lambda: law.density(x))
+    if DUMP is not None:  # the law's numbers (--dump): support, atom, outliers, the density
+        DUMP[f"{of} {sorted(kw.items(), key=str)!r} {alpha!r}"] = dict(
+            support=[list(iv) for iv in law.support], atom=law.atom, x=x.tolist(),
+            density=law.density(x).tolist(), model=law.model,
+            outliers=[[o.location, o.channel, dict(o.overlaps)] for o in law.outliers])
     rk = {k: v for k, v in kw.items() if k != "d"}
     r1, _ = cpu(lambda: A.risk(alpha, model=law.model, **rk))
     alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))
     rw = best(lambda: A.risk(next(alphas), model=law.model, **rk))
-    return t1, t2, td, r1, rw, law
+    return t1, t2, tc, td, r1, rw, law
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,7 +88,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--of", default="features,weights")
     ap.add_argument("--only", default=None,
                     help="comma-separated setting indices to measure (default: all)")
+    ap.add_argument("--dump", default=None,
+                    help="write every law's support, atom, outliers and density (JSON) here")
     args = ap.parse_args(argv)
+    global DUMP
+    DUMP = {} if args.dump else None
     try:
         only = None if args.only is None else {int(k) for k in args.only.split(",")}
     except ValueError:
@@ -80,8 +100,9 @@ def main(argv: list[str] | None = None) -> None:
     rng = np.random.default_rng(args.seed)
     rows = []
     print("| # | of | sigma | readout | steps | alpha | alpha0 | beta | model | law (1st / 2nd) s "
-          "| density (300 pts) s | risk (1st / warm) s | law / risk | density / risk |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| law cached ms | density (300 pts) s | risk (1st / warm) s | law / risk | density / "
+          "risk |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for i in range(args.n):
         s = draw(rng)
         if only is not None and i not in only:
@@ -92,17 +113,23 @@ def main(argv: list[str] | None = None) -> None:
                       beta=s["beta"], readout=s["readout"], steps=s["steps"], d=1000.0)
             alpha = s["alpha"]
             try:
-                t1, t2, td, r1, rw, law = measure(of, alpha, kw)
+                t1, t2, tc, td, r1, rw, law = measure(of, alpha, kw)
             except Exception as exc:  # noqa: BLE001 (a setting a route refuses: reported)
                 print(f"| {i} | {of} | {s['sigma']} | {ro} | {s['steps']} | {alpha:.3g} | "
                       f"{s['alpha0']:.3g} | {s['beta']:.3g} | - | {type(exc).__name__}: "
-                      f"{str(exc)[:80]} | | | | |", flush=True)
+                      f"{str(exc)[:80]} | | | | | |", flush=True)
                 continue
             rows.append((td, t2 / rw, td / rw))
             print(f"| {i} | {of} | {s['sigma']} | {ro} | {s['steps']} | {alpha:.3g} | "
                   f"{s['alpha0']:.3g} | {s['beta']:.3g} | {law.model} | {t1:.2f} / {t2:.2f} | "
-                  f"{td:.3f} | {r1:.2f} / {rw:.3f} | {t2 / rw:.1f} | {td / rw:.2f} |",
+                  f"{tc * 1e3:.3f} | {td:.3f} | {r1:.2f} / {rw:.3f} | {t2 / rw:.1f} | "
+                  f"{td / rw:.2f} |",
                   flush=True)
+    if args.dump:
+        import json
+
+        with open(args.dump, "w") as fh:
+            json.dump(DUMP, fh)
     if rows:
         td, lr, dr = (np.array(c) for c in zip(*rows, strict=True))
         ok = int(np.sum(td <= TARGET_DENSITY))

@@ -22,6 +22,7 @@ import numpy as np
 from bench_spectrum_random import best, cpu  # the same CPU timers (run as a script)
 
 import asymptotics as A
+from asymptotics.spectra import clear_cache
 from asymptotics.spectra.traces import srf_scan, srf_solver
 
 COARSE = srf_scan.COARSE
@@ -56,6 +57,7 @@ def measure(alpha: float, kw: dict, kernels: bool, coarse: int = COARSE,
     srf_scan.COARSE = coarse
     try:
         A.spectrum("features", alpha, **kw)
+        clear_cache()  # the law computed again (not spectrum's cached law)
         tl, law = cpu(lambda: A.spectrum("features", alpha, **kw))
         x = np.linspace(0.0, 1.05 * law.edge, 300)
         td = best(lambda: law.density(x))

@@ -283,3 +283,26 @@ def test_guide_repetition_time_is_the_committed_runs():
     claim = (f"took {s.min():.0f}–{s.max():.0f} s (median {s.median():.0f} s) of wall-clock in "
              "the committed runs")
     assert claim in text
+
+
+def test_spectra_theory_counts_in_the_guide_and_theory() -> None:
+    """SPECTRA_THEORY.md's summary (bulk cells, outlier locations, overlaps, the sRF surrogate
+    beside the network's law after two steps) as the guide's row and THEORY.md §16.4 quote it."""
+    report = _text("validation", "reports", "SPECTRA_THEORY.md")
+    bulk = _search(r"- Bulk: worst Kolmogorov distance over all draws [\d.]+ \((\d+) of (\d+) "
+                   r"cells with every draw <= 0\.02\)", report, "SPECTRA_THEORY.md").groups()
+    locs = _search(r"- Outlier locations: (\d+) of (\d+) within 3 s\.e\.", report,
+                   "SPECTRA_THEORY.md").groups()
+    ovl = _search(r"- Overlaps: (\d+) of (\d+) within 3 s\.e\. \(largest \|z\| ([\d.]+)\)",
+                  report, "SPECTRA_THEORY.md").groups()
+    side = _search(r"- Beside it, not counted above: network, two steps, the features' `srf` "
+                   r"law .*?; overlaps (\d+) of (\d+)", report, "SPECTRA_THEORY.md").groups()
+    row = " ".join(_guide_row("| predicted spectra ").split())
+    assert f"bulk Kolmogorov distance ≤ 0.02 in {bulk[0]} of {bulk[1]} cells" in row
+    assert f"outlier locations {locs[0]}/{locs[1]} within 3 s.e." in row
+    assert f"overlaps {ovl[0]}/{ovl[1]} (" in row
+    assert f"kept beside it and not counted, {side[0]}/{side[1]}" in row
+    theory = _text("docs", "THEORY.md")
+    assert (f"**Outliers.** {locs[0]} of {locs[1]} predicted locations within 3 s.e."
+            in theory)
+    assert f"**Overlaps.** {ovl[0]} of {ovl[1]} within 3 s.e. (largest |z| {ovl[2]};" in theory

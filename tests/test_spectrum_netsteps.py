@@ -64,6 +64,12 @@ def isotropic(monkeypatch):
         return dataclasses.replace(rv, sig=eye, slope=np.zeros_like(rv.slope))
 
     monkeypatch.setattr(rowvar_module, "row_variance", iso_rv)
+    # spectrum's cache keys on the arguments, not on replaced functions: forget it on both sides
+    from asymptotics.spectra import clear_cache
+
+    clear_cache()
+    yield
+    clear_cache()
 
 
 @pytest.mark.parametrize("readout", ["constant", "pm1"])

@@ -4,12 +4,17 @@ outliers, at d -> infinity or at the user's d (docs/THEORY.md §16)."""
 from __future__ import annotations
 
 import math
+import sys
+from collections import OrderedDict
+from dataclasses import replace
+
+import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.core import checks
 from asymptotics.core.parameters import default
 from asymptotics.spectra.features import features_bulk, features_outliers
-from asymptotics.spectra.law import SpectralLaw
+from asymptotics.spectra.law import Outlier, SpectralLaw
 from asymptotics.spectra.weights import (
     network_forms,
     population,
@@ -65,7 +70,33 @@ def spectrum(of: str, alpha: float | None = None, *,
     features' mean and the weights' spike diverge, location inf).
     ``exponents=(a1, a2)``: the weights after two steps with eta_t = eta_t p^(1/2 + a_t)
     (``eta=(eta1, eta2)`` the prefactors) and a Gaussian readout at the given d (§16.7;
-    ``of="weights"``, ``steps=2``, ``readout="gaussian"``, a single-index target)."""
+    ``of="weights"``, ``steps=2``, ``readout="gaussian"``, a single-index target).
+    A law asked again with the same arguments (and the same settings of the spectra modules it
+    used) is the same object, from a bounded cache (:data:`CACHE_SIZE` laws, least recently
+    used first out; :func:`clear_cache` forgets them); its ``params`` and outliers' ``overlaps``
+    are read-only mappings (nested lists as tuples), so the shared object cannot be altered."""
+    args = dict(alpha=alpha, sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
+                beta=beta, delta=delta, model=model, readout=readout, steps=steps, d=d,
+                exponents=exponents)
+    key = _cache_key(of, args)
+    if key is not None:
+        hit = _CACHE.get(key)
+        if hit is not None and _same_settings(hit[1]):
+            _CACHE.move_to_end(key)
+            return hit[0]
+    law = _frozen_law(_spectrum(of, **args))
+    if key is not None:
+        _CACHE[key] = (law, _settings())
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return law
+
+
+def _spectrum(of: str, alpha: float | None = None, *, sigma, target, alpha0: float, eta: float,
+              lam: float, beta: float, delta: float, model: str | None, readout: object,
+              steps: int, d: float | None, exponents: tuple[float, float] | None
+              ) -> SpectralLaw:
+    """:func:`spectrum` without its cache."""
     if of not in OF:
         raise ValueError(f"of must be one of {OF}, got {of!r}")
     if exponents is not None or readout == "gaussian":
@@ -238,3 +269,97 @@ def _law(of: str, matrix: str, model: str, params: dict, support: list, atom: fl
                        atom=float(atom), outliers=tuple(outs), d=d,
                        status="converged" if ok else "failed",
                        message="" if ok else "the bulk's support was not found", _solver=sol)
+
+
+#: the laws kept by :func:`spectrum` (least recently used first out), each with the settings of
+#: the spectra modules it was computed with (:func:`_settings`)
+CACHE_SIZE = 32
+_CACHE: OrderedDict = OrderedDict()
+#: the modules whose settings (upper-case module constants: bool, int, float, str, None) a cached
+#: law must share with the call: a law computed with another setting is not returned
+_SETTING_MODULES = tuple(f"asymptotics.spectra.{m}" for m in (
+    "bbp", "branch", "features", "law", "netbulk", "netsteps", "topguard", "twostep",
+    "weights", "traces.net_branch", "traces.net_chord", "traces.net_jacobian",
+    "traces.outside_kernels", "traces.outside_scalar", "traces.srf_kernels", "traces.srf_scan",
+    "traces.srf_solver"))
+
+
+def clear_cache() -> None:
+    """Forget the laws :func:`spectrum` keeps (benchmarks time a first computation; a module
+    setting changed by hand is checked on a hit, a function replaced at run time is not)."""
+    _CACHE.clear()
+
+
+def _settings() -> tuple:
+    """The settings of the spectra modules loaded (after a law's computation: every module it
+    used), as (module, name, value)."""
+    out = []
+    for name in _SETTING_MODULES:
+        mod = sys.modules.get(name)
+        if mod is not None:
+            out += [(mod, k, v) for k, v in vars(mod).items()
+                    if k.isupper() and isinstance(v, (bool, int, float, str, type(None)))]
+    return tuple(out)
+
+
+def _same_settings(saved: tuple) -> bool:
+    return all(getattr(mod, k, _MISSING) == v for mod, k, v in saved)
+
+
+_MISSING = object()
+
+
+def _hashable(v: object) -> object:
+    """A key of an argument exactly as given (a readout's dict in its order; types kept apart
+    where equal values would not give the same law, e.g. True and 1)."""
+    if isinstance(v, dict):
+        return ("dict", tuple((_hashable(k), _hashable(x)) for k, x in v.items()))
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_hashable(x) for x in v))
+    if isinstance(v, np.ndarray):
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    return (type(v).__name__, v)
+
+
+def _cache_key(of: str, args: dict) -> tuple | None:
+    """The cache's key of a call: every argument as given (None: an argument that cannot be a
+    key, the law is not cached)."""
+    try:
+        key = (_hashable(of), tuple((k, _hashable(v)) for k, v in args.items()))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+class FrozenDict(dict):
+    """A read-only dict (a cached law's ``params`` and outliers' ``overlaps``): reading, copying
+    (``dict(x)``) and pickling as a dict; every mutation raises TypeError."""
+
+    def _read_only(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a SpectralLaw's mappings are read-only (the law may be shared by "
+                        "spectrum's cache): copy it with dict(...)")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _read_only
+    __ior__ = _read_only
+
+    def __reduce__(self) -> tuple:
+        return (FrozenDict, (dict(self),))
+
+
+def _freeze(v: object) -> object:
+    if isinstance(v, dict):
+        return FrozenDict({k: _freeze(x) for k, x in v.items()})
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, np.ndarray):
+        v = v.copy()
+        v.flags.writeable = False
+    return v
+
+
+def _frozen_law(law: SpectralLaw) -> SpectralLaw:
+    """``law`` with read-only ``params`` and outliers' ``overlaps`` (the same numbers)."""
+    outs = tuple(Outlier(location=o.location, channel=o.channel, overlaps=_freeze(o.overlaps))
+                 for o in law.outliers)
+    return replace(law, params=_freeze(law.params), outliers=outs)

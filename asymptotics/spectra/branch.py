@@ -63,7 +63,7 @@ def _newton(solver, u: np.ndarray, m: float | None = None
     last = math.inf
     for _ in range(NEWTON_MAX):
         G, J = _eval(solver, u)
-        if not (np.all(np.isfinite(G)) and np.all(np.isfinite(J))):
+        if not (np.isfinite(G).all() and np.isfinite(J).all()):
             return u, None, False
         try:
             if m is None:
@@ -73,12 +73,12 @@ def _newton(solver, u: np.ndarray, m: float | None = None
                 du = np.linalg.solve(J, -G)
         except np.linalg.LinAlgError:
             return u, None, False
-        size = float(np.max(np.abs(du[:q])) / (1.0 + np.max(np.abs(u[:q]))))
-        if not (np.all(np.isfinite(du)) and size < max(2.0 * last, 1e-8)):
+        size = float(np.abs(du[:q]).max() / (1.0 + np.abs(u[:q]).max()))
+        if not (np.isfinite(du).all() and size < max(2.0 * last, 1e-8)):
             return u, None, False  # (diverging: a step larger than twice the last)
         last = size
         u = u + du
-        if (np.max(np.abs(du[:q])) <= TOL * (1.0 + np.max(np.abs(u[:q])))
+        if (np.abs(du[:q]).max() <= TOL * (1.0 + np.abs(u[:q]).max())
                 and abs(du[q]) <= TOL * abs(u[q])):
             return u, J, True
     return u, J, False

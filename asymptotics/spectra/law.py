@@ -105,7 +105,7 @@ class Solver:
         ok = np.zeros(n, dtype=bool)
         F = self.residual(x, z)
         H = np.full((n, q, q), np.nan + 0j) if H0 is None else H0.copy()
-        new = np.nonzero(~np.all(np.isfinite(H), axis=(1, 2)))[0]
+        new = np.nonzero(~np.isfinite(H).all(axis=(1, 2)))[0]
         if new.size:
             try:
                 H[new] = np.linalg.inv(self._jacobian_fd(x[new], z[new], F[new]))
@@ -115,10 +115,10 @@ class Solver:
         act = np.arange(n)
         for _ in range(QUASI_MAX):
             dx = -np.einsum("xij,xj->xi", H, F)
-            bad = ~np.all(np.isfinite(dx), axis=1)
+            bad = ~np.isfinite(dx).all(axis=1)
             dx[bad] = 0.0
             x[act] += dx
-            size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
+            size = np.abs(dx).max(axis=1) / (1.0 + np.abs(x[act]).max(axis=1))
             done = (size < self.tol) & ~bad
             ok[act[done]] = True
             H_all[act] = H
@@ -127,7 +127,7 @@ class Solver:
             if act.size == 0:
                 break
             Fn = self.residual(x[act], z[act])
-            H = broyden_inverse(H, dx, Fn - F, np.all(np.isfinite(Fn), axis=1))
+            H = broyden_inverse(H, dx, Fn - F, np.isfinite(Fn).all(axis=1))
             F = Fn
         return x, ok, H_all
 
@@ -138,10 +138,10 @@ class Solver:
             dx = np.linalg.solve(J, -F[..., None])[..., 0]
         except np.linalg.LinAlgError:
             dx = np.full_like(x, np.nan)
-        bad = ~np.all(np.isfinite(dx), axis=1)
+        bad = ~np.isfinite(dx).all(axis=1)
         dx[bad] = 0.0
         x = x + dx
-        size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x), axis=1))
+        size = np.abs(dx).max(axis=1) / (1.0 + np.abs(x).max(axis=1))
         return x, (size < self.tol) & ~bad
 
     def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -200,13 +200,15 @@ def rowvar_solver(c: np.ndarray, w: np.ndarray, beta: float) -> Solver:
     (m_t, m): the d x d transform m_t = 1/(-z + beta E[c/(1 + c m_t)]) and the p x p one
     m = -E[1/(z (1 + c m_t))] (the diagonal of the p x p resolvent, row i: -1/(z(1 + c_i m_t)))."""
     c, w = np.asarray(c, float), np.asarray(w, float) / np.sum(w)
+    wc, c_, w_ = (w * c)[None, :], c[None, :], w[None, :]  # (the products of every call)
 
     def residual(x: np.ndarray, z: np.ndarray) -> np.ndarray:
         mt, m = x[:, 0], x[:, 1]
-        q = 1.0 + c[None, :] * mt[:, None]
-        f1 = mt * (-z + beta * (w[None, :] * c[None, :] / q).sum(axis=1)) - 1.0
-        f2 = z * m + (w[None, :] / q).sum(axis=1)
-        return np.stack([f1, f2], axis=1)
+        q = 1.0 + c_ * mt[:, None]
+        out = np.empty((x.shape[0], 2), dtype=np.result_type(x, z, 1.0))
+        out[:, 0] = mt * (-z + beta * (wc / q).sum(axis=1)) - 1.0
+        out[:, 1] = z * m + (w_ / q).sum(axis=1)
+        return out
 
     def start(z: np.ndarray) -> np.ndarray:
         return np.stack([-1.0 / z, -1.0 / z], axis=1)

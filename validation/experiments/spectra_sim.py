@@ -5,10 +5,10 @@ surrogate (W1 = sqrt(c) W0 + r 1 v^T); per draw the eigenvalues of W W^T and of 
 F = sigma(X W^T)/sqrt(p) on n = alpha d fresh inputs, and the squared overlaps of the top
 eigenvectors with 1_p/sqrt(p), the learned direction(s) (for the weights after one step the
 population mean row v_pop, :func:`population_direction`, and the mean row v_hat beside it; for
-the features W0 v and, for the network, its bulk column B v = (W - 1_p mean row) v, v = v_hat)
-and theta*. Also the fit of simulated-minus-
-theory overlap offsets as k/p (:func:`fit_text`) and the report's section on the weights'
-learned-direction overlap d-scan (:func:`overlap_scan_section`)."""
+the features W0 v and, for the network, its bulk column B v = (W - 1_p mean row) v, v = v_hat,
+and after several steps B t, t the unit part of theta* outside v) and theta*. Also the fit of
+simulated-minus-theory overlap offsets as k/p (:func:`fit_text`) and the report's section on the
+weights' learned-direction overlap d-scan (:func:`overlap_scan_section`)."""
 
 from __future__ import annotations
 
@@ -93,9 +93,12 @@ def simulate_network(*, sigma: str, target: str, d: int, beta: float, alpha: flo
     X = rng.standard_normal((n, d))
     w_eig, w_ov = _weights(W, {"learned 1": v if v_pop is None else v_pop,
                                "learned 1 (v_hat)": v, "target 1": theta})
-    f_eig, f_ov = _features(sig, W, X, {"mean": np.ones(p) / math.sqrt(p),
-                                        "learned 1": _unit(W0 @ v),
-                                        "learned 1 (B v)": _unit((W - W.mean(axis=0)) @ v)})
+    B = W - W.mean(axis=0)
+    fdirs = {"mean": np.ones(p) / math.sqrt(p), "learned 1": _unit(W0 @ v),
+             "learned 1 (B v)": _unit(B @ v)}
+    if steps > 1:  # the bulk's column on the target's part outside v (docs/THEORY.md §16.8)
+        fdirs["target 1 (B t)"] = _unit(B @ _unit(theta - v * (v @ theta)))
+    f_eig, f_ov = _features(sig, W, X, fdirs)
     return Draw(w_eig, f_eig, w_ov, f_ov)
 
 

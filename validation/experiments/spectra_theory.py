@@ -83,13 +83,28 @@ SETTINGS = (
 )
 
 
+def features_models(s: Setting) -> tuple[str, ...]:
+    """The features' theories, the one the setting checks first: the network's law for the
+    simulated network (``model=None``, the default: one step, and several steps, docs/THEORY.md
+    §16.8) with, after several steps, the K-group sRF surrogate beside it (rows not counted in
+    the summary's totals, counted on a line of their own); sRF for the simulated surrogate, rf
+    at eta 0."""
+    if s.eta == 0.0:
+        return ("rf",)
+    if s.sim != "network":
+        return ("srf",)
+    return ("network",) if s.steps == 1 else ("network", "srf")
+
+
 def features_model(s: Setting) -> str:
-    """The features' theory: the network's after one step, else sRF (K groups), rf at eta 0."""
-    return "rf" if s.eta == 0.0 else "network" if s.sim == "network" and s.steps == 1 else "srf"
+    """The features' theory the setting checks (the first of :func:`features_models`)."""
+    return features_models(s)[0]
 
 
-def _theory(s: Setting, of: str, d: int):
-    model = features_model(s) if of == "features" else "rf" if s.eta == 0.0 else s.weights_model
+def _theory(s: Setting, of: str, d: int, model: str | None = None):
+    if model is None:
+        model = features_model(s) if of == "features" else "rf" if s.eta == 0.0 \
+            else s.weights_model
     return spectrum(of, alpha=s.alpha, sigma=s.sigma, target=s.target, alpha0=s.alpha0,
                     eta=s.eta, beta=s.beta, steps=s.steps, model=model, d=d)
 
@@ -109,11 +124,11 @@ def _rows(s: Setting, d: int, n_seeds: int) -> list[dict]:
     Kolmogorov distance, its edge, each predicted outlier and its overlaps."""
     rows = []
     t0 = time.time()
-    laws = {"features": _theory(s, "features", d)}
+    laws = [("features", _theory(s, "features", d, m)) for m in features_models(s)]
     if s.weights_model is not None:
-        laws["weights"] = _theory(s, "weights", d)
+        laws.append(("weights", _theory(s, "weights", d)))
     draws = [_draw(s, d, seed) for seed in range(n_seeds)]
-    for of, law in laws.items():
+    for of, law in laws:
         eig = [dr.f_eig if of == "features" else dr.w_eig for dr in draws]
         ovs = [dr.f_overlaps if of == "features" else dr.w_overlaps for dr in draws]
         k = len(law.outliers)
@@ -153,7 +168,7 @@ def _record(job: tuple[Setting, int, int]) -> dict:
     models of the theory (features, weights)."""
     s, d, n_seeds = job
     out = {"setting": s, "d": d, "draws": n_seeds,
-           "features_model": features_model(s),
+           "features_model": ", ".join(features_models(s)),
            "weights_model": None if s.weights_model is None else
            "rf" if s.eta == 0.0 else s.weights_model}
     if s.sim == "network" and s.steps == 1 and out["weights_model"] is not None:
@@ -307,9 +322,12 @@ def report(rows: list[dict]) -> str:
            "singular values of the first layer). `sim` is the mean over the draws, `se` its "
            "standard error, `z = (sim - theory)/se`; `KS bulk` is the Kolmogorov distance "
            "between the predicted law (atom included) and the eigenvalues without the predicted "
-           "outliers (mean, and worst draw). The theory of the features is the model named: the "
-           "network's one-step law (`network`), the sRF surrogate (`srf`; the K-group model of "
-           "the steps for two steps) or random features (`rf`); of the weights, likewise. The "
+           "outliers (mean, and worst draw). The theory of the features is the model named: for "
+           "the simulated network the network's law (`network`, the default `model=None`: after "
+           "one step docs/THEORY.md §16.1, after two steps §16.8), with after two steps the "
+           "K-group sRF surrogate's law beside it (`srf`: rows not counted in the summary's "
+           "totals, counted on a line of their own); for the simulated sRF model its own law "
+           "(`srf`), for random features `rf`; of the weights, likewise. The "
            "bulk edge row compares the predicted edge with the largest non-outlier eigenvalue, "
            "which sits O(p^(-2/3)) below it (Tracy-Widom): no z there.", ""]
     for name, g in df.groupby("setting", sort=False):
@@ -343,47 +361,10 @@ def report(rows: list[dict]) -> str:
 
     out += features_section()  # the features after several steps (their own CSV)
     out += spectra_sim.overlap_scan_section()
-    ks = df[df.quantity == "KS bulk"]
-    locs = df[df.quantity.str.startswith("outlier") & ~df.quantity.str.contains("overlap")]
-    ovl_all = df[df.quantity.str.contains("overlap")]
-    vhat = ovl_all[ovl_all.quantity.str.endswith("(v_hat)")]
-    ovl = ovl_all.drop(vhat.index)
+    from validation.experiments.spectra_weights.summary import summary
 
-    def zs(x):
-        return ((x.sim - x.theory) / x.se).abs()
-
-    miss = ovl[zs(ovl) > 3]
-    keys = ["setting", "of", "quantity"]
-    scans = [spectra_sim.fit_text(f"{k[0]}, {k[1]}, {k[2].split(': ')[-1]}: offset", g.beta * g.d,
-                       g.sim - g.theory, g.se)
-             for k, g in ovl.groupby(keys, sort=False)
-             if len(g) > 1 and k in set(map(tuple, miss[keys].to_numpy()))]
-    out += ["## Summary", "",
-            f"- Bulk: worst Kolmogorov distance over all draws {ks.worst.max():.4f} "
-            f"({int((ks.worst <= 0.02).sum())} of {len(ks)} cells with every draw <= 0.02).",
-            f"- Outlier locations: {int((zs(locs) <= 3).sum())} of {len(locs)} within 3 s.e. "
-            f"(largest |z| {zs(locs).max():.1f}).",
-            f"- Overlaps: {int((zs(ovl) <= 3).sum())} of {len(ovl)} within 3 s.e. (largest |z| "
-            f"{zs(ovl).max():.1f}); largest |sim - theory| {(ovl.sim - ovl.theory).abs().max():.2g}"
-            + (f", among the misses {(miss.sim - miss.theory).abs().max():.2g} (squared overlaps "
-               f"{miss.theory.min():.4f}-{miss.theory.max():.4f}, standard errors "
-               f"{miss.se.min():.1g}-{miss.se.max():.1g}): " + ", ".join(
-                   f"{r.setting} d = {r.d} {r.of} {r.quantity.split(': ')[-1]}"
-                   for _, r in miss.iterrows()) if len(miss) else "") + ".",
-            *(f"  - {t}." for t in scans)]
-    if len(vhat):
-        out.append(f"- The mean-row direction `v_hat` (the weights' `learned 1 (v_hat)` rows, not "
-                   f"counted above): {int((zs(vhat) <= 3).sum())} of {len(vhat)} within 3 s.e. "
-                   f"(largest |z| {zs(vhat).max():.1f}); the network's weights' `learned 1` "
-                   f"(against `v_pop`): {int((zs(_learned(ovl)) <= 3).sum())} of "
-                   f"{len(_learned(ovl))}.")
+    out += summary(df, {s.name: features_model(s) for s in SETTINGS})
     return "\n".join(out + [""])
-
-
-def _learned(ovl):
-    """The network's weights' learned-direction overlap rows (measured against v_pop)."""
-    return ovl[(ovl.simulated == "network") & (ovl["of"] == "weights")
-               & ovl.quantity.str.endswith("overlap learned 1")]
 
 
 def write_onestep(path: Path = ONESTEP_CSV) -> Path:
