@@ -44,42 +44,88 @@ def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @kernel(cache=True, error_model="numpy")
+def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
+    """Kernel: (starts (n_pieces + 1), order, x) of the points t sorted by their piece (a
+    counting sort, stable): the points of piece p are t[order[starts[p]:starts[p + 1]]], x their
+    coordinates in [-1, 1] on it, in that order (four zeros appended)."""
+    n = t.shape[0]
+    piece = np.empty(n, dtype=np.int64)
+    starts = np.zeros(n_pieces + 1, dtype=np.int64)
+    for i in range(n):
+        p = max(min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1), 0)
+        piece[i] = p
+        starts[p + 1] += 1
+    for p in range(n_pieces):
+        starts[p + 1] += starts[p]
+    nxt = starts[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    x = np.zeros(n + 4)
+    for i in range(n):
+        p = piece[i]
+        k = nxt[p]
+        nxt[p] = k + 1
+        order[k] = i
+        x[k] = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+    return starts, order, x
+
+
+@kernel(cache=True, error_model="numpy")
 def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """Kernel: the piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces
-    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
+    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q). For q = 3 the points are
+    taken by piece, four at a time: twelve independent recurrences side by side, each the same
+    operations in the same order as one point's (the same numbers, bit for bit)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    n = t.shape[0]
-    if q == 3:  # two points' three recurrences side by side (independent chains; same sums)
-        for i in range(0, n - 1, 2):
+    if q != 3:
+        for i in range(t.shape[0]):
             p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
             x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-            P = min(int((t[i + 1] - lo) / (2.0 * h)), n_pieces - 1)
-            X = min(max((t[i + 1] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
-            a1, a2, b1, b2, c1, c2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-            A1, A2, B1, B2, C1, C2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
+            for c in range(q):
+                b1 = 0.0
+                b2 = 0.0
+                for j in range(m - 1, 0, -1):
+                    b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
+                out[i, c] = coef[p, 0, c] + x * b1 - b2
+        return out
+    starts, order, xs = _by_piece(t, lo, h, n_pieces)
+    for p in range(n_pieces):
+        for s in range(starts[p], starts[p + 1], 4):
+            xa, xb, xc, xd = xs[s], xs[s + 1], xs[s + 2], xs[s + 3]
+            ya, yb, yc, yd = 2.0 * xa, 2.0 * xb, 2.0 * xc, 2.0 * xd
+            a1 = a2 = b1 = b2 = c1 = c2 = d1 = d2 = 0.0  # column 0 at the four points
+            e1 = e2 = f1 = f2 = g1 = g2 = k1 = k2 = 0.0  # column 1
+            l1 = l2 = m1 = m2 = n1 = n2 = o1 = o2 = 0.0  # column 2
             for j in range(m - 1, 0, -1):
-                a1, a2 = coef[p, j, 0] + 2.0 * x * a1 - a2, a1
-                b1, b2 = coef[p, j, 1] + 2.0 * x * b1 - b2, b1
-                c1, c2 = coef[p, j, 2] + 2.0 * x * c1 - c2, c1
-                A1, A2 = coef[P, j, 0] + 2.0 * X * A1 - A2, A1
-                B1, B2 = coef[P, j, 1] + 2.0 * X * B1 - B2, B1
-                C1, C2 = coef[P, j, 2] + 2.0 * X * C1 - C2, C1
-            out[i, 0] = coef[p, 0, 0] + x * a1 - a2
-            out[i, 1] = coef[p, 0, 1] + x * b1 - b2
-            out[i, 2] = coef[p, 0, 2] + x * c1 - c2
-            out[i + 1, 0] = coef[P, 0, 0] + X * A1 - A2
-            out[i + 1, 1] = coef[P, 0, 1] + X * B1 - B2
-            out[i + 1, 2] = coef[P, 0, 2] + X * C1 - C2
-    for i in range(n - n % 2 if q == 3 else 0, n):
-        p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
-        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        for c in range(q):
-            b1 = 0.0
-            b2 = 0.0
-            for j in range(m - 1, 0, -1):
-                b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
-            out[i, c] = coef[p, 0, c] + x * b1 - b2
+                u, v, w = coef[p, j, 0], coef[p, j, 1], coef[p, j, 2]
+                a1, a2 = u + ya * a1 - a2, a1
+                b1, b2 = u + yb * b1 - b2, b1
+                c1, c2 = u + yc * c1 - c2, c1
+                d1, d2 = u + yd * d1 - d2, d1
+                e1, e2 = v + ya * e1 - e2, e1
+                f1, f2 = v + yb * f1 - f2, f1
+                g1, g2 = v + yc * g1 - g2, g1
+                k1, k2 = v + yd * k1 - k2, k1
+                l1, l2 = w + ya * l1 - l2, l1
+                m1, m2 = w + yb * m1 - m2, m1
+                n1, n2 = w + yc * n1 - n2, n1
+                o1, o2 = w + yd * o1 - o2, o1
+            u, v, w = coef[p, 0, 0], coef[p, 0, 1], coef[p, 0, 2]
+            left = starts[p + 1] - s  # (the lanes past the piece's points are not stored)
+            i = order[s]
+            out[i, 0], out[i, 1], out[i, 2] = u + xa * a1 - a2, v + xa * e1 - e2, w + xa * l1 - l2
+            if left > 1:
+                i = order[s + 1]
+                out[i, 0], out[i, 1], out[i, 2] = (u + xb * b1 - b2, v + xb * f1 - f2,
+                                                   w + xb * m1 - m2)
+            if left > 2:
+                i = order[s + 2]
+                out[i, 0], out[i, 1], out[i, 2] = (u + xc * c1 - c2, v + xc * g1 - g2,
+                                                   w + xc * n1 - n2)
+            if left > 3:
+                i = order[s + 3]
+                out[i, 0], out[i, 1], out[i, 2] = (u + xd * d1 - d2, v + xd * k1 - k2,
+                                                   w + xd * o1 - o2)
     return out
 
 
