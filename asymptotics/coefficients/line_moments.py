@@ -47,7 +47,7 @@ def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
 def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
     """Kernel: (starts (n_pieces + 1), order, x) of the points t sorted by their piece (a
     counting sort, stable): the points of piece p are t[order[starts[p]:starts[p + 1]]], x their
-    coordinates in [-1, 1] on it, in that order (four zeros appended)."""
+    coordinates in [-1, 1] on it, in that order."""
     n = t.shape[0]
     piece = np.empty(n, dtype=np.int64)
     starts = np.zeros(n_pieces + 1, dtype=np.int64)
@@ -59,7 +59,7 @@ def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
         starts[p + 1] += starts[p]
     nxt = starts[:-1].copy()
     order = np.empty(n, dtype=np.int64)
-    x = np.zeros(n + 4)
+    x = np.empty(n)
     for i in range(n):
         p = piece[i]
         k = nxt[p]
@@ -70,62 +70,62 @@ def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
 
 
 @kernel(cache=True, error_model="numpy")
+def _lanes(c: np.ndarray, y: np.ndarray, b1: np.ndarray, b2: np.ndarray) -> int:
+    """Kernel: the recurrence b_j = c_j + y b_{j+1} - b_{j+2} (y = 2 x) of one series c (m) at
+    the points y side by side (a loop over the points, which the compiler vectorises), two steps
+    at a time from j = m - 1 down to j = 2 or 1; returns the next j (1: one step left, 0: none),
+    b1, b2 then b_{j+1}, b_{j+2}."""
+    n = y.shape[0]
+    for k in range(n):
+        b1[k] = 0.0
+        b2[k] = 0.0
+    j = c.shape[0] - 1
+    while j >= 2:
+        ca = c[j]
+        cb = c[j - 1]
+        for k in range(n):
+            a = b1[k]
+            b = ca + y[k] * a - b2[k]
+            b1[k] = cb + y[k] * b - a
+            b2[k] = b
+        j -= 2
+    return j
+
+
+#: points evaluated side by side (their recurrences' state stays in the first-level cache)
+LANES = 512
+
+
+@kernel(cache=True, error_model="numpy")
 def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """Kernel: the piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces
-    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q). For q = 3 the points are
-    taken by piece, four at a time: twelve independent recurrences side by side, each the same
-    operations in the same order as one point's (the same numbers, bit for bit)."""
+    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q). The points are taken by piece,
+    up to ``LANES`` side by side (:func:`_lanes`); each point's numbers are those of its own
+    recurrence b_j = c_j + (2 x) b_{j+1} - b_{j+2}, f = c_0 + x b_1 - b_2 (the same operations
+    in the same order, bit for bit: tests/test_clen_clenshaw.py)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    if q != 3:
-        for i in range(t.shape[0]):
-            p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
-            x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-            for c in range(q):
-                b1 = 0.0
-                b2 = 0.0
-                for j in range(m - 1, 0, -1):
-                    b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
-                out[i, c] = coef[p, 0, c] + x * b1 - b2
-        return out
     starts, order, xs = _by_piece(t, lo, h, n_pieces)
+    x2 = 2.0 * xs
+    ct = np.ascontiguousarray(coef.transpose(0, 2, 1))  # (pieces, q, m)
+    b1 = np.empty(LANES)
+    b2 = np.empty(LANES)
     for p in range(n_pieces):
-        for s in range(starts[p], starts[p + 1], 4):
-            xa, xb, xc, xd = xs[s], xs[s + 1], xs[s + 2], xs[s + 3]
-            ya, yb, yc, yd = 2.0 * xa, 2.0 * xb, 2.0 * xc, 2.0 * xd
-            a1 = a2 = b1 = b2 = c1 = c2 = d1 = d2 = 0.0  # column 0 at the four points
-            e1 = e2 = f1 = f2 = g1 = g2 = k1 = k2 = 0.0  # column 1
-            l1 = l2 = m1 = m2 = n1 = n2 = o1 = o2 = 0.0  # column 2
-            for j in range(m - 1, 0, -1):
-                u, v, w = coef[p, j, 0], coef[p, j, 1], coef[p, j, 2]
-                a1, a2 = u + ya * a1 - a2, a1
-                b1, b2 = u + yb * b1 - b2, b1
-                c1, c2 = u + yc * c1 - c2, c1
-                d1, d2 = u + yd * d1 - d2, d1
-                e1, e2 = v + ya * e1 - e2, e1
-                f1, f2 = v + yb * f1 - f2, f1
-                g1, g2 = v + yc * g1 - g2, g1
-                k1, k2 = v + yd * k1 - k2, k1
-                l1, l2 = w + ya * l1 - l2, l1
-                m1, m2 = w + yb * m1 - m2, m1
-                n1, n2 = w + yc * n1 - n2, n1
-                o1, o2 = w + yd * o1 - o2, o1
-            u, v, w = coef[p, 0, 0], coef[p, 0, 1], coef[p, 0, 2]
-            left = starts[p + 1] - s  # (the lanes past the piece's points are not stored)
-            i = order[s]
-            out[i, 0], out[i, 1], out[i, 2] = u + xa * a1 - a2, v + xa * e1 - e2, w + xa * l1 - l2
-            if left > 1:
-                i = order[s + 1]
-                out[i, 0], out[i, 1], out[i, 2] = (u + xb * b1 - b2, v + xb * f1 - f2,
-                                                   w + xb * m1 - m2)
-            if left > 2:
-                i = order[s + 2]
-                out[i, 0], out[i, 1], out[i, 2] = (u + xc * c1 - c2, v + xc * g1 - g2,
-                                                   w + xc * n1 - n2)
-            if left > 3:
-                i = order[s + 3]
-                out[i, 0], out[i, 1], out[i, 2] = (u + xd * d1 - d2, v + xd * k1 - k2,
-                                                   w + xd * o1 - o2)
+        for s in range(starts[p], starts[p + 1], LANES):
+            e = min(s + LANES, starts[p + 1])
+            y, x, at = x2[s:e], xs[s:e], order[s:e]
+            for c in range(q):
+                j = _lanes(ct[p, c], y, b1, b2)
+                c0 = coef[p, 0, c]
+                if j == 1:  # the last step, then the sum
+                    c1 = coef[p, 1, c]
+                    for k in range(e - s):
+                        a = b1[k]
+                        b = c1 + y[k] * a - b2[k]
+                        out[at[k], c] = c0 + x[k] * b - a
+                else:
+                    for k in range(e - s):
+                        out[at[k], c] = c0 + x[k] * b1[k] - b2[k]
     return out
 
 
