@@ -44,42 +44,88 @@ def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @kernel(cache=True, error_model="numpy")
+def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
+    """Kernel: (starts (n_pieces + 1), order, x) of the points t sorted by their piece (a
+    counting sort, stable): the points of piece p are t[order[starts[p]:starts[p + 1]]], x their
+    coordinates in [-1, 1] on it, in that order."""
+    n = t.shape[0]
+    piece = np.empty(n, dtype=np.int64)
+    starts = np.zeros(n_pieces + 1, dtype=np.int64)
+    for i in range(n):
+        p = max(min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1), 0)
+        piece[i] = p
+        starts[p + 1] += 1
+    for p in range(n_pieces):
+        starts[p + 1] += starts[p]
+    nxt = starts[:-1].copy()
+    order = np.empty(n, dtype=np.int64)
+    x = np.empty(n)
+    for i in range(n):
+        p = piece[i]
+        k = nxt[p]
+        nxt[p] = k + 1
+        order[k] = i
+        x[k] = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+    return starts, order, x
+
+
+@kernel(cache=True, error_model="numpy")
+def _lanes(c: np.ndarray, y: np.ndarray, b1: np.ndarray, b2: np.ndarray) -> int:
+    """Kernel: the recurrence b_j = c_j + y b_{j+1} - b_{j+2} (y = 2 x) of one series c (m) at
+    the points y side by side (a loop over the points, which the compiler vectorises), two steps
+    at a time from j = m - 1 down to j = 2 or 1; returns the next j (1: one step left, 0: none),
+    b1, b2 then b_{j+1}, b_{j+2}."""
+    n = y.shape[0]
+    for k in range(n):
+        b1[k] = 0.0
+        b2[k] = 0.0
+    j = c.shape[0] - 1
+    while j >= 2:
+        ca = c[j]
+        cb = c[j - 1]
+        for k in range(n):
+            a = b1[k]
+            b = ca + y[k] * a - b2[k]
+            b1[k] = cb + y[k] * b - a
+            b2[k] = b
+        j -= 2
+    return j
+
+
+#: points evaluated side by side (their recurrences' state stays in the first-level cache)
+LANES = 512
+
+
+@kernel(cache=True, error_model="numpy")
 def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarray:
     """Kernel: the piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces
-    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q)."""
+    [lo + 2 h i, lo + 2 h (i + 1)], at the points t (n): (n, q). The points are taken by piece,
+    up to ``LANES`` side by side (:func:`_lanes`); each point's numbers are those of its own
+    recurrence b_j = c_j + (2 x) b_{j+1} - b_{j+2}, f = c_0 + x b_1 - b_2 (the same operations
+    in the same order, bit for bit: tests/test_clen_clenshaw.py)."""
     n_pieces, m, q = coef.shape
     out = np.empty((t.shape[0], q))
-    n = t.shape[0]
-    if q == 3:  # two points' three recurrences side by side (independent chains; same sums)
-        for i in range(0, n - 1, 2):
-            p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
-            x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-            P = min(int((t[i + 1] - lo) / (2.0 * h)), n_pieces - 1)
-            X = min(max((t[i + 1] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
-            a1, a2, b1, b2, c1, c2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-            A1, A2, B1, B2, C1, C2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-            for j in range(m - 1, 0, -1):
-                a1, a2 = coef[p, j, 0] + 2.0 * x * a1 - a2, a1
-                b1, b2 = coef[p, j, 1] + 2.0 * x * b1 - b2, b1
-                c1, c2 = coef[p, j, 2] + 2.0 * x * c1 - c2, c1
-                A1, A2 = coef[P, j, 0] + 2.0 * X * A1 - A2, A1
-                B1, B2 = coef[P, j, 1] + 2.0 * X * B1 - B2, B1
-                C1, C2 = coef[P, j, 2] + 2.0 * X * C1 - C2, C1
-            out[i, 0] = coef[p, 0, 0] + x * a1 - a2
-            out[i, 1] = coef[p, 0, 1] + x * b1 - b2
-            out[i, 2] = coef[p, 0, 2] + x * c1 - c2
-            out[i + 1, 0] = coef[P, 0, 0] + X * A1 - A2
-            out[i + 1, 1] = coef[P, 0, 1] + X * B1 - B2
-            out[i + 1, 2] = coef[P, 0, 2] + X * C1 - C2
-    for i in range(n - n % 2 if q == 3 else 0, n):
-        p = min(int((t[i] - lo) / (2.0 * h)), n_pieces - 1)
-        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        for c in range(q):
-            b1 = 0.0
-            b2 = 0.0
-            for j in range(m - 1, 0, -1):
-                b1, b2 = coef[p, j, c] + 2.0 * x * b1 - b2, b1
-            out[i, c] = coef[p, 0, c] + x * b1 - b2
+    starts, order, xs = _by_piece(t, lo, h, n_pieces)
+    x2 = 2.0 * xs
+    ct = np.ascontiguousarray(coef.transpose(0, 2, 1))  # (pieces, q, m)
+    b1 = np.empty(LANES)
+    b2 = np.empty(LANES)
+    for p in range(n_pieces):
+        for s in range(starts[p], starts[p + 1], LANES):
+            e = min(s + LANES, starts[p + 1])
+            y, x, at = x2[s:e], xs[s:e], order[s:e]
+            for c in range(q):
+                j = _lanes(ct[p, c], y, b1, b2)
+                c0 = coef[p, 0, c]
+                if j == 1:  # the last step, then the sum
+                    c1 = coef[p, 1, c]
+                    for k in range(e - s):
+                        a = b1[k]
+                        b = c1 + y[k] * a - b2[k]
+                        out[at[k], c] = c0 + x[k] * b - a
+                else:
+                    for k in range(e - s):
+                        out[at[k], c] = c0 + x[k] * b1[k] - b2[k]
     return out
 
 
