@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from asymptotics.network import schur
+from tests.test_netcost_schur import _case
 
 
 def _blocks(B: int = 3, n: int = 9, seed: int = 0) -> tuple:
@@ -48,18 +49,6 @@ def test_kernel_refuses_a_matrix_not_positive_definite() -> None:
     assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 1, 9)), False)
     bad[1, 4] = np.nan
     assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 9, 9)), True)
-
-
-def _case(K: int, c: int, B: int = 3, n: int = 7, seed: int = 0) -> tuple:
-    rng = np.random.default_rng(seed)
-    s = rng.uniform(0.3, 2.0, (B, n))
-    X = rng.standard_normal((B, K - c, n, 2 * n))
-    sig = np.einsum("bgik,bgjk->bgij", X, X) / (2 * n) + 0.2 * np.eye(n)
-    rest = np.linalg.inv(sig)
-    C = rng.standard_normal((K, K))
-    vp = C @ C.T / K + 0.1 * np.eye(K)
-    Dp = rng.uniform(0.5, 2.0, K)
-    return vp, Dp, s, rest, c
 
 
 @pytest.mark.parametrize("K,c", [(2, 1), (3, 2)])
