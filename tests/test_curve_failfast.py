@@ -146,3 +146,34 @@ def test_a_curve_asked_again_takes_its_walk_from_the_probes_cache():
     assert climbed and climbed2 == [] and climbed3 and climbed3[0] != alphas[0]
     assert [(r.alpha, r.converged, r.message) for r in first] == \
         [(r.alpha, r.converged, r.message) for r in again]
+
+
+def test_a_softplus_curve_whose_small_alphas_no_ladder_resolves():
+    """Softplus, +-1 readout, three steps (``bench_engine.py`` section 3's draw 0 of seed 779):
+    at small alpha the aligned rule's Gauss-Hermite axis is too coarse for the second group
+    (THEORY.md §10.8), so the curve's first probe is resolved on no ladder. The curve is still
+    decided once: its NaN rows say why, its converged rows agree with a finer aligned rule (216
+    Gauss-Hermite nodes on the other axis) within the tolerance, and asked again it is the same
+    frame, bit for bit."""
+    import asymptotics as A
+    from asymptotics.equations.ladder import QUADRATURE_RTOL
+    from asymptotics.multiindex.steps_risk import mapping_params
+    from asymptotics.spiked.problem import spiked_builder
+
+    kw = dict(sigma="softplus", target="z1 + 0.5*z1**2", alpha0=4.0, eta=(8.89, 14.22, 14.45))
+    alphas = np.linspace(0.2, 5.0, 100)
+    df = A.risk_curve(alphas, model="srf", steps=3, readout="pm1", lam=0.01, **kw)
+    again = A.risk_curve(alphas, model="srf", steps=3, readout="pm1", lam=0.01, **kw)
+    assert df.equals(again)
+    bad = df[~df.converged]
+    assert 0 < len(bad) <= 20 and not bad.alpha.gt(1.4).any()
+    assert bad.risk.isna().all() and bad.message.str.startswith("quadrature not resolved").all()
+    assert df.converged.iloc[30:].all()
+    mp = A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=4.0, eta=kw["eta"],
+                         readout="pm1")
+    build = spiked_builder(sigma="softplus", lam=0.01, beta=1.0, **mapping_params(mp, 3))
+    fine = build((0.035, 216), None)
+    for j in (20, 50, 99):
+        ref = spiked_solve.solve_spiked(fine, float(alphas[j]))
+        assert ref.converged and df.converged.iloc[j]
+        assert abs(df.risk.iloc[j] - ref.risk) <= QUADRATURE_RTOL * ref.risk
