@@ -170,7 +170,8 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
                     climb_at: Callable[..., tuple[Any, int | None]],
                     progress: bool | None, what: str = "spiked curve",
                     second: int | None = None,
-                    cache: tuple[ProbeCache, Hashable] | None = None) -> list:
+                    cache: tuple[ProbeCache, Hashable] | None = None,
+                    fail_fast: bool = False) -> list:
     """The rule decided once per curve (docs/THEORY.md §10.8): the probe points (:data:`PROBES`)
     climb the ladder as single points do (``climb_at(alpha)``: :func:`climb`, returning the index
     in ``rules`` of the rule it settled on), then every alpha is solved once on the finest rule
@@ -193,7 +194,14 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     ``cache``: (a :class:`ProbeCache`, the route's exact key of what its climbs depend on
     besides the alphas): the probes' outcomes are kept there and a curve asked again with the
     same key, probe alphas, rules and policy takes them instead of climbing (the same results,
-    bit for bit: a climb is a deterministic function of them)."""
+    bit for bit: a climb is a deterministic function of them).
+
+    ``fail_fast``: a probe resolved on no ladder does not end the probing, and the curve is
+    still decided once (:func:`_segments`): the other probes climb (from ``second``), the curve
+    is swept on the finest rule one settled on, and only the points between an unresolved probe
+    and its settled neighbours climb, one by one from that neighbour, as the later probes do,
+    until :data:`FAIL_RUN` successive points settle on no rule; the points left before the
+    unresolved probe are NaN with the reason, not climbed (docs/THEORY.md §10.8)."""
     n = len(alphas)
     start = 0
 
@@ -204,20 +212,30 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
         at = sorted({round(f * (n - 1)) for f in PROBES})
         key = None if cache is None or cache[1] is None else (
             cache[1], tuple((type(alphas[j]), float(alphas[j]).hex()) for j in at), tuple(rules),
-            second, PROBES, QUADRATURE_RTOL, SETTLE_CHANGES, SETTLE_FACTOR, PAIR_FACTOR)
+            second, PROBES, QUADRATURE_RTOL, SETTLE_CHANGES, SETTLE_FACTOR, PAIR_FACTOR,
+            *(("fail_fast", FAIL_RUN) if fail_fast else ()))
         probes = None if key is None else cache[0].get(key)
         if probes is None:
             probes = []
             for j in at:
                 res, i = at_alpha(alphas[j])
                 probes.append((res, i))
-                if second is not None and (i is None or i >= second):
+                if second is not None and (i >= second if i is not None else not fail_fast):
                     start = second  # the first ladder did not resolve this probe
-                if i is None:
+                if i is None and not fail_fast:
                     break  # the curve climbs point by point: the other probes decide nothing
             if key is not None:
                 cache[0].put(key, probes)
         done = [(res, i) for res, i in probes if i is not None and i >= 0]
+        if fail_fast and done and len(probes) == len(at) and any(i is None for _, i in probes):
+            # (the walk climbs as the probes after a settled one did: from the second ladder
+            # once a probe settled there only)
+            walk = 0 if second is None or all(i is None or i < second for _, i in probes) \
+                else second
+            memo = None if key is None else (cache[0], (key, "walk", tuple(
+                (type(a), float(a).hex()) for a in alphas)))
+            return _segments(alphas, rules, at, probes, sweep, climb_at if second is None
+                             else (lambda a: climb_at(a, walk)), progress, memo)
         if done and len(probes) == len(at) and all(i is not None for _, i in probes):
             top = max(i for _, i in done)
             err = max(res.quadrature_change for res, _ in done)
@@ -231,3 +249,80 @@ def curve_on_ladder(alphas: list[float], rules: Sequence, sweep: Callable[..., l
     with Progress(n, f"{what} (kappa ladder per point)", unit="pt", enabled=progress) as bar:
         return [(climb_at(a) if second is None else climb_at(a, 0))[0]
                 for a in bar.iter(alphas)]
+
+
+#: a curve's walk from a settled probe towards one resolved on no ladder (:func:`_segments`)
+#: stops after FAIL_RUN successive points that settle on no rule
+FAIL_RUN = 2
+
+
+def _nan_like(x: Any) -> Any:
+    """``x`` (numbers, lists, dicts of them) with every number NaN."""
+    if isinstance(x, dict):
+        return {k: _nan_like(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return type(x)(_nan_like(v) for v in x)
+    return math.nan if isinstance(x, float | int) and not isinstance(x, bool) else x
+
+
+def _segments(alphas: list[float], rules: Sequence, at: list[int], probes: list,
+              sweep: Callable[..., list], climb: Callable[[float], tuple[Any, int | None]],
+              progress: bool | None, memo: tuple[ProbeCache, Hashable] | None = None) -> list:
+    """A curve some of whose probes were resolved on no ladder, decided once
+    (docs/THEORY.md §10.8): the alphas between an unresolved probe and a settled neighbouring
+    probe climb one by one (``climb``: the later probes' climb), walking from the settled
+    probe, until :data:`FAIL_RUN` successive points settle on no rule (a point whose equations
+    fail counts as one); every point from there to the unresolved probe is NaN with the reason
+    (not climbed: the kappa ladders did not resolve its neighbours), as is every point between
+    two unresolved probes. The other alphas are swept once on the finest rule a probe settled
+    on, which carries the largest error estimate of the settled probes. ``memo``: (a
+    :class:`ProbeCache`, the curve's exact key): the walk's outcomes are kept there, as the
+    probes' (a curve asked again does not climb them again)."""
+    done = [(res, i) for res, i in probes if i is not None and i >= 0]
+    top = max(i for _, i in done)
+    err = max(res.quadrature_change for res, _ in done)
+    kept = None if memo is None else memo[0].get(memo[1])
+    fixed: dict[int, Any] = {} if kept is None else dict(kept)  # (decided outside the sweep)
+
+    def unresolved(j: int, near: Any, b: int, why: str) -> Any:
+        return relabel(near, alpha=alphas[j], risk=math.nan, converged=False,
+                       status="max_iter", iterations=0, residual=math.nan,
+                       order=_nan_like(near.order), state=_nan_like(near.state),
+                       message=f"quadrature not resolved: not climbed, as the curve's kappa "
+                               f"ladders resolved neither the probe at alpha={alphas[b]:g} "
+                               f"nor {why}")
+
+    for k, (res, i) in enumerate(probes):
+        if i is not None or kept is not None:
+            continue
+        b = at[k]
+        fixed[b] = res
+        for nb in (k - 1, k + 1):
+            if not 0 <= nb < len(at):
+                continue
+            step = 1 if nb > k else -1
+            inner = range(b + step, at[nb], step)  # (from the unresolved probe outwards)
+            if probes[nb][1] is None:  # two unresolved probes: nothing between is climbed
+                for j in inner:
+                    fixed[j] = unresolved(j, res, b, f"the probe at alpha={alphas[at[nb]]:g}")
+                continue
+            misses, near = 0, res
+            for j in reversed(inner):  # from the settled neighbour inwards
+                if misses >= FAIL_RUN:
+                    fixed[j] = unresolved(j, near, b, f"the {FAIL_RUN} points next to this "
+                                                      "one towards it")
+                    continue
+                got, i2 = climb(alphas[j])
+                fixed[j] = got
+                if i2 is None or i2 < 0:
+                    misses, near = misses + 1, got
+                else:
+                    misses = 0
+    if memo is not None and kept is None:
+        memo[0].put(memo[1], list(fixed.items()))
+    known = {j: res for j, (res, i) in zip(at, probes, strict=True) if i == top}
+    known.update(fixed)
+    first = probes[0][0] if probes[0][1] is not None else None
+    out = sweep(rules[top], progress, (rules[top], err),
+                first if first is not None and first.converged else None, known)
+    return [fixed.get(j, res) for j, res in enumerate(out)]

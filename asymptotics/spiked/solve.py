@@ -349,7 +349,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         results = sweep(n_kappa, progress)
     else:  # the tensor ladder, then the aligned one (a second ladder, §10.8)
         rules = (*_ladder(r), *aligned_ladder(r))
-        results = _curve_on_ladder(alphas, rules, sweep, climb, progress,
+        results = _curve_on_ladder(alphas, rules, sweep, climb, progress, fail_fast=True,
                                    second=len(_ladder(r)) if aligned_ladder(r) else None,
                                    cache=(PROBES_CACHE, probes_key(build, n_omega, solver)))
     if strict and not all(res.converged for res in results):
