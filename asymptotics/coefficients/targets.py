@@ -143,6 +143,7 @@ def lambdify(expr, syms) -> Callable[[np.ndarray], np.ndarray]:
             out = raw(*[Z[..., j] for j in range(k)])
         return np.broadcast_to(np.asarray(out, dtype=np.float64), Z.shape[:-1]).copy()
 
+    g.raw = raw  # type: ignore[attr-defined]  (g of z_1..z_k broadcast: spiked.coefficients)
     return g
 
 

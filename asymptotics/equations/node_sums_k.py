@@ -141,3 +141,81 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
             for i in range(r):
                 zh[g, i] += ag * kap[j, i] * res
     return E, X1, X2, zh
+
+
+
+#: the nodes of a block of :func:`v_sums4` (their weights w / (1 + V) in a buffer)
+BLOCK = 128
+
+
+@kernel(cache=True, error_model="numpy")
+def v_sums4(x, w, mb1, ms2):
+    """Kernel: ``node_sums.v_sums`` for four groups, a block of nodes at a time: their weights
+    w / (1 + V) first (V as ``channel_v`` sums it), then the sums of the rows g = 0, 1 and of
+    the rows g = 2, 3 in two loops over the block (ten running sums each: they stay in
+    registers), each sum in node order: the same numbers bit for bit."""
+    n = mb1.shape[0]
+    a = np.empty(BLOCK)
+    m00 = m01 = m02 = m03 = m10 = m11 = m12 = m13 = 0.0
+    m20 = m21 = m22 = m23 = m30 = m31 = m32 = m33 = s0 = s1 = s2 = s3 = 0.0
+    for j0 in range(0, n, BLOCK):
+        j1 = min(n, j0 + BLOCK)
+        for j in range(j0, j1):
+            b0, b1, b2, b3 = mb1[j, 0], mb1[j, 1], mb1[j, 2], mb1[j, 3]
+            V = (0.0 + ms2[j, 0] * x[16] + b0 * x[0] * b0 + b0 * x[1] * b1 + b0 * x[2] * b2
+                 + b0 * x[3] * b3 + ms2[j, 1] * x[17] + b1 * x[4] * b0 + b1 * x[5] * b1
+                 + b1 * x[6] * b2 + b1 * x[7] * b3 + ms2[j, 2] * x[18] + b2 * x[8] * b0
+                 + b2 * x[9] * b1 + b2 * x[10] * b2 + b2 * x[11] * b3 + ms2[j, 3] * x[19]
+                 + b3 * x[12] * b0 + b3 * x[13] * b1 + b3 * x[14] * b2 + b3 * x[15] * b3)
+            a[j - j0] = w[j] * (1.0 / (1.0 + V))
+        for j in range(j0, j1):
+            b0, b1, b2, b3 = mb1[j, 0], mb1[j, 1], mb1[j, 2], mb1[j, 3]
+            aj = a[j - j0]
+            ag = aj * b0
+            m00, m01, m02, m03 = m00 + ag * b0, m01 + ag * b1, m02 + ag * b2, m03 + ag * b3
+            s0 += aj * ms2[j, 0]
+            ag = aj * b1
+            m10, m11, m12, m13 = m10 + ag * b0, m11 + ag * b1, m12 + ag * b2, m13 + ag * b3
+            s1 += aj * ms2[j, 1]
+        for j in range(j0, j1):
+            b0, b1, b2, b3 = mb1[j, 0], mb1[j, 1], mb1[j, 2], mb1[j, 3]
+            aj = a[j - j0]
+            ag = aj * b2
+            m20, m21, m22, m23 = m20 + ag * b0, m21 + ag * b1, m22 + ag * b2, m23 + ag * b3
+            s2 += aj * ms2[j, 2]
+            ag = aj * b3
+            m30, m31, m32, m33 = m30 + ag * b0, m31 + ag * b1, m32 + ag * b2, m33 + ag * b3
+            s3 += aj * ms2[j, 3]
+    return (np.array([[m00, m01, m02, m03], [m10, m11, m12, m13], [m20, m21, m22, m23],
+                      [m30, m31, m32, m33]]), np.array([s0, s1, s2, s3]))
+
+
+@kernel(cache=True, error_model="numpy")
+def v_sums3(x, w, mb1, ms2):
+    """Kernel: ``node_sums.v_sums`` for three groups as :func:`v_sums4` (the rows g = 0, 1,
+    then g = 2)."""
+    n = mb1.shape[0]
+    a = np.empty(BLOCK)
+    m00 = m01 = m02 = m10 = m11 = m12 = m20 = m21 = m22 = s0 = s1 = s2 = 0.0
+    for j0 in range(0, n, BLOCK):
+        j1 = min(n, j0 + BLOCK)
+        for j in range(j0, j1):
+            b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+            V = (0.0 + ms2[j, 0] * x[9] + b0 * x[0] * b0 + b0 * x[1] * b1 + b0 * x[2] * b2
+                 + ms2[j, 1] * x[10] + b1 * x[3] * b0 + b1 * x[4] * b1 + b1 * x[5] * b2
+                 + ms2[j, 2] * x[11] + b2 * x[6] * b0 + b2 * x[7] * b1 + b2 * x[8] * b2)
+            a[j - j0] = w[j] * (1.0 / (1.0 + V))
+        for j in range(j0, j1):
+            b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+            aj = a[j - j0]
+            ag = aj * b0
+            m00, m01, m02, s0 = m00 + ag * b0, m01 + ag * b1, m02 + ag * b2, s0 + aj * ms2[j, 0]
+            ag = aj * b1
+            m10, m11, m12, s1 = m10 + ag * b0, m11 + ag * b1, m12 + ag * b2, s1 + aj * ms2[j, 1]
+        for j in range(j0, j1):
+            b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+            ag = a[j - j0] * b2
+            m20, m21, m22, s2 = m20 + ag * b0, m21 + ag * b1, m22 + ag * b2, \
+                s2 + a[j - j0] * ms2[j, 2]
+    return (np.array([[m00, m01, m02], [m10, m11, m12], [m20, m21, m22]]),
+            np.array([s0, s1, s2]))

@@ -29,13 +29,10 @@ from asymptotics.coefficients.quadrature import (
     N_PIECE,
     N_SMOOTH,
     gauss_hermite,
-    kappa_rule,
 )
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
-#: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
-KAPPA_NODES = {1: 120, 2: 24, 3: 12}
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
 #: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
@@ -85,33 +82,18 @@ def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         return x[:, None].copy(), w.copy()
     rules = [gauss_hermite(m) for m in counts]
     pts = np.array(list(itertools.product(*[x for x, _ in rules])))
-    wts = np.prod(np.array(list(itertools.product(*[w for _, w in rules]))), axis=1)
-    keep = wts > PRUNE * wts.max()
-    wts = wts[keep]
+    wts, keep = _tensor_keep.__wrapped__(counts)  # (not cached: kappa rules are large)
     return np.ascontiguousarray(pts[keep]), wts / wts.sum()
 
 
-def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
-                overlaps: np.ndarray, sigma_kinks: tuple[float, ...] = (),
-                loadings: np.ndarray | None = None,
-                bulk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.coefficients.cget``: split
-    at the
-    target's kinks in kappa when a target direction is fully learned, and at sigma's kinks
-    t / u_g of a group whose bulk is nearly zero (c_g < 0.05)."""
-    if r == 1:
-        kinks: list[float] = []
-        gam = overlaps[0]
-        if target_kinks and gam.shape[0] == 1 and gam[0] != 0.0:
-            kinks = [t / gam[0] for t in target_kinks]
-        if sigma_kinks and loadings is not None and bulk is not None:
-            for u, c in zip(loadings[:, 0], bulk, strict=True):
-                if u != 0.0 and c < 0.05:
-                    kinks += [t / u for t in sigma_kinks]
-        nk = n if n is not None else KAPPA_NODES[1]
-        k, w = kappa_rule(tuple(sorted(set(kinks))), n=nk if not kinks else 60)
-        return np.ascontiguousarray(k[:, None]), np.ascontiguousarray(w)
-    return tensor_rule(r, n if n is not None else KAPPA_NODES.get(r, 8))
+@lru_cache(maxsize=32)
+def _tensor_keep(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """The kept weights of the tensor rule of ``counts`` and their indices in the full product
+    (``itertools.product`` order: the last axis fastest)."""
+    wts = np.prod(np.array(list(itertools.product(*[gauss_hermite(m)[1] for m in counts]))),
+                  axis=1)
+    keep = np.flatnonzero(wts > PRUNE * wts.max())
+    return wts[keep], keep
 
 
 def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
@@ -389,13 +371,17 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
         h1 = np.zeros((n, k))
         chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))
         wom = wo[:, None] * om  # (m, k'): weights times the free omegas
+        raw = getattr(target, "raw", None) if free else None
         for s in range(0, n, chunk):
             e = min(n, s + chunk)
-            Zt = np.empty((k, e - s, om.shape[0]))  # Z[..., j] contiguous (the target reads it)
-            Zt[...] = shift[s:e].T[:, :, None]
-            for i, j in enumerate(free):
-                Zt[j] += rho[j] * om[None, :, i]
-            gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64)
+            if raw is not None:  # (each z_j on its own axis of the grid: the same numbers)
+                gv = _on_grid(raw, shift[s:e], rho, free, counts)
+            else:
+                Zt = np.empty((k, e - s, om.shape[0]))  # Z[..., j] contiguous (g reads it)
+                Zt[...] = shift[s:e].T[:, :, None]
+                for i, j in enumerate(free):
+                    Zt[j] += rho[j] * om[None, :, i]
+                gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64)
             if not np.all(np.isfinite(gv)):
                 raise ValueError("target returned non-finite values at quadrature nodes")
             h[s:e] = gv @ wo
@@ -407,14 +393,26 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
             np.array(h2, dtype=np.float64))
 
 
-def build_tables(sigma: Function, target: Function | Callable, k: int, loadings: np.ndarray,
-                 bulk: np.ndarray, overlaps: np.ndarray, *, n_kappa: int | None = None,
-                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None
-                 ) -> Tables:
-    """All tables of a problem (docs/THEORY.md §10.2)."""
-    kinks = target.kinks if isinstance(target, Function) else ()
-    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
-    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
-    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees, LADDER_GAIN)
-    c = np.ascontiguousarray
-    return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))
+def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
+             counts: tuple[int, ...]) -> np.ndarray:
+    """A lambdified target ``raw(z_1, ..., z_k)`` on the kept nodes of the omega tensor rule
+    of ``counts`` over the variables ``free``, (n, m) C-contiguous: z_j = rho_j x + shift_j,
+    x on axis j of the grid only and the n nodes on the last axis (numpy broadcasts: a term of
+    z_j alone is evaluated once per distinct z_j), the numbers of the target on the (n, m)
+    arrays of :func:`target_tables` element for element."""
+    n, nf = shift.shape[0], len(free)
+    args = []
+    for j in range(shift.shape[1]):
+        z = np.ascontiguousarray(shift[:, j])
+        if j in free:
+            i = free.index(j)
+            x = rho[j] * gauss_hermite(counts[i])[0]
+            z = x.reshape((1,) * i + (counts[i],) + (1,) * (nf - i)) + z
+        args.append(z)
+    with np.errstate(all="ignore"):
+        out = np.asarray(raw(*args), dtype=np.float64)
+    full = np.broadcast_to(out, tuple(counts) + (n,)).reshape((-1, n))
+    if nf > 1:  # (the one-dimensional rule is not pruned)
+        keep = _tensor_keep(tuple(counts))[1]
+        full = full if keep.shape[0] == full.shape[0] else full[keep]
+    return np.ascontiguousarray(full.T)

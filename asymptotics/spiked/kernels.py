@@ -18,8 +18,8 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_elimination2
-from asymptotics.equations.node_sums import q_sums, v_parts, v_sums
-from asymptotics.equations.node_sums_k import q_sums_k, v_parts_k
+from asymptotics.equations.node_sums import q_sums, v_parts
+from asymptotics.equations.node_sums_k import q_sums_k, v_parts_k, v_sums3, v_sums4
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -102,11 +102,11 @@ def vhats(iv: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: fl
 def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: float, lam: float,
           beta: float, pi: np.ndarray) -> np.ndarray:
     """Kernel: the closed (V1, V2) subsystem, x = (V1 flat, V2) -> resolvent(Vhat(x)); for
-    three or four groups the sums in one pass (``equations.node_sums.v_sums``: the numbers of
-    ``channel_v`` and ``vhats``, bit for bit)."""
+    three or four groups the sums in one pass (``equations.node_sums_k.v_sums3``, ``v_sums4``:
+    the numbers of ``channel_v`` and ``vhats``, bit for bit)."""
     K = pi.shape[0]
-    if K == 3 or K == 4:
-        M, v2 = v_sums(x, w, mb1, ms2)
+    if K == 3 or K == 4:  # (node_sums_k: the same numbers, a block of nodes at a time)
+        M, v2 = v_sums3(x, w, mb1, ms2) if K == 3 else v_sums4(x, w, mb1, ms2)
         tau, nV1, nV2 = resolvent(A * M, lam + A * v2, beta, pi)
     else:
         iv = 1.0 / (1.0 + channel_v(x[:K * K].reshape((K, K)), x[K * K:], mb1, ms2))

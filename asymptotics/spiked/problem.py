@@ -13,19 +13,22 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.functions import Function, get_function
+from asymptotics.coefficients.quadrature import kappa_rule
 from asymptotics.coefficients.targets import parse_target, target_callable
 from asymptotics.core import checks, group_checks
 from asymptotics.equations.ladder import ProbeCache
 from asymptotics.spiked.coefficients import (
+    LADDER_GAIN,
     PRUNE,
     Tables,
-    build_tables,
     feature_tables,
     target_tables,
     tensor_rule,
 )
 
 SUM_TOL = 1e-9
+#: default Gauss-Hermite nodes per kappa dimension (r = 1, 2, 3, >= 4)
+KAPPA_NODES = {1: 120, 2: 24, 3: 12}
 #: the most learned directions: the kappa rule is a tensor product (33^4 = 1.2e6 nodes at the
 #: top of the r = 4 ladder; 33^5 would need tens of GB)
 MAX_SPIKES = 4
@@ -317,3 +320,39 @@ def aligned_tables(sigma: Function, target: Function | Callable, k: int, U: np.n
     hh, h1, h2 = target_tables(target, k, kap, G, n_omega, degrees)
     a = np.ascontiguousarray
     return Tables(a(kap), a(w), a(mu0), a(mb1), a(ms2), a(hh), a(h1), a(h2))
+
+
+def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
+                overlaps: np.ndarray, sigma_kinks: tuple[float, ...] = (),
+                loadings: np.ndarray | None = None,
+                bulk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The outer rule over kappa ~ N(0, I_r); r = 1 as in ``asymptotics.coefficients.cget``: split
+    at the
+    target's kinks in kappa when a target direction is fully learned, and at sigma's kinks
+    t / u_g of a group whose bulk is nearly zero (c_g < 0.05)."""
+    if r == 1:
+        kinks: list[float] = []
+        gam = overlaps[0]
+        if target_kinks and gam.shape[0] == 1 and gam[0] != 0.0:
+            kinks = [t / gam[0] for t in target_kinks]
+        if sigma_kinks and loadings is not None and bulk is not None:
+            for u, c in zip(loadings[:, 0], bulk, strict=True):
+                if u != 0.0 and c < 0.05:
+                    kinks += [t / u for t in sigma_kinks]
+        nk = n if n is not None else KAPPA_NODES[1]
+        k, w = kappa_rule(tuple(sorted(set(kinks))), n=nk if not kinks else 60)
+        return np.ascontiguousarray(k[:, None]), np.ascontiguousarray(w)
+    return tensor_rule(r, n if n is not None else KAPPA_NODES.get(r, 8))
+
+
+def build_tables(sigma: Function, target: Function | Callable, k: int, loadings: np.ndarray,
+                 bulk: np.ndarray, overlaps: np.ndarray, *, n_kappa: int | None = None,
+                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None
+                 ) -> Tables:
+    """All tables of a problem (docs/THEORY.md §10.2)."""
+    kinks = target.kinks if isinstance(target, Function) else ()
+    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
+    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
+    h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees, LADDER_GAIN)
+    c = np.ascontiguousarray
+    return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))
