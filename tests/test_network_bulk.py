@@ -388,7 +388,7 @@ def test_chord_steps_solve_a_fixed_point_and_refuse_a_bad_jacobian():
 
 
 def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
-    """The Jacobian a point's later kappa rules take chord steps with (``_fp_jacobian``, from
+    """The Jacobian a point's later kappa rules take chord steps with (``fp_jacobian``, from
     the bulk's Hessian parts at the last rule's solution) against a central difference of the
     (V1, tau) map of the new rule at its start: equal up to the change of rule (< 1%)."""
     import asymptotics as A

@@ -41,6 +41,9 @@ _PREP: dict[int, tuple] = {}
 #: the relative tau step below which a Newton step that no longer shrinks counts as converged
 #: (the traces' rounding over d = blocks x size directions: ~1e-13 at 3200)
 STALL = 1e-11
+#: a Newton step of the resolvent at most this (relative) makes the next evaluation form W:
+#: the next is then the last one (the completion's warm start is within the solver's tolerance)
+FULL_NEXT = 1e-8
 #: the exact results a bulk keeps (W, Kc Sig, Kc; Hessian parts; the derivative), the last ones
 MEMO = 8
 
@@ -144,12 +147,9 @@ class GroupBulk:
         positive definite ``W = (Dc^-1 + Vc)^-1 = Kc Dc``: ``tr[Sig_g Kc_ag] = tr W_ag / D_g``
         (one Cholesky inverse per block; :meth:`kinv` where ``Sig_g`` is singular or D = 0)."""
         self._check(vhat1)
-        if self._eig is None or not np.all(D > 0.0):
+        T = self._traces_schur(vhat1, D) if self._eig is not None and np.all(D > 0.0) else None
+        if T is None:
             T = self.trace_sig(self.kinv(vhat1, D))
-        else:
-            T = self._traces_schur(vhat1, D)
-            if T is None:
-                return self._evaluate_lu(vhat1, D, beta)
         e = np.einsum("ga,ag->g", vhat1, T) / self.d
         V1 = D[:, None] * T.T / (beta * self.d)  # V1_gh = D_g T_hg
         return e, 0.5 * (V1 + V1.T)
@@ -240,12 +240,6 @@ class GroupBulk:
         x = a.reshape(sh[0], -1, sh[-1])
         return np.matmul(x, self._U).reshape(sh)  # (U^T a) per block
 
-    def _evaluate_lu(self, vhat1, D, beta):
-        T = self.trace_sig(self.kinv(vhat1, D))
-        e = np.einsum("ga,ag->g", vhat1, T) / self.d
-        V1 = D[:, None] * T.T / (beta * self.d)
-        return e, 0.5 * (V1 + V1.T)
-
     def ksig(self, Kc: np.ndarray) -> np.ndarray:
         """``(Kc Sig)_xy = Kc_xy Sig_y`` per block (B x K x n x K x n; the working basis)."""
         B, K, n = self.B, self.K, self.n
@@ -260,6 +254,7 @@ class GroupBulk:
         self.tau_last = None
         self.y_last = None
         self.jac_last = None
+        self.lin_last = None
         self._ed_last = None
         self._memo.clear()
 
@@ -270,7 +265,9 @@ class GroupBulk:
         ``tau0`` (default: the lower bound ``1/(lamg + Vhat1_gg)``), the plain iteration (the map
         is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails.
         From a warm start the Jacobian is the last one computed (a chord step: traces only) for
-        three steps, then fresh at every step."""
+        three steps, then fresh at every step. After a step of at most :data:`FULL_NEXT`
+        (relative) W is formed (kept: the completion asks for it at the tau returned), and the
+        tau returned is the last one evaluated (within ``tol`` of the next)."""
         K = self.K
         vhat1 = np.asarray(vhat1, dtype=np.float64)
         self._check(vhat1)
@@ -292,14 +289,13 @@ class GroupBulk:
         last = math.inf
         for it in range(max_iter):
             D = beta * pi * tau
-            T = None if ED is None or it >= 3 else self._traces_schur(vhat1, D) \
-                if self._eig is not None and np.all(D > 0.0) else None
-            if T is None:  # a fresh Jacobian (the first step, or the chord is slow)
-                W = self.wform(vhat1, D)
-                if W is None:
-                    Kc = self.kinv(vhat1, D)
+            T = None if ED is None or it >= 3 or last <= FULL_NEXT else self._traces_schur(
+                vhat1, D) if self._eig is not None and np.all(D > 0.0) else None
+            if T is None:  # a fresh Jacobian (the first step, the chord slow, or the last step)
+                W, KS, Kc = self.wkc(vhat1, D)
+                if KS is not None:
                     T = self.trace_sig(Kc)
-                    ED = self._ed(vhat1, Kc)
+                    ED = self._ed_ks(vhat1, KS)
                 else:  # tr[Sig_g Kc_ag] = tr W_ag / D_g, (Kc Sig)_xy = W_xy / D_y
                     T = self.wtrace(W) / D[None, :]
                     ED = self._ed_gram(vhat1, self._gram(W), D)
@@ -318,17 +314,15 @@ class GroupBulk:
             # converged: within tol, or stalled at the traces' rounding (d terms summed: a step
             # no longer shrinking, below STALL relative)
             done = rel <= tol or (it >= 2 and rel <= STALL and rel >= 0.5 * last)
-            tau, last = new, rel
             if done:
                 break
+            tau, last = new, rel
         else:
             if tau0 is not None:  # from the lower bound, where the warm start failed (once:
                 self.tau_last = None  # a cold start that fails is NaN)
                 return self.resolvent(vhat1, lamg, beta, pi, None, tol, max_iter)
             nan = np.full(K, np.nan)
             return nan, np.full((K, K), np.nan), nan
-        # V1 from the last step's traces (taken at tau within tol of the solution: the same to
-        # O(tol))
         V1 = (beta * pi * tau)[:, None] * T.T / (beta * self.d)
         V1 = 0.5 * (V1 + V1.T)
         self.tau_last = tau

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
+from asymptotics.spiked.kernels import channel_v, vhats
 
 
 class CoupledChannels:
@@ -226,3 +227,68 @@ class CoupledChannels:
                 e1[g, hh] = 1.0
                 q1[g, hh] = -d_f(e1, np.zeros(K))
         return 0.5 * (q1 + q1.T), q2
+
+
+# -- the bulk's (V1, tau) subsystem on a point's next kappa rule (DERIVATIONS.md §9.7) --------
+
+def fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v) -> np.ndarray:
+    """The Jacobian of ``y -> fmap(y) - y`` (the map of ``y = (V1, tau)`` of
+    :func:`asymptotics.network.solve._bulk_v`) at the solution ``(Vhat1, tau) = (M, tau)``
+    from the bulk's Hessian parts and ``-d(Vhat1, Vhat2)/d(V1, V2)`` (``dMv``, ``dv2v``;
+    ``V2 = pi tau``): ``V1' = V1(Vhat1, D)``, ``tau' = 1/(lam + Vhat2 + e(Vhat1, D))``,
+    ``D = beta pi tau``."""
+    K, nq = pi.shape[0], pi.shape[0] * (pi.shape[0] + 1)
+    HVV, HVD, ED = bulk.parts(M, tau, beta, pi)
+    sc = np.concatenate([np.ones(K * K), pi])
+    dM, dv2 = -dMv * sc[:, None, None], -dv2v * sc[:, None]
+    dD = np.zeros((nq, K))
+    dD[K * K:] = np.diag(beta * pi)
+    dV1 = np.einsum("cdab,jab->jcd", HVV, dM) + np.einsum("cdg,jg->jcd", HVD, dD)
+    dV1 = 0.5 * (dV1 + dV1.transpose(0, 2, 1))
+    de = beta * np.einsum("abg,jab->jg", HVD, dM) + dD @ ED.T
+    dt = -(tau * tau)[None, :] * (dv2 + de)
+    return np.hstack([dV1.reshape(nq, K * K), dt]).T - np.eye(nq)
+
+
+def chord_start(bulk, y: np.ndarray, vargs: tuple) -> tuple | None:
+    """The chord's start and Jacobian for the ``(V1, tau)`` subsystem on a point's next kappa
+    rule (:func:`asymptotics.network.solve._bulk_v`, DERIVATIONS.md §9.7), from the last rule's
+    solution ``y`` and the bulk's state kept by the completion (``bulk.lin_last``: ``(Vhat1,
+    tau, V1, e)`` there): one Newton step with the bulk linearised there (its exact Hessian
+    parts) and the next rule's node sums (``vargs``: ``(w, mub1, mus2, A, lam, beta, pi)``),
+    and the Jacobian of that rule's map with the same parts. None without a kept state."""
+    lin = getattr(bulk, "lin_last", None)
+    if lin is None:
+        return None
+    w, mb1, ms2, A, lam, beta, pi = vargs
+    K = pi.shape[0]
+    Mc, tc, V1c, ec = lin
+    V1y, ty = y[:K * K].reshape(K, K), y[K * K:]
+    iv = 1.0 / (1.0 + channel_v(V1y, pi * ty, mb1, ms2))
+    Mn, v2n = vhats(iv, w, mb1, ms2, A)
+    HVV, HVD, ED = bulk.parts(Mc, tc, beta, pi)
+    dM, dD = Mn - Mc, beta * pi * (ty - tc)
+    V1p = V1c + np.einsum("cdab,ab->cd", HVV, dM) + HVD @ dD
+    ep = ec + beta * np.einsum("abg,ab->g", HVD, dM) + ED @ dD
+    f = np.concatenate([(0.5 * (V1p + V1p.T)).ravel(), 1.0 / (lam + v2n + ep)])
+    dMv, dv2v = node_jacobian(iv * iv, w, mb1, ms2, A)
+    J = fp_jacobian(bulk, Mc, tc, beta, pi, dMv, dv2v)
+    try:
+        x1 = y - np.linalg.solve(J, f - y)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.all(np.isfinite(x1)):
+        return None
+    return x1, J
+
+
+def node_jacobian(iv2, w, mb1, ms2, A) -> tuple[np.ndarray, np.ndarray]:
+    """``-d(Vhat1, Vhat2)/d(V1, V2)`` (nq x K x K and nq x K, nq = K^2 + K: the columns
+    ``V1_gh``, then ``V2_g``) from the node sums (``iv2 = 1/(1 + V)^2`` on the nodes)."""
+    K = mb1.shape[1]
+    nq = K * K + K
+    dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))
+    for col in range(nq):
+        qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
+        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
+    return dMv, dv2v

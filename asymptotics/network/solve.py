@@ -29,6 +29,8 @@ from asymptotics.network.channels import (
     risk_of,
     spiked_problem,
 )
+from asymptotics.network.coupling import chord_start, fp_jacobian, node_jacobian
+from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import (
     DET_MIN,
@@ -128,10 +130,8 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     nq = K * K + K
     c0 = np.concatenate([(f1 - dV1).ravel(), f2 - dV2])
     Mq = np.eye(nq)
-    dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))  # -d(Vhat1, Vhat2)/d(V1, V2)
+    dMv, dv2v = node_jacobian(iv2, w, mb1, ms2, A)  # -d(Vhat1, Vhat2)/d(V1, V2)
     for col in range(nq):
-        qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
-        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
         if bulk is None:
             e1, e2 = dres_f(M, tau, beta, pi, dMv[col], dv2v[col])
             Mq[:, col] += np.concatenate([e1.ravel(), e2])
@@ -139,7 +139,8 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
         Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
         Y1 = Y[:K * K].reshape(K, K, nq)
         Mq += np.vstack([(0.5 * (Y1 + Y1.transpose(1, 0, 2))).reshape(K * K, nq), Y[K * K:]])
-        bulk.jac_last = _fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
+        bulk.jac_last = fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
+        bulk.lin_last = (M, tau, V1, 1.0 / tau - (lam + v2))
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
     qv = np.linalg.solve(Mq, c0)
     state[o[0]:o[1]] = qv[:K * K]
@@ -147,30 +148,12 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     return state, ok
 
 
-def _fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v) -> np.ndarray:
-    """The Jacobian of ``y -> fmap(y) - y``, :func:`_bulk_v`'s map of ``y = (V1, tau)``, at the
-    solution ``(Vhat1, tau) = (M, tau)`` from the bulk's Hessian parts and ``-d(Vhat1,
-    Vhat2)/d(V1, V2)`` (``dMv``, ``dv2v``; ``V2 = pi tau``): ``V1' = V1(Vhat1, D)``,
-    ``tau' = 1/(lam + Vhat2 + e(Vhat1, D))``, ``D = beta pi tau``."""
-    K = pi.shape[0]
-    nq = K * K + K
-    HVV, HVD, ED = bulk.parts(M, tau, beta, pi)
-    sc = np.concatenate([np.ones(K * K), pi])
-    dM, dv2 = -dMv * sc[:, None, None], -dv2v * sc[:, None]
-    dD = np.zeros((nq, K))
-    dD[K * K:] = np.diag(beta * pi)
-    dV1 = np.einsum("cdab,jab->jcd", HVV, dM) + np.einsum("cdg,jg->jcd", HVD, dD)
-    dV1 = 0.5 * (dV1 + dV1.transpose(0, 2, 1))
-    de = beta * np.einsum("abg,jab->jg", HVD, dM) + dD @ ED.T
-    dt = -(tau * tau)[None, :] * (dv2 + de)
-    return np.hstack([dV1.reshape(nq, K * K), dt]).T - np.eye(nq)
-
-
 def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     """The closed (V1, V2) subsystem on the anisotropic bulk (DERIVATIONS.md §9.7), from the
     isotropic solution ``x``: the joint iteration of ``(V1, tau)`` (one evaluation of the bulk
     per step, tau's equation solved along with V1; chord steps with the last rule's Jacobian on
-    a point's later rules, :func:`_fp_jacobian`); the completion solves tau exactly."""
+    a point's later rules from :func:`~asymptotics.network.coupling.chord_start`); the
+    completion solves tau exactly."""
     w, mb1, ms2, A, lam, beta, pi = vargs
     K = pi.shape[0]
 
@@ -189,7 +172,10 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     jac = getattr(bulk, "jac_last", None)
     out = None
     if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
-        if jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
+        pred = chord_start(bulk, last, vargs) if jac is not None else None
+        if pred is not None:
+            out = chord(fmap, pred[0], pred[1], cfg, nn)
+        elif jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
             out = chord(fmap, last, jac, cfg, nn)
         if out is None:
             out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
@@ -303,7 +289,8 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
         prob, ch, mean = problem(rule)
         if fresh and bulk is not None:
             bulk.forget()  # a pure point: warm starts only between this point's own rules
-        res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk, mean=mean)
+        with blas_threads():  # (schur.BLAS_THREADS)
+            res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk, mean=mean)
         if not res.converged and prob.lam == 0.0:
             res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
         return res
@@ -406,7 +393,7 @@ def risk_network_groups_curve(alphas: Iterable[float], *, channels: object,
         carried = [n if isinstance(n, int) else n[1] for n in all_rules]
 
         def sweep_rule(rule, bar_on, rc, first=None, known=None):
-            # (the probes' solutions are not reused here: every alpha is solved on the rule)
+            # (the probes' solutions are not reused: every alpha is solved on the rule)
             return sweep(rule, bar_on, (carried[all_rules.index(rule)], rc[1]))
 
         results = curve_on_ladder(alphas, all_rules, sweep_rule, climb_at, progress,
