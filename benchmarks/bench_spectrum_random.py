@@ -13,7 +13,8 @@ identical call answered by that cache, best of 3), a 300-point density on [0, 1.
 then warm, at alpha (1 + 1e-6 k) past the result cache).
 CPU time (``time.process_time``: the machine may be shared). Run:
 ``python benchmarks/bench_spectrum_random.py`` (20 settings; minutes per setting on a cold
-cache); rows are appended to benchmarks/data/bench_spectrum_random.txt with the git revision.
+cache); the table and summary line are printed (runs are kept in
+benchmarks/data/bench_spectrum_random.txt, each under a line naming its revision and load).
 ``--only 12,14``: those settings alone (drawn as in the full run: the same settings).
 """
 
