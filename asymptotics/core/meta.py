@@ -1,5 +1,5 @@
-"""The distribution's version, warnings shown as one line (commands and pool workers), and the
-three field groups every result type exposes."""
+"""The distribution's version, warnings shown as one line (commands and pool workers), BLAS
+thread limits, and the three field groups every result type exposes."""
 
 from __future__ import annotations
 
@@ -37,6 +37,25 @@ def one_line_warnings() -> None:
 
     warnings.showwarning = show
     warnings.simplefilter("default")
+
+
+_BLAS: list = []  # the threadpoolctl controller, made once (it inspects the loaded libraries)
+
+
+def blas_limit(threads: int | None):
+    """A context in which BLAS runs on ``threads`` threads (None: the process's setting, a
+    no-op). Small products gain nothing from more threads, and threads spinning idle on a shared
+    machine cost CPU time; a product split by rows and columns (not along its sums) gives the same
+    numbers on any count."""
+    import contextlib
+
+    if threads is None:
+        return contextlib.nullcontext()
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=threads, user_api="blas")
 
 
 class FieldGroups:

@@ -18,33 +18,27 @@ covariances (the first group's where none are equal).
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg.lapack import dpotrf as _potrf
 from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
-from threadpoolctl import ThreadpoolController
 
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
+from asymptotics.core.meta import blas_limit
 
 #: a network point's BLAS products (the coupling's and the Gram's, about K^2 (r+k) rows by d
 #: columns; the blocks' n x n products) on this many BLAS threads (None: the process's): too small
 #: to gain from more, and threads spinning idle on a shared machine cost CPU time (every product
 #: is split by rows and columns, not along its sums: the same numbers)
 BLAS_THREADS: int | None = 1
-_BLAS: list = []  # the threadpoolctl controller, made once
 
 
 def blas_threads():
     """A context in which BLAS runs on :data:`BLAS_THREADS` threads (no-op when None)."""
-    if BLAS_THREADS is None:
-        return contextlib.nullcontext()
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=BLAS_THREADS, user_api="blas")
+    return blas_limit(BLAS_THREADS)
 
 
 #: covariances equal to this relative tolerance (max over the blocks' entries) are one class

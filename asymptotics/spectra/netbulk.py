@@ -29,8 +29,8 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
+from asymptotics.core.meta import blas_limit
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
 from asymptotics.spectra.traces.net_branch import attach
@@ -74,16 +74,11 @@ BLAS_THREADS: int | None = 1
 _CACHE: dict[int, tuple] = {}
 _QUEUED: list = []
 _QUEUED_SUMS: list = []
-_BLAS: list = []  # the threadpoolctl controller, made once
 
 
 def blas_threads():
     """A context in which BLAS runs on :data:`BLAS_THREADS` threads (no-op when None)."""
-    if BLAS_THREADS is None:
-        return contextlib.nullcontext()
-    if not _BLAS:
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=BLAS_THREADS, user_api="blas")
+    return blas_limit(BLAS_THREADS)
 
 
 def _block_matvec(P: np.ndarray, q: np.ndarray) -> np.ndarray:
