@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
+from asymptotics.equations.node_sums_k import v_sums3, v_sums4
 
 
 @kernel(cache=True, error_model="numpy")
@@ -52,61 +53,11 @@ def v_sums(x, w, mb1, ms2):
             m11 += ag * b1
             s1 += a * ms2[j, 1]
         return np.array([[m00, m01], [m10, m11]]), np.array([s0, s1])
-    if K == 3:
-        return _v_sums3(x, w, mb1, ms2)
+    if K == 3:  # (node_sums_k: a block of nodes at a time, the same numbers)
+        return v_sums3(x, w, mb1, ms2)
     if K == 4:
-        return _v_sums4(x, w, mb1, ms2)
+        return v_sums4(x, w, mb1, ms2)
     return np.zeros((K, K)) * np.nan, np.zeros(K) * np.nan
-
-
-@kernel(cache=True, error_model="numpy")
-def _v_sums3(x, w, mb1, ms2):
-    """Kernel: :func:`v_sums` for three groups (V summed left to right in ``channel_v``'s
-    order: the same numbers as its sequence of +=)."""
-    m00 = m01 = m02 = m10 = m11 = m12 = m20 = m21 = m22 = s0 = s1 = s2 = 0.0
-    for j in range(mb1.shape[0]):
-        b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
-        V = (0.0 + ms2[j, 0] * x[9] + b0 * x[0] * b0 + b0 * x[1] * b1 + b0 * x[2] * b2
-             + ms2[j, 1] * x[10] + b1 * x[3] * b0 + b1 * x[4] * b1 + b1 * x[5] * b2
-             + ms2[j, 2] * x[11] + b2 * x[6] * b0 + b2 * x[7] * b1 + b2 * x[8] * b2)
-        a = w[j] * (1.0 / (1.0 + V))
-        ag = a * b0
-        m00, m01, m02, s0 = m00 + ag * b0, m01 + ag * b1, m02 + ag * b2, s0 + a * ms2[j, 0]
-        ag = a * b1
-        m10, m11, m12, s1 = m10 + ag * b0, m11 + ag * b1, m12 + ag * b2, s1 + a * ms2[j, 1]
-        ag = a * b2
-        m20, m21, m22, s2 = m20 + ag * b0, m21 + ag * b1, m22 + ag * b2, s2 + a * ms2[j, 2]
-    return (np.array([[m00, m01, m02], [m10, m11, m12], [m20, m21, m22]]),
-            np.array([s0, s1, s2]))
-
-
-@kernel(cache=True, error_model="numpy")
-def _v_sums4(x, w, mb1, ms2):
-    """Kernel: :func:`v_sums` for four groups (as :func:`_v_sums3`)."""
-    m00 = m01 = m02 = m03 = m10 = m11 = m12 = m13 = 0.0
-    m20 = m21 = m22 = m23 = m30 = m31 = m32 = m33 = s0 = s1 = s2 = s3 = 0.0
-    for j in range(mb1.shape[0]):
-        b0, b1, b2, b3 = mb1[j, 0], mb1[j, 1], mb1[j, 2], mb1[j, 3]
-        V = (0.0 + ms2[j, 0] * x[16] + b0 * x[0] * b0 + b0 * x[1] * b1 + b0 * x[2] * b2
-             + b0 * x[3] * b3 + ms2[j, 1] * x[17] + b1 * x[4] * b0 + b1 * x[5] * b1
-             + b1 * x[6] * b2 + b1 * x[7] * b3 + ms2[j, 2] * x[18] + b2 * x[8] * b0
-             + b2 * x[9] * b1 + b2 * x[10] * b2 + b2 * x[11] * b3 + ms2[j, 3] * x[19]
-             + b3 * x[12] * b0 + b3 * x[13] * b1 + b3 * x[14] * b2 + b3 * x[15] * b3)
-        a = w[j] * (1.0 / (1.0 + V))
-        ag = a * b0
-        m00, m01, m02, m03 = m00 + ag * b0, m01 + ag * b1, m02 + ag * b2, m03 + ag * b3
-        s0 += a * ms2[j, 0]
-        ag = a * b1
-        m10, m11, m12, m13 = m10 + ag * b0, m11 + ag * b1, m12 + ag * b2, m13 + ag * b3
-        s1 += a * ms2[j, 1]
-        ag = a * b2
-        m20, m21, m22, m23 = m20 + ag * b0, m21 + ag * b1, m22 + ag * b2, m23 + ag * b3
-        s2 += a * ms2[j, 2]
-        ag = a * b3
-        m30, m31, m32, m33 = m30 + ag * b0, m31 + ag * b1, m32 + ag * b2, m33 + ag * b3
-        s3 += a * ms2[j, 3]
-    return (np.array([[m00, m01, m02, m03], [m10, m11, m12, m13], [m20, m21, m22, m23],
-                      [m30, m31, m32, m33]]), np.array([s0, s1, s2, s3]))
 
 
 @kernel(cache=True, error_model="numpy")
