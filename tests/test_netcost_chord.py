@@ -11,6 +11,7 @@ import numpy as np
 
 from asymptotics.network import schur
 from asymptotics.network.bulk import GroupBulk
+from tests.test_network_bulk import _noncommuting
 
 KW = dict(sigma="relu", target="z1 + z1*z2", alpha0=16.0, readout="pm1", steps=2,
           eta=(2.0, 4.0))
@@ -83,14 +84,7 @@ def test_point_with_the_start_is_the_point_without_it(monkeypatch):
 
 
 def _bulk(K: int = 3, B: int = 2, n: int = 12, seed: int = 4) -> GroupBulk:
-    rng = np.random.default_rng(seed)
-    sig = np.empty((B, K, n, n))
-    for b in range(B):
-        for g in range(K):
-            X = rng.standard_normal((n, 2 * n))
-            sig[b, g] = X @ X.T / (2 * n)
-            sig[b, g] *= n / np.trace(sig[b, g])
-    return GroupBulk(sig)
+    return GroupBulk(_noncommuting(B, K, n, seed))
 
 
 def test_resolvent_keeps_w_at_the_tau_it_returns(monkeypatch):
