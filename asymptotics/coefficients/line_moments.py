@@ -280,3 +280,49 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         return direct(t)
     coef = np.ascontiguousarray(np.stack([store[i] for i in range(p_lo, p_hi + 1)]))
     return _clenshaw(coef, 2 * h * p_lo, h, t)
+
+
+@kernel(cache=True, error_model="numpy")
+def rows_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> tuple:
+    """Kernel: (finite, rows (sum w F, sum w F z, sum w F^2)) for one rule (z, w) shared by every
+    row: ``line_moments._shared_moments``' sums in the same order, four rows at a time."""
+    m, n = values.shape
+    out = np.zeros((m, 3))
+    finite = True
+    m4 = m - m % 4
+    for i in range(0, m4, 4):
+        a0, a1, a2, b0, b1, b2, c0, c1, c2, d0, d1, d2 = (0.0,) * 12
+        for j in range(n):
+            va, vb, vc, vd = values[i, j], values[i + 1, j], values[i + 2, j], values[i + 3, j]
+            wa, wb, wc, wd = w[j] * va, w[j] * vb, w[j] * vc, w[j] * vd
+            a0 += wa
+            a1 += wa * z[j]
+            a2 += wa * va
+            b0 += wb
+            b1 += wb * z[j]
+            b2 += wb * vb
+            c0 += wc
+            c1 += wc * z[j]
+            c2 += wc * vc
+            d0 += wd
+            d1 += wd * z[j]
+            d2 += wd * vd
+        out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
+        out[i + 1, 0], out[i + 1, 1], out[i + 1, 2] = b0, b1, b2
+        out[i + 2, 0], out[i + 2, 1], out[i + 2, 2] = c0, c1, c2
+        out[i + 3, 0], out[i + 3, 1], out[i + 3, 2] = d0, d1, d2
+    for i in range(m4, m):
+        s0 = 0.0
+        s1 = 0.0
+        s2 = 0.0
+        for j in range(n):
+            wf = w[j] * values[i, j]
+            s0 += wf
+            s1 += wf * z[j]
+            s2 += wf * values[i, j]
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
+    for i in range(m):
+        for c in range(3):
+            if not np.isfinite(out[i, c]):
+                finite = False
+    return finite, out

@@ -29,39 +29,68 @@ def _channel(x, mb1, ms2, j, K):
 
 
 @kernel(cache=True, error_model="numpy")
+def weighted_sums(a, mb1, ms2, z):
+    """Kernel: M[g, q] = sum_j (a_j mub1_jg) mub1_jq, v2[g] = sum_j a_j mus2_jg and
+    P[g, i] = sum_j (a_j mub1_jg) z_ji, each summed over the nodes in order (the terms of
+    ``kernels.vhats``), up to four entries a pass in independent chains held in registers."""
+    n, K = mb1.shape
+    k = z.shape[1]
+    M = np.zeros((K, K))
+    v2 = np.zeros(K)
+    P = np.zeros((K, k))
+    for g in range(K):
+        for q0 in range(0, K, 4):
+            nq = min(4, K - q0)
+            q1 = q0 + 1 if nq > 1 else q0
+            q2 = q0 + 2 if nq > 2 else q0
+            q3 = q0 + 3 if nq > 3 else q0
+            s0, s1, s2, s3, sv = 0.0, 0.0, 0.0, 0.0, 0.0
+            for j in range(n):
+                ag = a[j] * mb1[j, g]
+                s0 += ag * mb1[j, q0]
+                s1 += ag * mb1[j, q1]
+                s2 += ag * mb1[j, q2]
+                s3 += ag * mb1[j, q3]
+                sv += a[j] * ms2[j, g]
+            for i, sm in enumerate((s0, s1, s2, s3)):
+                if i < nq:
+                    M[g, q0 + i] = sm
+            if q0 == 0:
+                v2[g] = sv
+        for i in range(k):
+            sp = 0.0
+            for j in range(n):
+                sp += a[j] * mb1[j, g] * z[j, i]
+            P[g, i] = sp
+    return M, v2, P
+
+
+@kernel(cache=True, error_model="numpy")
 def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
     """Kernel: ``node_sums.v_parts`` for any K: (iv, M, v2, ph, Phi, Psi, ht) at x = (V1 flat,
     V2), iv = 1/(1 + V), (M, v2) the sums of ``vhats`` at iv, ph = E[w iv mub1_g h1], the node
     rows of ``mean_design`` (its last K rows, the ridge's, left zero); M, v2, ph before the
-    factor A."""
+    factor A. The rows first, then the sums (:func:`weighted_sums`)."""
     n, K = mb1.shape
     r = kap.shape[1]
-    k = h1.shape[1]
     iv = np.empty(n)
-    M = np.zeros((K, K))
-    v2 = np.zeros(K)
-    ph = np.zeros((K, k))
+    a = np.empty(n)
     Phi = np.zeros((n + K, K))
     Psi = np.zeros((n + K, K * r))
     ht = np.zeros(n + K)
     for j in range(n):
         ivj = 1.0 / (1.0 + _channel(x, mb1, ms2, j, K))
         iv[j] = ivj
-        a = w[j] * ivj
-        sq = np.sqrt(a)
+        aj = w[j] * ivj
+        a[j] = aj
+        sq = np.sqrt(aj)
         ht[j] = sq * h[j]
         for g in range(K):
-            bg = mb1[j, g]
-            ag = a * bg
-            for q in range(K):
-                M[g, q] += ag * mb1[j, q]
-            v2[g] += a * ms2[j, g]
-            for i in range(k):
-                ph[g, i] += ag * h1[j, i]
             Phi[j, g] = sq * mu0[j, g]
-            sb = sq * bg
+            sb = sq * mb1[j, g]
             for i in range(r):
                 Psi[j, g * r + i] = sb * kap[j, i]
+    M, v2, ph = weighted_sums(a, mb1, ms2, h1)
     return iv, M, v2, ph, Phi, Psi, ht
 
 
@@ -76,8 +105,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     nc = L + K
     b = np.empty(n)
     E0 = np.empty(n)
-    R1 = np.zeros((K, K))
-    R2 = np.zeros(K)
+    a = np.empty(n)
     Yt = np.empty((nc, n))  # pair_gram's rows, then its sums (the Gram's own passes)
     ap = np.empty(n)
     for j in range(n):
@@ -90,12 +118,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
         e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
         E0[j] = e0
         iv2 = iv[j] * iv[j]
-        a = w[j] * (iv2 * (e0 + delta))
-        for g in range(K):
-            ag = a * mb1[j, g]
-            for q in range(K):
-                R1[g, q] += ag * mb1[j, q]
-            R2[g] += a * ms2[j, g]
+        a[j] = w[j] * (iv2 * (e0 + delta))
         ap[j] = w[j] * iv2
         p = 0
         for g in range(K):
@@ -104,6 +127,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
                 p += 1
         for g in range(K):
             Yt[L + g, j] = ms2[j, g]
+    R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
     return b, E0, R1, R2, gram_t(Yt, ap)
 
 
@@ -116,9 +140,8 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
     n, K = mb1.shape
     r = kap.shape[1]
     E = np.empty(n)
-    X1 = np.zeros((K, K))
-    X2 = np.zeros(K)
-    zh = np.zeros((K, r))
+    a = np.empty(n)
+    c = np.empty(n)
     for j in range(n):
         q = 0.0
         for g in range(K):
@@ -128,20 +151,17 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
                 q += bg * Q1[g, p] * mb1[j, p]
         e = E0[j] + q
         E[j] = e
-        a = w[j] * (iv[j] * iv[j] * (e + delta))
-        for g in range(K):
-            ag = a * mb1[j, g]
-            for p in range(K):
-                X1[g, p] += ag * mb1[j, p]
-            X2[g] += a * ms2[j, g]
-        a = w[j] * iv[j]
-        res = h[j] - b[j]
-        for g in range(K):
-            ag = a * mb1[j, g]
-            for i in range(r):
-                zh[g, i] += ag * kap[j, i] * res
+        a[j] = w[j] * (iv[j] * iv[j] * (e + delta))
+        c[j] = w[j] * iv[j]
+    X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
+    zh = np.zeros((K, r))
+    for g in range(K):
+        for i in range(r):
+            s = 0.0
+            for j in range(n):
+                s += c[j] * mb1[j, g] * kap[j, i] * (h[j] - b[j])
+            zh[g, i] = s
     return E, X1, X2, zh
-
 
 
 #: the nodes of a block of :func:`v_sums4` (their weights w / (1 + V) in a buffer)

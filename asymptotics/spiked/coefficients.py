@@ -23,7 +23,13 @@ from scipy import special
 from scipy.special import roots_legendre
 
 from asymptotics.coefficients.functions import Function, get_function, to_sympy
-from asymptotics.coefficients.line_moments import GAIN, direct_moments, line_moments, on_line
+from asymptotics.coefficients.line_moments import (
+    GAIN,
+    direct_moments,
+    line_moments,
+    on_line,
+    rows_moments,
+)
 from asymptotics.coefficients.quadrature import (
     HALF_WIDTH,
     N_PIECE,
@@ -208,50 +214,23 @@ def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
     return roots_legendre(n)
 
 
-@kernel(cache=True, error_model="numpy")
-def _rows_moments(values: np.ndarray, z: np.ndarray, w: np.ndarray) -> tuple:
-    """Kernel: (finite, rows (sum w F, sum w F z, sum w F^2)) for one rule (z, w) shared by every
-    row: ``line_moments._shared_moments``' sums in the same order, four rows at a time."""
-    m, n = values.shape
-    out = np.zeros((m, 3))
-    finite = True
-    m4 = m - m % 4
-    for i in range(0, m4, 4):
-        a0, a1, a2, b0, b1, b2, c0, c1, c2, d0, d1, d2 = (0.0,) * 12
-        for j in range(n):
-            va, vb, vc, vd = values[i, j], values[i + 1, j], values[i + 2, j], values[i + 3, j]
-            wa, wb, wc, wd = w[j] * va, w[j] * vb, w[j] * vc, w[j] * vd
-            a0 += wa
-            a1 += wa * z[j]
-            a2 += wa * va
-            b0 += wb
-            b1 += wb * z[j]
-            b2 += wb * vb
-            c0 += wc
-            c1 += wc * z[j]
-            c2 += wc * vc
-            d0 += wd
-            d1 += wd * z[j]
-            d2 += wd * vd
-        out[i, 0], out[i, 1], out[i, 2] = a0, a1, a2
-        out[i + 1, 0], out[i + 1, 1], out[i + 1, 2] = b0, b1, b2
-        out[i + 2, 0], out[i + 2, 1], out[i + 2, 2] = c0, c1, c2
-        out[i + 3, 0], out[i + 3, 1], out[i + 3, 2] = d0, d1, d2
-    for i in range(m4, m):
-        s0 = 0.0
-        s1 = 0.0
-        s2 = 0.0
-        for j in range(n):
-            wf = w[j] * values[i, j]
-            s0 += wf
-            s1 += wf * z[j]
-            s2 += wf * values[i, j]
-        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
-    for i in range(m):
-        for c in range(3):
-            if not np.isfinite(out[i, c]):
-                finite = False
-    return finite, out
+def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
+    """``f(z)`` written into ``z`` (the caller's temporary) for the registered tanh and the
+    erf and softplus of :func:`fast`: the same ufuncs on the same values, the same numbers (no
+    temporaries of the size of the rule); other functions ``f(z)``."""
+    if f.f is np.tanh:
+        return np.tanh(z, out=z)
+    if f.f is _erf:
+        band = np.abs(z) < ERF_SATURATION
+        inner = special.erf(z[band])
+        np.sign(z, out=z)
+        z[band] = inner
+        return z
+    if f.f is _softplus:
+        t = np.abs(z)
+        np.log1p(np.exp(np.negative(t, out=t), out=t), out=t)
+        return np.add(np.maximum(z, 0.0, out=z), t, out=z)
+    return f(z)
 
 
 def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
@@ -259,8 +238,8 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
     shift), F evaluated by ``f`` (:func:`fast`)."""
     x, w = gauss_hermite(n)
-    values = f(pts[:, None] + (s * x)[None, :])
-    finite, out = _rows_moments(np.ascontiguousarray(values), x, w)
+    values = _values_into(f, pts[:, None] + (s * x)[None, :])
+    finite, out = rows_moments(np.ascontiguousarray(values), x, w)
     if not finite and not np.all(np.isfinite(values)):
         raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
     return out
@@ -270,8 +249,9 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
             **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
-    by :func:`_rows_moments` and, for the registered relu, :func:`_relu_moments` (its pieces,
-    not numpy's numbers bit for bit, under their own cache key); ``gain``: ``on_line``'s."""
+    by ``line_moments.rows_moments`` (the values by :func:`_values_into`) and, for the
+    registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
+    their own cache key); ``gain``: ``on_line``'s."""
     s, f = float(s), fast(fn)
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \

@@ -1,0 +1,59 @@
+"""The K-group tables' activation values written into their own temporary
+(``spiked.coefficients._values_into``) against the functions' own evaluation, and the node sums
+of three or more groups summed after their per-node rows (``equations.node_sums_k``) against the
+reference kernels of ``spiked.kernels``: the same numbers bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from asymptotics.coefficients.functions import get_function
+from asymptotics.coefficients.line_moments import rows_moments
+from asymptotics.equations import node_sums_k
+from asymptotics.spiked import coefficients as C
+from asymptotics.spiked import kernels
+from tests.test_node_sums import _tables
+
+
+@pytest.mark.parametrize("name", ["tanh", "erf", "softplus", "relu", "erf(z-1)"])
+def test_values_into_are_the_functions_values(name: str) -> None:
+    f = C.fast(get_function(name))
+    rng = np.random.default_rng(len(name))
+    for shape in [(370, 96), (7, 96), (1, 5), (1001, 33)]:
+        for scale in (0.5, 3.0, 10.0, 40.0):
+            z = rng.standard_normal(shape) * scale
+            z[0, 0] = 0.0
+            want = f(z.copy())
+            got = C._values_into(f, z.copy())
+            assert got.dtype == np.float64 and np.array_equal(want, got)
+
+
+def test_values_into_leave_other_functions_to_them() -> None:
+    f = get_function("tanh(2*z) + 0.1*z**2")
+    z = np.linspace(-5.0, 5.0, 12).reshape(3, 4)
+    keep = z.copy()
+    assert np.array_equal(C._values_into(f, z), f(keep)) and np.array_equal(z, keep)
+
+
+def test_smooth_moments_are_the_rows_sums_of_the_values() -> None:
+    f = C.fast(get_function("softplus"))
+    pts = np.linspace(-9.0, 9.0, 301)
+    x, w = C.gauss_hermite(96)
+    ok, want = rows_moments(np.ascontiguousarray(f(pts[:, None] + (1.1 * x)[None, :])), x, w)
+    assert ok and np.array_equal(C._smooth_moments(f, f, pts, 1.1, 96), want)
+
+
+@pytest.mark.parametrize("K", [3, 4, 6])
+def test_weighted_sums_are_vhats(K: int) -> None:
+    w, kap, mu0, mb1, ms2, h, h1, h2, x, rng = _tables(K, 2, 2)
+    iv = 1.0 / (1.0 + kernels.channel_v(x[:K * K].reshape((K, K)), x[K * K:], mb1, ms2))
+    M, v2 = kernels.vhats(iv, w, mb1, ms2, 1.0)
+    got_M, got_v2, P = node_sums_k.weighted_sums(w * iv, mb1, ms2, h1)
+    assert np.array_equal(got_M, M) and np.array_equal(got_v2, v2)
+    ref = np.zeros((K, 2))
+    for j in range(w.shape[0]):
+        for g in range(K):
+            for i in range(2):
+                ref[g, i] += w[j] * iv[j] * mb1[j, g] * h1[j, i]
+    assert np.array_equal(P, ref)
