@@ -295,3 +295,17 @@ def test_record_of_every_campaign_setting_is_plain_data():
         for s in c.settings[:3]:
             rec = c.record_of(s)
             assert dataclasses.is_dataclass(rec) is False and digest(rec) == c.task_hash(s)
+
+
+def test_a_multistep_task_record_parses_its_target_once():
+    """``MultiStepConfig.k`` (asked by every task's ``record``, so by every key) parses a target
+    text once: the plans' hashes above cost no sympy work per task; k is the text's count."""
+    from validation.multistep.simulator import MultiStepConfig, _target_k
+
+    _target_k.cache_clear()
+    cfgs = [MultiStepConfig(d=100 + i, target="z1 + z1*z2 + z2*z3") for i in range(50)]
+    assert {c.record()["k"] for c in cfgs} == {3}
+    assert _target_k.cache_info().misses == 1
+    assert MultiStepConfig(d=100, target="z").k == 1
+    with pytest.raises(ValueError, match="non-empty"):
+        _ = MultiStepConfig(d=100, target="").k

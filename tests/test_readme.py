@@ -1,5 +1,5 @@
 """The Python blocks of the README and of the user guide (docs/guide.md) run as written (with fewer
-seeds, to stay fast)."""
+seeds and a smaller d, to stay fast)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,12 @@ def test_readme_python_block_runs():
     text = (ROOT / "docs" / "guide.md").read_text()
     start = text.index("```python", text.index("## Python")) + len("```python")
     code = text[start:text.index("```", start)]
-    assert "seeds=8)" in code
+    assert "seeds=8)" in code and code.count("d=1000)") == 1
     namespace: dict = {}
-    exec(compile(code.replace("seeds=8)", "seeds=2)"), "README.md", "exec"), namespace)
+    # the Monte Carlo line runs as written on 2 seeds at d = 200 (it is checked to run; its
+    # numbers are the agreement tests' business): the same calls, a fraction of the draws' cost
+    code = code.replace("seeds=8)", "seeds=2)").replace("d=1000)", "d=200)")
+    exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["res"].converged and namespace["df"].converged.all()
     assert bool(namespace["grid"].converged.all()) and len(namespace["grid"]) == 3 * 4 * 2
 

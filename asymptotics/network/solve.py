@@ -208,9 +208,10 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
     for i, start in enumerate(attempts):
         cfg = solver if i < len(attempts) - 1 else SolverConfig(
             solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
+        # blowup given (the kernel's default): solve_point's signature, one compile of anderson
         x, code, n_it, rr = anderson(np.asarray(start, dtype=np.float64), nn, *vargs,
                                      cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
-                                     cfg.anderson)
+                                     cfg.anderson, 1e12)
         if Status(int(code)) == Status.CONVERGED:
             break
     status, n_iter, resid = Status(int(code)), int(n_it), float(rr)

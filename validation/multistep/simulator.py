@@ -45,6 +45,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -66,6 +67,13 @@ from . import groups as mg
 READOUTS = ("constant", "pm1", "hypercube")  # hypercube: an alias of pm1
 STREAMS = ("weights", "teacher", "ridge", "ridge_noise", "test")
 CHUNK_BYTES = 32 * 2**20
+
+
+@lru_cache(maxsize=256)
+def _target_k(text: str) -> int:
+    """The number of variables of a target text (its callable built once a text: every task's
+    ``record`` asks, and sympy's parse and lambdify cost milliseconds each)."""
+    return target_callable(text)[1]
 
 
 def default_eta(steps: int) -> tuple[float, ...]:
@@ -161,7 +169,9 @@ class MultiStepConfig:
 
     @property
     def k(self) -> int:
-        return target_callable(self.target)[1]
+        if isinstance(self.target, str):
+            return _target_k(self.target)
+        return target_callable(self.target)[1]  # (its error: a target must be text)
 
     @property
     def learning_rates(self) -> tuple[float, ...]:
