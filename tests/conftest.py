@@ -7,6 +7,24 @@ os.environ.setdefault("NUMBA_CACHE_DIR",
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")
 
 import pytest  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _blas_on_one_thread():
+    """The suite runs BLAS on one thread: on a 2-core machine with another process busy, an
+    OpenBLAS of two threads made a 400 x 400 eigh 10-50x slower in CPU and wall time (the
+    suite's own cost; the package's routes set their own limits, tested with
+    :func:`blas_two_threads`)."""
+    with threadpool_limits(1, user_api="blas"):
+        yield
+
+
+@pytest.fixture
+def blas_two_threads():
+    """BLAS back on two threads for one test (a test of a route's own thread limit)."""
+    with threadpool_limits(2, user_api="blas"):
+        yield
 
 
 @pytest.fixture(autouse=True)

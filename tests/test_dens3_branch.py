@@ -117,7 +117,7 @@ def test_rotation_is_the_einsum() -> None:
         assert np.max(np.abs(P - O[:, b] * O[:, e])) < 1e-13 * np.max(np.abs(P))
 
 
-def test_blas_threads_left_as_they_were() -> None:
+def test_blas_threads_left_as_they_were(blas_two_threads) -> None:
     from threadpoolctl import threadpool_info
 
     def blas() -> list:

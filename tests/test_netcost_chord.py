@@ -108,7 +108,7 @@ def test_resolvent_keeps_w_at_the_tau_it_returns(monkeypatch):
     assert np.max(np.abs(tau * (lamg + e) - 1.0)) <= 1e-13
 
 
-def test_point_runs_blas_on_one_thread(monkeypatch):
+def test_point_runs_blas_on_one_thread(monkeypatch, blas_two_threads):
     """A point's solve runs with BLAS limited to ``schur.BLAS_THREADS`` (1) threads."""
     from threadpoolctl import threadpool_info
 
