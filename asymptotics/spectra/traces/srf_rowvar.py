@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.spectra import law
 
@@ -142,6 +143,16 @@ def rowvar_real(U: np.ndarray, c: np.ndarray, w: np.ndarray, wc: np.ndarray, bet
     return G, D
 
 
+def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
+    """Whether ``disp(*args)`` runs compiled (here or in numba's cache); otherwise one call on
+    the first row (or ``tiny``) queues its compilation (:mod:`asymptotics.core.coldstart`)."""
+    small = tiny or args
+    return coldstart.kernel_ready(
+        disp, args, lambda: disp(np.ascontiguousarray(small[0][:1]),
+                                 np.ascontiguousarray(small[1][:1]), *small[2:]),
+        compile_mode_ready=True)
+
+
 class RowvarSolver(law.Solver):
     """:class:`~asymptotics.spectra.law.Solver` of the row-variance law with the path's
     Broyden steps compiled (:func:`rowvar_broyden`; the numpy ``residual`` for the rest)."""
@@ -159,8 +170,6 @@ class RowvarSolver(law.Solver):
         (:func:`rowvar_broyden`) when it starts from the Jacobian at ``x`` (``H0`` None)."""
         if H0 is not None or x.shape[0] == 0 or not KERNELS:
             return super()._broyden(x, z, H0)
-        from asymptotics.spectra.traces.srf_solver import _compiled
-
         x = np.ascontiguousarray(x, dtype=np.complex128)
         z = np.ascontiguousarray(z, dtype=np.complex128)
         args = (x, z, float(self.tol), int(law.QUASI_MAX), *self._args)
@@ -178,8 +187,6 @@ class RowvarSolver(law.Solver):
         """:meth:`real_jacobian` at the rows of ``U`` (n, 3) in one kernel call."""
         if not (KERNELS and EXACT_BRANCH):
             return None
-        from asymptotics.spectra.traces.srf_solver import _compiled
-
         U = np.ascontiguousarray(U, dtype=np.float64)
         args = (U, *self._args)
         if not _compiled(rowvar_real, args):
