@@ -41,6 +41,7 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",
+    "asymptotics.spectra.traces.srf_rowvar",
     "asymptotics.spectra.traces.net_jacobian",
     "asymptotics.network.schur",
 ]

@@ -32,6 +32,7 @@ from asymptotics.spectra.bbp import (
 )
 from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
+from asymptotics.spectra.traces.srf_rowvar import RowvarSolver
 
 N_POP = 16  # Gauss nodes of the population law of the network's bulk rows (its default)
 
@@ -213,7 +214,8 @@ def rowvar_solver(c: np.ndarray, w: np.ndarray, beta: float) -> Solver:
     def start(z: np.ndarray) -> np.ndarray:
         return np.stack([-1.0 / z, -1.0 / z], axis=1)
 
-    sol = Solver(residual, start, lambda x: x[:, 1], scale=float(w @ c))
+    sol = RowvarSolver(residual, start, lambda x: x[:, 1], scale=float(w @ c), c=c, w=w,
+                       beta=beta)  # (the path's Broyden steps compiled)
     sol.atom = max(0.0, 1.0 - 1.0 / beta)
     return sol
 

@@ -96,19 +96,23 @@ class SrfSolver(law.Solver):
     def real_jacobians(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """:meth:`real_jacobian` at the rows of ``U`` (n, q + 1) in one kernel call: (n, q + 1)
         and (n, q + 1, q + 1) (each row's numbers as alone)."""
-        q = U.shape[1] - 1
-        K = self._args[0].shape[0]
+        n, q = U.shape[0], U.shape[1] - 1
+        pi = self._args[0]
+        K = pi.shape[0]
         x = np.ascontiguousarray(U[:, :q], dtype=np.complex128)
         z = np.ascontiguousarray(U[:, q], dtype=np.complex128)
         if not (EXACT_BRANCH and self._ready(srf_jacobian, x, z)):
             return None
         F, J = srf_jacobian(x, z, *self._args)
-        D = np.zeros((U.shape[0], q + 1, q + 1))
+        D = np.zeros((n, q + 1, q + 1))
         D[:, :q, :q] = J.real
         D[:, :K, q] = -U[:, :K]
-        D[:, q, :K] = self._args[0]
-        m = [u[:K] @ self._args[0] for u in U]  # (row by row: the same sums as alone)
-        return np.concatenate([F.real, np.array(m)[:, None]], axis=1), D
+        D[:, q, :K] = pi
+        G = np.empty((n, q + 1))
+        G[:, :q] = F.real
+        for r in range(n):  # (row by row: the same sums as alone)
+            G[r, q] = U[r, :K] @ pi
+        return G, D
 
     def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
