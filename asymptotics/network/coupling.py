@@ -26,7 +26,12 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
+
+#: ``Acal`` with some ``D_g < 0`` by the Schur complement's solves, W not formed
+#: (:meth:`CoupledChannels._wa_solve`; False: from W, :meth:`CoupledChannels._w_parts`)
+SOLVE_ACAL = True
 
 
 class CoupledChannels:
@@ -107,8 +112,12 @@ class CoupledChannels:
         return P1, P2
 
     def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``."""
-        Wa = self._w_parts(vhat1, D)[3]
+        """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``
+        (with some ``D_g < 0``, W not formed: :meth:`_wa_solve`)."""
+        kept = self._key == (vhat1.tobytes(), D.tobytes())
+        Wa = self._wa_solve(vhat1, D) if SOLVE_ACAL and not kept else None
+        if Wa is None:
+            Wa = self._w_parts(vhat1, D)[3]
         m = self.r + self.k
         B, K, n = Wa.shape[:3]
         ag = self.a_w.transpose(1, 2, 0, 3).reshape(K, m, B * n)  # (g, e, (b, i))
@@ -118,6 +127,52 @@ class CoupledChannels:
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
         return 0.5 * (out + out.T)
+
+    def _wa_solve(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
+        """``W a`` as :meth:`_w_parts` gives it (B x K x n x K x (r+k): ``(W_xy a_(y,f))_i``)
+        where some ``D_g < 0`` (the spectra's real lam beyond the edge, THEORY.md §16.8: W
+        symmetric indefinite) and a group is outside the base class, without forming W or
+        ``S^-1`` (:mod:`asymptotics.network.schur`): with ``Y_i = P_i^-1 Vhat1_FR``,
+        ``x_R = S^-1 (a_R - Y^T a_F)`` by one LU solve per block and ``x_F = P^-1 a_F - Y x_R``.
+        None where it does not apply (then :meth:`_w_parts`)."""
+        eig = self.bulk._eig
+        if (eig is None or np.iscomplexobj(D) or not np.all(D != 0.0)
+                or bool(np.all(D > 0.0))):
+            return None
+        s, rest, _, c, inv, _ = eig
+        K = self.K
+        if c >= K:
+            return None
+        vp, Dp = self.bulk._perm(vhat1, D)
+        Pi = p_inverse(vp, Dp, s, c, spd=False)
+        if Pi is None:
+            return None
+        B, n = s.shape
+        m, mm = K - c, self.r + self.k
+        Y = np.matmul(Pi, vp[:c, c:])  # (B, n, c, m)
+        corr = vp[c:, c:] - np.matmul(vp[c:, :c], Y)  # (B, n, m, m)
+        idx = np.arange(n)
+        S = np.zeros((B, m, n, m, n))
+        S[:, :, idx, :, idx] = corr.transpose(1, 0, 2, 3)  # (as schur.schur's S)
+        for g in range(m):
+            S[:, g, :, g, :] += rest[:, g] / Dp[c + g]
+        # the right-hand sides: a_(y,f) in group y's slot (the permuted order: inv[y])
+        R = np.zeros((B, K, n, K, mm))
+        for y in range(K):
+            R[:, inv[y], :, y, :] = np.swapaxes(self.a_w[:, y], 1, 2)
+        R = R.reshape(B, K, n, K * mm)
+        aF = R[:, :c].transpose(0, 2, 1, 3)  # (B, n, c, K mm)
+        rhs = R[:, c:] - np.matmul(np.swapaxes(Y, 2, 3), aF).transpose(0, 2, 1, 3)
+        try:
+            xR = np.linalg.solve(S.reshape(B, m * n, m * n), rhs.reshape(B, m * n, K * mm))
+        except np.linalg.LinAlgError:
+            return None
+        if not np.all(np.isfinite(xR)):
+            return None
+        xR = xR.reshape(B, m, n, K * mm)
+        xF = np.matmul(Pi, aF) - np.matmul(Y, xR.transpose(0, 2, 1, 3))  # (B, n, c, K mm)
+        X = np.concatenate([xF.transpose(0, 2, 1, 3), xR], axis=1)  # (B, K, n, K mm)
+        return X[:, inv].reshape(B, K, n, K, mm)
 
     def dacal(self, vhat1: np.ndarray, D: np.ndarray, X1: np.ndarray, dD: np.ndarray
               ) -> np.ndarray:

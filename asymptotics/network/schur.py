@@ -92,6 +92,10 @@ def _pinv(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, c: int, spd: bool = Tru
     return 0.5 * (Pi + np.swapaxes(Pi, 2, 3))
 
 
+#: the base class's ``P_i^-1`` (public: the coupling's solves, :mod:`asymptotics.network.coupling`)
+p_inverse = _pinv
+
+
 def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
           full: bool, spd: bool = True, work: np.ndarray | None = None) -> tuple | None:
     """``(P^-1, Y, G)`` in the permuted group order (base class first): ``G`` the blocks of
