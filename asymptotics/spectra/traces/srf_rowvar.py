@@ -15,9 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.spectra import law
+from asymptotics.spectra.traces.srf_solver import compiled
 
 #: the path's Broyden steps compiled (False: the numpy steps, the former path)
 KERNELS = True
@@ -143,16 +143,6 @@ def rowvar_real(U: np.ndarray, c: np.ndarray, w: np.ndarray, wc: np.ndarray, bet
     return G, D
 
 
-def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
-    """Whether ``disp(*args)`` runs compiled (here or in numba's cache); otherwise one call on
-    the first row (or ``tiny``) queues its compilation (:mod:`asymptotics.core.coldstart`)."""
-    small = tiny or args
-    return coldstart.kernel_ready(
-        disp, args, lambda: disp(np.ascontiguousarray(small[0][:1]),
-                                 np.ascontiguousarray(small[1][:1]), *small[2:]),
-        compile_mode_ready=True)
-
-
 class RowvarSolver(law.Solver):
     """:class:`~asymptotics.spectra.law.Solver` of the row-variance law with the path's
     Broyden steps compiled (:func:`rowvar_broyden`; the numpy ``residual`` for the rest)."""
@@ -173,7 +163,7 @@ class RowvarSolver(law.Solver):
         x = np.ascontiguousarray(x, dtype=np.complex128)
         z = np.ascontiguousarray(z, dtype=np.complex128)
         args = (x, z, float(self.tol), int(law.QUASI_MAX), *self._args)
-        if not _compiled(rowvar_broyden, args, args[:3] + (0,) + args[4:]):
+        if not compiled(rowvar_broyden, args, args[:3] + (0,) + args[4:]):
             return super()._broyden(x, z, H0)
         return rowvar_broyden(*args)
 
@@ -189,6 +179,6 @@ class RowvarSolver(law.Solver):
             return None
         U = np.ascontiguousarray(U, dtype=np.float64)
         args = (U, *self._args)
-        if not _compiled(rowvar_real, args):
+        if not compiled(rowvar_real, args):
             return None
         return rowvar_real(*args)

@@ -22,7 +22,7 @@ KERNELS = True
 #: differences, the former path)
 EXACT_BRANCH = True
 
-def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
+def compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether ``disp(*args)`` runs compiled (here or in numba's cache); otherwise one call on
     the first row (or ``tiny``) queues its compilation (:mod:`asymptotics.core.coldstart`)."""
     small = tiny or args
@@ -66,7 +66,7 @@ class SrfSolver(law.Solver):
                       np.ascontiguousarray(w, dtype=np.float64), sym, prodT, pk, pm)
 
     def _ready(self, disp, x: np.ndarray, z: np.ndarray) -> bool:
-        return KERNELS and _compiled(disp, (x, z, *self._args))
+        return KERNELS and compiled(disp, (x, z, *self._args))
 
     def _residual(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
         if x.shape[0] == 0:
@@ -124,6 +124,6 @@ class SrfSolver(law.Solver):
         x = np.ascontiguousarray(x, dtype=np.complex128)
         z = np.ascontiguousarray(z, dtype=np.complex128)
         args = (x, z, float(self.tol), int(law.QUASI_MAX), *self._args)
-        if not (KERNELS and _compiled(srf_broyden, args, args[:3] + (0,) + args[4:])):
+        if not (KERNELS and compiled(srf_broyden, args, args[:3] + (0,) + args[4:])):
             return super()._broyden(x, z, H0)
         return srf_broyden(*args)
