@@ -47,3 +47,32 @@ def test_erf_device_does_not_depend_on_the_block_size():
     r100 = risks("SD", 100, 32, 0, [0.5, 2.0])
     assert np.all(np.isfinite(r50 + r100))
     assert np.max(np.abs(np.array(r50) / np.array(r100) - 1.0)) < 2e-3, (r50, r100)
+
+
+def test_device_builds_run_blas_on_one_thread(monkeypatch, blas_two_threads):
+    """Both devices are built with BLAS on ``schur.BLAS_THREADS`` (1) threads, whatever the
+    process's setting: two OpenBLAS threads on 2 cores made a three-step device 4-7x slower
+    (the same numbers to 2.5e-15)."""
+    from threadpoolctl import threadpool_info
+
+    def blas() -> set:
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    seen = []
+    for name in ("_covariances", "_coupled_lanes"):
+        real = getattr(dv, name)
+
+        def spy(*a, _real=real, **k):
+            seen.append(blas())
+            return _real(*a, **k)
+
+        monkeypatch.setattr(dv, name, spy)
+    dv._CACHE.clear()
+    try:
+        assert blas() == {2}
+        dv.device_covariances("relu", "z1 + z1*z2", **KW)
+        dv.coupled_device("relu", "z1 + z1*z2", **KW)
+        assert blas() == {2}
+    finally:
+        dv._CACHE.clear()
+    assert seen == [{1}, {1}]

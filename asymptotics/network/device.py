@@ -33,6 +33,7 @@ from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.groups import DEFAULT_QUAD, network_groups
+from asymptotics.network.schur import blas_threads
 
 #: the device: B blocks of n outside directions (d = B n), the seed of its batches. Its
 #: sampling error falls like (B n)^-1/2: with 4 blocks the risk of relu ``z1 + z1*z2`` after two
@@ -72,6 +73,20 @@ def device_covariances(sigma: str | Function, target: str, *, steps: int, alpha0
         key, hit = None, None
     if hit is not None:
         return hit
+    with blas_threads():
+        out = _covariances(m, target, alpha0, size, blocks, seed, quad)
+    for arr in out:
+        arr.flags.writeable = False
+    if key is not None:
+        _CACHE[key] = out
+        while len(_CACHE) > CACHE_SIZE:
+            _CACHE.pop(next(iter(_CACHE)))
+    return out
+
+
+
+def _covariances(m, target, alpha0, size, blocks, seed, quad) -> tuple[np.ndarray, np.ndarray]:
+    """The computation of :func:`device_covariances` (its cache missed)."""
     ng = network_groups(m.sigma, target, steps=m.steps, alpha0=alpha0, eta=m.etas,
                         delta=m.delta, readout=m.readout, quad=quad)
     values, fractions, k = np.asarray(m.values), np.asarray(m.fractions), m.k
@@ -112,14 +127,7 @@ def device_covariances(sigma: str | Function, target: str, *, steps: int, alpha0
             tr = float(np.trace(C[g]))
             scale[b, g] = tr / size / cT[g] if cT[g] > 0 else 1.0
             sig[b, g] = 0.5 * (C[g] + C[g].T) * (size / tr)
-    out = (sig, scale)
-    for arr in out:
-        arr.flags.writeable = False
-    if key is not None:
-        _CACHE[key] = out
-        while len(_CACHE) > CACHE_SIZE:
-            _CACHE.pop(next(iter(_CACHE)))
-    return out
+    return sig, scale
 
 
 def _reference(rng: np.random.Generator, n: int, k: int, q: int
@@ -195,7 +203,8 @@ def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: fl
         return hit
     if split and (size < 4 or size % 2):
         raise ValueError(f"a split device needs an even size >= 4, got {size}")
-    outs = _coupled_lanes(m, target, alpha0, size, blocks, seed, quad, n_ref, split)
+    with blas_threads():
+        outs = _coupled_lanes(m, target, alpha0, size, blocks, seed, quad, n_ref, split)
     for sp, out in zip((False, True)[:len(outs)], outs, strict=True):
         for arr in out[:3]:
             arr.flags.writeable = False
