@@ -11,21 +11,11 @@ import pytest
 from asymptotics.network import coupling
 from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.coupling import CoupledChannels
-
-
-def _sig(B: int, K: int, n: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    sig = np.empty((B, K, n, n))
-    for b in range(B):
-        for g in range(K):
-            X = rng.standard_normal((n, 2 * n))
-            sig[b, g] = X @ X.T / (2 * n)
-            sig[b, g] *= n / np.trace(sig[b, g])
-    return sig
+from tests.test_network_bulk import _noncommuting
 
 
 def _setting(K: int, same: tuple, B: int = 3, n: int = 11, r: int = 2, k: int = 1):
-    sig = _sig(B, K, n, seed=31 + K)
+    sig = _noncommuting(B, K, n, seed=31 + K)
     for g, h in same:
         sig[:, g] = sig[:, h]
     rng = np.random.default_rng(K + 3)
@@ -91,7 +81,7 @@ def test_acal_by_solves_only_below_the_edge():
     assert cc._wa_solve(vh, D) is None
     assert cc._wa_solve(vh, D.astype(np.complex128)) is None
     assert cc._wa_solve(vh, np.array([-0.4, 0.0, 1.7])) is None
-    same = _sig(2, 1, 9, seed=5)
+    same = _noncommuting(2, 1, 9, seed=5)
     sig3 = np.repeat(same, 3, axis=1)
     cc3 = CoupledChannels(GroupBulk(sig3), a[:2, :, :, :9], ecov, r, k)
     assert cc3._wa_solve(vh, -D) is None
