@@ -154,3 +154,30 @@ def test_kept_mean_table_is_the_fresh_one() -> None:
     assert again is first and not first.flags.writeable
     assert np.array_equal(first, _mean_table(prob))
     assert mean_table(prob, False) is prob.tables.kappa
+
+
+def test_kept_acal_and_gram_are_the_fresh_ones() -> None:
+    """Acal (every D_g > 0) and the Gram of W are kept for the last arguments: asked again,
+    the same read-only arrays, equal bit for bit to a fresh computation; with some D_g < 0
+    Acal is not kept; :meth:`forget` drops both."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    ch, vhat1, _ = _coupled()
+    D = np.array([0.4, 0.7, 0.5])
+    first = ch.acal(vhat1, D)
+    assert ch.acal(vhat1, D) is first and not first.flags.writeable
+    fresh = CoupledChannels(ch.bulk, ch.a, ch.ecov, ch.r, ch.k)
+    ch.bulk.forget()
+    assert np.array_equal(fresh.acal(vhat1, D), first)
+    other = ch.acal(vhat1, D * 1.1)
+    assert other is not first and not np.array_equal(other, first)
+    neg = D * np.array([1.0, -1.0, 1.0])
+    a1 = ch.acal(vhat1, neg)
+    assert a1.flags.writeable and ch.acal(vhat1, neg) is not a1
+    W = ch.bulk.wkc(vhat1, D)[0]
+    H = ch.bulk._gram(W)
+    assert ch.bulk._gram(W) is H and not H.flags.writeable
+    ch.bulk._gram_last = None
+    assert np.array_equal(ch.bulk._gram(W), H)
+    ch.forget()
+    assert ch._acal is None and ch.bulk._gram_last is None
