@@ -27,7 +27,7 @@ def _dense(rest, scale, corr) -> np.ndarray:
     return np.linalg.inv(S)
 
 
-@pytest.mark.parametrize("n", [1, 2, 9, 40])
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 16, 17, 40, 98])
 def test_kernel_inverse_is_the_dense_inverse(n: int) -> None:
     rest, scale, corr = _blocks(n=n, seed=n)
     ref = _dense(rest, scale, corr)
@@ -42,12 +42,38 @@ def test_kernel_inverse_is_the_dense_inverse(n: int) -> None:
     assert np.array_equal(full, np.swapaxes(full, 1, 2))  # symmetric exactly (one triangle)
 
 
+def test_kernel_blocks_do_not_leak_into_each_other() -> None:
+    """The blocked kernel reuses its scratch across blocks (zero below X's diagonal, a zero row
+    past an odd n): each block's inverse is its own, whatever the block before it."""
+    for n in (7, 10):
+        rest, scale, corr = _blocks(B=4, n=n, seed=11)
+        rest[1] *= 40.0  # (a block of a very different scale between two ordinary ones)
+        corr[2] += 3.0
+        ref = _dense(rest, scale, corr)
+        for b in range(4):
+            one = np.empty((1, n, n))
+            assert schur.chol_inverse(rest[b:b + 1], scale, corr[b:b + 1], one, True)
+            assert np.max(np.abs(one[0] - ref[b])) <= 1e-12 * np.max(np.abs(ref[b]))
+        full = np.empty((4, n, n))
+        assert schur.chol_inverse(rest, scale, corr, full, True)
+        assert np.max(np.abs(full - ref)) <= 1e-12 * np.max(np.abs(ref))
+        diag = np.empty((4, 1, n))
+        assert schur.chol_inverse(rest[::-1].copy(), scale, corr[::-1].copy(), diag, False)
+        dref = np.diagonal(ref[::-1], axis1=1, axis2=2)
+        assert np.max(np.abs(diag[:, 0] - dref)) <= 1e-12 * np.max(np.abs(dref))
+
+
 def test_kernel_refuses_a_matrix_not_positive_definite() -> None:
     rest, scale, corr = _blocks()
     bad = corr.copy()
     bad[1, 4] = -50.0  # block 1 indefinite
     assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 1, 9)), False)
     bad[1, 4] = np.nan
+    assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 9, 9)), True)
+    bad[1, 4] = corr[1, 4]
+    bad[2, 8] = -50.0  # (the last row of an odd n: the second of a pair that is not there)
+    assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 1, 9)), False)
+    bad[2, 8], bad[0, 5] = corr[2, 8], -50.0  # (the second row of a pair)
     assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 9, 9)), True)
 
 
@@ -128,3 +154,30 @@ def test_kept_mean_table_is_the_fresh_one() -> None:
     assert again is first and not first.flags.writeable
     assert np.array_equal(first, _mean_table(prob))
     assert mean_table(prob, False) is prob.tables.kappa
+
+
+def test_kept_acal_and_gram_are_the_fresh_ones() -> None:
+    """Acal (every D_g > 0) and the Gram of W are kept for the last arguments: asked again,
+    the same read-only arrays, equal bit for bit to a fresh computation; with some D_g < 0
+    Acal is not kept; :meth:`forget` drops both."""
+    from asymptotics.network.coupling import CoupledChannels
+
+    ch, vhat1, _ = _coupled()
+    D = np.array([0.4, 0.7, 0.5])
+    first = ch.acal(vhat1, D)
+    assert ch.acal(vhat1, D) is first and not first.flags.writeable
+    fresh = CoupledChannels(ch.bulk, ch.a, ch.ecov, ch.r, ch.k)
+    ch.bulk.forget()
+    assert np.array_equal(fresh.acal(vhat1, D), first)
+    other = ch.acal(vhat1, D * 1.1)
+    assert other is not first and not np.array_equal(other, first)
+    neg = D * np.array([1.0, -1.0, 1.0])
+    a1 = ch.acal(vhat1, neg)
+    assert a1.flags.writeable and ch.acal(vhat1, neg) is not a1
+    W = ch.bulk.wkc(vhat1, D)[0]
+    H = ch.bulk._gram(W)
+    assert ch.bulk._gram(W) is H and not H.flags.writeable
+    ch.bulk._gram_last = None
+    assert np.array_equal(ch.bulk._gram(W), H)
+    ch.forget()
+    assert ch._acal is None and ch.bulk._gram_last is None

@@ -110,6 +110,7 @@ class GroupBulk:
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         self.jac_last: np.ndarray | None = None  # (and the Jacobian of its map there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
+        self._gram_last: tuple | None = None  # (W, its Gram) of :meth:`_gram`
         pre = _PREP.get(id(sig))
         if pre is None or pre[0] is not sig:
             pre = (sig, *_prepare(sig))
@@ -256,6 +257,7 @@ class GroupBulk:
         self.jac_last = None
         self.lin_last = None
         self._ed_last = None
+        self._gram_last = None
         self._memo.clear()
 
     def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
@@ -328,23 +330,27 @@ class GroupBulk:
         self.tau_last = tau
         return self._keep(key, (tau, V1, pi * tau))
 
-    def _ed(self, vhat1: np.ndarray, Kc: np.ndarray) -> np.ndarray:
-        """``de_g/dD_h = -d^-1 tr[(Vc Kc Sig)_gh (Vc Kc Sig)_hg]`` (K x K)."""
-        return self._ed_ks(vhat1, self.ksig(Kc))
-
     def _ed_ks(self, vhat1: np.ndarray, KS: np.ndarray) -> np.ndarray:
+        """``de_g/dD_h = -d^-1 tr[(Vc Kc Sig)_gh (Vc Kc Sig)_hg]`` (K x K)."""
         B, K, n = self.B, self.K, self.n
         ZS = np.matmul(vhat1, KS.reshape(B, K, -1)).reshape(B, K, n, K, n)
         return -(ZS * ZS.transpose(0, 3, 4, 1, 2)).sum(axis=(0, 2, 4)) / self.d
 
     def _gram(self, W: np.ndarray, Wr: np.ndarray | None = None) -> np.ndarray:
         """``H[x,y,c,e] = sum_b <W_b,xy, W_b,ce>_F = sum_b tr[W_b,xy W_b,ec]`` (W symmetric;
-        ``Wr``: W's blocks as rows, if formed)."""
-        if Wr is not None or not (isinstance(W, LowRankW) or W.ndim == 4):
-            K = self.K
-            Wr = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(K * K, -1)
-            return (Wr @ Wr.T).reshape(K, K, K, K)
-        return wgram(W)
+        ``Wr``: W's blocks as rows, if formed). The last W's kept (read-only): the resolvent's
+        last step and :meth:`parts` ask for the same W's."""
+        if Wr is None and self._gram_last is not None and self._gram_last[0] is W:
+            return self._gram_last[1]
+        if Wr is None and (isinstance(W, LowRankW) or W.ndim == 4):
+            H = wgram(W)
+        else:
+            R = (W.transpose(1, 3, 0, 2, 4) if Wr is None else Wr).reshape(self.K ** 2, -1)
+            H = (R @ R.T).reshape((self.K,) * 4)
+        if Wr is None:
+            H.flags.writeable = False
+            self._gram_last = (W, H)
+        return H
 
     def _ed_gram(self, vhat1: np.ndarray, H: np.ndarray, D: np.ndarray) -> np.ndarray:
         """:meth:`_ed_ks` from the Gram of W's blocks (``(Kc Sig)_xy = W_xy / D_y``):

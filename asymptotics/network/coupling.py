@@ -50,11 +50,12 @@ class CoupledChannels:
         self.a_w = bulk.to_work(self.a)  # in the bulk's working basis
         self._key: tuple | None = None
         self._val: tuple | None = None
+        self._acal: tuple | None = None  # the last (key, Acal) with every D_g > 0
 
     def forget(self) -> None:
-        """Drop the kept intermediate results (the last point's W parts; the bulk's warm
-        starts, :meth:`asymptotics.network.bulk.GroupBulk.forget`)."""
-        self._key, self._val = None, None
+        """Drop the kept intermediate results (the last point's W parts and Acal; the bulk's
+        warm starts, :meth:`asymptotics.network.bulk.GroupBulk.forget`)."""
+        self._key, self._val, self._acal = None, None, None
         self.bulk.forget()
 
     def rotated(self, R: np.ndarray) -> CoupledChannels:
@@ -113,8 +114,12 @@ class CoupledChannels:
 
     def acal(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray:
         """``Acal`` (K (r+k) square, index ``g (r+k) + e``) at ``D = beta pi tau = delta``
-        (with some ``D_g < 0``, W not formed: :meth:`_wa_solve`)."""
-        kept = self._key == (vhat1.tobytes(), D.tobytes())
+        (with some ``D_g < 0``, W not formed: :meth:`_wa_solve`). With every ``D_g > 0`` the
+        last one is kept (read-only; a point's completion asks for it five times)."""
+        key = (vhat1.tobytes(), D.tobytes())
+        if self._acal is not None and self._acal[0] == key:
+            return self._acal[1]
+        kept = self._key == key
         Wa = self._wa_solve(vhat1, D) if SOLVE_ACAL and not kept else None
         if Wa is None:
             Wa = self._w_parts(vhat1, D)[3]
@@ -126,7 +131,11 @@ class CoupledChannels:
         for g in range(self.K):
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
-        return 0.5 * (out + out.T)
+        out = 0.5 * (out + out.T)
+        if np.all(D > 0.0):  # (W's path: the same numbers whenever asked)
+            out.flags.writeable = False
+            self._acal = (key, out)
+        return out
 
     def _wa_solve(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W a`` as :meth:`_w_parts` gives it (B x K x n x K x (r+k): ``(W_xy a_(y,f))_i``)
