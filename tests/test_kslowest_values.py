@@ -57,3 +57,16 @@ def test_weighted_sums_are_vhats(K: int) -> None:
             for i in range(2):
                 ref[g, i] += w[j] * iv[j] * mb1[j, g] * h1[j, i]
     assert np.array_equal(P, ref)
+
+
+def test_softplus_values_skip_log1p_only_where_it_is_the_identity() -> None:
+    """The registered softplus' values skip log1p where exp(-|z|) < 2^-54 (far out on the
+    ladder's wide lines): there log1p(x) is x itself, so the numbers are the plain formula's."""
+    x = np.concatenate([[0.0, 5e-324], np.geomspace(1e-320, C.LOG1P_EXACT, 4001)[:-1]])
+    assert np.array_equal(np.log1p(x), x)
+    f = C.fast(get_function("softplus"))
+    z = np.linspace(-900.0, 900.0, 96 * 301).reshape(301, 96)
+    z[3, :4] = (-37.5, 37.5, -37.4, 37.4)
+    plain = np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
+    assert np.array_equal(C._values_into(f, z.copy()), plain)
+    assert np.array_equal(C._values_into(f, z.copy()), f(z.copy()))

@@ -136,6 +136,10 @@ def _softplus(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
+#: below this x (2^-54), log1p(x) rounds to x (the C library returns x itself: :func:`_values_into`
+#: skips it there)
+LOG1P_EXACT = 2.0**-54
+
 _FAST = {"erf": _erf, "softplus": _softplus}
 _FAST_FUNCTIONS: dict[str, Function] = {}
 
@@ -180,11 +184,21 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
     """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass: per shift p the
     Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
     in the weights, the moments summed in the same order (exp from the C library instead of
-    numpy's vectorised one: within an ulp)."""
+    numpy's vectorised one: within an ulp); a shift whose split is clamped at -L takes the
+    weights of the whole interval computed once (the same numbers)."""
     m, n = pts.shape[0], t.shape[0]
     L = half_width
     c = math.sqrt(2 * math.pi)
     out = np.zeros((m, 3))
+    # the whole [-L, L] as one piece (the split at b = -L), its nodes and weights computed once
+    # by the loop's own expressions: the same numbers at every shift p >= s L
+    mid_f, half_f = 0.5 * (-L + L), 0.5 * (L - (-L))
+    z_f = np.empty(n)
+    w_f = np.empty(n)
+    for j in range(n):
+        z = mid_f + half_f * t[j]
+        z_f[j] = z
+        w_f[j] = half_f * wt[j] * np.exp(-0.5 * z * z) / c
     for i in range(m):
         p = pts[i]
         b = (0.0 - p) / s
@@ -192,6 +206,20 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
             b = L
         b = min(max(b, -L), L)
         s0 = s1 = s2 = 0.0
+        if b == -L and np.isfinite(p):
+            # [-L, b] is empty: its terms (weight 0, finite values) add exact zeros to the
+            # sums' +0.0 starts; [b, L] is the whole interval
+            for j in range(n):
+                z = z_f[j]
+                v = max(p + s * z, 0.0)
+                if v == 0.0:
+                    continue
+                wf = w_f[j] * v
+                s0 += wf
+                s1 += wf * z
+                s2 += wf * v
+            out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
+            continue
         for piece in range(2):
             lo, hi = (-L, b) if piece == 0 else (b, L)
             mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
@@ -228,7 +256,11 @@ def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
         return z
     if f.f is _softplus:
         t = np.abs(z)
-        np.log1p(np.exp(np.negative(t, out=t), out=t), out=t)
+        np.exp(np.negative(t, out=t), out=t)
+        # log1p only where exp(-|z|) >= 2^-54: below, log1p(x) is x itself (the C library's
+        # log1p returns x for |x| < 2^-54), so the skipped entries already hold its value; far
+        # out on the ladder's wide lines (|z| > 37.4) that is most of them
+        np.log1p(t, out=t, where=t >= LOG1P_EXACT)
         return np.add(np.maximum(z, 0.0, out=z), t, out=z)
     return f(z)
 
