@@ -39,6 +39,11 @@ from asymptotics.coefficients.quadrature import (
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
+#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache)
+SHIFT_BLOCK = 1024
+#: the target's values per block of kappa nodes in :func:`target_tables` (~1 MB temporaries,
+#: in the core's cache; 2e6 took up to twice the time on a rotated target's 256 omega nodes)
+TARGET_CHUNK = 131_072
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
 #: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
@@ -136,8 +141,7 @@ def _softplus(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
-#: below this x (2^-54), log1p(x) rounds to x (the C library returns x itself: :func:`_values_into`
-#: skips it there)
+#: below this x (2^-54) log1p(x) is x itself (:func:`_values_into` skips it there)
 LOG1P_EXACT = 2.0**-54
 
 _FAST = {"erf": _erf, "softplus": _softplus}
@@ -190,15 +194,11 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
     L = half_width
     c = math.sqrt(2 * math.pi)
     out = np.zeros((m, 3))
-    # the whole [-L, L] as one piece (the split at b = -L), its nodes and weights computed once
-    # by the loop's own expressions: the same numbers at every shift p >= s L
-    mid_f, half_f = 0.5 * (-L + L), 0.5 * (L - (-L))
-    z_f = np.empty(n)
+    # the whole [-L, L] (the split clamped at b = -L) by the loop's own expressions, once
+    z_f = (0.5 * (-L + L)) + (0.5 * (L - (-L))) * t
     w_f = np.empty(n)
     for j in range(n):
-        z = mid_f + half_f * t[j]
-        z_f[j] = z
-        w_f[j] = half_f * wt[j] * np.exp(-0.5 * z * z) / c
+        w_f[j] = (0.5 * (L - (-L))) * wt[j] * np.exp(-0.5 * z_f[j] * z_f[j]) / c
     for i in range(m):
         p = pts[i]
         b = (0.0 - p) / s
@@ -206,29 +206,16 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
             b = L
         b = min(max(b, -L), L)
         s0 = s1 = s2 = 0.0
-        if b == -L and np.isfinite(p):
-            # [-L, b] is empty: its terms (weight 0, finite values) add exact zeros to the
-            # sums' +0.0 starts; [b, L] is the whole interval
-            for j in range(n):
-                z = z_f[j]
-                v = max(p + s * z, 0.0)
-                if v == 0.0:
-                    continue
-                wf = w_f[j] * v
-                s0 += wf
-                s1 += wf * z
-                s2 += wf * v
-            out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
-            continue
-        for piece in range(2):
+        full = b == -L and np.isfinite(p)  # ([-L, b] empty: its terms add exact zeros)
+        for piece in range(1 if full else 0, 2):
             lo, hi = (-L, b) if piece == 0 else (b, L)
             mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
             for j in range(n):
-                z = mid + half * t[j]
+                z = z_f[j] if full else mid + half * t[j]
                 v = max(p + s * z, 0.0)
                 if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
                     continue
-                w = half * wt[j] * np.exp(-0.5 * z * z) / c
+                w = w_f[j] if full else half * wt[j] * np.exp(-0.5 * z * z) / c
                 wf = w * v
                 s0 += wf
                 s1 += wf * z
@@ -257,9 +244,8 @@ def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
     if f.f is _softplus:
         t = np.abs(z)
         np.exp(np.negative(t, out=t), out=t)
-        # log1p only where exp(-|z|) >= 2^-54: below, log1p(x) is x itself (the C library's
-        # log1p returns x for |x| < 2^-54), so the skipped entries already hold its value; far
-        # out on the ladder's wide lines (|z| > 37.4) that is most of them
+        # log1p only where exp(-|z|) >= 2^-54: below, log1p(x) is x itself (the C library's),
+        # so the skipped entries (|z| > 37.4, most of a wide line's) already hold its value
         np.log1p(t, out=t, where=t >= LOG1P_EXACT)
         return np.add(np.maximum(z, 0.0, out=z), t, out=z)
     return f(z)
@@ -270,10 +256,14 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
     shift), F evaluated by ``f`` (:func:`fast`)."""
     x, w = gauss_hermite(n)
-    values = _values_into(f, pts[:, None] + (s * x)[None, :])
-    finite, out = rows_moments(np.ascontiguousarray(values), x, w)
-    if not finite and not np.all(np.isfinite(values)):
-        raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
+    sx = (s * x)[None, :]
+    out = np.empty((pts.shape[0], 3))
+    for a in range(0, pts.shape[0], SHIFT_BLOCK):  # (each row's sums are its own: any blocks)
+        values = _values_into(f, pts[a:a + SHIFT_BLOCK, None] + sx)
+        finite, out[a:a + SHIFT_BLOCK] = rows_moments(np.ascontiguousarray(values), x, w)
+        if not finite and not np.all(np.isfinite(values)):
+            raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature "
+                             "nodes")
     return out
 
 
@@ -379,9 +369,9 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
             om, wo = np.zeros((1, 0)), np.ones(1)
         group_checks.quadrature_size(n * om.shape[0], om.shape[0], f"{len(free)} unlearned "
                                      f"directions x {n} kappa nodes")
-        h, h2 = np.zeros(n), np.zeros(n)
-        h1 = np.zeros((n, k))
-        chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))
+        h, h2, h1 = np.zeros(n), np.zeros(n), np.zeros((n, k))
+        mk = max(om.shape[0] * k, 1)  # (blocks of >= 256 rows, and never more than 2e6 values)
+        chunk = min(max(1, 2_000_000 // mk), max(256, TARGET_CHUNK // mk))
         wom = wo[:, None] * om  # (m, k'): weights times the free omegas
         raw = getattr(target, "raw", None) if free else None
         for s in range(0, n, chunk):
