@@ -79,3 +79,15 @@ def test_relu_kernel_skipping_zero_terms_is_the_full_sum(s):
     new = C._relu_moments(pts, s, t, wt, HALF_WIDTH)
     ref = _relu_rule_in_python(pts, s, t, wt, HALF_WIDTH)
     assert np.array_equal(new, ref)
+
+
+@pytest.mark.parametrize("s", [0.05, 0.352, 0.77])
+def test_relu_kernel_clamped_shifts_are_the_full_sum(s):
+    """Shifts p >= s L (the split clamped at -L) take the whole interval's weights computed once:
+    the numbers of the full sum, at the clamp itself, just below and far beyond it."""
+    L = HALF_WIDTH
+    edge = s * L
+    pts = np.array([edge, np.nextafter(edge, 0.0), np.nextafter(edge, 99.0), edge + 1e-9,
+                    edge - 1e-9, 2 * edge, edge + 0.3, 40.0, 1e3, -edge, 0.5 * edge])
+    t, wt = roots_legendre(N_PIECE)
+    assert np.array_equal(C._relu_moments(pts, s, t, wt, L), _relu_rule_in_python(pts, s, t, wt, L))

@@ -120,3 +120,20 @@ def test_a_tensor_rule_beyond_memory_is_refused_in_one_line():
         A.risk_spiked(1.0, sigma="tanh", target=t, loadings=[[0.5]], bulk=[1.0],
                       fractions=[1.0], overlaps=[[0.3] * 8])
     assert "\n" not in str(err.value)
+
+
+def test_the_interpolant_is_clenshaw_on_the_stored_pieces_stacked():
+    """``on_line`` evaluates the stored pieces of its range, stacked in order (np.array of the
+    list: np.stack's array), at lo = 2 h p_lo: the same numbers as the stack of them."""
+    from asymptotics.coefficients import line_moments as L
+
+    fn = get_function("tanh")
+    t = np.linspace(-7.3, 6.1, 4001)
+    key = ("test stacked pieces", 0.8)
+    L._PIECES.pop(key, None)
+    got = L.on_line(lambda p: L.direct_moments(fn, p, 0.8), t, 0.8, key=key, moments=True)
+    h = 0.8
+    lo, hi = int(np.floor(t.min() / (2 * h))), int(np.floor(t.max() / (2 * h)))
+    coef = np.ascontiguousarray(np.stack([L._PIECES[key][i] for i in range(lo, hi + 1)]))
+    assert np.array_equal(got, L._clenshaw(coef, 2 * h * lo, h, t))
+    L._PIECES.pop(key, None)

@@ -39,6 +39,11 @@ from asymptotics.coefficients.quadrature import (
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
+#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache)
+SHIFT_BLOCK = 1024
+#: the target's values per block of kappa nodes in :func:`target_tables` (~1 MB temporaries,
+#: in the core's cache; 2e6 took up to twice the time on a rotated target's 256 omega nodes)
+TARGET_CHUNK = 131_072
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
 #: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
@@ -136,6 +141,9 @@ def _softplus(z: np.ndarray) -> np.ndarray:
     return np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z)))
 
 
+#: below this x (2^-54) log1p(x) is x itself (:func:`_values_into` skips it there)
+LOG1P_EXACT = 2.0**-54
+
 _FAST = {"erf": _erf, "softplus": _softplus}
 _FAST_FUNCTIONS: dict[str, Function] = {}
 
@@ -180,11 +188,17 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
     """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass: per shift p the
     Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
     in the weights, the moments summed in the same order (exp from the C library instead of
-    numpy's vectorised one: within an ulp)."""
+    numpy's vectorised one: within an ulp); a shift whose split is clamped at -L takes the
+    weights of the whole interval computed once (the same numbers)."""
     m, n = pts.shape[0], t.shape[0]
     L = half_width
     c = math.sqrt(2 * math.pi)
     out = np.zeros((m, 3))
+    # the whole [-L, L] (the split clamped at b = -L) by the loop's own expressions, once
+    z_f = (0.5 * (-L + L)) + (0.5 * (L - (-L))) * t
+    w_f = np.empty(n)
+    for j in range(n):
+        w_f[j] = (0.5 * (L - (-L))) * wt[j] * np.exp(-0.5 * z_f[j] * z_f[j]) / c
     for i in range(m):
         p = pts[i]
         b = (0.0 - p) / s
@@ -192,15 +206,16 @@ def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half
             b = L
         b = min(max(b, -L), L)
         s0 = s1 = s2 = 0.0
-        for piece in range(2):
+        full = b == -L and np.isfinite(p)  # ([-L, b] empty: its terms add exact zeros)
+        for piece in range(1 if full else 0, 2):
             lo, hi = (-L, b) if piece == 0 else (b, L)
             mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
             for j in range(n):
-                z = mid + half * t[j]
+                z = z_f[j] if full else mid + half * t[j]
                 v = max(p + s * z, 0.0)
                 if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
                     continue
-                w = half * wt[j] * np.exp(-0.5 * z * z) / c
+                w = w_f[j] if full else half * wt[j] * np.exp(-0.5 * z * z) / c
                 wf = w * v
                 s0 += wf
                 s1 += wf * z
@@ -228,7 +243,10 @@ def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
         return z
     if f.f is _softplus:
         t = np.abs(z)
-        np.log1p(np.exp(np.negative(t, out=t), out=t), out=t)
+        np.exp(np.negative(t, out=t), out=t)
+        # log1p only where exp(-|z|) >= 2^-54: below, log1p(x) is x itself (the C library's),
+        # so the skipped entries (|z| > 37.4, most of a wide line's) already hold its value
+        np.log1p(t, out=t, where=t >= LOG1P_EXACT)
         return np.add(np.maximum(z, 0.0, out=z), t, out=z)
     return f(z)
 
@@ -238,10 +256,14 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
     shift), F evaluated by ``f`` (:func:`fast`)."""
     x, w = gauss_hermite(n)
-    values = _values_into(f, pts[:, None] + (s * x)[None, :])
-    finite, out = rows_moments(np.ascontiguousarray(values), x, w)
-    if not finite and not np.all(np.isfinite(values)):
-        raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature nodes")
+    sx = (s * x)[None, :]
+    out = np.empty((pts.shape[0], 3))
+    for a in range(0, pts.shape[0], SHIFT_BLOCK):  # (each row's sums are its own: any blocks)
+        values = _values_into(f, pts[a:a + SHIFT_BLOCK, None] + sx)
+        finite, out[a:a + SHIFT_BLOCK] = rows_moments(np.ascontiguousarray(values), x, w)
+        if not finite and not np.all(np.isfinite(values)):
+            raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature "
+                             "nodes")
     return out
 
 
@@ -347,9 +369,9 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
             om, wo = np.zeros((1, 0)), np.ones(1)
         group_checks.quadrature_size(n * om.shape[0], om.shape[0], f"{len(free)} unlearned "
                                      f"directions x {n} kappa nodes")
-        h, h2 = np.zeros(n), np.zeros(n)
-        h1 = np.zeros((n, k))
-        chunk = max(1, 2_000_000 // max(om.shape[0] * k, 1))
+        h, h2, h1 = np.zeros(n), np.zeros(n), np.zeros((n, k))
+        mk = max(om.shape[0] * k, 1)  # (blocks of >= 256 rows, and never more than 2e6 values)
+        chunk = min(max(1, 2_000_000 // mk), max(256, TARGET_CHUNK // mk))
         wom = wo[:, None] * om  # (m, k'): weights times the free omegas
         raw = getattr(target, "raw", None) if free else None
         for s in range(0, n, chunk):
