@@ -352,7 +352,8 @@ def build_tables(sigma: Function, target: Function | Callable, k: int, loadings:
     """All tables of a problem (docs/THEORY.md §10.2)."""
     kinks = target.kinks if isinstance(target, Function) else ()
     kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
-    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
+    # (the target's first: it refuses an oversized rule before any table is computed)
     h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees, LADDER_GAIN)
+    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
     c = np.ascontiguousarray
     return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))
