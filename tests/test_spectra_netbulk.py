@@ -237,3 +237,28 @@ def test_vpart_sums_are_the_numpy_parts(K: int) -> None:
     _, _, _, Mr, v2r, _ = vpart_parts(w, mb1, ms2, pi, 0.7, 1.3)(x)
     assert np.max(np.abs(M - Mr)) < 1e-13 * np.max(np.abs(Mr))
     assert np.max(np.abs(v2 - v2r)) < 1e-13 * np.max(np.abs(v2r))
+
+
+def test_block_sums_by_the_identity_are_the_rows(monkeypatch) -> None:
+    """K = 3 on the block path (BLOCK_MIN points or more, Vhat1 symmetric): the second-order
+    sums with ``D_e s_g Q[e, g] = (s_g/s_e) (delta_eg - N[e, g])`` (``Q_IDENTITY``) against
+    the rows ``Vhat1[e] . N[:, g]`` and the numpy sums, on the second-order part itself."""
+    import asymptotics.spectra.netbulk as nb
+
+    rng = np.random.default_rng(17)
+    tr = OutsideTraces(GroupBulk(_triple(rng, 3, 20, 0.1)))
+    assert all(b[3] for b in tr._blocks(True))  # every s > 0: the identity applies
+    N = max(nb.BLOCK_MIN, 12)
+    vh = rng.standard_normal((N, 3, 3)) + 1j * rng.standard_normal((N, 3, 3))
+    vh = 0.3 * (vh + np.swapaxes(vh, 1, 2))
+    D = 0.5 + rng.random((N, 3)) + 1j * rng.random((N, 3))
+    T0 = tr.commuting().traces_kernels(vh, D)
+    out = {}
+    for flag in (False, True):
+        monkeypatch.setattr(nb, "Q_IDENTITY", flag)
+        out[flag] = tr.traces_kernels(vh, D) - T0
+    Tn = tr.traces_numpy(vh, D) - T0
+    size = np.max(np.abs(Tn))
+    assert size > 1e-6 * np.max(np.abs(T0))  # (a second-order part to compare)
+    assert np.max(np.abs(out[True] - out[False])) < 1e-12 * size
+    assert np.max(np.abs(out[True] - Tn)) < 1e-11 * size

@@ -67,6 +67,9 @@ PATH_SUBSETS = True
 #: the node sums laid out by feature, in real arithmetic (K = 2, 3;
 #: :func:`~asymptotics.spectra.traces.outside_kernels.vpart_sums_t`; False: by node)
 NODE_FEATURES = True
+#: K = 3's block sums: ``D_e s_g Q[e, g] = (s_g/s_e) (delta_eg - N[e, g])`` (``U Q = I - N``), not
+#: ``Vhat1[e] . N[:, g]`` (some ``s <= 0`` in a block, or False: the rows, the former sums)
+Q_IDENTITY = True
 #: the solver's path and the traces' per-block products (~2N x n x n, n ~ 100) on this many
 #: BLAS threads (None: the process's): more save no wall time and cost CPU (§16.8)
 BLAS_THREADS: int | None = 1
@@ -223,7 +226,7 @@ class OutsideTraces:
                 self.traces_kernels(vh[:1], D[:1])
                 if blk:
                     first3_block(*blk)
-                    second3_block(*blk[:3], blk[5], blk[4])
+                    second3_block(*blk[:3], blk[5], blk[4], True)
             return self.traces_numpy(vh, D)
         return self.traces_kernels(vh, D)
 
@@ -253,20 +256,20 @@ class OutsideTraces:
         if self.K == 3 and both and ob.tolist() == [1, 1, 2] and oe.tolist() == [1, 2, 2]:
             W = np.empty((3, 2 * vh.shape[0], self.n))
             Y = np.empty_like(W)
-            for sfb, wfb, Pb in self._blocks(both):
+            for sfb, wfb, Pb, pos in self._blocks(both):
                 first3_block(vh, D, sfb, wfb, T, W)
                 np.matmul(W, Pb, out=Y)
-                second3_block(vh, D, sfb, Y, T)
+                second3_block(vh, D, sfb, Y, T, Q_IDENTITY and pos)
             return T
-        for sfb, wfb, Pb in self._blocks(both):
+        for sfb, wfb, Pb, _ in self._blocks(both):
             Tb, W = traces_first(vh, D, sfb, wfb, self.n, ob, oe)
             traces_second(vh, D, sfb, np.matmul(W, Pb[:, None]), self.n, ob, oe, both, Tb)
             T += Tb
         return T
 
     def _blocks(self, both: bool) -> list:
-        """Per block of directions: ``s``, ``ws`` (K x n) and the pairs' ``O_b o O_e``
-        (pairs x n x n), contiguous."""
+        """Per block of directions: ``s``, ``ws`` (K x n), the pairs' ``O_b o O_e`` (pairs x
+        n x n), contiguous, and whether the later groups' ``s`` are > 0 (:data:`Q_IDENTITY`)."""
         key = "_blocks_both" if both else "_blocks_ordered"
         if key not in self.__dict__:
             P = self._ordered_pairs(both)[2]
@@ -274,7 +277,9 @@ class OutsideTraces:
             n = self.n
             self.__dict__[key] = [(np.ascontiguousarray(sf[:, b * n:(b + 1) * n]),
                                    np.ascontiguousarray(wf[:, b * n:(b + 1) * n]),
-                                   np.ascontiguousarray(P[:, b])) for b in range(self.B)]
+                                   np.ascontiguousarray(P[:, b]),
+                                   bool(np.all(sf[1:, b * n:(b + 1) * n] > 0.0)))
+                                  for b in range(self.B)]
         return self.__dict__[key]
 
     def traces_numpy(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:

@@ -312,9 +312,11 @@ def first3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
 def second3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray,
-                  T: np.ndarray) -> None:
+                  T: np.ndarray, ident: bool) -> None:
     """Kernel: :func:`second3` on one block (``Y`` (3, 2N, n): ``y11``, ``y12``, ``y22`` from
-    :func:`first3_block`'s ``W``), adding to ``T``."""
+    :func:`first3_block`'s ``W``), adding to ``T``. ``ident`` (every ``s_1, s_2 > 0``): the
+    products ``D_e s_g Q[e, g] = (s_g / s_e) (delta_eg - N[e, g])`` from ``U Q = I - N``
+    (``U = diag(D s)``, ``Q = Vhat1 N``) instead of the rows ``Vhat1[e] . N[:, g]``."""
     Np = D.shape[0]
     n = sf.shape[1]
     for x in range(Np):
@@ -349,13 +351,17 @@ def second3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray,
             r01, r02 = m01 * y11 + m02 * y12, m01 * y12 + m02 * y22
             r11, r12 = m11 * y11 + m12 * y12, m11 * y12 + m12 * y22
             r21, r22 = m21 * y11 + m22 * y12, m21 * y12 + m22 * y22
-            f1, f2 = D1, D2
-            q10 = f1 * (v10 * n00 + v11 * n10 + v12 * n20) * s0
-            q11 = f1 * (v10 * n01 + v11 * n11 + v12 * n21) * s1
-            q12 = f1 * (v10 * n02 + v11 * n12 + v12 * n22) * s2
-            q20 = f2 * (v20 * n00 + v21 * n10 + v22 * n20) * s0
-            q21 = f2 * (v20 * n01 + v21 * n11 + v22 * n21) * s1
-            q22 = f2 * (v20 * n02 + v21 * n12 + v22 * n22) * s2
+            if ident:
+                i1, i2 = 1.0 / s1, 1.0 / s2
+                q10, q11, q12 = -(s0 * i1) * n10, 1.0 - n11, -(s2 * i1) * n12
+                q20, q21, q22 = -(s0 * i2) * n20, -(s1 * i2) * n21, 1.0 - n22
+            else:
+                q10 = D1 * (v10 * n00 + v11 * n10 + v12 * n20) * s0
+                q11 = D1 * (v10 * n01 + v11 * n11 + v12 * n21) * s1
+                q12 = D1 * (v10 * n02 + v11 * n12 + v12 * n22) * s2
+                q20 = D2 * (v20 * n00 + v21 * n10 + v22 * n20) * s0
+                q21 = D2 * (v20 * n01 + v21 * n11 + v22 * n21) * s1
+                q22 = D2 * (v20 * n02 + v21 * n12 + v22 * n22) * s2
             b00 += r01 * q10 + r02 * q20
             b01 += r01 * q11 + r02 * q21
             b02 += r01 * q12 + r02 * q22
