@@ -1,7 +1,17 @@
 import os
+import sys
 
 os.environ.setdefault("NUMBA_CACHE_DIR",
                       os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
+# under pytest-xdist every worker compiles into its own cache: numba's on-disk cache has no
+# lock between processes (two saves of one function's index can cross and file one signature's
+# code under another's), so processes compiling at once must not share one
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    if "numba" in sys.modules:
+        raise RuntimeError("numba was imported before tests/conftest.py chose the worker's "
+                           "NUMBA_CACHE_DIR")
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.environ["NUMBA_CACHE_DIR"],
+                                                 os.environ["PYTEST_XDIST_WORKER"])
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")
