@@ -150,3 +150,21 @@ def test_anderson_is_the_fallback_where_newton_fails(monkeypatch):
     calls.clear()
     monkeypatch.setattr(coupling, "NEWTON", True)
     assert A.risk(2.0, **KW).risk == ref.risk and not calls  # (Newton alone, no fallback)
+
+
+def test_newton_only_where_an_evaluation_is_a_schur_complement(monkeypatch):
+    """One group (every group in the base class: W diagonal, an evaluation cheaper than a
+    Jacobian): the first rule by Anderson, Newton not called; two groups of KW: Newton."""
+    import asymptotics as A
+    from asymptotics.network import solve as So
+
+    calls = []
+    real = So.newton
+
+    def spy(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(So, "newton", spy)
+    assert A.risk(2.0, **{**KW, "readout": "constant"}).converged and not calls
+    assert A.risk(2.0, **KW).converged and calls

@@ -362,6 +362,14 @@ def node_jacobian(iv2, w, mb1, ms2, A) -> tuple[np.ndarray, np.ndarray]:
     return dMv, dv2v
 
 
+def newton_pays(bulk) -> bool:
+    """Whether :data:`NEWTON` applies to ``bulk``: an evaluation factorises a Schur complement (a
+    group outside the base class) or inverts ``I + Dc Vc`` (a singular Sig), and Newton's fewer
+    evaluations pay for its Jacobians; with every group in the base class (W diagonal per
+    direction) an evaluation is cheaper than a Jacobian: Anderson (THEORY.md §15)."""
+    return bulk._eig is None or bulk._eig[3] < bulk.K
+
+
 def fp_map(bulk, vargs: tuple) -> tuple:
     """``(fmap, jac)`` of the bulk's ``(V1, tau)`` subsystem (:func:`asymptotics.network.solve.
     _bulk_v`, DERIVATIONS.md §9.7; ``vargs``: ``(w, mub1, mus2, A, lam, beta, pi)``): ``fmap(y)``

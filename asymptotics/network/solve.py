@@ -179,7 +179,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = chord(fmap, last, jac, cfg, nn)
         if out is None:
             out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
-    if (out is None or not out.converged) and coupling.NEWTON:
+    if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
         out = newton(fmap, jac_at, y0, cfg, nn)  # (None: Anderson)
     if out is None or not out.converged:
         out = solve_fp(fmap, y0, cfg, nn)
