@@ -177,3 +177,40 @@ def chord(fmap: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, jac: np.ndar
         if not (np.all(np.isfinite(x)) and np.all(x[nn] >= 0.0)):
             return None
     return None
+
+
+def newton(fmap: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], np.ndarray],
+           x0: np.ndarray, config: SolverConfig = SolverConfig(), nonneg: tuple[int, ...] = (),
+           tight: float = 1e-2, fresh: float = 1e-5, max_iter: int = 12) -> SolverResult | None:
+    """``x = fmap(x)`` from ``x0`` by Newton steps with ``jac(x)`` (the Jacobian of ``fmap(x) -
+    x``, asked before ``fmap(x)``; fresh while the relative change is above ``fresh``, then
+    chord steps with the last) to ``tight * config.rtol`` (the answer ``fmap(x)``, as
+    :func:`chord`); where the change stops halving below ``config.rtol`` (rounding), the
+    smaller one's. None where a change above ``config.rtol`` does not halve, a step leaves the
+    domain (``nonneg``) or is not finite: the caller's fallback."""
+    x = np.array(x0, dtype=np.float64)
+    nn = np.array(nonneg, dtype=np.int64)
+    prev, best, J = np.inf, None, None
+    for it in range(1, max_iter + 1):
+        if prev > fresh:
+            J = jac(x)
+        fx = np.asarray(fmap(x), dtype=np.float64)
+        if not np.all(np.isfinite(fx)):
+            return None
+        res = relative_residual(x, fx, config.scale_floor)
+        if res <= tight * config.rtol:
+            return SolverResult(fx, True, Status.CONVERGED, it, res, ())
+        if not res <= 0.5 * prev:
+            if res <= config.rtol and res <= prev:
+                return SolverResult(fx, True, Status.CONVERGED, it, res, ())
+            if prev <= config.rtol:
+                return SolverResult(best, True, Status.CONVERGED, it - 1, prev, ())
+            return None
+        prev, best = res, fx
+        try:
+            x = x - np.linalg.solve(J, fx - x)
+        except np.linalg.LinAlgError:
+            return None
+        if not (np.all(np.isfinite(x)) and np.all(x[nn] >= 0.0)):
+            return None
+    return None

@@ -29,6 +29,10 @@ from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
 
+#: a point's first kappa rule solves the bulk's ``(V1, tau)`` subsystem by Newton with the exact
+#: Jacobian (:func:`fp_map`, :func:`asymptotics.equations.solver.newton`; False: Anderson)
+NEWTON = True
+
 #: ``Acal`` with some ``D_g < 0`` by the Schur complement's solves, W not formed
 #: (:meth:`CoupledChannels._wa_solve`; False: from W, :meth:`CoupledChannels._w_parts`)
 SOLVE_ACAL = True
@@ -356,3 +360,53 @@ def node_jacobian(iv2, w, mb1, ms2, A) -> tuple[np.ndarray, np.ndarray]:
         qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
         dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
     return dMv, dv2v
+
+
+def newton_pays(bulk) -> bool:
+    """Whether :data:`NEWTON` applies to ``bulk``: an evaluation factorises a Schur complement (a
+    group outside the base class) or inverts ``I + Dc Vc`` (a singular Sig), and Newton's fewer
+    evaluations pay for its Jacobians; with every group in the base class (W diagonal per
+    direction) an evaluation is cheaper than a Jacobian: Anderson (THEORY.md §15)."""
+    return bulk._eig is None or bulk._eig[3] < bulk.K
+
+
+def fp_map(bulk, vargs: tuple) -> tuple:
+    """``(fmap, jac)`` of the bulk's ``(V1, tau)`` subsystem (:func:`asymptotics.network.solve.
+    _bulk_v`, DERIVATIONS.md §9.7; ``vargs``: ``(w, mub1, mus2, A, lam, beta, pi)``): ``fmap(y)``
+    one evaluation of the bulk (its traces from the kept ``W`` where ``jac`` formed it at the same
+    point, with :data:`NEWTON`), ``jac(y)`` the exact Jacobian of ``fmap(y) - y`` there
+    (:func:`fp_jacobian`, tau's rows at ``tau' = fmap``'s)."""
+    w, mb1, ms2, A, lam, beta, pi = vargs
+    K = pi.shape[0]
+
+    def nodes(y):
+        V1, tau = y[:K * K].reshape(K, K), y[K * K:]
+        iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
+        return (iv, *vhats(iv, w, mb1, ms2, A), tau)
+
+    def traces(M, D):  # (e, V1) from the W kept by jac at the same point, else None
+        hit = bulk._memo.get(("wkc", M.tobytes(), D.tobytes())) if NEWTON else None
+        if hit is None or hit[1] is not None:
+            return None
+        T = bulk.wtrace(hit[0]) / D[None, :]  # tr[Sig_g Kc_ag] = tr W_ag / D_g
+        nV1 = D[:, None] * T.T / (beta * bulk.d)
+        return np.einsum("ga,ag->g", M, T) / bulk.d, 0.5 * (nV1 + nV1.T)
+
+    def fmap(y: np.ndarray) -> np.ndarray:
+        _, M, v2, tau = nodes(y)
+        D = beta * pi * tau
+        e, nV1 = traces(M, D) or bulk.evaluate(M, D, beta)
+        return np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])
+
+    def jac(y: np.ndarray) -> np.ndarray:
+        iv, M, v2, tau = nodes(y)
+        dMv, dv2v = node_jacobian(iv * iv, w, mb1, ms2, A)
+        J = fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
+        kept = traces(M, beta * pi * tau)
+        if kept is not None:  # tau's rows at tau' = fmap's (fp_jacobian's: tau' = tau)
+            r = (1.0 / (tau * (lam + v2 + kept[0]))) ** 2
+            J[K * K:, :] *= r[:, None]
+            J[K * K:, K * K:] += np.diag(r - 1.0)
+        return J
+
+    return fmap, jac

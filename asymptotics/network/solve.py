@@ -16,8 +16,9 @@ import numpy as np
 from asymptotics.core import checks
 from asymptotics.core.progress import Progress
 from asymptotics.equations.ladder import climb, curve_on_ladder, ladder
-from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, chord
+from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, chord, newton
 from asymptotics.equations.solver import relative_residual as rel_res
+from asymptotics.network import coupling
 from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
 from asymptotics.network.bulk import fixed_point as solve_fp
 from asymptotics.network.channels import (
@@ -29,7 +30,12 @@ from asymptotics.network.channels import (
     risk_of,
     spiked_problem,
 )
-from asymptotics.network.coupling import chord_start, fp_jacobian, node_jacobian
+from asymptotics.network.coupling import (
+    chord_start,
+    fp_jacobian,
+    fp_map,
+    node_jacobian,
+)
 from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import (
@@ -151,19 +157,13 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
 def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     """The closed (V1, V2) subsystem on the anisotropic bulk (DERIVATIONS.md §9.7), from the
     isotropic solution ``x``: the joint iteration of ``(V1, tau)`` (one evaluation of the bulk
-    per step, tau's equation solved along with V1; chord steps with the last rule's Jacobian on
-    a point's later rules from :func:`~asymptotics.network.coupling.chord_start`); the
-    completion solves tau exactly."""
-    w, mb1, ms2, A, lam, beta, pi = vargs
+    per step, tau's equation solved along with V1; on a point's first rule Newton with the exact
+    Jacobian, Anderson where it fails, THEORY.md §15; chord steps with the last rule's Jacobian
+    on its later rules from :func:`~asymptotics.network.coupling.chord_start`); the completion
+    solves tau exactly."""
+    pi = vargs[6]
     K = pi.shape[0]
-
-    def fmap(y: np.ndarray) -> np.ndarray:
-        V1, tau = y[:K * K].reshape(K, K), y[K * K:]
-        iv = 1.0 / (1.0 + channel_v(V1, pi * tau, mb1, ms2))
-        M, v2 = vhats(iv, w, mb1, ms2, A)
-        e, nV1 = bulk.evaluate(M, beta * pi * tau, beta)
-        return np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])
-
+    fmap, jac_at = fp_map(bulk, vargs)
     y0 = np.concatenate([x[:K * K], x[K * K:] / pi])
     nn = tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K))
     cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
@@ -179,6 +179,8 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = chord(fmap, last, jac, cfg, nn)
         if out is None:
             out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+    if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
+        out = newton(fmap, jac_at, y0, cfg, nn)  # (None: Anderson)
     if out is None or not out.converged:
         out = solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
