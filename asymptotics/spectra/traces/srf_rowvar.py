@@ -169,16 +169,20 @@ class RowvarSolver(law.Solver):
 
     def real_jacobian(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(G, dG/du)`` of :func:`asymptotics.spectra.branch._eval` at real ``u = (m_t, m,
-        lam)`` exactly (:func:`rowvar_real`; None: not compiled, forward differences)."""
+        lam)`` exactly (:func:`rowvar_real`, interpreted while not compiled; None: the
+        exact branch off, forward differences)."""
         out = self.real_jacobians(u[None])
         return None if out is None else (out[0][0], out[1][0])
 
     def real_jacobians(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`real_jacobian` at the rows of ``U`` (n, 3) in one kernel call."""
+        """:meth:`real_jacobian` at the rows of ``U`` (n, 3) in one kernel call; while the
+        kernel is not compiled, its source run interpreted (the same exact Jacobian: forward
+        differences there made the lower edge's fold fail and the grid passes give it, 1.3%
+        off, in a process with a cold kernel; THEORY §16.8)."""
         if not (KERNELS and EXACT_BRANCH):
             return None
         U = np.ascontiguousarray(U, dtype=np.float64)
         args = (U, *self._args)
         if not compiled(rowvar_real, args):
-            return None
+            return rowvar_real.py_func(*args)
         return rowvar_real(*args)
