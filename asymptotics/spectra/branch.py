@@ -275,7 +275,8 @@ def fold(solver, p: Point, bound: float, monotone: bool = False) -> Fold:
         if abs(err) <= FOLD_TOL * abs(best.lam) or abs(b.m - a.m) <= 1e-14 * abs(a.m):
             edge = best.lam - err
             if s * (edge - p.lam) <= 0.0 or s * (edge - bound) >= 0.0:
-                break
+                return Fold(math.nan, seen, beyond=edge if s * (edge - bound) >= 0.0
+                            and s * (edge - p.lam) > 0.0 else math.nan)
             return Fold(edge, seen, best, slope)
         mc = (a.m * gb - b.m * ga) / (gb - ga)
         if not (min(a.m, b.m) < mc < max(a.m, b.m)):
@@ -299,11 +300,14 @@ def fold(solver, p: Point, bound: float, monotone: bool = False) -> Fold:
 
 class Fold:
     """An edge found by :func:`fold`: ``edge``, the physical points met (``points``), the point
-    of smallest |g| (``at``) and g' there (``slope``; lam - edge = g^2/(2 g') near it)."""
+    of smallest |g| (``at``) and g' there (``slope``; lam - edge = g^2/(2 g') near it);
+    ``beyond``: a fold the bracket converged to past ``bound`` (``edge`` NaN; a grid point
+    beyond the edge taken for inside the support, see law.bulk_support)."""
 
     def __init__(self, edge: float, points: list[Point], at: Point | None = None,
-                 slope: float = math.nan) -> None:
+                 slope: float = math.nan, beyond: float = math.nan) -> None:
         self.edge, self.points, self.at, self.slope = edge, points, at, slope
+        self.beyond = beyond
 
     @property
     def ok(self) -> bool:

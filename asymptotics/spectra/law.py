@@ -201,10 +201,9 @@ def _density_solutions(solver: Solver, x: np.ndarray) -> tuple[np.ndarray, np.nd
 def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[float, float]]:
     """The intervals where the density is positive (docs/THEORY.md §16.10): the top edge is the
     fold of the real branch continued down from ``hi`` (doubled while inside the support),
-    checked for a component it stepped over
-    (:func:`asymptotics.spectra.topguard.guard`); the components are found on a linear
-    grid below it (with its spacing, and its extent, as the former coarse pass on [0, hi] gave
-    it) joined with a geometric one near 0 (small components
+    checked for a component it stepped over (:func:`asymptotics.spectra.topguard.guard`); the
+    components are found on a linear grid below it (with its spacing, and its extent, as the
+    former coarse pass on [0, hi] gave it) joined with a geometric one near 0 (small components
     beside an atom), and each edge is the fold of the real branch from the grid point outside
     (:func:`asymptotics.spectra.branch.fold`; where it fails, three vectorised grid passes).
     The top edge's branch is kept as ``solver.branch`` (the outliers' real solutions)."""
@@ -254,21 +253,23 @@ def bulk_support(solver: Solver, hi: float, n_grid: int = 240) -> list[tuple[flo
     on = d > tol
 
     def side(i_out: int, i_in: int) -> float:
-        """The edge beyond grid point i_out (outside) toward i_in (inside): the fold before
-        x[i_in], else before the next points of the component (the density's tail at Im z =
-        Y_END scale can exceed tol just outside an edge next to a large m'(x), e.g. beside the
-        atom); else (no fold) the grid passes on [x[i_out], x[i_in]]."""
+        """The edge past grid point i_out (outside) toward i_in (inside): the fold before x[i_in]
+        or the next points of the component, or past one (the density's tail at Im z = Y_END
+        scale can exceed tol just outside an edge, e.g. beside the atom); else grid passes."""
         a, b = x[i_out], x[i_in]
         if i_out == i_in + 1 and b < edge < a and not np.any(on[i_out:]):
             return edge  # the top edge
         p = polish(solver, X[i_out], a)
         k, step = i_in, i_in - i_out
+        beyond = []  # folds past a bound (that grid point outside; from the fold the walk stalls)
         while p is not None and 0 <= k < len(x) and on[k] and abs(k - i_in) < SIDE_POINTS:
             f = fold(solver, p, x[k])
             if f.ok and min(a, x[k]) < f.edge < max(a, x[k]):
                 return f.edge
             p, k = f.points[-1], k + step
-        return _refine(solver, min(a, b), max(a, b), tol, rising=b > a)
+            beyond.append((f.beyond, x[k] if 0 <= k < len(x) and on[k] else a))
+        e = next((e for e, far in beyond if min(a, far) < e < max(a, far)), None)
+        return e if e is not None else _refine(solver, min(a, b), max(a, b), tol, rising=b > a)
 
     out = []
     for i, j in _runs(on):

@@ -164,21 +164,41 @@ class RowvarSolver(law.Solver):
         z = np.ascontiguousarray(z, dtype=np.complex128)
         args = (x, z, float(self.tol), int(law.QUASI_MAX), *self._args)
         if not compiled(rowvar_broyden, args, args[:3] + (0,) + args[4:]):
-            return super()._broyden(x, z, H0)
+            return super()._broyden(x, z, self.inverse_jacobian(x, z))
         return rowvar_broyden(*args)
+
+    def inverse_jacobian(self, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """The inverse of the exact (lower triangular) Jacobian at each row of ``x`` (n, 2,
+        2), as :func:`_row` gives it: the numpy steps start where the kernel's do (forward
+        differences there moved densities by ~1e-12 and overlaps by ~1e-10; THEORY §16.8)."""
+        c, w, wc, beta = self._args
+        mt, z = x[:, 0], np.asarray(z, dtype=np.complex128)
+        q = 1.0 + c[None, :] * mt[:, None]
+        s1 = (wc[None, :] / q).sum(axis=1)
+        d1 = (wc[None, :] * c[None, :] / (q * q)).sum(axis=1)
+        d0 = (wc[None, :] / (q * q)).sum(axis=1)
+        h00 = 1.0 / (-z + beta * s1 - mt * beta * d1)
+        h11 = 1.0 / z
+        H = np.zeros((x.shape[0], 2, 2), dtype=np.complex128)
+        H[:, 0, 0], H[:, 1, 0], H[:, 1, 1] = h00, d0 * h00 * h11, h11
+        return H
 
     def real_jacobian(self, u: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(G, dG/du)`` of :func:`asymptotics.spectra.branch._eval` at real ``u = (m_t, m,
-        lam)`` exactly (:func:`rowvar_real`; None: not compiled, forward differences)."""
+        lam)`` exactly (:func:`rowvar_real`, interpreted while not compiled; None: the
+        exact branch off, forward differences)."""
         out = self.real_jacobians(u[None])
         return None if out is None else (out[0][0], out[1][0])
 
     def real_jacobians(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-        """:meth:`real_jacobian` at the rows of ``U`` (n, 3) in one kernel call."""
+        """:meth:`real_jacobian` at the rows of ``U`` (n, 3) in one kernel call; while the
+        kernel is not compiled, its source run interpreted (the same exact Jacobian: forward
+        differences there made the lower edge's fold fail and the grid passes give it, 1.3%
+        off, in a process with a cold kernel; THEORY §16.8)."""
         if not (KERNELS and EXACT_BRANCH):
             return None
         U = np.ascontiguousarray(U, dtype=np.float64)
         args = (U, *self._args)
         if not compiled(rowvar_real, args):
-            return None
+            return rowvar_real.py_func(*args)
         return rowvar_real(*args)
