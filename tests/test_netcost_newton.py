@@ -11,6 +11,7 @@ import pytest
 
 from asymptotics.equations.solver import SolverConfig, newton
 from asymptotics.equations.solver import relative_residual as rel_res
+from tests.test_network_bulk import residual_jacobian
 
 KW = dict(sigma="relu", target="z1 + z1*z2", alpha0=16.0, readout="pm1", steps=2,
           eta=(2.0, 4.0))
@@ -75,14 +76,7 @@ def test_fp_jacobian_off_the_solution_is_the_maps_central_difference(monkeypatch
     K = pi.shape[0]
     fmap, jac = fp_map(bulk, vargs)
     y0 = np.concatenate([x[:K * K], x[K * K:] / pi])
-    n = y0.size
-    fd = np.empty((n, n))
-    for j in range(n):
-        h = 1e-5 * max(abs(y0[j]), 1e-3)
-        yp, ym = y0.copy(), y0.copy()
-        yp[j] += h
-        ym[j] -= h
-        fd[:, j] = ((fmap(yp) - yp) - (fmap(ym) - ym)) / (2 * h)
+    fd = residual_jacobian(fmap, y0, 1e-5)
     J = jac(y0)
     scale = np.max(np.abs(fd))
     assert np.max(np.abs(J - fd)) <= 1e-6 * scale, np.max(np.abs(J - fd)) / scale

@@ -23,6 +23,20 @@ def _vhat(seed: int = 0, K: int = 3) -> np.ndarray:
     return 0.7 * A @ A.T
 
 
+def residual_jacobian(fmap, x0: np.ndarray, rel: float) -> np.ndarray:
+    """The central-difference Jacobian of the fixed point's residual ``fmap(x) - x`` at ``x0``
+    (steps ``rel * max(|x_j|, 1e-3)``)."""
+    n = x0.size
+    fd = np.empty((n, n))
+    for j in range(n):
+        h = rel * max(abs(x0[j]), 1e-3)
+        xp, xm = x0.copy(), x0.copy()
+        xp[j] += h
+        xm[j] -= h
+        fd[:, j] = ((fmap(xp) - xp) - (fmap(xm) - xm)) / (2 * h)
+    return fd
+
+
 def _noncommuting(B: int, K: int, n: int, seed: int = 1) -> np.ndarray:
     rng = np.random.default_rng(seed)
     sig = np.empty((B, K, n, n))
@@ -399,15 +413,7 @@ def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
 
     def spy(fmap, x0, jac, config, nonneg=(), max_iter=8):
         if not seen:
-            n = x0.size
-            fd = np.empty((n, n))
-            for j in range(n):
-                h = 1e-6 * max(abs(x0[j]), 1e-3)
-                xp, xm = x0.copy(), x0.copy()
-                xp[j] += h
-                xm[j] -= h
-                fd[:, j] = ((fmap(xp) - xp) - (fmap(xm) - xm)) / (2 * h)
-            seen.append((fd, jac.copy()))
+            seen.append((residual_jacobian(fmap, x0, 1e-6), jac.copy()))
         return real(fmap, x0, jac, config, nonneg, max_iter)
 
     monkeypatch.setattr(So, "chord", spy)
