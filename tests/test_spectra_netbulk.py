@@ -262,3 +262,25 @@ def test_block_sums_by_the_identity_are_the_rows(monkeypatch) -> None:
     assert size > 1e-6 * np.max(np.abs(T0))  # (a second-order part to compare)
     assert np.max(np.abs(out[True] - out[False])) < 1e-12 * size
     assert np.max(np.abs(out[True] - Tn)) < 1e-11 * size
+
+
+def test_block_kernels_are_queued_after_another_law_queued_the_traces(monkeypatch) -> None:
+    """On a cold cache (default mode) a process whose first network features law had no K = 3
+    block path queued the traces kernels only; a later K = 3 law must still queue the block
+    kernels (else it runs the numpy sums for the rest of the process)."""
+    import asymptotics.spectra.netbulk as nb
+
+    rng = np.random.default_rng(17)
+    tr = OutsideTraces(GroupBulk(_triple(rng, 3, 20, 0.1)))
+    calls = []
+    monkeypatch.setattr(nb, "compiled", lambda disp, args: False)  # (nothing compiled yet)
+    monkeypatch.setattr(nb, "first3_block", lambda *a: calls.append("first3"))
+    monkeypatch.setattr(nb, "second3_block", lambda *a: calls.append("second3"))
+    monkeypatch.setattr(nb, "_QUEUED", ["traces"])  # (a K = 2 law came first)
+    vh = 0.3 * np.eye(3)[None].astype(np.complex128)
+    D = np.ones((1, 3), dtype=np.complex128)
+    T = tr.traces(vh, D)
+    assert calls == ["first3", "second3"]
+    assert np.allclose(T, tr.traces_numpy(vh, D))
+    tr.traces(vh, D)
+    assert calls == ["first3", "second3"]  # (once a process)

@@ -221,8 +221,8 @@ class OutsideTraces:
             W = np.zeros((3, 2, self.n))
             blk = (vh[:1], D[:1], sfb, wfb, np.zeros((1, 3, 3), dtype=np.complex128), W)
         if not compiled(traces_first, args) or (blk and not compiled(first3_block, blk)):
-            if not _QUEUED:  # queues the kernels (interpreted once a process, on one point)
-                _QUEUED.append(True)
+            if (kind := "block" if blk else "traces") not in _QUEUED:  # (once a process and kind)
+                _QUEUED.append(kind)  # queues the kernels: interpreted once, on one point
                 self.traces_kernels(vh[:1], D[:1])
                 if blk:
                     first3_block(*blk)
