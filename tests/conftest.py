@@ -3,9 +3,9 @@ import sys
 
 os.environ.setdefault("NUMBA_CACHE_DIR",
                       os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
-# under pytest-xdist every worker compiles into its own cache: numba's on-disk cache has no
-# lock between processes (two saves of one function's index can cross and file one signature's
-# code under another's), so processes compiling at once must not share one
+# under pytest-xdist every worker compiles into its own cache: the package compiles under its
+# queue's lock (numba's on-disk cache has none between processes), so workers sharing a cache
+# would compile one at a time
 if os.environ.get("PYTEST_XDIST_WORKER"):
     if "numba" in sys.modules:
         raise RuntimeError("numba was imported before tests/conftest.py chose the worker's "

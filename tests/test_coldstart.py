@@ -118,3 +118,52 @@ def test_background_compiler_fills_the_cache(tmp_path):
     assert second.returncode == 0, second.stderr
     assert second.stderr == ""  # everything the first point needs is cached
     assert abs(float(second.stdout) - float(first.stdout)) <= 1e-10 * abs(float(first.stdout))
+
+
+class _Recorder:
+    """A stand-in for the queue's file lock that records whether it is held."""
+
+    def __init__(self) -> None:
+        self.held, self.acquired = 0, 0
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        self.held += 1
+        self.acquired += 1
+        return True
+
+    def release(self) -> None:
+        self.held -= 1
+
+
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("how", ["compile", "auto"])
+def test_a_compile_from_a_call_holds_the_queues_lock(monkeypatch, tmp_path, how, cached):
+    """Every compile numba starts from a call (the first signature in compile mode, a second
+    signature of a kernel already compiled in any mode) holds the queue's lock unless the
+    signature is cached (numba's cache has no lock between processes); a cached one loads
+    without waiting for it."""
+    from asymptotics.core import compile_queue
+
+    lock = _Recorder()
+    monkeypatch.setenv(coldstart.ENV, how)
+    monkeypatch.setattr(compile_queue, "spool_dir", lambda create=True: tmp_path)
+    monkeypatch.setattr(compile_queue, "lock", lambda spool: lock)
+    monkeypatch.setattr(coldstart, "is_cached", lambda d, sig: cached)
+
+    def twice(x, y=2):
+        return x * y
+
+    disp = coldstart.kernel(cache=False)(twice)
+    held = []
+    original = disp.compile
+
+    def compile_(sig):
+        held.append(lock.held)
+        return original(sig)
+
+    monkeypatch.setattr(disp, "compile", compile_)
+    disp.compile(tuple(coldstart.signature(disp, (1.5,))))  # a first signature, compiled
+    held.clear()
+    assert disp(3) == 6  # a second signature (int, Omitted(2)): numba compiles it on the call
+    assert held and all(h == (0 if cached else 1) for h in held)
+    assert lock.held == 0 and lock.acquired == (0 if cached else 1)

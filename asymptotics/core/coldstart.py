@@ -28,6 +28,7 @@ whose internals this module does not know gives plain ``numba.njit(cache=True)``
 from __future__ import annotations
 
 import atexit
+import contextlib
 import inspect
 import os
 import sys
@@ -49,6 +50,8 @@ MESSAGE_NO_WORKER = ("giantstep: the numba kernels are not compiled yet; they ru
                      f"({ENV}=interpret)")
 MESSAGE_WAIT = ("giantstep: waiting for another process that compiles the numba kernels "
                 "(log: {log})")
+MESSAGE_WAIT_PEER = ("giantstep: waiting for another process that compiles numba kernels into "
+                     "the same cache ({cache})")
 MESSAGE_FAILED = ("giantstep: the background compiler could not compile {what} ({err}); "
                   "compiling it in this process (log: {log})")
 MESSAGE_HERE = ("giantstep: compiling the numba kernels in this process (once, a minute or "
@@ -104,6 +107,12 @@ try:
             if self.overloads or kws:
                 return super().__call__(*args, **kws)
             return _cold_call(self, args)
+
+        def _compile_for_args(self, *args, **kws):
+            """numba's compile on a call no compiled signature matches (any mode), under the
+            queue's lock (:func:`_compile_lock`): numba's cache has none between processes."""
+            with _compile_lock(self, args, kws):
+                return super()._compile_for_args(*args, **kws)
 
 except Exception:  # noqa: BLE001 (a numba change: plain numba dispatchers)
     ColdDispatcher = None  # type: ignore[assignment,misc]
@@ -196,6 +205,29 @@ def kernel_ready(disp, args: tuple, queue, *, compile_mode_ready: bool = False) 
     else:
         queue()
     return ready
+
+
+@contextlib.contextmanager
+def _compile_lock(disp, args: tuple, kws: dict):
+    """The queue's lock around a compile of ``disp`` for ``args`` (omitted defaults come as
+    ``OmittedArg``) whose signature numba's cache lacks (a cached one loads without it: numba
+    replaces its files whole); none without a private queue directory."""
+    try:
+        sig = tuple(numba.core.types.Omitted(a.value) if type(a).__name__ == "OmittedArg"
+                    else disp.typeof_pyval(a) for a in args)
+        spool = None if kws or is_cached(disp, sig) else cq.spool_dir()
+    except Exception:  # noqa: BLE001 (a numba change or an untypable argument: numba decides)
+        spool = None
+    lk = cq.lock(spool) if spool is not None else None
+    if lk is not None and not lk.acquire(timeout=0):
+        say("wait", MESSAGE_WAIT_PEER.format(cache=spool.parent))
+        if not lk.acquire(timeout=3600):
+            lk = None
+    try:
+        yield
+    finally:
+        if lk is not None:
+            lk.release()
 
 
 def _compile_here(disp, sig: tuple, spool: Path | None, why: str | None = None):
