@@ -13,6 +13,7 @@ rule's to ``TOL`` either way (tests/test_line_moments.py).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -41,6 +42,16 @@ def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
     T = np.cos(np.pi * np.outer(np.arange(m), k + 0.5) / m) * (2.0 / m)
     T[0] *= 0.5
     return x, T
+
+
+@lru_cache(maxsize=4)
+def mirrored_points(m: int) -> np.ndarray:
+    """:func:`chebyshev_basis`' points made exactly antisymmetric (x_{m-1-k} = -x_k, the first
+    half kept; an ulp from cos' at most): the points of the pieces [2 h i, 2 h (i + 1)] and
+    [-2 h (i + 1), -2 h i] are then exact negatives of each other (:func:`on_line`'s ``mirror``)."""
+    x = chebyshev_basis(m)[0].copy()
+    x[m - m // 2:] = -x[:m // 2][::-1]
+    return x
 
 
 @kernel(cache=True, error_model="numpy")
@@ -239,14 +250,17 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None, moments: bool = False, gain: float = GAIN) -> np.ndarray:
+            key: object = None, moments: bool = False, gain: float = GAIN,
+            mirror: bool = False) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
     cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale
     (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2)); ``gain``: as
-    :data:`GAIN` (a caller whose next rule reuses the pieces passes more)."""
+    :data:`GAIN` (a caller whose next rule reuses the pieces passes more); ``mirror``: the
+    pieces' Chebyshev points by :func:`mirrored_points` (a ``direct`` that evaluates an odd
+    function's mirror pairs once; ``key`` must tell such pieces apart)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -263,9 +277,13 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     if len(_PIECES) > CACHE_KEYS:
         _PIECES.clear()
         store = {}
+    last = store.get("stack")  # (the last range's pieces stacked: the next rule's, often)
+    if last is not None and last[0] == p_lo and last[1] == p_hi:
+        return _clenshaw(last[2], 2 * h * p_lo, h, t)
     todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
     if todo:
         x, T = chebyshev_basis(M_CHEB)
+        x = mirrored_points(M_CHEB) if mirror else x
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
         checks = np.asarray(CHECKS)
@@ -279,7 +297,51 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     if any(store[i] is None for i in range(p_lo, p_hi + 1)):
         return direct(t)
     coef = np.array([store[i] for i in range(p_lo, p_hi + 1)])  # (np.stack's array, faster)
+    store["stack"] = (p_lo, p_hi, coef)
     return _clenshaw(coef, 2 * h * p_lo, h, t)
+
+
+@kernel(cache=True, error_model="numpy")
+def relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half_width: float
+                 ) -> np.ndarray:
+    """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass (the K-group tables,
+    ``spiked.coefficients.moments``): per shift p the
+    Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
+    in the weights, the moments summed in the same order (exp from the C library instead of
+    numpy's vectorised one: within an ulp); a shift whose split is clamped at -L takes the
+    weights of the whole interval computed once (the same numbers)."""
+    m, n = pts.shape[0], t.shape[0]
+    L = half_width
+    c = math.sqrt(2 * math.pi)
+    out = np.zeros((m, 3))
+    # the whole [-L, L] (the split clamped at b = -L) by the loop's own expressions, once
+    z_f = (0.5 * (-L + L)) + (0.5 * (L - (-L))) * t
+    w_f = np.empty(n)
+    for j in range(n):
+        w_f[j] = (0.5 * (L - (-L))) * wt[j] * np.exp(-0.5 * z_f[j] * z_f[j]) / c
+    for i in range(m):
+        p = pts[i]
+        b = (0.0 - p) / s
+        if not np.isfinite(b):
+            b = L
+        b = min(max(b, -L), L)
+        s0 = s1 = s2 = 0.0
+        full = b == -L and np.isfinite(p)  # ([-L, b] empty: its terms add exact zeros)
+        for piece in range(1 if full else 0, 2):
+            lo, hi = (-L, b) if piece == 0 else (b, L)
+            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            for j in range(n):
+                z = z_f[j] if full else mid + half * t[j]
+                v = max(p + s * z, 0.0)
+                if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
+                    continue
+                w = w_f[j] if full else half * wt[j] * np.exp(-0.5 * z * z) / c
+                wf = w * v
+                s0 += wf
+                s1 += wf * z
+                s2 += wf * v
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
+    return out
 
 
 @kernel(cache=True, error_model="numpy")
