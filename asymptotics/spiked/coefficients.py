@@ -12,17 +12,21 @@ rule of the one-spike theory (``asymptotics.coefficients.cget``), split at the t
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 from scipy import special
 
 from asymptotics.coefficients.functions import Function, get_function, to_sympy
-from asymptotics.coefficients.gauss_rules import _legendre
+from asymptotics.coefficients.gauss_rules import (  # noqa: F401 (the tensor rules' names here)
+    MAX_TENSOR_NODES,
+    PRUNE,
+    _legendre,
+    _tensor_keep,
+    tensor_rule,
+)
 from asymptotics.coefficients.line_moments import (
     GAIN,
     direct_moments,
@@ -47,9 +51,6 @@ SHIFT_BLOCK = 1024
 TARGET_CHUNK = 131_072
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
-#: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
-MAX_TENSOR_NODES = 2_000_000
-PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
 #: ``line_moments.on_line``'s gain in :func:`build_tables` (r >= 2): the ladder's next rule (1.7
@@ -69,43 +70,6 @@ class Tables:
     h: np.ndarray  # (n,)
     h1: np.ndarray  # (n, k)
     h2: np.ndarray  # (n,)
-
-
-def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
-    ``n`` nodes per dimension, or a tuple of counts. A rule of more than
-    :data:`MAX_TENSOR_NODES` nodes is refused in one line (it would not fit in memory)."""
-    counts = (n,) * r if isinstance(n, int) else tuple(n)
-    if math.prod(counts) > MAX_TENSOR_NODES:
-        raise ValueError(f"a tensor quadrature rule over {len(counts)} dimensions with "
-                         f"{'x'.join(map(str, counts))} = {math.prod(counts):.2g} nodes exceeds "
-                         f"{MAX_TENSOR_NODES:.0e}: too many Gaussian directions to integrate "
-                         "(fewer target variables, or a polynomial target: exact with fewer "
-                         "nodes)")
-    pts, wts = _tensor_rule(counts)
-    return pts.copy(), wts.copy()
-
-
-@lru_cache(maxsize=32)
-def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    r = len(counts)
-    if r == 1:
-        x, w = gauss_hermite(counts[0])
-        return x[:, None].copy(), w.copy()
-    rules = [gauss_hermite(m) for m in counts]
-    pts = np.array(list(itertools.product(*[x for x, _ in rules])))
-    wts, keep = _tensor_keep.__wrapped__(counts)  # (not cached: kappa rules are large)
-    return np.ascontiguousarray(pts[keep]), wts / wts.sum()
-
-
-@lru_cache(maxsize=32)
-def _tensor_keep(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The kept weights of the tensor rule of ``counts`` and their indices in the full product
-    (``itertools.product`` order: the last axis fastest)."""
-    wts = np.prod(np.array(list(itertools.product(*[gauss_hermite(m)[1] for m in counts]))),
-                  axis=1)
-    keep = np.flatnonzero(wts > PRUNE * wts.max())
-    return wts[keep], keep
 
 
 def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
@@ -208,16 +172,15 @@ def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
 def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int,
                     mirror: bool = False) -> np.ndarray:
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
-    shift), F evaluated by ``f`` (:func:`fast`); ``mirror``, where :func:`_odd` holds: a shift
-    -p of a pair (p, -p) takes the values of p negated and reversed (exactly F's at -p + s x_j =
-    -(p + s x_{n-1-j}), the nodes being exact negatives: the same numbers, half the F's)."""
+    shift), F evaluated by ``f`` (:func:`fast`); ``mirror``, where :func:`_mirrored` holds: the
+    shifts p > 0 and -p of a pair evaluated together (:func:`_pair_values`: the same numbers)."""
     x, w = gauss_hermite(n)
     sx = (s * x)[None, :]
     out = np.empty((pts.shape[0], 3))
     groups: tuple = ((None, None),)
-    if mirror and _odd(f, n):
+    if mirror and _mirrored(f, n):
         srt = np.argsort(pts)
-        ps = pts[srt]
+        ps = pts[srt]  # (sorted)
         at = np.minimum(np.searchsorted(ps, -ps), pts.shape[0] - 1)
         hit = (ps[at] == -ps) & (ps < 0.0)
         twin, first = srt[hit], srt[at[hit]]  # (pts[twin] = -pts[first], first > 0)
@@ -227,38 +190,54 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     for rows, twins in groups:
         for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
             sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
-            values = _values_into(f, pts[sel, None] + sx)
+            if twins is None:
+                values = _values_into(f, pts[sel, None] + sx)
+            else:  # (each row's sums are its own: any blocks, any order)
+                values, other = _pair_values(f, pts[sel, None] + sx)
+                out[twins[a:a + SHIFT_BLOCK]] = rows_moments(other, x, w)[1]
             finite, out[sel] = rows_moments(np.ascontiguousarray(values), x, w)
             if not finite and not np.all(np.isfinite(values)):
                 raise ValueError(f"function {fn.name!r} returned non-finite values at "
                                  "quadrature nodes")
-            if twins is not None:  # (each row's sums are its own: any blocks, any order)
-                out[twins[a:a + SHIFT_BLOCK]] = rows_moments(np.negative(values[:, ::-1]), x,
-                                                             w)[1]
     return out
 
 
-_ODD: dict = {}
+def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F(z), F(-z[:, ::-1])) by :func:`_values_into`'s operations, ``z`` overwritten: with
+    x_{n-1-j} = -x_j, -z[:, ::-1] holds -p + s x_j exactly, so the second is the values of the
+    shift -p (tanh: odd bit for bit; softplus: its costly part log1p(exp(-|z|)) taken once)."""
+    if f.f is np.tanh:
+        v = np.tanh(z, out=z)
+        return v, np.negative(v[:, ::-1])
+    t = np.abs(z)
+    np.log1p(np.exp(np.negative(t, out=t), out=t), out=t, where=t >= LOG1P_EXACT)
+    other = np.add(np.maximum(np.negative(z[:, ::-1]), 0.0), t[:, ::-1])
+    return np.add(np.maximum(z, 0.0, out=z), t, out=z), other
 
 
-def _odd(f: Function, n: int) -> bool:
-    """Whether ``f`` is the registered tanh or erf (:func:`fast`), checked odd bit for bit on
-    [-40, 40], and the Gauss-Hermite rule of ``n`` nodes is symmetric exactly (once a
-    process)."""
-    if f.f is not np.tanh and f.f is not _erf:
+_MIRRORED: dict = {}
+
+
+def _mirrored(f: Function, n: int) -> bool:
+    """Whether :func:`_pair_values` holds for ``f`` with ``n`` Gauss-Hermite nodes: ``f`` the
+    registered tanh (checked odd bit for bit on [-40, 40]) or softplus of :func:`fast`, the
+    nodes exact negatives of each other (checked once a process)."""
+    if f.f is not np.tanh and f.f is not _softplus:
         return False
-    if (f.f, n) not in _ODD:
+    if (f.f, n) not in _MIRRORED:
         z = np.concatenate([np.linspace(-40.0, 40.0, 80001), np.geomspace(1e-300, 40.0, 4001)])
         x = gauss_hermite(n)[0]
-        _ODD[f.f, n] = bool(np.array_equal(f.f(-z), -f.f(z)) and np.array_equal(x, -x[::-1]))
-    return _ODD[f.f, n]
+        _MIRRORED[f.f, n] = bool((f.f is _softplus or np.array_equal(f.f(-z), -f.f(z))) and
+                                 np.array_equal(x, -x[::-1]))
+    return _MIRRORED[f.f, n]
 
 
 def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAIN,
             **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
-    by ``line_moments.rows_moments`` (the values by :func:`_values_into`) and, for the
+    by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh or
+    softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
     registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
     their own cache key); ``gain``: ``on_line``'s."""
     s, f = float(s), fast(fn)
@@ -281,7 +260,7 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
             return _smooth_moments(fn, f, np.asarray(pts, dtype=np.float64), s, n, line)
 
         key = ("gaussian", fn, s, rule) + (("fast",) if fn.name == "softplus" and f is not fn
-                                            else ()) + (("mirror",) if _odd(f, n) else ())
+                                            else ()) + (("mirror",) if _mirrored(f, n) else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
     return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror")
