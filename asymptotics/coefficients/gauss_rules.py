@@ -33,7 +33,8 @@ def gauss_hermite(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=16)
-def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+def legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Gauss-Legendre nodes and weights on [-1, 1] (cached)."""
     return roots_legendre(n)
 
 
@@ -53,7 +54,7 @@ def gaussian_nodes(
     if not kinks or np.all(scale == 0.0):
         x, w = gauss_hermite(n_smooth)
         return np.broadcast_to(x, (m, n_smooth)), np.broadcast_to(w, (m, n_smooth))
-    t, wt = _legendre(n_piece)
+    t, wt = legendre(n_piece)
     L = HALF_WIDTH
     with np.errstate(divide="ignore", invalid="ignore"):
         bps = np.stack([(k - shift) / scale for k in kinks], axis=1)  # (m, K)
@@ -90,12 +91,12 @@ def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         return x[:, None].copy(), w.copy()
     rules = [gauss_hermite(m) for m in counts]
     pts = np.array(list(itertools.product(*[x for x, _ in rules])))
-    wts, keep = _tensor_keep.__wrapped__(counts)  # (not cached: kappa rules are large)
+    wts, keep = tensor_keep.__wrapped__(counts)  # (not cached: kappa rules are large)
     return np.ascontiguousarray(pts[keep]), wts / wts.sum()
 
 
 @lru_cache(maxsize=32)
-def _tensor_keep(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+def tensor_keep(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
     """The kept weights of the tensor rule of ``counts`` and their indices in the full product
     (``itertools.product`` order: the last axis fastest)."""
     wts = np.prod(np.array(list(itertools.product(*[gauss_hermite(m)[1] for m in counts]))),

@@ -23,8 +23,8 @@ from asymptotics.coefficients.functions import Function, get_function, to_sympy
 from asymptotics.coefficients.gauss_rules import (  # noqa: F401 (the tensor rules' names here)
     MAX_TENSOR_NODES,
     PRUNE,
-    _legendre,
-    _tensor_keep,
+    legendre,
+    tensor_keep,
     tensor_rule,
 )
 from asymptotics.coefficients.line_moments import (
@@ -244,7 +244,7 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
             fn.f is get_function("relu").f:
-        t_leg, w_leg = _legendre(int(kw.get("n_piece", N_PIECE)))
+        t_leg, w_leg = legendre(int(kw.get("n_piece", N_PIECE)))
 
         def direct(pts: np.ndarray) -> np.ndarray:
             return _relu_moments(np.ascontiguousarray(pts, dtype=np.float64), s, t_leg, w_leg,
@@ -384,6 +384,6 @@ def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
         out = np.asarray(raw(*args), dtype=np.float64)
     full = np.broadcast_to(out, tuple(counts) + (n,)).reshape((-1, n))
     if nf > 1:  # (the one-dimensional rule is not pruned)
-        keep = _tensor_keep(tuple(counts))[1]
+        keep = tensor_keep(tuple(counts))[1]
         full = full if keep.shape[0] == full.shape[0] else full[keep]
     return np.ascontiguousarray(full.T)
