@@ -144,7 +144,8 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
 def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
                 checks: np.ndarray, moments: bool, tol: float) -> tuple:
     """Kernel: the Chebyshev series of new pieces from the direct values ``vals`` (pieces,
-    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points) and
+    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points ``checks``
+    (pieces, checks), fractions of each piece's half-length from its centre) and
     whether each is accepted: the series (the arithmetic of ``_clenshaw`` on one piece) agrees
     with the values at the check points to ``tol`` times each column's scale, the largest
     |value| of the column on the piece or, where the columns are (E F, E[F Z], E F^2)
@@ -175,8 +176,8 @@ def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
             scale[1] = max(scale[1], np.sqrt(s2))
             scale[2] = max(scale[2], s2)
         lo = 2 * h * index[p]
-        for c_i in range(checks.shape[0]):
-            t = h * (2 * index[p] + 1) + h * checks[c_i]
+        for c_i in range(checks.shape[1]):
+            t = h * (2 * index[p] + 1) + h * checks[p, c_i]
             x = min(max((t - (lo + h * 1)) / h, -1.0), 1.0)
             x2 = 2.0 * x
             b1[:] = 0.0
@@ -286,9 +287,11 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
         x = mirrored_points(M_CHEB) if mirror else x
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
-        checks = np.asarray(CHECKS)
-        # per piece: its Chebyshev points, then its check points
-        pts = (centres[:, None] + h * np.concatenate([x, checks])[None, :]).ravel()
+        # per piece: its Chebyshev points, then its check points (``mirror``: negated on a piece
+        # left of 0, the exact negatives of its mirror piece's, between the points as they are)
+        checks = np.where((index < 0)[:, None] & mirror, -np.asarray(CHECKS), np.asarray(CHECKS))
+        pts = (centres[:, None] + h * np.concatenate(
+            [np.broadcast_to(x, (index.shape[0], M_CHEB)), checks], axis=1)).ravel()
         vals = np.asarray(direct(pts), dtype=np.float64)
         vals = np.ascontiguousarray(vals.reshape(len(todo), M_CHEB + len(CHECKS), -1))
         coef, ok = _new_pieces(vals, T, index, h, checks, moments, TOL)
