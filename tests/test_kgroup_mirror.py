@@ -118,3 +118,19 @@ def test_the_features_finish_is_numpy_s() -> None:
         got = C._finish_features(np.ascontiguousarray(raw.transpose(2, 1, 0)))
         for a, b in zip(want, got, strict=True):
             assert a.shape == b.shape and np.array_equal(a.view(np.int64), b.view(np.int64))
+
+
+def test_without_mirror_a_line_is_the_plain_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``MIRROR = False``: a tanh line on the plain Chebyshev points and checks, its shifts
+    evaluated one by one (the numbers of the line before the mirror, bit for bit)."""
+    fn = get_function("tanh")
+    t = C.tensor_rule(2, 16)[0] @ np.array([0.7, -1.1])
+    monkeypatch.setattr(C, "MIRROR", False)
+    L.clear_cache()
+    got = C.moments(fn, t, 0.8, True, C.LADDER_GAIN, **C.INNER_NODES)
+    assert not any(k[-1] == "mirror" for k in L._PIECES)
+    L.clear_cache()
+    want = L.on_line(lambda p: C._smooth_moments(fn, fn, p, 0.8, 96), t, 0.8, key=("plain",),
+                     moments=True, gain=C.LADDER_GAIN)
+    assert np.array_equal(got, want)
+    L.clear_cache()
