@@ -134,3 +134,26 @@ def test_without_mirror_a_line_is_the_plain_line(monkeypatch: pytest.MonkeyPatch
                      moments=True, gain=C.LADDER_GAIN)
     assert np.array_equal(got, want)
     L.clear_cache()
+
+
+def test_a_piece_that_fails_its_checks_takes_the_direct_rule_at_its_shifts_only() -> None:
+    """relu's moments at t < -12 s (beyond the split rule's half-width: exactly 0, a cliff from
+    ~1e-33) fail their pieces' checks: those shifts take the direct rule, the others the
+    interpolant of their accepted pieces (the whole line went direct before)."""
+    fn = get_function("relu")
+    rng = np.random.default_rng(5)
+    t = np.sort(rng.uniform(-15.5, 15.5, 4000))
+    L.clear_cache()
+    got = C.moments(fn, t, 1.04, True, C.LADDER_GAIN, **C.INNER_NODES)
+    want = C.moments(fn, t, 1.04, False, **C.INNER_NODES)
+    (key,) = L._PIECES
+    store = L._PIECES[key]
+    bad = sorted(i for i in store if isinstance(i, int) and store[i] is None)
+    assert 0 < len(bad) < sum(isinstance(i, int) for i in store)
+    piece = np.floor(t / 2.0).astype(np.int64)  # (h = 1)
+    direct = np.isin(piece, bad)
+    assert 0 < direct.sum() < t.shape[0] and np.array_equal(got[direct], want[direct])
+    scale = np.sqrt(np.max(want[:, 2]))
+    assert np.max(np.abs(got[:, :2] - want[:, :2])) <= 1e-12 * scale
+    assert np.max(np.abs(got[:, 2] - want[:, 2])) <= 1e-12 * scale ** 2
+    L.clear_cache()
