@@ -1,5 +1,5 @@
 """The K-group tables' mirrored lines and their one-kernel finish (docs/THEORY.md §10.2):
-a tanh or softplus line's pairs of shifts (p, -p) evaluated once (``spiked.coefficients.
+a tanh, erf or softplus line's pairs of shifts (p, -p) evaluated once (``spiked.coefficients.
 _smooth_moments`` with ``mirror``) against every shift evaluated on its own, bit for bit; the
 mirrored Chebyshev points of ``line_moments.on_line``; the features' scale, flush and mus2 of
 ``_finish_features`` against the numpy evaluation they replace, bit for bit; the stacked
@@ -23,7 +23,7 @@ def _piece_points(rng: np.random.Generator, h: float, lo: int, hi: int) -> np.nd
     return pts[rng.permutation(pts.shape[0])]
 
 
-@pytest.mark.parametrize("name", ["tanh", "softplus"])
+@pytest.mark.parametrize("name", ["tanh", "softplus", "erf"])
 def test_mirrored_pairs_are_each_shift_s_own_sums(name: str) -> None:
     fn = get_function(name)
     f = C.fast(fn)
@@ -45,7 +45,7 @@ def test_mirrored_pairs_are_each_shift_s_own_sums(name: str) -> None:
 
 
 def test_only_exact_mirrors_are_taken() -> None:
-    assert not C._mirrored(C.fast(get_function("erf")), 96)
+    assert not C._mirrored(C.fast(get_function("erf(z-1)")), 96)
     assert not C._mirrored(get_function("relu"), 96)
     assert not C._mirrored(get_function("tanh(z) + 0.1*z"), 96)
     x = L.mirrored_points(L.M_CHEB)
@@ -69,7 +69,7 @@ def test_a_mirrored_line_is_the_direct_rule(name: str) -> None:
     assert np.max(np.abs(got[:, :2] - want[:, :2])) <= 1e-12 * scale
     assert np.max(np.abs(got[:, 2] - want[:, 2])) <= 1e-12 * scale ** 2
     keys = [k for k in L._PIECES if k[0] == "gaussian"]
-    assert len(keys) == 1 and (keys[0][-1] == "mirror") == (name != "erf")
+    assert len(keys) == 1 and keys[0][-1] == "mirror"
     assert L._PIECES[keys[0]]["stack"][2].shape[1:] == (L.M_CHEB, 3)
     again = C.moments(fn, t, 0.9, True, C.LADDER_GAIN, **C.INNER_NODES)  # (the stack)
     assert np.array_equal(again, got)

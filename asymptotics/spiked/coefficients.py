@@ -56,8 +56,9 @@ INNER_NODES = dict(n_smooth=96, n_piece=40)
 #: ``line_moments.on_line``'s gain in :func:`build_tables` (r >= 2): the ladder's next rule (1.7
 #: to 3 times the shifts) reuses the pieces: built if they cost < 5 times the shifts' moments
 LADDER_GAIN = 5.0
-#: a tanh or softplus line on ``on_line``'s mirrored points, each pair (p, -p) evaluated once (the
-#: points an ulp from the plain line's: numbers within ~1e-15; False: the plain line, bit for bit)
+#: a tanh, erf or softplus line on ``on_line``'s mirrored points, each pair (p, -p) evaluated once
+#: (the points an ulp from the plain line's: numbers within ~1e-15; False: the plain line, bit for
+#: bit)
 MIRROR = True
 
 
@@ -208,12 +209,12 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
 def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(F(z), F(-z[:, ::-1])) by :func:`_values_into`'s operations, ``z`` overwritten: with
     x_{n-1-j} = -x_j, -z[:, ::-1] holds -p + s x_j exactly, so the second is the values of the
-    shift -p (tanh: odd bit for bit; softplus: its costly part log1p(exp(-|z|)) taken once)."""
-    if f.f is np.tanh:
-        v = np.tanh(z, out=z)
+    shift -p (tanh, erf: odd bit for bit; softplus: its costly part log1p(exp(-|z|)) once)."""
+    if f.f is not _softplus:  # (odd)
+        v = _values_into(f, z)
         return v, np.negative(v[:, ::-1])
-    t = np.abs(z)
-    np.log1p(np.exp(np.negative(t, out=t), out=t), out=t, where=t >= LOG1P_EXACT)
+    t = np.abs(z)  # (log1p on every entry: numpy's, the C library's, is x itself below 2^-54)
+    np.log1p(np.exp(np.negative(t, out=t), out=t), out=t)
     other = np.add(np.maximum(np.negative(z[:, ::-1]), 0.0), t[:, ::-1])
     return np.add(np.maximum(z, 0.0, out=z), t, out=z), other
 
@@ -223,9 +224,9 @@ _MIRRORED: dict = {}
 
 def _mirrored(f: Function, n: int) -> bool:
     """Whether :func:`_pair_values` holds for ``f`` with ``n`` Gauss-Hermite nodes: ``f`` the
-    registered tanh (checked odd bit for bit on [-40, 40]) or softplus of :func:`fast`, the
-    nodes exact negatives of each other (checked once a process)."""
-    if f.f is not np.tanh and f.f is not _softplus:
+    registered tanh or erf (checked odd bit for bit on [-40, 40]) or softplus of :func:`fast`,
+    the nodes exact negatives of each other (checked once a process)."""
+    if f.f is not np.tanh and f.f is not _erf and f.f is not _softplus:
         return False
     if (f.f, n) not in _MIRRORED:
         z = np.concatenate([np.linspace(-40.0, 40.0, 80001), np.geomspace(1e-300, 40.0, 4001)])
@@ -239,8 +240,8 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
             **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
-    by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh or
-    softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
+    by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh, erf
+    or softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
     registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
     their own cache key); ``gain``: ``on_line``'s."""
     s, f = float(s), fast(fn)
