@@ -7,12 +7,13 @@ takes thousands of distinct values for r >= 2 spikes. The moments are smooth fun
 Chebyshev points of short pieces of [min t, max t] and interpolated (Clenshaw). The interpolant
 is checked against the direct rule at points between the Chebyshev points; if any check differs
 by more than ``TOL`` (relative to the moment's scale on the piece: sqrt(max E F^2) for E F and
-E[F Z], max E F^2 for E F^2) the direct rule is used at every t, so the result is the direct
-rule's to ``TOL`` either way (tests/test_line_moments.py).
+E[F Z], max E F^2 for E F^2) the direct rule is used at the t of that piece, so the result is
+the direct rule's to ``TOL`` either way (tests/test_line_moments.py).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -41,6 +42,16 @@ def chebyshev_basis(m: int) -> tuple[np.ndarray, np.ndarray]:
     T = np.cos(np.pi * np.outer(np.arange(m), k + 0.5) / m) * (2.0 / m)
     T[0] *= 0.5
     return x, T
+
+
+@lru_cache(maxsize=4)
+def mirrored_points(m: int) -> np.ndarray:
+    """:func:`chebyshev_basis`' points made exactly antisymmetric (x_{m-1-k} = -x_k, the first
+    half kept; an ulp from cos' at most): the points of the pieces [2 h i, 2 h (i + 1)] and
+    [-2 h (i + 1), -2 h i] are then exact negatives of each other (:func:`on_line`'s ``mirror``)."""
+    x = chebyshev_basis(m)[0].copy()
+    x[m - m // 2:] = -x[:m // 2][::-1]
+    return x
 
 
 @kernel(cache=True, error_model="numpy")
@@ -133,7 +144,8 @@ def _clenshaw(coef: np.ndarray, lo: float, h: float, t: np.ndarray) -> np.ndarra
 def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
                 checks: np.ndarray, moments: bool, tol: float) -> tuple:
     """Kernel: the Chebyshev series of new pieces from the direct values ``vals`` (pieces,
-    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points) and
+    M_CHEB + checks, q) (the values at the Chebyshev points, then at the check points ``checks``
+    (pieces, checks), fractions of each piece's half-length from its centre) and
     whether each is accepted: the series (the arithmetic of ``_clenshaw`` on one piece) agrees
     with the values at the check points to ``tol`` times each column's scale, the largest
     |value| of the column on the piece or, where the columns are (E F, E[F Z], E F^2)
@@ -164,8 +176,8 @@ def _new_pieces(vals: np.ndarray, T: np.ndarray, index: np.ndarray, h: float,
             scale[1] = max(scale[1], np.sqrt(s2))
             scale[2] = max(scale[2], s2)
         lo = 2 * h * index[p]
-        for c_i in range(checks.shape[0]):
-            t = h * (2 * index[p] + 1) + h * checks[c_i]
+        for c_i in range(checks.shape[1]):
+            t = h * (2 * index[p] + 1) + h * checks[p, c_i]
             x = min(max((t - (lo + h * 1)) / h, -1.0), 1.0)
             x2 = 2.0 * x
             b1[:] = 0.0
@@ -239,14 +251,17 @@ def clear_cache() -> None:
 
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-            key: object = None, moments: bool = False, gain: float = GAIN) -> np.ndarray:
+            key: object = None, moments: bool = False, gain: float = GAIN,
+            mirror: bool = False) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
     vary; 0: not smooth, direct). ``key``: what identifies ``direct`` (hashable; None: no
     cache). A piece is accepted when its checks agree to ``TOL`` times each column's scale
     (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2)); ``gain``: as
-    :data:`GAIN` (a caller whose next rule reuses the pieces passes more)."""
+    :data:`GAIN` (a caller whose next rule reuses the pieces passes more); ``mirror``: the
+    pieces' Chebyshev points by :func:`mirrored_points` (a ``direct`` that evaluates an odd
+    function's mirror pairs once; ``key`` must tell such pieces apart)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -263,23 +278,82 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     if len(_PIECES) > CACHE_KEYS:
         _PIECES.clear()
         store = {}
+    last = store.get("stack")  # (the last range's pieces stacked: the next rule's, often)
+    if last is not None and last[0] == p_lo and last[1] == p_hi:
+        return _clenshaw(last[2], 2 * h * p_lo, h, t)
     todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
     if todo:
         x, T = chebyshev_basis(M_CHEB)
+        x = mirrored_points(M_CHEB) if mirror else x
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
-        checks = np.asarray(CHECKS)
-        # per piece: its Chebyshev points, then its check points
-        pts = (centres[:, None] + h * np.concatenate([x, checks])[None, :]).ravel()
+        # per piece: its Chebyshev points, then its check points (``mirror``: negated on a piece
+        # left of 0, the exact negatives of its mirror piece's, between the points as they are)
+        checks = np.where((index < 0)[:, None] & mirror, -np.asarray(CHECKS), np.asarray(CHECKS))
+        pts = (centres[:, None] + h * np.concatenate(
+            [np.broadcast_to(x, (index.shape[0], M_CHEB)), checks], axis=1)).ravel()
         vals = np.asarray(direct(pts), dtype=np.float64)
         vals = np.ascontiguousarray(vals.reshape(len(todo), M_CHEB + len(CHECKS), -1))
         coef, ok = _new_pieces(vals, T, index, h, checks, moments, TOL)
         for j, i in enumerate(todo):
             store[i] = coef[j] if ok[j] else None
-    if any(store[i] is None for i in range(p_lo, p_hi + 1)):
+    bad = [i - p_lo for i in range(p_lo, p_hi + 1) if store[i] is None]
+    if len(bad) == n_pieces:
         return direct(t)
+    if bad:  # the direct rule at the shifts of the pieces that failed their checks only
+        fill = np.zeros_like(next(store[i] for i in range(p_lo, p_hi + 1) if store[i] is not None))
+        coef = np.array([fill if store[i] is None else store[i] for i in range(p_lo, p_hi + 1)])
+        out = _clenshaw(coef, 2 * h * p_lo, h, t)
+        at = np.minimum(((t - 2 * h * p_lo) / (2 * h)).astype(np.int64), n_pieces - 1)
+        miss = np.isin(np.maximum(at, 0), bad)  # (the pieces ``_clenshaw`` takes them in)
+        out[miss] = direct(t[miss])
+        return out
     coef = np.array([store[i] for i in range(p_lo, p_hi + 1)])  # (np.stack's array, faster)
+    store["stack"] = (p_lo, p_hi, coef)
     return _clenshaw(coef, 2 * h * p_lo, h, t)
+
+
+@kernel(cache=True, error_model="numpy")
+def relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half_width: float
+                 ) -> np.ndarray:
+    """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass (the K-group tables,
+    ``spiked.coefficients.moments``): per shift p the
+    Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
+    in the weights, the moments summed in the same order (exp from the C library instead of
+    numpy's vectorised one: within an ulp); a shift whose split is clamped at -L takes the
+    weights of the whole interval computed once (the same numbers)."""
+    m, n = pts.shape[0], t.shape[0]
+    L = half_width
+    c = math.sqrt(2 * math.pi)
+    out = np.zeros((m, 3))
+    # the whole [-L, L] (the split clamped at b = -L) by the loop's own expressions, once
+    z_f = (0.5 * (-L + L)) + (0.5 * (L - (-L))) * t
+    w_f = np.empty(n)
+    for j in range(n):
+        w_f[j] = (0.5 * (L - (-L))) * wt[j] * np.exp(-0.5 * z_f[j] * z_f[j]) / c
+    for i in range(m):
+        p = pts[i]
+        b = (0.0 - p) / s
+        if not np.isfinite(b):
+            b = L
+        b = min(max(b, -L), L)
+        s0 = s1 = s2 = 0.0
+        full = b == -L and np.isfinite(p)  # ([-L, b] empty: its terms add exact zeros)
+        for piece in range(1 if full else 0, 2):
+            lo, hi = (-L, b) if piece == 0 else (b, L)
+            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+            for j in range(n):
+                z = z_f[j] if full else mid + half * t[j]
+                v = max(p + s * z, 0.0)
+                if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
+                    continue
+                w = w_f[j] if full else half * wt[j] * np.exp(-0.5 * z * z) / c
+                wf = w * v
+                s0 += wf
+                s1 += wf * z
+                s2 += wf * v
+        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
+    return out
 
 
 @kernel(cache=True, error_model="numpy")

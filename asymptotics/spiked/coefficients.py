@@ -12,17 +12,21 @@ rule of the one-spike theory (``asymptotics.coefficients.cget``), split at the t
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 from scipy import special
-from scipy.special import roots_legendre
 
 from asymptotics.coefficients.functions import Function, get_function, to_sympy
+from asymptotics.coefficients.gauss_rules import (  # noqa: F401 (the tensor rules' names here)
+    MAX_TENSOR_NODES,
+    PRUNE,
+    legendre,
+    tensor_keep,
+    tensor_rule,
+)
 from asymptotics.coefficients.line_moments import (
     GAIN,
     direct_moments,
@@ -30,6 +34,7 @@ from asymptotics.coefficients.line_moments import (
     on_line,
     rows_moments,
 )
+from asymptotics.coefficients.line_moments import relu_moments as _relu_moments
 from asymptotics.coefficients.quadrature import (
     HALF_WIDTH,
     N_PIECE,
@@ -46,14 +51,15 @@ SHIFT_BLOCK = 1024
 TARGET_CHUNK = 131_072
 #: default Gauss-Hermite nodes per unlearned target dimension (k' = 1, 2, 3, >= 4)
 OMEGA_NODES = {1: 40, 2: 16, 3: 10}
-#: the largest tensor rule built (33^4 = 1.2e6 at the top of the r = 4 ladder fits in ~0.7 GB)
-MAX_TENSOR_NODES = 2_000_000
-PRUNE = 1e-12  # tensor nodes whose weight is below PRUNE * max weight are dropped
 #: inner rule for the feature coefficients when r >= 2 (r = 1 keeps the one-spike rule, 180)
 INNER_NODES = dict(n_smooth=96, n_piece=40)
 #: ``line_moments.on_line``'s gain in :func:`build_tables` (r >= 2): the ladder's next rule (1.7
 #: to 3 times the shifts) reuses the pieces: built if they cost < 5 times the shifts' moments
 LADDER_GAIN = 5.0
+#: a tanh, erf or softplus line on ``on_line``'s mirrored points, each pair (p, -p) evaluated once
+#: (the points an ulp from the plain line's: numbers within ~1e-15; False: the plain line, bit for
+#: bit)
+MIRROR = True
 
 
 @dataclass(frozen=True)
@@ -68,43 +74,6 @@ class Tables:
     h: np.ndarray  # (n,)
     h1: np.ndarray  # (n, k)
     h2: np.ndarray  # (n,)
-
-
-def tensor_rule(r: int, n: int | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """Tensor probabilists' Gauss-Hermite rule in r dimensions (weights sum to 1), pruned;
-    ``n`` nodes per dimension, or a tuple of counts. A rule of more than
-    :data:`MAX_TENSOR_NODES` nodes is refused in one line (it would not fit in memory)."""
-    counts = (n,) * r if isinstance(n, int) else tuple(n)
-    if math.prod(counts) > MAX_TENSOR_NODES:
-        raise ValueError(f"a tensor quadrature rule over {len(counts)} dimensions with "
-                         f"{'x'.join(map(str, counts))} = {math.prod(counts):.2g} nodes exceeds "
-                         f"{MAX_TENSOR_NODES:.0e}: too many Gaussian directions to integrate "
-                         "(fewer target variables, or a polynomial target: exact with fewer "
-                         "nodes)")
-    pts, wts = _tensor_rule(counts)
-    return pts.copy(), wts.copy()
-
-
-@lru_cache(maxsize=32)
-def _tensor_rule(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    r = len(counts)
-    if r == 1:
-        x, w = gauss_hermite(counts[0])
-        return x[:, None].copy(), w.copy()
-    rules = [gauss_hermite(m) for m in counts]
-    pts = np.array(list(itertools.product(*[x for x, _ in rules])))
-    wts, keep = _tensor_keep.__wrapped__(counts)  # (not cached: kappa rules are large)
-    return np.ascontiguousarray(pts[keep]), wts / wts.sum()
-
-
-@lru_cache(maxsize=32)
-def _tensor_keep(counts: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """The kept weights of the tensor rule of ``counts`` and their indices in the full product
-    (``itertools.product`` order: the last axis fastest)."""
-    wts = np.prod(np.array(list(itertools.product(*[gauss_hermite(m)[1] for m in counts]))),
-                  axis=1)
-    keep = np.flatnonzero(wts > PRUNE * wts.max())
-    return wts[keep], keep
 
 
 def flush(values: np.ndarray, scale: float, rel: float = 1e-12) -> np.ndarray:
@@ -182,53 +151,6 @@ def _affine_erf(text: str) -> Function | None:
     return out if np.array_equal(out.f(grid), plain.f(grid)) else None
 
 
-@kernel(cache=True, error_model="numpy")
-def _relu_moments(pts: np.ndarray, s: float, t: np.ndarray, wt: np.ndarray, half_width: float
-                  ) -> np.ndarray:
-    """Kernel: ``gaussian_moments(relu, pts, s)`` (s > 0) in one pass: per shift p the
-    Gauss-Legendre pieces [-L, b], [b, L] split at the kink b = (0 - p)/s, the Gaussian density
-    in the weights, the moments summed in the same order (exp from the C library instead of
-    numpy's vectorised one: within an ulp); a shift whose split is clamped at -L takes the
-    weights of the whole interval computed once (the same numbers)."""
-    m, n = pts.shape[0], t.shape[0]
-    L = half_width
-    c = math.sqrt(2 * math.pi)
-    out = np.zeros((m, 3))
-    # the whole [-L, L] (the split clamped at b = -L) by the loop's own expressions, once
-    z_f = (0.5 * (-L + L)) + (0.5 * (L - (-L))) * t
-    w_f = np.empty(n)
-    for j in range(n):
-        w_f[j] = (0.5 * (L - (-L))) * wt[j] * np.exp(-0.5 * z_f[j] * z_f[j]) / c
-    for i in range(m):
-        p = pts[i]
-        b = (0.0 - p) / s
-        if not np.isfinite(b):
-            b = L
-        b = min(max(b, -L), L)
-        s0 = s1 = s2 = 0.0
-        full = b == -L and np.isfinite(p)  # ([-L, b] empty: its terms add exact zeros)
-        for piece in range(1 if full else 0, 2):
-            lo, hi = (-L, b) if piece == 0 else (b, L)
-            mid, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
-            for j in range(n):
-                z = z_f[j] if full else mid + half * t[j]
-                v = max(p + s * z, 0.0)
-                if v == 0.0:  # (a zero term adds exact zeros: its weight's exp is not needed)
-                    continue
-                w = w_f[j] if full else half * wt[j] * np.exp(-0.5 * z * z) / c
-                wf = w * v
-                s0 += wf
-                s1 += wf * z
-                s2 += wf * v
-        out[i, 0], out[i, 1], out[i, 2] = s0, s1, s2
-    return out
-
-
-@lru_cache(maxsize=8)
-def _legendre(n: int) -> tuple[np.ndarray, np.ndarray]:
-    return roots_legendre(n)
-
-
 def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
     """``f(z)`` written into ``z`` (the caller's temporary) for the registered tanh and the
     erf and softplus of :func:`fast`: the same ufuncs on the same values, the same numbers (no
@@ -251,34 +173,82 @@ def _values_into(f: Function, z: np.ndarray) -> np.ndarray:
     return f(z)
 
 
-def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
-                    ) -> np.ndarray:
+def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int,
+                    mirror: bool = False) -> np.ndarray:
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
-    shift), F evaluated by ``f`` (:func:`fast`)."""
+    shift), F evaluated by ``f`` (:func:`fast`); ``mirror``, where :func:`_mirrored` holds: the
+    shifts p > 0 and -p of a pair evaluated together (:func:`_pair_values`: the same numbers)."""
     x, w = gauss_hermite(n)
     sx = (s * x)[None, :]
     out = np.empty((pts.shape[0], 3))
-    for a in range(0, pts.shape[0], SHIFT_BLOCK):  # (each row's sums are its own: any blocks)
-        values = _values_into(f, pts[a:a + SHIFT_BLOCK, None] + sx)
-        finite, out[a:a + SHIFT_BLOCK] = rows_moments(np.ascontiguousarray(values), x, w)
-        if not finite and not np.all(np.isfinite(values)):
-            raise ValueError(f"function {fn.name!r} returned non-finite values at quadrature "
-                             "nodes")
+    groups: tuple = ((None, None),)
+    if mirror and _mirrored(f, n):
+        srt = np.argsort(pts)
+        ps = pts[srt]  # (sorted)
+        at = np.minimum(np.searchsorted(ps, -ps), pts.shape[0] - 1)
+        hit = (ps[at] == -ps) & (ps < 0.0)
+        twin, first = srt[hit], srt[at[hit]]  # (pts[twin] = -pts[first], first > 0)
+        lone = np.ones(pts.shape[0], dtype=np.bool_)
+        lone[twin] = lone[first] = False
+        groups = ((first, twin), (np.flatnonzero(lone), None))
+    for rows, twins in groups:
+        for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
+            sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
+            if twins is None:
+                values = _values_into(f, pts[sel, None] + sx)
+            else:  # (each row's sums are its own: any blocks, any order)
+                values, other = _pair_values(f, pts[sel, None] + sx)
+                out[twins[a:a + SHIFT_BLOCK]] = rows_moments(other, x, w)[1]
+            finite, out[sel] = rows_moments(np.ascontiguousarray(values), x, w)
+            if not finite and not np.all(np.isfinite(values)):
+                raise ValueError(f"function {fn.name!r} returned non-finite values at "
+                                 "quadrature nodes")
     return out
+
+
+def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F(z), F(-z[:, ::-1])) by :func:`_values_into`'s operations, ``z`` overwritten: with
+    x_{n-1-j} = -x_j, -z[:, ::-1] holds -p + s x_j exactly, so the second is the values of the
+    shift -p (tanh, erf: odd bit for bit; softplus: its costly part log1p(exp(-|z|)) once)."""
+    if f.f is not _softplus:  # (odd)
+        v = _values_into(f, z)
+        return v, np.negative(v[:, ::-1])
+    t = np.abs(z)  # (log1p on every entry: numpy's, the C library's, is x itself below 2^-54)
+    np.log1p(np.exp(np.negative(t, out=t), out=t), out=t)
+    other = np.add(np.maximum(np.negative(z[:, ::-1]), 0.0), t[:, ::-1])
+    return np.add(np.maximum(z, 0.0, out=z), t, out=z), other
+
+
+_MIRRORED: dict = {}
+
+
+def _mirrored(f: Function, n: int) -> bool:
+    """Whether :func:`_pair_values` holds for ``f`` with ``n`` Gauss-Hermite nodes: ``f`` the
+    registered tanh or erf (checked odd bit for bit on [-40, 40]) or softplus of :func:`fast`,
+    the nodes exact negatives of each other (checked once a process)."""
+    if f.f is not np.tanh and f.f is not _erf and f.f is not _softplus:
+        return False
+    if (f.f, n) not in _MIRRORED:
+        z = np.concatenate([np.linspace(-40.0, 40.0, 80001), np.geomspace(1e-300, 40.0, 4001)])
+        x = gauss_hermite(n)[0]
+        _MIRRORED[f.f, n] = bool((f.f is _softplus or np.array_equal(f.f(-z), -f.f(z))) and
+                                 np.array_equal(x, -x[::-1]))
+    return _MIRRORED[f.f, n]
 
 
 def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAIN,
             **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
-    by ``line_moments.rows_moments`` (the values by :func:`_values_into`) and, for the
+    by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh, erf
+    or softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
     registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
     their own cache key); ``gain``: ``on_line``'s."""
     s, f = float(s), fast(fn)
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
             fn.f is get_function("relu").f:
-        t_leg, w_leg = _legendre(int(kw.get("n_piece", N_PIECE)))
+        t_leg, w_leg = legendre(int(kw.get("n_piece", N_PIECE)))
 
         def direct(pts: np.ndarray) -> np.ndarray:
             return _relu_moments(np.ascontiguousarray(pts, dtype=np.float64), s, t_leg, w_leg,
@@ -289,15 +259,16 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
         return line_moments(f, t, s, **kw) if line else direct_moments(f, t, s, **kw)
     else:
         n = int(kw.get("n_smooth", N_SMOOTH))
+        mirror = MIRROR and line and _mirrored(f, n)
 
         def direct(pts: np.ndarray) -> np.ndarray:
-            return _smooth_moments(fn, f, np.asarray(pts, dtype=np.float64), s, n)
+            return _smooth_moments(fn, f, np.asarray(pts, dtype=np.float64), s, n, mirror)
 
         key = ("gaussian", fn, s, rule) + (("fast",) if fn.name == "softplus" and f is not fn
-                                            else ())
+                                            else ()) + (("mirror",) if mirror else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
-    return on_line(direct, t, s, key=key, moments=True, gain=gain)
+    return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror")
 
 
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bulk: np.ndarray,
@@ -305,44 +276,47 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bul
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi) (``gain``: of the
     interpolated line, r >= 2)."""
     n, K = kappa.shape[0], loadings.shape[0]
-    raw = np.empty((3, n, K))
+    raw = np.empty((K, n, 3))  # (each group's rows contiguous, as the moments come)
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[:, :, g] = moments(sigma, t, sq, True, gain, **INNER_NODES).T
+            raw[g] = moments(sigma, t, sq, True, gain, **INNER_NODES)
         else:
-            raw[:, :, g] = moments(sigma, t, sq, False).T
-    scale = (np.max(raw[2], axis=0) if n else np.zeros(K)) + 1e-300  # per group
-    root = np.sqrt(scale)
-    mu0, mb1 = flush_columns(raw[0], root), flush_columns(raw[1], root)
-    ms2 = np.maximum(flush_columns(raw[2] - raw[0] ** 2 - raw[1] ** 2, scale), 0.0)
-    return mu0, mb1, ms2
-
-
-def flush_columns(values: np.ndarray, scale: np.ndarray, rel: float = 1e-12) -> np.ndarray:
-    """:func:`flush` of each column of ``values`` (n, K) with its own ``scale``."""
-    out = np.array(values, dtype=np.float64)
-    if out.size:
-        _flush_columns(out, np.ascontiguousarray(scale, dtype=np.float64), rel)
-    return out
+            raw[g] = moments(sigma, t, sq, False)
+    return _finish_features(raw)
 
 
 @kernel(cache=True, error_model="numpy")
-def _flush_columns(out: np.ndarray, scale: np.ndarray, rel: float) -> None:
-    """Kernel: :func:`flush_columns` in place (entries |x| <= 1e-15 scale_c to 0, then columns
-    whose largest |x| was <= rel scale_c)."""
-    n, K = out.shape
-    for c in range(K):
-        big = 0.0
+def _finish_features(raw: np.ndarray) -> tuple:
+    """Kernel: (mu0, mub1, mus2), each (n, K), from the moments ``raw`` (K, n, 3) of each group:
+    the scale s_g = max_j E F^2 + 1e-300 (NaN if one is), the first two flushed against
+    sqrt(s_g), E F^2 - mu0^2 - mub1^2 against s_g and then >= 0 (:func:`flush`'s rule per
+    column: entries |x| <= 1e-15 scale to 0, a column whose largest |x| is <= 1e-12 scale all)."""
+    K, n, _ = raw.shape
+    mu0, mb1, ms2 = np.empty((n, K)), np.empty((n, K)), np.empty((n, K))
+    for g in range(K):
+        big = -np.inf
         for j in range(n):
-            a = abs(out[j, c])
-            big = max(big, a)
-            if a <= 1e-15 * scale[c]:
-                out[j, c] = 0.0
-        if big <= rel * scale[c]:
+            if big == big and not raw[g, j, 2] <= big:  # (a NaN is the maximum, as numpy's)
+                big = raw[g, j, 2]
+        scale = (big if n else 0.0) + 1e-300
+        for c in range(3):
+            out = mu0 if c == 0 else mb1 if c == 1 else ms2
+            sc = math.sqrt(scale) if c < 2 else scale
+            top = 0.0
             for j in range(n):
-                out[j, c] = 0.0
+                x = raw[g, j, c] if c < 2 else \
+                    raw[g, j, 2] - raw[g, j, 0] * raw[g, j, 0] - raw[g, j, 1] * raw[g, j, 1]
+                a = abs(x)
+                top = max(top, a)
+                out[j, g] = 0.0 if a <= 1e-15 * sc else x
+            for j in range(n):
+                if top <= 1e-12 * sc:
+                    out[j, g] = 0.0
+                elif c == 2 and not out[j, g] > 0.0 and out[j, g] == out[j, g]:
+                    out[j, g] = 0.0  # (np.maximum(x, 0.0): -0.0 too)
+    return mu0, mb1, ms2
 
 
 def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
@@ -415,6 +389,6 @@ def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
         out = np.asarray(raw(*args), dtype=np.float64)
     full = np.broadcast_to(out, tuple(counts) + (n,)).reshape((-1, n))
     if nf > 1:  # (the one-dimensional rule is not pruned)
-        keep = _tensor_keep(tuple(counts))[1]
+        keep = tensor_keep(tuple(counts))[1]
         full = full if keep.shape[0] == full.shape[0] else full[keep]
     return np.ascontiguousarray(full.T)
