@@ -83,7 +83,7 @@ def test_interpreted_failure_falls_back_to_the_compiled_kernel(monkeypatch):
         out[:] = 123.0
         raise ZeroDivisionError
 
-    disp = type(population_bulk)(py_func=population_bulk.py_func, locals={},
+    disp = coldstart.ColdDispatcher(py_func=population_bulk.py_func, locals={},
                                  targetoptions=dict(population_bulk.targetoptions))
     monkeypatch.setattr(disp, "py_func", boom)
     monkeypatch.setattr(coldstart, "is_cached", lambda d, sig: False)
@@ -167,3 +167,27 @@ def test_a_compile_from_a_call_holds_the_queues_lock(monkeypatch, tmp_path, how,
     assert disp(3) == 6  # a second signature (int, Omitted(2)): numba compiles it on the call
     assert held and all(h == (0 if cached else 1) for h in held)
     assert lock.held == 0 and lock.acquired == (0 if cached else 1)
+
+
+def test_a_compiled_kernel_takes_numbas_call_and_stays_interpreted_in_an_interpreted_one(
+        monkeypatch):
+    """Once compiled, a kernel is numba's own dispatcher (no Python frame per call); a
+    signature it lacks, called from inside an interpreted kernel, runs its source (omitted
+    defaults filled in) instead of compiling there."""
+    monkeypatch.setenv(coldstart.ENV, "compile")
+
+    def scaled(x, y=2.0):
+        return x * y
+
+    disp = coldstart.kernel(cache=False)(scaled)
+    assert type(disp) is coldstart.ColdDispatcher
+    assert disp(1.5) == 3.0 and disp(2.5) == 5.0
+    assert type(disp) is coldstart.WarmDispatcher and len(disp.overloads) == 1
+    coldstart._LOCAL.depth = 1
+    try:
+        assert disp(np.int32(3)) == 6.0  # int32: not compiled; the source, y = 2.0
+        assert disp(1.5, 3.0) == 4.5  # float, float: not compiled either
+    finally:
+        coldstart._LOCAL.depth = 0
+    assert len(disp.overloads) == 1
+    assert disp(np.int32(3)) == 6.0 and len(disp.overloads) == 2  # outside: compiled

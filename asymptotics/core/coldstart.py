@@ -17,8 +17,10 @@ nor in numba's on-disk cache, decides as follows (``GIANTSTEP_COLD_START`` unset
 3. no private queue directory (read-only cache, another owner) or a type outside the queue's
    grammar, or a pool worker (:func:`forbid_compiler`): compile here, under the lock if any.
 
-The interpreted run is the same algorithm, not the same floating point (numpy's sums and LAPACK
-instead of numba's loops move the last bits; tests/test_coldstart.py compares). Where CPython
+Once a kernel holds a compiled signature it becomes a :class:`WarmDispatcher`, numba's own call
+(no Python frame per call). The interpreted run is the same algorithm, not the same floating
+point (numpy's sums and LAPACK instead of numba's loops move the last bits;
+tests/test_coldstart.py compares). Where CPython
 and numba disagree (a float division by zero raises in Python) the interpreted call fails and the
 kernel is compiled here instead. ``GIANTSTEP_COLD_START=compile``: numba's behaviour (compile on
 first call, here); ``interpret``: interpret what is not cached, queue nothing (tests). A numba
@@ -97,7 +99,20 @@ try:
     from numba.core import caching as _caching
     from numba.core.registry import CPUDispatcher as _Base
 
-    class ColdDispatcher(_Base):
+    class _Compiling(_Base):
+        def _compile_for_args(self, *args, **kws):
+            """numba's compile on a call no compiled signature matches, under the queue's lock
+            (:func:`_compile_lock`); inside an interpreted kernel the source (numba calls it)."""
+            if _LOCAL.depth:
+                return lambda *a: self.py_func(*(x.value if type(x).__name__ == "OmittedArg"
+                                                 else x for x in a))
+            with _compile_lock(self, args, kws):
+                return super()._compile_for_args(*args, **kws)
+
+    class WarmDispatcher(_Compiling):
+        """A :class:`ColdDispatcher` once it holds a compiled signature: numba's own call."""
+
+    class ColdDispatcher(_Compiling):
         """A numba CPU dispatcher that runs interpreted while its signature compiles in the
         background (see the module)."""
 
@@ -105,14 +120,10 @@ try:
             if _LOCAL.depth:  # inside an interpreted kernel: stay interpreted
                 return self.py_func(*args, **kws)
             if self.overloads or kws:
-                return super().__call__(*args, **kws)
+                if self.overloads:
+                    self.__class__ = WarmDispatcher
+                return _Base.__call__(self, *args, **kws)
             return _cold_call(self, args)
-
-        def _compile_for_args(self, *args, **kws):
-            """numba's compile on a call no compiled signature matches (any mode), under the
-            queue's lock (:func:`_compile_lock`): numba's cache has none between processes."""
-            with _compile_lock(self, args, kws):
-                return super()._compile_for_args(*args, **kws)
 
 except Exception:  # noqa: BLE001 (a numba change: plain numba dispatchers)
     ColdDispatcher = None  # type: ignore[assignment,misc]
@@ -247,18 +258,6 @@ def _compile_here(disp, sig: tuple, spool: Path | None, why: str | None = None):
             lk.release()
 
 
-def _stale(record: Path, file: str) -> bool:
-    """A ``.failed`` record whose job was another file's (an install sharing the cache)."""
-    try:
-        lines = record.read_text().splitlines()
-    except OSError:
-        return False
-    for line in lines[1:]:
-        if line.startswith(cq.FAILED_FILE):
-            return line[len(cq.FAILED_FILE):] != file
-    return False
-
-
 def _cold_call(disp, args: tuple):
     how = mode()
     base = super(ColdDispatcher, disp).__call__
@@ -283,7 +282,7 @@ def _cold_call(disp, args: tuple):
             _compile_here(disp, sig, None, "the numba cache is read-only or not private")
             return base(*args)
         failed = spool / f"{name}.failed"
-        if failed.exists() and _stale(failed, fn.__code__.co_filename):
+        if failed.exists() and cq.stale(failed, fn.__code__.co_filename):
             failed.unlink(missing_ok=True)  # another install's job of the same name: not ours
         if failed.exists() or (spool / "worker.failed").exists():
             try:
@@ -306,7 +305,7 @@ def _cold_call(disp, args: tuple):
         try:
             cq.write_job(spool, name, {"module": fn.__module__, "name": fn.__qualname__,
                                        "file": fn.__code__.co_filename, "types": types_json,
-                                       "sys_path": _sys_path()})
+                                       "sys_path": cq.sys_path()})
         except OSError:
             _compile_here(disp, sig, spool, "the compile queue cannot be written")
             return base(*args)
@@ -325,15 +324,6 @@ def _cold_call(disp, args: tuple):
         _LOCAL.depth = 0
     _compile_here(disp, sig, spool)
     return base(*args)
-
-
-def _sys_path() -> list[str]:
-    out = []
-    for p in sys.path:
-        p = os.path.abspath(p or os.getcwd())
-        if os.path.isdir(p) and p not in out:
-            out.append(p)
-    return out
 
 
 # ------------------------------------------------------------------------------------------------
@@ -382,7 +372,7 @@ def start_worker(spool: Path) -> None:
         if log.exists() and log.stat().st_size > cq.LOG_MAX:
             log.write_text("")
         env = dict(os.environ, **{ENV: "compile"},
-                   PYTHONPATH=os.pathsep.join(_sys_path()))
+                   PYTHONPATH=os.pathsep.join(cq.sys_path()))
         argv = [sys.executable, "-c", "import sys; from asymptotics.core.compile_queue import "
                 "main; sys.exit(main())", str(spool)]
         kw: dict = {}

@@ -212,6 +212,28 @@ def lock(spool: Path) -> FileLock:
     return _LOCKS.setdefault(str(spool), FileLock(Path(spool) / LOCK))
 
 
+def stale(record: Path, file: str) -> bool:
+    """A ``.failed`` record whose job was another file's (an install sharing the cache)."""
+    try:
+        lines = record.read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines[1:]:
+        if line.startswith(FAILED_FILE):
+            return line[len(FAILED_FILE):] != file
+    return False
+
+
+def sys_path() -> list[str]:
+    """``sys.path``'s directories, absolute (a job's imports in the compiler)."""
+    out = []
+    for p in sys.path:
+        p = os.path.abspath(p or os.getcwd())
+        if os.path.isdir(p) and p not in out:
+            out.append(p)
+    return out
+
+
 def write_job(spool: Path, name: str, job: dict) -> Path:
     path = spool / f"{name}.json"
     if not path.exists():
