@@ -40,17 +40,11 @@ from asymptotics.equations.ladder import curve_on_ladder as _curve_on_ladder
 from asymptotics.equations.ladder import ladder as _ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
 from asymptotics.spiked import contrast
-from asymptotics.spiked.anderson import solve_point
+from asymptotics.spiked.anderson import node_args, solve_point
 from asymptotics.spiked.kernels import sizes
 from asymptotics.spiked.problem import PROBES_CACHE, SpikedProblem, probes_key, spiked_builder
 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
-
-
-def _args(prob: SpikedProblem, alpha: float) -> tuple:
-    t = prob.tables
-    return (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2, alpha / prob.beta,
-            prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv)
 
 
 def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
@@ -82,16 +76,15 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2); ``rule``:
     the (``n_kappa``, ``quadrature_change``) the result carries."""
     alpha = checks.positive("alpha", alpha)
-    t = prob.tables
     K = prob.fractions.shape[0]
     nn = _nonneg(K)
     has_x0 = x0 is not None
     start = (np.ascontiguousarray(x0, dtype=np.float64) if has_x0
              else np.zeros(K * K + K))
     out = solve_point(
-        start, has_x0, nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2,
-        alpha / prob.beta, prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv,
-        solver.rtol, solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
+        start, has_x0, nn, *node_args(prob), alpha / prob.beta, prob.lam, prob.delta, prob.beta,
+        prob.fractions, prob.p_inv, solver.rtol, solver.scale_floor, solver.max_iter,
+        solver.damping, solver.anderson)
     return _result(prob, alpha, solver, out, strict, rule)
 
 
@@ -144,10 +137,9 @@ class _Rows:
     row is the record ``solve_spiked(prob, alpha, solver, x0=x0, rule=rule)`` returns."""
 
     def __init__(self, prob: SpikedProblem, solver: SolverConfig) -> None:
-        t = prob.tables
         K = prob.fractions.shape[0]
         self.prob, self.solver, self.nn = prob, solver, _nonneg(K)
-        self.head = (self.nn, t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2)
+        self.head = (self.nn, *node_args(prob))
         self.tail = (prob.lam, prob.delta, prob.beta, prob.fractions, prob.p_inv, solver.rtol,
                      solver.scale_floor, solver.max_iter, solver.damping, solver.anderson)
         self.cold = np.zeros(K * K + K)
