@@ -30,6 +30,7 @@ from asymptotics.network.channels import (
     risk_of,
     spiked_problem,
 )
+from asymptotics.network.compiled.diagonal import solve_diagonal
 from asymptotics.network.coupling import (
     chord_start,
     fp_jacobian,
@@ -177,12 +178,12 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = chord(fmap, pred[0], pred[1], cfg, nn)
         elif jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
             out = chord(fmap, last, jac, cfg, nn)
-        if out is None:
-            out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+        if out is None:  # the last point's solution (the ladder's rungs)
+            out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
         out = newton(fmap, jac_at, y0, cfg, nn)  # (None: Anderson)
     if out is None or not out.converged:
-        out = solve_fp(fmap, y0, cfg, nn)
+        out = solve_diagonal(bulk, vargs, y0, cfg, nn) or solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
         return x, out.status, out.n_iter, out.residual
     y = out.x
