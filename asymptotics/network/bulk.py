@@ -108,7 +108,7 @@ class GroupBulk:
         self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
-        self.jac_last: np.ndarray | None = None  # (and the Jacobian of its map there)
+        self.jac_last: tuple | None = None  # (and its map's Jacobian's arguments there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
         self._gram_last: tuple | None = None  # (W, its Gram) of :meth:`_gram`
         pre = _PREP.get(id(sig))

@@ -27,6 +27,7 @@ from asymptotics.network.channels import (
     hats_of,
     mean_design,
     mean_table,
+    node_jacobian,
     risk_of,
     spiked_problem,
 )
@@ -35,7 +36,6 @@ from asymptotics.network.coupling import (
     chord_start,
     fp_jacobian,
     fp_map,
-    node_jacobian,
 )
 from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
@@ -146,7 +146,7 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
         Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
         Y1 = Y[:K * K].reshape(K, K, nq)
         Mq += np.vstack([(0.5 * (Y1 + Y1.transpose(1, 0, 2))).reshape(K * K, nq), Y[K * K:]])
-        bulk.jac_last = fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
+        bulk.jac_last = (M, tau, beta, pi, dMv, dv2v)  # (formed where _bulk_v asks)
         bulk.lin_last = (M, tau, V1, 1.0 / tau - (lam + v2))
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
     qv = np.linalg.solve(Mq, c0)
@@ -170,14 +170,14 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
                        solver.anderson)
     last = getattr(bulk, "y_last", None)
-    jac = getattr(bulk, "jac_last", None)
+    jac = getattr(bulk, "jac_last", None)  # (the arguments of fp_jacobian)
     out = None
     if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
         pred = chord_start(bulk, last, vargs) if jac is not None else None
         if pred is not None:
             out = chord(fmap, pred[0], pred[1], cfg, nn)
-        elif jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
-            out = chord(fmap, last, jac, cfg, nn)
+        elif jac is not None and (J := fp_jacobian(bulk, *jac)).shape == (y0.size, y0.size):
+            out = chord(fmap, last, J, cfg, nn)  # the last rule's Jacobian
         if out is None:  # the last point's solution (the ladder's rungs)
             out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
