@@ -44,6 +44,7 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.srf_rowvar",
     "asymptotics.spectra.traces.net_jacobian",
     "asymptotics.network.schur",
+    "asymptotics.network.compiled.diagonal",
 ]
 
 

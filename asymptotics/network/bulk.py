@@ -32,9 +32,9 @@ import math
 
 import numpy as np
 
-from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
-from asymptotics.equations.solver import SolverConfig, SolverResult, Status
 from asymptotics.network import schur
+from asymptotics.network.compiled.diagonal import diagonal_newton
+from asymptotics.network.compiled.diagonal import map_fixed_point as fixed_point  # noqa: F401
 from asymptotics.network.schur import LowRankW, base_class, wa, wgram, wtrace
 
 _PREP: dict[int, tuple] = {}
@@ -75,25 +75,6 @@ def _prepare(sig: np.ndarray) -> tuple:
     return sig_inv, U, sig_w, inv_w, F
 
 
-def fixed_point(fmap, x0: np.ndarray, config: SolverConfig, nonneg: tuple[int, ...] = ()
-                ) -> SolverResult:
-    """``x = fmap(x)`` from ``x0``: :func:`asymptotics.equations.solver.solve` (the Python
-    reference) by its compiled twin, the one Anderson kernel
-    (:func:`asymptotics.equations.mixing.anderson_next`, reverse communication) with a Python
-    map (the bulk's (V1, tau) subsystem)."""
-    work, meta = anderson_start(x0.shape[0], config.anderson)
-    nn = np.array(nonneg, dtype=np.int64)
-    x = np.array(x0, dtype=np.float64)
-    while True:
-        x, code = anderson_next(x, np.asarray(fmap(x), dtype=np.float64), work, meta, nn,
-                                config.rtol, config.scale_floor, config.max_iter,
-                                config.damping, config.anderson, 1e12)
-        if code != CONTINUE:
-            st = Status(int(code))
-            return SolverResult(x, st == Status.CONVERGED, st, int(meta[IT]), float(meta[RES]),
-                                ())
-
-
 class GroupBulk:
     """K population covariances on B independent blocks: ``sig`` is B x K x n x n, each group's
     trace over all blocks equal to d = B n (normalised units of ``c_g``)."""
@@ -108,7 +89,7 @@ class GroupBulk:
         self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
-        self.jac_last: np.ndarray | None = None  # (and the Jacobian of its map there)
+        self.jac_last: tuple | None = None  # (and its map's Jacobian's arguments there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
         self._gram_last: tuple | None = None  # (W, its Gram) of :meth:`_gram`
         pre = _PREP.get(id(sig))
@@ -289,7 +270,12 @@ class GroupBulk:
         tau = 1.0 / den if tau0 is None else np.array(tau0, dtype=np.float64)
         ED = self._ed_last if self._ed_last is not None and tau0 is not None else None
         last = math.inf
+        fast = diagonal_newton(self, vhat1, lamg, beta, pi, tau, ED, tol, max_iter, STALL,
+                               FULL_NEXT)
         for it in range(max_iter):
+            if fast is not None:  # (the compiled loop: the tau and traces of its last step)
+                tau, T = fast
+                break
             D = beta * pi * tau
             T = None if ED is None or it >= 3 or last <= FULL_NEXT else self._traces_schur(
                 vhat1, D) if self._eig is not None and np.all(D > 0.0) else None

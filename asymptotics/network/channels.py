@@ -242,3 +242,15 @@ def risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2) -> float:
         return _k.risk_of(state, w, kap, mu0, mb1, ms2, h, h1, h2)
     _, E0, q, _ = error_parts(state, kap, mu0, mb1, ms2, h, h1, h2)
     return float(np.sum(w * (E0 + q)))
+
+
+def node_jacobian(iv2, w, mb1, ms2, A) -> tuple[np.ndarray, np.ndarray]:
+    """``-d(Vhat1, Vhat2)/d(V1, V2)`` (nq x K x K and nq x K, nq = K^2 + K: the columns
+    ``V1_gh``, then ``V2_g``) from the node sums (``iv2 = 1/(1 + V)^2`` on the nodes)."""
+    K = mb1.shape[1]
+    nq = K * K + K
+    dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))
+    for col in range(nq):
+        qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
+        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
+    return dMv, dv2v

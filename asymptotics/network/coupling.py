@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
+from asymptotics.network.channels import node_jacobian
 from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
 
@@ -55,11 +56,16 @@ class CoupledChannels:
         self._key: tuple | None = None
         self._val: tuple | None = None
         self._acal: tuple | None = None  # the last (key, Acal) with every D_g > 0
+        self._blk: tuple | None = None  # (that Acal, its :meth:`blocks`)
+        iv, it = self._order()
+        self._ix = (np.ix_(iv, iv), np.ix_(iv, it), np.ix_(it, it))
+        order = np.concatenate([iv, it])
+        self._ord, self._ix_ord, self._eye_k = order, np.ix_(order, order), np.eye(k)
 
     def forget(self) -> None:
         """Drop the kept intermediate results (the last point's W parts and Acal; the bulk's
         warm starts, :meth:`asymptotics.network.bulk.GroupBulk.forget`)."""
-        self._key, self._val, self._acal = None, None, None
+        self._key, self._val, self._acal, self._blk = None, None, None, None
         self.bulk.forget()
 
     def rotated(self, R: np.ndarray) -> CoupledChannels:
@@ -209,8 +215,22 @@ class CoupledChannels:
         return iv, it
 
     def _split(self, Ac):
-        iv, it = self._order()
-        return Ac[np.ix_(iv, iv)], Ac[np.ix_(iv, it)], Ac[np.ix_(it, it)]
+        return Ac[self._ix[0]], Ac[self._ix[1]], Ac[self._ix[2]]
+
+    def _kron(self, vhat1: np.ndarray) -> np.ndarray:
+        """``M = Vhat1 (x) I_k`` (``np.kron``'s products)."""
+        K, k = vhat1.shape[0], self.k
+        return (vhat1[:, None, :, None] * self._eye_k[None, :, None, :]).reshape(K * k, K * k)
+
+    def _blocks_at(self, vhat1, dl):
+        """:meth:`blocks` at ``(Vhat1, D)``, kept with the kept Acal (asked for three times)."""
+        Ac = self.acal(vhat1, dl)
+        if self._blk is not None and self._blk[0] is Ac:  # (the kept Acal: the same key)
+            return self._blk[1]
+        out = self.blocks(Ac, self._kron(vhat1))
+        if not Ac.flags.writeable:
+            self._blk = (Ac, out)
+        return out
 
     def blocks(self, Ac, M):
         """``(Phi_VV, Phi_VT, X_TT)`` from ``Acal`` and ``M = Vhat1 (x) I_k``."""
@@ -224,27 +244,27 @@ class CoupledChannels:
 
     # -- the interface of Channels ------------------------------------------------------
     def fields(self, vhat1, dl, zh, ph):
-        Pvv, Pvt, Xtt = self.blocks(self.acal(vhat1, dl), np.kron(vhat1, np.eye(self.k)))
+        Pvv, Pvt, Xtt = self._blocks_at(vhat1, dl)
         z, p = zh.ravel(), ph.ravel()
         psi = Xtt @ p + Pvt.T @ z
         zeta = Pvt @ p + Pvv @ z
         return zeta.reshape(self.K, self.r), psi.reshape(self.K, self.k)
 
     def zeta_system(self, vhat1, dl, ph):
-        Pvv, Pvt, _ = self.blocks(self.acal(vhat1, dl), np.kron(vhat1, np.eye(self.k)))
+        Pvv, Pvt, _ = self._blocks_at(vhat1, dl)
         return Pvv, Pvt @ ph.ravel()
 
     def field_q(self, vhat1, tau, beta, pi, zh, ph, dres=None):
         K = self.K
         D = beta * pi * tau
         Ac = self.acal(vhat1, D)
-        M = np.kron(vhat1, np.eye(self.k))
+        M = self._kron(vhat1)
         u = np.concatenate([zh.ravel(), ph.ravel()])
         # F = u^T R u, R = A (I + N A)^-1 (A = Acal in the (V, T) order of u, N = 0 (+) M): dR =
         # Z^T dA Z - R dN R (Z = (I + N A)^-1), so dF = w^T dA w - y_T^T dM y_T, w = Z u, y = R u
         # (exact; the blocks of R are those of :meth:`blocks`)
-        order = np.concatenate(self._order())
-        A = Ac[np.ix_(order, order)]
+        order = self._ord
+        A = Ac[self._ix_ord]
         nv = K * self.r
         N = np.zeros_like(A)
         N[nv:, nv:] = M
@@ -348,18 +368,6 @@ def chord_start(bulk, y: np.ndarray, vargs: tuple) -> tuple | None:
     if not np.all(np.isfinite(x1)):
         return None
     return x1, J
-
-
-def node_jacobian(iv2, w, mb1, ms2, A) -> tuple[np.ndarray, np.ndarray]:
-    """``-d(Vhat1, Vhat2)/d(V1, V2)`` (nq x K x K and nq x K, nq = K^2 + K: the columns
-    ``V1_gh``, then ``V2_g``) from the node sums (``iv2 = 1/(1 + V)^2`` on the nodes)."""
-    K = mb1.shape[1]
-    nq = K * K + K
-    dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))
-    for col in range(nq):
-        qi = mb1[:, col // K] * mb1[:, col % K] if col < K * K else ms2[:, col - K * K]
-        dMv[col], dv2v[col] = vhats(iv2 * qi, w, mb1, ms2, A)
-    return dMv, dv2v
 
 
 def newton_pays(bulk) -> bool:

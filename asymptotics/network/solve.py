@@ -27,14 +27,15 @@ from asymptotics.network.channels import (
     hats_of,
     mean_design,
     mean_table,
+    node_jacobian,
     risk_of,
     spiked_problem,
 )
+from asymptotics.network.compiled.diagonal import solve_diagonal
 from asymptotics.network.coupling import (
     chord_start,
     fp_jacobian,
     fp_map,
-    node_jacobian,
 )
 from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
@@ -145,7 +146,7 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
         Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
         Y1 = Y[:K * K].reshape(K, K, nq)
         Mq += np.vstack([(0.5 * (Y1 + Y1.transpose(1, 0, 2))).reshape(K * K, nq), Y[K * K:]])
-        bulk.jac_last = fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)
+        bulk.jac_last = (M, tau, beta, pi, dMv, dv2v)  # (formed where _bulk_v asks)
         bulk.lin_last = (M, tau, V1, 1.0 / tau - (lam + v2))
     ok = bool(np.linalg.det(Mq) > DET_MIN and np.all(np.diag(Mq) > 0.0))
     qv = np.linalg.solve(Mq, c0)
@@ -169,20 +170,20 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     cfg = SolverConfig(solver.rtol / 10, solver.scale_floor, solver.max_iter, solver.damping,
                        solver.anderson)
     last = getattr(bulk, "y_last", None)
-    jac = getattr(bulk, "jac_last", None)
+    jac = getattr(bulk, "jac_last", None)  # (the arguments of fp_jacobian)
     out = None
     if last is not None and last.shape == y0.shape and np.all(np.isfinite(last)):
         pred = chord_start(bulk, last, vargs) if jac is not None else None
         if pred is not None:
             out = chord(fmap, pred[0], pred[1], cfg, nn)
-        elif jac is not None and jac.shape == (y0.size, y0.size):  # the last rule's Jacobian
-            out = chord(fmap, last, jac, cfg, nn)
-        if out is None:
-            out = solve_fp(fmap, last, cfg, nn)  # the last point's solution (the ladder's rungs)
+        elif jac is not None and (J := fp_jacobian(bulk, *jac)).shape == (y0.size, y0.size):
+            out = chord(fmap, last, J, cfg, nn)  # the last rule's Jacobian
+        if out is None:  # the last point's solution (the ladder's rungs)
+            out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
         out = newton(fmap, jac_at, y0, cfg, nn)  # (None: Anderson)
     if out is None or not out.converged:
-        out = solve_fp(fmap, y0, cfg, nn)
+        out = solve_diagonal(bulk, vargs, y0, cfg, nn) or solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
         return x, out.status, out.n_iter, out.residual
     y = out.x
