@@ -6,7 +6,7 @@ dispatcher whose first call from Python in a process, when its signature is neit
 nor in numba's on-disk cache, decides as follows (``GIANTSTEP_COLD_START`` unset or ``auto``):
 
 1. nobody asked for the signature yet: run the kernel's Python source (``py_func``; the kernels it
-   calls run interpreted too), queue the signature's *types* (:mod:`.compile_queue`) and start the
+   calls run interpreted too, unless compiled for those arguments already), queue the signature's *types* (:mod:`.compile_queue`) and start the
    background compiler when this process exits or :data:`DELAY` seconds later; stderr gets
    :data:`MESSAGE` once. Later calls in this process load the compiled kernel as soon as the
    cache has it.
