@@ -6,10 +6,10 @@ dispatcher whose first call from Python in a process, when its signature is neit
 nor in numba's on-disk cache, decides as follows (``GIANTSTEP_COLD_START`` unset or ``auto``):
 
 1. nobody asked for the signature yet: run the kernel's Python source (``py_func``; the kernels it
-   calls run interpreted too, unless compiled for those arguments already), queue the signature's *types* (:mod:`.compile_queue`) and start the
-   background compiler when this process exits or :data:`DELAY` seconds later; stderr gets
-   :data:`MESSAGE` once. Later calls in this process load the compiled kernel as soon as the
-   cache has it.
+   calls run interpreted too, unless compiled for those arguments already), queue the
+   signature's *types* (:mod:`.compile_queue`) and start the background compiler when this
+   process exits or :data:`DELAY` seconds later; stderr gets :data:`MESSAGE` once. Later calls
+   in this process load the compiled kernel as soon as the cache has it.
 2. another process queued it already: take the queue's lock, i.e. wait for the running compiler
    (one line, :data:`MESSAGE_WAIT`), then load the kernel it compiled; if it is still missing
    (no compiler ran, or it failed: one line naming its log), compile it here under the lock.
