@@ -104,8 +104,7 @@ try:
             """numba's compile on a call no compiled signature matches, under the queue's lock
             (:func:`_compile_lock`); inside an interpreted kernel the source (numba calls it)."""
             if _LOCAL.depth:
-                return lambda *a: self.py_func(*(x.value if type(x).__name__ == "OmittedArg"
-                                                 else x for x in a))
+                return lambda *a: self.py_func(*(x.value if _omitted(x) else x for x in a))
             with _compile_lock(self, args, kws):
                 return super()._compile_for_args(*args, **kws)
 
@@ -218,14 +217,19 @@ def kernel_ready(disp, args: tuple, queue, *, compile_mode_ready: bool = False) 
     return ready
 
 
+def _omitted(arg) -> bool:
+    """Whether numba passed ``arg`` for a parameter left to its default (an ``OmittedArg``)."""
+    return type(arg).__name__ == "OmittedArg"
+
+
 @contextlib.contextmanager
 def _compile_lock(disp, args: tuple, kws: dict):
     """The queue's lock around a compile of ``disp`` for ``args`` (omitted defaults come as
     ``OmittedArg``) whose signature numba's cache lacks (a cached one loads without it: numba
     replaces its files whole); none without a private queue directory."""
     try:
-        sig = tuple(numba.core.types.Omitted(a.value) if type(a).__name__ == "OmittedArg"
-                    else disp.typeof_pyval(a) for a in args)
+        sig = tuple(numba.core.types.Omitted(a.value) if _omitted(a) else disp.typeof_pyval(a)
+                    for a in args)
         spool = None if kws or is_cached(disp, sig) else cq.spool_dir()
     except Exception:  # noqa: BLE001 (a numba change or an untypable argument: numba decides)
         spool = None
