@@ -167,8 +167,10 @@ def two_step_law(sigma: str | Function, target: str | Function = "linear", *, a1
     noise = (e2 * G)[:, None] * hg * np.sqrt((e * e + delta) * wz / alpha0)[None, :]
     F = np.hstack([mean, noise])  # R(g_j) . R(g_k) = (F F^T)_jk
     # P Q^T with orthonormal right vectors: left functions of g, l(g_j) = (F V S)_j.
-    ev, V = np.linalg.eigh((F * wg[:, None]).T @ F)
-    basis = V[:, ev > RANK_TOL * ev[-1]]  # the right vectors in F's coordinates
+    # the right singular vectors of diag(wg)^(1/2) F (thin SVD: n_g x (2 + n_gh^2) costs
+    # n_g^2 n_gh^2, where the eigenvectors of its Gram cost n_gh^6), the Gram's eigenvalues s^2
+    _, sv, Vt = np.linalg.svd(F * np.sqrt(wg)[:, None], full_matrices=False)
+    basis = Vt[sv * sv > RANK_TOL * sv[0] ** 2].T  # the right vectors in F's coordinates
     left = F @ basis  # n_g x r; coordinate 0 of F is theta
     # the bulk: the rows' variances, the central 90% merged into equal-count bins
     cn, cw = _compress(c, wg)
