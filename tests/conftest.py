@@ -1,17 +1,10 @@
 import os
-import sys
 
 os.environ.setdefault("NUMBA_CACHE_DIR",
                       os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
-# under pytest-xdist every worker compiles into its own cache: the package compiles under its
-# queue's lock (numba's on-disk cache has none between processes), so workers sharing a cache
-# would compile one at a time
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    if "numba" in sys.modules:
-        raise RuntimeError("numba was imported before tests/conftest.py chose the worker's "
-                           "NUMBA_CACHE_DIR")
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(os.environ["NUMBA_CACHE_DIR"],
-                                                 os.environ["PYTEST_XDIST_WORKER"])
+# pytest-xdist's workers share one cache: a kernel compiles under the queue's lock (numba's
+# on-disk cache has none between processes), so a worker that needs a kernel another is compiling
+# waits and then loads it; each signature compiles once in a run, not once a worker
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")

@@ -1,10 +1,11 @@
-"""The node tables of one or two groups in column order (``spiked.anderson.node_args``,
+"""The per-group node tables of two groups in column order (``spiked.anderson.node_args``,
 docs/THEORY.md §10.5): the K-group point solved on them is the point solved on the row-major
 tables, bit for bit (every output of ``anderson.solve_point``: the state, the status, the
 iterations, the residual, the risk, the mean design's singular values), on the generic branches
 of the node sums too (r = 3, k = 1); ``risk_of`` (matrix products on the tables, where Q2 is
-clamped) on row-major copies of them gives the same risk; more groups keep the row-major
-tables."""
+clamped) on row-major copies of them gives the same risk; one group and more than two keep the
+row-major tables; the kernels see one layout per branch whatever r and the target's rank (each
+new layout pattern is a compile of the solve kernels)."""
 
 from __future__ import annotations
 
@@ -45,10 +46,11 @@ def test_column_tables_give_the_same_points_bit_for_bit(name: str) -> None:
     t = prob.tables
     rows = (t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2)
     cols = anderson.node_args(prob)
-    assert cols is anderson.node_args(prob)  # (kept for the tables: one copy per problem)
     assert all(np.array_equal(a, b) for a, b in zip(rows, cols, strict=True))
-    for a in cols[1:5] + cols[6:7]:  # (one column: both orders at once)
-        assert a.flags.f_contiguous and (a.shape[1] == 1 or not a.flags.c_contiguous)
+    if prob.fractions.shape[0] == 2:
+        assert cols is anderson.node_args(prob)  # (kept for the tables: one copy per problem)
+        for a in cols[2:5]:
+            assert a.flags.f_contiguous and not a.flags.c_contiguous
     x0 = None
     for alpha in (0.3, 0.9, 2.0, 4.5):
         want, got = _outputs(prob, rows, alpha, x0), _outputs(prob, cols, alpha, x0)
@@ -73,10 +75,34 @@ def test_the_clamped_risk_is_the_same_on_column_tables() -> None:
     assert got == want
 
 
-def test_more_groups_keep_the_row_major_tables() -> None:
-    model = dict(MODELS["K2 r2 k2"], loadings=[[1.2, 0.3], [-0.4, 0.9], [0.2, 0.5]],
-                 bulk=[0.8, 1.1, 0.9], fractions=[0.3, 0.3, 0.4])
+@pytest.mark.parametrize("groups", [1, 3])
+def test_one_group_and_more_than_two_keep_the_row_major_tables(groups: int) -> None:
+    model = (MODELS["K1 r2 k2"] if groups == 1 else
+             dict(MODELS["K2 r2 k2"], loadings=[[1.2, 0.3], [-0.4, 0.9], [0.2, 0.5]],
+                  bulk=[0.8, 1.1, 0.9], fractions=[0.3, 0.3, 0.4]))
     prob = spiked_builder(lam=0.01, beta=1.0, delta=0.0, p=None, **model)(16, None)
     t = prob.tables
     assert all(a is b for a, b in zip(anderson.node_args(prob), (
         t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2), strict=True))
+
+
+def test_one_layout_per_branch_whatever_r_and_the_targets_rank() -> None:
+    """numba compiles the solve kernels once per pattern of array layouts: two groups with
+    r = 1, 2, 3 and a target of rank 1 or 2 give one pattern (a table of one column is
+    row-major to numba, so only the two-column group tables are in column order)."""
+    import numba
+
+    pats = set()
+    for name in sorted(MODELS):
+        for r in (1, 2, 3):
+            m = dict(MODELS[name])
+            if len(m["fractions"]) != 2:
+                continue
+            k = len(m["overlaps"][0])
+            m["loadings"] = [[0.9, 0.3, -0.2][:r], [-0.4, 0.8, 0.1][:r]]
+            m["overlaps"] = [[0.6, 0.1][:k], [0.2, 0.5][:k], [0.1, 0.2][:k]][:r]
+            if k > r:
+                continue
+            prob = spiked_builder(lam=0.01, beta=1.0, delta=0.0, p=None, **m)(16, None)
+            pats.add(tuple(str(numba.typeof(a)) for a in anderson.node_args(prob)))
+    assert len(pats) == 1, pats

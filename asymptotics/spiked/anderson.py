@@ -206,14 +206,14 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     risk = np.nan
     if status == CONVERGED:
         # risk_of(state) is sum w E(k); full_map_e computed E at this state unless Q2 moved
-        # (risk_of's matrix products on row-major tables: the tables of one or two groups may
-        # come in column order, node_args; np.ascontiguousarray: the same numbers)
+        # (risk_of's matrix products on row-major tables: two groups' per-group tables come in
+        # column order, node_args; np.ascontiguousarray: the same numbers)
         risk = risk_of(state, w, np.ascontiguousarray(kap), np.ascontiguousarray(mu0), mb1, ms2,
                        h, np.ascontiguousarray(h1), h2) if clamped else float(np.sum(w * E))
     return state, status, n_it, resid, x, solved, risk, sv, power, total
 
 
-#: the node tables of the last COLUMNS_SIZE problems of one or two groups in column order
+#: the node tables of the last COLUMNS_SIZE problems of two groups, per-group ones in column order
 #: (:func:`node_args`), by the tables' identity (each entry keeps its tables alive)
 COLUMNS_SIZE = 16
 _COLUMNS: dict = {}
@@ -221,19 +221,21 @@ _COLUMNS: dict = {}
 
 def node_args(prob: SpikedProblem) -> tuple:
     """(weights, kappa, mu0, mub1, mus2, h, h1, h2) of ``prob``'s tables as the kernels take
-    them: with one or two groups the two-dimensional ones in column (Fortran) order, so that the
-    node passes (``equations.node_sums``) read each column with unit stride and vectorise (a
-    point 29% faster at 3173 nodes; the same operations in the same order: the same numbers);
-    with more groups as they are (their passes use matrix products, whose BLAS calls depend on
-    the layout)."""
+    them: with two groups the per-group ones (mu0, mub1, mus2) in column (Fortran) order, so
+    that the node passes (``equations.node_sums``) read each group's column with unit stride and
+    vectorise (the same operations in the same order: the same numbers); every other table,
+    and every table of one group or of three and more, as it is (row-major). So the kernels
+    take one layout per number of groups' branch, whatever r and the target's rank: a column
+    table of one column is row-major to numba, so column order for the (n, r) or (n, 1) ones
+    would compile each kernel once more per such shape pattern (~40 s each)."""
     t = prob.tables
-    if prob.fractions.shape[0] > 2:
+    if prob.fractions.shape[0] != 2:
         return t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2
     got = _COLUMNS.get(id(t))
     if got is None or got[0] is not t:
         f = np.asfortranarray
-        got = _COLUMNS[id(t)] = (t, (t.weights, f(t.kappa), f(t.mu0), f(t.mub1), f(t.mus2), t.h,
-                                     f(t.h1), t.h2))
+        got = _COLUMNS[id(t)] = (t, (t.weights, t.kappa, f(t.mu0), f(t.mub1), f(t.mus2), t.h,
+                                     t.h1, t.h2))
         while len(_COLUMNS) > COLUMNS_SIZE:
             _COLUMNS.pop(next(iter(_COLUMNS)))
     return got[1]
