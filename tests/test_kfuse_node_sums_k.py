@@ -21,7 +21,7 @@ def _products(state, kap, h1, K, r, k, o_z, o_p, o_m):
 
 
 @pytest.mark.parametrize("K", [3, 4, 5])
-@pytest.mark.parametrize("r,k", [(1, 1), (2, 2), (3, 1)])
+@pytest.mark.parametrize("r,k", [(1, 1), (2, 2), (3, 1), (4, 2)])
 def test_node_sums_k_match_kernels(K: int, r: int, k: int) -> None:
     w, kap, mu0, mb1, ms2, h, h1, h2, x, rng = _tables(K, r, k)
     n = w.shape[0]
@@ -67,3 +67,12 @@ def test_node_sums_k_match_kernels(K: int, r: int, k: int) -> None:
                 zh0[g, i] += a * mb1[j, g] * kap[j, i] * res
     for a, c in ((E, Ew), (X1, X10), (X2, X20), (zh, zh0)):
         assert np.array_equal(a, c)
+
+
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 5])
+def test_channel_nodes_is_channel_v(K: int) -> None:
+    """The per-node channel written out for three and four groups: channel_v's numbers."""
+    w, kap, mu0, mb1, ms2, h, h1, h2, x, rng = _tables(K, 2, 1)
+    V1, V2 = x[:K * K].reshape((K, K)), x[K * K:]
+    assert np.array_equal(node_sums_k.channel_nodes(x, mb1, ms2),
+                          kernels.channel_v(V1, V2, mb1, ms2))

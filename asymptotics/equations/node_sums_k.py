@@ -29,6 +29,40 @@ def _channel(x, mb1, ms2, j, K):
 
 
 @kernel(cache=True, error_model="numpy")
+def channel_nodes(x, mb1, ms2):
+    """Kernel: ``kernels.channel_v`` of x = (V1 flat, V2) on every node, each node's sum in its
+    order of += (:func:`_channel`'s), written out for three and four groups as
+    :func:`v_sums3` and :func:`v_sums4` form V (the same numbers, without the loops over the
+    groups per node)."""
+    n, K = mb1.shape
+    out = np.empty(n)
+    if K == 3:
+        x0, x1, x2, x3, x4, x5, x6, x7, x8 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]
+        x9, x10, x11 = x[9], x[10], x[11]
+        for j in range(n):
+            b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+            out[j] = (0.0 + ms2[j, 0] * x9 + b0 * x0 * b0 + b0 * x1 * b1 + b0 * x2 * b2
+                      + ms2[j, 1] * x10 + b1 * x3 * b0 + b1 * x4 * b1 + b1 * x5 * b2
+                      + ms2[j, 2] * x11 + b2 * x6 * b0 + b2 * x7 * b1 + b2 * x8 * b2)
+    elif K == 4:
+        y0, y1, y2, y3, y4, y5, y6, y7 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7]
+        y8, y9, y10, y11, y12, y13, y14, y15 = (x[8], x[9], x[10], x[11], x[12], x[13], x[14],
+                                                x[15])
+        y16, y17, y18, y19 = x[16], x[17], x[18], x[19]
+        for j in range(n):
+            b0, b1, b2, b3 = mb1[j, 0], mb1[j, 1], mb1[j, 2], mb1[j, 3]
+            out[j] = (0.0 + ms2[j, 0] * y16 + b0 * y0 * b0 + b0 * y1 * b1 + b0 * y2 * b2
+                      + b0 * y3 * b3 + ms2[j, 1] * y17 + b1 * y4 * b0 + b1 * y5 * b1
+                      + b1 * y6 * b2 + b1 * y7 * b3 + ms2[j, 2] * y18 + b2 * y8 * b0
+                      + b2 * y9 * b1 + b2 * y10 * b2 + b2 * y11 * b3 + ms2[j, 3] * y19
+                      + b3 * y12 * b0 + b3 * y13 * b1 + b3 * y14 * b2 + b3 * y15 * b3)
+    else:
+        for j in range(n):
+            out[j] = _channel(x, mb1, ms2, j, K)
+    return out
+
+
+@kernel(cache=True, error_model="numpy")
 def weighted_sums(a, mb1, ms2, z):
     """Kernel: M[g, q] = sum_j (a_j mub1_jg) mub1_jq, v2[g] = sum_j a_j mus2_jg and
     P[g, i] = sum_j (a_j mub1_jg) z_ji, each summed over the nodes in order (the terms of
@@ -78,8 +112,9 @@ def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
     Phi = np.zeros((n + K, K))
     Psi = np.zeros((n + K, K * r))
     ht = np.zeros(n + K)
+    V = channel_nodes(x, mb1, ms2)
     for j in range(n):
-        ivj = 1.0 / (1.0 + _channel(x, mb1, ms2, j, K))
+        ivj = 1.0 / (1.0 + V[j])
         iv[j] = ivj
         aj = w[j] * ivj
         a[j] = aj
@@ -142,25 +177,37 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
     E = np.empty(n)
     a = np.empty(n)
     c = np.empty(n)
+    x = np.empty(K * K + K)  # (Q1 flat, Q2): channel_v's sum of Q per node
+    for g in range(K):
+        x[K * K + g] = Q2[g]
+        for p in range(K):
+            x[g * K + p] = Q1[g, p]
+    q = channel_nodes(x, mb1, ms2)
+    d = np.empty(n)
     for j in range(n):
-        q = 0.0
-        for g in range(K):
-            q += ms2[j, g] * Q2[g]
-            bg = mb1[j, g]
-            for p in range(K):
-                q += bg * Q1[g, p] * mb1[j, p]
-        e = E0[j] + q
+        e = E0[j] + q[j]
         E[j] = e
         a[j] = w[j] * (iv[j] * iv[j] * (e + delta))
         c[j] = w[j] * iv[j]
+        d[j] = h[j] - b[j]
     X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
     zh = np.zeros((K, r))
-    for g in range(K):
-        for i in range(r):
-            s = 0.0
+    for g in range(K):  # (up to four entries a pass, each summed in node order)
+        for i0 in range(0, r, 4):
+            ni = min(4, r - i0)
+            i1 = i0 + 1 if ni > 1 else i0
+            i2 = i0 + 2 if ni > 2 else i0
+            i3 = i0 + 3 if ni > 3 else i0
+            s0, s1, s2, s3 = 0.0, 0.0, 0.0, 0.0
             for j in range(n):
-                s += c[j] * mb1[j, g] * kap[j, i] * (h[j] - b[j])
-            zh[g, i] = s
+                cg = c[j] * mb1[j, g]
+                s0 += cg * kap[j, i0] * d[j]
+                s1 += cg * kap[j, i1] * d[j]
+                s2 += cg * kap[j, i2] * d[j]
+                s3 += cg * kap[j, i3] * d[j]
+            for i, sm in enumerate((s0, s1, s2, s3)):
+                if i < ni:
+                    zh[g, i0 + i] = sm
     return E, X1, X2, zh
 
 

@@ -72,9 +72,11 @@ def cold_start(prob: SpikedProblem) -> np.ndarray:
 
 def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = SolverConfig(),
                  x0: np.ndarray | None = None, strict: bool = False,
-                 rule: tuple[int, float] = (0, math.nan)) -> SpikedResult:
+                 rule: tuple[int, float] = (0, math.nan), base: dict | None = None
+                 ) -> SpikedResult:
     """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2); ``rule``:
-    the (``n_kappa``, ``quadrature_change``) the result carries."""
+    the (``n_kappa``, ``quadrature_change``) the result carries; ``base``: as :func:`_result`'s
+    (the fields of an earlier record of the same model: the same record)."""
     alpha = checks.positive("alpha", alpha)
     K = prob.fractions.shape[0]
     nn = _nonneg(K)
@@ -85,7 +87,7 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
         start, has_x0, nn, *node_args(prob), alpha / prob.beta, prob.lam, prob.delta, prob.beta,
         prob.fractions, prob.p_inv, solver.rtol, solver.scale_floor, solver.max_iter,
         solver.damping, solver.anderson)
-    return _result(prob, alpha, solver, out, strict, rule)
+    return _result(prob, alpha, solver, out, strict, rule, base)
 
 
 def _result(prob: SpikedProblem, alpha: float, solver: SolverConfig, out: tuple, strict: bool,
@@ -212,10 +214,13 @@ def _climb_point(problem: Callable, alpha: float, solver: SolverConfig, r: int,
     problem on a rule; ``start``: the first rule, counted over both ladders (index returned in
     the same count, as :func:`asymptotics.equations.ladder.climb_ladders`)."""
     x0: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
+    base: list = [None]  # the first record's fields (the model's: every rule's record has them)
 
     def solve_rule(rule, first: bool) -> SpikedResult:
         prob = problem(rule)  # (the rule of the unlearned directions is kept)
-        res = solve_spiked(prob, alpha, solver, x0=x0[0])
+        res = solve_spiked(prob, alpha, solver, x0=x0[0], base=base[0])
+        if base[0] is None and prob.lam != 0.0:  # (lam = 0: the limit's own record, as _Rows)
+            base[0] = dict(res.__dict__)
         if res.converged:
             x0[0] = _v(prob, res)
             if isinstance(rule, tuple):  # (start > 0: a curve's later probe)
