@@ -1,8 +1,9 @@
 """The coupling's Gram of the special columns where every group is in the base class (K = 1; K = 2
 with sigma' even and the ±1 readout: W diagonal per direction) by the numba kernels of
-asymptotics/network/compiled/coupled.py (docs/THEORY.md §15, DERIVATIONS.md §9.7): ``Acal`` and
-``field_q`` against the numpy path (``W a``, ``P1``, ``P2`` formed) to rounding, the fallback
-where some ``D_g <= 0``, and the route's points with and without the kernels."""
+asymptotics/network/compiled/coupled.py (docs/THEORY.md §15, DERIVATIONS.md §9.7): ``Acal``,
+``field_q`` and the bulk's ``dlin`` against the numpy path (``W a``, ``P1``, ``P2`` formed) to
+rounding, the fallback where some ``D_g <= 0``, and the route's points with and without the
+kernels."""
 
 from __future__ import annotations
 
@@ -37,8 +38,9 @@ def _both(ch, f, monkeypatch):
 
 @pytest.mark.parametrize("kw", [K1, K2], ids=["K1", "K2"])
 def test_acal_and_field_q_are_numpys(kw, monkeypatch):
-    """``Acal`` and the field parts of Q by the kernels equal numpy's within 1e-13 (relative
-    to the largest entry) at drawn ``(Vhat1, tau)``; the kernels are taken (W diagonal)."""
+    """``Acal``, the field parts of Q and the bulk's derivative matrix (``dlin``) by the kernels
+    equal numpy's within 1e-13 (relative to the largest entry) at drawn ``(Vhat1, tau)``; the
+    kernels are taken (W diagonal)."""
     params, ch = _coupled(kw)
     K = ch.K
     assert ch.bulk._eig[3] == K and K == (1 if kw is K1 else 2)
@@ -63,6 +65,9 @@ def test_acal_and_field_q_are_numpys(kw, monkeypatch):
         scale = max(np.max(np.abs(r1)), np.max(np.abs(r2)))
         assert np.max(np.abs(q1 - r1)) <= 1e-13 * scale
         assert np.max(np.abs(q2 - r2)) <= 1e-13 * scale
+        l1, l0 = _both(ch, lambda: ch.bulk.dlin(vhat1, tau, beta, pi).copy(),  # noqa: B023
+                       monkeypatch)
+        assert np.all(np.isfinite(l1)) and np.max(np.abs(l1 - l0)) <= 1e-13 * np.max(np.abs(l0))
     assert taken
     monkeypatch.setattr(cd, "COMPILED", True)
     assert cd.diag_w(ch.bulk, vhat1, -D) is None  # (some D_g < 0: numpy's path)

@@ -27,7 +27,7 @@ import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.channels import node_jacobian
-from asymptotics.network.compiled.coupled import acal_diag, diag_w, field_forms
+from asymptotics.network.compiled.coupled import acal_diag, diag_w, field_q_fast
 from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
 
@@ -256,6 +256,8 @@ class CoupledChannels:
         return Pvv, Pvt @ ph.ravel()
 
     def field_q(self, vhat1, tau, beta, pi, zh, ph, dres=None):
+        if (fast := field_q_fast(self, vhat1, tau, beta, pi, zh, ph)) is not None:
+            return fast  # (W diagonal: compiled)
         K = self.K
         D = beta * pi * tau
         Ac = self.acal(vhat1, D)
@@ -277,13 +279,10 @@ class CoupledChannels:
         wa = np.zeros(K * m)
         wa[order] = w
         wa = wa.reshape(K, m)
-        if (Wd := diag_w(self.bulk, vhat1, D)) is not None:  # (W diagonal: compiled)
-            c1, c2 = field_forms(Wd, self.a_w, vhat1, D, wa)
-        else:
-            P1, P2 = self._d_parts(vhat1, D)
-            c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
-            c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B
-        c2 = c2 + np.einsum("gef,ge,gf->g", self.ecov, wa, wa)
+        P1, P2 = self._d_parts(vhat1, D)
+        c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
+        c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B + np.einsum(
+            "gef,ge,gf->g", self.ecov, wa, wa)
         Y = yt.reshape(K, self.k)
         cm = (c1 + (Y @ Y.T).ravel()).reshape(K, K)  # (the dM term: y_T^T (X1 (x) I) y_T)
 
