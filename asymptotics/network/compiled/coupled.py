@@ -267,7 +267,7 @@ def diag_w(bulk, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
     (:func:`asymptotics.core.coldstart.kernel_ready`); else None (the numpy path)."""
     eig = bulk._eig
     if (not COMPILED or eig is None or eig[3] != bulk.K or np.iscomplexobj(D)
-            or not bool(np.all(D > 0.0))):
+            or np.iscomplexobj(vhat1) or not bool(np.all(D > 0.0))):
         return None
     if not _ready():
         return None
