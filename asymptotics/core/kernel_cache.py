@@ -45,6 +45,7 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.net_jacobian",
     "asymptotics.network.schur",
     "asymptotics.network.compiled.diagonal",
+    "asymptotics.network.compiled.coupled",
 ]
 
 

@@ -33,6 +33,7 @@ import math
 import numpy as np
 
 from asymptotics.network import schur
+from asymptotics.network.compiled.coupled import dmap_fast
 from asymptotics.network.compiled.diagonal import diagonal_newton
 from asymptotics.network.compiled.diagonal import map_fixed_point as fixed_point  # noqa: F401
 from asymptotics.network.schur import LowRankW, base_class, wa, wgram, wtrace
@@ -391,7 +392,9 @@ class GroupBulk:
     def _dmap(self, vhat1, tau, beta, pi) -> np.ndarray:
         """The matrix of :meth:`dresolvent`: ``(X1, X2) -> (dV1, dV2)`` (raveled), from
         ``dtau = -Jm^-1 t2 (X2 + beta HVD^T X1)`` (``de_g/dVhat1_ab = beta HVD[a,b,g]``) and
-        ``dV1 = HVV X1 + HVD (beta pi dtau)``."""
+        ``dV1 = HVV X1 + HVD (beta pi dtau)`` (W diagonal: compiled, :func:`dmap_fast`)."""
+        if (fast := dmap_fast(self, vhat1, tau, beta, pi)) is not None:
+            return fast
         HVV, HVD, ED = self.parts(vhat1, tau, beta, pi)
         K = self.K
         bp = beta * pi

@@ -27,6 +27,7 @@ import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.channels import node_jacobian
+from asymptotics.network.compiled.coupled import acal_diag, diag_w, field_q_fast
 from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
 
@@ -63,8 +64,7 @@ class CoupledChannels:
         self._ord, self._ix_ord, self._eye_k = order, np.ix_(order, order), np.eye(k)
 
     def forget(self) -> None:
-        """Drop the kept intermediate results (the last point's W parts and Acal; the bulk's
-        warm starts, :meth:`asymptotics.network.bulk.GroupBulk.forget`)."""
+        """Drop the kept results (W parts, Acal; the bulk's: :meth:`GroupBulk.forget`)."""
         self._key, self._val, self._acal, self._blk = None, None, None, None
         self.bulk.forget()
 
@@ -99,9 +99,8 @@ class CoupledChannels:
         return self._val
 
     def _d_parts(self, vhat1: np.ndarray, D: np.ndarray) -> tuple:
-        """Acal's derivative is linear in ``(X1, dD)``: its coefficients ``P1[(x,y), g,e,h,f]
-        = sum_b (W a)_(x; g,e) . (W a)_(y; h,f)`` and ``P2[c, g,e,h,f] = sum_b (Kc^T a)_(c;
-        g,e) . (Sig_c Kc^T a)_(c; h,f)`` (kept with the Gram's parts)."""
+        """Acal's derivative, linear in ``(X1, dD)``: ``P1[(x,y),g,e,h,f] = sum_b (W a)_(x;g,e)
+        . (W a)_(y;h,f)``, ``P2[c,g,e,h,f] = sum_b (Kc^T a)_(c;g,e) . (Sig_c Kc^T a)_(c;h,f)``."""
         parts = self._w_parts(vhat1, D)
         if len(parts) == 7:
             return parts[5:]
@@ -129,6 +128,15 @@ class CoupledChannels:
         key = (vhat1.tobytes(), D.tobytes())
         if self._acal is not None and self._acal[0] == key:
             return self._acal[1]
+        Wd = diag_w(self.bulk, vhat1, D)  # (W diagonal per direction: compiled)
+        out = self._acal_np(vhat1, D, key) if Wd is None else acal_diag(Wd, self.a_w, D,
+                                                                          self.ecov)
+        if np.all(D > 0.0):  # (W's path: the same numbers whenever asked)
+            out.flags.writeable = False
+            self._acal = (key, out)
+        return out
+
+    def _acal_np(self, vhat1: np.ndarray, D: np.ndarray, key: tuple) -> np.ndarray:
         kept = self._key == key
         Wa = self._wa_solve(vhat1, D) if SOLVE_ACAL and not kept else None
         if Wa is None:
@@ -141,11 +149,7 @@ class CoupledChannels:
         for g in range(self.K):
             out[g, :, g, :] += D[g] * self.ecov[g]
         out = out.reshape(self.K * m, self.K * m)
-        out = 0.5 * (out + out.T)
-        if np.all(D > 0.0):  # (W's path: the same numbers whenever asked)
-            out.flags.writeable = False
-            self._acal = (key, out)
-        return out
+        return 0.5 * (out + out.T)
 
     def _wa_solve(self, vhat1: np.ndarray, D: np.ndarray) -> np.ndarray | None:
         """``W a`` as :meth:`_w_parts` gives it (B x K x n x K x (r+k): ``(W_xy a_(y,f))_i``)
@@ -214,9 +218,6 @@ class CoupledChannels:
         it = np.array([g * m + r + e for g in range(K) for e in range(k)], dtype=np.int64)
         return iv, it
 
-    def _split(self, Ac):
-        return Ac[self._ix[0]], Ac[self._ix[1]], Ac[self._ix[2]]
-
     def _kron(self, vhat1: np.ndarray) -> np.ndarray:
         """``M = Vhat1 (x) I_k`` (``np.kron``'s products)."""
         K, k = vhat1.shape[0], self.k
@@ -234,7 +235,7 @@ class CoupledChannels:
 
     def blocks(self, Ac, M):
         """``(Phi_VV, Phi_VT, X_TT)`` from ``Acal`` and ``M = Vhat1 (x) I_k``."""
-        Avv, Avt, Att = self._split(Ac)
+        Avv, Avt, Att = Ac[self._ix[0]], Ac[self._ix[1]], Ac[self._ix[2]]
         n = Att.shape[0]
         Bi = np.linalg.inv(np.eye(n) + M @ Att)
         Xtt = Att @ Bi
@@ -255,6 +256,8 @@ class CoupledChannels:
         return Pvv, Pvt @ ph.ravel()
 
     def field_q(self, vhat1, tau, beta, pi, zh, ph, dres=None):
+        if (fast := field_q_fast(self, vhat1, tau, beta, pi, zh, ph)) is not None:
+            return fast  # (W diagonal: compiled)
         K = self.K
         D = beta * pi * tau
         Ac = self.acal(vhat1, D)
@@ -305,15 +308,11 @@ class CoupledChannels:
             _, dv2 = self.bulk.dresolvent(vhat1, tau, beta, pi, dvh1, dvh2)
             return float(beta * dv2 @ c2 - np.sum(dvh1 * cm))  # d delta_g = beta pi_g d tau_g
 
-        q1, q2 = np.zeros((K, K)), np.zeros(K)
+        q1, q2, eye = np.zeros((K, K)), np.zeros(K), np.eye(K)
         for g in range(K):
-            e2 = np.zeros(K)
-            e2[g] = 1.0
-            q2[g] = -d_f(np.zeros((K, K)), e2)
+            q2[g] = -d_f(np.zeros((K, K)), eye[g])
             for hh in range(K):
-                e1 = np.zeros((K, K))
-                e1[g, hh] = 1.0
-                q1[g, hh] = -d_f(e1, np.zeros(K))
+                q1[g, hh] = -d_f(np.outer(eye[g], eye[hh]), np.zeros(K))
         return 0.5 * (q1 + q1.T), q2
 
 
