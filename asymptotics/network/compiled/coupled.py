@@ -17,6 +17,7 @@ import numpy as np
 
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
+from asymptotics.network.compiled.diagonal import ed_of_gram
 
 #: ``Acal`` and ``field_q``'s forms by these kernels where W is diagonal (False: numpy's path)
 COMPILED = True
@@ -206,13 +207,7 @@ def dmap_diag(H, tw, vhat1, D, tau, beta, pi, d) -> tuple:
                 if c == g:
                     HVD[c, e, g] += tw[e, g]
                 HVD[c, e, g] /= bd * D[g]
-    for g in range(K):
-        for h in range(K):
-            acc = 0.0
-            for a in range(K):
-                for c in range(K):
-                    acc += vhat1[g, a] * vhat1[h, c] * H[a, h, g, c]
-            ED[g, h] = -acc / (d * (D[g] * D[h]))
+    ed_of_gram(vhat1, H, D, d, ED)
     bp = beta * pi
     t2 = tau * tau
     Jm = np.eye(K)

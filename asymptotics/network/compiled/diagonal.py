@@ -201,6 +201,20 @@ def fixed_point(y0, nonneg, w, mb1, ms2, A, lam, beta, pi, s, d, rtol, floor, ma
 
 
 @kernel(cache=True, error_model="numpy")
+def ed_of_gram(vhat1, H, D, d, ED) -> None:
+    """``ED[g, h] = -sum_ac V_ga V_hc H[a, h, g, c] / (d D_g D_h)`` into ``ED`` (H: the Gram
+    of W, :func:`_gram_in_order`; DERIVATIONS.md §9.7)."""
+    K = vhat1.shape[0]
+    for g in range(K):
+        for h in range(K):
+            acc = 0.0
+            for a in range(K):
+                for c in range(K):
+                    acc += vhat1[g, a] * vhat1[h, c] * H[a, h, g, c]
+            ED[g, h] = -acc / (d * (D[g] * D[h]))
+
+
+@kernel(cache=True, error_model="numpy")
 def _gram_in_order(W, K, n):
     """``H[x,y,c,e] = sum_i W_i[x,y] W_i[c,e]`` (W flat, d x K x K, each ``W_i`` symmetric),
     each sum in the order of i; K = 2: the six distinct sums in one pass (the same numbers)."""
@@ -267,14 +281,7 @@ def newton(vhat1, lamg, beta, pi, s, d, tau0, ED0, has_ed, tol, max_iter, stall,
             for g in range(K):
                 T[a, g] = T[a, g] / D[g]
         if not chord:  # ED[g, h] = -sum_ac V_ga V_hc <W_ah, W_gc> / (d D_g D_h)
-            H = _gram_in_order(W, K, n)
-            for g in range(K):
-                for h in range(K):
-                    acc = 0.0
-                    for a in range(K):
-                        for c in range(K):
-                            acc += vhat1[g, a] * vhat1[h, c] * H[a, h, g, c]
-                    ED[g, h] = -acc / (d * (D[g] * D[h]))
+            ed_of_gram(vhat1, _gram_in_order(W, K, n), D, d, ED)
             has_ed, fresh = True, True
             Wl[:] = W
             Dl[:] = D
