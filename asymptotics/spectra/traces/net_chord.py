@@ -46,6 +46,16 @@ REUSE_INVERSE = True
 CARRY_STEPS = 4
 CARRY_MOVE = 1e-3
 CARRY_RATE = 0.2
+#: the chord gives up on a point whose step, above STALL_FLOOR (relative), has not shrunk at
+#: STALL_GROWTHS steps: it wanders (started on the other side of an edge the models place
+#: apart) and goes to the fallback (False: every point runs NEWTON_MAX steps)
+STALL = True
+STALL_GROWTHS = 2
+STALL_FLOOR = 1e-8
+#: the full model's whole path (:class:`ChordPolish`'s last fallback) starts each stage's
+#: Broyden steps from the commuting model's analytic Jacobian, not from the full model's
+#: difference quotients (Newton's restarts keep those)
+STAGE_MEDIUM = True
 
 
 def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
@@ -266,6 +276,7 @@ class ChordPolish(SymSolver):
             return x, ok
         act = np.arange(z.shape[0])
         F_old = dx_old = size_old = None
+        grown = np.zeros(z.shape[0], dtype=np.int64)  # the steps that did not shrink (STALL)
         for _ in range(NEWTON_MAX):
             F = residual(x[act], z[act])
             if self.broyden and F_old is not None:  # Broyden's update of the inverse
@@ -283,7 +294,9 @@ class ChordPolish(SymSolver):
             left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
             done = ((size < tol) | (left < tol)) & ~bad
             ok[act[done]] = True
-            keep = ~done & ~bad
+            if STALL and size_old is not None:
+                grown[act] += (size >= size_old[act]) & (size > STALL_FLOOR)
+            keep = ~done & ~bad & (grown[act] < STALL_GROWTHS if STALL else True)
             if size_old is None:
                 size_old = np.full(z.shape[0], np.inf)
             size_old[act] = size
@@ -323,6 +336,22 @@ class ChordPolish(SymSolver):
                 ok[go] &= np.abs(m - self.stieltjes(xb[okb])) <= 0.1 * np.abs(m)
             bad = np.nonzero(~ok)[0]
         if bad.size:
-            xb, okb = Solver.solve(self, z[bad])
+            self._staged = STAGE_MEDIUM and self.medium is not None
+            try:
+                xb, okb = Solver.solve(self, z[bad])
+            finally:
+                self._staged = False
             x[bad], ok[bad] = xb, okb
         return x, ok
+
+    _staged = False  # in the full model's whole path (STAGE_MEDIUM)
+
+    def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None) -> tuple:
+        """:meth:`~asymptotics.spectra.law.Solver._broyden`; in the whole path of
+        :data:`STAGE_MEDIUM`, from the inverse of the commuting model's Jacobian at ``x``."""
+        if self._staged and H0 is None and x.shape[0]:
+            try:
+                H0 = np.linalg.inv(self.medium.jacobian(x, z))
+            except np.linalg.LinAlgError:
+                H0 = None
+        return super()._broyden(x, z, H0)
