@@ -58,10 +58,11 @@ STALL_FLOOR = 1e-8
 STAGE_MEDIUM = True
 #: the chord to the full model (from SUBSET_MIN points on a line of Re z) runs first on every
 #: CHORD_EVERY-th point; the others start from the commuting model's solution plus the
-#: correction interpolated from those, with their inverse Jacobians (Broyden-updated)
-#: interpolated; where that fails, the plain chord (False: every point the plain chord)
+#: correction (full minus commuting) interpolated linearly from those, with the commuting
+#: model's Jacobian there (the subset's Broyden-updated inverses interpolated instead: more
+#: steps); where that fails, the plain chord (False: every point the plain chord)
 CHORD_SUBSET = True
-CHORD_EVERY = 4
+CHORD_EVERY = 8
 
 
 def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
@@ -261,12 +262,11 @@ class ChordPolish(SymSolver):
         self.broyden = BROYDEN
 
     def _chord(self, x: np.ndarray, z: np.ndarray, residual=None, model=None,
-               tol: float = NEWTON_TOL, Jinv: np.ndarray | None = None,
-               store: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+               tol: float = NEWTON_TOL, Jinv: np.ndarray | None = None
+               ) -> tuple[np.ndarray, np.ndarray]:
         """The chord iteration on ``residual`` (default: the full model) with the Jacobian of
         the solver ``model`` (default: ``approx``) at the start ``x``, to the relative
-        tolerance ``tol``; ``Jinv``: its inverse given (rows with NaN: computed); ``store``:
-        the last inverse Jacobians are left in ``store["H"]``."""
+        tolerance ``tol``; ``Jinv``: its inverse given (rows with NaN: computed)."""
         residual = self.residual if residual is None else residual
         model = self.approx if model is None else model
         x = x.copy()
@@ -310,14 +310,12 @@ class ChordPolish(SymSolver):
             act, F_old, dx_old = act[keep], F[keep], dx[keep]
             if act.size == 0:
                 break
-        if store is not None:
-            store["H"] = Jinv
         return x, ok
 
     def _chord_full(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The chord from the commuting model's solutions ``x`` to the full model with its
         Jacobian (:data:`CHORD_SUBSET`: on a subset first, the others from the subset's
-        corrections and inverse Jacobians interpolated along Re z)."""
+        corrections interpolated along Re z)."""
         n = z.shape[0]
         if not CHORD_SUBSET or n < SUBSET_MIN or float(np.ptp(z.imag)) > 0.0:
             return self._chord(x, z, self.residual, self.medium)
@@ -327,19 +325,15 @@ class ChordPolish(SymSolver):
         pick[-1] = True
         sub, rest = order[pick], order[~pick]
         out, ok = x.copy(), np.zeros(n, dtype=bool)
-        kept: dict = {}
-        out[sub], ok[sub] = self._chord(x[sub], z[sub], self.residual, self.medium, store=kept)
+        out[sub], ok[sub] = self._chord(x[sub], z[sub], self.residual, self.medium)
         good = sub[ok[sub]]
         if good.size >= 2 and np.all(np.diff(z.real[good]) > 0.0):
             xr, xk = z.real[rest], z.real[good]
             j = np.clip(np.searchsorted(xk, xr) - 1, 0, xk.size - 2)
             w = np.clip((xr - xk[j]) / (xk[j + 1] - xk[j]), 0.0, 1.0)
             corr = out[good] - x[good]
-            H = kept["H"][ok[sub]]
             x0 = x[rest] + corr[j] * (1.0 - w[:, None]) + corr[j + 1] * w[:, None]
-            H0 = H[j] * (1.0 - w[:, None, None]) + H[j + 1] * w[:, None, None]
-            out[rest], ok[rest] = self._chord(x0, z[rest], self.residual, self.medium,
-                                              Jinv=H0)
+            out[rest], ok[rest] = self._chord(x0, z[rest], self.residual, self.medium)
         redo = np.nonzero(~ok)[0]
         if redo.size:  # (the plain chord from the commuting model's solutions)
             out[redo], ok[redo] = self._chord(x[redo], z[redo], self.residual, self.medium)
