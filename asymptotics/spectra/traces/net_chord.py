@@ -46,6 +46,23 @@ REUSE_INVERSE = True
 CARRY_STEPS = 4
 CARRY_MOVE = 1e-3
 CARRY_RATE = 0.2
+#: the chord gives up on a point whose step, above STALL_FLOOR (relative), has not shrunk at
+#: STALL_GROWTHS steps: it wanders (started on the other side of an edge the models place
+#: apart) and goes to the fallback (False: every point runs NEWTON_MAX steps)
+STALL = True
+STALL_GROWTHS = 2
+STALL_FLOOR = 1e-8
+#: the full model's whole path (:class:`ChordPolish`'s last fallback) starts each stage's
+#: Broyden steps from the commuting model's analytic Jacobian, not from the full model's
+#: difference quotients (Newton's restarts keep those)
+STAGE_MEDIUM = True
+#: the chord to the full model (from SUBSET_MIN points on a line of Re z) runs first on every
+#: CHORD_EVERY-th point; the others start from the commuting model's solution plus the
+#: correction (full minus commuting) interpolated linearly from those, with the commuting
+#: model's Jacobian there (the subset's Broyden-updated inverses interpolated instead: more
+#: steps); where that fails, the plain chord (False: every point the plain chord)
+CHORD_SUBSET = True
+CHORD_EVERY = 8
 
 
 def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
@@ -266,6 +283,7 @@ class ChordPolish(SymSolver):
             return x, ok
         act = np.arange(z.shape[0])
         F_old = dx_old = size_old = None
+        grown = np.zeros(z.shape[0], dtype=np.int64)  # the steps that did not shrink (STALL)
         for _ in range(NEWTON_MAX):
             F = residual(x[act], z[act])
             if self.broyden and F_old is not None:  # Broyden's update of the inverse
@@ -283,7 +301,9 @@ class ChordPolish(SymSolver):
             left = np.where(q < 0.5, size * q / np.maximum(1.0 - q, 0.5), size)
             done = ((size < tol) | (left < tol)) & ~bad
             ok[act[done]] = True
-            keep = ~done & ~bad
+            if STALL and size_old is not None:
+                grown[act] += (size >= size_old[act]) & (size > STALL_FLOOR)
+            keep = ~done & ~bad & (grown[act] < STALL_GROWTHS if STALL else True)
             if size_old is None:
                 size_old = np.full(z.shape[0], np.inf)
             size_old[act] = size
@@ -291,6 +311,33 @@ class ChordPolish(SymSolver):
             if act.size == 0:
                 break
         return x, ok
+
+    def _chord_full(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The chord from the commuting model's solutions ``x`` to the full model with its
+        Jacobian (:data:`CHORD_SUBSET`: on a subset first, the others from the subset's
+        corrections interpolated along Re z)."""
+        n = z.shape[0]
+        if not CHORD_SUBSET or n < SUBSET_MIN or float(np.ptp(z.imag)) > 0.0:
+            return self._chord(x, z, self.residual, self.medium)
+        order = np.argsort(z.real, kind="stable")
+        pick = np.zeros(n, dtype=bool)
+        pick[::CHORD_EVERY] = True
+        pick[-1] = True
+        sub, rest = order[pick], order[~pick]
+        out, ok = x.copy(), np.zeros(n, dtype=bool)
+        out[sub], ok[sub] = self._chord(x[sub], z[sub], self.residual, self.medium)
+        good = sub[ok[sub]]
+        if good.size >= 2 and np.all(np.diff(z.real[good]) > 0.0):
+            xr, xk = z.real[rest], z.real[good]
+            j = np.clip(np.searchsorted(xk, xr) - 1, 0, xk.size - 2)
+            w = np.clip((xr - xk[j]) / (xk[j + 1] - xk[j]), 0.0, 1.0)
+            corr = out[good] - x[good]
+            x0 = x[rest] + corr[j] * (1.0 - w[:, None]) + corr[j + 1] * w[:, None]
+            out[rest], ok[rest] = self._chord(x0, z[rest], self.residual, self.medium)
+        redo = np.nonzero(~ok)[0]
+        if redo.size:  # (the plain chord from the commuting model's solutions)
+            out[redo], ok[redo] = self._chord(x[redo], z[redo], self.residual, self.medium)
+        return out, ok
 
     def solve(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         z = np.atleast_1d(np.asarray(z, dtype=np.complex128))
@@ -307,7 +354,7 @@ class ChordPolish(SymSolver):
             x, ok = self._chord(x0, zt, self.medium.residual, tol=MEDIUM_TOL, Jinv=H0)
             go = np.nonzero(ok)[0]
             if go.size:
-                x[go], ok[go] = self._chord(x[go], zt[go], self.residual, self.medium)
+                x[go], ok[go] = self._chord_full(x[go], zt[go])
         m, m0 = self.stieltjes(x), self.stieltjes(x0)
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
@@ -323,6 +370,22 @@ class ChordPolish(SymSolver):
                 ok[go] &= np.abs(m - self.stieltjes(xb[okb])) <= 0.1 * np.abs(m)
             bad = np.nonzero(~ok)[0]
         if bad.size:
-            xb, okb = Solver.solve(self, z[bad])
+            self._staged = STAGE_MEDIUM and self.medium is not None
+            try:
+                xb, okb = Solver.solve(self, z[bad])
+            finally:
+                self._staged = False
             x[bad], ok[bad] = xb, okb
         return x, ok
+
+    _staged = False  # in the full model's whole path (STAGE_MEDIUM)
+
+    def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None) -> tuple:
+        """:meth:`~asymptotics.spectra.law.Solver._broyden`; in the whole path of
+        :data:`STAGE_MEDIUM`, from the inverse of the commuting model's Jacobian at ``x``."""
+        if self._staged and H0 is None and x.shape[0]:
+            try:
+                H0 = np.linalg.inv(self.medium.jacobian(x, z))
+            except np.linalg.LinAlgError:
+                H0 = None
+        return super()._broyden(x, z, H0)
