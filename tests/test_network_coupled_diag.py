@@ -89,3 +89,19 @@ def test_route_points_with_and_without_the_kernels(kw, monkeypatch):
         assert abs(on.risk - off.risk) <= 1e-13 * abs(off.risk)
         s1, s0 = np.array(on.state), np.array(off.state)
         assert np.max(np.abs(s1 - s0)) <= 1e-11 * np.max(np.abs(s0))
+
+
+def test_a_nan_input_stays_a_nan():
+    """The kernels' fast-math keeps NaN semantics (no no-NaN assumption): a NaN in W or in the
+    readout's coordinates reaches Acal and the forms as a NaN, never as a number."""
+    rng = np.random.default_rng(0)
+    B, n, K, m = 2, 5, 2, 3
+    W = rng.standard_normal((B, n, K, K))
+    a = rng.standard_normal((B, K, m, n))
+    D, ecov = np.array([0.7, 1.3]), np.stack([np.eye(m)] * K)
+    assert np.all(np.isfinite(cd.acal_diag(W, a, D, ecov)))
+    W[1, 3, 0, 1] = np.nan
+    assert np.isnan(cd.acal_diag(W, a, D, ecov)).any()
+    a[0, 1, 2, 4] = np.nan
+    c1, c2 = cd.field_forms(W, a, np.eye(K), D, rng.standard_normal((K, m)))
+    assert np.isnan(c1).any() and np.isnan(c2).any()

@@ -21,9 +21,12 @@ from asymptotics.network.compiled.diagonal import ed_of_gram
 
 #: ``Acal`` and ``field_q``'s forms by these kernels where W is diagonal (False: numpy's path)
 COMPILED = True
+#: the sums' fast-math flags: reassociation (vectorised sums) and contraction, never the
+#: no-NaN / no-infinity assumptions (a NaN from an unconverged input stays a NaN)
+FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
 
 
-@kernel(cache=True, error_model="numpy", fastmath=True)
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def acal_diag(W: np.ndarray, a: np.ndarray, D: np.ndarray, ecov: np.ndarray) -> np.ndarray:
     """``Acal`` (K (r+k) square, index ``g (r+k) + e``): ``B^-1 sum_(b,i) a_(g,e) W_gh
     a_(h,f) + delta_gh D_g Ecov_g`` symmetrised (:meth:`CoupledChannels.acal`; the sums over
@@ -59,7 +62,7 @@ def acal_diag(W: np.ndarray, a: np.ndarray, D: np.ndarray, ecov: np.ndarray) -> 
     return out
 
 
-@kernel(cache=True, error_model="numpy", fastmath=True)
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def field_forms(W: np.ndarray, a: np.ndarray, vhat1: np.ndarray, D: np.ndarray,
                 wa: np.ndarray) -> tuple:
     """``(c1, c2)`` of :meth:`CoupledChannels.field_q`: ``c1[x K + y] = B^-1 sum_(b,i) u_x
