@@ -77,6 +77,26 @@ def test_kernel_refuses_a_matrix_not_positive_definite() -> None:
     assert not schur.chol_inverse(rest, scale, bad, np.empty((3, 9, 9)), True)
 
 
+@pytest.mark.parametrize("where", ["offdiag", "diag", "corr", "inf"])
+@pytest.mark.parametrize("full", [False, True])
+def test_kernel_refuses_a_block_that_is_not_finite(where: str, full: bool) -> None:
+    """A NaN (or an infinity) anywhere in a block reaches a pivot's ``not d > 0`` test: the kernel
+    is compiled without fast-math's no-NaN / no-infinity assumptions, so it cannot be assumed
+    away."""
+    for n in (7, 10):
+        rest, scale, corr = _blocks(B=3, n=n, seed=5)
+        if where == "offdiag":
+            rest[1, n - 1, 2] = rest[1, 2, n - 1] = np.nan
+        elif where == "diag":
+            rest[2, 3, 3] = np.nan
+        elif where == "corr":
+            corr[0, n - 2] = np.nan
+        else:
+            rest[1, 4, 4] = np.inf
+        out = np.empty((3, n, n)) if full else np.empty((3, 1, n))
+        assert not schur.chol_inverse(rest, scale, corr, out, full)
+
+
 @pytest.mark.parametrize("K,c", [(2, 1), (3, 2)])
 def test_schur_by_the_kernel_is_the_lapack_route(K: int, c: int, monkeypatch) -> None:
     vp, Dp, s, rest, c = _case(K, c, seed=K)

@@ -1,6 +1,5 @@
-"""The block inverse ``W = (Dc^-1 + Vhat1 (x) I)^-1`` of the K-group bulk
-(:class:`asymptotics.network.bulk.GroupBulk`, docs/DERIVATIONS.md §9.7) by the Schur complement
-of a base class of groups.
+"""The block inverse ``W = (Dc^-1 + Vhat1 (x) I)^-1`` of the K-group bulk (:class:`asymptotics.
+network.bulk.GroupBulk`, docs/DERIVATIONS.md §9.7) by the Schur complement of a base class.
 
 Groups whose covariances outside E are equal (``sigma'`` even: the readout values ``eps`` and
 ``-eps`` give the same covariance) commute with each other. Working in the eigenbasis of the base
@@ -181,7 +180,7 @@ def _compiled(rest: np.ndarray, full: bool) -> bool:
 _ALIGN = 8
 
 
-@kernel(cache=True, error_model="numpy", fastmath=True)
+@kernel(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz", "arcp", "afn"})
 def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarray,
                  full: bool) -> bool:
     """Kernel: the inverse of ``S_b = scale rest_b + diag(corr_b)`` per block (B x n x n, each
@@ -189,7 +188,8 @@ def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarr
     the whole inverse (B x n x n), from ``S = L L^T`` (Cholesky by rows) and ``X = L^-1`` (its
     columns the rows of ``XT``): ``S^-1 = X^T X``, ``diag(S^-1)_j = sum_k X_kj^2`` (potrf +
     trtri's flops, two rows by two columns at a time: four sums on each pair of loads; THEORY.md
-    §15). False where some ``S_b`` is not positive definite (or not finite)."""
+    §15). False where some ``S_b`` is not positive definite (or not finite: fast-math without
+    its no-NaN / no-infinity assumptions: a pivot's test sees a NaN or an infinity)."""
     B, n = rest.shape[0], rest.shape[1]
     npd = (n + _ALIGN) // _ALIGN * _ALIGN  # (>= n + 1: row n of the pairs is a zero row)
     L, XT, o = np.zeros((npd, npd)), np.zeros((npd, npd)), np.zeros((npd, npd))  # XT_jk = X_kj
@@ -216,13 +216,13 @@ def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarr
                 a10 += L[i + 1, k] * L[i, k]
                 a11 += L[i + 1, k] * L[i + 1, k]
             d0 = A[i, i] * scale + corr[b, i] - a00
-            if not d0 > 0.0:
+            if not 0.0 < d0 < np.inf:
                 return False
             L[i, i] = d0 = np.sqrt(d0)
             if two:
                 L[i + 1, i] = x1 = (A[i + 1, i] * scale - a10) / d0
                 d1 = A[i + 1, i + 1] * scale + corr[b, i + 1] - a11 - x1 * x1
-                if not d1 > 0.0:
+                if not 0.0 < d1 < np.inf:
                     return False
                 L[i + 1, i + 1] = np.sqrt(d1)
         for i in range(0, n, 2):  # X's rows i, i + 1: X_ij = -sum_(j<=k<i) L_ik X_kj / L_ii
