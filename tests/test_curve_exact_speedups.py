@@ -129,3 +129,35 @@ def test_with_fields_is_dataclasses_replace():
         res.with_fields(not_a_field=1)
     with pytest.raises(TypeError):
         replace(res, not_a_field=1)
+
+
+@pytest.mark.parametrize("K,r,k", [(1, 1, 1), (2, 2, 2), (3, 3, 1), (4, 2, 2), (1, 3, 2)])
+def test_the_state_unpacks_as_its_plain_slices(K, r, k):
+    """``unpack_state`` (one itemgetter, from the array or its list) is the plain slicing of the
+    state by ``_layout``, fresh lists every call; ``_v`` the (V1, V2) slice of ``sizes``."""
+    from types import SimpleNamespace
+
+    from asymptotics.spiked.kernels import sizes
+
+    prob = SimpleNamespace(loadings=np.zeros((K, r)), k=k)
+    o = sizes(K, r, k)
+    x = np.random.default_rng(K * 100 + r * 10 + k).standard_normal(o[7])
+    flat = x.tolist()
+    plain = {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
+             for n, a, b, c in S._layout(K, r, k)}
+    first, again = S.unpack_state(prob, x), S.unpack_state(prob, flat)
+    assert first == plain and again == plain and list(first) == list(S.STATE_NAMES)
+    assert all(type(v) is list for v in first.values())
+    assert first["V1"] is not again["V1"] and first["V1"][0] is not again["V1"][0]
+    got = S._v(prob, SimpleNamespace(state=tuple(flat)))
+    assert np.array_equal(got, x[o[2]:o[4]]) and got.dtype == np.float64
+
+
+def test_the_status_messages_are_the_listed_ones():
+    """``Status.message`` reads one dict (not one built per call): every status has its text."""
+    from asymptotics.equations.solver import _MESSAGES, Status
+
+    assert Status.CONVERGED.message == "converged"
+    assert Status(1).message.startswith("maximum number of iterations")
+    assert {s.message for s in Status} == set(_MESSAGES.values())
+    assert len({s.message for s in Status}) == len(Status)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -47,11 +47,39 @@ from asymptotics.spiked.problem import PROBES_CACHE, SpikedProblem, probes_key, 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
 
-def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
-    """The state vector ``x`` as {name: list (a vector) or list of rows (a matrix)}."""
-    flat = x.tolist()
-    return {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
-            for n, a, b, c in _layout(*prob.loadings.shape, prob.k)}
+def unpack_state(prob: SpikedProblem, x: np.ndarray | list) -> dict:
+    """The state vector ``x`` (an array, or its ``tolist()``) as {name: list (a vector) or list
+    of rows (a matrix)}: every slice of :func:`_layout` taken by one ``itemgetter``
+    (:func:`_pieces`), the same lists as slicing each in turn."""
+    flat = x if type(x) is list else x.tolist()
+    spec, get = _pieces(*prob.loadings.shape, prob.k)
+    parts = get(flat)
+    out, i = {}, 0
+    for n, rows in spec:
+        if rows is None:  # (a vector: one slice)
+            out[n] = parts[i]
+            i += 1
+        else:
+            out[n] = list(parts[i:i + rows])
+            i += rows
+    return out
+
+
+@lru_cache(maxsize=64)
+def _pieces(K: int, r: int, k: int) -> tuple:
+    """(per order parameter its name and its number of rows, None for a vector; one
+    ``itemgetter`` of the state's slices in that order: a vector's, then a matrix's rows)."""
+    spec, cuts = [], []
+    for n, a, b, c in _layout(K, r, k):
+        if c:
+            rows = [slice(j, j + c) for j in range(a, b, c)]
+            spec.append((n, len(rows)))
+            cuts += rows
+        else:
+            spec.append((n, None))
+            cuts.append(slice(a, b))
+    get = itemgetter(*cuts) if len(cuts) > 1 else (lambda flat: (flat[cuts[0]],))
+    return tuple(spec), get
 
 
 @lru_cache(maxsize=64)
@@ -120,10 +148,11 @@ def _result(prob: SpikedProblem, alpha: float, solver: SolverConfig, out: tuple,
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{message}")
+    flat = state.tolist()
     fields = dict(alpha=alpha, risk=float(risk), converged=bool(conv),
                   status=status.name.lower() if isinstance(status, Status) else status,
                   message=message, iterations=int(n_iter), residual=float(resid),
-                  order=unpack_state(prob, state), state=tuple(state.tolist()),
+                  order=unpack_state(prob, flat), state=tuple(flat),
                   n_kappa=rule[0], quadrature_change=rule[1])
     if base is None:
         return SpikedResult(**fields, **prob.params())
@@ -160,8 +189,8 @@ class _Rows:
 
 def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
     """The (V1, V2) of a solution (a warm start)."""
-    o = sizes(*prob.loadings.shape, prob.k)
-    return np.array(res.state[o[2]:o[4]])
+    lay = _layout(*prob.loadings.shape, prob.k)  # (V1's first offset to V2's end)
+    return np.array(res.state[lay[2][1]:lay[3][2]])
 
 
 def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
