@@ -1,6 +1,7 @@
 """The K-group curve's faster pieces give the numbers of the plain code they replace, bit for bit
 (docs/THEORY.md §10.8): the frame of a curve (``spiked.solve._frame``: the order column by
-%-templates, float columns built as arrays) is the DataFrame of the results' ``to_dict()``; the
+%-templates, float columns built as arrays; a route and step fields built in) is the DataFrame of
+the results' ``to_dict()`` (with them inserted and set); the state unpacked by one itemgetter; the
 sweep's predictor is the plain Lagrange predictor (re-implemented here as it was written); an
 expression erf(a z + b) evaluated through the saturating erf is the expression's own function."""
 
@@ -77,9 +78,9 @@ def test_a_curve_frame_is_the_frame_of_its_results():
     captured: list = []
     frame = S._frame
 
-    def spy(results):
+    def spy(results, *args):
         captured.append(results)
-        return frame(results)
+        return frame(results, *args)
 
     S._frame = spy
     try:
@@ -95,6 +96,18 @@ def test_a_curve_frame_is_the_frame_of_its_results():
         flat = list(res.state)
         assert [x for v in res.order.values() for x in (
             [y for row in v for y in row] if isinstance(v[0], list) else v)] == flat
+    # a route and fields (the curve entry's columns): the frame of inserting and setting them
+    fields = dict(alpha0=16.0, eta=math.nan, steps=3, eta_schedule="[2.0, 8.0]", readout="pm1",
+                  batch=None, extra="x")
+    want = frame(results)
+    want.insert(1, "route", "steps")
+    for name, value in fields.items():
+        want[name] = [value] * len(want) if value is None else value
+    got = frame(results, "steps", fields)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got.dtypes.equals(want.dtypes) and list(got.columns) == list(want.columns)
+    empty = frame([], "steps", fields)
+    assert list(empty.columns) == list(want.columns) and len(empty) == 0
 
 
 @pytest.mark.parametrize("text", ["erf(z-1)", "erf(2*z+0.3)", "erf(z/sqrt(2))", "erf(3*z-2)"])
