@@ -1,6 +1,7 @@
 """The K-group curve's faster pieces give the numbers of the plain code they replace, bit for bit
 (docs/THEORY.md §10.8): the frame of a curve (``spiked.solve._frame``: the order column by
-%-templates, float columns built as arrays) is the DataFrame of the results' ``to_dict()``; the
+%-templates, float columns built as arrays; a route and step fields built in) is the DataFrame of
+the results' ``to_dict()`` (with them inserted and set); the state unpacked by one itemgetter; the
 sweep's predictor is the plain Lagrange predictor (re-implemented here as it was written); an
 expression erf(a z + b) evaluated through the saturating erf is the expression's own function."""
 
@@ -77,9 +78,9 @@ def test_a_curve_frame_is_the_frame_of_its_results():
     captured: list = []
     frame = S._frame
 
-    def spy(results):
+    def spy(results, *args):
         captured.append(results)
-        return frame(results)
+        return frame(results, *args)
 
     S._frame = spy
     try:
@@ -95,6 +96,18 @@ def test_a_curve_frame_is_the_frame_of_its_results():
         flat = list(res.state)
         assert [x for v in res.order.values() for x in (
             [y for row in v for y in row] if isinstance(v[0], list) else v)] == flat
+    # a route and fields (the curve entry's columns): the frame of inserting and setting them
+    fields = dict(alpha0=16.0, eta=math.nan, steps=3, eta_schedule="[2.0, 8.0]", readout="pm1",
+                  batch=None, extra="x")
+    want = frame(results)
+    want.insert(1, "route", "steps")
+    for name, value in fields.items():
+        want[name] = [value] * len(want) if value is None else value
+    got = frame(results, "steps", fields)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert got.dtypes.equals(want.dtypes) and list(got.columns) == list(want.columns)
+    empty = frame([], "steps", fields)
+    assert list(empty.columns) == list(want.columns) and len(empty) == 0
 
 
 @pytest.mark.parametrize("text", ["erf(z-1)", "erf(2*z+0.3)", "erf(z/sqrt(2))", "erf(3*z-2)"])
@@ -129,3 +142,35 @@ def test_with_fields_is_dataclasses_replace():
         res.with_fields(not_a_field=1)
     with pytest.raises(TypeError):
         replace(res, not_a_field=1)
+
+
+@pytest.mark.parametrize("K,r,k", [(1, 1, 1), (2, 2, 2), (3, 3, 1), (4, 2, 2), (1, 3, 2)])
+def test_the_state_unpacks_as_its_plain_slices(K, r, k):
+    """``unpack_state`` (one itemgetter, from the array or its list) is the plain slicing of the
+    state by ``_layout``, fresh lists every call; ``_v`` the (V1, V2) slice of ``sizes``."""
+    from types import SimpleNamespace
+
+    from asymptotics.spiked.kernels import sizes
+
+    prob = SimpleNamespace(loadings=np.zeros((K, r)), k=k)
+    o = sizes(K, r, k)
+    x = np.random.default_rng(K * 100 + r * 10 + k).standard_normal(o[7])
+    flat = x.tolist()
+    plain = {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
+             for n, a, b, c in S._layout(K, r, k)}
+    first, again = S.unpack_state(prob, x), S.unpack_state(prob, flat)
+    assert first == plain and again == plain and list(first) == list(S.STATE_NAMES)
+    assert all(type(v) is list for v in first.values())
+    assert first["V1"] is not again["V1"] and first["V1"][0] is not again["V1"][0]
+    got = S._v(prob, SimpleNamespace(state=tuple(flat)))
+    assert np.array_equal(got, x[o[2]:o[4]]) and got.dtype == np.float64
+
+
+def test_the_status_messages_are_the_listed_ones():
+    """``Status.message`` reads one dict (not one built per call): every status has its text."""
+    from asymptotics.equations.solver import _MESSAGES, Status
+
+    assert Status.CONVERGED.message == "converged"
+    assert Status(1).message.startswith("maximum number of iterations")
+    assert {s.message for s in Status} == set(_MESSAGES.values())
+    assert len({s.message for s in Status}) == len(Status)

@@ -80,14 +80,16 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
                   given: dict, model: object, engine: object, overrides: dict, lam: Any,
                   eta: Any, sigma: Any, target: Any, alpha0: Any, beta: Any, delta: Any, p: Any,
                   strict: bool, solver: Any, progress: bool | None = None,
-                  batch: str = "fresh") -> tuple[RiskResult | pd.DataFrame | None, Any]:
+                  batch: str = "fresh", fields: bool = False
+                  ) -> tuple[RiskResult | pd.DataFrame | None, Any]:
     """``(answer, eta)``: one point (``curve=False``, ``alphas`` of length 1) or a curve on the
     K-group route ``how`` of :func:`route`. ``answer`` None (``model="network"`` only): the case
     is exactly the one-step network theory at the returned ``eta`` (THEORY.md §15), which the
-    caller's one-spike route answers."""
+    caller's one-spike route answers. ``fields``: a curve carries :func:`route_fields` (at the
+    returned ``eta``) as columns, each one value in every row."""
     from asymptotics.core.parameters import check
     from asymptotics.models.problem import cap_lam
-    from asymptotics.spiked.solve import risk_spiked, risk_spiked_curve
+    from asymptotics.spiked.solve import curve_frame, risk_spiked
 
     what = {"steps": f"steps={steps}", "readout": f"readout={readout!r}",
             "given": "a given K-group model", "multi-index": f"target={target!r}"}[how]
@@ -105,8 +107,12 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
         if batch != "fresh" and checks.integer("steps", steps, 1) > 1:
             raise ValueError(f"batch={batch!r} after several steps is implemented for "
                              "model='srf' (THEORY.md §14); pass model='srf'")
-        return _network(alphas, curve=curve, how=how, steps=steps, readout=readout, lam=lam,
-                        eta=eta, overrides=overrides, progress=progress, **pt)
+        df, eta = _network(alphas, curve=curve, how=how, steps=steps, readout=readout,
+                           lam=lam, eta=eta, overrides=overrides, progress=progress, **pt)
+        if fields and curve and df is not None:
+            for name, value in _fields(how, steps, alpha0, eta, readout, batch).items():
+                df[name] = [value] * len(df) if value is None else value
+        return df, eta
     if how == "steps" and not curve:  # the named doors (their own checks and messages)
         from asymptotics.multiindex.steps_risk import api_steps_risk
 
@@ -134,9 +140,15 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
               **params)
     if not curve:
         return risk_spiked(alphas[0], **kw), eta
-    df = risk_spiked_curve(alphas, progress=progress, **kw)
-    df.insert(1, "route", how)
-    return df, eta
+    extra = _fields(how, steps, alpha0, eta, readout, batch) if fields else {}
+    return curve_frame(alphas, how, extra, progress=progress, **kw), eta
+
+
+def _fields(how: str, steps: object, alpha0: object, eta: object, readout: object,
+            batch: object) -> dict:
+    """A curve's :func:`route_fields` (the schedule as JSON text)."""
+    return route_fields(how, steps=steps, alpha0=alpha0, eta=eta, readout=readout, batch=batch,
+                        json_text=True)
 
 
 def _network(alphas: list[float], *, curve: bool, how: str, steps, readout, lam, eta,

@@ -232,13 +232,9 @@ def risk_curve(
                                                common_row=common_row),
                                 lam=lam, eta=eta, sigma=sigma, target=target, alpha0=alpha0,
                                 beta=beta, delta=delta, p=p, strict=strict, solver=solver,
-                                progress=progress, batch=batch)
+                                progress=progress, batch=batch, fields=True)
         if df is not None:  # else: the one-step network theory answers exactly, at that eta
-            fields = route_fields(how, steps=steps, alpha0=alpha0, eta=eta, readout=readout,
-                                  batch=batch, json_text=True)
-            for name, value in fields.items():
-                df[name] = [value] * len(df) if value is None else value
-            return df
+            return df  # (with route_fields' columns: what produced each row beyond its groups)
     check_engine(engine)
     overrides = dict(spike=spike, gamma=gamma, measure=measure, model=model, p=p,
                      common_row=common_row)

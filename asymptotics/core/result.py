@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from asymptotics.core.meta import FieldGroups
@@ -190,6 +191,41 @@ def one_step_fields(eta: float, json_text: bool = False) -> dict:
     return step_fields(1, eta, "constant", "fresh", json_text)
 
 
+def results_frame(results: list, route: str | None = None, fields: dict | None = None
+                  ) -> pd.DataFrame:
+    """The records ``results`` of one model (the same model in every row: its JSON columns
+    encoded once, from the first) as the DataFrame of ``[res.to_dict() ...]``; ``route``: a
+    column of that text after ``alpha``; ``fields``: columns of one value (a list of Nones for
+    None), the frame of ``df.insert(1, "route", route)`` then ``df[name] = value``, built at
+    once (a name not a column of the record appended, as ``df[name]`` would)."""
+    import numpy as np
+    import pandas as pd
+
+    fields = fields or {}
+    names = [*RESULT_COLUMNS[:1], *(["route"] if route is not None else []), *RESULT_COLUMNS[1:]]
+    names += [k for k in fields if k not in names]
+    if not results:
+        df = pd.DataFrame([], columns=RESULT_COLUMNS)
+        if route is not None:
+            df.insert(1, "route", route)
+        for name, value in fields.items():
+            df[name] = [value] * len(df) if value is None else value
+        return df
+    first = results[0].to_dict()
+    rows = list(map(_ROW, results))  # (every column of a result at once: one C call)
+    cols = dict(zip(RESULT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
+    for k in JSON_FIELDS:
+        cols[k] = orders_json(cols[k]) if k == "order" else [first[k]] * len(results)
+    for k, value in fields.items():  # (each one value in every row: what df[k] = value holds)
+        cols[k] = [value] * len(results)
+    if route is not None:
+        cols["route"] = [route] * len(results)
+    for k, v in cols.items():  # (a column of Python floats: pandas' float64 column, built once)
+        if all(type(x) is float for x in v):
+            cols[k] = np.array(v, dtype=np.float64)
+    return pd.DataFrame(cols, columns=names)
+
+
 def orders_json(orders: list) -> list:
     """``[None if v is None else json.dumps(v) for v in orders]`` for the K-group ``order``
     mappings (``spiked.solve.unpack_state``), the same strings faster: a mapping of string keys
@@ -248,3 +284,7 @@ def _template(shape: tuple) -> str:
         value = "[" + ", ".join(vec(m) for m in n) + "]" if isinstance(n, tuple) else vec(n)
         parts.append(json.dumps(k).replace("%", "%%") + ": " + value)
     return "{" + ", ".join(parts) + "}"
+
+
+#: a result's fields in the order of ``RESULT_COLUMNS`` (:func:`results_frame`)
+_ROW = attrgetter(*RESULT_COLUMNS)

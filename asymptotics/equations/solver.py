@@ -31,14 +31,18 @@ class Status(enum.IntEnum):
 
     @property
     def message(self) -> str:
-        return {
-            Status.CONVERGED: "converged",
-            Status.MAX_ITER: "maximum number of iterations reached before the tolerance",
-            Status.NON_FINITE: "the map produced a non-finite value (divergent overlaps)",
-            Status.OUT_OF_DOMAIN: "the iterates left the physical domain (negative variance)",
-            Status.DIVERGED: "the risk diverges as lam -> 0+ (interpolation peak of ridgeless "
-                             "regression)",
-        }[self]
+        return _MESSAGES[self]
+
+
+#: each status' message (one dict, not one built per call: a curve asks for one per point)
+_MESSAGES = {
+    Status.CONVERGED: "converged",
+    Status.MAX_ITER: "maximum number of iterations reached before the tolerance",
+    Status.NON_FINITE: "the map produced a non-finite value (divergent overlaps)",
+    Status.OUT_OF_DOMAIN: "the iterates left the physical domain (negative variance)",
+    Status.DIVERGED: "the risk diverges as lam -> 0+ (interpolation peak of ridgeless "
+                     "regression)",
+}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from functools import lru_cache
-from operator import attrgetter
+from operator import itemgetter
 
 import numpy as np
 
@@ -16,12 +16,11 @@ from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former name, same class)
-    JSON_FIELDS,
     RESULT_COLUMNS,
     RiskResult,
     SpikedResult,
-    orders_json,
 )
+from asymptotics.core.result import results_frame as _frame
 from asymptotics.equations.ladder import (  # noqa: F401  (the policy's names, kept here too)
     LADDER,
     PAIR_FACTOR,
@@ -47,11 +46,28 @@ from asymptotics.spiked.problem import PROBES_CACHE, SpikedProblem, probes_key, 
 STATE_NAMES = ("Q1", "Q2", "V1", "V2", "zeta", "psi", "m")
 
 
-def unpack_state(prob: SpikedProblem, x: np.ndarray) -> dict:
-    """The state vector ``x`` as {name: list (a vector) or list of rows (a matrix)}."""
-    flat = x.tolist()
-    return {n: [flat[j:j + c] for j in range(a, b, c)] if c else flat[a:b]
-            for n, a, b, c in _layout(*prob.loadings.shape, prob.k)}
+def unpack_state(prob: SpikedProblem, x: np.ndarray | list) -> dict:
+    """The state vector ``x`` (an array, or its ``tolist()``) as {name: list (a vector) or list
+    of rows (a matrix)}: the slices of :func:`_layout` taken by one ``itemgetter``."""
+    flat = x if type(x) is list else x.tolist()
+    spec, get = _pieces(*prob.loadings.shape, prob.k)
+    parts, out, i = get(flat), {}, 0
+    for n, rows in spec:  # (rows 0: a vector, one slice)
+        out[n] = list(parts[i:i + rows]) if rows else parts[i]
+        i += rows or 1
+    return out
+
+
+@lru_cache(maxsize=64)
+def _pieces(K: int, r: int, k: int) -> tuple:
+    """(per order parameter its name and its rows, 0 for a vector; the ``itemgetter`` of the
+    state's slices in that order: a vector's, or a matrix's rows)."""
+    spec, cuts = [], []
+    for n, a, b, c in _layout(K, r, k):
+        rows = [slice(j, j + c) for j in range(a, b, c)] if c else [slice(a, b)]
+        spec.append((n, len(rows) if c else 0))
+        cuts += rows
+    return tuple(spec), itemgetter(*cuts)
 
 
 @lru_cache(maxsize=64)
@@ -120,10 +136,11 @@ def _result(prob: SpikedProblem, alpha: float, solver: SolverConfig, out: tuple,
     if strict and not conv:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{message}")
+    flat = state.tolist()
     fields = dict(alpha=alpha, risk=float(risk), converged=bool(conv),
                   status=status.name.lower() if isinstance(status, Status) else status,
                   message=message, iterations=int(n_iter), residual=float(resid),
-                  order=unpack_state(prob, state), state=tuple(state.tolist()),
+                  order=unpack_state(prob, flat), state=tuple(flat),
                   n_kappa=rule[0], quadrature_change=rule[1])
     if base is None:
         return SpikedResult(**fields, **prob.params())
@@ -160,8 +177,8 @@ class _Rows:
 
 def _v(prob: SpikedProblem, res: SpikedResult) -> np.ndarray:
     """The (V1, V2) of a solution (a warm start)."""
-    o = sizes(*prob.loadings.shape, prob.k)
-    return np.array(res.state[o[2]:o[4]])
+    lay = _layout(*prob.loadings.shape, prob.k)  # (V1's first offset to V2's end)
+    return np.array(res.state[lay[2][1]:lay[3][2]])
 
 
 def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sigma"),
@@ -291,6 +308,16 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
     report per point solved on stderr (:class:`asymptotics.core.progress.Progress`; False: none).
     With r >= 2 spikes the kappa rule is decided once for the curve by probe points
     (:func:`_curve_on_ladder`), then every alpha is solved once on it."""
+    return curve_frame(alphas, None, None, strict=strict, solver=solver, progress=progress,
+                       **params)
+
+
+def curve_frame(alphas: Iterable[float], route: str | None, fields: dict | None, *,
+                strict: bool = False, solver: SolverConfig = SolverConfig(),
+                progress: bool | None = None, **params):
+    """:func:`risk_spiked_curve`'s frame with a column ``route`` (that text in every row) after
+    ``alpha`` and the columns ``fields`` (name: one value for every row) set, built at once
+    (``core.result.results_frame``; the curve entry's step fields, THEORY.md §12)."""
     from asymptotics.core.progress import Progress
 
     checks.flag("strict", strict)
@@ -353,33 +380,7 @@ def risk_spiked_curve(alphas: Iterable[float], *, strict: bool = False,
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
                                f"{bad.message}")
-    return _frame(results)
-
-
-def _frame(results: list[SpikedResult]):
-    """The rows of ``results`` (one problem: the same model in every row) as the DataFrame of
-    ``[res.to_dict() ...]``, the model's JSON columns encoded once."""
-
-    import pandas as pd
-
-    if not results:
-        return pd.DataFrame([], columns=RESULT_COLUMNS)
-    first = results[0].to_dict()
-    rows = list(map(_ROW, results))  # (every column of a result at once: one C call)
-    cols = dict(zip(RESULT_COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
-    for k in JSON_FIELDS:
-        if k == "order":
-            cols[k] = orders_json(cols[k])
-        else:
-            cols[k] = [first[k]] * len(results)
-    for k, v in cols.items():  # (a column of Python floats: pandas' float64 column, built once)
-        if all(type(x) is float for x in v):
-            cols[k] = np.array(v, dtype=np.float64)
-    return pd.DataFrame(cols, columns=RESULT_COLUMNS)
-
-
-#: a result's fields in the order of ``RESULT_COLUMNS``
-_ROW = attrgetter(*RESULT_COLUMNS)
+    return _frame(results, route, fields)
 
 
 def risk_spiked_grid(alphas: Iterable[float], lams: Iterable[float], *,
