@@ -208,8 +208,9 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
     vargs = (t.weights, t.mub1, t.mus2, alpha / prob.beta, prob.lam, prob.beta, prob.fractions)
     nn = np.array(tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K)),
                   dtype=np.int64)
-    attempts = ([x0] if x0 is not None else []) + [cold_start(prob), cold_start(prob)]
+    attempts = ([x0] if x0 is not None else []) + [None, None]  # (None: a cold start)
     for i, start in enumerate(attempts):
+        start = cold_start(prob) if start is None else start
         cfg = solver if i < len(attempts) - 1 else SolverConfig(
             solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
         # blowup given (the kernel's default): solve_point's signature, one compile of anderson
