@@ -46,6 +46,7 @@ KERNEL_MODULES = [
     "asymptotics.network.schur",
     "asymptotics.network.compiled.diagonal",
     "asymptotics.network.compiled.coupled",
+    "asymptotics.network.compiled.complete",
 ]
 
 

@@ -31,6 +31,7 @@ from asymptotics.network.channels import (
     risk_of,
     spiked_problem,
 )
+from asymptotics.network.compiled.complete import complete_fast
 from asymptotics.network.compiled.diagonal import solve_diagonal
 from asymptotics.network.coupling import (
     chord_start,
@@ -207,8 +208,9 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
     vargs = (t.weights, t.mub1, t.mus2, alpha / prob.beta, prob.lam, prob.beta, prob.fractions)
     nn = np.array(tuple(i * (K + 1) for i in range(K)) + tuple(K * K + g for g in range(K)),
                   dtype=np.int64)
-    attempts = ([x0] if x0 is not None else []) + [cold_start(prob), cold_start(prob)]
+    attempts = ([x0] if x0 is not None else []) + [None, None]  # (None: a cold start)
     for i, start in enumerate(attempts):
+        start = cold_start(prob) if start is None else start
         cfg = solver if i < len(attempts) - 1 else SolverConfig(
             solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
         # blowup given (the kernel's default): solve_point's signature, one compile of anderson
@@ -219,7 +221,7 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
             break
     status, n_iter, resid = Status(int(code)), int(n_it), float(rr)
     o = sizes(K, a[1].shape[-1], prob.k)  # (the scale coordinate, if any, among the V's)
-    state = np.full(o[-1], np.nan)
+    state, fast_risk = np.full(o[-1], np.nan), None
     if status == Status.CONVERGED and bulk is not None:
         x, status, n_it2, rr = _bulk_v(x, bulk, vargs, solver)
         n_iter, resid = n_iter + int(n_it2), float(rr)
@@ -227,10 +229,12 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
         if bulk is None:
             for _ in range(3):
                 x = v_map(x, *vargs)
-        state, ok = complete_net(x, ch, *a, bulk=bulk)
+        fast = complete_fast(x, ch, a, bulk, solver.scale_floor)  # (W diagonal: compiled)
+        state, ok, resid, fast_risk = fast or (*complete_net(x, ch, *a, bulk=bulk), None, None)
         fin = np.all(np.isfinite(state))
-        resid = rel_res(state, full_map_net(state, ch, *a, bulk=bulk),
-                        solver.scale_floor) if fin else math.nan
+        if resid is None:
+            resid = rel_res(state, full_map_net(state, ch, *a, bulk=bulk),
+                            solver.scale_floor) if fin else math.nan
         tiny = 1e-12 * max(1.0, float(np.max(np.abs(state[:o[2]])))) if fin else 0.0
         q_ok = ok and fin and np.all(state[o[1]:o[2]] >= -tiny)
         q_ok = q_ok and np.all(np.diag(state[:o[1]].reshape(K, K)) >= -tiny)
@@ -241,7 +245,7 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
         else:
             status = Status.OUT_OF_DOMAIN
     conv = status == Status.CONVERGED
-    risk = risk_of(state, *a[:8]) if conv else math.nan
+    risk = (risk_of(state, *a[:8]) if fast_risk is None else fast_risk) if conv else math.nan
     if a[1].shape[-1] > (r := prob.loadings.shape[1]):  # the scale coordinate's fields dropped
         state = np.delete(state, np.arange(o[4], o[5]).reshape(K, -1)[:, r:].ravel())
     return SpikedResult(alpha=alpha, risk=float(risk), converged=bool(conv),
@@ -271,8 +275,8 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
         if rule not in built:
             r = U.shape[1]
             extra = sig.shape[1] - r - int(np.asarray(params["overlaps"]).shape[1])
-            base = np.delete(np.delete(sig, np.s_[r:r + extra], 1), np.s_[r:r + extra], 2)
             if isinstance(rule, tuple):
+                base = np.delete(np.delete(sig, np.s_[r:r + extra], 1), np.s_[r:r + extra], 2)
                 prob, ch = aligned_cached(params, base, rule[0], rule[1], n_omega)
                 R = np.eye(r + extra)
                 R[:r, :r] = aligned_rotation(U, params["bulk"])
