@@ -125,3 +125,23 @@ def test_batch_and_the_network_model_reach_curves_and_grids():
     assert all(math.isclose(x, y, rel_tol=1e-8) for x, y in zip(curve.risk, want, strict=True))
     with pytest.raises(ValueError, match="batch must be one of fresh, reused"):
         A.risk(1.0, model="srf", batch="stale", **kw)
+
+
+def test_the_routes_target_test_is_kept_per_text_and_refusals_are_said_each_time():
+    """``needs_groups`` (asked on every point) keeps its answer per text: the same answers as the
+    parse it replaces, and a text the K-group model refuses is refused on every call."""
+    from asymptotics.api import groups
+    from asymptotics.coefficients.targets import parse_target
+    from asymptotics.multiindex import steps_risk
+
+    for text, want in [("z1 + z1*z2", True), ("tanh", False), ("z1 + 0.5*z1**2", False),
+                       ("He3(z1)", True), ("z1*z2 + tanh(z1)", True), ("not a target(", False)]:
+        for _ in range(2):  # (a fresh answer, then the kept one)
+            assert groups.needs_groups(text) is want
+            assert steps_risk.needs_groups(text) is want
+    assert groups.needs_groups(None) is False and steps_risk.needs_groups(2.0) is False
+    assert len(parse_target("z1 + z1*z2")[1]) == 2  # (the parse the first answer came from)
+    bad = "z1*z2*exp(z1**3)"
+    for _ in range(2):
+        with pytest.raises(ValueError, match="finite"):
+            groups.needs_groups(bad)

@@ -8,6 +8,7 @@ line naming them.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
 from asymptotics.core import checks
@@ -50,9 +51,16 @@ def route(*, steps: object, readout: object, given: dict, target: object, model:
 def needs_groups(target: object) -> bool:
     """``asymptotics.multiindex.steps_risk.needs_groups``, importing the several-steps modules
     only for a text that is not a function of one variable (the one-step route's targets)."""
+    return isinstance(target, str) and _needs_groups_text(target)
+
+
+@functools.lru_cache(maxsize=256)
+def _needs_groups_text(target: str) -> bool:
+    """:func:`needs_groups` of a text, kept per text (an expression's parse costs ~0.1 ms and the
+    route asks on every point); a refusal is raised afresh each time (not kept)."""
     from asymptotics.coefficients.functions import is_function_name
 
-    if not isinstance(target, str) or is_function_name(target):
+    if is_function_name(target):
         return False
     from asymptotics.multiindex.steps_risk import needs_groups as of_text
 

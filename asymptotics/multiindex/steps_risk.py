@@ -5,6 +5,7 @@ is :func:`asymptotics.api.by_step.risk_by_step`)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -106,11 +107,18 @@ def needs_groups(target: object) -> bool:
     steps does (an expression in z1..zk with k >= 2, or with He_n): ``risk(..., steps=1)`` then
     takes the route of several steps with T = 1 (THEORY.md §12), so a loop over T keeps its
     call. Texts neither parser takes stay on the one-step route, which reports them."""
+    return isinstance(target, str) and _needs_groups_text(target)
+
+
+@functools.lru_cache(maxsize=256)
+def _needs_groups_text(target: str) -> bool:
+    """:func:`needs_groups` of a text, kept per text (sympy's parses cost 0.1-1.3 ms a call and
+    the route asks on every point); a refusal is raised afresh each time (not kept)."""
     from asymptotics.coefficients.functions import is_function_name
     from asymptotics.coefficients.targets import parse_target
     from asymptotics.spiked.problem import resolve_target
 
-    if not isinstance(target, str) or is_function_name(target):
+    if is_function_name(target):
         return False
     try:
         _, variables = parse_target(target)
