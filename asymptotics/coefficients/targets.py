@@ -163,9 +163,15 @@ GRID_GAIN, GRID_MIN = 0.25, 8192
 
 
 def _distinct(bits: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
-    """(count, first index, inverse) of the distinct entries of an int64 array."""
-    _, first, inv = np.unique(bits, return_index=True, return_inverse=True)
-    return len(first), first, inv.reshape(-1)
+    """(count, first index, inverse) of the distinct entries of an int64 array (by a sort)."""
+    order = np.argsort(bits, kind="stable")
+    b = bits[order]
+    new = np.empty(len(b), dtype=bool)
+    new[:1], new[1:] = True, b[1:] != b[:-1]
+    inv = np.empty(len(b), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    first = order[new]
+    return len(first), first, inv
 
 
 def _vars(node: ast.AST, args: tuple[str, ...]) -> tuple[int, ...]:
@@ -258,8 +264,18 @@ def grid_target(g: object, Uz: np.ndarray, RzT: np.ndarray) -> Callable | None:
                 per[S, side] = _distinct(code)
         return per[S, side]
 
-    small = frozenset(S for S in sets if distinct(S, 0)[0] * distinct(S, 1)[0]
-                      <= GRID_GAIN * n * nr)
+    def count(d: int, side: int) -> int:  # one variable's distinct values (a sort, no more)
+        if (d, side) not in per:
+            b = np.sort(np.ascontiguousarray((Uz, RzT)[side][d]).view(np.int64))
+            per[d, side] = 1 + int(np.count_nonzero(b[1:] != b[:-1]))
+        return per[d, side]
+
+    def gains(S: tuple[int, ...]) -> bool:  # (the tuples are at least each variable's values)
+        if max(count(d, 0) for d in S) * max(count(d, 1) for d in S) > GRID_GAIN * n * nr:
+            return False
+        return distinct(S, 0)[0] * distinct(S, 1)[0] <= GRID_GAIN * n * nr
+
+    small = frozenset(S for S in sets if gains(S))
     if not small:
         return None
     if raw is None:
