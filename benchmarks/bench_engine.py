@@ -27,7 +27,9 @@ machine's load varies); every figure below is printed as a ratio to it.
    every round, not once before: after a curve one sRF point takes up to twice its time in a
    fresh process): target <= 100x (CPU time; the wall-time ratios printed too); on the default
    setting and the ``N_EXTRA`` drawn ones (below), each with the curve's difference from single
-   points ``asymptotics.risk`` at three of its alphas.
+   points ``asymptotics.risk`` at three of its alphas; a refused setting (a ``ValueError``, e.g.
+   relu sigma and target at alpha0 = inf) prints its refusal on one line and is left out of the
+   summary, as in section 2.
 4. The network curve against the sRF curve (``risk_curve``, 40 alphas): target <= 1.2x, on the
    default setting and ``N_NETWORK`` settings drawn as ``draw_network_setting`` states
    (``--sections 4``: this section alone).
@@ -325,11 +327,17 @@ def steps_curves(extra: list[dict]) -> None:
         return A.risk_spiked_curve(alphas, sigma=kw["sigma"], lam=0.01, beta=1.0,
                                    **mp.spiked_params(3))
 
-    cold, warm, cold_wall, warm_wall = [], [], [], []
+    cold, warm, cold_wall, warm_wall, refused = [], [], [], [], 0
     for i, kw in enumerate([dict(STEPS_SETTING)] + extra):
         kw = dict(kw)
         readout = kw.pop("readout", "pm1")
-        df = steps_curve(kw, readout)
+        try:
+            df = steps_curve(kw, readout)
+        except ValueError as exc:  # a refusal (one line) is a result, not a time
+            print(f"  extra: 100-alpha curve after three steps {dict(kw, readout=readout)}: "
+                  f"refused: {exc}", flush=True)
+            refused += 1
+            continue
         best = curve_rounds(lambda kw=kw, ro=readout: steps_curve(kw, ro))
         (ref, ref_w), (t_cold, w_cold), (t_warm, w_warm) = (
             best["ref"], best["computed"], best["cached"])
@@ -352,11 +360,14 @@ def steps_curves(extra: list[dict]) -> None:
               f"largest relative difference {max(gaps):.1e}", flush=True)
     for name, xs, ws in (("with the mapping computed", cold, cold_wall),
                          ("cached", warm, warm_wall)):
+        if not xs:
+            continue
         print(f"100-alpha curves after three steps, {name}, {len(xs)} settings: median "
               f"{statistics.median(xs):.0f}x, largest {max(xs):.0f}x, "
               f"{sum(x <= 100 for x in xs)} of {len(xs)} <= 100x (wall: median "
               f"{statistics.median(ws):.0f}x, largest {max(ws):.0f}x, "
-              f"{sum(x <= 100 for x in ws)} of {len(ws)} <= 100x)")
+              f"{sum(x <= 100 for x in ws)} of {len(ws)} <= 100x)"
+              + (f"; {refused} refused" if refused else ""))
 
 
 #: the settings of section 4 beyond the default one: ``N_NETWORK`` draws (seed ``SEED``) of sigma

@@ -5,8 +5,7 @@
 ``z = Uz + R Bz``), by numpy's products over blocks of nodes. For a target that is a polynomial
 in z1..zk (its monomials read once from its text) the block of e is filled by one compiled
 pass (:func:`poly_e`), with no array of z and no temporaries per operation: the same numbers
-(the monomials in the printed order, each left to right) and the same sums.
-"""
+(the monomials in the printed order, each left to right) and the same sums."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from asymptotics.coefficients.targets import grid_target
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 
@@ -83,22 +83,23 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
               block: int) -> tuple[np.ndarray, np.ndarray]:
     """``(e @ W, e^2 @ wr + delta sum(wr))`` per node (Uz: (k, n)) in blocks of about ``block``
     target evaluations: e by :func:`poly_e` for a polynomial target (``poly``) once compiled,
-    else by numpy (``evaluate(g, Z)``: the target at Z (..., k)); the sums by numpy either way."""
-    k, n = Uz.shape
-    rows = max(1, block // max(1, RzT.shape[1]))
+    else by numpy (``evaluate(g, Z)``: the target at Z (..., k); its terms of few distinct values
+    tabled once, ``targets.grid_target``: the same numbers); the sums by numpy either way."""
+    (k, n), rows = Uz.shape, max(1, block // max(1, RzT.shape[1]))
     e01, e2, Z = np.empty((n, W.shape[1])), np.empty(n), np.empty((k, min(rows, n), RzT.shape[1]))
     fast = poly is not None and n > 0 and k > 0
     if fast:
         f = np.ascontiguousarray(f, dtype=np.float64)
         args = (Uz, RzT, f, 0, poly.exps, poly.coefs, np.empty((1, RzT.shape[1])))
         fast = coldstart.kernel_ready(poly_e, args, lambda: poly_e(*args))
+    grid = None if fast else grid_target(g, Uz, RzT)
     for lo in range(0, n, rows):
         sl = slice(lo, lo + rows)
         if fast:
             poly_e(Uz, RzT, f, lo, poly.exps, poly.coefs, e := Z[0, :min(rows, n - lo)])
         else:
-            Zb = np.add(Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)])
-            e = evaluate(g, np.moveaxis(Zb, 0, -1))
+            e = grid(sl) if grid is not None else evaluate(g, np.moveaxis(np.add(
+                Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)]), 0, -1))
             e -= f[sl, None]
         e01[sl] = e @ W
         e *= e

@@ -7,9 +7,11 @@ polynomial expansion; a vectorised callable of the target.
 from __future__ import annotations
 
 import ast
+import copy
 import math
 import re
 from collections.abc import Callable
+from functools import lru_cache
 
 import numpy as np
 
@@ -149,3 +151,163 @@ def lambdify(expr, syms) -> Callable[[np.ndarray], np.ndarray]:
 
 # ------------------------------------------------------------------------------------------------
 # Hermite expansion
+
+
+# ------------------------------------------------------------------------------------------------
+# a target on a grid of spike and rest values (the steps' other-axes sums, docs/THEORY.md §12.4)
+
+#: a sub-expression is tabled on its variables' distinct values when that grid is at most this
+#: fraction of the block's (the per-block gather costs about one numpy operation); blocks of fewer
+#: than GRID_MIN evaluations are evaluated as ever
+GRID_GAIN, GRID_MIN = 0.25, 8192
+
+
+def _distinct(bits: np.ndarray) -> tuple[int, np.ndarray, np.ndarray]:
+    """(count, first index, inverse) of the distinct entries of an int64 array (by a sort)."""
+    order = np.argsort(bits, kind="stable")
+    b = bits[order]
+    new = np.empty(len(b), dtype=bool)
+    new[:1], new[1:] = True, b[1:] != b[:-1]
+    inv = np.empty(len(b), dtype=np.int64)
+    inv[order] = np.cumsum(new) - 1
+    first = order[new]
+    return len(first), first, inv
+
+
+def _vars(node: ast.AST, args: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(sorted({args.index(m.id) for m in ast.walk(node)
+                         if isinstance(m, ast.Name) and m.id in args}))
+
+
+def _tabled(node: ast.AST, args: tuple[str, ...]) -> tuple[int, ...]:
+    """The variables of a sub-expression that calls a function, else ()."""
+    if not isinstance(node, ast.expr) or isinstance(node, ast.Name) or not any(
+            isinstance(m, ast.Call) for m in ast.walk(node)):
+        return ()
+    return _vars(node, args)
+
+
+@lru_cache(maxsize=64)
+def _expression(raw: Callable) -> tuple | None:
+    """(the returned expression, the arguments, the variable sets of its sub-expressions that
+    call a function) of a lambdified target's source, else None."""
+    try:
+        import inspect
+
+        fn = ast.parse(inspect.getsource(raw)).body[0]
+    except Exception:  # noqa: BLE001 (no source: not tabled)
+        return None
+    if not (isinstance(fn, ast.FunctionDef) and len(fn.body) == 1
+            and isinstance(fn.body[0], ast.Return) and fn.body[0].value is not None):
+        return None
+    expr, args = fn.body[0].value, tuple(a.arg for a in fn.args.args)
+    sets = frozenset(S for m in ast.walk(expr) if (S := _tabled(m, args)))
+    return expr, args, sets
+
+
+@lru_cache(maxsize=256)
+def _hoisted(raw: Callable, small: frozenset) -> tuple:
+    """(the expression's code with each outermost sub-expression that calls a function on a set
+    of variables in ``small`` replaced by a name, [(name, its code, its variables)], the
+    variables left)."""
+    expr, args, _ = _expression(raw)
+    terms = []
+
+    class Hoist(ast.NodeTransformer):
+        def generic_visit(self, node: ast.AST) -> ast.AST:
+            if (S := _tabled(node, args)) in small:
+                name = f"_grid_term{len(terms)}"
+                terms.append((name, compile(ast.fix_missing_locations(ast.Expression(node)),
+                                            "<grid>", "eval"), S))
+                return ast.copy_location(ast.Name(name, ast.Load()), node)
+            return super().generic_visit(node)
+
+    rest = Hoist().visit(ast.Expression(copy.deepcopy(expr)))
+    return (compile(ast.fix_missing_locations(rest), "<grid>", "eval"), terms,
+            _vars(rest, args))
+
+
+def grid_target(g: object, Uz: np.ndarray, RzT: np.ndarray) -> Callable | None:
+    """``block(sl)``: the target at ``z[d] = Uz[d, sl, None] + RzT[d, None, :]`` (rows x rest
+    nodes), as ``steps.evaluate`` gives it, bit for bit, with every outermost sub-expression that
+    calls a function and depends on few distinct values (those of its variables over the spike
+    nodes times over the rest nodes: at most ``GRID_GAIN`` of the nodes) evaluated once on those
+    values and gathered; a one-variable Function is one such term. None: nothing to table
+    (evaluate as ever). Elementwise numpy at the same values in the same order: the same numbers
+    (distinct by their bits: -0.0 and 0.0 apart)."""
+    from asymptotics.coefficients.functions import Function
+
+    k, n = Uz.shape
+    nr = RzT.shape[1]
+    if n * nr < GRID_MIN:
+        return None
+    if isinstance(g, Function):
+        raw, args, sets = None, ("z1",), frozenset({(0,)})
+    elif callable(raw := getattr(g, "raw", None)) and (parsed := _expression(raw)) is not None:
+        _, args, sets = parsed
+    else:
+        return None
+    if len(args) != k or not sets:
+        return None
+    per: dict = {}
+
+    def distinct(S: tuple[int, ...], side: int) -> tuple[int, np.ndarray, np.ndarray]:
+        if (S, side) not in per:
+            if len(S) == 1:
+                V = (Uz, RzT)[side][S[0]]
+                per[S, side] = _distinct(np.ascontiguousarray(V).view(np.int64))
+            else:  # the tuples' codes from each variable's distinct values
+                code = np.zeros(n if side == 0 else nr, dtype=np.int64)
+                for d in S:
+                    m, _, inv = distinct((d,), side)
+                    code = code * m + inv
+                per[S, side] = _distinct(code)
+        return per[S, side]
+
+    def count(d: int, side: int) -> int:  # one variable's distinct values (a sort, no more)
+        if (d, side) not in per:
+            b = np.sort(np.ascontiguousarray((Uz, RzT)[side][d]).view(np.int64))
+            per[d, side] = 1 + int(np.count_nonzero(b[1:] != b[:-1]))
+        return per[d, side]
+
+    def gains(S: tuple[int, ...]) -> bool:  # (the tuples are at least each variable's values)
+        if max(count(d, 0) for d in S) * max(count(d, 1) for d in S) > GRID_GAIN * n * nr:
+            return False
+        return distinct(S, 0)[0] * distinct(S, 1)[0] <= GRID_GAIN * n * nr
+
+    small = frozenset(S for S in sets if gains(S))
+    if not small:
+        return None
+    if raw is None:
+        terms, code, used, scope = [("t", None, (0,))], None, (), {}
+    else:
+        (code, terms, used), scope = _hoisted(raw, small), raw.__globals__
+    tables = []
+    with np.errstate(all="ignore"):
+        for name, term, S in terms:
+            (_, uf, ui), (_, rf, ri) = distinct(S, 0), distinct(S, 1)
+            zs = [Uz[d, uf][:, None] + RzT[d, rf][None, :] for d in S]
+            T = g(zs[0]) if raw is None else eval(term, scope, {
+                args[d]: z for d, z in zip(S, zs, strict=True)})
+            T = np.broadcast_to(np.asarray(T, dtype=np.float64), (len(uf), len(rf)))
+            tables.append((name, np.take(T, ri, axis=1), ui))  # per distinct spike value
+    bufs: dict = {}
+
+    def block(sl: slice) -> np.ndarray:
+        rows = len(range(*sl.indices(n)))
+        local = {}
+        for d in used:  # z as the plain evaluation forms it
+            if d not in bufs or bufs[d].shape[0] < rows:
+                bufs[d] = np.empty((rows, nr))
+            local[args[d]] = np.add(Uz[d, sl, None], RzT[d][None, :], out=bufs[d][:rows])
+        for name, T, ui in tables:
+            local[name] = np.take(T, ui[sl], axis=0)  # a fresh C-ordered array
+        if code is None:
+            return local["t"]
+        with np.errstate(all="ignore"):
+            out = np.asarray(eval(code, scope, local), dtype=np.float64)
+        if out.shape == (rows, nr) and out.flags.c_contiguous and out.flags.owndata:
+            return out  # a fresh array (as the copy the plain evaluation makes)
+        return np.broadcast_to(out, (rows, nr)).copy()
+
+    return block
