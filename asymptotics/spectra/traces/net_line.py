@@ -6,11 +6,12 @@ The chord's Jacobian is the commuting model's (the same directions without the o
 parts): its error against the full model's makes the chord converge linearly (~4.5 full-model
 evaluations a point from the interpolated start). The difference ``Jf - Jc`` of the two models'
 Jacobians at the same unknowns is smooth along Re z (as the correction of the solution is): it
-is measured on a few points of the line (the full model's difference quotients at its converged
-solution, :func:`~asymptotics.spectra.traces.net_chord.sym_jacobian`) and interpolated linearly
-to the others, whose chord then starts from ``Jc + (Jf - Jc)`` interpolated (nearly the full
-model's Jacobian: ~2-3 evaluations a point). The chord's steps and its tolerance are unchanged:
-the solutions are the full model's to the solver's tolerance either way."""
+is measured on a few points of the line (the full model's difference quotients at its
+converged solution, ``sym_jacobian`` of :mod:`~asymptotics.spectra.traces.net_chord`) and
+interpolated linearly to the others, whose chord then starts from ``Jc + (Jf - Jc)``
+interpolated (nearly the full model's Jacobian: ~3 evaluations a point). The chord's steps
+and its tolerance are unchanged: the solutions are the full model's to the solver's tolerance
+either way."""
 
 from __future__ import annotations
 
@@ -58,8 +59,6 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
     commuting model's Jacobian at that start plus the interpolated Jacobian difference. The
     solutions and converged flags (the caller redoes the points not converged), or None where
     fewer than two points of the first set converge (the caller's plain subset chord)."""
-    from asymptotics.spectra.traces.net_chord import sym_jacobian
-
     full, medium = polish.residual, polish.medium
     mask = np.zeros(sub.size, dtype=bool)
     mask[::JAC_EVERY] = True
@@ -72,7 +71,7 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
     if good.size < 2 or not np.all(np.diff(xr[good]) > 0.0):
         return None
     xg, zg = out[good], z[good]
-    dJ = sym_jacobian(full, xg, zg, full(xg, zg)) - medium.jacobian(xg, zg)
+    dJ = polish.jacobian(xg, zg) - medium.jacobian(xg, zg)  # (the full model's quotients)
     xj = xr[good]
     for pts in (second, rest):
         if pts.size == 0:
