@@ -59,3 +59,16 @@ def test_interpolated_difference_beats_the_commuting_jacobian(law) -> None:  # n
         return np.max(np.abs(np.linalg.eigvals(M)), axis=1)
 
     assert np.median(rho(Ji)) < 0.1 * np.median(rho(Jc[mid]))
+
+
+def test_full_jacobian_in_one_call(monkeypatch, law) -> None:  # noqa: F811
+    """The batched difference quotients: ``sym_jacobian``'s to rounding over the step (1e-8 of
+    the largest entry: the residual's rounding over h = 1e-7), in one call of the residual."""
+    z = np.linspace(0.3, 0.9, 5) * 4.0 * law.scale + 1e-10j * law.scale
+    x, ok = law.solve(z)
+    assert np.all(ok)
+    ref = sym_jacobian(law.residual, x, z, law.residual(x, z))
+    seen = _counted(monkeypatch, law)
+    J = net_line.full_jacobian(law.residual, x, z)
+    assert len(seen) == 1
+    assert np.max(np.abs(J - ref)) < 1e-8 * np.max(np.abs(ref))

@@ -49,6 +49,30 @@ def _inverse(J: np.ndarray) -> np.ndarray | None:
     return H if np.all(np.isfinite(H)) else None
 
 
+def full_jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``sym_jacobian`` of :mod:`~asymptotics.spectra.traces.net_chord` (the same difference
+    quotients: K + K(K+1)/2 columns, those of ``V1_ba`` from ``V1_ab``) with the point and its
+    steps in one call of ``residual`` (few points: the calls' overhead dominates)."""
+    n, q = x.shape
+    K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
+    cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
+    h = 1e-7 * (1.0 + np.abs(x[:, cols]))  # (n, c)
+    X = np.repeat(x[None], len(cols) + 1, axis=0)  # (c + 1, n, q): the point, then its steps
+    for i, j in enumerate(cols):
+        X[i + 1, :, j] += h[:, i]
+    F = residual(X.reshape(-1, q), np.tile(z, len(cols) + 1)).reshape(len(cols) + 1, n, q)
+    J = np.empty((n, q, q), dtype=np.complex128)
+    for i, j in enumerate(cols):
+        J[:, :, j] = (F[i + 1] - F[0]) / h[:, i, None]
+        a, b = divmod(j - K, K)
+        if j >= K and a != b:
+            jt = K + b * K + a
+            J[:, :, jt] = J[:, :, j]
+            J[:, j, jt] -= 1.0
+            J[:, jt, jt] += 1.0
+    return J
+
+
 def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray] | None:
     """The chord of ``polish`` (a :class:`~asymptotics.spectra.traces.net_chord.ChordPolish`)
@@ -71,7 +95,7 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
     if good.size < 2 or not np.all(np.diff(xr[good]) > 0.0):
         return None
     xg, zg = out[good], z[good]
-    dJ = polish.jacobian(xg, zg) - medium.jacobian(xg, zg)  # (the full model's quotients)
+    dJ = full_jacobian(full, xg, zg) - medium.jacobian(xg, zg)
     xj = xr[good]
     for pts in (second, rest):
         if pts.size == 0:
