@@ -72,3 +72,20 @@ def test_full_jacobian_in_one_call(monkeypatch, law) -> None:  # noqa: F811
     J = net_line.full_jacobian(law.residual, x, z)
     assert len(seen) == 1
     assert np.max(np.abs(J - ref)) < 1e-8 * np.max(np.abs(ref))
+
+
+def test_close_models_take_the_former_chord(monkeypatch, law) -> None:  # noqa: F811
+    """Where the first points' chord converges within JAC_PAYS evaluations a point (here: made
+    so by an infinite JAC_PAYS), no difference quotients: the former chord's evaluations and
+    densities exactly."""
+    z = np.linspace(0.02, 1.2, 200) * 4.0 * law.scale + 1e-10j * law.scale
+    out = {}
+    for on in (False, True):
+        seen = _counted(monkeypatch, law)
+        monkeypatch.setattr(net_line, "JAC_DIFF", on)
+        monkeypatch.setattr(net_line, "JAC_PAYS", np.inf)
+        out[on] = law.m(z), sum(seen)
+        monkeypatch.undo()
+    (m0, n0), (m1, n1) = out[False], out[True]
+    assert n1 == n0
+    assert np.max(np.abs(m1 - m0)) < 1e-14 * np.max(np.abs(m0))

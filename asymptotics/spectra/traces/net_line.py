@@ -24,6 +24,10 @@ JAC_DIFF = True
 #: subset (the subset's last point too); the subset's other points start from the corrections
 #: interpolated from those, the rest from the whole subset's
 JAC_EVERY = 4
+#: the difference is measured only where the chord on the first points took more than this
+#: many evaluations a point (fewer: the commuting model's Jacobian is close enough, and the
+#: line takes the former chord)
+JAC_PAYS = 3.0
 #: from this many points on a line (fewer: the commuting model's Jacobian alone; the full
 #: model's difference quotients, ~10 evaluations a point measured, pay over ~30 points each)
 JAC_MIN = 128
@@ -89,22 +93,34 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
     mask[-1] = True
     first, second = sub[mask], sub[~mask]
     out, ok = x.copy(), np.zeros(z.shape[0], dtype=bool)
-    out[first], ok[first] = polish._chord(x[first], z[first], full, medium)
+    seen: list = []
+
+    def counted(xc: np.ndarray, zc: np.ndarray) -> np.ndarray:
+        seen.append(xc.shape[0])
+        return full(xc, zc)
+
+    out[first], ok[first] = polish._chord(x[first], z[first], counted, medium)
     good = first[ok[first]]
     xr = z.real
     if good.size < 2 or not np.all(np.diff(xr[good]) > 0.0):
         return None
-    xg, zg = out[good], z[good]
-    dJ = full_jacobian(full, xg, zg) - medium.jacobian(xg, zg)
+    pays = sum(seen) > JAC_PAYS * first.size  # (else the commuting Jacobian is close enough)
+    if pays:
+        xg, zg = out[good], z[good]
+        dJ = full_jacobian(full, xg, zg) - medium.jacobian(xg, zg)
     xj = xr[good]
     for pts in (second, rest):
         if pts.size == 0:
             continue
+        if not pays:  # (the former chord: the subset from x, the rest interpolated)
+            x0 = x[pts] if pts is second else None
         known = np.sort(np.nonzero(ok)[0])
         known = known[np.argsort(xr[known], kind="stable")]
         if known.size < 2 or not np.all(np.diff(xr[known]) > 0.0):
             known = good
-        x0 = x[pts] + interp_rows(xr[pts], xr[known], out[known] - x[known])
-        H = _inverse(medium.jacobian(x0, z[pts]) + interp_rows(xr[pts], xj, dJ))
+        if pays or pts is rest:
+            x0 = x[pts] + interp_rows(xr[pts], xr[known], out[known] - x[known])
+        H = (_inverse(medium.jacobian(x0, z[pts]) + interp_rows(xr[pts], xj, dJ)) if pays
+             else None)
         out[pts], ok[pts] = polish._chord(x0, z[pts], full, medium, Jinv=H)
     return out, ok
