@@ -279,7 +279,7 @@ _CACHE: OrderedDict = OrderedDict()
 #: law must share with the call: a law computed with another setting is not returned
 _SETTING_MODULES = tuple(f"asymptotics.spectra.{m}" for m in (
     "bbp", "branch", "features", "law", "netbulk", "netsteps", "topguard", "twostep",
-    "weights", "traces.net_branch", "traces.net_chord", "traces.net_jacobian",
+    "weights", "traces.net_branch", "traces.net_chord", "traces.net_jacobian", "traces.net_line",
     "traces.outside_kernels", "traces.outside_scalar", "traces.srf_kernels", "traces.srf_scan",
     "traces.srf_solver"))
 

@@ -19,6 +19,7 @@ from asymptotics.spectra.law import (
     Solver,
     broyden_inverse,
 )
+from asymptotics.spectra.traces import net_line
 
 #: the chord's inverse Jacobian takes Broyden's rank-one updates (superlinear instead of linear)
 BROYDEN = True
@@ -324,10 +325,15 @@ class ChordPolish(SymSolver):
         pick[::CHORD_EVERY] = True
         pick[-1] = True
         sub, rest = order[pick], order[~pick]
-        out, ok = x.copy(), np.zeros(n, dtype=bool)
-        out[sub], ok[sub] = self._chord(x[sub], z[sub], self.residual, self.medium)
+        done = (net_line.line_chord(self, x, z, sub, rest)
+                if net_line.JAC_DIFF and n >= net_line.JAC_MIN else None)
+        if done is not None:  # (the Jacobian difference carried along the line)
+            out, ok = done
+        else:
+            out, ok = x.copy(), np.zeros(n, dtype=bool)
+            out[sub], ok[sub] = self._chord(x[sub], z[sub], self.residual, self.medium)
         good = sub[ok[sub]]
-        if good.size >= 2 and np.all(np.diff(z.real[good]) > 0.0):
+        if done is None and good.size >= 2 and np.all(np.diff(z.real[good]) > 0.0):
             xr, xk = z.real[rest], z.real[good]
             j = np.clip(np.searchsorted(xk, xr) - 1, 0, xk.size - 2)
             w = np.clip((xr - xk[j]) / (xk[j + 1] - xk[j]), 0.0, 1.0)

@@ -1,0 +1,126 @@
+"""The chord to the full model along a line of Re z for
+:class:`~asymptotics.spectra.traces.net_chord.ChordPolish` (docs/THEORY.md §16.8), with the
+Jacobian difference carried along the line (:data:`JAC_DIFF`).
+
+The chord's Jacobian is the commuting model's (the same directions without the off-diagonal
+parts): its error against the full model's makes the chord converge linearly (~4.5 full-model
+evaluations a point from the interpolated start). The difference ``Jf - Jc`` of the two models'
+Jacobians at the same unknowns is smooth along Re z (as the correction of the solution is): it
+is measured on a few points of the line (the full model's difference quotients at its
+converged solution, ``sym_jacobian`` of :mod:`~asymptotics.spectra.traces.net_chord`) and
+interpolated linearly to the others, whose chord then starts from ``Jc + (Jf - Jc)``
+interpolated (nearly the full model's Jacobian: ~3 evaluations a point). The chord's steps
+and its tolerance are unchanged: the solutions are the full model's to the solver's tolerance
+either way."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: the chord's Jacobian on the line: the commuting model's plus the interpolated difference of
+#: the two models' Jacobians (False: the commuting model's, the former chord)
+JAC_DIFF = True
+#: the full model's Jacobian by difference quotients on every JAC_EVERY-th point of the chord's
+#: subset (the subset's last point too); the subset's other points start from the corrections
+#: interpolated from those, the rest from the whole subset's
+JAC_EVERY = 4
+#: the difference is measured only where the chord on the first points took more than this
+#: many evaluations a point (fewer: the commuting model's Jacobian is close enough, and the
+#: line takes the former chord)
+JAC_PAYS = 3.0
+#: from this many points on a line (fewer: the commuting model's Jacobian alone; the full
+#: model's difference quotients, ~10 evaluations a point measured, pay over ~30 points each)
+JAC_MIN = 128
+
+
+def interp_rows(xq: np.ndarray, xk: np.ndarray, Yk: np.ndarray) -> np.ndarray:
+    """The rows ``Yk`` (any trailing shape) at the increasing points ``xk`` interpolated
+    linearly to ``xq`` (held constant past the ends)."""
+    j = np.clip(np.searchsorted(xk, xq) - 1, 0, xk.size - 2)
+    w = np.clip((xq - xk[j]) / (xk[j + 1] - xk[j]), 0.0, 1.0)
+    w = w.reshape((-1,) + (1,) * (Yk.ndim - 1))
+    return Yk[j] * (1.0 - w) + Yk[j + 1] * w
+
+
+def _inverse(J: np.ndarray) -> np.ndarray | None:
+    """The inverses of the stack ``J`` (None: one is singular or not finite)."""
+    if not np.all(np.isfinite(J)):
+        return None
+    try:
+        H = np.linalg.inv(J)
+    except np.linalg.LinAlgError:
+        return None
+    return H if np.all(np.isfinite(H)) else None
+
+
+def full_jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``sym_jacobian`` of :mod:`~asymptotics.spectra.traces.net_chord` (the same difference
+    quotients: K + K(K+1)/2 columns, those of ``V1_ba`` from ``V1_ab``) with the point and its
+    steps in one call of ``residual`` (few points: the calls' overhead dominates)."""
+    n, q = x.shape
+    K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
+    cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
+    h = 1e-7 * (1.0 + np.abs(x[:, cols]))  # (n, c)
+    X = np.repeat(x[None], len(cols) + 1, axis=0)  # (c + 1, n, q): the point, then its steps
+    for i, j in enumerate(cols):
+        X[i + 1, :, j] += h[:, i]
+    F = residual(X.reshape(-1, q), np.tile(z, len(cols) + 1)).reshape(len(cols) + 1, n, q)
+    J = np.empty((n, q, q), dtype=np.complex128)
+    for i, j in enumerate(cols):
+        J[:, :, j] = (F[i + 1] - F[0]) / h[:, i, None]
+        a, b = divmod(j - K, K)
+        if j >= K and a != b:
+            jt = K + b * K + a
+            J[:, :, jt] = J[:, :, j]
+            J[:, j, jt] -= 1.0
+            J[:, jt, jt] += 1.0
+    return J
+
+
+def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The chord of ``polish`` (a :class:`~asymptotics.spectra.traces.net_chord.ChordPolish`)
+    from the commuting model's solutions ``x`` to the full model: on every :data:`JAC_EVERY`-th
+    point of ``sub`` (indices sorted by Re z, its last included) from ``x`` with the commuting
+    model's Jacobian, the full model's Jacobian there; then the other points of ``sub`` and
+    last ``rest`` from ``x`` plus the corrections interpolated from the points solved, with the
+    commuting model's Jacobian at that start plus the interpolated Jacobian difference. The
+    solutions and converged flags (the caller redoes the points not converged), or None where
+    fewer than two points of the first set converge (the caller's plain subset chord)."""
+    full, medium = polish.residual, polish.medium
+    mask = np.zeros(sub.size, dtype=bool)
+    mask[::JAC_EVERY] = True
+    mask[-1] = True
+    first, second = sub[mask], sub[~mask]
+    out, ok = x.copy(), np.zeros(z.shape[0], dtype=bool)
+    seen: list = []
+
+    def counted(xc: np.ndarray, zc: np.ndarray) -> np.ndarray:
+        seen.append(xc.shape[0])
+        return full(xc, zc)
+
+    out[first], ok[first] = polish._chord(x[first], z[first], counted, medium)
+    good = first[ok[first]]
+    xr = z.real
+    if good.size < 2 or not np.all(np.diff(xr[good]) > 0.0):
+        return None
+    pays = sum(seen) > JAC_PAYS * first.size  # (else the commuting Jacobian is close enough)
+    if pays:
+        xg, zg = out[good], z[good]
+        dJ = full_jacobian(full, xg, zg) - medium.jacobian(xg, zg)
+    xj = xr[good]
+    for pts in (second, rest):
+        if pts.size == 0:
+            continue
+        if not pays:  # (the former chord: the subset from x, the rest interpolated)
+            x0 = x[pts] if pts is second else None
+        known = np.sort(np.nonzero(ok)[0])
+        known = known[np.argsort(xr[known], kind="stable")]
+        if known.size < 2 or not np.all(np.diff(xr[known]) > 0.0):
+            known = good
+        if pays or pts is rest:
+            x0 = x[pts] + interp_rows(xr[pts], xr[known], out[known] - x[known])
+        H = (_inverse(medium.jacobian(x0, z[pts]) + interp_rows(xr[pts], xj, dJ)) if pays
+             else None)
+        out[pts], ok[pts] = polish._chord(x0, z[pts], full, medium, Jinv=H)
+    return out, ok

@@ -1,0 +1,91 @@
+"""The chord to the full model along a line of Re z with the two models' Jacobian difference
+(docs/THEORY.md §16.8; ``asymptotics/spectra/traces/net_line.py``): the interpolation of rows,
+and against the chord with the commuting model's Jacobian alone (``JAC_DIFF = False``) the same
+densities to the solver's tolerance in fewer evaluations of the full model, its Jacobian better
+than the commuting model's at the points it is interpolated to."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asymptotics.spectra.traces import net_line
+from asymptotics.spectra.traces.net_chord import sym_jacobian
+from asymptotics.spectra.traces.net_line import interp_rows
+from tests.test_spectra_netchord import _counted, law  # noqa: F401 (the fixture)
+
+
+def test_interp_rows_is_linear_and_held_past_the_ends() -> None:
+    """Rows of any trailing shape: exact on a linear function inside, constant outside."""
+    xk = np.array([0.0, 1.0, 3.0])
+    Yk = np.stack([np.full((2, 2), 2.0 * x + 1.0) for x in xk]).astype(complex)
+    out = interp_rows(np.array([-1.0, 0.5, 2.0, 3.0, 4.0]), xk, Yk)
+    assert out.shape == (5, 2, 2)
+    assert np.allclose(out[:, 0, 0], [1.0, 2.0, 5.0, 7.0, 7.0], rtol=0, atol=1e-15)
+
+
+def test_line_chord_same_densities_fewer_evaluations(monkeypatch, law) -> None:  # noqa: F811
+    """On a line of JAC_MIN points or more: densities within 1e-11 of their maximum of the
+    former chord's (both to the solver's tolerance) with fewer evaluations of the full
+    model."""
+    z = np.linspace(0.02, 1.2, 200) * 4.0 * law.scale + 1e-10j * law.scale
+    assert z.size >= net_line.JAC_MIN
+    out = {}
+    for on in (False, True):
+        seen = _counted(monkeypatch, law)
+        monkeypatch.setattr(net_line, "JAC_DIFF", on)
+        out[on] = law.m(z), sum(seen)
+        monkeypatch.undo()
+    (m0, n0), (m1, n1) = out[False], out[True]
+    assert np.all(np.isfinite(m0)) and np.all(np.isfinite(m1))
+    assert np.max(np.abs(m1.imag - m0.imag)) < 1e-11 * np.max(np.abs(m0.imag))
+    assert n1 < n0, (n1, n0)
+
+
+def test_interpolated_difference_beats_the_commuting_jacobian(law) -> None:  # noqa: F811
+    """At the points between those where it is measured, the commuting model's Jacobian plus
+    the interpolated difference is closer to the full model's than the commuting one's: the
+    chord's contraction ``rho(I - J^-1 Jf)`` at least ten times smaller (median)."""
+    z = np.linspace(0.3, 0.9, 33) * 4.0 * law.scale + 1e-10j * law.scale
+    x, ok = law.solve(z)
+    assert np.all(ok)
+    Jf = sym_jacobian(law.residual, x, z, law.residual(x, z))
+    Jc = law.medium.jacobian(x, z)
+    k = np.arange(0, 33, 8)
+    mid = np.setdiff1d(np.arange(33), k)
+    Ji = Jc[mid] + interp_rows(z.real[mid], z.real[k], Jf[k] - Jc[k])
+
+    def rho(J: np.ndarray) -> np.ndarray:
+        M = np.eye(J.shape[1]) - np.linalg.solve(J, Jf[mid])
+        return np.max(np.abs(np.linalg.eigvals(M)), axis=1)
+
+    assert np.median(rho(Ji)) < 0.1 * np.median(rho(Jc[mid]))
+
+
+def test_full_jacobian_in_one_call(monkeypatch, law) -> None:  # noqa: F811
+    """The batched difference quotients: ``sym_jacobian``'s to rounding over the step (1e-8 of
+    the largest entry: the residual's rounding over h = 1e-7), in one call of the residual."""
+    z = np.linspace(0.3, 0.9, 5) * 4.0 * law.scale + 1e-10j * law.scale
+    x, ok = law.solve(z)
+    assert np.all(ok)
+    ref = sym_jacobian(law.residual, x, z, law.residual(x, z))
+    seen = _counted(monkeypatch, law)
+    J = net_line.full_jacobian(law.residual, x, z)
+    assert len(seen) == 1
+    assert np.max(np.abs(J - ref)) < 1e-8 * np.max(np.abs(ref))
+
+
+def test_close_models_take_the_former_chord(monkeypatch, law) -> None:  # noqa: F811
+    """Where the first points' chord converges within JAC_PAYS evaluations a point (here: made
+    so by an infinite JAC_PAYS), no difference quotients: the former chord's evaluations and
+    densities exactly."""
+    z = np.linspace(0.02, 1.2, 200) * 4.0 * law.scale + 1e-10j * law.scale
+    out = {}
+    for on in (False, True):
+        seen = _counted(monkeypatch, law)
+        monkeypatch.setattr(net_line, "JAC_DIFF", on)
+        monkeypatch.setattr(net_line, "JAC_PAYS", np.inf)
+        out[on] = law.m(z), sum(seen)
+        monkeypatch.undo()
+    (m0, n0), (m1, n1) = out[False], out[True]
+    assert n1 == n0
+    assert np.max(np.abs(m1 - m0)) < 1e-14 * np.max(np.abs(m0))
