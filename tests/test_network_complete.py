@@ -132,6 +132,19 @@ def test_where_it_does_not_apply(monkeypatch):
     assert C.complete_fast(v, ch, a, bulk, floor) is None
 
 
+def test_a_singular_solve_in_the_kernel_leaves_the_point_to_python(monkeypatch):
+    """numba's solves raise LinAlgError on a singular matrix: the point then takes the Python
+    completion (None), as where the kernel does not apply, not the user's traceback."""
+    v, ch, a, bulk, floor, snap = _calls(K1, monkeypatch)[0]
+
+    def singular(*args):
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+
+    _restore(ch, snap)
+    monkeypatch.setattr(C, "complete_check", singular)
+    assert C.complete_fast(v, ch, a, bulk, floor) is None
+
+
 @pytest.mark.parametrize("kw", [K1, K2], ids=["K1", "K2"])
 def test_route_points_with_and_without_the_kernel(kw, monkeypatch):
     """Points along alpha with and without the kernel: converged alike, the risks within 1e-12

@@ -292,11 +292,14 @@ def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | No
         return None
     Ac = ch.acal(M, D)
     lin = bulk.dlin(M, tau, beta, pi)
-    state, ok, res, code, dMv, dv2v, risk = complete_check(
-        _ro(v), _ro(iv), _ro(M), _ro(v2), _ro(tau), _ro(V1), _ro(V2), _ro(w), _ro(kap), _ro(mu0),
-        _ro(mb1), _ro(ms2), _ro(h), _ro(h1), _ro(h2), float(A), float(delta), float(beta),
-        _ro(pi), float(p_inv), _ro(Ac), ch._ord, int(ch.k), _ro(Wd), _ro(ch.a_w), _ro(D),
-        _ro(ch.ecov), _ro(lin), float(floor))
+    try:  # (a singular solve in the kernel: the Python completion decides, as without it)
+        state, ok, res, code, dMv, dv2v, risk = complete_check(
+            _ro(v), _ro(iv), _ro(M), _ro(v2), _ro(tau), _ro(V1), _ro(V2), _ro(w), _ro(kap),
+            _ro(mu0), _ro(mb1), _ro(ms2), _ro(h), _ro(h1), _ro(h2), float(A), float(delta),
+            float(beta), _ro(pi), float(p_inv), _ro(Ac), ch._ord, int(ch.k), _ro(Wd),
+            _ro(ch.a_w), _ro(D), _ro(ch.ecov), _ro(lin), float(floor))
+    except np.linalg.LinAlgError:
+        return None
     if code == GENERAL:
         return None
     bulk.jac_last = (M, tau, beta, pi, dMv, dv2v)
