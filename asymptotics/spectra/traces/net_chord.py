@@ -77,12 +77,7 @@ def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.n
     for j in cols:
         h = 1e-7 * (1.0 + np.abs(x[:, j]))
         J[:, :, j] = (residual(x + h[:, None] * (np.arange(q) == j), z) - F0) / h[:, None]
-        a, b = divmod(j - K, K)
-        if j >= K and a != b:
-            jt = K + b * K + a
-            J[:, :, jt] = J[:, :, j]
-            J[:, j, jt] -= 1.0
-            J[:, jt, jt] += 1.0
+        net_line.mirror_column(J, j, K)
     return J
 
 

@@ -68,13 +68,20 @@ def full_jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
     J = np.empty((n, q, q), dtype=np.complex128)
     for i, j in enumerate(cols):
         J[:, :, j] = (F[i + 1] - F[0]) / h[:, i, None]
-        a, b = divmod(j - K, K)
-        if j >= K and a != b:
-            jt = K + b * K + a
-            J[:, :, jt] = J[:, :, j]
-            J[:, j, jt] -= 1.0
-            J[:, jt, jt] += 1.0
+        mirror_column(J, j, K)
     return J
+
+
+def mirror_column(J: np.ndarray, j: int, K: int) -> None:
+    """Column ``V1_ba`` of a V-part Jacobian from column ``j`` (``V1_ab``, a < b), in place: the
+    residual sees V1 through ``V1 . mub1 mub1^T`` and in ``e2 = V1 - Vb``, so the two columns
+    differ by that identity only (nothing for tau's columns and the diagonal)."""
+    a, b = divmod(j - K, K)
+    if j >= K and a != b:
+        jt = K + b * K + a
+        J[:, :, jt] = J[:, :, j]
+        J[:, j, jt] -= 1.0
+        J[:, jt, jt] += 1.0
 
 
 def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.ndarray
