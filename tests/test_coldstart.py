@@ -191,3 +191,21 @@ def test_a_compiled_kernel_takes_numbas_call_and_stays_interpreted_in_an_interpr
         coldstart._LOCAL.depth = 0
     assert len(disp.overloads) == 1
     assert disp(np.int32(3)) == 6.0 and len(disp.overloads) == 2  # outside: compiled
+
+
+def test_a_queue_call_that_raises_is_not_the_callers(monkeypatch):
+    """``kernel_ready``'s tiny call only queues a compile: where it raises (dummy inputs that are
+    singular: numba's solve raises LinAlgError once compiled) the caller gets False (its numpy
+    path), not the exception (seen on a first run: the coupling's ``_ready``)."""
+
+    class Kernel:
+        py_func = staticmethod(lambda: None)
+        overloads: dict = {}
+
+    def singular():
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+
+    monkeypatch.setattr(coldstart, "mode", lambda: "auto")
+    monkeypatch.setattr(coldstart, "signature", lambda disp, args: ())
+    monkeypatch.setattr(coldstart, "is_cached", lambda disp, sig: False)
+    assert coldstart.kernel_ready(Kernel(), (), singular, compile_mode_ready=True) is False

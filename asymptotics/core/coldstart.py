@@ -213,7 +213,10 @@ def kernel_ready(disp, args: tuple, queue, *, compile_mode_ready: bool = False) 
     if ready:
         _READY.add(id(disp))
     else:
-        queue()
+        try:  # (its dummy inputs may be singular: numba's solve raises; the caller's path runs)
+            queue()
+        except Exception:  # noqa: BLE001
+            pass
     return ready
 
 
