@@ -216,14 +216,14 @@ def test_simulate_bad_input_is_one_line(argv, says, tmp_path, monkeypatch, capsy
 
 
 def test_campaign_keys_hold_every_parameter():
-    """The plan is PLAN (3 repetitions of every setting at d = 1000, 4 of N1, N2 at 2000); a
+    """The plan is PLAN (3 repetitions of every setting at d = 1000, 6 of every setting at 2000); a
     task's key changes with any field of its setting, d, the repetition or the version."""
     from dataclasses import replace
 
     from validation.experiments import network_steps as NS
 
     c = NS.campaign()
-    assert len(c.settings) == 8 * 3 + 2 * 4
+    assert len(c.settings) == 8 * 3 + 8 * 6
     job = ("N2", 1000, 0)
     base = c.task_hash(job)
     assert base != c.task_hash(("N2", 1000, 1)) != c.task_hash(("N2", 2000, 0))
