@@ -76,3 +76,32 @@ def test_channel_nodes_is_channel_v(K: int) -> None:
     V1, V2 = x[:K * K].reshape((K, K)), x[K * K:]
     assert np.array_equal(node_sums_k.channel_nodes(x, mb1, ms2),
                           kernels.channel_v(V1, V2, mb1, ms2))
+
+
+@pytest.mark.parametrize("K", [3, 4])
+@pytest.mark.parametrize("r", [1, 2, 3, 4])
+def test_written_out_rows_keep_signed_zeros(K: int, r: int) -> None:
+    """The per-node passes written out for three and four groups (``_q_rows34``, ``v_parts_k``'s
+    rows for r = 2, 3) on tables with exact and negative zeros: every output the general
+    loops' (``mean_parts``, ``mean_design``), sign bits included."""
+    w, kap, mu0, mb1, ms2, h, h1, h2, x, rng = _tables(K, r, 1, n=64, seed=5)
+    mb1[:8, 0] = -0.0
+    mu0[4:12, :] = 0.0
+    kap[::5, 0] = -0.0
+    h[::7] = -0.0
+    V1, V2 = x[:K * K].reshape((K, K)), x[K * K:]
+    iv = 1.0 / (1.0 + kernels.channel_v(V1, V2, mb1, ms2))
+    want = kernels.mean_design(iv, w, kap, mu0, mb1, h, np.zeros(K))
+    got = node_sums_k.v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1)[4:]
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b) and np.array_equal(np.signbit(a), np.signbit(b))
+    o = kernels.sizes(K, r, 1)
+    state = np.zeros(o[7])
+    state[o[4]:] = rng.standard_normal(o[7] - o[4])
+    state[o[6]] = -0.0
+    zk, pk = _products(state, kap, h1, K, r, 1, o[4], o[5], o[6])
+    b, E0 = node_sums_k.q_sums_k(zk, pk, state[o[6]:].copy(), iv, 0.0, w, mu0, mb1, ms2, h,
+                                 h2)[:2]
+    b0, E00 = kernels.mean_parts(state, kap, mu0, mb1, h, h1, h2)
+    for a, c in ((b, b0), (E0, E00)):
+        assert np.array_equal(a, c) and np.array_equal(np.signbit(a), np.signbit(c))

@@ -113,18 +113,37 @@ def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
     Psi = np.zeros((n + K, K * r))
     ht = np.zeros(n + K)
     V = channel_nodes(x, mb1, ms2)
+    sqs = np.empty(n)
     for j in range(n):
         ivj = 1.0 / (1.0 + V[j])
         iv[j] = ivj
         aj = w[j] * ivj
         a[j] = aj
         sq = np.sqrt(aj)
+        sqs[j] = sq
         ht[j] = sq * h[j]
+    for j in range(n):  # (the rows of Phi and Psi from sq: the same products)
+        sq = sqs[j]
         for g in range(K):
             Phi[j, g] = sq * mu0[j, g]
-            sb = sq * mb1[j, g]
-            for i in range(r):
-                Psi[j, g * r + i] = sb * kap[j, i]
+    if r == 2 or r == 3:  # (the loop over kappa's axes written out)
+        for j in range(n):
+            sq = sqs[j]
+            k0, k1 = kap[j, 0], kap[j, 1]
+            k2 = kap[j, 2] if r == 3 else 0.0
+            for g in range(K):
+                sb = sq * mb1[j, g]
+                Psi[j, g * r] = sb * k0
+                Psi[j, g * r + 1] = sb * k1
+                if r == 3:
+                    Psi[j, g * r + 2] = sb * k2
+    else:
+        for j in range(n):
+            sq = sqs[j]
+            for g in range(K):
+                sb = sq * mb1[j, g]
+                for i in range(r):
+                    Psi[j, g * r + i] = sb * kap[j, i]
     M, v2, ph = weighted_sums(a, mb1, ms2, h1)
     return iv, M, v2, ph, Phi, Psi, ht
 
@@ -143,7 +162,9 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     a = np.empty(n)
     Yt = np.empty((nc, n))  # pair_gram's rows, then its sums (the Gram's own passes)
     ap = np.empty(n)
-    for j in range(n):
+    if K == 3 or K == 4:  # (the same terms and order, the loops over the groups written out)
+        _q_rows34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, Yt)
+    for j in range(n if K != 3 and K != 4 else 0):
         bj = 0.0
         c = 0.0
         for g in range(K):
@@ -164,6 +185,60 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
             Yt[L + g, j] = ms2[j, g]
     R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
     return b, E0, R1, R2, gram_t(Yt, ap)
+
+
+@kernel(cache=True, error_model="numpy")
+def _q_rows34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, Yt):
+    """Kernel: :func:`q_sums_k`'s per-node pass for three or four groups into its arrays (b, E0,
+    a, ap, the rows Yt): each sum in the order of the general loop (``bj += ...`` from 0.0),
+    the loops over the groups written out (the same numbers, bit for bit)."""
+    n, K = mb1.shape
+    m0, m1, m2 = m[0], m[1], m[2]
+    m3 = m[3] if K == 4 else 0.0
+    for j in range(n):
+        b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+        bj = 0.0 + (mu0[j, 0] * m0 + b0 * zk[j, 0])
+        bj = bj + (mu0[j, 1] * m1 + b1 * zk[j, 1])
+        bj = bj + (mu0[j, 2] * m2 + b2 * zk[j, 2])
+        c = 0.0 + b0 * pk[j, 0]
+        c = c + b1 * pk[j, 1]
+        c = c + b2 * pk[j, 2]
+        if K == 4:
+            b3 = mb1[j, 3]
+            bj = bj + (mu0[j, 3] * m3 + b3 * zk[j, 3])
+            c = c + b3 * pk[j, 3]
+        b[j] = bj
+        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+        E0[j] = e0
+        iv2 = iv[j] * iv[j]
+        a[j] = w[j] * (iv2 * (e0 + delta))
+        ap[j] = w[j] * iv2
+        if K == 3:
+            Yt[0, j] = b0 * b0
+            Yt[1, j] = b0 * b1
+            Yt[2, j] = b0 * b2
+            Yt[3, j] = b1 * b1
+            Yt[4, j] = b1 * b2
+            Yt[5, j] = b2 * b2
+            Yt[6, j] = ms2[j, 0]
+            Yt[7, j] = ms2[j, 1]
+            Yt[8, j] = ms2[j, 2]
+        else:
+            b3 = mb1[j, 3]
+            Yt[0, j] = b0 * b0
+            Yt[1, j] = b0 * b1
+            Yt[2, j] = b0 * b2
+            Yt[3, j] = b0 * b3
+            Yt[4, j] = b1 * b1
+            Yt[5, j] = b1 * b2
+            Yt[6, j] = b1 * b3
+            Yt[7, j] = b2 * b2
+            Yt[8, j] = b2 * b3
+            Yt[9, j] = b3 * b3
+            Yt[10, j] = ms2[j, 0]
+            Yt[11, j] = ms2[j, 1]
+            Yt[12, j] = ms2[j, 2]
+            Yt[13, j] = ms2[j, 3]
 
 
 @kernel(cache=True, error_model="numpy")
