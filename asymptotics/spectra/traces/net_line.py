@@ -31,6 +31,10 @@ JAC_PAYS = 3.0
 #: from this many points on a line (fewer: the commuting model's Jacobian alone; the full
 #: model's difference quotients, ~10 evaluations a point measured, pay over ~30 points each)
 JAC_MIN = 128
+#: a point the chord left (not converged, or m moved) between two converged points of its line
+#: takes the chord from their solutions interpolated linearly, with the full model's Jacobian
+#: there, before the commuting model's whole path (False: the path, then the full model's)
+NEIGHBOURS = True
 
 
 def interp_rows(xq: np.ndarray, xk: np.ndarray, Yk: np.ndarray) -> np.ndarray:
@@ -131,3 +135,36 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
              else None)
         out[pts], ok[pts] = polish._chord(x0, z[pts], full, medium, Jinv=H)
     return out, ok
+
+
+def neighbour_chord(polish, x: np.ndarray, ok: np.ndarray, z: np.ndarray, bad: np.ndarray
+                    ) -> np.ndarray:
+    """:data:`NEIGHBOURS`: the points ``bad`` of the line ``z`` (one Im z) between two converged
+    points (``ok``) by the chord of ``polish`` to the full model from the linear interpolation of
+    the nearest converged solutions on either side along Re z, with the full model's Jacobian
+    there (:func:`full_jacobian`); a point is taken where it converges with m within
+    ``|m_left - m_right|`` of the interpolated m (the root next to its neighbours', not another
+    branch's). ``x``, ``ok`` updated in place; the points left."""
+    xr = z.real
+    good = np.nonzero(ok)[0]
+    good = good[np.argsort(xr[good], kind="stable")]
+    if not NEIGHBOURS or bad.size == 0 or good.size < 2 or float(np.ptp(z.imag)) > 0.0 \
+            or not np.all(np.diff(xr[good]) > 0.0):
+        return bad
+    j = np.searchsorted(xr[good], xr[bad])
+    inner = (j > 0) & (j < good.size)
+    pts = bad[inner]
+    if pts.size == 0:
+        return bad
+    lo, hi = good[j[inner] - 1], good[j[inner]]
+    w = ((xr[pts] - xr[lo]) / (xr[hi] - xr[lo]))[:, None]
+    x0 = x[lo] * (1.0 - w) + x[hi] * w
+    H = _inverse(full_jacobian(polish.residual, x0, z[pts]))
+    if H is None:
+        return bad
+    xs, oks = polish._chord(x0, z[pts], polish.residual, polish.medium, Jinv=H)
+    m, m0 = polish.stieltjes(xs), polish.stieltjes(x0)
+    spread = np.abs(polish.stieltjes(x[hi]) - polish.stieltjes(x[lo]))
+    oks &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m)) & (np.abs(m - m0) <= spread)
+    x[pts[oks]], ok[pts[oks]] = xs[oks], True
+    return np.nonzero(~ok)[0]
