@@ -93,9 +93,9 @@ def test_close_models_take_the_former_chord(monkeypatch, law) -> None:  # noqa: 
 
 def test_neighbour_chord_solves_a_left_point(monkeypatch, law) -> None:  # noqa: F811
     """A point left by the chord between converged points of its line: the full model's solution
-    (to the solver's tolerance: 1e-11 of the unknowns' size) from its neighbours' in fewer
-    evaluations of the full model than its whole path; a point past the line's last converged
-    one is left; ``NEIGHBOURS = False`` leaves every point."""
+    (to the solver's tolerance: 1e-11 of the unknowns' size) by Newton's steps from its
+    neighbours' in fewer evaluations of the full model than its whole path; a point past the
+    line's last converged one is left; ``NEIGHBOURS = False`` leaves every point."""
     from asymptotics.spectra.law import Solver
 
     z = np.linspace(0.3, 0.9, 33) * 4.0 * law.scale + 1e-10j * law.scale
