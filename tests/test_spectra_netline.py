@@ -89,3 +89,30 @@ def test_close_models_take_the_former_chord(monkeypatch, law) -> None:  # noqa: 
     (m0, n0), (m1, n1) = out[False], out[True]
     assert n1 == n0
     assert np.max(np.abs(m1 - m0)) < 1e-14 * np.max(np.abs(m0))
+
+
+def test_neighbour_chord_solves_a_left_point(monkeypatch, law) -> None:  # noqa: F811
+    """A point left by the chord between converged points of its line: the full model's solution
+    (to the solver's tolerance: 1e-11 of the unknowns' size) by Newton's steps from its
+    neighbours' in fewer evaluations of the full model than its whole path; a point past the
+    line's last converged one is left; ``NEIGHBOURS = False`` leaves every point."""
+    from asymptotics.spectra.law import Solver
+
+    z = np.linspace(0.3, 0.9, 33) * 4.0 * law.scale + 1e-10j * law.scale
+    ref, ok = law.solve(z)
+    assert np.all(ok)
+    bad = np.array([7, 8, 20, 32])
+    x, ok = ref.copy(), np.ones(z.size, dtype=bool)
+    x[bad], ok[bad] = 0.0, False
+    monkeypatch.setattr(net_line, "NEIGHBOURS", False)
+    assert np.array_equal(net_line.neighbour_chord(law, x, ok, z, bad), bad)
+    monkeypatch.undo()
+    seen = _counted(monkeypatch, law)
+    left = net_line.neighbour_chord(law, x, ok, z, bad)
+    n_line = sum(seen)
+    assert left.tolist() == [32] and np.all(ok[bad[:3]])
+    err = np.max(np.abs(x[bad[:3]] - ref[bad[:3]])) / np.max(np.abs(ref[bad[:3]]))
+    assert err < 1e-11, err
+    seen.clear()
+    xp, okp = Solver.solve(law, z[bad[:3]])
+    assert np.all(okp) and n_line < sum(seen), (n_line, sum(seen))

@@ -24,11 +24,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.core.meta import blas_limit
 from asymptotics.spectra.bbp import Cached, outlier_locations, overlap_vectors
 from asymptotics.spectra.branch import real_solution
 from asymptotics.spectra.law import Outlier, Solver, bulk_support
 from asymptotics.spectra.traces.srf_solver import SrfSolver
 from asymptotics.spiked.problem import SpikedProblem
+
+#: the one-step network solver's path and polish on this many BLAS threads (None: the
+#: process's): its products with the node tables are small, and idle threads spinning on a
+#: shared machine cost CPU time (as ``netbulk.BLAS_THREADS`` beyond one step)
+BLAS_THREADS: int | None = 1
 
 
 def vpart_parts(w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, pi: np.ndarray, beta: float,
@@ -166,7 +172,17 @@ def network_features_solver(prob: SpikedProblem, alpha: float, *, sigma, target,
     exact = Solver(make(exact_part), start, lambda x: x[:, 0], scale=scale)
     sol = PolishedSolver(exact, approx)
     sol.parts = _parts_k1(conj, mb1, ms2)
+    sol.solve = _one_blas_thread(sol.solve)
     return sol
+
+
+def _one_blas_thread(solve: Callable) -> Callable:
+    """``solve`` on :data:`BLAS_THREADS` BLAS threads (docs/THEORY.md §16.1); a product split
+    by rows gives the same numbers on any count."""
+    def inner(z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        with blas_limit(BLAS_THREADS):
+            return solve(z)
+    return inner
 
 
 def _parts_k1(conj, mb1, ms2):

@@ -360,6 +360,8 @@ class ChordPolish(SymSolver):
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
         bad = np.nonzero(~ok)[0]
+        if bad.size and self.medium is not None:  # (from the converged neighbours first)
+            bad = net_line.neighbour_chord(self, x, ok, zt, bad)
         if bad.size and self.medium is not None:  # the medium model's path, then the chord
             xb, okb = self.medium.solve(z[bad])
             go = bad[okb]

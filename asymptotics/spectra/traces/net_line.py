@@ -31,6 +31,12 @@ JAC_PAYS = 3.0
 #: from this many points on a line (fewer: the commuting model's Jacobian alone; the full
 #: model's difference quotients, ~10 evaluations a point measured, pay over ~30 points each)
 JAC_MIN = 128
+#: a point the chord left (not converged, or m moved) between two converged points of its line
+#: takes Newton's steps on the full model (its difference quotients each step) from their
+#: solutions interpolated linearly, before the commuting model's whole path (False: the path,
+#: then the full model's); at most NEIGHBOUR_STEPS steps
+NEIGHBOURS = True
+NEIGHBOUR_STEPS = 6
 
 
 def interp_rows(xq: np.ndarray, xk: np.ndarray, Yk: np.ndarray) -> np.ndarray:
@@ -53,10 +59,11 @@ def _inverse(J: np.ndarray) -> np.ndarray | None:
     return H if np.all(np.isfinite(H)) else None
 
 
-def full_jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
+def full_jacobian(residual, x: np.ndarray, z: np.ndarray, value: bool = False):
     """``sym_jacobian`` of :mod:`~asymptotics.spectra.traces.net_chord` (the same difference
     quotients: K + K(K+1)/2 columns, those of ``V1_ba`` from ``V1_ab``) with the point and its
-    steps in one call of ``residual`` (few points: the calls' overhead dominates)."""
+    steps in one call of ``residual`` (few points: the calls' overhead dominates); ``value``:
+    (J, the residual at x)."""
     n, q = x.shape
     K = int(round((-1.0 + (1.0 + 4.0 * q) ** 0.5) / 2.0))
     cols = list(range(K)) + [K + a * K + b for a in range(K) for b in range(a, K)]
@@ -69,7 +76,7 @@ def full_jacobian(residual, x: np.ndarray, z: np.ndarray) -> np.ndarray:
     for i, j in enumerate(cols):
         J[:, :, j] = (F[i + 1] - F[0]) / h[:, i, None]
         mirror_column(J, j, K)
-    return J
+    return (J, F[0]) if value else J
 
 
 def mirror_column(J: np.ndarray, j: int, K: int) -> None:
@@ -131,3 +138,47 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
              else None)
         out[pts], ok[pts] = polish._chord(x0, z[pts], full, medium, Jinv=H)
     return out, ok
+
+
+def neighbour_chord(polish, x: np.ndarray, ok: np.ndarray, z: np.ndarray, bad: np.ndarray
+                    ) -> np.ndarray:
+    """:data:`NEIGHBOURS`: the points ``bad`` of the line ``z`` (one Im z) between two converged
+    points (``ok``) by Newton's steps on the full model of ``polish`` (each step's Jacobian by
+    :func:`full_jacobian`, to the solver's tolerance on the step: quadratic convergence, the
+    error after it far below) from the linear interpolation of the nearest converged solutions
+    on either side along Re z; a point is taken where it converges with m within
+    ``|m_left - m_right|`` of the interpolated m (the root next to its neighbours', not another
+    branch's). ``x``, ``ok`` updated in place; the points left."""
+    xr = z.real
+    good = np.nonzero(ok)[0]
+    good = good[np.argsort(xr[good], kind="stable")]
+    if not NEIGHBOURS or bad.size == 0 or good.size < 2 or float(np.ptp(z.imag)) > 0.0 \
+            or not np.all(np.diff(xr[good]) > 0.0):
+        return bad
+    j = np.searchsorted(xr[good], xr[bad])
+    inner = (j > 0) & (j < good.size)
+    pts = bad[inner]
+    if pts.size == 0:
+        return bad
+    lo, hi = good[j[inner] - 1], good[j[inner]]
+    w = ((xr[pts] - xr[lo]) / (xr[hi] - xr[lo]))[:, None]
+    x0 = x[lo] * (1.0 - w) + x[hi] * w
+    xs, oks, act = x0.copy(), np.zeros(pts.size, dtype=bool), np.arange(pts.size)
+    for _ in range(NEIGHBOUR_STEPS):
+        J, F = full_jacobian(polish.residual, xs[act], z[pts[act]], value=True)
+        try:
+            dx = np.linalg.solve(J, -F[..., None])[..., 0]
+        except np.linalg.LinAlgError:
+            break
+        fin = np.all(np.isfinite(dx), axis=1)
+        xs[act[fin]] += dx[fin]
+        size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(xs[act]), axis=1))
+        oks[act[fin & (size < polish.tol)]] = True
+        act = act[fin & ~(size < polish.tol)]
+        if act.size == 0:
+            break
+    m, m0 = polish.stieltjes(xs), polish.stieltjes(x0)
+    spread = np.abs(polish.stieltjes(x[hi]) - polish.stieltjes(x[lo]))
+    oks &= np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m)) & (np.abs(m - m0) <= spread)
+    x[pts[oks]], ok[pts[oks]] = xs[oks], True
+    return np.nonzero(~ok)[0]
