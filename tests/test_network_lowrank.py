@@ -89,3 +89,36 @@ def test_route_points_with_and_without_the_kernels(alpha: float, monkeypatch) ->
     assert r1.converged == r0.converged
     if r0.converged:
         assert abs(r1.risk - r0.risk) <= 1e-12 * abs(r0.risk)
+
+
+@pytest.mark.parametrize("K, same, neg", [(2, (), False), (3, ((2, 1),), False), (3, (), False),
+                                          (3, ((2, 1),), True)])
+def test_field_forms_from_wa_are_those_of_p1_p2(K: int, same: tuple, neg: bool) -> None:
+    """``coupled.forms_from_wa`` (the field parts' forms read from ``W a``, Kc not formed) is
+    ``w^T P1 w``, ``w^T P2 w`` of :meth:`CoupledChannels._d_parts` (to 1e-12), with and without
+    the Schur route's compact W."""
+    from asymptotics.network.bulk import GroupBulk
+    from asymptotics.network.compiled import coupled
+    from asymptotics.network.coupling import CoupledChannels
+    from tests.test_network_bulk import _noncommuting, _vhat
+
+    B, n, r, k = 2, 12, 1, 2
+    sig = _noncommuting(B, K, n, seed=31 + K)
+    for g, h in same:
+        sig[:, g] = sig[:, h]
+    rng = np.random.default_rng(K)
+    a = rng.standard_normal((B, K, r + k, n))
+    E = rng.standard_normal((K, r + k, r + k))
+    cc = CoupledChannels(GroupBulk(sig), a, np.einsum("gij,gkj->gik", E, E), r, k)
+    vh = _vhat(K, K) + 0.1 * np.eye(K)
+    D = np.linspace(0.4, 1.7, K)
+    if neg:
+        D[0] = -D[0]
+    wa = rng.standard_normal((K, r + k))
+    parts = cc._w_parts(vh, D)
+    assert not parts[1] and parts[4] is None  # (Kc not formed; Kc^T a not asked yet)
+    c1, c2 = coupled.forms_from_wa(parts[3], np.swapaxes(cc.a_w, 2, 3), wa, vh, D)
+    P1, P2 = cc._d_parts(vh, D)
+    r1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / B
+    r2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / B
+    assert _close(c1, r1) and _close(c2, r2)
