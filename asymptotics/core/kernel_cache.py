@@ -47,6 +47,7 @@ KERNEL_MODULES = [
     "asymptotics.network.compiled.diagonal",
     "asymptotics.network.compiled.coupled",
     "asymptotics.network.compiled.complete",
+    "asymptotics.network.compiled.lowrank",
 ]
 
 

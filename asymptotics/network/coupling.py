@@ -27,7 +27,7 @@ import numpy as np
 
 from asymptotics.network.bulk import GroupBulk
 from asymptotics.network.channels import node_jacobian
-from asymptotics.network.compiled.coupled import acal_diag, diag_w, field_q_fast
+from asymptotics.network.compiled.coupled import acal_diag, diag_w, field_q_fast, forms_from_wa
 from asymptotics.network.schur import p_inverse
 from asymptotics.spiked.kernels import channel_v, vhats
 
@@ -88,13 +88,8 @@ class CoupledChannels:
         m = self.r + self.k
         aT = np.swapaxes(self.a_w, 2, 3)  # (b, y, j, f)
         Wa = self.bulk.wa(W, aT)  # W a_(y,f): (b, x, i, y, f)
-        if Kc is None:  # Kc_gc^T a = delta_gc a - sum_z Vhat1_zc W_zg a (Kc = I - W Vc)
-            Kta = -np.einsum("zc,bzigf->bcigf", vhat1, Wa)
-            for g in range(K):
-                Kta[:, g, :, g, :] += aT[:, g]
-        else:
-            KcT = Kc.reshape(B, K, n, K * n)  # (b, y, j, (c, i))
-            Kta = np.matmul(self.a_w, KcT).reshape(B, K, m, K, n).transpose(0, 3, 4, 1, 2)
+        Kta = None if Kc is None else np.matmul(self.a_w, Kc.reshape(B, K, n, K * n)).reshape(
+            B, K, m, K, n).transpose(0, 3, 4, 1, 2)  # (not formed: Kc^T a in :meth:`_d_parts`)
         self._key, self._val = key, (D, Kc is not None, W, Wa, Kta)
         return self._val
 
@@ -106,6 +101,10 @@ class CoupledChannels:
             return parts[5:]
         D, formed, _, Wa, Kta = parts
         B, K, n = Wa.shape[:3]
+        if Kta is None:  # Kc_gc^T a = delta_gc a - sum_z Vhat1_zc W_zg a (Kc = I - W Vc)
+            Kta = -np.einsum("zc,bzigf->bcigf", vhat1, Wa)
+            for g in range(K):
+                Kta[:, g, :, g, :] += np.swapaxes(self.a_w[:, g], 1, 2)
         m = self.r + self.k
         Wt = Wa.transpose(1, 3, 4, 0, 2).reshape(K, K * m, B * n)
         Wf = Wt.reshape(K * K * m, B * n)
@@ -273,16 +272,18 @@ class CoupledChannels:
         N[nv:, nv:] = M
         w = np.linalg.solve(np.eye(A.shape[0]) + N @ A, u)
         yt = (A @ w)[nv:]
-
-        # w^T dA w is linear in (X1, dD) (:meth:`dacal`): its coefficients, once
-        m = self.r + self.k
+        m = self.r + self.k  # (w^T dA w is linear in (X1, dD), :meth:`dacal`: its coefficients)
         wa = np.zeros(K * m)
         wa[order] = w
         wa = wa.reshape(K, m)
-        P1, P2 = self._d_parts(vhat1, D)
-        c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
-        c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B + np.einsum(
-            "gef,ge,gf->g", self.ecov, wa, wa)
+        parts = self._w_parts(vhat1, D)
+        if parts[1]:  # (Kc formed: the forms of P1, P2; else from W a, forms_from_wa)
+            P1, P2 = self._d_parts(vhat1, D)
+            c1 = np.einsum("xaebf,ae,bf->x", P1, wa, wa) / self.bulk.B
+            c2 = np.einsum("caebf,ae,bf->c", P2, wa, wa) / self.bulk.B
+        else:
+            c1, c2 = forms_from_wa(parts[3], np.swapaxes(self.a_w, 2, 3), wa, vhat1, D)
+        c2 = c2 + np.einsum("gef,ge,gf->g", self.ecov, wa, wa)
         Y = yt.reshape(K, self.k)
         cm = (c1 + (Y @ Y.T).ravel()).reshape(K, K)  # (the dM term: y_T^T (X1 (x) I) y_T)
 

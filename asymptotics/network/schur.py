@@ -27,6 +27,7 @@ from scipy.linalg.lapack import dtrtri as _trtri
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.core.meta import blas_limit
+from asymptotics.network.compiled import lowrank
 
 #: a network point's BLAS products (the coupling's and the Gram's, about K^2 (r+k) rows by d
 #: columns; the blocks' n x n products) on this many BLAS threads (None: the process's): too small
@@ -370,9 +371,8 @@ def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
 
 def wtrace(W) -> np.ndarray:
     """``sum_b tr W_b,xy`` (K x K) of W in any form of :func:`wform`."""
-    if isinstance(W, LowRankW):
-        dG = np.diagonal(W.G, axis1=1, axis2=2)
-        return W.Pf.sum(axis=(0, 1)) + np.einsum("bix,biy,bi->xy", W.z, W.z, dG)
+    if isinstance(W, LowRankW):  # (compiled: asymptotics.network.compiled.lowrank)
+        return lowrank.trace(W)
     return W.sum(axis=(0, 1)) if W.ndim == 4 else np.einsum("baici->ac", W)
 
 
@@ -381,14 +381,7 @@ def wgram(W) -> np.ndarray:
     :func:`wform`: with a :class:`LowRankW` from ``G o G`` and the vectors ``z_x z_c`` (no
     dense block)."""
     if isinstance(W, LowRankW):  # W_xy = diag(Pf_xy) + diag(z_x) G diag(z_y)
-        K = W.z.shape[2]
-        Pr = W.Pf.reshape(-1, K * K)
-        dG = np.diagonal(W.G, axis1=1, axis2=2)
-        u = (W.z[:, :, :, None] * W.z[:, :, None, :]).reshape(W.z.shape[0], -1, K * K)
-        t2 = Pr.T @ (u * dG[:, :, None]).reshape(-1, K * K)  # [(x,y), (c,e)]
-        Gu = np.matmul(W.G * W.G, u)  # (G o G) u
-        t4 = np.einsum("bia,bic->ac", u, Gu).reshape(K, K, K, K)  # [x,c,y,e]
-        return (Pr.T @ Pr + t2 + t2.T).reshape(K, K, K, K) + t4.transpose(0, 2, 1, 3)
+        return lowrank.gram(W)
     if W.ndim == 4:  # diagonal blocks
         K = W.shape[2]
         Wr = W.reshape(-1, K * K)
@@ -402,12 +395,7 @@ def wa(W, aT: np.ndarray) -> np.ndarray:
     """``(W_xy a_(y,f))_i`` (B x K x n x K x m) for vectors ``aT`` (B x K x n x m) of W in any
     form of :func:`wform`."""
     if isinstance(W, LowRankW):  # Pf_i[x,y] a_i + z_ix (G (z_y a))_i
-        at = aT.transpose(0, 2, 1, 3)  # (b, j, y, f)
-        za = W.z[:, :, :, None] * at
-        B, n, K, m = za.shape
-        Gza = np.matmul(W.G, za.reshape(B, n, K * m)).reshape(B, n, K, m)
-        return np.einsum("bixy,biyf->bxiyf", W.Pf, at) + \
-            W.z.transpose(0, 2, 1)[:, :, :, None, None] * Gza[:, None]
+        return lowrank.wa(W, aT)
     if W.ndim == 4:  # diagonal blocks: (W_xy a)_i = W[b, i, x, y] a_i
         return np.einsum("bixy,byif->bxiyf", W, aT)
     return right_blocks(W, aT)

@@ -300,3 +300,17 @@ def _ready() -> bool:
 
 
 _READY: list = []  # (both kernels compiled: not asked again)
+
+
+def forms_from_wa(Wa: np.ndarray, aT: np.ndarray, wa: np.ndarray, vhat1: np.ndarray,
+                  D: np.ndarray) -> tuple:
+    """``(c1, c2)`` of :func:`field_forms` from ``W a`` (B x K x n x K x m, :meth:`~asymptotics.
+    network.coupling.CoupledChannels._w_parts`; any form of W, ``Kc = I - W Vc`` not formed):
+    ``u_x = (W a)_x . wa`` per direction, ``c1 = B^-1 sum u_x u_y``, ``c2_c = B^-1 sum (a_c .
+    wa_c - sum_z Vhat1_zc u_z) u_c / D_c``: the forms ``w^T P1 w``, ``w^T P2 w`` without ``P1``,
+    ``P2`` (:meth:`~asymptotics.network.coupling.CoupledChannels._d_parts`; numpy, to rounding)."""
+    B, K, n = Wa.shape[:3]
+    u = Wa.reshape(B, K, n, -1) @ wa.ravel()  # (b, x, i)
+    t = np.einsum("bgif,gf->bgi", aT, wa) - np.einsum("zc,bzi->bci", vhat1, u)
+    c1 = np.einsum("bxi,byi->xy", u, u).ravel() / B
+    return c1, np.einsum("bci,bci->c", t, u) / (D * B)
