@@ -256,6 +256,17 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join([head, sep, *body])
 
 
+def _n2_text(pts: pd.DataFrame) -> str:
+    """N2 (relu, pm1 readout) after two and three steps at d = 2000: its gaps and z."""
+    sub = pts[(pts.protocol == "new settings") & (pts.setting == "N2") & (pts.d == 2000)
+              & (pts.step >= 2)]
+    gap, z = -100 * sub.gap_network, sub.z_network
+    side = int(max(np.sum(z > 0), np.sum(z < 0)))
+    return (f"N2 after two and three steps stays {gap.min():.1f}-{gap.max():.1f}% below the "
+            f"simulations at d = 2000 (z {z.min():+.1f} to {z.max():+.1f} with "
+            f"{int(sub['count'].min())} seeds, {side} of its {len(sub)} points on the same side")
+
+
 def report_text(pts: pd.DataFrame) -> str:
     new = pts[pts.protocol == "new settings"]
     settings = pd.DataFrame([dict(setting=k, sigma=v["sigma"], target=v["target"],
@@ -324,9 +335,8 @@ def report_text(pts: pd.DataFrame) -> str:
         "channel to 0.2%) is now carried too: it moves the erf(z-1) points by -2.9% to +2.0% "
         "after two and three steps, N1 by -1.6% after two steps and N2 by -1.5% to -1.2% after "
         "two and +1% to +3% after three, but no count at d = 2000 (on the three seeds of "
-        "STEPS.md then: one point in, E after two steps; one out, D after three). N2 after two "
-        "and three steps stays 4-6% below the simulations at d = 2000 (z +1.4 to +2.2 with six "
-        "seeds, all four points on the same side; with four seeds three of them missed, one at "
+        "STEPS.md then: one point in, E after two steps; one out, D after three). " + _n2_text(pts)
+        + "; with four seeds three of them missed, one at "
         "a s.e. of 0.005 that six seeds put at 0.038): on the trained layers the scale channel "
         "agrees in sign and size with `mc - semi` for N1 and for N2 after three steps at d = "
         "1000, but the single N2 network at d = 2000 lies +6.6% and +2.8% beyond its Gaussian "
