@@ -267,6 +267,13 @@ def _n2_text(pts: pd.DataFrame) -> str:
             f"{int(sub['count'].min())} seeds, {side} of its {len(sub)} points on the same side")
 
 
+def _n2_se(pts: pd.DataFrame) -> str:
+    """The s.e. of N2's d = 2000 point after three steps at ridge alpha 0.5, with its seeds."""
+    row = pts[(pts.protocol == "new settings") & (pts.setting == "N2") & (pts.d == 2000)
+              & (pts.step == 3) & (pts.alpha == 0.5)].iloc[0]
+    return f"{int(row['count'])} seeds put at {row['se']:.3f}"
+
+
 def report_text(pts: pd.DataFrame) -> str:
     new = pts[pts.protocol == "new settings"]
     settings = pd.DataFrame([dict(setting=k, sigma=v["sigma"], target=v["target"],
@@ -337,7 +344,8 @@ def report_text(pts: pd.DataFrame) -> str:
         "two and +1% to +3% after three, but no count at d = 2000 (on the three seeds of "
         "STEPS.md then: one point in, E after two steps; one out, D after three). " + _n2_text(pts)
         + "; with four seeds three of them missed, one at "
-        "a s.e. of 0.005 that six seeds put at 0.038): on the trained layers the scale channel "
+        "a s.e. of 0.005 (step 3, alpha 0.5) that " + _n2_se(pts) + "): on the trained "
+        "layers the scale channel "
         "agrees in sign and size with `mc - semi` for N1 and for N2 after three steps at d = "
         "1000, but the single N2 network at d = 2000 lies +6.6% and +2.8% beyond its Gaussian "
         "equivalent, where the channel predicts -0.9% and +0.5%: a gap the theory does not "
