@@ -183,14 +183,8 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     out = np.empty((pts.shape[0], 3))
     groups: tuple = ((None, None),)
     if mirror and _mirrored(f, n):
-        srt = np.argsort(pts)
-        ps = pts[srt]  # (sorted)
-        at = np.minimum(np.searchsorted(ps, -ps), pts.shape[0] - 1)
-        hit = (ps[at] == -ps) & (ps < 0.0)
-        twin, first = srt[hit], srt[at[hit]]  # (pts[twin] = -pts[first], first > 0)
-        lone = np.ones(pts.shape[0], dtype=np.bool_)
-        lone[twin] = lone[first] = False
-        groups = ((first, twin), (np.flatnonzero(lone), None))
+        first, twin, lone = mirror_pairs(pts)  # (pts[twin] = -pts[first], first > 0)
+        groups = ((first, twin), (lone, None))
     for rows, twins in groups:
         for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
             sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
@@ -204,6 +198,30 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
                 raise ValueError(f"function {fn.name!r} returned non-finite values at "
                                  "quadrature nodes")
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def mirror_pairs(pts: np.ndarray) -> tuple:
+    """Kernel: (first, twin, lone) of the shifts ``pts``: pts[twin] = -pts[first] < 0 for each
+    negative shift whose negative is among them (the leftmost in sorted order), ``lone`` the
+    indices in no pair (:func:`_smooth_moments`' pairs evaluated once;
+    ``line_moments.piece_offsets``' mirrored pieces)."""
+    n = pts.shape[0]
+    srt = np.argsort(pts)
+    ps = pts[srt]
+    first = np.empty(n, dtype=np.int64)
+    twin = np.empty(n, dtype=np.int64)
+    single = np.ones(n, dtype=np.bool_)
+    k = 0
+    for i in range(n):
+        if not ps[i] < 0.0:
+            break
+        at = min(np.searchsorted(ps, -ps[i]), n - 1)
+        if ps[at] == -ps[i]:
+            first[k], twin[k] = srt[at], srt[i]
+            single[srt[at]] = single[srt[i]] = False
+            k += 1
+    return first[:k], twin[:k], np.flatnonzero(single)
 
 
 def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
