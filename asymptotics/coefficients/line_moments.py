@@ -262,7 +262,7 @@ def clear_cache() -> None:
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
             key: object = None, moments: bool = False, gain: float = GAIN,
-            mirror: bool = False) -> np.ndarray:
+            mirror: bool = False, reach: tuple[float, float] | None = None) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
@@ -271,7 +271,9 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2)); ``gain``: as
     :data:`GAIN` (a caller whose next rule reuses the pieces passes more); ``mirror``: the
     pieces' Chebyshev points by :func:`mirrored_points` (a ``direct`` that evaluates an odd
-    function's mirror pairs once; ``key`` must tell such pieces apart)."""
+    function's mirror pairs once; ``key`` must tell such pieces apart); ``reach``: (min, max) of
+    the shifts of a later call (a ladder's next rule) whose pieces are built with these (a
+    piece depends on its index alone: the same numbers, one evaluation instead of two)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -291,7 +293,11 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     last = store.get("stack")  # (the last range's pieces stacked: the next rule's, often)
     if last is not None and last[0] == p_lo and last[1] == p_hi:
         return _clenshaw(last[2], 2 * h * p_lo, h, t)
-    todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
+    lo, hi = p_lo, p_hi
+    if reach is not None and key is not None:
+        lo = min(lo, int(math.floor(reach[0] / (2 * h))))
+        hi = max(hi, int(math.floor(reach[1] / (2 * h))))
+    todo = [i for i in range(lo, hi + 1) if i not in store]
     if todo:
         T = chebyshev_basis(M_CHEB)[1]
         index = np.asarray(todo, dtype=np.int64)

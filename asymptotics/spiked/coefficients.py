@@ -255,13 +255,13 @@ def _mirrored(f: Function, n: int) -> bool:
 
 
 def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAIN,
-            **kw) -> np.ndarray:
+            reach: tuple[float, float] | None = None, **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
     by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh, erf
     or softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
     registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
-    their own cache key); ``gain``: ``on_line``'s."""
+    their own cache key); ``gain``, ``reach``: ``on_line``'s."""
     s, f = float(s), fast(fn)
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
@@ -286,20 +286,25 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
                                             else ()) + (("mirror",) if mirror else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
-    return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror")
+    return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror",
+                   reach=reach)
 
 
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bulk: np.ndarray,
-                   gain: float = GAIN) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   gain: float = GAIN, reach: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi) (``gain``: of the
-    interpolated line, r >= 2)."""
+    interpolated line, r >= 2; ``reach``: the nodes of the ladder's next rule, whose line
+    pieces are built now too, ``on_line``'s ``reach``: the same tables)."""
     n, K = kappa.shape[0], loadings.shape[0]
     raw = np.empty((K, n, 3))  # (each group's rows contiguous, as the moments come)
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[g] = moments(sigma, t, sq, True, gain, **INNER_NODES)
+            nxt = None if reach is None else reach @ loadings[g]
+            span = None if nxt is None or not nxt.size else (float(nxt.min()), float(nxt.max()))
+            raw[g] = moments(sigma, t, sq, True, gain, span, **INNER_NODES)
         else:
             raw[g] = moments(sigma, t, sq, False)
     return _finish_features(raw)
