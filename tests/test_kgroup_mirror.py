@@ -157,3 +157,62 @@ def test_a_piece_that_fails_its_checks_takes_the_direct_rule_at_its_shifts_only(
     assert np.max(np.abs(got[:, :2] - want[:, :2])) <= 1e-12 * scale
     assert np.max(np.abs(got[:, 2] - want[:, 2])) <= 1e-12 * scale ** 2
     L.clear_cache()
+
+
+def _numpy_pairs(pts: np.ndarray) -> tuple:
+    """The pairs of ``_smooth_moments`` as numpy found them before ``mirror_pairs``."""
+    srt = np.argsort(pts)
+    ps = pts[srt]
+    at = np.minimum(np.searchsorted(ps, -ps), pts.shape[0] - 1)
+    hit = (ps[at] == -ps) & (ps < 0.0)
+    twin, first = srt[hit], srt[at[hit]]
+    lone = np.ones(pts.shape[0], dtype=np.bool_)
+    lone[twin] = lone[first] = False
+    return first, twin, np.flatnonzero(lone)
+
+
+def test_mirror_pairs_are_numpy_s_pairs() -> None:
+    """The kernel's pairs (first, twin) and unpaired shifts against numpy's search, as values
+    (each row's sums are its own), on pieces' points, repeats, zeros and unpaired shifts."""
+    rng = np.random.default_rng(3)
+    cases = [np.zeros(0), np.array([0.0, -0.0]), np.array([-1.5]), np.array([2.0, -2.0, -2.0])]
+    for _ in range(30):
+        pts = _piece_points(rng, float(rng.uniform(0.2, 1.0)), -int(rng.integers(1, 12)),
+                            int(rng.integers(-3, 12)))
+        cases.append(np.concatenate([pts, -pts[:7], pts[:4], [0.0, -0.0, 41.5, -0.3]]))
+        cases.append(pts)
+    found = 0
+    for pts in cases:
+        first, twin, lone = C.mirror_pairs(pts)
+        want = _numpy_pairs(pts)
+        assert np.array_equal(pts[twin], -pts[first]) and np.all(pts[twin] < 0.0)
+        # (which of repeated shifts pairs depends on the sort of equal values: the same values)
+        assert np.array_equal(np.sort(pts[twin]), np.sort(pts[want[1]]))
+        assert np.array_equal(np.sort(pts[lone]), np.sort(pts[want[2]]))
+        assert np.array_equal(np.sort(np.concatenate([first, twin, lone])),
+                              np.arange(pts.shape[0])) or len(set(first.tolist())) < len(first)
+        found += twin.shape[0]
+    assert found > 5000
+
+
+@pytest.mark.parametrize("mirror", [False, True])
+def test_piece_offsets_give_on_line_s_points(mirror: bool) -> None:
+    """``on_line``'s points and checks of new pieces from ``piece_offsets``: the numbers of the
+    construction it replaced (broadcast points, checks negated left of 0 when mirrored), bit
+    for bit, and the mirrored pieces' points exact negatives of each other."""
+    h = 0.83
+    index = np.array([-4, -3, -1, 0, 2, 3], dtype=np.int64)
+    centres = h * (2 * index.astype(np.float64) + 1)
+    x = L.mirrored_points(L.M_CHEB) if mirror else L.chebyshev_basis(L.M_CHEB)[0]
+    checks = np.where((index < 0)[:, None] & mirror, -np.asarray(L.CHECKS), np.asarray(L.CHECKS))
+    want = (centres[:, None] + h * np.concatenate(
+        [np.broadcast_to(x, (index.shape[0], L.M_CHEB)), checks], axis=1)).ravel()
+    offsets = L.piece_offsets(L.M_CHEB, mirror)[(index < 0).astype(np.intp)]
+    got = (centres[:, None] + h * offsets).ravel()
+    assert np.array_equal(got.view(np.int64), want.view(np.int64))
+    assert np.array_equal(offsets[:, L.M_CHEB:], checks)
+    rows = got.reshape(index.shape[0], -1)
+    if mirror:  # (pieces -4 and 3, -1 and 0: exact negatives, the points in reverse order)
+        for a, b in ((0, 5), (2, 3)):
+            assert np.array_equal(rows[a, :L.M_CHEB], -rows[b, L.M_CHEB - 1::-1])
+            assert np.array_equal(rows[a, L.M_CHEB:], -rows[b, L.M_CHEB:])

@@ -54,6 +54,16 @@ def mirrored_points(m: int) -> np.ndarray:
     return x
 
 
+@lru_cache(maxsize=4)
+def piece_offsets(m: int, mirror: bool) -> np.ndarray:
+    """(2, m + len(CHECKS)): a piece's points as fractions of its half-length from its centre,
+    its Chebyshev points (:func:`mirrored_points` if ``mirror``) then :data:`CHECKS`; row 1 that
+    of a piece left of 0, whose checks ``mirror`` negates (cached: do not modify)."""
+    x = mirrored_points(m) if mirror else chebyshev_basis(m)[0]
+    c = np.asarray(CHECKS)
+    return np.array([np.concatenate([x, c]), np.concatenate([x, -c if mirror else c])])
+
+
 @kernel(cache=True, error_model="numpy")
 def _by_piece(t: np.ndarray, lo: float, h: float, n_pieces: int) -> tuple:
     """Kernel: (starts (n_pieces + 1), order, x) of the points t sorted by their piece (a
@@ -252,7 +262,7 @@ def clear_cache() -> None:
 
 def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
             key: object = None, moments: bool = False, gain: float = GAIN,
-            mirror: bool = False) -> np.ndarray:
+            mirror: bool = False, reach: tuple[float, float] | None = None) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar, evaluated by a fixed rule) through
     the checked piecewise Chebyshev interpolant of the module docstring, on the pieces
     [2 h i, 2 h (i + 1)] with h = min(1, ``smoothness``) (the scale on which the functions
@@ -261,7 +271,9 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     (``_new_pieces``; ``moments``: the columns are (E F, E[F Z], E F^2)); ``gain``: as
     :data:`GAIN` (a caller whose next rule reuses the pieces passes more); ``mirror``: the
     pieces' Chebyshev points by :func:`mirrored_points` (a ``direct`` that evaluates an odd
-    function's mirror pairs once; ``key`` must tell such pieces apart)."""
+    function's mirror pairs once; ``key`` must tell such pieces apart); ``reach``: (min, max) of
+    the shifts of a later call (a ladder's next rule) whose pieces are built with these (a
+    piece depends on its index alone: the same numbers, one evaluation instead of two)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(HALF_LENGTH, smoothness)
@@ -281,17 +293,20 @@ def on_line(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothnes
     last = store.get("stack")  # (the last range's pieces stacked: the next rule's, often)
     if last is not None and last[0] == p_lo and last[1] == p_hi:
         return _clenshaw(last[2], 2 * h * p_lo, h, t)
-    todo = [i for i in range(p_lo, p_hi + 1) if i not in store]
+    lo, hi = p_lo, p_hi
+    if reach is not None and key is not None:
+        lo = min(lo, int(math.floor(reach[0] / (2 * h))))
+        hi = max(hi, int(math.floor(reach[1] / (2 * h))))
+    todo = [i for i in range(lo, hi + 1) if i not in store]
     if todo:
-        x, T = chebyshev_basis(M_CHEB)
-        x = mirrored_points(M_CHEB) if mirror else x
+        T = chebyshev_basis(M_CHEB)[1]
         index = np.asarray(todo, dtype=np.int64)
         centres = h * (2 * index.astype(np.float64) + 1)
         # per piece: its Chebyshev points, then its check points (``mirror``: negated on a piece
         # left of 0, the exact negatives of its mirror piece's, between the points as they are)
-        checks = np.where((index < 0)[:, None] & mirror, -np.asarray(CHECKS), np.asarray(CHECKS))
-        pts = (centres[:, None] + h * np.concatenate(
-            [np.broadcast_to(x, (index.shape[0], M_CHEB)), checks], axis=1)).ravel()
+        offsets = piece_offsets(M_CHEB, mirror)[(index < 0).astype(np.intp)]
+        checks = np.ascontiguousarray(offsets[:, M_CHEB:])
+        pts = (centres[:, None] + h * offsets).ravel()
         vals = np.asarray(direct(pts), dtype=np.float64)
         vals = np.ascontiguousarray(vals.reshape(len(todo), M_CHEB + len(CHECKS), -1))
         coef, ok = _new_pieces(vals, T, index, h, checks, moments, TOL)

@@ -183,14 +183,8 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     out = np.empty((pts.shape[0], 3))
     groups: tuple = ((None, None),)
     if mirror and _mirrored(f, n):
-        srt = np.argsort(pts)
-        ps = pts[srt]  # (sorted)
-        at = np.minimum(np.searchsorted(ps, -ps), pts.shape[0] - 1)
-        hit = (ps[at] == -ps) & (ps < 0.0)
-        twin, first = srt[hit], srt[at[hit]]  # (pts[twin] = -pts[first], first > 0)
-        lone = np.ones(pts.shape[0], dtype=np.bool_)
-        lone[twin] = lone[first] = False
-        groups = ((first, twin), (np.flatnonzero(lone), None))
+        first, twin, lone = mirror_pairs(pts)  # (pts[twin] = -pts[first], first > 0)
+        groups = ((first, twin), (lone, None))
     for rows, twins in groups:
         for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
             sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
@@ -204,6 +198,30 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
                 raise ValueError(f"function {fn.name!r} returned non-finite values at "
                                  "quadrature nodes")
     return out
+
+
+@kernel(cache=True, error_model="numpy")
+def mirror_pairs(pts: np.ndarray) -> tuple:
+    """Kernel: (first, twin, lone) of the shifts ``pts``: pts[twin] = -pts[first] < 0 for each
+    negative shift whose negative is among them (the leftmost in sorted order), ``lone`` the
+    indices in no pair (:func:`_smooth_moments`' pairs evaluated once;
+    ``line_moments.piece_offsets``' mirrored pieces)."""
+    n = pts.shape[0]
+    srt = np.argsort(pts)
+    ps = pts[srt]
+    first = np.empty(n, dtype=np.int64)
+    twin = np.empty(n, dtype=np.int64)
+    single = np.ones(n, dtype=np.bool_)
+    k = 0
+    for i in range(n):
+        if not ps[i] < 0.0:
+            break
+        at = min(np.searchsorted(ps, -ps[i]), n - 1)
+        if ps[at] == -ps[i]:
+            first[k], twin[k] = srt[at], srt[i]
+            single[srt[at]] = single[srt[i]] = False
+            k += 1
+    return first[:k], twin[:k], np.flatnonzero(single)
 
 
 def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -237,13 +255,13 @@ def _mirrored(f: Function, n: int) -> bool:
 
 
 def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAIN,
-            **kw) -> np.ndarray:
+            reach: tuple[float, float] | None = None, **kw) -> np.ndarray:
     """Rows (E F, E[F Z], E F^2) of F(t_i + s Z): ``line_moments`` (``line``) or
     ``direct_moments`` with the rule options ``kw``, through :func:`fast`, the smooth rule's sums
     by ``line_moments.rows_moments`` (the values by :func:`_values_into`; on a line, a tanh, erf
     or softplus's pieces on ``on_line``'s mirrored points, their pairs evaluated once) and, for the
     registered relu, :func:`_relu_moments` (its pieces, not numpy's numbers bit for bit, under
-    their own cache key); ``gain``: ``on_line``'s."""
+    their own cache key); ``gain``, ``reach``: ``on_line``'s."""
     s, f = float(s), fast(fn)
     rule = tuple(sorted(kw.items()))
     if fn.identity is None and fn.name == "relu" and fn.kinks == (0.0,) and s > 0.0 and \
@@ -268,20 +286,25 @@ def moments(fn: Function, t: np.ndarray, s: float, line: bool, gain: float = GAI
                                             else ()) + (("mirror",) if mirror else ())
     if not line:
         return direct(np.asarray(t, dtype=np.float64))
-    return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror")
+    return on_line(direct, t, s, key=key, moments=True, gain=gain, mirror=key[-1] == "mirror",
+                   reach=reach)
 
 
 def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bulk: np.ndarray,
-                   gain: float = GAIN) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   gain: float = GAIN, reach: np.ndarray | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(mu0, mub1, mus2), each (n, K), of sigma(u_g . kappa + sqrt(c_g) xi) (``gain``: of the
-    interpolated line, r >= 2)."""
+    interpolated line, r >= 2; ``reach``: the nodes of the ladder's next rule, whose line
+    pieces are built now too, ``on_line``'s ``reach``: the same tables)."""
     n, K = kappa.shape[0], loadings.shape[0]
     raw = np.empty((K, n, 3))  # (each group's rows contiguous, as the moments come)
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
-            raw[g] = moments(sigma, t, sq, True, gain, **INNER_NODES)
+            nxt = None if reach is None else reach @ loadings[g]
+            span = None if nxt is None or not nxt.size else (float(nxt.min()), float(nxt.max()))
+            raw[g] = moments(sigma, t, sq, True, gain, span, **INNER_NODES)
         else:
             raw[g] = moments(sigma, t, sq, False)
     return _finish_features(raw)

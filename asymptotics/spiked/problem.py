@@ -162,8 +162,9 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
                    lam: float, beta: float, delta: float = 0.0, p: float | None = None
                    ) -> Callable[[int | None, int | None], SpikedProblem]:
     """Validate once (docs/THEORY.md §10.1); the answer builds the problem with the tables of a
-    given rule, ``(n_kappa, n_omega) -> SpikedProblem`` (the rules of a quadrature ladder;
-    ``n_kappa`` an ``(h, n)`` pair: the aligned rule of :func:`aligned_nodes`)."""
+    given rule, ``(n_kappa, n_omega, reach) -> SpikedProblem`` (the rules of a quadrature
+    ladder; ``n_kappa`` an ``(h, n)`` pair: the aligned rule of :func:`aligned_nodes`; ``reach``:
+    :func:`build_tables`')."""
     s = get_function(sigma)
     g, k, tname = resolve_target(target)
     U = _matrix("loadings", loadings, 2)
@@ -212,8 +213,8 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
     except TypeError:  # a target that cannot be a key (unhashable): nothing is cached
         model_key = None
 
-    def build(n_kappa: int | tuple[float, int] | None = None, n_omega: int | None = None
-              ) -> SpikedProblem:
+    def build(n_kappa: int | tuple[float, int] | None = None, n_omega: int | None = None,
+              reach: int | None = None) -> SpikedProblem:
         key = (s, g, k, U.shape, U.tobytes(), c.tobytes(), G.shape, G.tobytes(), n_kappa,
                n_omega, degrees)
         try:
@@ -225,7 +226,7 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
                 tables = aligned_tables(s, g, k, U, c, G, n_kappa, n_omega, degrees)
             else:
                 tables = build_tables(s, g, k, U, c, G, n_kappa=n_kappa, n_omega=n_omega,
-                                      degrees=degrees)
+                                      degrees=degrees, reach=reach)
             if key is not None and tables.weights.shape[0] <= TABLES_CACHE_NODES:
                 _TABLES[key] = tables
                 while len(_TABLES) > TABLES_CACHE_SIZE:
@@ -347,13 +348,17 @@ def kappa_nodes(r: int, n: int | None, target_kinks: tuple[float, ...],
 
 def build_tables(sigma: Function, target: Function | Callable, k: int, loadings: np.ndarray,
                  bulk: np.ndarray, overlaps: np.ndarray, *, n_kappa: int | None = None,
-                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None
-                 ) -> Tables:
-    """All tables of a problem (docs/THEORY.md §10.2)."""
+                 n_omega: int | None = None, degrees: tuple[int | None, ...] | None = None,
+                 reach: int | None = None) -> Tables:
+    """All tables of a problem (docs/THEORY.md §10.2); ``reach``: the ladder's next rule (r >= 2),
+    whose features' line pieces are built with these (``feature_tables``: the same tables; the
+    first two rules of a ladder are always both solved, §10.8)."""
     kinks = target.kinks if isinstance(target, Function) else ()
-    kap, w = kappa_nodes(loadings.shape[1], n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
+    r = loadings.shape[1]
+    kap, w = kappa_nodes(r, n_kappa, kinks, overlaps, sigma.kinks, loadings, bulk)
     # (the target's first: it refuses an oversized rule before any table is computed)
     h, h1, h2 = target_tables(target, k, kap, overlaps, n_omega, degrees, LADDER_GAIN)
-    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN)
+    nxt = kappa_nodes(r, reach, kinks, overlaps)[0] if reach is not None and r >= 2 else None
+    mu0, mb1, ms2 = feature_tables(sigma, kap, loadings, bulk, LADDER_GAIN, nxt)
     c = np.ascontiguousarray
     return Tables(c(kap), c(w), c(mu0), c(mb1), c(ms2), c(h), c(h1), c(h2))

@@ -209,7 +209,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
         res = solve_spiked(build(n_kappa, n_omega), alpha, solver)
     else:
-        res = _climb_point(lambda nk: build(nk, n_omega), alpha, solver, int(r))[0]
+        res = _climb_point(lambda nk, rc=None: build(nk, n_omega, rc), alpha, solver, int(r))[0]
     if strict and not res.converged:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{res.message}")
@@ -227,14 +227,16 @@ def _climb_point(problem: Callable, alpha: float, solver: SolverConfig, r: int,
                  start: int = 0) -> tuple[SpikedResult, int | None]:
     """One point up the kappa ladders of ``r`` spikes (docs/THEORY.md §10.8): the tensor ladder,
     then, where it does not settle, the aligned one (:func:`aligned_ladder`,
-    DERIVATIONS.md §9.6), each rule warm-started from the one before; ``problem(rule)``: the
-    problem on a rule; ``start``: the first rule, counted over both ladders (index returned in
-    the same count, as :func:`asymptotics.equations.ladder.climb_ladders`)."""
+    DERIVATIONS.md §9.6), each rule warm-started from the one before; ``problem(rule, reach)``:
+    the problem on a rule (``reach``: at the tensor ladder's first, its second, always solved
+    next); ``start``: the first rule over both ladders (as the index returned: climb_ladders)."""
     x0: list = [None]  # the (V1, V2) of the previous rule: the next rule starts there
     base: list = [None]  # the first record's fields (the model's: every rule's record has them)
+    lad = _ladder(r)  # (its first rule builds its second's line pieces too)
 
     def solve_rule(rule, first: bool) -> SpikedResult:
-        prob = problem(rule)  # (the rule of the unlearned directions is kept)
+        reach = lad[1] if first and len(lad) > 1 and rule == lad[0] else None
+        prob = problem(rule, reach)  # (the rule of the unlearned directions is kept)
         res = solve_spiked(prob, alpha, solver, x0=x0[0], base=base[0])
         if base[0] is None and prob.lam != 0.0:  # (lam = 0: the limit's own record, as _Rows)
             base[0] = dict(res.__dict__)
@@ -331,9 +333,9 @@ def curve_frame(alphas: Iterable[float], route: str | None, fields: dict | None,
     built: dict = {}  # the problem of each rule (the probes and the curve share it)
     build = spiked_builder(**params)
 
-    def problem(nk: int | None) -> SpikedProblem:
-        if nk not in built:
-            built[nk] = build(nk, n_omega)  # (the rule of the unlearned directions is kept)
+    def problem(nk: int | None, reach: int | None = None) -> SpikedProblem:
+        if nk not in built:  # (the rule of the unlearned directions is kept)
+            built[nk] = build(nk, n_omega, reach)
         return built[nk]
 
     def sweep(nk: int | None, bar_on: bool | None, rule: tuple[int, float] = (0, math.nan),
