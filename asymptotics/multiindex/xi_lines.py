@@ -258,15 +258,15 @@ def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np
 
 
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray) -> np.ndarray:
+               wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
-    in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
-    fused = _fused(sigma, sc, M, xi, wxi, False)
+    in blocks of :data:`DIRECT_BLOCK` pre-activations (``least``: :func:`_fused`'s)."""
+    fused = _fused(sigma, sc, M, xi, wxi, False, least)
     if fused is not None:
         return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
-        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
+        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi, least)
                                for lo in range(0, M.shape[0], rows)])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
@@ -281,12 +281,13 @@ FUSED_MIN = 150_000
 
 
 def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
-           small: bool) -> np.ndarray | None:
+           small: bool, least: int | None = None) -> np.ndarray | None:
     """The columns by ``coefficients.step_quadrature.xi_sums`` for the registered softplus and tanh
-    (sc > 0, the kernel compiled) when there are :data:`FUSED_MIN` terms or more (numpy's
-    vectorised passes are faster on what stays in cache), else None."""
+    (sc > 0, the kernel compiled) when there are ``least`` (default :data:`FUSED_MIN`) terms or
+    more (numpy's vectorised passes are faster on what stays in cache), else None."""
     kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))
-    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < FUSED_MIN:
+    least = FUSED_MIN if least is None else least
+    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < least:
         return None
     args = (kind, float(sc), np.ascontiguousarray(M, dtype=np.float64),
             np.ascontiguousarray(xi, dtype=np.float64), np.ascontiguousarray(wxi, dtype=np.float64),
@@ -301,17 +302,17 @@ SMALL_BULK = 0.5
 
 
 def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
-                    wxi: np.ndarray) -> np.ndarray:
+                    wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """:func:`xi_direct`, with ``m1 = E sigma'`` and ``m2 = E[xi sigma']`` summed directly for
     a sigma without kinks when ``0 < sc <`` :data:`SMALL_BULK` (the same integrals)."""
     if not (0 < sc < SMALL_BULK) or sigma.kinks:
-        return xi_direct(sigma, sc, M, xi, wxi)
-    fused = _fused(sigma, sc, M, xi, wxi, True)
+        return xi_direct(sigma, sc, M, xi, wxi, least)
+    fused = _fused(sigma, sc, M, xi, wxi, True, least)
     if fused is not None:
         return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
-        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
+        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi, least)
                                for lo in range(0, M.shape[0], rows)])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
