@@ -107,11 +107,11 @@ def choose(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mm
 
 
 def spike_rule(hs: np.ndarray | Graded | None, h0: float, u_max: float, terms: Callable,
-               update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
+               update: Callable, default: Callable, check: Callable | None = None) -> tuple:
     """:func:`graded_rule` for a :class:`Graded` ``hs``, else ``step_rules.spike_rule``."""
     if isinstance(hs, Graded):
         return graded_rule(hs, u_max, terms, update)
-    return step_rules.spike_rule(hs, h0, u_max, terms, update, default)
+    return step_rules.spike_rule(hs, h0, u_max, terms, update, default, check)
 
 
 def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float, h0: float,

@@ -124,22 +124,25 @@ def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
-               update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
+               update: Callable, default: Callable, check: Callable | None = None
+               ) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
-    ``default()``: ``update(U, w, *terms(U))``."""
+    ``default()``: ``update(U, w, *terms(U))``. ``check``: the sub-rules' update (default
+    ``update``; their states only decide, e.g. summed in another order)."""
+    check = update if check is None else check
     while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
         U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
-        new = update(U, wu, *t)
+        new = update(U, wu, *t) if any(c[0] is None for c in checks) else None
         diff = 0.0
         for ia, wa, ib, wb in checks:  # each pair of rules must agree
-            one = new if ia is None else update(*subset(U, wa, t, ia))
-            two = update(*subset(U, wb, t, ib))
+            one = new if ia is None else check(*subset(U, wa, t, ia))
+            two = check(*subset(U, wb, t, ib))
             diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
                                         (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:
-            return new
+            return new if new is not None else update(U, wu, *t)
         hs = next_steps(hs, diff, h0)
     U, wu = default()
     return update(U, wu, *terms(U))
