@@ -63,38 +63,38 @@ def clear_cache() -> None:
 @kernel(cache=True, error_model="numpy")
 def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
                ) -> np.ndarray:
-    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
-    recurrence; two points' four columns side by side (independent chains: the same sums);
-    piece p's terms beyond ``mp[p]`` are zero (not summed)."""
-    n_pieces, m, _ = coef.shape
-    n = t.shape[0]
-    out = np.empty((n, 4))
-    for i in range(0, n, 2):
-        k = min(i + 1, n - 1)  # an odd last point twice
+    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's recurrence
+    over piece p's first ``mp[p]`` terms (the rest are zero); the points grouped by piece, 64 at a
+    time side by side (each point's own operations: the numbers of a point alone)."""
+    n_pieces, n, nb_max = coef.shape[0], t.shape[0], 64
+    out, piece, xs = np.empty((n, 4)), np.empty(n, np.int64), np.empty(n)
+    first = np.zeros(n_pieces + 1, np.int64)
+    for i in range(n):
         p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        P = min(max(int(np.floor((t[k] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        X = min(max((t[k] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
-        x2, X2 = 2.0 * x, 2.0 * X
-        a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        for j in range(max(mp[p], mp[P]) - 1, 0, -1):
-            a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
-            b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
-            c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
-            d1, d2 = coef[p, j, 3] + x2 * d1 - d2, d1
-            A1, A2 = coef[P, j, 0] + X2 * A1 - A2, A1
-            B1, B2 = coef[P, j, 1] + X2 * B1 - B2, B1
-            C1, C2 = coef[P, j, 2] + X2 * C1 - C2, C1
-            D1, D2 = coef[P, j, 3] + X2 * D1 - D2, D1
-        out[i, 0] = coef[p, 0, 0] + x * a1 - a2
-        out[i, 1] = coef[p, 0, 1] + x * b1 - b2
-        out[i, 2] = coef[p, 0, 2] + x * c1 - c2
-        out[i, 3] = coef[p, 0, 3] + x * d1 - d2
-        out[k, 0] = coef[P, 0, 0] + X * A1 - A2
-        out[k, 1] = coef[P, 0, 1] + X * B1 - B2
-        out[k, 2] = coef[P, 0, 2] + X * C1 - C2
-        out[k, 3] = coef[P, 0, 3] + X * D1 - D2
+        piece[i], xs[i] = p, min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+        first[p + 1] += 1
+    first = np.cumsum(first)
+    order, fill = np.empty(n, np.int64), first[:-1].copy()
+    for i in range(n):
+        order[fill[piece[i]]] = i
+        fill[piece[i]] += 1
+    x2, a1, a2 = np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
+    for p in range(n_pieces):
+        for s in range(first[p], first[p + 1], nb_max):
+            nb = min(nb_max, first[p + 1] - s)
+            for q in range(nb):
+                x2[q] = 2.0 * xs[order[s + q]]
+            a1[:, :nb] = 0.0
+            a2[:, :nb] = 0.0
+            for j in range(mp[p] - 1, 0, -1):
+                for c in range(4):
+                    cj = coef[p, j, c]
+                    for q in range(nb):
+                        a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
+            for q in range(nb):
+                k = order[s + q]
+                for c in range(4):
+                    out[k, c] = coef[p, 0, c] + xs[k] * a1[c, q] - a2[c, q]
     return out
 
 
