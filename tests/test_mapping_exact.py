@@ -158,3 +158,27 @@ def test_slow_settings_keep_their_numbers(kw, a, LL, c):
     for got, ref in ((st.a, a), (st.L @ st.L.T, LL), (st.c, c)):
         ref = np.asarray(ref)
         assert np.max(np.abs(got - ref)) <= 1e-12 * np.max(np.abs(ref))
+
+
+def test_split_rest_by_blocks_is_all_rows_at_once(monkeypatch):
+    """The split target's sums per block of rows (a one-row remainder too) equal the sums on all
+    rows at once, bit for bit (the inputs of a drawn setting's third step)."""
+    from asymptotics.multiindex import polynomial_spikes, steps
+
+    seen = []
+    real = polynomial_spikes.split_rest
+    monkeypatch.setattr(polynomial_spikes, "split_rest",
+                        lambda *a: seen.append(a) or real(*a))
+    steps.clear_cache()
+    kw = FORMER[1][0]
+    A.steps_mapping(kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"], eta=kw["eta"],
+                    readout=kw["readout"])
+    split, Uz, R, w, R2, w2, Bz, f, delta = seen[-1]
+    rows = polynomial_spikes.SPLIT_ROWS
+    for n in (Uz.shape[0], rows + 1, 2 * rows + 2, 1):
+        args = (split, Uz[:n], R, w, R2, w2, Bz, f[:n], delta)
+        blocks = real(*args)
+        monkeypatch.setattr(polynomial_spikes, "SPLIT_ROWS", 10**9)
+        once = real(*args)
+        monkeypatch.setattr(polynomial_spikes, "SPLIT_ROWS", rows)
+        assert all(np.array_equal(x, y) for x, y in zip(blocks, once, strict=True)), n
