@@ -67,23 +67,23 @@ def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndar
     over piece p's first ``mp[p]`` terms (the rest are zero); the points grouped by piece, 64 at a
     time side by side (each point's own operations: the numbers of a point alone)."""
     n_pieces, n, nb_max = coef.shape[0], t.shape[0], 64
-    out, piece, xs = np.empty((n, 4)), np.empty(n, np.int64), np.empty(n)
+    out, order = np.empty((n, 4)), np.empty(n, np.int64)
     first = np.zeros(n_pieces + 1, np.int64)
+    for i in range(n):  # the points per piece, then their places (a counting sort)
+        first[min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1) + 1] += 1
+    first = np.cumsum(first)
+    fill = first[:-1].copy()
     for i in range(n):
         p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        piece[i], xs[i] = p, min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        first[p + 1] += 1
-    first = np.cumsum(first)
-    order, fill = np.empty(n, np.int64), first[:-1].copy()
-    for i in range(n):
-        order[fill[piece[i]]] = i
-        fill[piece[i]] += 1
-    x2, a1, a2 = np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
+        order[fill[p]] = i
+        fill[p] += 1
+    x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
     for p in range(n_pieces):
         for s in range(first[p], first[p + 1], nb_max):
             nb = min(nb_max, first[p + 1] - s)
             for q in range(nb):
-                x2[q] = 2.0 * xs[order[s + q]]
+                x[q] = min(max((t[order[s + q]] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+                x2[q] = 2.0 * x[q]
             a1[:, :nb] = 0.0
             a2[:, :nb] = 0.0
             for j in range(mp[p] - 1, 0, -1):
@@ -92,9 +92,8 @@ def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndar
                     for q in range(nb):
                         a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
             for q in range(nb):
-                k = order[s + q]
                 for c in range(4):
-                    out[k, c] = coef[p, 0, c] + xs[k] * a1[c, q] - a2[c, q]
+                    out[order[s + q], c] = coef[p, 0, c] + x[q] * a1[c, q] - a2[c, q]
     return out
 
 
@@ -416,5 +415,6 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                              HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         for i, h in enumerate(same):
             out[:, :, h] = vals[i * n:(i + 1) * n].T
-    F, m1, m2, Eds2 = out
-    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
+    F, m1, m2, v = out
+    v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
+    return F, m1, m2, np.maximum(v, 0.0, out=v)
