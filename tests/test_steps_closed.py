@@ -99,7 +99,7 @@ def _fine_reference(monkeypatch, refine: float):
         h = np.minimum(2 * math.pi / (math.sqrt(80.0) * np.sqrt(1 + 4 * b * b)), 0.5) / refine
         return h, closed
 
-    def spike_rule(hs, h0, u_max, terms, update, default):
+    def spike_rule(hs, h0, u_max, terms, update, default, check=None):
         U, wu = default() if hs is None else step_rules.lattice(hs, u_max, 0.0)[:2]
         return update(U, wu, *terms(U))
 

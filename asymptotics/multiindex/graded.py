@@ -107,11 +107,11 @@ def choose(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray, Mm
 
 
 def spike_rule(hs: np.ndarray | Graded | None, h0: float, u_max: float, terms: Callable,
-               update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
+               update: Callable, default: Callable, check: Callable | None = None) -> tuple:
     """:func:`graded_rule` for a :class:`Graded` ``hs``, else ``step_rules.spike_rule``."""
     if isinstance(hs, Graded):
         return graded_rule(hs, u_max, terms, update)
-    return step_rules.spike_rule(hs, h0, u_max, terms, update, default)
+    return step_rules.spike_rule(hs, h0, u_max, terms, update, default, check)
 
 
 def uniform_steps(Mmat: np.ndarray, c: np.ndarray, ripples: np.ndarray, dxi: float, h0: float,
@@ -294,7 +294,7 @@ def _sub_difference(U: np.ndarray, t: tuple, new: tuple, sub: np.ndarray, wsub: 
     """How far the state of the sub-rule ``(sub, wsub)`` is from ``new`` (step_rules.difference
     of a, the spike Gram, c and any further arrays ``update`` returns: the network route's
     bulk covariances, in a basis-free form)."""
-    coarse = update(U[sub], wsub, *(x[sub] for x in t))
+    coarse = update(*step_rules.subset(U, wsub, t, sub))
     return difference((new[0], new[1] @ new[1].T, *new[2:]),
                       (coarse[0], coarse[1] @ coarse[1].T, *coarse[2:]))
 
@@ -304,7 +304,7 @@ def _check(U: np.ndarray, t: tuple, new: tuple, sw: tuple, update: Callable) -> 
     a pair ``(sub, w, sub2, w2)`` from the first."""
     if len(sw) == 2:
         return _sub_difference(U, t, new, *sw, update)
-    one = update(U[sw[0]], sw[1], *(x[sw[0]] for x in t))
+    one = update(*step_rules.subset(U, sw[1], t, sw[0]))
     return _sub_difference(U, t, one, sw[2], sw[3], update)
 
 

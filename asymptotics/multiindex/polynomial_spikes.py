@@ -285,6 +285,7 @@ def triangular_span(A: np.ndarray, degrees: list[int], D: int, seen: float
 # the steps mapping's other-axes sums of a target g = p(z) + t(z_j), p polynomial and t a sum of
 # bounded analytic functions of z_j (docs/THEORY.md §12.4)
 BOUNDED = ("tanh", "sin", "cos", "erf")
+SPLIT_ROWS = 8192  # rows per block of split_rest's polynomial sums (a multiple of 64)
 
 
 @dataclass(frozen=True, eq=False)
@@ -398,18 +399,22 @@ def split_rest(split: SplitTarget, Uz: np.ndarray, R: np.ndarray, w: np.ndarray,
     G = on_pieces(direct, np.ascontiguousarray(Uz[:, split.j]), split.scale, None)
     L, t2 = G[:, :-1], G[:, -1]
     t0, t1 = L.sum(axis=1), L @ s_nodes
-    RB = R2 @ Bz
-    Pv = split.p(*[Uz[:, i, None] + RB[None, :, i] for i in range(Bz.shape[1])])  # (n, nodes)
-    i_s = np.searchsorted(s_nodes, R2[:, 0])
+    i_s, RB = np.searchsorted(s_nodes, R2[:, 0]), R2 @ Bz
     C = np.zeros((R2.shape[0], len(s_nodes)))
     C[np.arange(R2.shape[0]), i_s] = w2 / ws[i_s]  # E[p | s_i] = Pv @ C[:, i]
-    m = R2.shape[1]
-    A = Pv @ np.column_stack([w2, w2[:, None] * R2, C])  # E p, E[p R], E[p | s_i]
-    d = Pv - f[:, None]
-    d *= d
-    e0 = A[:, 0] + t0 - f * float(w2.sum())
-    e1 = A[:, 1:1 + m] - f[:, None] * (w2 @ R2)[None, :]
+    m, n, sw = R2.shape[1], Uz.shape[0], float(w2.sum())
+    WC, e0, e1, e2 = np.column_stack([w2, w2[:, None] * R2, C]), np.empty(n), np.empty((n, m)), \
+        np.empty(n)
+    starts = list(range(0, n, SPLIT_ROWS)) or [0]
+    starts[-1] -= n > 1 and n - starts[-1] == 1  # no block of one row (numpy's vector products)
+    for sl in map(slice, starts, starts[1:] + [n]):  # each row's numbers as on all rows
+        Pv = split.p(*[Uz[sl, i, None] + RB[None, :, i] for i in range(Bz.shape[1])])
+        A = Pv @ WC  # E p, E[p R], E[p | s_i]
+        d = Pv - f[sl, None]
+        d *= d
+        e0[sl] = A[:, 0] + t0[sl] - f[sl] * sw
+        e1[sl] = A[:, 1:1 + m] - f[sl, None] * (w2 @ R2)[None, :]
+        e2[sl] = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L[sl]) - f[sl] * t0[sl]) + \
+            t2[sl] + delta * sw
     e1[:, 0] += t1
-    e2 = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L) - f * t0) + t2 + delta * float(
-        w2.sum())
     return e0, e1, e2

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache
+from functools import lru_cache, reduce
 
 import numpy as np
 
@@ -124,25 +124,33 @@ def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
 
 
 def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
-               update: Callable, default: Callable) -> tuple[np.ndarray, ...]:
+               update: Callable, default: Callable, check: Callable | None = None
+               ) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
-    ``default()``: ``update(U, w, *terms(U))``."""
+    ``default()``: ``update(U, w, *terms(U))``. ``check``: the sub-rules' update (default
+    ``update``; their states only decide, e.g. summed in another order)."""
+    check = update if check is None else check
     while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
         U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
-        new = update(U, wu, *t)
+        new = update(U, wu, *t) if any(c[0] is None for c in checks) else None
         diff = 0.0
         for ia, wa, ib, wb in checks:  # each pair of rules must agree
-            one = new if ia is None else update(U[ia], wa, *(x[ia] for x in t))
-            two = update(U[ib], wb, *(x[ib] for x in t))
+            one = new if ia is None else check(*subset(U, wa, t, ia))
+            two = check(*subset(U, wb, t, ib))
             diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
                                         (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:
-            return new
+            return new if new is not None else update(U, wu, *t)
         hs = next_steps(hs, diff, h0)
     U, wu = default()
     return update(U, wu, *terms(U))
+
+
+def subset(U: np.ndarray, w: np.ndarray, t: tuple, idx: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``(U[idx], w, *(x[idx] for x in t))``, the rows taken by ``np.take`` (the same arrays)."""
+    return (np.take(U, idx, axis=0), w, *(np.take(x, idx, axis=0) for x in t))
 
 
 def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
@@ -194,10 +202,10 @@ def ripple(direct: Callable[..., np.ndarray], sigma: Function, sc: float, xi: np
     step = min(0.1, 0.5 * XI_STEP / sc)
     t = np.arange(-12.0, 12.0 + step / 2, step)
     wt = np.exp(-0.5 * t * t)
-    coarse = direct(sigma, sc, M, xi, wxi)
+    coarse = direct(sigma, sc, M, xi, wxi, least=0)  # compiled sums: the rules' choice alone
     fkey = None if key is None else ("fine", direct, *key[:2], key[4])  # one per group and step
     fine = _RIPPLES.get(fkey) if fkey is not None else None
-    fine = direct(sigma, sc, M, t, wt / wt.sum()) if fine is None else fine
+    fine = direct(sigma, sc, M, t, wt / wt.sum(), least=0) if fine is None else fine
     scale = np.maximum(np.max(np.abs(fine), axis=0), 1e-300)
     out = float(np.max(np.max(np.abs(coarse - fine), axis=0) / scale))
     if key is not None:
@@ -243,21 +251,17 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
         w3.append(np.where((j % 2) == 0, w, 0.0))
         w4.append(w3[-1])
     weak = bool(np.any(np.asarray(h) < 0))
-    rules = [w1, w2] + ([w3, w4] if weak else [])
-    prods = []
-    for ws in rules:
-        p = ws[0]
-        for a in ws[1:]:
-            p = np.multiply.outer(p, a)
-        prods.append(p.ravel())
+    # each rule's weights on the whole grid (C order): ((w_0 w_1) w_2) ...
+    prods = [reduce(np.multiply.outer, ws) for ws in [w1, w2] + ([w3, w4] if weak else [])]
     on = prods[0] > PRUNE * prods[0].max()
-    keep = np.flatnonzero(on | (prods[3] > PRUNE * prods[3].max()) if weak else on)
-    idx = np.unravel_index(keep, tuple(len(x) for x in axes))
-    pts = np.stack([x[i] for x, i in zip(axes, idx, strict=True)], axis=-1)
-    wts = prods[0][keep]
+    on |= prods[3] > PRUNE * prods[3].max() if weak else False
+    pts = np.empty((int(np.count_nonzero(on)), len(axes)))  # the kept nodes, C order
+    for j, x in enumerate(axes):
+        pts[:, j] = np.broadcast_to(x.reshape((-1,) + (1,) * (len(axes) - 1 - j)), on.shape)[on]
+    wts = prods[0][on]
     subs = []
     for p in prods[1:]:
-        ws = p[keep]
+        ws = p[on]
         sub = np.flatnonzero(ws > PRUNE * ws.max())
         subs.append((sub, ws[sub] / ws[sub].sum()))
     checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])

@@ -146,9 +146,7 @@ class RotatedTarget:
     def degrees(self) -> tuple[int | None, ...]:
         """Per rotated variable, a bound on the degree (the total degree, when polynomial)."""
         per = target_degrees(self.text)
-        if any(d is None for d in per):
-            return (None,) * self.k
-        return (int(sum(per)),) * self.k
+        return (None if any(d is None for d in per) else int(sum(per)),) * self.k
 
     def __call__(self, Z: np.ndarray) -> np.ndarray:
         g, _, _ = resolve_target(self.text)
@@ -264,11 +262,12 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
-               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple[np.ndarray, ...]:
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, fused: bool = False) -> tuple:
         """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
-        # on a large rule the sums for a and the outside Gram in one compiled pass (another
-        # order); c's (the most sensitive: sqrt(c) + eta eps E[e m2] may cancel) by numpy's
-        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if len(U) >= FUSED else None
+        # on a large rule or a sub-rule's check (``fused``) the sums for a and the outside Gram in
+        # one compiled pass (another order); c's (sqrt(c) + eta eps E[e m2] may cancel) by numpy's
+        fused = fused or len(U) >= FUSED
+        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if fused else None
         e_m2, noise_v = (wu * e0) @ m2, (noise := wu * e2) @ v
         if sums is not None:
             dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
@@ -295,7 +294,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     hs = graded.weak_axes(hs, *rates, U_MAX)
     kink = (graded.relu_target(g) and beta is None and quad.h is None and r == 1  # at u = 0
             and not np.any(Bq[:, 0]))  # step_kernels.kink_split; relu's own K < 3 rule: warned
-    rule = lambda: graded.spike_rule(hs, h, U_MAX, terms, update, lambda: trapezoid(r, h))  # noqa
+    rule = lambda: graded.spike_rule(hs, h, U_MAX, terms, update, lambda: trapezoid(r, h),  # noqa
+                                     lambda *x: update(*x, fused=True))
     a_new, outside, c_new = (step_kernels.kink_split(terms, update, step_rules.difference, U_MAX,
                              rule if sigma.kinks and K < 3 else None) if kink else rule())
     return GroupState(state.step + 1, a_new, factor(outside @ outside.T) if outside.shape[1]

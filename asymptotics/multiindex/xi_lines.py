@@ -63,38 +63,37 @@ def clear_cache() -> None:
 @kernel(cache=True, error_model="numpy")
 def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
                ) -> np.ndarray:
-    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's
-    recurrence; two points' four columns side by side (independent chains: the same sums);
-    piece p's terms beyond ``mp[p]`` are zero (not summed)."""
-    n_pieces, m, _ = coef.shape
-    n = t.shape[0]
-    out = np.empty((n, 4))
-    for i in range(0, n, 2):
-        k = min(i + 1, n - 1)  # an odd last point twice
+    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's recurrence
+    over piece p's first ``mp[p]`` terms (the rest are zero); the points grouped by piece, 64 at a
+    time side by side (each point's own operations: the numbers of a point alone)."""
+    n_pieces, n, nb_max = coef.shape[0], t.shape[0], 64
+    out, order = np.empty((n, 4)), np.empty(n, np.int64)
+    first = np.zeros(n_pieces + 1, np.int64)
+    for i in range(n):  # the points per piece, then their places (a counting sort)
+        first[min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1) + 1] += 1
+    first = np.cumsum(first)
+    fill = first[:-1].copy()
+    for i in range(n):
         p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        x = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-        P = min(max(int(np.floor((t[k] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        X = min(max((t[k] - (lo + h * (2 * P + 1))) / h, -1.0), 1.0)
-        x2, X2 = 2.0 * x, 2.0 * X
-        a1, a2, b1, b2, c1, c2, d1, d2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        A1, A2, B1, B2, C1, C2, D1, D2 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        for j in range(max(mp[p], mp[P]) - 1, 0, -1):
-            a1, a2 = coef[p, j, 0] + x2 * a1 - a2, a1
-            b1, b2 = coef[p, j, 1] + x2 * b1 - b2, b1
-            c1, c2 = coef[p, j, 2] + x2 * c1 - c2, c1
-            d1, d2 = coef[p, j, 3] + x2 * d1 - d2, d1
-            A1, A2 = coef[P, j, 0] + X2 * A1 - A2, A1
-            B1, B2 = coef[P, j, 1] + X2 * B1 - B2, B1
-            C1, C2 = coef[P, j, 2] + X2 * C1 - C2, C1
-            D1, D2 = coef[P, j, 3] + X2 * D1 - D2, D1
-        out[i, 0] = coef[p, 0, 0] + x * a1 - a2
-        out[i, 1] = coef[p, 0, 1] + x * b1 - b2
-        out[i, 2] = coef[p, 0, 2] + x * c1 - c2
-        out[i, 3] = coef[p, 0, 3] + x * d1 - d2
-        out[k, 0] = coef[P, 0, 0] + X * A1 - A2
-        out[k, 1] = coef[P, 0, 1] + X * B1 - B2
-        out[k, 2] = coef[P, 0, 2] + X * C1 - C2
-        out[k, 3] = coef[P, 0, 3] + X * D1 - D2
+        order[fill[p]] = i
+        fill[p] += 1
+    x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
+    for p in range(n_pieces):
+        for s in range(first[p], first[p + 1], nb_max):
+            nb = min(nb_max, first[p + 1] - s)
+            for q in range(nb):
+                x[q] = min(max((t[order[s + q]] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
+                x2[q] = 2.0 * x[q]
+            a1[:, :nb] = 0.0
+            a2[:, :nb] = 0.0
+            for j in range(mp[p] - 1, 0, -1):
+                for c in range(4):
+                    cj = coef[p, j, c]
+                    for q in range(nb):
+                        a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
+            for q in range(nb):
+                for c in range(4):
+                    out[order[s + q], c] = coef[p, 0, c] + x[q] * a1[c, q] - a2[c, q]
     return out
 
 
@@ -258,15 +257,15 @@ def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np
 
 
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray) -> np.ndarray:
+               wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
-    in blocks of :data:`DIRECT_BLOCK` pre-activations (memory bounded whatever n and the rule)."""
-    fused = _fused(sigma, sc, M, xi, wxi, False)
+    in blocks of :data:`DIRECT_BLOCK` pre-activations (``least``: :func:`_fused`'s)."""
+    fused = _fused(sigma, sc, M, xi, wxi, False, least)
     if fused is not None:
         return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
-        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi)
+        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi, least)
                                for lo in range(0, M.shape[0], rows)])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
@@ -281,12 +280,13 @@ FUSED_MIN = 150_000
 
 
 def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
-           small: bool) -> np.ndarray | None:
+           small: bool, least: int | None = None) -> np.ndarray | None:
     """The columns by ``coefficients.step_quadrature.xi_sums`` for the registered softplus and tanh
-    (sc > 0, the kernel compiled) when there are :data:`FUSED_MIN` terms or more (numpy's
-    vectorised passes are faster on what stays in cache), else None."""
+    (sc > 0, the kernel compiled) when there are ``least`` (default :data:`FUSED_MIN`) terms or
+    more (numpy's vectorised passes are faster on what stays in cache), else None."""
     kind = {id(get_function("softplus")): SOFTPLUS, id(get_function("tanh")): TANH}.get(id(sigma))
-    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < FUSED_MIN:
+    least = FUSED_MIN if least is None else least
+    if kind is None or not sc > 0 or M.shape[0] * xi.shape[0] < least:
         return None
     args = (kind, float(sc), np.ascontiguousarray(M, dtype=np.float64),
             np.ascontiguousarray(xi, dtype=np.float64), np.ascontiguousarray(wxi, dtype=np.float64),
@@ -301,17 +301,17 @@ SMALL_BULK = 0.5
 
 
 def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
-                    wxi: np.ndarray) -> np.ndarray:
+                    wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """:func:`xi_direct`, with ``m1 = E sigma'`` and ``m2 = E[xi sigma']`` summed directly for
     a sigma without kinks when ``0 < sc <`` :data:`SMALL_BULK` (the same integrals)."""
     if not (0 < sc < SMALL_BULK) or sigma.kinks:
-        return xi_direct(sigma, sc, M, xi, wxi)
-    fused = _fused(sigma, sc, M, xi, wxi, True)
+        return xi_direct(sigma, sc, M, xi, wxi, least)
+    fused = _fused(sigma, sc, M, xi, wxi, True, least)
     if fused is not None:
         return fused
     rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
     if M.shape[0] > rows:
-        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi)
+        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi, least)
                                for lo in range(0, M.shape[0], rows)])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
@@ -415,5 +415,6 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                              HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         for i, h in enumerate(same):
             out[:, :, h] = vals[i * n:(i + 1) * n].T
-    F, m1, m2, Eds2 = out
-    return F, m1, m2, np.maximum(Eds2 - m1 * m1, 0.0)
+    F, m1, m2, v = out
+    v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
+    return F, m1, m2, np.maximum(v, 0.0, out=v)
