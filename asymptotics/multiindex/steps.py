@@ -34,7 +34,7 @@ import numpy as np
 from asymptotics.coefficients import step_kernels, step_quadrature
 from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import checks, group_checks
+from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
 from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
@@ -393,12 +393,12 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]
     for t in range(done, n_fresh):
-        st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
-                     alpha0=float(alpha0), delta=delta, quad=quad, degree=degree, per=m.per,
-                     split=polynomial_spikes.split_target(target, k, m.per)
-                     or step_kernels.polynomial(target, k, m.per))
-        for arr in (st.a, st.L, st.c):
-            arr.flags.writeable = False  # shared through the cache
+        with meta.blas_limit(1):  # small products, one BLAS thread: the same numbers
+            st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
+                         alpha0=float(alpha0), delta=delta, quad=quad, degree=degree,
+                         per=m.per, split=polynomial_spikes.split_target(target, k, m.per)
+                         or step_kernels.polynomial(target, k, m.per))
+        st.a.flags.writeable = st.L.flags.writeable = st.c.flags.writeable = False  # cached
         states.append(st)
         if base is not None:
             _CACHE[(base, etas[:t + 1])] = tuple(states)
