@@ -116,3 +116,27 @@ def test_neighbour_chord_solves_a_left_point(monkeypatch, law) -> None:  # noqa:
     seen.clear()
     xp, okp = Solver.solve(law, z[bad[:3]])
     assert np.all(okp) and n_line < sum(seen), (n_line, sum(seen))
+
+
+def test_neighbour_chord_fixed_jacobian_is_newtons_root(monkeypatch, law) -> None:  # noqa: F811
+    """``NEIGHBOUR_FIXED``: the left points by chord steps from the start's Jacobian reach
+    Newton's root (``NEIGHBOUR_FIXED = False``: Newton's steps, a fresh Jacobian each) to
+    1e-13 of the unknowns' size, in fewer evaluations of the full model (one a step, not
+    K + K(K+1)/2 + 1)."""
+    z = np.linspace(0.3, 0.9, 33) * 4.0 * law.scale + 1e-10j * law.scale
+    ref, ok = law.solve(z)
+    assert np.all(ok)
+    bad = np.array([5, 13, 14, 21])
+    out = {}
+    for fixed in (False, True):
+        x, okx = ref.copy(), np.ones(z.size, dtype=bool)
+        x[bad], okx[bad] = 0.0, False
+        monkeypatch.setattr(net_line, "NEIGHBOUR_FIXED", fixed)
+        seen = _counted(monkeypatch, law)
+        left = net_line.neighbour_chord(law, x, okx, z, bad)
+        monkeypatch.undo()
+        assert left.size == 0 and np.all(okx)
+        out[fixed] = x[bad], sum(seen)
+    (x0, n0), (x1, n1) = out[False], out[True]
+    assert np.max(np.abs(x1 - x0)) < 1e-13 * np.max(np.abs(x0))
+    assert n1 < n0, (n1, n0)

@@ -37,6 +37,16 @@ JAC_MIN = 128
 #: then the full model's); at most NEIGHBOUR_STEPS steps
 NEIGHBOURS = True
 NEIGHBOUR_STEPS = 6
+#: those points' steps after the first reuse its Jacobian (chord steps: one evaluation of the
+#: full model a step, not K + K(K+1)/2 + 1), each step at most NEIGHBOUR_RATE times the one
+#: before, until a step is below NEIGHBOUR_TIGHT times the solver's tolerance (the error after
+#: it is then that step times the rate, far below the tolerance: Newton's root to rounding);
+#: at most NEIGHBOUR_CHORD steps; the points where it fails take Newton's steps (False: Newton's
+#: steps alone, the reference)
+NEIGHBOUR_FIXED = True
+NEIGHBOUR_RATE = 0.25
+NEIGHBOUR_TIGHT = 0.1
+NEIGHBOUR_CHORD = 12
 
 
 def interp_rows(xq: np.ndarray, xk: np.ndarray, Yk: np.ndarray) -> np.ndarray:
@@ -140,10 +150,39 @@ def line_chord(polish, x: np.ndarray, z: np.ndarray, sub: np.ndarray, rest: np.n
     return out, ok
 
 
+def fixed_chord(residual, x: np.ndarray, z: np.ndarray, tol: float) -> np.ndarray:
+    """:data:`NEIGHBOUR_FIXED`: chord steps on ``residual`` from the rows ``x`` (updated in
+    place) with the full model's Jacobian at ``x`` (:func:`full_jacobian`), each step at most
+    :data:`NEIGHBOUR_RATE` times the one before, to a step below :data:`NEIGHBOUR_TIGHT` ``tol``
+    (relative, as Newton's); the converged flags."""
+    ok = np.zeros(z.shape[0], dtype=bool)
+    J, F = full_jacobian(residual, x, z, value=True)
+    H = _inverse(J)
+    if H is None:
+        return ok
+    act, last = np.arange(z.shape[0]), np.full(z.shape[0], np.inf)
+    for k in range(NEIGHBOUR_CHORD):
+        dx = -np.einsum("xij,xj->xi", H[act], F)
+        fin = np.all(np.isfinite(dx), axis=1)
+        dx[~fin] = 0.0
+        x[act] += dx
+        size = np.max(np.abs(dx), axis=1) / (1.0 + np.max(np.abs(x[act]), axis=1))
+        go = fin & (size <= NEIGHBOUR_RATE * last[act])
+        done = go & (size < NEIGHBOUR_TIGHT * tol)
+        ok[act[done]] = True
+        last[act] = size
+        act = act[go & ~done]
+        if act.size == 0 or k == NEIGHBOUR_CHORD - 1:
+            break
+        F = residual(x[act], z[act])
+    return ok
+
+
 def neighbour_chord(polish, x: np.ndarray, ok: np.ndarray, z: np.ndarray, bad: np.ndarray
                     ) -> np.ndarray:
     """:data:`NEIGHBOURS`: the points ``bad`` of the line ``z`` (one Im z) between two converged
-    points (``ok``) by Newton's steps on the full model of ``polish`` (each step's Jacobian by
+    points (``ok``) by chord steps on the full model of ``polish`` from the Jacobian at the
+    start (:func:`fixed_chord`), where they fail by Newton's steps (each step's Jacobian by
     :func:`full_jacobian`, to the solver's tolerance on the step: quadratic convergence, the
     error after it far below) from the linear interpolation of the nearest converged solutions
     on either side along Re z; a point is taken where it converges with m within
@@ -164,7 +203,11 @@ def neighbour_chord(polish, x: np.ndarray, ok: np.ndarray, z: np.ndarray, bad: n
     w = ((xr[pts] - xr[lo]) / (xr[hi] - xr[lo]))[:, None]
     x0 = x[lo] * (1.0 - w) + x[hi] * w
     xs, oks, act = x0.copy(), np.zeros(pts.size, dtype=bool), np.arange(pts.size)
-    for _ in range(NEIGHBOUR_STEPS):
+    if NEIGHBOUR_FIXED:  # (chord steps from the first Jacobian; Newton's where they fail)
+        oks = fixed_chord(polish.residual, xs, z[pts], polish.tol)
+        xs[~oks] = x0[~oks]
+        act = np.nonzero(~oks)[0]
+    for _ in range(NEIGHBOUR_STEPS if act.size else 0):
         J, F = full_jacobian(polish.residual, xs[act], z[pts[act]], value=True)
         try:
             dx = np.linalg.solve(J, -F[..., None])[..., 0]
