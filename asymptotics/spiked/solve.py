@@ -13,7 +13,7 @@ from operator import itemgetter
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.core import checks, group_checks
+from asymptotics.core import checks, group_checks, meta
 from asymptotics.core.parameters import default
 from asymptotics.core.result import (  # noqa: F401  (SpikedResult: the former name, same class)
     RESULT_COLUMNS,
@@ -203,13 +203,12 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
     params = dict(sigma=sigma, target=target, loadings=loadings, bulk=bulk,
                   fractions=fractions, overlaps=overlaps, lam=lam, beta=beta, delta=delta, p=p)
-
     build = spiked_builder(**params)
     r = np.shape(np.asarray(loadings, dtype=object))[1] if np.ndim(loadings) == 2 else 1
-    if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
-        res = solve_spiked(build(n_kappa, n_omega), alpha, solver)
-    else:
-        res = _climb_point(lambda nk, rc=None: build(nk, n_omega, rc), alpha, solver, int(r))[0]
+    with meta.blas_limit(1):  # the kernels' LAPACK calls are small: one BLAS thread
+        res = (solve_spiked(build(n_kappa, n_omega), alpha, solver) if n_kappa is not None
+               or r == 1 else _climb_point(lambda nk, rc=None: build(nk, n_omega, rc), alpha,
+                                           solver, int(r))[0])  # (a given or one-spike rule)
     if strict and not res.converged:
         raise ConvergenceError(f"K-group equations did not converge at alpha={alpha:g}: "
                                f"{res.message}")
@@ -371,13 +370,14 @@ def curve_frame(alphas: Iterable[float], route: str | None, fields: dict | None,
     def climb(a: float, start: int = 0) -> tuple[SpikedResult, int | None]:
         return _climb_point(problem, a, solver, r, start)
 
-    if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
-        results = sweep(n_kappa, progress)
-    else:  # the tensor ladder, then the aligned one (a second ladder, §10.8)
-        rules = (*_ladder(r), *aligned_ladder(r))
-        results = _curve_on_ladder(alphas, rules, sweep, climb, progress, fail_fast=True,
-                                   second=len(_ladder(r)) if aligned_ladder(r) else None,
-                                   cache=(PROBES_CACHE, probes_key(build, n_omega, solver)))
+    with meta.blas_limit(1):  # the kernels' LAPACK calls are small: one BLAS thread
+        if n_kappa is not None or r == 1:  # a rule given by the caller, or the one-spike rule
+            results = sweep(n_kappa, progress)
+        else:  # the tensor ladder, then the aligned one (a second ladder, §10.8)
+            rules = (*_ladder(r), *aligned_ladder(r))
+            results = _curve_on_ladder(alphas, rules, sweep, climb, progress, fail_fast=True,
+                                       second=len(_ladder(r)) if aligned_ladder(r) else None,
+                                       cache=(PROBES_CACHE, probes_key(build, n_omega, solver)))
     if strict and not all(res.converged for res in results):
         bad = next(res for res in results if not res.converged)
         raise ConvergenceError(f"K-group equations did not converge at alpha={bad.alpha:g}: "
