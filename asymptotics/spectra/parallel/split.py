@@ -1,0 +1,126 @@
+"""A batch of points split into :data:`POINT_THREADS` contiguous parts computed at once on a
+small persistent pool of daemon threads (docs/THEORY.md §16.8: the network features' traces,
+:meth:`asymptotics.spectra.netbulk.OutsideTraces.traces_kernels`).
+
+The work of a point is independent of the others' (each row of the inputs gives the same row of
+the outputs), so a part's rows are the rows of the whole, bit for bit, as long as every step in
+it is row-wise: the compiled kernels (``nogil=True``: plain Python threads, not numba's
+threading layer) and BLAS's products with one thread (the caller's limit,
+:func:`asymptotics.core.meta.blas_limit`, is process-wide: it holds in the workers). The caller
+computes the first part itself; the others queue to the workers (started lazily, once a
+process, again after a fork). A worker's exception is raised in the caller, after every part has
+stopped. Kernels not loaded compiled in this process yet (the cold start's interpreted runs,
+numba disabled) and batches under :data:`SPLIT_MIN` points run on the caller alone."""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+#: the parts of a batch of points (threads at once, the caller's included; 1: the caller alone,
+#: the reference)
+POINT_THREADS: int = max(1, min(2, os.cpu_count() or 1))
+#: the fewest points split (fewer: the handoff costs more than the second core gives)
+SPLIT_MIN: int = 24
+
+_LOCK = threading.Lock()
+_QUEUE: queue.SimpleQueue = queue.SimpleQueue()
+_WORKERS: list[threading.Thread] = []
+_IN_WORKER = threading.local()
+
+
+class _Job:
+    """One part: ``fn(*args)``, its exception kept for the caller."""
+
+    __slots__ = ("fn", "args", "done", "error")
+
+    def __init__(self, fn: Callable, args: tuple) -> None:
+        self.fn, self.args = fn, args
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+    def __call__(self) -> None:
+        try:
+            self.fn(*self.args)
+        except BaseException as exc:  # noqa: BLE001 (raised again in the caller)
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+def _work(jobs: queue.SimpleQueue) -> None:
+    """A worker: runs the queued parts, forever (a daemon)."""
+    _IN_WORKER.on = True  # (a part that splits again runs whole: no wait on its own queue)
+    while True:
+        jobs.get()()
+
+
+def _pool(threads: int) -> queue.SimpleQueue:
+    """The workers' queue, with at least ``threads`` workers started."""
+    with _LOCK:
+        while len(_WORKERS) < threads:
+            t = threading.Thread(target=_work, args=(_QUEUE,), daemon=True,
+                                 name=f"giantstep-points-{len(_WORKERS)}")
+            t.start()
+            _WORKERS.append(t)
+        return _QUEUE
+
+
+def _after_fork() -> None:
+    """A forked child has none of its parent's workers: a new queue, started on demand."""
+    global _QUEUE, _LOCK
+    _LOCK = threading.Lock()
+    _QUEUE = queue.SimpleQueue()
+    _WORKERS.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
+
+
+def loaded(kernels: Sequence) -> bool:
+    """Whether every kernel is a numba dispatcher with a compiled signature in this process
+    (not interpreted, not a plain function): only those release the GIL."""
+    return all(getattr(k, "overloads", None) for k in kernels)
+
+
+def bounds(n: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous ranges of ``range(n)``, their sizes within one of each other."""
+    cuts = [n * k // parts for k in range(parts + 1)]
+    return [(cuts[k], cuts[k + 1]) for k in range(parts) if cuts[k + 1] > cuts[k]]
+
+
+def by_points(fn: Callable[..., None], arrays: Sequence[np.ndarray], kernels: Sequence = (),
+              parts: int | None = None) -> int:
+    """``fn(*arrays)`` where ``fn`` writes the rows of its output arrays (among ``arrays``) from
+    the same rows of its inputs: on ``parts`` (:data:`POINT_THREADS`) contiguous ranges of the
+    rows at once, the caller computing the first, when there are :data:`SPLIT_MIN` rows or more
+    and ``kernels`` are :func:`loaded`. Returns the number of parts run."""
+    n = arrays[0].shape[0]
+    parts = POINT_THREADS if parts is None else int(parts)
+    if parts <= 1 or n < max(SPLIT_MIN, 2) or not loaded(kernels) \
+            or getattr(_IN_WORKER, "on", False):
+        fn(*arrays)
+        return 1
+    ranges = bounds(n, parts)
+    jobs = [_Job(fn, tuple(a[lo:hi] for a in arrays)) for lo, hi in ranges[1:]]
+    jobs_queue = _pool(len(jobs))
+    for job in jobs:
+        jobs_queue.put(job)
+    lo, hi = ranges[0]
+    try:
+        fn(*(a[lo:hi] for a in arrays))
+    finally:
+        for job in jobs:
+            job.done.wait()
+    for job in jobs:
+        if job.error is not None:
+            raise job.error
+    return len(ranges)
+
+
+__all__ = ["POINT_THREADS", "SPLIT_MIN", "bounds", "by_points", "loaded"]
