@@ -187,3 +187,33 @@ def test_a_forked_child_starts_its_own_workers() -> None:
     os.close(r)
     os.waitpid(pid, 0) if ready else os.kill(pid, 9)
     assert got == b"1"
+
+
+@pytest.mark.parametrize("K", [2, 3, 4])
+def test_split_node_sums_are_the_one_thread_sums(K: int) -> None:
+    """The V-part's node sums (by feature for K = 2, 3; by node) on parts of the points."""
+    from asymptotics.spectra.traces.net_jacobian import node_tables
+    from asymptotics.spectra.traces.outside_kernels import vpart_sums, vpart_sums_t
+
+    rng = np.random.default_rng(60 + K)
+    nodes = 50
+    w = rng.random(nodes)
+    mb1 = rng.standard_normal((nodes, K))
+    outer = np.ascontiguousarray((mb1[:, :, None] * mb1[:, None, :]).reshape(-1, K * K))
+    ms2 = np.ascontiguousarray(rng.random((nodes, K)))
+    pi = np.full(K, 1.0 / K)
+    sums = (pi, outer, np.ascontiguousarray(w[:, None] * outer), ms2,
+            np.ascontiguousarray(w[:, None] * ms2), 0.7)
+    N = 2 * split.SPLIT_MIN + 3
+    x = 0.2 * (rng.standard_normal((N, K + K * K)) + 1j * rng.standard_normal((N, K + K * K)))
+    calls = [(vpart_sums, (x, *sums))]
+    if K in (2, 3):
+        t = node_tables(*sums)
+        calls.append((vpart_sums_t, (x, pi, np.ascontiguousarray(t[3].T),
+                                     np.ascontiguousarray(t[4].T), 0.7)))
+    for kern, args in calls:
+        ref = kern(*args)  # (loads the kernel)
+        assert split._ranges(N, 2, (kern,)) is not None
+        for parts in (2, 3):
+            got = split.rows_of(kern, *args, parts=parts)
+            assert all(np.array_equal(a, b) for a, b in zip(got, ref, strict=True))

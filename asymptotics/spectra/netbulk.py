@@ -33,7 +33,7 @@ import numpy as np
 from asymptotics.core.meta import blas_limit
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
-from asymptotics.spectra.parallel.split import by_points
+from asymptotics.spectra.parallel.split import by_points, rows_of
 from asymptotics.spectra.traces import outside_kernels as kern
 from asymptotics.spectra.traces.net_branch import attach
 from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
@@ -350,7 +350,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         fn, args = ((kern.vpart_sums_t, (x, sums[0], *feats, sums[5]))
                     if feats and NODE_FEATURES else (kern.vpart_sums, (x, *sums)))
         if compiled(fn, args):
-            M, v2 = fn(*args)
+            M, v2 = rows_of(fn, *args)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
         if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
             _QUEUED_SUMS.append(True)

@@ -8,7 +8,8 @@ it is row-wise: the compiled kernels (``nogil=True``: plain Python threads, not 
 threading layer) and BLAS's products with one thread (the caller's limit,
 :func:`asymptotics.core.meta.blas_limit`, is process-wide: it holds in the workers). The caller
 computes the first part itself; the others queue to the workers (started lazily, once a
-process, again after a fork). A worker's exception is raised in the caller, after every part has
+process, again after a fork); :func:`rows_of` the same for a kernel that returns its rows (the
+V-part's node sums). A worker's exception is raised in the caller, after every part has
 stopped. Kernels not loaded compiled in this process yet (the cold start's interpreted runs,
 numba disabled) and batches under :data:`SPLIT_MIN` points run on the caller alone."""
 
@@ -94,33 +95,59 @@ def bounds(n: int, parts: int) -> list[tuple[int, int]]:
     return [(cuts[k], cuts[k + 1]) for k in range(parts) if cuts[k + 1] > cuts[k]]
 
 
-def by_points(fn: Callable[..., None], arrays: Sequence[np.ndarray], kernels: Sequence = (),
-              parts: int | None = None) -> int:
-    """``fn(*arrays)`` where ``fn`` writes the rows of its output arrays (among ``arrays``) from
-    the same rows of its inputs: on ``parts`` (:data:`POINT_THREADS`) contiguous ranges of the
-    rows at once, the caller computing the first, when there are :data:`SPLIT_MIN` rows or more
-    and ``kernels`` are :func:`loaded`. Returns the number of parts run."""
-    n = arrays[0].shape[0]
+def _ranges(n: int, parts: int | None, kernels: Sequence) -> list[tuple[int, int]] | None:
+    """The parts of ``n`` rows, or None where they run whole on the caller."""
     parts = POINT_THREADS if parts is None else int(parts)
     if parts <= 1 or n < max(SPLIT_MIN, 2) or not loaded(kernels) \
             or getattr(_IN_WORKER, "on", False):
-        fn(*arrays)
-        return 1
-    ranges = bounds(n, parts)
-    jobs = [_Job(fn, tuple(a[lo:hi] for a in arrays)) for lo, hi in ranges[1:]]
+        return None
+    return bounds(n, parts)
+
+
+def _run(fn: Callable, calls: list[tuple]) -> list:
+    """``[fn(*args) for args in calls]``, the first on the caller, the others on the workers."""
+    out: list = [None] * len(calls)
+
+    def part(k: int, args: tuple) -> None:
+        out[k] = fn(*args)
+
+    jobs = [_Job(part, (k, args)) for k, args in enumerate(calls) if k]
     jobs_queue = _pool(len(jobs))
     for job in jobs:
         jobs_queue.put(job)
-    lo, hi = ranges[0]
     try:
-        fn(*(a[lo:hi] for a in arrays))
+        part(0, calls[0])
     finally:
         for job in jobs:
             job.done.wait()
     for job in jobs:
         if job.error is not None:
             raise job.error
+    return out
+
+
+def by_points(fn: Callable[..., None], arrays: Sequence[np.ndarray], kernels: Sequence = (),
+              parts: int | None = None) -> int:
+    """``fn(*arrays)`` where ``fn`` writes the rows of its output arrays (among ``arrays``) from
+    the same rows of its inputs: on ``parts`` (:data:`POINT_THREADS`) contiguous ranges of the
+    rows at once, the caller computing the first, when there are :data:`SPLIT_MIN` rows or more
+    and ``kernels`` are :func:`loaded`. Returns the number of parts run."""
+    ranges = _ranges(arrays[0].shape[0], parts, kernels)
+    if ranges is None:
+        fn(*arrays)
+        return 1
+    _run(fn, [tuple(a[lo:hi] for a in arrays) for lo, hi in ranges])
     return len(ranges)
 
 
-__all__ = ["POINT_THREADS", "SPLIT_MIN", "bounds", "by_points", "loaded"]
+def rows_of(kern, x: np.ndarray, *rest, parts: int | None = None) -> tuple:
+    """``kern(x, *rest)``, a compiled kernel returning a tuple of arrays whose rows are those of
+    ``x``'s rows, on the ranges of :func:`by_points` (the parts' rows stacked)."""
+    ranges = _ranges(x.shape[0], parts, (kern,))
+    if ranges is None:
+        return kern(x, *rest)
+    outs = _run(kern, [(x[lo:hi], *rest) for lo, hi in ranges])
+    return tuple(np.concatenate(rows) for rows in zip(*outs, strict=True))
+
+
+__all__ = ["POINT_THREADS", "SPLIT_MIN", "bounds", "by_points", "loaded", "rows_of"]
