@@ -20,7 +20,8 @@ cache); the table and summary line (the densities within the target in CPU and i
 are printed (runs are kept in
 benchmarks/data/bench_spectrum_random.txt, each under a line naming its revision and load).
 ``--only 12,14``: those settings alone (drawn as in the full run: the same settings).
-``--dump F.json``: every law's numbers (compare two with ``benchmarks/compare_spectrum_dumps.py``).
+``--dump F.json``: every law's numbers (compare two with ``benchmarks/compare_spectrum_dumps.py``;
+``--no-risk``: without the risk points).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ READOUTS = ("constant", "pm1", {1.0: 0.25, -1.0: 0.5, 2.0: 0.25})
 TARGET = "tanh(z1)"
 TARGET_DENSITY = 0.3  # s, a 300-point density (warm)
 DUMP: dict | None = None  # --dump: every law's numbers, written as JSON
+RISK = True  # --no-risk: the laws and densities alone (the risk columns NaN)
 
 
 def draw(rng: np.random.Generator) -> dict:
@@ -92,6 +94,8 @@ def measure(of: str, alpha: float, kw: dict) -> tuple:
             support=[list(iv) for iv in law.support], atom=law.atom, x=x.tolist(),
             density=law.density(x).tolist(), model=law.model,
             outliers=[[o.location, o.channel, dict(o.overlaps)] for o in law.outliers])
+    if not RISK:
+        return t1, t2, tc, td, math.nan, math.nan, tw, law
     rk = {k: v for k, v in kw.items() if k != "d"}
     r1, _ = cpu(lambda: A.risk(alpha, model=law.model, **rk))
     alphas = iter(alpha * (1.0 + 1e-6 * k) for k in range(1, 100))
@@ -110,13 +114,16 @@ def main(argv: list[str] | None = None) -> None:
                     help="write every law's support, atom, outliers and density (JSON) here")
     ap.add_argument("--point-threads", type=int, default=None,
                     help="the traces' point threads (default: the module's POINT_THREADS)")
+    ap.add_argument("--no-risk", action="store_true",
+                    help="no risk points (the laws' numbers for --dump alone)")
     args = ap.parse_args(argv)
     if args.point_threads is not None:
         from asymptotics.spectra.parallel import split
 
         split.POINT_THREADS = max(1, args.point_threads)
-    global DUMP
+    global DUMP, RISK
     DUMP = {} if args.dump else None
+    RISK = not args.no_risk
     try:
         only = None if args.only is None else {int(k) for k in args.only.split(",")}
     except ValueError:
