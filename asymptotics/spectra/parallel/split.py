@@ -25,8 +25,10 @@ import numpy as np
 #: the parts of a batch of points (threads at once, the caller's included; 1: the caller alone,
 #: the reference)
 POINT_THREADS: int = max(1, min(2, os.cpu_count() or 1))
-#: the fewest points split (fewer: the handoff costs more than the second core gives)
-SPLIT_MIN: int = 24
+#: the fewest points split: a part repeats the per-block kernel calls of the whole (~1.5 ms CPU
+#: for the K = 3 traces' 32 blocks), ~10% of the CPU time of 32 points, ~5% from 64 on; below,
+#: that share grows while the wall time saved shrinks
+SPLIT_MIN: int = 32
 
 _LOCK = threading.Lock()
 _QUEUE: queue.SimpleQueue = queue.SimpleQueue()
