@@ -2,8 +2,8 @@
 ``asymptotics/spectra/parallel/split.py``): each point's ``T`` is the one-thread path's bit for
 bit (K = 2, 3, 4, Vhat1 symmetric or not: every way of ``traces_kernels``), the parts run on the
 pool's workers with BLAS on one thread there, a worker's exception reaches the caller, and the
-cold start (kernels not loaded compiled), few points and a worker's own calls stay on the
-caller alone."""
+cold start (kernels not loaded compiled), few points or a short estimated time and a worker's
+own calls stay on the caller alone."""
 
 from __future__ import annotations
 
@@ -18,6 +18,12 @@ from asymptotics.network.bulk import GroupBulk
 from asymptotics.spectra import netbulk
 from asymptotics.spectra.netbulk import OutsideTraces
 from asymptotics.spectra.parallel import split
+
+
+@pytest.fixture(autouse=True)
+def _small_batches_split(monkeypatch) -> None:
+    """The tests' batches are small: split them whatever their estimated time."""
+    monkeypatch.setattr(split, "SPLIT_COST", 0.0)
 
 
 def _cov(rng, B: int, n: int, K: int, eps: float) -> np.ndarray:
@@ -134,6 +140,9 @@ def test_cold_kernels_few_points_and_workers_stay_on_the_caller() -> None:
     assert split.by_points(_rows_plus_one, (x, out), kernels=(plain,), parts=2) == 1
     assert split.by_points(_rows_plus_one, (x[:split.SPLIT_MIN - 1], out[:split.SPLIT_MIN - 1]),
                            parts=2) == 1
+    split.SPLIT_COST = 1e-3  # (restored by the fixture's monkeypatch)
+    assert split.by_points(_rows_plus_one, (x, out), parts=2, cost=0.9e-3) == 1
+    assert split.by_points(_rows_plus_one, (x, out), parts=2, cost=1e-3) == 2
     inner: list[int] = []
 
     def nested(a: np.ndarray, o: np.ndarray) -> None:
@@ -213,7 +222,7 @@ def test_split_node_sums_are_the_one_thread_sums(K: int) -> None:
                                      np.ascontiguousarray(t[4].T), 0.7)))
     for kern, args in calls:
         ref = kern(*args)  # (loads the kernel)
-        assert split._ranges(N, 2, (kern,)) is not None
+        assert split._ranges(N, 2, (kern,), 1.0) is not None
         for parts in (2, 3):
             got = split.rows_of(kern, *args, parts=parts)
             assert all(np.array_equal(a, b) for a, b in zip(got, ref, strict=True))

@@ -243,8 +243,9 @@ class OutsideTraces:
         T = np.zeros((vh.shape[0], self.K, self.K), dtype=np.complex128)
         kernels = ((first3_block, second3_block) if way == "three" else
                    (traces_first, traces_second)[:1 + bool(ob.size)])
+        cost = vh.shape[0] * self.B * self.n * self.K ** 2 * (6e-9 if ob.size else 1e-9)  # (s)
         with blas_threads() if self.groups else contextlib.nullcontext():
-            by_points(lambda *a: self._traces_rows(*a, both, way), (vh, D, T), kernels)
+            by_points(lambda *a: self._traces_rows(*a, both, way), (vh, D, T), kernels, cost=cost)
         return T
 
     def _traces_rows(self, vh: np.ndarray, D: np.ndarray, T: np.ndarray, both: bool,
@@ -350,7 +351,7 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
         fn, args = ((kern.vpart_sums_t, (x, sums[0], *feats, sums[5]))
                     if feats and NODE_FEATURES else (kern.vpart_sums, (x, *sums)))
         if compiled(fn, args):
-            M, v2 = rows_of(fn, *args)
+            M, v2 = rows_of(fn, *args, cost=0.7e-9 * x.shape[0] * outer.size)  # (seconds)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
         if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
             _QUEUED_SUMS.append(True)

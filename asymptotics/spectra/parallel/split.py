@@ -15,6 +15,7 @@ numba disabled) and batches under :data:`SPLIT_MIN` points run on the caller alo
 
 from __future__ import annotations
 
+import math
 import os
 import queue
 import threading
@@ -29,6 +30,10 @@ POINT_THREADS: int = max(1, min(2, os.cpu_count() or 1))
 #: for the K = 3 traces' 32 blocks), ~10% of the CPU time of 32 points, ~5% from 64 on; below,
 #: that share grows while the wall time saved shrinks
 SPLIT_MIN: int = 32
+#: the least estimated one-thread time of a batch split (s; the caller's estimate): a handoff
+#: costs ~0.1 ms, more on a loaded machine (the coarse model's traces, ~1 us a point, and the
+#: node sums of few points stay whole)
+SPLIT_COST: float = 1e-3
 
 _LOCK = threading.Lock()
 _QUEUE: queue.SimpleQueue = queue.SimpleQueue()
@@ -97,10 +102,11 @@ def bounds(n: int, parts: int) -> list[tuple[int, int]]:
     return [(cuts[k], cuts[k + 1]) for k in range(parts) if cuts[k + 1] > cuts[k]]
 
 
-def _ranges(n: int, parts: int | None, kernels: Sequence) -> list[tuple[int, int]] | None:
+def _ranges(n: int, parts: int | None, kernels: Sequence,
+            cost: float) -> list[tuple[int, int]] | None:
     """The parts of ``n`` rows, or None where they run whole on the caller."""
     parts = POINT_THREADS if parts is None else int(parts)
-    if parts <= 1 or n < max(SPLIT_MIN, 2) or not loaded(kernels) \
+    if parts <= 1 or n < max(SPLIT_MIN, 2) or cost < SPLIT_COST or not loaded(kernels) \
             or getattr(_IN_WORKER, "on", False):
         return None
     return bounds(n, parts)
@@ -129,12 +135,13 @@ def _run(fn: Callable, calls: list[tuple]) -> list:
 
 
 def by_points(fn: Callable[..., None], arrays: Sequence[np.ndarray], kernels: Sequence = (),
-              parts: int | None = None) -> int:
+              parts: int | None = None, cost: float = math.inf) -> int:
     """``fn(*arrays)`` where ``fn`` writes the rows of its output arrays (among ``arrays``) from
     the same rows of its inputs: on ``parts`` (:data:`POINT_THREADS`) contiguous ranges of the
-    rows at once, the caller computing the first, when there are :data:`SPLIT_MIN` rows or more
-    and ``kernels`` are :func:`loaded`. Returns the number of parts run."""
-    ranges = _ranges(arrays[0].shape[0], parts, kernels)
+    rows at once, the caller computing the first, when there are :data:`SPLIT_MIN` rows or more,
+    the caller's estimate ``cost`` of the whole's time is :data:`SPLIT_COST` or more and
+    ``kernels`` are :func:`loaded`. Returns the number of parts run."""
+    ranges = _ranges(arrays[0].shape[0], parts, kernels, cost)
     if ranges is None:
         fn(*arrays)
         return 1
@@ -142,14 +149,15 @@ def by_points(fn: Callable[..., None], arrays: Sequence[np.ndarray], kernels: Se
     return len(ranges)
 
 
-def rows_of(kern, x: np.ndarray, *rest, parts: int | None = None) -> tuple:
+def rows_of(kern, x: np.ndarray, *rest, parts: int | None = None,
+            cost: float = math.inf) -> tuple:
     """``kern(x, *rest)``, a compiled kernel returning a tuple of arrays whose rows are those of
     ``x``'s rows, on the ranges of :func:`by_points` (the parts' rows stacked)."""
-    ranges = _ranges(x.shape[0], parts, (kern,))
+    ranges = _ranges(x.shape[0], parts, (kern,), cost)
     if ranges is None:
         return kern(x, *rest)
     outs = _run(kern, [(x[lo:hi], *rest) for lo, hi in ranges])
     return tuple(np.concatenate(rows) for rows in zip(*outs, strict=True))
 
 
-__all__ = ["POINT_THREADS", "SPLIT_MIN", "bounds", "by_points", "loaded", "rows_of"]
+__all__ = ["POINT_THREADS", "SPLIT_COST", "SPLIT_MIN", "bounds", "by_points", "loaded", "rows_of"]
