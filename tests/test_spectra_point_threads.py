@@ -138,6 +138,14 @@ def test_cold_kernels_few_points_and_workers_stay_on_the_caller() -> None:
         return None
 
     assert split.by_points(_rows_plus_one, (x, out), kernels=(plain,), parts=2) == 1
+    from asymptotics.core.coldstart import kernel
+
+    @kernel(cache=False)
+    def fresh(a):  # (a kernel with no compiled signature in this process yet)
+        return a
+
+    assert not split.loaded((fresh,))
+    assert split.by_points(_rows_plus_one, (x, out), kernels=(fresh,), parts=2) == 1
     assert split.by_points(_rows_plus_one, (x[:split.SPLIT_MIN - 1], out[:split.SPLIT_MIN - 1]),
                            parts=2) == 1
     split.SPLIT_COST = 1e-3  # (restored by the fixture's monkeypatch)
