@@ -26,9 +26,9 @@ import numpy as np
 #: the parts of a batch of points (threads at once, the caller's included; 1: the caller alone,
 #: the reference)
 POINT_THREADS: int = max(1, min(2, os.cpu_count() or 1))
-#: the fewest points split: a part repeats the per-block kernel calls of the whole (~1.5 ms CPU
-#: for the K = 3 traces' 32 blocks), ~10% of the CPU time of 32 points, ~5% from 64 on; below,
-#: that share grows while the wall time saved shrinks
+#: the fewest points split: a part repeats the per-block kernel calls of the whole (~1 ms CPU
+#: for the K = 3 traces' 32 blocks): 32 points 0.60 of the wall time for +13% CPU, 64 on ~0.53
+#: for +4%; 16 points 0.65 for +22%, 2 points 0.81 for +48% (two free cores)
 SPLIT_MIN: int = 32
 #: the least estimated one-thread time of a batch split (s; the caller's estimate): a handoff
 #: costs ~0.1 ms, more on a loaded machine (the coarse model's traces, ~1 us a point, and the
