@@ -33,16 +33,12 @@ import numpy as np
 from asymptotics.core.meta import blas_limit
 from asymptotics.spectra.features import vpart_parts
 from asymptotics.spectra.law import Solver
+from asymptotics.spectra.parallel.split import by_points, rows_of
+from asymptotics.spectra.traces import outside_kernels as kern
 from asymptotics.spectra.traces.net_branch import attach
 from asymptotics.spectra.traces.net_chord import ChordPolish, PathSolver, SymSolver, sym_jacobian
 from asymptotics.spectra.traces.net_jacobian import node_tables, ready, vpart_jacobian
-from asymptotics.spectra.traces.outside_kernels import (
-    compiled,
-    traces_first,
-    traces_second,
-    vpart_sums,
-    vpart_sums_t,
-)
+from asymptotics.spectra.traces.outside_kernels import compiled, traces_first, traces_second
 from asymptotics.spectra.traces.outside_scalar import first3_block, second3_block
 
 #: off-diagonal parts of Sig_g (in Sig_1's eigenbasis) below this fraction of the diagonal's
@@ -235,37 +231,41 @@ class OutsideTraces:
         point, one product with ``O_b o O_e`` a pair of groups (``Q`` is then symmetric). With
         pairs and :data:`BLOCK_MIN` points or more, one block of directions at a time (its ``W``
         and ``Y`` stay in cache); K = 3 with the three pairs of groups 1, 2 by the block kernels
-        without branches. BLAS on :data:`BLAS_THREADS` threads."""
-        with blas_threads() if self.groups else contextlib.nullcontext():
-            return self._traces_kernels(vh, D)
-
-    def _traces_kernels(self, vh: np.ndarray, D: np.ndarray) -> np.ndarray:
-        """:meth:`traces_kernels` on the caller's BLAS threads."""
+        without branches. BLAS on :data:`BLAS_THREADS` threads; the points in parts at once
+        (:func:`~asymptotics.spectra.parallel.split.by_points`)."""
         vh = np.ascontiguousarray(vh, dtype=np.complex128)
         D = np.ascontiguousarray(D, dtype=np.complex128)
         both = bool(np.array_equal(vh, np.swapaxes(vh, 1, 2)))
         ob, oe = self._ordered_pairs(both)[:2]
-        sf, wf = self._flat()
-        if not ob.size or vh.shape[0] < BLOCK_MIN:  # (few points: W fits in cache whole)
-            T, W = traces_first(vh, D, sf, wf, self.n, ob, oe)
-            if ob.size:
-                traces_second(vh, D, sf, np.matmul(W, self._ordered_pairs(both)[2]), self.n,
-                              ob, oe, both, T)
-            return T
+        way = ("whole" if not ob.size or vh.shape[0] < BLOCK_MIN  # (W fits in cache whole)
+               else "three" if self.K == 3 and both and ob.tolist() == [1, 1, 2]
+               and oe.tolist() == [1, 2, 2] else "blocks")
         T = np.zeros((vh.shape[0], self.K, self.K), dtype=np.complex128)
-        if self.K == 3 and both and ob.tolist() == [1, 1, 2] and oe.tolist() == [1, 2, 2]:
+        kernels = ((first3_block, second3_block) if way == "three" else
+                   (traces_first, traces_second)[:1 + bool(ob.size)])
+        cost = vh.shape[0] * self.B * self.n * self.K ** 2 * (6e-9 if ob.size else 1e-9)  # (s)
+        with blas_threads() if self.groups else contextlib.nullcontext():
+            by_points(lambda *a: self._traces_rows(*a, both, way), (vh, D, T), kernels, cost=cost)
+        return T
+
+    def _traces_rows(self, vh: np.ndarray, D: np.ndarray, T: np.ndarray, both: bool,
+                     way: str) -> None:
+        """``T`` (zeros in) of the points ``vh``, ``D`` by :meth:`traces_kernels`'s ``way``."""
+        ob, oe = self._ordered_pairs(both)[:2]
+        if way == "three":
             W = np.empty((3, 2 * vh.shape[0], self.n))
             Y = np.empty_like(W)
             for sfb, wfb, Pb, pos in self._blocks(both):
                 first3_block(vh, D, sfb, wfb, T, W)
                 np.matmul(W, Pb, out=Y)
                 second3_block(vh, D, sfb, Y, T, Q_IDENTITY and pos)
-            return T
-        for sfb, wfb, Pb, _ in self._blocks(both):
+            return
+        for sfb, wfb, Pb in ([(*self._flat(), self._ordered_pairs(both)[2])] if way == "whole"
+                             else [(b[0], b[1], b[2][:, None]) for b in self._blocks(both)]):
             Tb, W = traces_first(vh, D, sfb, wfb, self.n, ob, oe)
-            traces_second(vh, D, sfb, np.matmul(W, Pb[:, None]), self.n, ob, oe, both, Tb)
-            T += Tb
-        return T
+            if ob.size:
+                traces_second(vh, D, sfb, np.matmul(W, Pb), self.n, ob, oe, both, Tb)
+            T[...] = Tb if way == "whole" else T + Tb
 
     def _blocks(self, both: bool) -> list:
         """Per block of directions: ``s``, ``ws`` (K x n), the pairs' ``O_b o O_e`` (pairs x
@@ -348,14 +348,14 @@ def outside_solver(prob, alpha: float, bulk) -> Solver:
     def vpart(x: np.ndarray) -> tuple:
         """(tau, V1, M, v2) of ``parts`` (its node sums compiled once they are)."""
         x = np.ascontiguousarray(x, dtype=np.complex128)
-        kern, args = ((vpart_sums_t, (x, sums[0], *feats, sums[5])) if feats and NODE_FEATURES
-                      else (vpart_sums, (x, *sums)))
-        if compiled(kern, args):
-            M, v2 = kern(*args)
+        fn, args = ((kern.vpart_sums_t, (x, sums[0], *feats, sums[5]))
+                    if feats and NODE_FEATURES else (kern.vpart_sums, (x, *sums)))
+        if compiled(fn, args):
+            M, v2 = rows_of(fn, *args, cost=0.7e-9 * x.shape[0] * outer.size)  # (seconds)
             return x[:, :K], x[:, K:].reshape(-1, K, K), M, v2
         if not _QUEUED_SUMS:  # queues the kernel (interpreted once a process, on one point)
             _QUEUED_SUMS.append(True)
-            kern(x[:1], *args[1:])
+            fn(x[:1], *args[1:])
         tau, V1, _, M, v2, _ = parts(x)
         return tau, V1, M, v2
 

@@ -68,7 +68,7 @@ def ninv(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, j: int, A: np.ndarray,
                     out[r, j] -= f * out[c, j]
 
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def traces_first(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, n: int,
                  wb: np.ndarray, we: np.ndarray) -> tuple:
     """Kernel: ``T0`` (N x K x K) of :meth:`OutsideTraces.traces` on the directions
@@ -119,7 +119,7 @@ def traces_first(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, 
     return T, W
 
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def traces_second(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, n: int,
                   wb: np.ndarray, we: np.ndarray, both: bool, T: np.ndarray) -> None:
     """Kernel: adds the second-order terms ``A + B`` of :meth:`OutsideTraces.traces` to ``T``
@@ -184,7 +184,7 @@ def traces_second(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, 
                 T[x, a, g] += Bl[a, g] - Al[a, g]
 
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def vpart_sums(x: np.ndarray, pi: np.ndarray, outer: np.ndarray, outer_w: np.ndarray,
                ms2: np.ndarray, ms2_w: np.ndarray, A: float) -> tuple:
     """Kernel: ``(M, v2)`` of :func:`asymptotics.spectra.features.vpart_parts` at the rows of
@@ -265,7 +265,7 @@ def vpart_sums(x: np.ndarray, pi: np.ndarray, outer: np.ndarray, outer_w: np.nda
     return M, v2
 
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def vpart_sums_t(x: np.ndarray, pi: np.ndarray, G: np.ndarray, Gw: np.ndarray,
                  A: float) -> tuple:
     """Kernel: :func:`vpart_sums` for K = 2, 3 on the distinct features laid out by feature

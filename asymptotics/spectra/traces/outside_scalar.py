@@ -250,7 +250,7 @@ def second3(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray, n: int
         T[x, 2, 2] += b22 - h22
 
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def first3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, T: np.ndarray,
                  W: np.ndarray) -> None:
     """Kernel: :func:`first3` on one block of directions (``sf``, ``wf``: 3 x n) for the three
@@ -310,7 +310,7 @@ def first3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, wf: np.ndarray, 
         T[x, 2, 1] += t21
         T[x, 2, 2] += t22
 
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
+@kernel(cache=True, error_model="numpy", fastmath=FAST, nogil=True)
 def second3_block(vh: np.ndarray, D: np.ndarray, sf: np.ndarray, Y: np.ndarray,
                   T: np.ndarray, ident: bool) -> None:
     """Kernel: :func:`second3` on one block (``Y`` (3, 2N, n): ``y11``, ``y12``, ``y22`` from
