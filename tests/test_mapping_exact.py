@@ -103,6 +103,27 @@ def test_lattice_checks_are_the_index_construction(h, h0):
                    for x, y in zip(one, two, strict=True))
 
 
+@pytest.mark.parametrize("h,h0", [([0.2, 0.2, -12.0], 0.2), ([0.3, 0.25, 0.2], 0.2),
+                                  ([0.4, -16.0], 0.08), ([0.1032], 0.04), ([-8.0], 0.04)])
+def test_kept_nodes_compiled_are_numpys(monkeypatch, h, h0):
+    """The lattice's kept nodes and rules' weights by the compiled pass (no grid formed) and by
+    numpy's outer products on the whole grid (the path before it is compiled): bit for bit."""
+    from asymptotics.multiindex.compiled import lattice
+
+    seen = []
+    real = lattice.kept_nodes
+    monkeypatch.setattr(step_rules, "kept_nodes", lambda *a: seen.append(a) or real(*a))
+    step_rules.lattice_checks(np.array(h), 9.0, h0)
+    fast = real(*seen[-1])
+    monkeypatch.setattr(lattice.coldstart, "kernel_ready", lambda *a, **k: False)
+    slow = real(*seen[-1])
+    assert np.array_equal(fast[0], slow[0]) and len(fast[1]) == len(slow[1])
+    assert all(np.array_equal(x, y) for x, y in zip(fast[1], slow[1], strict=True))
+    monkeypatch.setattr(lattice.coldstart, "kernel_ready", lambda *a, **k: True)
+    tiny = real([np.array([0.0])], [[np.array([1.0])]], 1e-18, None)  # one node, one axis
+    assert np.array_equal(tiny[0], [[0.0]]) and np.array_equal(tiny[1][0], [1.0])
+
+
 def test_subset_is_fancy_indexing():
     rng = np.random.default_rng(2)
     U, w = rng.standard_normal((500, 3)), rng.random(37)

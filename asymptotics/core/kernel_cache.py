@@ -38,6 +38,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.mean_lsq",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.xi_lines",
+    "asymptotics.multiindex.compiled.lattice",
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",

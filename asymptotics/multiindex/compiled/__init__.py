@@ -1,0 +1,2 @@
+"""Compiled passes of the several-steps mapping (docs/THEORY.md §12.4): the spike lattice's kept
+nodes and its sub-rules' weights without the full grid."""
