@@ -29,7 +29,8 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
-from asymptotics.core.coldstart import kernel
+from asymptotics.multiindex.compiled.clenshaw import Dest, clenshaw_into
+from asymptotics.multiindex.compiled.clenshaw import clenshaw4 as _clenshaw4  # noqa: F401
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -60,43 +61,6 @@ def clear_cache() -> None:
     _PIECES.clear()
 
 
-@kernel(cache=True, error_model="numpy")
-def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
-               ) -> np.ndarray:
-    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's recurrence
-    over piece p's first ``mp[p]`` terms (the rest are zero); the points grouped by piece, 64 at a
-    time side by side (each point's own operations: the numbers of a point alone)."""
-    n_pieces, n, nb_max = coef.shape[0], t.shape[0], 64
-    out, order = np.empty((n, 4)), np.empty(n, np.int64)
-    first = np.zeros(n_pieces + 1, np.int64)
-    for i in range(n):  # the points per piece, then their places (a counting sort)
-        first[min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1) + 1] += 1
-    first = np.cumsum(first)
-    fill = first[:-1].copy()
-    for i in range(n):
-        p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        order[fill[p]] = i
-        fill[p] += 1
-    x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
-    for p in range(n_pieces):
-        for s in range(first[p], first[p + 1], nb_max):
-            nb = min(nb_max, first[p + 1] - s)
-            for q in range(nb):
-                x[q] = min(max((t[order[s + q]] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-                x2[q] = 2.0 * x[q]
-            a1[:, :nb] = 0.0
-            a2[:, :nb] = 0.0
-            for j in range(mp[p] - 1, 0, -1):
-                for c in range(4):
-                    cj = coef[p, j, c]
-                    for q in range(nb):
-                        a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
-            for q in range(nb):
-                for c in range(4):
-                    out[order[s + q], c] = coef[p, 0, c] + x[q] * a1[c, q] - a2[c, q]
-    return out
-
-
 def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     """Whether the kernel ``disp`` runs compiled (in this process or numba's cache); otherwise
     one tiny call queues its compilation (``asymptotics.core.coldstart``) and the numpy path
@@ -107,26 +71,41 @@ def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
 
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
-                     mp: np.ndarray | None = None) -> np.ndarray:
+                     mp: np.ndarray | None = None, dest: Dest | None = None) -> np.ndarray | None:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
-    zero). Four (three) columns: :func:`_clenshaw4` once compiled; else the points sorted by
-    piece, per block of :data:`BLOCK` of them the basis by its recurrence, one product per
-    piece."""
+    lo + 2 h (i + 1)] at the points t (n): (n, q), or written to ``dest`` (``compiled.clenshaw``;
+    None returned) (``mp``: each piece's terms, those beyond zero). Once compiled, four (three)
+    columns at a time by ``clenshaw_into`` straight into place (one or two by numpy's); else
+    :func:`_numpy_pieces`."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
     mp = np.full(n_pieces, m, dtype=np.int64) if mp is None else mp.astype(np.int64)
-    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, np.ascontiguousarray(t[:1], dtype=np.float64))
-    if q > 4 and n > 0 and _compiled(_clenshaw4, tiny, tiny):
-        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t, mp)
-                                for i in range(0, q, 4)])  # four columns at a time
-    if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
-        c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
-        args = (np.ascontiguousarray(c4, dtype=np.float64), mp, float(lo), float(h),
-                np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(_clenshaw4, args, tiny):
-            out4 = _clenshaw4(*args)
-            return out4 if q == 4 else out4[:, :3]
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, t[:1], np.empty(4), np.zeros(1, np.int64),
+            1, 1, 1)
+    if not (n > 0 and q >= 3 and coldstart.kernel_ready(
+            clenshaw_into, tiny, lambda: clenshaw_into(*tiny), compile_mode_ready=True)):
+        out = _numpy_pieces(coef, lo, h, t, mp)
+        return out if dest is None else dest.put(out)
+    out = np.empty((n, q)) if dest is None else None
+    dest = Dest.rows(out) if dest is None else dest
+    for i in range(0, q, 4):
+        if q - i >= 3:
+            part = dest.at(i)
+            clenshaw_into(np.ascontiguousarray(coef[:, :, i:i + 4], dtype=np.float64), mp,
+                          float(lo), float(h), t, part.flat, part.offs, part.n_rows, part.rs,
+                          part.cs)
+        else:  # one or two columns: numpy's
+            dest.at(i).put(_numpy_pieces(coef[:, :, i:], lo, h, t, mp))
+    return out
+
+
+def _numpy_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray, mp: np.ndarray
+                  ) -> np.ndarray:
+    """:func:`chebyshev_pieces` by numpy: the points sorted by piece, per block of
+    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    n_pieces, m, q = coef.shape
+    n = t.shape[0]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
@@ -177,18 +156,20 @@ def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: floa
 
 
 def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-              key: object, half: float = HALF_LENGTH) -> np.ndarray:
+              key: object, half: float = HALF_LENGTH, dest: Dest | None = None
+              ) -> np.ndarray | None:
     """``direct(t)`` ((n, q): q smooth functions of a scalar by a fixed rule) through the checked
-    piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness)."""
+    piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness);
+    ``dest``: written there (``compiled.clenshaw.Dest``), None returned."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(half, smoothness)
     if not h > 0 or n == 0:
-        return direct(t)
+        return direct(t) if dest is None else dest.put(direct(t))
     p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
     n_pieces = p_hi - p_lo + 1
     if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:
-        return direct(t)
+        return direct(t) if dest is None else dest.put(direct(t))
     if len(_PIECES) > CACHE_KEYS:
         _PIECES.clear()
     store = _PIECES.setdefault(key, {}) if key is not None else {}
@@ -209,11 +190,15 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
     coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
-    out = chebyshev_pieces(coef, lo, h, t, mp)
+    out = chebyshev_pieces(coef, lo, h, t, mp, dest)
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
     for i in np.flatnonzero(bad):  # a refused piece: its halves (or the rule)
         if (sel := np.flatnonzero(piece == i)).size:
-            out[sel] = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
+            vals = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
+            if dest is None:
+                out[sel] = vals
+            else:
+                dest.put(vals, sel)
     return out
 
 
@@ -404,17 +389,16 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
+        dest = Dest.groups(out, same, n)  # group same[i]'s values: out[:, :, same[i]]
         if closed and sc > 0:
-            vals = closed_form(sigma, sc, t)
+            dest.put(closed_form(sigma, sc, t))
         elif sc > 0 and _is_relu(sigma):
-            vals = _relu_rule(sc, t, xi, wxi)
+            dest.put(_relu_rule(sc, t, xi, wxi))
         else:
             direct = xi_direct_small if small_g else xi_direct
-            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
-                             max(sc, 1.0) if small_g else sc, key,
-                             HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
-        for i, h in enumerate(same):
-            out[:, :, h] = vals[i * n:(i + 1) * n].T
+            on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
+                      max(sc, 1.0) if small_g else sc, key,
+                      HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH, dest)
     F, m1, m2, v = out
     v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
     return F, m1, m2, np.maximum(v, 0.0, out=v)
