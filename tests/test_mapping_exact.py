@@ -47,8 +47,8 @@ def test_clenshaw_kernel_is_each_points_recurrence():
 
 def test_clenshaw_into_its_place_is_the_four_column_kernels():
     """Seven columns straight into one (n, 7) array, six (the last two by numpy's products),
-    three, and two groups' points into a (4, n, K) array's columns (refused rows patched): the
-    four-column kernel's numbers (a zero fourth column padded), bit for bit."""
+    three, four columns into a wider array (rows patched): the four-column kernel's numbers
+    (a zero fourth column padded), bit for bit."""
     from asymptotics.multiindex.compiled.clenshaw import Dest
 
     rng = np.random.default_rng(11)
@@ -67,32 +67,27 @@ def test_clenshaw_into_its_place_is_the_four_column_kernels():
                                xi_lines._numpy_pieces(coef[:, :, i:], lo, h, t, mp)
                                for i in range(0, q, 4)])
         assert got.flags.c_contiguous and np.array_equal(got, ref), q
-    coef, n = rng.standard_normal((n_pieces, m, 4)), 750
-    out = np.full((4, n, 3), np.nan)
-    dest = Dest.groups(out, [2, 0], n)
-    assert xi_lines.chebyshev_pieces(coef, lo, h, t[:2 * n], mp, dest) is None
-    ref = xi_lines._clenshaw4(coef, mp, lo, h, t[:2 * n])
-    assert np.array_equal(out[:, :, 2], ref[:n].T) and np.array_equal(out[:, :, 0], ref[n:].T)
-    assert np.all(np.isnan(out[:, :, 1]))
-    rows = np.array([3, n + 5, 2 * n - 1])
-    dest.put(np.arange(12.0).reshape(3, 4), rows)
-    assert np.array_equal(out[:, 3, 2], [0, 1, 2, 3]) and np.array_equal(out[:, 5, 0], [4, 5, 6, 7])
-    assert np.array_equal(out[:, n - 1, 0], [8, 9, 10, 11])
+    out = np.full((len(t), 9), np.nan)  # four columns from column 3 on of a wider array
+    dest = Dest.rows(out, 3)
+    coef = rng.standard_normal((n_pieces, m, 4))
+    xi_lines.clenshaw_into(coef, mp, lo, h, t, dest.flat, dest.offs, dest.n_rows, dest.rs,
+                           dest.cs)
+    assert np.array_equal(out[:, 3:7], xi_lines._clenshaw4(coef, mp, lo, h, t))
+    assert np.all(np.isnan(out[:, :3])) and np.all(np.isnan(out[:, 7:]))
+    rows = np.array([3, 5, len(t) - 1])
+    dest.at(1).put(np.arange(12.0).reshape(3, 4), rows)
+    assert np.array_equal(out[3, 4:8], [0, 1, 2, 3])
+    assert np.array_equal(out[-1, 4:8], [8, 9, 10, 11])
 
 
-def test_chebyshev_pieces_into_place_before_compiled(monkeypatch):
-    """Before the kernel is compiled: numpy's pieces, written to the same places."""
-    from asymptotics.multiindex.compiled.clenshaw import Dest
-
+def test_chebyshev_pieces_before_compiled_are_numpys(monkeypatch):
+    """Before the kernel is compiled: numpy's pieces on all columns at once."""
     monkeypatch.setattr(xi_lines.coldstart, "kernel_ready", lambda *a, **k: False)
     rng = np.random.default_rng(12)
-    coef, mp, n = rng.standard_normal((9, 11, 4)), np.full(9, 11, dtype=np.int64), 300
-    t = rng.uniform(-5.0, 5.0, 2 * n)
-    out = np.zeros((4, n, 2))
-    xi_lines.chebyshev_pieces(coef, -4.5, 0.5, t, mp, Dest.groups(out, [1, 0], n))
-    ref = xi_lines._numpy_pieces(coef, -4.5, 0.5, t, mp)
-    assert np.array_equal(out[:, :, 1], ref[:n].T) and np.array_equal(out[:, :, 0], ref[n:].T)
-    assert np.array_equal(xi_lines.chebyshev_pieces(coef, -4.5, 0.5, t, mp), ref)
+    coef, mp = rng.standard_normal((9, 11, 7)), np.full(9, 11, dtype=np.int64)
+    t = rng.uniform(-5.0, 5.0, 600)
+    got = xi_lines.chebyshev_pieces(coef, -4.5, 0.5, t, mp)
+    assert np.array_equal(got, xi_lines._numpy_pieces(coef, -4.5, 0.5, t, mp))
 
 
 def _lattice_by_indices(h: np.ndarray, u_max: float, h0: float) -> tuple:

@@ -71,11 +71,11 @@ def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
 
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
-                     mp: np.ndarray | None = None, dest: Dest | None = None) -> np.ndarray | None:
+                     mp: np.ndarray | None = None) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q), or written to ``dest`` (``compiled.clenshaw``;
-    None returned) (``mp``: each piece's terms, those beyond zero). Once compiled, four (three)
-    columns at a time by ``clenshaw_into`` straight into place (one or two by numpy's); else
+    lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
+    zero). Once compiled, four (three) columns at a time by ``compiled.clenshaw.clenshaw_into``
+    straight into their columns of the one (n, q) array (one or two by numpy's); else
     :func:`_numpy_pieces`."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
@@ -85,10 +85,9 @@ def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
             1, 1, 1)
     if not (n > 0 and q >= 3 and coldstart.kernel_ready(
             clenshaw_into, tiny, lambda: clenshaw_into(*tiny), compile_mode_ready=True)):
-        out = _numpy_pieces(coef, lo, h, t, mp)
-        return out if dest is None else dest.put(out)
-    out = np.empty((n, q)) if dest is None else None
-    dest = Dest.rows(out) if dest is None else dest
+        return _numpy_pieces(coef, lo, h, t, mp)
+    out = np.empty((n, q))
+    dest = Dest.rows(out)
     for i in range(0, q, 4):
         if q - i >= 3:
             part = dest.at(i)
@@ -156,20 +155,18 @@ def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: floa
 
 
 def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothness: float,
-              key: object, half: float = HALF_LENGTH, dest: Dest | None = None
-              ) -> np.ndarray | None:
+              key: object, half: float = HALF_LENGTH) -> np.ndarray:
     """``direct(t)`` ((n, q): q smooth functions of a scalar by a fixed rule) through the checked
-    piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness);
-    ``dest``: written there (``compiled.clenshaw.Dest``), None returned."""
+    piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
     h = min(half, smoothness)
     if not h > 0 or n == 0:
-        return direct(t) if dest is None else dest.put(direct(t))
+        return direct(t)
     p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
     n_pieces = p_hi - p_lo + 1
     if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:
-        return direct(t) if dest is None else dest.put(direct(t))
+        return direct(t)
     if len(_PIECES) > CACHE_KEYS:
         _PIECES.clear()
     store = _PIECES.setdefault(key, {}) if key is not None else {}
@@ -190,15 +187,11 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
     coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
-    out = chebyshev_pieces(coef, lo, h, t, mp, dest)
+    out = chebyshev_pieces(coef, lo, h, t, mp)
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
     for i in np.flatnonzero(bad):  # a refused piece: its halves (or the rule)
         if (sel := np.flatnonzero(piece == i)).size:
-            vals = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
-            if dest is None:
-                out[sel] = vals
-            else:
-                dest.put(vals, sel)
+            out[sel] = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
     return out
 
 
@@ -369,7 +362,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
             isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
         return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
-    out = np.empty((4, n, K))
+    F, out = np.empty((n, K)), np.empty((3, n, K))  # F apart: a caller may free it first
     done = np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:
@@ -389,16 +382,18 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
-        dest = Dest.groups(out, same, n)  # group same[i]'s values: out[:, :, same[i]]
         if closed and sc > 0:
-            dest.put(closed_form(sigma, sc, t))
+            vals = closed_form(sigma, sc, t)
         elif sc > 0 and _is_relu(sigma):
-            dest.put(_relu_rule(sc, t, xi, wxi))
+            vals = _relu_rule(sc, t, xi, wxi)
         else:
             direct = xi_direct_small if small_g else xi_direct
-            on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
-                      max(sc, 1.0) if small_g else sc, key,
-                      HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH, dest)
-    F, m1, m2, v = out
+            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
+                             max(sc, 1.0) if small_g else sc, key,
+                             HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
+        for i, h in enumerate(same):
+            F[:, h] = vals[i * n:(i + 1) * n, 0]
+            out[:, :, h] = vals[i * n:(i + 1) * n, 1:].T
+    m1, m2, v = out
     v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
     return F, m1, m2, np.maximum(v, 0.0, out=v)

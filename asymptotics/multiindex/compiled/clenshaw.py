@@ -1,13 +1,14 @@
-"""The piecewise Chebyshev series of the steps' xi-moments summed into their destination
+"""The piecewise Chebyshev series of the steps' xi-moments summed into their place
 (docs/THEORY.md §12.4).
 
 ``xi_lines.chebyshev_pieces`` sums a piecewise Chebyshev series (up to four columns at a time)
-at many points by Clenshaw's recurrence (:func:`clenshaw_into`). The values go straight to
-where their caller keeps them (:class:`Dest`: an array's flat buffer, per block of ``n_rows``
-points an offset, a row and a column stride), e.g. one group's column of the xi-moments'
-``(4, n, K)`` array, or four columns of a wider ``(n, q)`` array: no array per group or per
-four columns, no copy. Each value is its point's own recurrence, the same operations in the
-same order wherever it is written, so the same numbers bit for bit."""
+at many points by Clenshaw's recurrence (:func:`clenshaw_into`), the values written where
+their caller keeps them (:class:`Dest`: an array's flat buffer, per block of ``n_rows`` points
+an offset, a row and a column stride), e.g. four columns of a wider ``(n, q)`` array: no array
+per four columns, no copy. (A stride between a point's columns is slower: four streams of
+writes, where the xi-moments' copy into their ``(4, n, K)`` array per group is sequential.)
+Each value is its point's own recurrence, the same operations in the same order wherever it
+is written, so the same numbers bit for bit."""
 
 from __future__ import annotations
 
@@ -35,13 +36,6 @@ class Dest:
         """Columns ``col..`` of the C-contiguous array ``out`` (n, q), point i its row i."""
         return Dest(out.reshape(-1), np.array([col], dtype=np.int64), max(out.shape[0], 1),
                     out.shape[1], 1)
-
-    @staticmethod
-    def groups(out: np.ndarray, cols: list[int], n_rows: int) -> Dest:
-        """The C-contiguous array ``out`` (q, n_rows, K): point ``b n_rows + i`` at
-        ``out[:, i, cols[b]]`` (the points of one group after another's)."""
-        return Dest(out.reshape(-1), np.asarray(cols, dtype=np.int64), max(n_rows, 1),
-                    out.shape[2], out.shape[1] * out.shape[2])
 
     def at(self, first: int) -> Dest:
         """The same array from column ``first`` on."""
@@ -81,6 +75,7 @@ def clenshaw_into(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.n
         fill[p] += 1
     x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
     pos = np.empty(nb_max, np.int64)
+    one, off0 = offs.shape[0] == 1, offs[0]  # one block: no division per point
     for p in range(n_pieces):
         for s in range(first[p], first[p + 1], nb_max):
             nb = min(nb_max, first[p + 1] - s)
@@ -88,7 +83,11 @@ def clenshaw_into(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.n
                 i = order[s + q]
                 x[q] = min(max((t[i] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
                 x2[q] = 2.0 * x[q]
-                pos[q] = offs[i // n_rows] + (i % n_rows) * rs
+                if one:
+                    pos[q] = off0 + i * rs
+                else:
+                    b = i // n_rows
+                    pos[q] = offs[b] + (i - b * n_rows) * rs
             a1[:, :nb] = 0.0
             a2[:, :nb] = 0.0
             for j in range(mp[p] - 1, 0, -1):
