@@ -248,3 +248,27 @@ def test_split_rest_by_blocks_is_all_rows_at_once(monkeypatch):
         once = real(*args)
         monkeypatch.setattr(polynomial_spikes, "SPLIT_ROWS", rows)
         assert all(np.array_equal(x, y) for x, y in zip(blocks, once, strict=True)), n
+
+
+@pytest.mark.parametrize("n", [1500, 641, 129, 2])
+def test_direct_rule_by_blocks_is_all_shifts_at_once(monkeypatch, n):
+    """The xi rule's numpy sums in blocks of 64k shifts (a last shift alone joined to the block
+    before) are those on all shifts at once, bit for bit, for both forms of the moments."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.gauss_rules import gauss_hermite
+    from asymptotics.core import meta
+
+    sigma, (xi, w) = get_function("softplus"), gauss_hermite(96)
+    M = np.linspace(-40.0, 40.0, n)
+    with meta.blas_limit(1):  # the mapping's steps
+        monkeypatch.setattr(xi_lines, "DIRECT_BLOCK", 1 << 30)
+        once = [f(sigma, sc, M, xi, w, least=10**12)
+                for f, sc in ((xi_lines.xi_direct_small, 0.3), (xi_lines.xi_direct, 1.3))]
+        for block in (1 << 15, 1 << 13, 1 << 12):
+            monkeypatch.setattr(xi_lines, "DIRECT_BLOCK", block)
+            blocks = xi_lines._row_blocks(n, len(xi))
+            assert all(b.start % 64 == 0 for b in blocks) and blocks[-1].stop == n
+            assert n < 2 or all(b.stop - b.start > 1 for b in blocks)
+            got = [f(sigma, sc, M, xi, w, least=10**12)
+                   for f, sc in ((xi_lines.xi_direct_small, 0.3), (xi_lines.xi_direct, 1.3))]
+            assert all(np.array_equal(x, y) for x, y in zip(got, once, strict=True)), block

@@ -46,7 +46,7 @@ CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
 #: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
 BLOCK = 8192
-DIRECT_BLOCK = 1 << 21
+DIRECT_BLOCK = 1 << 15  # its temporaries stay in cache (and heap: no page faults)
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
 
@@ -234,6 +234,17 @@ def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np
     return sigma.value_and_derivative(z)
 
 
+def _row_blocks(n: int, nodes: int) -> list[slice]:
+    """Blocks of about :data:`DIRECT_BLOCK` pre-activations (shifts x nodes): a multiple of 64
+    shifts each (the matrix-vector products' unrolled rows as on all shifts at once: the same
+    sums), a last block of one shift joined to the one before (numpy's vector products)."""
+    rows = 64 * max(1, DIRECT_BLOCK // max(1, 64 * nodes))
+    starts = list(range(0, n, rows)) or [0]
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return list(map(slice, starts, starts[1:] + [n]))
+
+
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
@@ -241,10 +252,8 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     fused = _fused(sigma, sc, M, xi, wxi, False, least)
     if fused is not None:
         return fused
-    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
-    if M.shape[0] > rows:
-        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi, least)
-                               for lo in range(0, M.shape[0], rows)])
+    if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
+        return np.concatenate([xi_direct(sigma, sc, M[sl], xi, wxi, least) for sl in blocks])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
@@ -287,10 +296,9 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     fused = _fused(sigma, sc, M, xi, wxi, True, least)
     if fused is not None:
         return fused
-    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
-    if M.shape[0] > rows:
-        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi, least)
-                               for lo in range(0, M.shape[0], rows)])
+    if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
+        return np.concatenate([xi_direct_small(sigma, sc, M[sl], xi, wxi, least)
+                               for sl in blocks])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
 
