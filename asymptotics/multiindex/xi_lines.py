@@ -402,6 +402,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         for i, h in enumerate(same):
             F[:, h] = vals[i * n:(i + 1) * n, 0]
             out[:, :, h] = vals[i * n:(i + 1) * n, 1:].T
+        vals = t = None  # freed before the next group's (memory)
     m1, m2, v = out
     v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
     return F, m1, m2, np.maximum(v, 0.0, out=v)
