@@ -37,7 +37,6 @@ KERNEL_MODULES = [
     "asymptotics.equations.two_groups",
     "asymptotics.equations.mean_lsq",
     "asymptotics.measures.resolvent_kernels",
-    "asymptotics.multiindex.xi_lines",
     "asymptotics.multiindex.compiled.lattice",
     "asymptotics.multiindex.compiled.clenshaw",
     "asymptotics.spectra.traces.outside_kernels",
