@@ -45,6 +45,51 @@ def test_clenshaw_kernel_is_each_points_recurrence():
     assert np.array_equal(np.signbit(got), np.signbit(ref))
 
 
+def test_clenshaw_into_its_place_is_the_four_column_kernels():
+    """Seven columns straight into one (n, 7) array, six (the last two by numpy's products),
+    three, four columns into a wider array (rows patched): the four-column kernel's numbers
+    (a zero fourth column padded), bit for bit."""
+    from asymptotics.multiindex.compiled.clenshaw import Dest
+
+    rng = np.random.default_rng(11)
+    n_pieces, m, lo, h = 17, 15, -8.5, 0.5
+    t = rng.uniform(lo - 1.0, lo + 2 * h * n_pieces + 1.0, 1501)
+    mp = rng.integers(1, m + 1, n_pieces).astype(np.int64)
+
+    def four(c: np.ndarray) -> np.ndarray:
+        pad = np.concatenate([c, np.zeros(c.shape[:2] + (4 - c.shape[2],))], axis=2)
+        return xi_lines._clenshaw4(np.ascontiguousarray(pad), mp, lo, h, t)[:, :c.shape[2]]
+
+    for q in (7, 3, 6):
+        coef = rng.standard_normal((n_pieces, m, q))
+        got = xi_lines.chebyshev_pieces(coef, lo, h, t, mp)
+        ref = np.column_stack([four(coef[:, :, i:i + 4]) if q - i >= 3 else
+                               xi_lines._numpy_pieces(coef[:, :, i:], lo, h, t, mp)
+                               for i in range(0, q, 4)])
+        assert got.flags.c_contiguous and np.array_equal(got, ref), q
+    out = np.full((len(t), 9), np.nan)  # four columns from column 3 on of a wider array
+    dest = Dest.rows(out, 3)
+    coef = rng.standard_normal((n_pieces, m, 4))
+    xi_lines.clenshaw_into(coef, mp, lo, h, t, dest.flat, dest.offs, dest.n_rows, dest.rs,
+                           dest.cs)
+    assert np.array_equal(out[:, 3:7], xi_lines._clenshaw4(coef, mp, lo, h, t))
+    assert np.all(np.isnan(out[:, :3])) and np.all(np.isnan(out[:, 7:]))
+    rows = np.array([3, 5, len(t) - 1])
+    dest.at(1).put(np.arange(12.0).reshape(3, 4), rows)
+    assert np.array_equal(out[3, 4:8], [0, 1, 2, 3])
+    assert np.array_equal(out[-1, 4:8], [8, 9, 10, 11])
+
+
+def test_chebyshev_pieces_before_compiled_are_numpys(monkeypatch):
+    """Before the kernel is compiled: numpy's pieces on all columns at once."""
+    monkeypatch.setattr(xi_lines.coldstart, "kernel_ready", lambda *a, **k: False)
+    rng = np.random.default_rng(12)
+    coef, mp = rng.standard_normal((9, 11, 7)), np.full(9, 11, dtype=np.int64)
+    t = rng.uniform(-5.0, 5.0, 600)
+    got = xi_lines.chebyshev_pieces(coef, -4.5, 0.5, t, mp)
+    assert np.array_equal(got, xi_lines._numpy_pieces(coef, -4.5, 0.5, t, mp))
+
+
 def _lattice_by_indices(h: np.ndarray, u_max: float, h0: float) -> tuple:
     """``step_rules.lattice_checks`` as the index construction writes it (every rule's product
     on the grid, the kept indices unravelled)."""
@@ -101,6 +146,27 @@ def test_lattice_checks_are_the_index_construction(h, h0):
     for one, two in zip(got[2], ref[2], strict=True):
         assert all((x is None and y is None) or np.array_equal(x, y)
                    for x, y in zip(one, two, strict=True))
+
+
+@pytest.mark.parametrize("h,h0", [([0.2, 0.2, -12.0], 0.2), ([0.3, 0.25, 0.2], 0.2),
+                                  ([0.4, -16.0], 0.08), ([0.1032], 0.04), ([-8.0], 0.04)])
+def test_kept_nodes_compiled_are_numpys(monkeypatch, h, h0):
+    """The lattice's kept nodes and rules' weights by the compiled pass (no grid formed) and by
+    numpy's outer products on the whole grid (the path before it is compiled): bit for bit."""
+    from asymptotics.multiindex.compiled import lattice
+
+    seen = []
+    real = lattice.kept_nodes
+    monkeypatch.setattr(step_rules, "kept_nodes", lambda *a: seen.append(a) or real(*a))
+    step_rules.lattice_checks(np.array(h), 9.0, h0)
+    fast = real(*seen[-1])
+    monkeypatch.setattr(lattice.coldstart, "kernel_ready", lambda *a, **k: False)
+    slow = real(*seen[-1])
+    assert np.array_equal(fast[0], slow[0]) and len(fast[1]) == len(slow[1])
+    assert all(np.array_equal(x, y) for x, y in zip(fast[1], slow[1], strict=True))
+    monkeypatch.setattr(lattice.coldstart, "kernel_ready", lambda *a, **k: True)
+    tiny = real([np.array([0.0])], [[np.array([1.0])]], 1e-18, None)  # one node, one axis
+    assert np.array_equal(tiny[0], [[0.0]]) and np.array_equal(tiny[1][0], [1.0])
 
 
 def test_subset_is_fancy_indexing():
@@ -182,3 +248,27 @@ def test_split_rest_by_blocks_is_all_rows_at_once(monkeypatch):
         once = real(*args)
         monkeypatch.setattr(polynomial_spikes, "SPLIT_ROWS", rows)
         assert all(np.array_equal(x, y) for x, y in zip(blocks, once, strict=True)), n
+
+
+@pytest.mark.parametrize("n", [1500, 641, 129, 2])
+def test_direct_rule_by_blocks_is_all_shifts_at_once(monkeypatch, n):
+    """The xi rule's numpy sums in blocks of 64k shifts (a last shift alone joined to the block
+    before) are those on all shifts at once, bit for bit, for both forms of the moments."""
+    from asymptotics.coefficients.functions import get_function
+    from asymptotics.coefficients.gauss_rules import gauss_hermite
+    from asymptotics.core import meta
+
+    sigma, (xi, w) = get_function("softplus"), gauss_hermite(96)
+    M = np.linspace(-40.0, 40.0, n)
+    with meta.blas_limit(1):  # the mapping's steps
+        monkeypatch.setattr(xi_lines, "DIRECT_BLOCK", 1 << 30)
+        once = [f(sigma, sc, M, xi, w, least=10**12)
+                for f, sc in ((xi_lines.xi_direct_small, 0.3), (xi_lines.xi_direct, 1.3))]
+        for block in (1 << 15, 1 << 13, 1 << 12):
+            monkeypatch.setattr(xi_lines, "DIRECT_BLOCK", block)
+            blocks = xi_lines._row_blocks(n, len(xi))
+            assert all(b.start % 64 == 0 for b in blocks) and blocks[-1].stop == n
+            assert n < 2 or all(b.stop - b.start > 1 for b in blocks)
+            got = [f(sigma, sc, M, xi, w, least=10**12)
+                   for f, sc in ((xi_lines.xi_direct_small, 0.3), (xi_lines.xi_direct, 1.3))]
+            assert all(np.array_equal(x, y) for x, y in zip(got, once, strict=True)), block

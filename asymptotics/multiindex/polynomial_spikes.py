@@ -397,8 +397,7 @@ def split_rest(split: SplitTarget, Uz: np.ndarray, R: np.ndarray, w: np.ndarray,
         return out
 
     G = on_pieces(direct, np.ascontiguousarray(Uz[:, split.j]), split.scale, None)
-    L, t2 = G[:, :-1], G[:, -1]
-    t0, t1 = L.sum(axis=1), L @ s_nodes
+    L, t2 = G[:, :-1], G[:, -1]  # t0 = E t, t1 = E[t s] per block below (no array of n)
     i_s, RB = np.searchsorted(s_nodes, R2[:, 0]), R2 @ Bz
     C = np.zeros((R2.shape[0], len(s_nodes)))
     C[np.arange(R2.shape[0]), i_s] = w2 / ws[i_s]  # E[p | s_i] = Pv @ C[:, i]
@@ -412,9 +411,10 @@ def split_rest(split: SplitTarget, Uz: np.ndarray, R: np.ndarray, w: np.ndarray,
         A = Pv @ WC  # E p, E[p R], E[p | s_i]
         d = Pv - f[sl, None]
         d *= d
-        e0[sl] = A[:, 0] + t0[sl] - f[sl] * sw
+        t0 = L[sl].sum(axis=1)
+        e0[sl] = A[:, 0] + t0 - f[sl] * sw
         e1[sl] = A[:, 1:1 + m] - f[sl, None] * (w2 @ R2)[None, :]
-        e2[sl] = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L[sl]) - f[sl] * t0[sl]) + \
+        e1[sl, 0] += L[sl] @ s_nodes
+        e2[sl] = d @ w2 + 2.0 * (np.einsum("ij,ij->i", A[:, 1 + m:], L[sl]) - f[sl] * t0) + \
             t2[sl] + delta * sw
-    e1[:, 0] += t1
     return e0, e1, e2

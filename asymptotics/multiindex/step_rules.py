@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import lru_cache, reduce
+from functools import lru_cache
 
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import group_checks
+from asymptotics.multiindex.compiled.lattice import kept_nodes
 from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
 
@@ -251,17 +252,11 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
         w3.append(np.where((j % 2) == 0, w, 0.0))
         w4.append(w3[-1])
     weak = bool(np.any(np.asarray(h) < 0))
-    # each rule's weights on the whole grid (C order): ((w_0 w_1) w_2) ...
-    prods = [reduce(np.multiply.outer, ws) for ws in [w1, w2] + ([w3, w4] if weak else [])]
-    on = prods[0] > PRUNE * prods[0].max()
-    on |= prods[3] > PRUNE * prods[3].max() if weak else False
-    pts = np.empty((int(np.count_nonzero(on)), len(axes)))  # the kept nodes, C order
-    for j, x in enumerate(axes):
-        pts[:, j] = np.broadcast_to(x.reshape((-1,) + (1,) * (len(axes) - 1 - j)), on.shape)[on]
-    wts = prods[0][on]
+    # each rule's weights ((w_0 w_1) w_2) ... at the nodes kept (C order; no grid formed)
+    pts, kept = kept_nodes(axes, [w1, w2] + ([w3, w4] if weak else []), PRUNE, 3 if weak else None)
+    wts = kept[0]
     subs = []
-    for p in prods[1:]:
-        ws = p[on]
+    for ws in kept[1:]:
         sub = np.flatnonzero(ws > PRUNE * ws.max())
         subs.append((sub, ws[sub] / ws[sub].sum()))
     checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])

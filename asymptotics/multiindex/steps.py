@@ -248,7 +248,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], E_rest e^2 + delta."""
         F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
-        f = F @ (fractions * values)
+        f, F = F @ (fractions * values), None  # F freed before the other axes' sums (memory)
         if beta is not None:
             return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))
         if smooth:

@@ -29,7 +29,8 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
-from asymptotics.core.coldstart import kernel
+from asymptotics.multiindex.compiled.clenshaw import Dest, clenshaw_into
+from asymptotics.multiindex.compiled.clenshaw import clenshaw4 as _clenshaw4  # noqa: F401
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -45,7 +46,7 @@ CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
 #: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
 BLOCK = 8192
-DIRECT_BLOCK = 1 << 21
+DIRECT_BLOCK = 1 << 15  # its temporaries stay in cache (and heap: no page faults)
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
 
@@ -58,43 +59,6 @@ CACHE_KEYS = 256
 def clear_cache() -> None:
     """Forget the cached pieces."""
     _PIECES.clear()
-
-
-@kernel(cache=True, error_model="numpy")
-def _clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarray
-               ) -> np.ndarray:
-    """Kernel: :func:`chebyshev_pieces` for four columns (the xi-moments), by Clenshaw's recurrence
-    over piece p's first ``mp[p]`` terms (the rest are zero); the points grouped by piece, 64 at a
-    time side by side (each point's own operations: the numbers of a point alone)."""
-    n_pieces, n, nb_max = coef.shape[0], t.shape[0], 64
-    out, order = np.empty((n, 4)), np.empty(n, np.int64)
-    first = np.zeros(n_pieces + 1, np.int64)
-    for i in range(n):  # the points per piece, then their places (a counting sort)
-        first[min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1) + 1] += 1
-    first = np.cumsum(first)
-    fill = first[:-1].copy()
-    for i in range(n):
-        p = min(max(int(np.floor((t[i] - lo) / (2.0 * h))), 0), n_pieces - 1)
-        order[fill[p]] = i
-        fill[p] += 1
-    x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
-    for p in range(n_pieces):
-        for s in range(first[p], first[p + 1], nb_max):
-            nb = min(nb_max, first[p + 1] - s)
-            for q in range(nb):
-                x[q] = min(max((t[order[s + q]] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-                x2[q] = 2.0 * x[q]
-            a1[:, :nb] = 0.0
-            a2[:, :nb] = 0.0
-            for j in range(mp[p] - 1, 0, -1):
-                for c in range(4):
-                    cj = coef[p, j, c]
-                    for q in range(nb):
-                        a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
-            for q in range(nb):
-                for c in range(4):
-                    out[order[s + q], c] = coef[p, 0, c] + x[q] * a1[c, q] - a2[c, q]
-    return out
 
 
 def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
@@ -110,23 +74,37 @@ def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
                      mp: np.ndarray | None = None) -> np.ndarray:
     """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
     lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
-    zero). Four (three) columns: :func:`_clenshaw4` once compiled; else the points sorted by
-    piece, per block of :data:`BLOCK` of them the basis by its recurrence, one product per
-    piece."""
+    zero). Once compiled, four (three) columns at a time by ``compiled.clenshaw.clenshaw_into``
+    straight into their columns of the one (n, q) array (one or two by numpy's); else
+    :func:`_numpy_pieces`."""
     n_pieces, m, q = coef.shape
     n = t.shape[0]
     mp = np.full(n_pieces, m, dtype=np.int64) if mp is None else mp.astype(np.int64)
-    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, np.ascontiguousarray(t[:1], dtype=np.float64))
-    if q > 4 and n > 0 and _compiled(_clenshaw4, tiny, tiny):
-        return np.column_stack([chebyshev_pieces(coef[:, :, i:i + 4], lo, h, t, mp)
-                                for i in range(0, q, 4)])  # four columns at a time
-    if q in (3, 4) and n > 0:  # three columns (a bounded target's sums): a zero fourth
-        c4 = coef if q == 4 else np.concatenate([coef, np.zeros((n_pieces, m, 1))], axis=2)
-        args = (np.ascontiguousarray(c4, dtype=np.float64), mp, float(lo), float(h),
-                np.ascontiguousarray(t, dtype=np.float64))
-        if _compiled(_clenshaw4, args, tiny):
-            out4 = _clenshaw4(*args)
-            return out4 if q == 4 else out4[:, :3]
+    t = np.ascontiguousarray(t, dtype=np.float64)
+    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, t[:1], np.empty(4), np.zeros(1, np.int64),
+            1, 1, 1)
+    if not (n > 0 and q >= 3 and coldstart.kernel_ready(
+            clenshaw_into, tiny, lambda: clenshaw_into(*tiny), compile_mode_ready=True)):
+        return _numpy_pieces(coef, lo, h, t, mp)
+    out = np.empty((n, q))
+    dest = Dest.rows(out)
+    for i in range(0, q, 4):
+        if q - i >= 3:
+            part = dest.at(i)
+            clenshaw_into(np.ascontiguousarray(coef[:, :, i:i + 4], dtype=np.float64), mp,
+                          float(lo), float(h), t, part.flat, part.offs, part.n_rows, part.rs,
+                          part.cs)
+        else:  # one or two columns: numpy's
+            dest.at(i).put(_numpy_pieces(coef[:, :, i:], lo, h, t, mp))
+    return out
+
+
+def _numpy_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray, mp: np.ndarray
+                  ) -> np.ndarray:
+    """:func:`chebyshev_pieces` by numpy: the points sorted by piece, per block of
+    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
+    n_pieces, m, q = coef.shape
+    n = t.shape[0]
     piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
     order = np.argsort(piece, kind="stable")
     ps = piece[order]
@@ -256,6 +234,17 @@ def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np
     return sigma.value_and_derivative(z)
 
 
+def _row_blocks(n: int, nodes: int) -> list[slice]:
+    """Blocks of about :data:`DIRECT_BLOCK` pre-activations (shifts x nodes): a multiple of 64
+    shifts each (the matrix-vector products' unrolled rows as on all shifts at once: the same
+    sums), a last block of one shift joined to the one before (numpy's vector products)."""
+    rows = 64 * max(1, DIRECT_BLOCK // max(1, 64 * nodes))
+    starts = list(range(0, n, rows)) or [0]
+    if len(starts) > 1 and n - starts[-1] == 1:
+        starts.pop()
+    return list(map(slice, starts, starts[1:] + [n]))
+
+
 def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray, least: int | None = None) -> np.ndarray:
     """Columns (F, m1, m2, E sigma'^2) at pre-activations sc xi + M (M: (n,)), by the xi rule;
@@ -263,10 +252,8 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     fused = _fused(sigma, sc, M, xi, wxi, False, least)
     if fused is not None:
         return fused
-    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
-    if M.shape[0] > rows:
-        return np.concatenate([xi_direct(sigma, sc, M[lo:lo + rows], xi, wxi, least)
-                               for lo in range(0, M.shape[0], rows)])
+    if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
+        return np.concatenate([xi_direct(sigma, sc, M[sl], xi, wxi, least) for sl in blocks])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
@@ -309,10 +296,9 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     fused = _fused(sigma, sc, M, xi, wxi, True, least)
     if fused is not None:
         return fused
-    rows = max(1, DIRECT_BLOCK // max(1, xi.shape[0]))
-    if M.shape[0] > rows:
-        return np.concatenate([xi_direct_small(sigma, sc, M[lo:lo + rows], xi, wxi, least)
-                               for lo in range(0, M.shape[0], rows)])
+    if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
+        return np.concatenate([xi_direct_small(sigma, sc, M[sl], xi, wxi, least)
+                               for sl in blocks])
     s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
 
@@ -384,7 +370,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
             isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
         return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
-    out = np.empty((4, n, K))
+    F, out = np.empty((n, K)), np.empty((3, n, K))  # F apart: a caller may free it first
     done = np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:
@@ -414,7 +400,9 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                              max(sc, 1.0) if small_g else sc, key,
                              HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         for i, h in enumerate(same):
-            out[:, :, h] = vals[i * n:(i + 1) * n].T
-    F, m1, m2, v = out
+            F[:, h] = vals[i * n:(i + 1) * n, 0]
+            out[:, :, h] = vals[i * n:(i + 1) * n, 1:].T
+        vals = t = None  # freed before the next group's (memory)
+    m1, m2, v = out
     v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
     return F, m1, m2, np.maximum(v, 0.0, out=v)
