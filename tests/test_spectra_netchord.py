@@ -92,3 +92,24 @@ def test_chord_on_a_subset_first(monkeypatch, law) -> None:
     assert np.all(np.isfinite(m0)) and np.all(np.isfinite(m1))
     assert np.max(np.abs(m1.imag - m0.imag)) < 1e-11 * np.max(np.abs(m0.imag))
     assert n1 < n0
+
+
+def test_chord_skips_the_points_left_anyway(monkeypatch, law) -> None:
+    """``skip`` (the points whose cheap path failed, ``CHORD_OK0``): outside the subset they
+    take no chord step and are not converged; every other point's solution is the one without
+    ``skip`` (to rounding), in fewer evaluations of the full model."""
+    z = np.linspace(0.02, 1.2, 200) * 4.0 * law.scale + 1e-10j * law.scale
+    x0, ok0 = law.approx.solve(z)
+    x, okm = law._chord(x0, z, law.medium.residual, tol=net_chord.MEDIUM_TOL)
+    assert np.all(ok0) and np.all(okm)
+    skip = np.zeros(z.size, dtype=bool)
+    skip[[41, 42, 43, 44, 45, 46, 47, 121]] = True  # (none of them every eighth point)
+    out = {}
+    for mask in (None, skip):
+        seen = _counted(monkeypatch, law)
+        out[mask is None] = law._chord_full(x, z, mask), sum(seen)
+        monkeypatch.undo()
+    ((xa, oka), na), ((xs, oks), ns) = out[True], out[False]
+    assert np.all(oka) and not np.any(oks[skip]) and np.all(oks[~skip])
+    assert np.max(np.abs(xs[~skip] - xa[~skip])) <= 1e-14 * np.max(np.abs(xa))
+    assert ns < na, (ns, na)

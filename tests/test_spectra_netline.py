@@ -140,3 +140,60 @@ def test_neighbour_chord_fixed_jacobian_is_newtons_root(monkeypatch, law) -> Non
     (x0, n0), (x1, n1) = out[False], out[True]
     assert np.max(np.abs(x1 - x0)) < 1e-13 * np.max(np.abs(x0))
     assert n1 < n0, (n1, n0)
+
+
+def test_neighbour_broyden_where_the_chord_fails(monkeypatch, law) -> None:  # noqa: F811
+    """``NEIGHBOUR_QUASI``: a run of left points whose chord steps fail (here made to by one
+    chord step) reach Newton's root (``NEIGHBOUR_QUASI = False``: Newton's steps, a fresh
+    Jacobian each) to 1e-13 of the unknowns' size by Broyden's steps from the same start and
+    inverse Jacobian, in fewer evaluations of the full model."""
+    z = np.linspace(0.3, 0.9, 33) * 4.0 * law.scale + 1e-10j * law.scale
+    ref, ok = law.solve(z)
+    assert np.all(ok)
+    bad = np.array([10, 11, 12, 13, 14, 15, 16, 17, 25])
+    out = {}
+    for quasi in (False, True):
+        x, okx = ref.copy(), np.ones(z.size, dtype=bool)
+        x[bad], okx[bad] = 0.0, False
+        monkeypatch.setattr(net_line, "NEIGHBOUR_QUASI", quasi)
+        monkeypatch.setattr(net_line, "NEIGHBOUR_CHORD", 1)
+        seen = _counted(monkeypatch, law)
+        left = net_line.neighbour_chord(law, x, okx, z, bad)
+        monkeypatch.undo()
+        assert left.size == 0 and np.all(okx)
+        out[quasi] = x[bad], sum(seen)
+    (x0, n0), (x1, n1) = out[False], out[True]
+    assert np.max(np.abs(x1 - x0)) < 1e-13 * np.max(np.abs(x0))
+    assert np.max(np.abs(x1 - ref[bad])) < 1e-11 * np.max(np.abs(ref[bad]))
+    assert n1 < n0, (n1, n0)
+
+
+def test_broyden_chord_converges_or_gives_up() -> None:
+    """From the exact inverse Jacobian of ``A x - b`` one step (and one to confirm) to the
+    root; on ``x^2 + 1`` from a real start with a real inverse (the secant method: it stays
+    real, no root there) the steps stop shrinking and the point is given up within a few
+    evaluations, not reported converged."""
+    A = np.array([[2.0, 0.5], [0.3, 1.5]], dtype=complex)
+    b = np.array([1.0, 2.0j])
+    seen: list = []
+
+    def linear(x, z):
+        seen.append(x.shape[0])
+        return x @ A.T - b
+
+    x = np.zeros((1, 2), dtype=complex)
+    z = np.ones(1, dtype=complex)
+    ok = net_line.broyden_chord(linear, x, z, 1e-12, np.linalg.inv(A)[None], linear(x, z))
+    assert ok.tolist() == [True] and len(seen) <= 3, seen
+    assert np.allclose(x[0], np.linalg.solve(A, b), rtol=0, atol=1e-15)
+    seen.clear()
+
+    def square(x, z):
+        seen.append(x.shape[0])
+        return x * x + 1.0
+
+    x = np.array([[0.3 + 0j]])
+    ok = net_line.broyden_chord(square, x, z, 1e-12, np.array([[[1.0 / 0.6 + 0j]]]),
+                                square(x, z))
+    assert ok.tolist() == [False] and np.all(x.imag == 0.0)
+    assert len(seen) < net_line.NEIGHBOUR_BROYDEN, seen

@@ -64,6 +64,11 @@ STAGE_MEDIUM = True
 #: steps); where that fails, the plain chord (False: every point the plain chord)
 CHORD_SUBSET = True
 CHORD_EVERY = 8
+#: the chord to the full model skips the points of the line's last pass (and of its redo)
+#: whose cheap path did not converge on the physical branch: they are left to the fallbacks
+#: whatever it gives (False: every point; the subset's points keep it either way, as the
+#: others' starts)
+CHORD_OK0 = True
 
 
 def sym_jacobian(residual, x: np.ndarray, z: np.ndarray, F0: np.ndarray) -> np.ndarray:
@@ -308,10 +313,12 @@ class ChordPolish(SymSolver):
                 break
         return x, ok
 
-    def _chord_full(self, x: np.ndarray, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _chord_full(self, x: np.ndarray, z: np.ndarray, skip: np.ndarray | None = None
+                    ) -> tuple[np.ndarray, np.ndarray]:
         """The chord from the commuting model's solutions ``x`` to the full model with its
         Jacobian (:data:`CHORD_SUBSET`: on a subset first, the others from the subset's
-        corrections interpolated along Re z)."""
+        corrections interpolated along Re z); ``skip``: the points (a mask) left out of the
+        last pass and the redo (:data:`CHORD_OK0`), not converged."""
         n = z.shape[0]
         if not CHORD_SUBSET or n < SUBSET_MIN or float(np.ptp(z.imag)) > 0.0:
             return self._chord(x, z, self.residual, self.medium)
@@ -320,6 +327,8 @@ class ChordPolish(SymSolver):
         pick[::CHORD_EVERY] = True
         pick[-1] = True
         sub, rest = order[pick], order[~pick]
+        skip = np.zeros(n, dtype=bool) if skip is None else skip
+        rest = rest[~skip[rest]]
         done = (net_line.line_chord(self, x, z, sub, rest)
                 if net_line.JAC_DIFF and n >= net_line.JAC_MIN else None)
         if done is not None:  # (the Jacobian difference carried along the line)
@@ -335,7 +344,7 @@ class ChordPolish(SymSolver):
             corr = out[good] - x[good]
             x0 = x[rest] + corr[j] * (1.0 - w[:, None]) + corr[j + 1] * w[:, None]
             out[rest], ok[rest] = self._chord(x0, z[rest], self.residual, self.medium)
-        redo = np.nonzero(~ok)[0]
+        redo = np.nonzero(~ok & ~skip)[0]
         if redo.size:  # (the plain chord from the commuting model's solutions)
             out[redo], ok[redo] = self._chord(x[redo], z[redo], self.residual, self.medium)
         return out, ok
@@ -355,7 +364,7 @@ class ChordPolish(SymSolver):
             x, ok = self._chord(x0, zt, self.medium.residual, tol=MEDIUM_TOL, Jinv=H0)
             go = np.nonzero(ok)[0]
             if go.size:
-                x[go], ok[go] = self._chord_full(x[go], zt[go])
+                x[go], ok[go] = self._chord_full(x[go], zt[go], ~ok0[go] if CHORD_OK0 else None)
         m, m0 = self.stieltjes(x), self.stieltjes(x0)
         ok &= ok0 & np.isfinite(m) & (m.imag >= -1e-9 * np.abs(m))
         ok &= np.abs(m - m0) <= 0.1 * np.abs(m0)
