@@ -18,28 +18,13 @@ from asymptotics.network.bulk import GroupBulk
 from asymptotics.spectra import netbulk
 from asymptotics.spectra.netbulk import OutsideTraces
 from asymptotics.spectra.parallel import split
+from tests.test_spectra_netjac import _covs
 
 
 @pytest.fixture(autouse=True)
 def _small_batches_split(monkeypatch) -> None:
     """The tests' batches are small: split them whatever their estimated time."""
     monkeypatch.setattr(split, "SPLIT_COST", 0.0)
-
-
-def _cov(rng, B: int, n: int, K: int, eps: float) -> np.ndarray:
-    """B blocks of K covariances, the later ones a function of the first plus ``eps`` of a
-    symmetric perturbation (non-commuting), each of trace n."""
-    out = np.empty((B, K, n, n))
-    for b in range(B):
-        G = rng.standard_normal((n, 3 * n))
-        S1 = G @ G.T / (3 * n)
-        ev, U = np.linalg.eigh(S1)
-        out[b, 0] = S1 * (n / np.trace(S1))
-        for g in range(1, K):
-            H = rng.standard_normal((n, n))
-            S = (U * (0.5 + ev ** (1 + g))) @ U.T + eps * (H + H.T) / np.sqrt(2 * n)
-            out[b, g] = S * (n / np.trace(S))
-    return out
 
 
 def _points(rng, N: int, K: int, sym: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -54,7 +39,7 @@ def _points(rng, N: int, K: int, sym: bool) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("K", [2, 3, 4])
 def test_split_traces_are_the_one_thread_traces(monkeypatch, K: int, sym: bool) -> None:
     rng = np.random.default_rng(40 + K)
-    tr = OutsideTraces(GroupBulk(_cov(rng, 3, 16, K, 0.1)))
+    tr = OutsideTraces(GroupBulk(_covs(rng, 3, 16, K, 0.1)))
     assert len(tr.groups) == K - 1
     N = 3 * split.SPLIT_MIN + 5
     vh, D = _points(rng, N, K, sym)
@@ -89,7 +74,7 @@ def test_points_of_a_density_are_split(monkeypatch) -> None:
     and the workers' BLAS runs on :data:`netbulk.BLAS_THREADS` thread inside the caller's limit
     (threadpoolctl's limit is process-wide), the caller's setting back after."""
     rng = np.random.default_rng(7)
-    tr = OutsideTraces(GroupBulk(_cov(rng, 2, 12, 3, 0.1)))
+    tr = OutsideTraces(GroupBulk(_covs(rng, 2, 12, 3, 0.1)))
     vh, D = _points(rng, 2 * split.SPLIT_MIN, 3, True)
     tr.traces(vh, D)
     tr.traces(vh, D)  # (the first call may have queued the kernels)
