@@ -93,26 +93,7 @@ def test_chebyshev_pieces_before_compiled_are_numpys(monkeypatch):
 def _lattice_by_indices(h: np.ndarray, u_max: float, h0: float) -> tuple:
     """``step_rules.lattice_checks`` as the index construction writes it (every rule's product
     on the grid, the kept indices unravelled)."""
-    axes, w1, w2, w3, w4 = [], [], [], [], []
-    for hi in h:
-        if hi < 0:
-            (xn, wn), (xm, wm) = (step_rules.gauss_hermite(int(-hi)),
-                                  step_rules.gauss_hermite(int(-hi) // 2))
-            axes.append(np.concatenate([xn, xm]))
-            w1.append(np.concatenate([wn, 0.0 * wm]))
-            w2.append(w1[-1])
-            w3.append(w1[-1])
-            w4.append(np.concatenate([0.0 * wn, wm]))
-            continue
-        j = np.arange(-math.floor(u_max / hi + 1e-9), math.floor(u_max / hi + 1e-9) + 1)
-        x = hi * j
-        w = np.exp(-0.5 * x * x)
-        ev = (j % 2) == 0 if hi > h0 else np.ones(len(j), dtype=bool)
-        axes.append(x)
-        w1.append(w / w.sum())
-        w2.append(np.where(ev, w, 0.0) / w[ev].sum())
-        w3.append(np.where((j % 2) == 0, w, 0.0))
-        w4.append(w3[-1])
+    axes, (w1, w2, w3, w4) = step_rules.axis_weights(h, u_max, h0)
     weak = bool(np.any(np.asarray(h) < 0))
     prods = []
     for ws in [w1, w2] + ([w3, w4] if weak else []):

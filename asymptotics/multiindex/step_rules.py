@@ -226,20 +226,15 @@ def lattice(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndar
     return pts, wts, checks[0][2], checks[0][3]
 
 
-def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndarray, list]:
-    """``(nodes, weights, checks)``: :func:`lattice`'s rule and its checks ``(ia, wa, ib, wb)``,
-    rules (node indices, weights; ``ia`` None: the rule itself) that must agree: its sub-rule;
-    with an axis ``h_i = -n`` (Gauss-Hermite of n nodes, ``graded.weak_axes``) also the rules
-    of n and n / 2 nodes on it, both with the even nodes on every other axis (nodes of the
-    rule itself, but for the n / 2 nodes')."""
+def axis_weights(h: np.ndarray, u_max: float, h0: float) -> tuple[list, list]:
+    """Per axis of :func:`lattice_checks`: its nodes and its four rules' weights on them."""
     axes, w1, w2, w3, w4 = [], [], [], [], []
     for hi in h:
         if hi < 0:
             (xn, wn), (xm, wm) = gauss_hermite(int(-hi)), gauss_hermite(int(-hi) // 2)
             axes.append(np.concatenate([xn, xm]))
             w1.append(np.concatenate([wn, 0.0 * wm]))
-            w2.append(w1[-1])
-            w3.append(w1[-1])
+            w2.append(w1[-1]), w3.append(w1[-1])
             w4.append(np.concatenate([0.0 * wn, wm]))
             continue
         j = np.arange(-math.floor(u_max / hi + 1e-9), math.floor(u_max / hi + 1e-9) + 1)
@@ -251,6 +246,16 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
         w2.append(np.where(ev, w, 0.0) / w[ev].sum())
         w3.append(np.where((j % 2) == 0, w, 0.0))
         w4.append(w3[-1])
+    return axes, [w1, w2, w3, w4]
+
+
+def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, np.ndarray, list]:
+    """``(nodes, weights, checks)``: :func:`lattice`'s rule and its checks ``(ia, wa, ib, wb)``,
+    rules (node indices, weights; ``ia`` None: the rule itself) that must agree: its sub-rule;
+    with an axis ``h_i = -n`` (Gauss-Hermite of n nodes, ``graded.weak_axes``) also the rules
+    of n and n / 2 nodes on it, both with the even nodes on every other axis (nodes of the
+    rule itself, but for the n / 2 nodes')."""
+    axes, (w1, w2, w3, w4) = axis_weights(h, u_max, h0)
     weak = bool(np.any(np.asarray(h) < 0))
     # each rule's weights ((w_0 w_1) w_2) ... at the nodes kept (C order; no grid formed)
     pts, kept = kept_nodes(axes, [w1, w2] + ([w3, w4] if weak else []), PRUNE, 3 if weak else None)
