@@ -8,6 +8,9 @@ os.environ.setdefault("NUMBA_CACHE_DIR",
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")
+# the network devices are computed in every test process, not read from the user's disk cache
+# (tests/test_device_disk.py turns it on in a temporary directory)
+os.environ.setdefault("GIANTSTEP_DEVICE_CACHE", "0")
 
 from collections import Counter  # noqa: E402
 

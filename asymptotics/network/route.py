@@ -13,6 +13,7 @@ import numpy as np
 from asymptotics.coefficients.functions import get_function
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.network.groups import network_params
+from asymptotics.network.schur import blas_threads
 from asymptotics.network.solve import risk_network_groups_curve
 from asymptotics.spiked.readouts import parse_readout
 
@@ -133,14 +134,15 @@ def route_setup(sigma, target: str, *, steps: int, alpha0: float,
             key, hit = None, None
         if hit is not None:
             return hit
-    params = problem if problem is not None else network_problem(
-        sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-        readout=readout)
-    kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
-                    readout=readout, outside=outside)
-    if row_scale:
-        params, kw = with_row_scale(params, kw, sigma, target, steps=steps, alpha0=alpha0,
-                                    eta=eta, delta=delta, readout=readout)
+    with blas_threads():  # (the device's and the bulk's small products: see schur.BLAS_THREADS)
+        params = problem if problem is not None else network_problem(
+            sigma=sigma, target=target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+            readout=readout)
+        kw = outside_kw(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
+                        readout=readout, outside=outside)
+        if row_scale:
+            params, kw = with_row_scale(params, kw, sigma, target, steps=steps,
+                                        alpha0=alpha0, eta=eta, delta=delta, readout=readout)
     if key is not None:
         kept = [k for k in device._CACHE if isinstance(k, tuple) and k and k[0] == "route"]
         for k in kept[:max(0, len(kept) + 1 - SETUP_SIZE)]:

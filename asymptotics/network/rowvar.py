@@ -34,6 +34,8 @@ from asymptotics.multiindex.steps import (
 )
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.steps import trapezoid as _trapezoid
+from asymptotics.network.compiled.kinked import KEYS as KINKED_KEYS
+from asymptotics.network.compiled.kinked import relu_moments
 from asymptotics.network.groups import channels_on, model_basis, rest_sums
 from asymptotics.spiked.coefficients import tensor_rule
 
@@ -99,8 +101,10 @@ def _xi_direct(sigma: Function, sc: float, m: np.ndarray, nodes: int | None = No
                      nodes or (XI_NODES_KINK if sigma.kinks else XI_NODES))
     w = np.exp(-xi**2 / 2)
     w /= w.sum()
-    out = {k: np.empty(m.size) for k in ("F", "m1", "m2", "ex2", "ex3", "s2", "s2x", "s2x2",
-                                         "a3", "a3x", "a4")}
+    if sc > 0.0 and sigma.name == "relu" and sigma.identity is None:  # (the registered relu)
+        vals = relu_moments(np.ascontiguousarray(m, dtype=np.float64).ravel(), float(sc), xi, w)
+        return {k: np.ascontiguousarray(vals[:, i]) for i, k in enumerate(KINKED_KEYS)}
+    out = {k: np.empty(m.size) for k in KINKED_KEYS}
     step = max(1, 400_000 // xi.size)
     for lo in range(0, m.size, step):
         sl = slice(lo, lo + step)
