@@ -76,3 +76,25 @@ def kappa_rule(kinks_in_kappa: Sequence[float] = (), n: int = 120) -> tuple[np.n
     z, w = gaussian_nodes(np.zeros(1), np.ones(1), tuple(kinks_in_kappa), n_piece=n)
     keep = w[0] > 0
     return z[0][keep].copy(), w[0][keep].copy()
+
+
+@kernel(cache=True, error_model="numpy")
+def tail_sums(terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Kernel: compensated (Neumaier) tail sums of each row of ``terms`` (p x m): ``above[p, j]``
+    over the columns j.., ``below[p, j]`` over the columns < j (p x (m + 1) each)."""
+    q, m = terms.shape
+    above, below = np.zeros((q, m + 1)), np.zeros((q, m + 1))
+    for p in range(q):
+        for up in (True, False):
+            acc, comp = 0.0, 0.0
+            for k in range(m):
+                j = m - 1 - k if up else k
+                v = terms[p, j]
+                t = acc + v
+                comp += ((acc - t) + v) if abs(acc) >= abs(v) else ((v - t) + acc)
+                acc = t
+                if up:
+                    above[p, j] = acc + comp
+                else:
+                    below[p, j + 1] = acc + comp
+    return above, below

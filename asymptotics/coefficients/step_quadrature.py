@@ -23,6 +23,7 @@ from scipy.special import erf, ndtr
 
 from asymptotics.coefficients import step_kernels
 from asymptotics.coefficients.functions import Function
+from asymptotics.coefficients.quadrature import tail_sums
 from asymptotics.core.coldstart import kernel
 
 #: the activations summed here (``kind`` of :func:`xi_sums`); beyond SATURATED softplus is z
@@ -103,25 +104,11 @@ def xi_sums(kind: int, sc: float, M: np.ndarray, xi: np.ndarray, w: np.ndarray,
             out[i, 2] = s2 if small else s2 / sc
             out[i, 3] = s3
         return out
-    # compensated tail sums of the terms' weights w, a1, a1 xi, a2, a2 xi: above[p, j] over the
-    # nodes j.., below[p, j] over the nodes < j (the closed forms below add no cancellation)
+    # the tail sums of the terms' weights w, a1, a1 xi, a2, a2 xi (the closed forms below add
+    # no cancellation)
     terms = np.empty((5, m))
     terms[0], terms[1], terms[2], terms[3], terms[4] = w, a1, a1 * xi, a2, a2 * xi
-    above = np.zeros((5, m + 1))
-    below = np.zeros((5, m + 1))
-    for p in range(5):
-        for up in (True, False):
-            acc, comp = 0.0, 0.0
-            for k in range(m):
-                j = m - 1 - k if up else k
-                v = terms[p, j]
-                t = acc + v
-                comp += ((acc - t) + v) if abs(acc) >= abs(v) else ((v - t) + acc)
-                acc = t
-                if up:
-                    above[p, j] = acc + comp
-                else:
-                    below[p, j + 1] = acc + comp
+    above, below = tail_sums(terms)
     top = SATURATED if kind == SOFTPLUS else 2.0 * TANH_ONE
     for i in range(n):
         # nodes [lo, hi) by the formulas; hi..: saturated above; ..lo: below (tanh: -1;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from asymptotics.coefficients.quadrature import tail_sums
 from asymptotics.core.coldstart import kernel
 
 #: the columns of :func:`relu_moments`, in the order of ``rowvar._xi_direct``'s keys
@@ -32,21 +33,7 @@ def relu_moments(m: np.ndarray, sc: float, xi: np.ndarray, w: np.ndarray) -> np.
         terms[2, j] = terms[1, j] * xi[j]
         terms[3, j] = terms[2, j] * xi[j]
         terms[4, j] = w[j] * a[j]
-    above = np.zeros((5, q + 1))  # over the nodes j.. (compensated)
-    below = np.zeros((5, q + 1))  # over the nodes < j
-    for p in range(5):
-        for up in (True, False):
-            acc, comp = 0.0, 0.0
-            for k in range(q):
-                j = q - 1 - k if up else k
-                v = terms[p, j]
-                t = acc + v
-                comp += ((acc - t) + v) if abs(acc) >= abs(v) else ((v - t) + acc)
-                acc = t
-                if up:
-                    above[p, j] = acc + comp
-                else:
-                    below[p, j + 1] = acc + comp
+    above, below = tail_sums(terms)  # over the nodes j.. and < j
     out = np.empty((n, 11))
     for i in range(n):
         lo, hi = 0, q
