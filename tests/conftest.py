@@ -8,6 +8,11 @@ os.environ.setdefault("NUMBA_CACHE_DIR",
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")
+# the processes the tests start (tutorials, commands, documented blocks) inherit one BLAS thread,
+# as the suite's own process has (_blas_on_one_thread below; threadpoolctl reaches only this
+# process): a tutorial's network bulk on two OpenBLAS threads while the other worker kept the
+# second core busy cost 3x the CPU time (24 s against 8 s); a test raises it where it needs more
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from collections import Counter  # noqa: E402
 
