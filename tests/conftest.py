@@ -11,6 +11,11 @@ os.environ.setdefault("GIANTSTEP_COLD_START", "compile")
 # the network devices are computed in every test process, not read from the user's disk cache
 # (tests/test_device_disk.py turns it on in a temporary directory)
 os.environ.setdefault("GIANTSTEP_DEVICE_CACHE", "0")
+# the processes the tests start (tutorials, commands, documented blocks) inherit one BLAS thread,
+# as the suite's own process has (_blas_on_one_thread below; threadpoolctl reaches only this
+# process): a tutorial's network bulk on two OpenBLAS threads while the other worker kept the
+# second core busy cost 3x the CPU time (24 s against 8 s); a test raises it where it needs more
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from collections import Counter  # noqa: E402
 

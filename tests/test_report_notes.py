@@ -31,10 +31,23 @@ def store():
     return read_store(STORE)
 
 
+@pytest.fixture(scope="module")
+def aggregated(store):
+    """The store's aggregate over its first ``seeds`` repetitions, made once per seed count
+    (~2 s each; two tests read the 16-seed one)."""
+    made: dict[int, object] = {}
+
+    def get(seeds: int):
+        if seeds not in made:
+            made[seeds] = aggregate(store, first_reps=seeds)
+        return made[seeds].copy()
+    return get
+
+
 @pytest.mark.parametrize("d", sorted(REPORTS))
-def test_committed_notes_hold_and_are_what_the_report_says(store, d):
+def test_committed_notes_hold_and_are_what_the_report_says(store, aggregated, d):
     path, seeds = REPORTS[d]
-    text = report.notes(store, aggregate(store, first_reps=seeds), d, seeds)
+    text = report.notes(store, aggregated(seeds), d, seeds)
     assert text and "{{" not in text
     assert text in path.read_text(), f"{path.name} is not the rendering of its notes"
 
@@ -71,10 +84,10 @@ def test_a_false_claim_or_a_bad_expression_is_named():
         render("{{ z }}", ctx)
 
 
-def test_context_gap_is_the_mean_over_repetitions_of_the_relative_gap(store):
+def test_context_gap_is_the_mean_over_repetitions_of_the_relative_gap(store, aggregated):
     import numpy as np
 
-    agg = aggregate(store, first_reps=16)
+    agg = aggregated(16)
     ctx = Context(store, agg, 2000, 16)
     key = "erf/relu beta=0.5 alpha0=20 eta=1"
     s = store[(store["key"] == key) & (store["model"] == "srf") & (store["d"] == 1000)]
