@@ -682,3 +682,50 @@ def test_contrast_channel_between_warns_and_keeps_the_number():
     with pytest.warns(LimitWarning, match="contrast channel"):
         res = A.risk_readout(1.0, readout="pm1", sigma="relu", target="tanh", eta=0.1)
     assert res.converged and np.isfinite(res.risk) and "neurons" in res.message
+
+
+# ------------------------------------------------------------------------------------------------
+# fresh inputs of a later audit: each was a traceback (OverflowError, KeyError, AttributeError), a
+# multi-line message or a hang before its fix
+
+FRESH = [
+    (lambda: A.risk(2.0, alpha0=10**400), ValueError, "alpha0 must be > 0 and finite"),
+    (lambda: A.risk(10**400), ValueError, "alpha must be > 0 and finite"),
+    (lambda: A.risk(2.0, lam=-10**400), ValueError, "lam must be >= 0"),
+    (lambda: A.risk(2.0, p=10**400), ValueError, "p must be >= 1 and finite"),
+    (lambda: A.risk_by_step([1.0], steps=10**20, progress=False), ValueError,
+     "steps must be <= 8"),  # was a hang: the default schedule built 1e20 etas first
+    (lambda: A.risk(2.0, sigma="z/0"), ValueError, "sigma: expression 'z/0' is not finite"),
+    (lambda: A.risk(2.0, target="log(0)*z"), ValueError, "target: expression"),
+    (lambda: A.solve_point("x", 2.0), TypeError, "problem must be a Problem"),
+    (lambda: A.risk_spiked(2.0, sigma="tanh", target="tanh(z1) + z1*z2",
+                           loadings=np.array([[1, None], [0, 1]], dtype=object), bulk=[1, 1],
+                           fractions=[0.5, 0.5], overlaps=[[0.9, 0], [0, 0.8]]),
+     TypeError, "loadings must be a K x r matrix"),
+]
+
+
+@pytest.mark.parametrize("call,kind,words", FRESH)
+def test_fresh_bad_inputs_are_one_line_errors(call, kind, words):
+    with pytest.raises(kind) as info:
+        call()
+    _one_line(info.value, words)
+
+
+def test_first_layer_checks_its_inputs_and_takes_an_int_seed():
+    """validation's ``first_layer`` (the guide's semi-empirical example): an int seed is its
+    SeedSequence's entropy and names are functions (same weights); bad inputs name themselves."""
+    from validation.protocol.simulator import Setting, first_layer
+
+    s = Setting(model="network", sigma="relu", target="relu", alpha=5, alpha0=20, eta=3,
+                lam=0.01, d=40)
+    a = first_layer(s, 0, "relu", "relu")[0]
+    b = first_layer(s, np.random.SeedSequence(0), A.get_function("relu"),
+                    A.get_function("relu"))[0]
+    assert np.array_equal(a, b)
+    for args, kind, word in (((s, -1, "relu", "relu"), ValueError, "seed"),
+                             (("s", 0, "relu", "relu"), TypeError, "setting"),
+                             ((s, 0, "foo", "relu"), ValueError, "unknown function")):
+        with pytest.raises(kind) as info:
+            first_layer(*args)
+        _one_line(info.value, word)

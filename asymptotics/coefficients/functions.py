@@ -347,6 +347,8 @@ def parse_expression(text: str) -> Function:
 
     expr, symbols = to_sympy(text)
     z = symbols["z"]
+    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):  # z/0, log(0): not a function of z
+        raise ValueError(f"expression {text!r} is not finite (it simplifies to {expr})")
     dexpr = sp.diff(expr, z)
     modules = [{"erf": special.erf, "Heaviside": lambda x, h=0.5: np.heaviside(x, 0.5),
                 "DiracDelta": np.zeros_like}, "numpy"]

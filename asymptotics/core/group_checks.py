@@ -23,23 +23,29 @@ GROWTH_RTOL = 1e-6
 PROBE = np.linspace(-12.0, 12.0, 481)
 
 
+def _brief(value: object) -> str:
+    """``repr(value)`` on one line (an array's repr spans several), at most 120 characters."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
 def _array(name: str, value: object, shape: str) -> np.ndarray:
     """``value`` as a float64 array, or a one-line error naming ``name`` and ``shape``."""
     if isinstance(value, (str, bytes, dict)) or value is None:
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}")
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}")
     try:
         raw = np.asarray(value)
     except ValueError:  # ragged nesting (numpy: "inhomogeneous shape")
         raise ValueError(f"{name} must be {shape} (rows of equal length), got a ragged "
-                         f"nesting {value!r}") from None
+                         f"nesting {_brief(value)}") from None
     kind = raw.dtype.kind
     if kind in "bcSUV" or (kind == "O" and any(
             isinstance(x, (bool, str, bytes, complex)) or x is None for x in raw.ravel())):
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}")
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}")
     try:
         a = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}") from None
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}") from None
     return a
 
 
