@@ -5,8 +5,9 @@ shapes and bounds (docs/THEORY.md §10.1), the width p with several groups (§10
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -27,6 +28,21 @@ def _brief(value: object) -> str:
     """``repr(value)`` on one line (an array's repr spans several), at most 120 characters."""
     text = " ".join(repr(value).split())
     return text if len(text) <= 120 else text[:117] + "..."
+
+
+@contextlib.contextmanager
+def in_float64(what: str, *, divisions: bool = False, **values: object) -> Iterator[None]:
+    """Turn an overflow of float64 inside ``what`` (OverflowError, FloatingPointError and, with
+    ``divisions``, a ZeroDivisionError from an underflow) into a one-line ValueError naming
+    the parameters ``values`` that produced it."""
+    kinds = (OverflowError, FloatingPointError) + ((ZeroDivisionError,) if divisions else ())
+    try:
+        yield
+    except kinds:
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={_brief(v)}"
+                          for k, v in values.items())
+        raise ValueError(f"float64 overflows in {what} at {shown}; use less extreme values"
+                         ) from None
 
 
 def _array(name: str, value: object, shape: str) -> np.ndarray:

@@ -20,7 +20,7 @@ from asymptotics.coefficients.cget import (
     ge_coefficients,
 )
 from asymptotics.coefficients.functions import Function, get_function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import check, default
 from asymptotics.measures.spectral import SpectralMeasure, marchenko_pastur
 from asymptotics.step.srf import SpikeMapping, srf_mapping
@@ -290,7 +290,9 @@ def build_problem(
         # bulk and weighted channels (DERIVATIONS.md §7)
         from asymptotics.measures.population import population_measure
 
-        measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+        with group_checks.in_float64("the network theory's population measure", divisions=True,
+                                     alpha0=float(alpha0), eta=float(eta), delta=float(delta)):
+            measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
     if (model == "network" and spike is None and eta > 0 and stepped
             and measure.kind != "weights"):
         # the network's bulk-variance channel (DERIVATIONS.md §7), with any theory measure of

@@ -393,7 +393,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]
     for t in range(done, n_fresh):
-        with meta.blas_limit(1):  # small products, one BLAS thread: the same numbers
+        with meta.blas_limit(1), group_checks.in_float64(  # one BLAS thread: same numbers
+                "the steps' mapping", eta=etas, alpha0=float(alpha0), delta=delta, readout=ro.name):
             st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                          alpha0=float(alpha0), delta=delta, quad=quad, degree=degree,
                          per=m.per, split=polynomial_spikes.split_target(target, k, m.per)
@@ -411,8 +412,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         else:
             second = GroupState(2, *reused.reused_second(
                 s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0)))
-            for arr in (second.a, second.L, second.c):
-                arr.flags.writeable = False
+            second.a.flags.writeable = second.L.flags.writeable = second.c.flags.writeable = False
             if key is not None:
                 _CACHE[key] = second
         states = states[:2] + [second]
