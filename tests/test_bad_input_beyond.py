@@ -698,6 +698,16 @@ FRESH = [
     (lambda: A.risk(2.0, sigma="z/0"), ValueError, "sigma: expression 'z/0' is not finite"),
     (lambda: A.risk(2.0, target="log(0)*z"), ValueError, "target: expression"),
     (lambda: A.solve_point("x", 2.0), TypeError, "problem must be a Problem"),
+    # grids beyond a million points are refused before any work (8e9 combinations hung, building
+    # them in memory)
+    (lambda: A.risk_grid(alpha=np.linspace(0.1, 5, 2000), eta=np.linspace(0, 3, 2000),
+                         lam=np.linspace(0.01, 1, 2000), model="srf"), ValueError,
+     "2000 alpha x 2000 eta x 2000 lam"),
+    (lambda: A.risk_grid(alpha=np.linspace(0.1, 5, 2000), eta=[(2, 8)] * 1000, steps=2,
+                         model="srf", sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16),
+     ValueError, "at most 1e+06"),
+    (lambda: A.risk_curve(np.linspace(0.1, 5, 2_000_000), model="srf"), ValueError,
+     "alphas has 2000000 values"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
