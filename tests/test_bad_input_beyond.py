@@ -708,6 +708,10 @@ FRESH = [
      ValueError, "at most 1e+06"),
     (lambda: A.risk_curve(np.linspace(0.1, 5, 2_000_000), model="srf"), ValueError,
      "alphas has 2000000 values"),
+    # an oscillating sigma gives the groups a bulk scale sqrt(c) ~ 6e7 after a step: its xi rule's
+    # reference asked for 89 GiB
+    (lambda: A.risk(2.0, steps=2, sigma="sin(1e8*z)", target="z1 + z1*z2", alpha0=16,
+                    eta=(2, 8), readout="pm1", model="srf"), ValueError, "sqrt(c) <= 1000"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),

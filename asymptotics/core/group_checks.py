@@ -45,6 +45,22 @@ def in_float64(what: str, *, divisions: bool = False, **values: object) -> Itera
                          ) from None
 
 
+#: at most this bulk standard deviation sqrt(c) of a group after a step: the xi rules' fine
+#: reference has ~200 sqrt(c) nodes per moment (sqrt(c) = 1e8, sigma = sin(1e8 z), asked for
+#: 89 GiB); a smooth sigma at the documented step sizes stays below ~10
+MAX_BULK_SCALE = 1e3
+
+
+def bulk_scale(sc: float, sigma: str) -> float:
+    """``sc``, a group's sqrt(c) after a step (THEORY.md §12), if the steps' quadrature can
+    resolve it (<= :data:`MAX_BULK_SCALE`); else a ValueError naming sigma."""
+    if not sc <= MAX_BULK_SCALE:
+        raise ValueError(f"a step gives a neuron group the bulk scale sqrt(c) = {sc:.3g} (sigma "
+                         f"{sigma!r}: E sigma'^2 times eta^2); the steps' quadrature resolves "
+                         f"sqrt(c) <= {MAX_BULK_SCALE:g}: use a smaller eta or a smoother sigma")
+    return sc
+
+
 def _array(name: str, value: object, shape: str) -> np.ndarray:
     """``value`` as a float64 array, or a one-line error naming ``name`` and ``shape``."""
     if isinstance(value, (str, bytes, dict)) or value is None:
