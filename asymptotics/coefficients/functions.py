@@ -246,6 +246,9 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",), *, max_length: int = 
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"cannot parse expression {text!r}: {exc.msg}") from None
+    except UnicodeError:  # a command line's undecodable bytes (surrogate escapes)
+        raise ValueError(f"cannot parse expression {text!r}: it is not valid UTF-8 text"
+                         ) from None
     funcs = _sympy_funcs()
     symbols = {v: sp.Symbol(v, real=True) for v in variables}
     binops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,

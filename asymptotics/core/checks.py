@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def _show(value: object) -> str:
@@ -88,3 +92,16 @@ def sequence(name: str, values: object) -> list:
     if not out:
         raise ValueError(f"{name} must contain at least one value")
     return out
+
+
+def named(name: str, fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` with a ValueError / TypeError naming ``name`` first (``sigma: unknown name
+    ...``), unless its message already starts with it."""
+    try:
+        return fn(*args)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if msg.startswith(name):
+            raise
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"{name}: {msg}"
+                                                                        ) from None

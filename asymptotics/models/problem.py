@@ -136,8 +136,9 @@ def _function(name: str, spec: object) -> Function:
     """``get_function(spec)``, its errors prefixed with the parameter's name."""
     try:
         return get_function(spec)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{name}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # (not type(exc): a UnicodeError has 5 arguments)
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"{name}: {exc}"
+                                                                        ) from None
 
 
 def function_name(fn: Function) -> str:

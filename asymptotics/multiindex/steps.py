@@ -358,10 +358,10 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     etas = eta_schedule(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     ro = parse_readout(readout)
-    s = get_function(sigma)
+    s = checks.named("sigma", get_function, sigma)
     if not isinstance(target, str):
         raise TypeError(f"target must be an expression in z1..zk for several steps, got {target!r}")
-    g, k, _ = resolve_target(target)
+    g, k, _ = checks.named("target", resolve_target, target)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
     return MappingInputs(steps, etas, delta, ro, s, g, k,
