@@ -712,6 +712,10 @@ FRESH = [
     # reference asked for 89 GiB
     (lambda: A.risk(2.0, steps=2, sigma="sin(1e8*z)", target="z1 + z1*z2", alpha0=16,
                     eta=(2, 8), readout="pm1", model="srf"), ValueError, "sqrt(c) <= 1000"),
+    # the several-steps comparison's simulation at d = 1e6 tried to allocate p x d (a raw numpy
+    # MemoryError after the theory's work)
+    (lambda: __import__("validation.experiments.steps_compare", fromlist=["x"]).compare_steps(
+        [1.0], steps=1, d=10**6, seeds=2, progress=False), ValueError, "lower d, beta or n_jobs"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
