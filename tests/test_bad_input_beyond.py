@@ -716,6 +716,9 @@ FRESH = [
     # MemoryError after the theory's work)
     (lambda: __import__("validation.experiments.steps_compare", fromlist=["x"]).compare_steps(
         [1.0], steps=1, d=10**6, seeds=2, progress=False), ValueError, "lower d, beta or n_jobs"),
+    # where the resolvent's checks fail the network measure falls back to the sampled device,
+    # whose first batch at alpha0 = 1e10 asked for 728 TiB
+    (lambda: A.risk(2.0, alpha0=1e10, eta=1e5), ValueError, "sampled device at alpha0=1e+10"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
