@@ -716,6 +716,11 @@ FRESH = [
     # MemoryError after the theory's work)
     (lambda: __import__("validation.experiments.steps_compare", fromlist=["x"]).compare_steps(
         [1.0], steps=1, d=10**6, seeds=2, progress=False), ValueError, "lower d, beta or n_jobs"),
+    # the features' law of a constant sigma searched for a bulk without end (a hang)
+    (lambda: A.spectrum("features", alpha=2.0, sigma="0*z", d=1000), ValueError,
+     "sigma '0*z' is constant"),
+    (lambda: A.spectrum("features", alpha=2.0, sigma="1e-300*tanh(z)", model="srf"), ValueError,
+     "no bulk spectrum"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
