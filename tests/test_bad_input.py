@@ -111,6 +111,8 @@ def test_asymptotics_cli(argv, word, capsys):
 
 
 VALIDATION = [
+    (["sweep", "--kind", "theory", "--grid", "alpha=0.2:5:100000", "--grid", "eta=0:3:100000",
+      "--grid", "lam=0.01:1:100000"], "at most 1e+06"),  # a later audit: 1e15 points hung
     (["compare", "--d", "1"], "d must be"),
     (["compare", "--seeds", "0"], "seeds"),
     (["compare", "--alpha", "1,,2"], "empty item"),
