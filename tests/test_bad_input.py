@@ -86,6 +86,16 @@ ASYMPTOTICS = [
     (["sweep"], "invalid choice"),  # theory grids: python -m validation sweep --kind theory
     ([], "required"),
     (["nosuch"], "invalid choice"),
+    # a later audit's fresh inputs: "-inf" is a value, not an unknown option; undecodable bytes
+    # (a surrogate escape of argv) and a path the OS refuses are one line naming the option; the
+    # steps command names sigma / target in the parsers' errors
+    (["curve", "--eta", "-inf"], "eta must be finite"),
+    (["curve", "--p", "-INF"], "p must be >= 1"),
+    (["curve", "--sigma", "tanh\udcff", "--alpha", "1"], "sigma: cannot parse"),
+    (["curve", "--out", "/tmp/" + "a" * 300 + ".csv", "--alpha", "1"], "--out: cannot write"),
+    (["steps", "--plot", "/tmp/" + "b" * 300 + ".png"], "--plot: cannot write"),
+    (["steps", "--target", "z0"], "target: unknown name 'z0'"),
+    (["steps", "--sigma", "z1"], "sigma: unknown function"),
 ]
 
 
@@ -101,6 +111,8 @@ def test_asymptotics_cli(argv, word, capsys):
 
 
 VALIDATION = [
+    (["sweep", "--kind", "theory", "--grid", "alpha=0.2:5:100000", "--grid", "eta=0:3:100000",
+      "--grid", "lam=0.01:1:100000"], "at most 1e+06"),  # a later audit: 1e15 points hung
     (["compare", "--d", "1"], "d must be"),
     (["compare", "--seeds", "0"], "seeds"),
     (["compare", "--alpha", "1,,2"], "empty item"),

@@ -682,3 +682,92 @@ def test_contrast_channel_between_warns_and_keeps_the_number():
     with pytest.warns(LimitWarning, match="contrast channel"):
         res = A.risk_readout(1.0, readout="pm1", sigma="relu", target="tanh", eta=0.1)
     assert res.converged and np.isfinite(res.risk) and "neurons" in res.message
+
+
+# ------------------------------------------------------------------------------------------------
+# fresh inputs of a later audit: each was a traceback (OverflowError, KeyError, AttributeError), a
+# multi-line message or a hang before its fix
+
+FRESH = [
+    (lambda: A.risk(2.0, alpha0=10**400), ValueError, "alpha0 must be > 0 and finite"),
+    (lambda: A.risk(10**400), ValueError, "alpha must be > 0 and finite"),
+    (lambda: A.risk(2.0, lam=-10**400), ValueError, "lam must be >= 0"),
+    (lambda: A.risk(2.0, p=10**400), ValueError, "p must be >= 1 and finite"),
+    (lambda: A.risk_by_step([1.0], steps=10**20, progress=False), ValueError,
+     "steps must be <= 8"),  # was a hang: the default schedule built 1e20 etas first
+    (lambda: A.risk(2.0, sigma="z/0"), ValueError, "sigma: expression 'z/0' is not finite"),
+    (lambda: A.risk(2.0, target="log(0)*z"), ValueError, "target: expression"),
+    (lambda: A.solve_point("x", 2.0), TypeError, "problem must be a Problem"),
+    # grids beyond a million points are refused before any work (8e9 combinations hung, building
+    # them in memory)
+    (lambda: A.risk_grid(alpha=np.linspace(0.1, 5, 2000), eta=np.linspace(0, 3, 2000),
+                         lam=np.linspace(0.01, 1, 2000), model="srf"), ValueError,
+     "2000 alpha x 2000 eta x 2000 lam"),
+    (lambda: A.risk_grid(alpha=np.linspace(0.1, 5, 2000), eta=[(2, 8)] * 1000, steps=2,
+                         model="srf", sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16),
+     ValueError, "at most 1e+06"),
+    (lambda: A.risk_curve(np.linspace(0.1, 5, 2_000_000), model="srf"), ValueError,
+     "alphas has 2000000 values"),
+    # an oscillating sigma gives the groups a bulk scale sqrt(c) ~ 6e7 after a step: its xi rule's
+    # reference asked for 89 GiB
+    (lambda: A.risk(2.0, steps=2, sigma="sin(1e8*z)", target="z1 + z1*z2", alpha0=16,
+                    eta=(2, 8), readout="pm1", model="srf"), ValueError, "sqrt(c) <= 1000"),
+    # the several-steps comparison's simulation at d = 1e6 tried to allocate p x d (a raw numpy
+    # MemoryError after the theory's work)
+    (lambda: __import__("validation.experiments.steps_compare", fromlist=["x"]).compare_steps(
+        [1.0], steps=1, d=10**6, seeds=2, progress=False), ValueError, "lower d, beta or n_jobs"),
+    # the features' law of a constant sigma searched for a bulk without end (a hang)
+    (lambda: A.spectrum("features", alpha=2.0, sigma="0*z", d=1000), ValueError,
+     "sigma '0*z' is constant"),
+    (lambda: A.spectrum("features", alpha=2.0, sigma="1e-300*tanh(z)", model="srf"), ValueError,
+     "no bulk spectrum"),
+    # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
+    (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
+    (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
+    (lambda: A.risk(2.0, readout={1e300: 1.0}, model="srf"), ValueError, "readout's step"),
+    (lambda: A.risk(2.0, steps=2, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16,
+                    eta=(1e300, 1e300), readout="pm1", model="srf"), ValueError,
+     "steps' mapping"),
+    (lambda: A.risk(2.0, steps=2, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16,
+                    eta=(2, 8), readout="pm1", delta=1e300), ValueError, "delta=1e+300"),
+    (lambda: A.risk_spiked(2.0, sigma="tanh", target="tanh(z1) + z1*z2",
+                           loadings=np.array([[1, None], [0, 1]], dtype=object), bulk=[1, 1],
+                           fractions=[0.5, 0.5], overlaps=[[0.9, 0], [0, 0.8]]),
+     TypeError, "loadings must be a K x r matrix"),
+]
+
+
+@pytest.mark.parametrize("call,kind,words", FRESH)
+def test_fresh_bad_inputs_are_one_line_errors(call, kind, words):
+    with pytest.raises(kind) as info:
+        call()
+    _one_line(info.value, words)
+
+
+def test_first_layer_checks_its_inputs_and_takes_an_int_seed():
+    """validation's ``first_layer`` (the guide's semi-empirical example): an int seed is its
+    SeedSequence's entropy and names are functions (same weights); bad inputs name themselves."""
+    from validation.protocol.simulator import Setting, first_layer
+
+    s = Setting(model="network", sigma="relu", target="relu", alpha=5, alpha0=20, eta=3,
+                lam=0.01, d=40)
+    a = first_layer(s, 0, "relu", "relu")[0]
+    b = first_layer(s, np.random.SeedSequence(0), A.get_function("relu"),
+                    A.get_function("relu"))[0]
+    assert np.array_equal(a, b)
+    for args, kind, word in (((s, -1, "relu", "relu"), ValueError, "seed"),
+                             (("s", 0, "relu", "relu"), TypeError, "setting"),
+                             ((s, 0, "foo", "relu"), ValueError, "unknown function")):
+        with pytest.raises(kind) as info:
+            first_layer(*args)
+        _one_line(info.value, word)
+
+
+@pytest.mark.computes
+def test_network_device_refuses_a_batch_beyond_memory():
+    """Where the resolvent's checks fail the network measure falls back to the sampled device,
+    whose first batch at alpha0 = 1e10 asked for 728 TiB (after the resolvent's attempt: not
+    under the hang guard)."""
+    with pytest.raises(ValueError) as info:
+        A.risk(2.0, alpha0=1e10, eta=1e5)
+    _one_line(info.value, "sampled device at alpha0=1e+10")

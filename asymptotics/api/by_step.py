@@ -12,7 +12,7 @@ import numpy as np
 
 from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import STEPS_EXAMPLE, check, default, steps_eta
-from asymptotics.multiindex.steps import steps_mapping
+from asymptotics.multiindex.steps import MAX_STEPS, steps_mapping
 from asymptotics.spiked.readouts import parse_readout
 
 _EX = STEPS_EXAMPLE
@@ -54,6 +54,8 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
                                                                    np.atleast_1d(alphas))]
     steps = checks.integer("steps", steps, 1)
+    if steps > MAX_STEPS:  # before the schedule of steps values is built
+        raise ValueError(f"steps must be <= {MAX_STEPS}, got {steps}")
     if model not in BY_STEP_MODELS:
         raise ValueError(f"model must be one of {', '.join(BY_STEP_MODELS)} for risk_by_step "
                          f"(step 0 is random features in both), got {model!r}")

@@ -39,6 +39,21 @@ if TYPE_CHECKING:
 GRID_PARAMETERS = ("alpha", "sigma", "target", "alpha0", "eta", "lam", "beta", "delta")
 
 
+#: at most this many points (rows) in one grid: a million rows of the result's columns take
+#: ~1 GB while the frames are joined; beyond, the call is refused before any work
+MAX_GRID_POINTS = 1_000_000
+
+
+def _grid_size(alphas: list, values: dict) -> None:
+    """Refuse a grid of more than :data:`MAX_GRID_POINTS` points, naming its axes."""
+    n = len(alphas) * math.prod(len(v) for v in values.values())
+    if n > MAX_GRID_POINTS:
+        axes = " x ".join(f"{len(v)} {k}" for k, v in [("alpha", alphas), *values.items()]
+                          if len(v) > 1)
+        raise ValueError(f"the grid has {n:.3g} points ({axes}); at most {MAX_GRID_POINTS:.0e} "
+                         "in one call: split it into several calls")
+
+
 def _as_values(name: str, value: Any) -> list:
     if value is None or isinstance(value, str) or callable(value) or np.ndim(value) == 0:
         return [value]
@@ -107,6 +122,7 @@ def risk_grid(
     others = {k: _as_values(k, v) for k, v in dict(sigma=sigma, target=target, alpha0=alpha0,
                                                    eta=eta, lam=lam, beta=beta,
                                                    delta=delta, p=p).items()}
+    _grid_size(alphas, others)
     combos = [dict(zip(others, vals, strict=True))
               for vals in itertools.product(*others.values())]
     # validates every value
@@ -158,6 +174,7 @@ def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, c
     alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
     values = {k: _schedules(v, steps) if k == "eta" else _as_values(k, v)
               for k, v in others.items()}
+    _grid_size(alphas, values)
     combos = [dict(zip(values, vals, strict=True)) for vals in itertools.product(*values.values())]
     frames = []
     with Progress(len(combos), "risk grid", unit="curves", enabled=progress) as bar:

@@ -198,6 +198,9 @@ def solve_point(
     """Solve the equations of THEORY.md §5 at one alpha for a prepared :class:`Problem`.
     ``engine``: "compiled" (the whole solve in one numba kernel, ``solver_kernels``) or
     "python" (the same algorithm orchestrated in Python; kept for comparison)."""
+    if not isinstance(problem, Problem):
+        raise TypeError(f"problem must be a Problem (e.g. build_problem(sigma='tanh')), got "
+                        f"{problem!r}")
     alpha = check_value("alpha", alpha, positive=True)
     check_engine(engine)
     verdict = ridgeless_verdict(problem, alpha) if problem.lam == 0.0 else None

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from asymptotics.api.grid import MAX_GRID_POINTS
 from asymptotics.api.groups import route, route_fields, solve_k_group
 from asymptotics.api.points import (  # noqa: F401  (re-exported: the public names of the theory's API)
     ENGINES,
@@ -220,7 +221,11 @@ def risk_curve(
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
     _check_solver(solver)
-    alphas = [check_value("alpha", a, positive=True) for a in checks.sequence("alphas", alphas)]
+    alphas = checks.sequence("alphas", alphas)
+    if len(alphas) > MAX_GRID_POINTS:  # (a curve of that many rows would take gigabytes)
+        raise ValueError(f"alphas has {len(alphas)} values; at most {MAX_GRID_POINTS:.0e} in one "
+                         "curve: split it into several calls")
+    alphas = [check_value("alpha", a, positive=True) for a in alphas]
     eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,

@@ -31,7 +31,7 @@ T = TypeVar("T")
 from asymptotics.core.meta import one_line_warnings, version  # noqa: E402, F401
 
 # a value starting with '-' and a digit (or '-.5') is a value, not an option
-_NEGATIVE = re.compile(r"^-\.?\d")
+_NEGATIVE = re.compile(r"^-(\.?\d|inf|nan)", re.IGNORECASE)
 
 
 class Parser(argparse.ArgumentParser):
@@ -232,7 +232,15 @@ def check_writable(path: str | os.PathLike | None, option: str, *, directory: bo
         return
     if str(path).strip() == "":
         raise ValueError(f"{option}: empty path")
-    p = Path(path)
+    try:
+        _check_path(Path(path), option, directory, suffixes)
+    except OSError as exc:  # a name too long, a path through a file, ...
+        raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})"
+                         ) from None
+
+
+def _check_path(p: Path, option: str, directory: bool, suffixes: Iterable[str] | None) -> None:
+    """:func:`check_writable` of a non-empty path."""
     if directory:
         if p.exists() and not p.is_dir():
             raise ValueError(f"{option}: {str(p)!r} exists and is not a directory")

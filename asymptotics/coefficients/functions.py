@@ -246,6 +246,9 @@ def to_sympy(text: str, variables: Sequence[str] = ("z",), *, max_length: int = 
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
         raise ValueError(f"cannot parse expression {text!r}: {exc.msg}") from None
+    except UnicodeError:  # a command line's undecodable bytes (surrogate escapes)
+        raise ValueError(f"cannot parse expression {text!r}: it is not valid UTF-8 text"
+                         ) from None
     funcs = _sympy_funcs()
     symbols = {v: sp.Symbol(v, real=True) for v in variables}
     binops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -347,6 +350,8 @@ def parse_expression(text: str) -> Function:
 
     expr, symbols = to_sympy(text)
     z = symbols["z"]
+    if expr.has(sp.zoo, sp.oo, -sp.oo, sp.nan):  # z/0, log(0): not a function of z
+        raise ValueError(f"expression {text!r} is not finite (it simplifies to {expr})")
     dexpr = sp.diff(expr, z)
     modules = [{"erf": special.erf, "Heaviside": lambda x, h=0.5: np.heaviside(x, 0.5),
                 "DiracDelta": np.zeros_like}, "numpy"]

@@ -6,9 +6,17 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def _show(value: object) -> str:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+            and abs(int(value)) > 10**300:  # float() would overflow: the digits, not the int
+        text = str(int(value))
+        return f"an integer of {len(text.lstrip('-'))} digits ({text[:12]}...)"
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return f"{float(value):g}"
     return repr(value)
@@ -22,6 +30,8 @@ def real(name: str, value: object, lo: float = -math.inf, hi: float = math.inf, 
         raise TypeError(f"{name} must be a real number, got {value!r}")
     try:
         v = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond float64 (10**400): out of every finite range
+        v = math.inf
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be a real number, got {value!r}") from None
     ok = (math.isfinite(v) and (v > lo if lo_open else v >= lo)
@@ -82,3 +92,16 @@ def sequence(name: str, values: object) -> list:
     if not out:
         raise ValueError(f"{name} must contain at least one value")
     return out
+
+
+def named(name: str, fn: Callable[..., T], *args: object) -> T:
+    """``fn(*args)`` with a ValueError / TypeError naming ``name`` first (``sigma: unknown name
+    ...``), unless its message already starts with it."""
+    try:
+        return fn(*args)
+    except (ValueError, TypeError) as exc:
+        msg = str(exc)
+        if msg.startswith(name):
+            raise
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"{name}: {msg}"
+                                                                        ) from None

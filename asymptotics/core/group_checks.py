@@ -5,8 +5,9 @@ shapes and bounds (docs/THEORY.md §10.1), the width p with several groups (§10
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -23,23 +24,60 @@ GROWTH_RTOL = 1e-6
 PROBE = np.linspace(-12.0, 12.0, 481)
 
 
+def _brief(value: object) -> str:
+    """``repr(value)`` on one line (an array's repr spans several), at most 120 characters."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+@contextlib.contextmanager
+def in_float64(what: str, *, divisions: bool = False, **values: object) -> Iterator[None]:
+    """Turn an overflow of float64 inside ``what`` (OverflowError, FloatingPointError and, with
+    ``divisions``, a ZeroDivisionError from an underflow) into a one-line ValueError naming
+    the parameters ``values`` that produced it."""
+    kinds = (OverflowError, FloatingPointError) + ((ZeroDivisionError,) if divisions else ())
+    try:
+        yield
+    except kinds:
+        shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={_brief(v)}"
+                          for k, v in values.items())
+        raise ValueError(f"float64 overflows in {what} at {shown}; use less extreme values"
+                         ) from None
+
+
+#: at most this bulk standard deviation sqrt(c) of a group after a step: the xi rules' fine
+#: reference has ~200 sqrt(c) nodes per moment (sqrt(c) = 1e8, sigma = sin(1e8 z), asked for
+#: 89 GiB); a smooth sigma at the documented step sizes stays below ~10
+MAX_BULK_SCALE = 1e3
+
+
+def bulk_scale(sc: float, sigma: str) -> float:
+    """``sc``, a group's sqrt(c) after a step (THEORY.md §12), if the steps' quadrature can
+    resolve it (<= :data:`MAX_BULK_SCALE`); else a ValueError naming sigma."""
+    if not sc <= MAX_BULK_SCALE:
+        raise ValueError(f"a step gives a neuron group the bulk scale sqrt(c) = {sc:.3g} (sigma "
+                         f"{sigma!r}: E sigma'^2 times eta^2); the steps' quadrature resolves "
+                         f"sqrt(c) <= {MAX_BULK_SCALE:g}: use a smaller eta or a smoother sigma")
+    return sc
+
+
 def _array(name: str, value: object, shape: str) -> np.ndarray:
     """``value`` as a float64 array, or a one-line error naming ``name`` and ``shape``."""
     if isinstance(value, (str, bytes, dict)) or value is None:
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}")
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}")
     try:
         raw = np.asarray(value)
     except ValueError:  # ragged nesting (numpy: "inhomogeneous shape")
         raise ValueError(f"{name} must be {shape} (rows of equal length), got a ragged "
-                         f"nesting {value!r}") from None
+                         f"nesting {_brief(value)}") from None
     kind = raw.dtype.kind
     if kind in "bcSUV" or (kind == "O" and any(
             isinstance(x, (bool, str, bytes, complex)) or x is None for x in raw.ravel())):
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}")
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}")
     try:
         a = np.asarray(raw, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be {shape} of real numbers, got {value!r}") from None
+        raise TypeError(f"{name} must be {shape} of real numbers, got {_brief(value)}") from None
     return a
 
 

@@ -78,6 +78,9 @@ def _width(value: object) -> float | None:
         raise TypeError(f"p must be a real number >= 1 or None (the limit), got {value!r}")
     try:
         v = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond float64 (10**400)
+        raise ValueError(f"p must be >= 1 and finite (the width, p = beta d) or None for p -> "
+                         f"infinity, got {checks._show(value)}") from None
     except (TypeError, ValueError):
         raise TypeError(f"p must be a real number >= 1 or None (the limit), got {value!r}"
                         ) from None

@@ -108,6 +108,11 @@ def population_measure(
         batches = 1 if 8.0 <= alpha0 <= 20.0 else min(8, max(2, math.ceil(8.0 / alpha0)))
     if int(size) < 2 or int(batches) < 1:
         raise ValueError(f"size must be >= 2 and batches >= 1, got {size}, {batches}")
+    if 8.0 * max(round(alpha0 * size), 1) * size > MAX_DEVICE_BYTES:  # one batch X: n0 x size
+        raise ValueError(f"the network theory's sampled device at alpha0={alpha0:g}, eta={eta:g} "
+                         f"needs a first batch of {alpha0 * size:.3g} x {size} samples (more "
+                         f"than {MAX_DEVICE_BYTES / 2**30:.0f} GiB); use a smaller alpha0 or "
+                         "model='srf'")
     lam, F, G = _population_atoms(s, g, float(alpha0), float(eta), float(delta), int(size),
                                   int(batches), int(seed), bool(stratify))
     c = float(lam.mean())
@@ -116,6 +121,11 @@ def population_measure(
                                gamma=sp.gamma)
     return SpectralMeasure("population", float(beta), c, lam, F, lam, G, r=sp.r,
                            gamma=sp.gamma)
+
+
+#: at most this many bytes for one first batch of the sampled device (alpha0 size x size floats;
+#: alpha0 = 1e10 asked for 728 TiB where the resolvent's checks failed)
+MAX_DEVICE_BYTES = 2**31
 
 
 @functools.lru_cache(maxsize=64)

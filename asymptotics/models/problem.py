@@ -20,7 +20,7 @@ from asymptotics.coefficients.cget import (
     ge_coefficients,
 )
 from asymptotics.coefficients.functions import Function, get_function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import check, default
 from asymptotics.measures.spectral import SpectralMeasure, marchenko_pastur
 from asymptotics.step.srf import SpikeMapping, srf_mapping
@@ -136,8 +136,9 @@ def _function(name: str, spec: object) -> Function:
     """``get_function(spec)``, its errors prefixed with the parameter's name."""
     try:
         return get_function(spec)
-    except (ValueError, TypeError) as exc:
-        raise type(exc)(f"{name}: {exc}") from None
+    except (ValueError, TypeError) as exc:  # (not type(exc): a UnicodeError has 5 arguments)
+        raise (TypeError if isinstance(exc, TypeError) else ValueError)(f"{name}: {exc}"
+                                                                        ) from None
 
 
 def function_name(fn: Function) -> str:
@@ -290,7 +291,9 @@ def build_problem(
         # bulk and weighted channels (DERIVATIONS.md §7)
         from asymptotics.measures.population import population_measure
 
-        measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
+        with group_checks.in_float64("the network theory's population measure", divisions=True,
+                                     alpha0=float(alpha0), eta=float(eta), delta=float(delta)):
+            measure = population_measure(s, g, alpha0=alpha0, eta=eta, beta=beta, delta=delta)
     if (model == "network" and spike is None and eta > 0 and stepped
             and measure.kind != "weights"):
         # the network's bulk-variance channel (DERIVATIONS.md §7), with any theory measure of

@@ -100,7 +100,7 @@ def xi_rules(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray,
     span = u_max * np.sqrt(np.sum(Mmat * Mmat, axis=1))
     ripples, rules = [], []
     for cg, sg in zip(c, span, strict=True):
-        sc = float(np.sqrt(cg))
+        sc = group_checks.bulk_scale(float(np.sqrt(cg)), sigma.name)
         rp, rule = ripple(direct, sigma, sc, xi, wxi, sg, "xi"), None
         if rp > RIPPLE_TOL and not sigma.kinks:
             t, w = xi_trapezoid(sc)

@@ -358,10 +358,10 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     etas = eta_schedule(eta, steps)
     delta = checks.real("delta", delta, 0.0)
     ro = parse_readout(readout)
-    s = get_function(sigma)
+    s = checks.named("sigma", get_function, sigma)
     if not isinstance(target, str):
         raise TypeError(f"target must be an expression in z1..zk for several steps, got {target!r}")
-    g, k, _ = resolve_target(target)
+    g, k, _ = checks.named("target", resolve_target, target)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
     return MappingInputs(steps, etas, delta, ro, s, g, k,
@@ -393,7 +393,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]
     for t in range(done, n_fresh):
-        with meta.blas_limit(1):  # small products, one BLAS thread: the same numbers
+        with meta.blas_limit(1), group_checks.in_float64(  # one BLAS thread: same numbers
+                "the steps' mapping", eta=etas, alpha0=float(alpha0), delta=delta, readout=ro.name):
             st = advance(st, sigma=s, g=g, values=values, fractions=fractions, eta=etas[t],
                          alpha0=float(alpha0), delta=delta, quad=quad, degree=degree,
                          per=m.per, split=polynomial_spikes.split_target(target, k, m.per)
@@ -411,8 +412,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
         else:
             second = GroupState(2, *reused.reused_second(
                 s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0)))
-            for arr in (second.a, second.L, second.c):
-                arr.flags.writeable = False
+            second.a.flags.writeable = second.L.flags.writeable = second.c.flags.writeable = False
             if key is not None:
                 _CACHE[key] = second
         states = states[:2] + [second]

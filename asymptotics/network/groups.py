@@ -29,6 +29,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.core import group_checks
 from asymptotics.multiindex import graded, xi_lines
 from asymptotics.multiindex.steps import (
     CHUNK,
@@ -341,9 +342,11 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
         covs = [np.repeat(np.eye(k)[None], K, axis=0)]
     st, cov = states[-1], covs[-1]
     for t in range(done, steps):
-        st, cov = advance_network(st, cov, sigma=s, g=g, values=values, fractions=fractions,
-                                  eta=etas[t], alpha0=float(alpha0), delta=delta, quad=quad,
-                                  degree=degree, per=m.per)
+        with group_checks.in_float64("the network's steps", eta=etas, alpha0=float(alpha0),
+                                     delta=delta, readout=ro.name):
+            st, cov = advance_network(st, cov, sigma=s, g=g, values=values,
+                                      fractions=fractions, eta=etas[t], alpha0=float(alpha0),
+                                      delta=delta, quad=quad, degree=degree, per=m.per)
         for arr in (st.a, st.L, st.c, cov):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

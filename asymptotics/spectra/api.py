@@ -48,6 +48,21 @@ def _groups(sigma, target, *, alpha0, eta, delta, readout, steps, model) -> dict
                 target=target)
 
 
+def _check_spread(s: Function) -> None:
+    """Refuse a sigma constant on N(0, 1) up to rounding ('1', '0*z', '1e-300*tanh(z)'): the
+    features are then a constant (rank-one or zero) matrix without a bulk, where the law's
+    solver would search for one without end."""
+    z, w = np.polynomial.hermite_e.hermegauss(64)
+    w = w / w.sum()
+    with np.errstate(all="ignore"):
+        v = np.asarray(s(z), dtype=np.float64)
+        second = float(w @ (v * v))
+        var = float(w @ (v - float(w @ v)) ** 2)
+    if not (math.isfinite(var) and var > 1e-12 * second and var > 1e-280):
+        raise ValueError(f"sigma {s.name!r} is constant on N(0, 1) (variance {var:.3g}): the "
+                         "features have no bulk spectrum; give a non-constant activation")
+
+
 def spectrum(of: str, alpha: float | None = None, *,
              sigma: str | Function = default("sigma"), target: str | Function = default("target"),
              alpha0: float = default("alpha0"), eta: float = default("eta"),
@@ -124,6 +139,7 @@ def _spectrum(of: str, alpha: float | None = None, *, sigma, target, alpha0: flo
     if of == "features":
         if alpha is None:
             raise ValueError("alpha must be given for of='features' (n = alpha d fresh inputs)")
+        _check_spread(s)
         alpha = checks.positive("alpha", alpha)
         net = model == "network" and eta > 0.0
         from asymptotics.spiked.problem import build_spiked_problem

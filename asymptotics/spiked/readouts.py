@@ -157,8 +157,10 @@ def readout_mapping(sigma: str | Function, target: str | Function, *, alpha0: fl
     if not (delta >= 0 and math.isfinite(delta)):
         raise ValueError(f"delta must be >= 0 and finite, got {delta}")
     k = ge if ge is not None else ge_coefficients(sigma, target)
-    m = step_moments(k, alpha0=alpha0, eta=eta, delta=delta, values=tuple(ro.values),
-                     mean=ro.mean)
+    with group_checks.in_float64("the readout's step", eta=float(eta), alpha0=float(alpha0),
+                                 delta=float(delta), readout=ro.name):
+        m = step_moments(k, alpha0=alpha0, eta=eta, delta=delta, values=tuple(ro.values),
+                         mean=ro.mean)
     ee, ee2, u_norm, gamma = m.residual_mean, m.residual_second_moment, m.u_norm, m.gamma
     loadings = [[float(load)] for load, _, _ in m.groups]
     scales = [float(s) for _, s, _ in m.groups]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from collections.abc import Sequence
 
@@ -244,6 +245,7 @@ def compare_steps(alpha: float | Sequence[float], *, steps: int = STEPS_EXAMPLE[
     if not isinstance(sigma, str):
         raise TypeError(f"sigma must be text (a name or an expression in z) for the simulation, "
                         f"got {sigma!r}")
+    _check_memory(d, float(beta), n_jobs)
     sim_target = simulator_target(target)
     theory = _theory_rows(alphas, steps=steps, sigma=sigma, target=target, alpha0=alpha0,
                           eta=etas, lam=lam, beta=beta, delta=delta, readout=name, d=d,
@@ -267,6 +269,22 @@ def compare_steps(alpha: float | Sequence[float], *, steps: int = STEPS_EXAMPLE[
             df[k] = v
     rest = [c for c in df.columns if c not in lead]
     return df[lead + rest].sort_values(["alpha", "step"], ignore_index=True)
+
+
+def _check_memory(d: int, beta: float, n_jobs: int) -> None:
+    """Refuse, before any work, a simulation whose weights (W0, W1, the step: p x d each) and
+    p x p Gram with its Cholesky copy cannot fit in the machine's memory (the parts that must
+    fit whole, as in ``validation.protocol.simulator.check_memory``; the samples stream)."""
+    p = max(1, round(beta * d))
+    need = 8.0 * (3.0 * p * d + 2.0 * p * p) * n_jobs
+    try:
+        have = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return
+    if need > 0.9 * have:
+        raise ValueError(f"d = {d} (p = {p}) needs about {need / 2**30:.3g} GiB for the weights "
+                         f"and the Gram (x{n_jobs} workers), more than the machine's "
+                         f"{have / 2**30:.3g} GiB; lower d, beta or n_jobs")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import numpy as np
 from scipy.linalg import blas
 
 from asymptotics.coefficients.functions import Function, get_function
-from asymptotics.core import checks
+from asymptotics.core import checks, group_checks
 from asymptotics.core.parameters import default
 from asymptotics.step.srf import srf_mapping
 
@@ -271,8 +271,12 @@ def estimate_test_error(
 
 def first_layer(setting: Setting, seed: np.random.SeedSequence, sigma: Function,
                 target: Function) -> tuple[np.ndarray, np.ndarray, dict]:
-    """``(W1, theta*, sources)`` of one repetition: the weights the readout is fitted on, and the
-    random sources of the rest (the sample streams as :class:`BlockRows` under stream 2)."""
+    """``(W1, theta*, sources)`` of one repetition (``seed``: or an int): the weights the
+    readout is fitted on, the random sources of the rest (streams: BlockRows in stream 2)."""
+    group_checks.instance("setting", setting, Setting, "Setting(model='network', ...)")
+    seed = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(
+        checks.integer("seed", seed, 0))
+    sigma, target = get_function(sigma), get_function(target)
     children = mc.streams(seed, STREAMS)
     rngs = {name: np.random.default_rng(child) for name, child in children.items()}
     if setting.stream == 2:

@@ -60,6 +60,10 @@ class Task:
         return len(self.alphas) * (len(self.lams) if not is_theory(self.kind) else 1)
 
 
+#: at most this many points (rows, repetitions counted) in one sweep
+MAX_POINTS = 1_000_000
+
+
 def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = DEFAULT_SEEDS,
          **fixed: Any) -> list[Task]:
     """The tasks of a sweep, in grid order (canonical parameter order, alpha innermost)."""
@@ -73,6 +77,11 @@ def plan(kind: str, grid: Mapping[str, Any] | None = None, *, seeds: int = DEFAU
     lams = tuple(axes_of["lam"]) if not is_theory(kind) else ()
     outer = [n for n in params_of(kind) if n not in inner]
     axes = [axes_of[n] for n in outer]
+    points = math.prod(len(a) for a in axes) * len(alphas) * max(len(lams), 1) * (
+        1 if is_theory(kind) else int(seeds))
+    if points > MAX_POINTS:  # refused before the tasks are built (1e15 points hung here)
+        raise ValueError(f"the sweep has {points:.3g} points (grid x alpha x lam x seeds); at "
+                         f"most {MAX_POINTS:.0e} in one sweep: split the grid")
     tasks = []
     for combo in itertools.product(*axes):
         params = tuple(zip(outer, combo, strict=True))
