@@ -268,7 +268,8 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
     kappa rule (an int: tensor Gauss-Hermite nodes per dimension, None: the one-spike rule; an
     ``(h, n)`` of :data:`ALIGNED_LADDER`: the aligned rule), each rule's problem built once;
     ``climb_at(alpha)`` climbs the route's ladders (:func:`rules`) under the policy of
-    :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`)."""
+    :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`); with
+    a bulk first by :data:`BORROW` (the rule of the isotropic bulk's climb)."""
     bulk = outside if coupled is None else coupled.bulk
     built: dict = {}
     flat: list = [None]  # (the isotropic bulk's channels)
