@@ -3,7 +3,8 @@
 ``blas_threads``; docs/DERIVATIONS.md §9.7): the next rule's chord start against the last
 rule's solution, the point with and without it (the solver's tolerance, fewer evaluations), the
 resolvent's returned tau with its W kept and its V1 the traces' there, and a point's BLAS on one
-thread."""
+thread. The chord across rules is the full coupled climb's (``network/solve.BORROW = False``,
+and the fallback of the borrowed rule, ``tests/test_netcost_borrow.py``)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def _point(monkeypatch, start: bool) -> tuple:
         return real(*a, **k)
 
     monkeypatch.setattr(schur, "schur", count)
+    monkeypatch.setattr(So, "BORROW", False)  # (the full coupled climb: every rule)
     if not start:
         monkeypatch.setattr(So, "chord_start", lambda *a: None)
     res = A.risk(2.0, **KW)
@@ -62,6 +64,7 @@ def test_next_rule_start_is_closer_than_the_last_solution(monkeypatch):
 
     monkeypatch.setattr(So, "chord", spy)
     monkeypatch.setattr(So, "chord_start", spy_start)
+    monkeypatch.setattr(So, "BORROW", False)  # (the full coupled climb: every rule)
     res = A.risk(2.0, **KW)
     assert res.converged and seen and len(starts) == len(seen)
     ratios = []

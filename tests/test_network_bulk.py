@@ -417,6 +417,7 @@ def test_chord_jacobian_is_the_fixed_point_maps_central_difference(monkeypatch):
         return real(fmap, x0, jac, config, nonneg, max_iter)
 
     monkeypatch.setattr(So, "chord", spy)
+    monkeypatch.setattr(So, "BORROW", False)  # (the full coupled climb: every rule)
     res = A.risk(2.0, sigma="relu", target="z1 + z1*z2", alpha0=16.0, readout="pm1", steps=2,
                  eta=(2.0, 4.0))
     assert res.converged and seen

@@ -107,6 +107,39 @@ def climb(solve_rung: Callable[[int], Any], rules: Sequence[int]) -> tuple[Any, 
         f"{QUADRATURE_RTOL:g}; pass a larger n_kappa")), None
 
 
+def climb_borrowed(cheap: Callable[[int], Any], full: Callable[[int, Any, bool], Any],
+                   rules: Sequence[int], pair: bool = False) -> tuple[Any, int] | None:
+    """A point's rule decided by a cheap model that shares the full model's kappa integrand
+    (docs/THEORY.md §10.8, §15): ``cheap(i)`` solves the cheap model on ``rules[i]``, climbed by
+    :func:`climb`; where it settles on ``rules[i]``, ``full(i, start, first)`` solves the full
+    model there (``start``: the cheap solution on that rule; ``first``: the first full solve of
+    the point), and the result carries that rule and the cheap climb's error estimate
+    (borrowed). ``pair``: the full model first on the rule below, and its change from there must
+    be at most QUADRATURE_RTOL (the estimate is then the larger of the two). None where the
+    cheap climb does not settle, a full solve does not converge or the pair's change is larger:
+    the caller climbs the full model."""
+    seen: dict[int, Any] = {}
+
+    def rung(i: int) -> Any:
+        seen[i] = cheap(i)
+        return seen[i]
+
+    res, i = climb(rung, rules)
+    if i is None or i < 0:
+        return None
+    err = res.quadrature_change
+    if pair:
+        low = full(i - 1, seen[i - 1], True)  # (settled: the rule below converged)
+        got = full(i, res, False) if low.converged else low
+        if got.converged:
+            err = max(err, abs(got.risk - low.risk) / max(abs(got.risk), 1e-300))
+    else:
+        got = full(i, res, True)
+    if not got.converged or err > QUADRATURE_RTOL:
+        return None
+    return relabel(got, n_kappa=rules[i], quadrature_change=err), i
+
+
 def climb_ladders(solve_rule: Callable[[Any, bool], Any], ladders: Sequence[Sequence],
                   start: int = 0) -> tuple[Any, int | None]:
     """One point up several ladders in turn (the tensor ladder, then the aligned one): each is

@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
+from asymptotics.equations.ladder import ladder
 from asymptotics.multiindex.steps import trapezoid
 from asymptotics.network.channels import Channels
 from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
@@ -19,6 +20,7 @@ from asymptotics.spiked.problem import (  # noqa: F401  (aligned_rotation: its h
     build_spiked_problem,
     target_degrees,
 )
+from asymptotics.spiked.solve import SpikedResult
 
 #: the aligned rules tried where the Gauss-Hermite ladder does not settle (THEORY.md §15): the
 #: trapezoid step on the sharpest group's spike axis and the Gauss-Hermite nodes on each other
@@ -78,3 +80,18 @@ def aligned_cached(params: dict, sig: np.ndarray, h: float, n: int, n_omega: int
             _KEPT.pop(next(iter(_KEPT)))
         _KEPT[key] = hit
     return hit[1]
+
+
+def rules(r: int) -> tuple:
+    """The kappa rules the route climbs with ``r`` spikes (docs/THEORY.md §10.8, §15): the
+    tensor Gauss-Hermite ladder, then, where it does not settle, the aligned ladder
+    (:data:`ALIGNED_LADDER`, DERIVATIONS.md §9.6), each under the same settle rule."""
+    return tuple(ladder(r)) + (ALIGNED_LADDER if r >= 2 else ())
+
+
+def aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:
+    """``res`` with the message of a point settled on the aligned ``rule``."""
+    h, n = rule
+    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
+                                f"sharpest spike axis, {n} Gauss-Hermite nodes on the others; "
+                                "the tensor Gauss-Hermite ladder did not settle)")

@@ -15,11 +15,12 @@ import numpy as np
 
 from asymptotics.core import checks
 from asymptotics.core.progress import Progress
-from asymptotics.equations.ladder import climb, curve_on_ladder, ladder
+from asymptotics.equations.ladder import climb, climb_borrowed, curve_on_ladder, ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, chord, newton
 from asymptotics.equations.solver import relative_residual as rel_res
 from asymptotics.network import coupling
-from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation
+from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation, rules
+from asymptotics.network.aligned import aligned_message as _aligned_message
 from asymptotics.network.bulk import fixed_point as solve_fp
 from asymptotics.network.channels import (
     Channels,
@@ -33,11 +34,7 @@ from asymptotics.network.channels import (
 )
 from asymptotics.network.compiled.complete import complete_fast
 from asymptotics.network.compiled.diagonal import solve_diagonal
-from asymptotics.network.coupling import (
-    chord_start,
-    fp_jacobian,
-    fp_map,
-)
+from asymptotics.network.coupling import chord_start, fp_jacobian, fp_map
 from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
 from asymptotics.spiked.kernels import (
@@ -52,6 +49,11 @@ from asymptotics.spiked.kernels import (
 )
 from asymptotics.spiked.problem import SpikedProblem
 from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
+
+#: a point on the coupled bulk climbs the kappa ladder with the isotropic bulk outside E and
+#: solves the coupled bulk on the rule where that climb settles (:func:`asymptotics.equations.
+#: ladder.climb_borrowed`, THEORY.md §15); "pair": also on the rule below; False: every rule
+BORROW: bool | str = True
 
 
 def _args(prob: SpikedProblem, alpha: float, mean: np.ndarray | None = None) -> tuple:
@@ -266,9 +268,11 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
     kappa rule (an int: tensor Gauss-Hermite nodes per dimension, None: the one-spike rule; an
     ``(h, n)`` of :data:`ALIGNED_LADDER`: the aligned rule), each rule's problem built once;
     ``climb_at(alpha)`` climbs the route's ladders (:func:`rules`) under the policy of
-    :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`)."""
+    :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`); with
+    a bulk first by :data:`BORROW` (the rule of the isotropic bulk's climb)."""
     bulk = outside if coupled is None else coupled.bulk
     built: dict = {}
+    flat: list = [None]  # (the isotropic bulk's channels)
     U = np.asarray(params["loadings"], dtype=np.float64)
 
     def problem(rule):
@@ -292,13 +296,15 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
             built[rule] = (prob, ch, mean_table(prob, extra > 0))
         return built[rule]
 
-    def solve(rule, alpha: float, x0: np.ndarray | None = None, fresh: bool = True
-              ) -> SpikedResult:
-        prob, ch, mean = problem(rule)
-        if fresh and bulk is not None:
+    def solve(rule, alpha: float, x0: np.ndarray | None = None, fresh: bool = True,
+              iso: bool = False) -> SpikedResult:
+        prob, ch, mean = problem(rule)  # iso: the isotropic bulk outside E (BORROW)
+        if iso:
+            ch = flat[0] = flat[0] or Channels(sig, sig.shape[1] - prob.k, prob.k)
+        elif fresh and bulk is not None:
             bulk.forget()  # a pure point: warm starts only between this point's own rules
         with blas_threads():  # (schur.BLAS_THREADS)
-            res = solve_network(prob, ch, alpha, solver, x0=x0, bulk=bulk, mean=mean)
+            res = solve_network(prob, ch, alpha, solver, x0, None if iso else bulk, mean)
         if not res.converged and prob.lam == 0.0:
             res = replace(res, message="lam = 0 is outside the groups' network route: lam > 0")
         return res
@@ -316,6 +322,18 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
                 return res
             return rung
 
+        def by(iso: bool) -> Callable:
+            def rung(i: int, st: SpikedResult | None = None, first: bool = False):
+                res = solve(gh[i], alpha, _v(st) if first else start[0], first, iso)
+                start[0] = _v(res) if res.converged else start[0]
+                return res
+            return rung
+
+        if bulk is not None and BORROW:  # the rule by the isotropic bulk's climb (THEORY §15)
+            got = climb_borrowed(by(True), by(False), gh, BORROW == "pair")
+            if got is not None:
+                return got
+            start[0] = None
         res, i = climb(on(gh), gh)
         if i is not None or not ALIGNED_LADDER:
             return res, i
@@ -325,20 +343,6 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
         return _aligned_message(res2, ALIGNED_LADDER[j]), len(gh) + j
 
     return solve, climb_at
-
-
-def rules(r: int) -> tuple:
-    """The kappa rules the route climbs with ``r`` spikes (docs/THEORY.md §10.8, §15): the
-    tensor Gauss-Hermite ladder, then, where it does not settle, the aligned ladder
-    (:data:`ALIGNED_LADDER`, DERIVATIONS.md §9.6), each under the same settle rule."""
-    return tuple(ladder(r)) + (ALIGNED_LADDER if r >= 2 else ())
-
-
-def _aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:
-    h, n = rule
-    return replace(res, message=f"converged (aligned rule: trapezoid step {h:g} on the "
-                                f"sharpest spike axis, {n} Gauss-Hermite nodes on the others; "
-                                "the tensor Gauss-Hermite ladder did not settle)")
 
 
 def risk_network_groups(alpha: float, *, channels: object, strict: bool = False,
