@@ -771,3 +771,15 @@ def test_network_device_refuses_a_batch_beyond_memory():
     with pytest.raises(ValueError) as info:
         A.risk(2.0, alpha0=1e10, eta=1e5)
     _one_line(info.value, "sampled device at alpha0=1e+10")
+
+
+def test_network_route_caps_its_groups_before_any_work(monkeypatch):
+    """A readout of many values on the network route beyond one step is refused in one line
+    before the device is built (its memory grows like K^2: 1.7 GB measured at K = 10)."""
+    from asymptotics.network import device, route
+
+    monkeypatch.setattr(device, "coupled_device", lambda *a, **k: pytest.fail("device built"))
+    vals = {round(0.5 + 0.1 * i, 1): 1.0 / 20 for i in range(20)}
+    with pytest.raises(ValueError, match=r"at most 8 readout values .* got 20"):
+        A.risk(2.0, readout=vals, steps=2)
+    assert route.NETWORK_GROUPS == 8

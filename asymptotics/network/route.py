@@ -11,6 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from asymptotics.coefficients.functions import get_function
+from asymptotics.core.group_checks import MAX_GROUPS
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.network.groups import network_params
 from asymptotics.network.schur import blas_threads
@@ -107,6 +108,10 @@ def risk_network_curve(alphas: Sequence[float], *, steps: int = 1,
         for v in kw.values():  # at its start anyway)
             getattr(v, "forget", lambda: None)()
 
+
+#: the most readout values (groups) of the network route beyond one step: its device holds K x n
+#: blocks per direction block (peak memory measured 0.8 GB at K = 6, 1.7 GB at 10, one step)
+NETWORK_GROUPS = 8
 
 #: the setups :func:`route_setup` keeps (each holds the device's arrays, no copy)
 SETUP_SIZE = 8
@@ -227,6 +232,11 @@ def network_door(*, steps: object, readout: object, eta: object, lam: object,
         raise ValueError(f"model='network' with readout={ro.name!r}, steps={steps} does not "
                          f"support {', '.join(given)} (the groups are built from the steps' "
                          "parameters, THEORY.md §15)")
+    if len(ro.values) > NETWORK_GROUPS:
+        raise ValueError(f"model='network' with steps or a readout takes at most "
+                         f"{NETWORK_GROUPS} readout values (one neuron group each; the sampled "
+                         f"device's memory grows like their square, 1.7 GB at 10), got "
+                         f"{len(ro.values)}; model='srf' takes up to {MAX_GROUPS}")
     return False, eta
 
 
