@@ -7,24 +7,17 @@ given the rule, and the fallback to the full coupled climb."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import pytest
 
 from asymptotics.equations.ladder import QUADRATURE_RTOL, climb, climb_borrowed
+from tests.test_ladder_empty import _Res as Fake  # a ladder rule's result, faked
 
 KW = dict(sigma="relu", target="z1 + z1*z2", alpha0=16.0, readout="pm1", steps=2,
           eta=(2.0, 4.0), lam=0.01, beta=1.0)
 
 
-@dataclass(frozen=True)
-class Fake:
-    risk: float
-    converged: bool = True
-    n_kappa: int | None = None
-    quadrature_change: float = math.nan
-    status: str = "converged"
-    message: str = ""
 
 
 def test_policy_solves_the_full_model_on_the_cheap_climbs_rule():
