@@ -49,6 +49,7 @@ KERNEL_MODULES = [
     "asymptotics.network.compiled.coupled",
     "asymptotics.network.compiled.complete",
     "asymptotics.network.compiled.lowrank",
+    "asymptotics.network.compiled.kinked",
 ]
 
 
