@@ -53,7 +53,8 @@ _CACHE: dict = {}
 CACHE_SIZE = 64
 #: the coupled devices kept on disk between processes (``$XDG_CACHE_HOME/giantstep/device``,
 #: beside the compiled kernels), the newest DISK_KEEP files; each file is named by the setting
-#: and a hash of this package's sources (a changed source never reads an older device).
+#: and a hash of this package's sources and numpy's and scipy's versions (a changed source or
+#: library never reads an older device).
 #: ``GIANTSTEP_DEVICE_CACHE=0`` turns it off. A device is an exact function of its setting: a
 #: file read back is the computed device bit for bit
 DISK_KEEP = 32
@@ -74,7 +75,9 @@ def _disk_path(key: tuple) -> Path | None:
 
     if not _FINGERPRINT:
         pkg = Path(__file__).resolve().parents[1]
-        h = hashlib.sha256()
+        import scipy
+
+        h = hashlib.sha256(f"numpy {np.__version__} scipy {scipy.__version__}".encode())
         for f in sorted(pkg.rglob("*.py")):
             h.update(str(f.relative_to(pkg)).encode() + b"\0" + f.read_bytes() + b"\0")
         _FINGERPRINT.append(h.hexdigest()[:16])
