@@ -34,6 +34,7 @@ from asymptotics.multiindex.steps import (
 )
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.steps import trapezoid as _trapezoid
+from asymptotics.multiindex.xi_lines import is_relu
 from asymptotics.network.compiled.kinked import KEYS as KINKED_KEYS
 from asymptotics.network.compiled.kinked import relu_moments
 from asymptotics.network.groups import channels_on, model_basis, rest_sums
@@ -101,7 +102,7 @@ def _xi_direct(sigma: Function, sc: float, m: np.ndarray, nodes: int | None = No
                      nodes or (XI_NODES_KINK if sigma.kinks else XI_NODES))
     w = np.exp(-xi**2 / 2)
     w /= w.sum()
-    if sc > 0.0 and sigma.name == "relu" and sigma.identity is None:  # (the registered relu)
+    if sc > 0.0 and is_relu(sigma):  # (the registered relu)
         vals = relu_moments(np.ascontiguousarray(m, dtype=np.float64).ravel(), float(sc), xi, w)
         return {k: np.ascontiguousarray(vals[:, i]) for i, k in enumerate(KINKED_KEYS)}
     out = {k: np.empty(m.size) for k in KINKED_KEYS}
