@@ -266,6 +266,17 @@ def _check_path(p: Path, option: str, directory: bool, suffixes: Iterable[str] |
         raise ValueError(f"{option}: cannot write {str(p)!r} (permission denied)")
 
 
+def write_output(path: str | os.PathLike, text: str, option: str = "--out") -> None:
+    """Write ``text`` to ``path``; a failure while writing (a full disk, ``/dev/full``, a
+    vanished directory) is a ValueError naming ``option``, not a bare OSError."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ValueError(f"{option}: cannot write {str(path)!r} ({exc.strerror or exc})"
+                         ) from None
+
+
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 

@@ -18,6 +18,7 @@ from asymptotics.cli.common import (
     parse_grid,
     real,
     save_figure,
+    write_output,
 )
 from asymptotics.core.parameters import PARAMETERS, check, default, help_text
 
@@ -152,8 +153,7 @@ def _curve(args: argparse.Namespace) -> int:
     text = df.to_csv(index=False, float_format="%.12g")
     sys.stdout.write(text if args.csv else compact_table(df))
     if args.out:
-        with open(args.out, "w") as fh:
-            fh.write(text)
+        write_output(args.out, text)
     n_bad = int((~df["converged"]).sum())
     if n_bad:
         statuses = ", ".join(sorted(set(df.loc[~df["converged"], "status"])))

@@ -18,6 +18,7 @@ from asymptotics.cli.common import (
     parse_grid,
     real,
     real_list,
+    write_output,
 )
 from asymptotics.core.parameters import STEPS_EXAMPLE, default
 
@@ -129,7 +130,7 @@ def run_cli(args: argparse.Namespace) -> int:
         print(f"{a:<6.3g} " + "  ".join("   nan  " if math.isnan(v) else f"{v:8.5f}"
                                         for v in row))
     if args.out:
-        df.to_csv(args.out, index=False)
+        write_output(args.out, df.to_csv(index=False))
     if args.plot:
         _plot(df, args.plot)
     return 0

@@ -56,8 +56,10 @@ def bulk_scale(sc: float, sigma: str) -> float:
     resolve it (<= :data:`MAX_BULK_SCALE`); else a ValueError naming sigma."""
     if not sc <= MAX_BULK_SCALE:
         raise ValueError(f"a step gives a neuron group the bulk scale sqrt(c) = {sc:.3g} (sigma "
-                         f"{sigma!r}: E sigma'^2 times eta^2); the steps' quadrature resolves "
-                         f"sqrt(c) <= {MAX_BULK_SCALE:g}: use a smaller eta or a smoother sigma")
+                         f"{sigma!r}: E sigma'^2 times eta^2, grown by the batch noise at a "
+                         f"small alpha0); the steps' quadrature resolves sqrt(c) <= "
+                         f"{MAX_BULK_SCALE:g}: use a smaller eta, a larger alpha0 or a smoother "
+                         "sigma")
     return sc
 
 

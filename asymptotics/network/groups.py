@@ -347,6 +347,7 @@ def network_groups(sigma: str | Function, target: str, *, steps: int, alpha0: fl
             st, cov = advance_network(st, cov, sigma=s, g=g, values=values,
                                       fractions=fractions, eta=etas[t], alpha0=float(alpha0),
                                       delta=delta, quad=quad, degree=degree, per=m.per)
+        group_checks.bulk_scale(float(np.sqrt(np.max(st.c))), s.name)  # as the surrogate's
         for arr in (st.a, st.L, st.c, cov):
             arr.flags.writeable = False  # shared through the cache
         states.append(st)

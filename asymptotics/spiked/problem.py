@@ -157,6 +157,23 @@ def build_spiked_problem(*, sigma: str | Function | Callable, target: str | Func
                           delta=delta, p=p)(n_kappa, n_omega)
 
 
+def _capped_lam(lam: float) -> float:
+    """A finite lam above ``LAM_CAP`` (1e100) is evaluated there, with a warning: the
+    equations' variables of order 1/lam^2 leave float64 beyond lam ~ 1e150, while the risk
+    is already its large-lam value to double precision (at p = infinity it stops moving
+    near lam ~ 1e20, the unpenalised mean channel; at a finite p it is E g^2 up to p/lam)."""
+    from asymptotics.models.problem import LAM_CAP, LimitWarning
+
+    if LAM_CAP < lam < math.inf:
+        import warnings
+
+        warnings.warn(f"lam = {lam:g} is evaluated at lam = {LAM_CAP:g} (the K-group "
+                      "equations leave double precision beyond ~1e150; the risk there is its "
+                      "large-lam value to double precision)", LimitWarning, stacklevel=4)
+        return LAM_CAP
+    return lam
+
+
 def spiked_builder(*, sigma: str | Function | Callable, target: str | Function | Callable,
                    loadings: object, bulk: object, fractions: object, overlaps: object,
                    lam: float, beta: float, delta: float = 0.0, p: float | None = None
@@ -202,6 +219,7 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
     if p is not None:
         p = None if p == math.inf else checks.real("p", p, 1.0)
         group_checks.group_width(p, pi)
+    lam = _capped_lam(lam)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
     # every input of a problem, exactly (the arrays' bytes, the floats' hex: -0.0 is not 0.0)

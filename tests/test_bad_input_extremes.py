@@ -1,0 +1,64 @@
+"""Extreme values on the routes beyond one step and in the commands' outputs: a huge ridge on
+the K-group equations (evaluated at ``LAM_CAP`` with a warning, as at a finite width on the
+one-spike route, instead of a LinAlgError), a tiny batch on the network's steps (the surrogate's
+one-line bulk-scale refusal, instead of numpy's "Eigenvalues did not converge"), and a write
+that fails on a full disk (a one-line error naming ``--out``, exit 2)."""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+
+import pytest
+
+import asymptotics as A
+from asymptotics.cli.curve import main as asym_main
+from asymptotics.models.problem import LAM_CAP, LimitWarning
+
+
+@pytest.mark.parametrize("kw", [dict(model="srf", steps=2), dict(model="srf", readout="pm1",
+                                                                  p=1000.0)])
+def test_a_huge_ridge_is_the_capped_ridge(kw):
+    """Beyond ``LAM_CAP`` the K-group equations' variables of order 1/lam^2 leave float64
+    (a LinAlgError at lam = 1e200 before); the risk there is its large-lam value, which the
+    equations reach long before: the values at 1e20, 1e100 and 1e300 agree, and 1e300 warns."""
+    at_cap = A.risk(2.0, lam=LAM_CAP, **kw)
+    below = A.risk(2.0, lam=1e20, **kw)
+    with pytest.warns(LimitWarning, match="evaluated at lam"):
+        huge = A.risk(2.0, lam=1e300, **kw)
+    assert huge.converged and math.isfinite(huge.risk)
+    assert huge.risk == at_cap.risk
+    assert abs(below.risk - at_cap.risk) <= 1e-12 * abs(at_cap.risk)
+
+
+def test_a_huge_ridge_at_a_finite_width_is_the_target_variance():
+    """At a finite width every channel switches off as lam grows: the risk is E g^2
+    (E tanh(z)^2 = 0.394294...; an independent 200-node Gauss-Hermite sum)."""
+    import numpy as np
+
+    x, w = np.polynomial.hermite_e.hermegauss(200)
+    eg2 = float(np.sum(w * np.tanh(x) ** 2) / np.sqrt(2 * np.pi))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LimitWarning)
+        res = A.risk(2.0, lam=1e300, model="srf", readout="pm1", p=1000.0)
+    assert abs(res.risk - eg2) <= 1e-9
+
+
+@pytest.mark.parametrize("alpha0", [1e-300, 1e-30])
+def test_a_tiny_batch_on_the_network_steps_is_refused_in_one_line(alpha0):
+    """The network's steps check the groups' bulk scale as the surrogate's do."""
+    with pytest.raises(ValueError, match="alpha0") as info:
+        A.risk(2.0, alpha0=alpha0, steps=2)
+    assert "\n" not in str(info.value)
+    assert "bulk scale" in str(info.value)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_a_failed_write_names_the_option(capsys):
+    code = asym_main(["curve", "--alpha", "1,2", "--model", "rf", "--eta", "0",
+                      "--out", "/dev/full", "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "--out" in err and "/dev/full" in err
+    assert "Traceback" not in err
