@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import warnings
 
 import pytest
@@ -62,3 +63,29 @@ def test_a_failed_write_names_the_option(capsys):
     assert code == 2
     assert "--out" in err and "/dev/full" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("kw", [dict(of="features", alpha=2.0, d=1e20),
+                                dict(of="weights", d=1e300), dict(of="weights", d=1e11)])
+def test_a_spectrum_beyond_the_largest_d_is_refused_at_once(kw):
+    """Beyond ``MAX_D`` the outliers (at a location of order d) leave float64: the features'
+    search took ~200 s to end in a LinAlgError at d = 1e20, the weights' gave a wrong outlier
+    at 1e100 and 'math domain error' at 1e300."""
+    import time
+
+    from asymptotics.spectra.api import MAX_D
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=re.escape(f"d must be <= {MAX_D:g}")):
+        A.spectrum(**kw)
+    assert time.perf_counter() - t0 < 5.0
+
+
+def test_the_largest_d_keeps_the_outliers_d_scaling():
+    """At ``MAX_D`` the weights' outlier still scales like d: location/d agrees with d = 1e8
+    to the 1/d correction (measured 1.6e-8 relative between 1e8 and 1e10)."""
+    from asymptotics.spectra.api import MAX_D
+
+    at = A.spectrum(of="weights", d=MAX_D).outliers[0].location / MAX_D
+    ref = A.spectrum(of="weights", d=1e8).outliers[0].location / 1e8
+    assert abs(at - ref) <= 1e-6 * abs(ref)

@@ -24,6 +24,10 @@ from asymptotics.spectra.weights import (
 
 OF = ("features", "weights")
 MODELS = ("srf", "network", "rf")
+#: the largest finite d of a spectrum: the outliers sit at a location of order d, and beyond
+#: ~1e11 the features' mean outlier drifts from its d-scaling (location/d moves by 1.6e-5 at
+#: 1e12, 3e-3 at 1e14, fails at 1e16); the weights' outlier breaks beyond 1e20
+MAX_D = 1e10
 
 
 def _groups(sigma, target, *, alpha0, eta, delta, readout, steps, model) -> dict:
@@ -130,6 +134,10 @@ def _spectrum(of: str, alpha: float | None = None, *, sigma, target, alpha0: flo
     lam = checks.positive("lam", lam, allow_zero=True)
     if d is not None:
         d = checks.real("d", d, 1.0)
+        if d > MAX_D:
+            raise ValueError(f"d must be <= {MAX_D:g} for a spectrum at finite d, got {d:g}: "
+                             "beyond, the outliers (at a location of order d) lose float64 "
+                             "precision; d=None gives the d -> infinity law")
     steps = checks.integer("steps", steps, 1)
     if model == "rf" and eta != 0.0:
         raise ValueError(f"eta must be 0 for model='rf' (random features), got {eta:g}")
