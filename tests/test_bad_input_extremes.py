@@ -89,3 +89,14 @@ def test_the_largest_d_keeps_the_outliers_d_scaling():
     at = A.spectrum(of="weights", d=MAX_D).outliers[0].location / MAX_D
     ref = A.spectrum(of="weights", d=1e8).outliers[0].location / 1e8
     assert abs(at - ref) <= 1e-6 * abs(ref)
+
+
+def test_a_wildly_oscillating_sigma_on_the_network_steps_is_refused_quickly():
+    """sin(1e8 z) after two steps: the network's groups now check the bulk scale after each
+    step (sqrt(c) ~ 4e7 > 1e3) instead of running the steps' quadrature for minutes."""
+    import time
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match="bulk scale"):
+        A.risk(2.0, steps=2, sigma="sin(1e8*z)")
+    assert time.perf_counter() - t0 < 60.0
