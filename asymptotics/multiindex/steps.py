@@ -50,7 +50,7 @@ CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
 SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
-FUSED = 250_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
+FUSED = 20_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
 
 
 @dataclass(frozen=True)
