@@ -49,7 +49,7 @@ REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}  # other axes' nodes each (non-polyno
 CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups; a step's
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
-SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
+SPLIT_MIN = 1_000_000  # target evaluations from which a split target is split (cheaper below)
 FUSED = 20_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
 
 
