@@ -54,3 +54,22 @@ def test_xi_moments_into_as_on_pieces(monkeypatch: pytest.MonkeyPatch, tol: floa
     xi_lines.clear_cache()
     for a, b in zip(got, want, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_node_sums_on_rows_is_on_the_rows_taken() -> None:
+    """A sub-rule's sums from its rows of the node arrays (``idx``, no copies) are those of the
+    rows taken, bit for bit (``step_kernels.node_sums``; ``steps.advance``'s checks)."""
+    from asymptotics.coefficients import step_kernels
+
+    rng = np.random.default_rng(5)
+    n, r, K, m = 1000, 3, 3, 2
+    U, m1, m2, v = (rng.standard_normal((n, d)) for d in (r, K, K, K))
+    e0, e2, e1 = rng.standard_normal(n), rng.random(n), rng.standard_normal((n, m))
+    idx = np.flatnonzero(rng.random(n) < 0.4)
+    w = rng.random(len(idx))
+    got = step_kernels.node_sums(U, w, m1, m2, v, e0, e1, e2, idx)
+    want = step_kernels.node_sums(*(x[idx] if x is not w else w for x in (U, w, m1, m2, v, e0,
+                                                                          e1, e2)))
+    assert got is not None and want is not None
+    for a, b in zip(got, want, strict=True):
+        assert np.array_equal(a, b)
