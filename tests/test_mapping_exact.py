@@ -12,6 +12,7 @@ import pytest
 
 import asymptotics as A
 from asymptotics.multiindex import step_rules, xi_lines
+from asymptotics.multiindex.compiled import clenshaw
 
 
 def _clenshaw_point(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: float) -> list:
@@ -64,13 +65,13 @@ def test_clenshaw_into_its_place_is_the_four_column_kernels():
         coef = rng.standard_normal((n_pieces, m, q))
         got = xi_lines.chebyshev_pieces(coef, lo, h, t, mp)
         ref = np.column_stack([four(coef[:, :, i:i + 4]) if q - i >= 3 else
-                               xi_lines._numpy_pieces(coef[:, :, i:], lo, h, t, mp)
+                               clenshaw._numpy_pieces(coef[:, :, i:], lo, h, t, mp)
                                for i in range(0, q, 4)])
         assert got.flags.c_contiguous and np.array_equal(got, ref), q
     out = np.full((len(t), 9), np.nan)  # four columns from column 3 on of a wider array
     dest = Dest.rows(out, 3)
     coef = rng.standard_normal((n_pieces, m, 4))
-    xi_lines.clenshaw_into(coef, mp, lo, h, t, dest.flat, dest.offs, dest.n_rows, dest.rs,
+    clenshaw.clenshaw_into(coef, mp, lo, h, t, dest.flat, dest.offs, dest.n_rows, dest.rs,
                            dest.cs)
     assert np.array_equal(out[:, 3:7], xi_lines._clenshaw4(coef, mp, lo, h, t))
     assert np.all(np.isnan(out[:, :3])) and np.all(np.isnan(out[:, 7:]))
@@ -87,7 +88,7 @@ def test_chebyshev_pieces_before_compiled_are_numpys(monkeypatch):
     coef, mp = rng.standard_normal((9, 11, 7)), np.full(9, 11, dtype=np.int64)
     t = rng.uniform(-5.0, 5.0, 600)
     got = xi_lines.chebyshev_pieces(coef, -4.5, 0.5, t, mp)
-    assert np.array_equal(got, xi_lines._numpy_pieces(coef, -4.5, 0.5, t, mp))
+    assert np.array_equal(got, clenshaw._numpy_pieces(coef, -4.5, 0.5, t, mp))
 
 
 def _lattice_by_indices(h: np.ndarray, u_max: float, h0: float) -> tuple:

@@ -40,7 +40,7 @@ def test_node_sums_match_numpys_products() -> None:
     U, wu = rng.normal(size=(n, r)), rng.random(n) / n
     m1, m2, v = rng.random((n, K)), rng.normal(size=(n, K)), rng.random((n, K))
     e0, e1, e2 = rng.normal(size=n), rng.normal(size=(n, m)), rng.random(n)
-    flat = sk._node_sums(U, wu, m1, m2, v, e0, e1, e2)  # the kernel (compiled or not)
+    flat = sk._node_sums(U, wu, m1, m2, v, e0, e1, e2, np.zeros(0, np.int64))  # all rows
     A, B, em2, nv, mm = np.split(flat, np.cumsum([K * r, K * m, K, K]))
     wrapped = sk.node_sums(U, wu, m1, m2, v, e0, e1, e2)  # None until compiled
     if wrapped is not None:

@@ -23,7 +23,6 @@ from asymptotics.core.coldstart import kernel
 @dataclass(frozen=True, eq=False)
 class Polynomial:
     """A target polynomial in z1..zk: per monomial its exponents (terms x k) and coefficient."""
-
     exps: np.ndarray
     coefs: np.ndarray
 
@@ -45,9 +44,7 @@ def polynomial(text: object, k: int, per: tuple | None) -> Polynomial | None:
         coefs = np.array([float(c) for _, c in terms], dtype=np.float64)
     except Exception:  # noqa: BLE001 (sympy raises many kinds on other expressions)
         return None
-    if not (len(coefs) and np.all(np.isfinite(coefs))):
-        return None
-    return Polynomial(exps, coefs)
+    return Polynomial(exps, coefs) if len(coefs) and np.all(np.isfinite(coefs)) else None
 
 
 @kernel(cache=True, error_model="numpy")
@@ -113,35 +110,36 @@ SUM_BLOCK = 128
 
 @kernel(cache=True, error_model="numpy")
 def _node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
-               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> np.ndarray:
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Kernel: :func:`node_sums`' sums, flat: per block of :data:`SUM_BLOCK` nodes summed
-    plainly, the blocks' sums added with Neumaier's compensation."""
-    n, r = U.shape
-    K, m = m1.shape[1], e1.shape[1]
+    plainly, the blocks' sums added with Neumaier's compensation; node i's terms from row
+    ``idx[i]`` of the arrays but ``wu`` (empty ``idx``: row i)."""
+    n, r, K, m = wu.shape[0], U.shape[1], m1.shape[1], e1.shape[1]
     q = K * r + K * m + 2 * K + K * K
     tot, comp, blk = np.zeros(q), np.zeros(q), np.zeros(q)
     for lo in range(0, n, SUM_BLOCK):
         blk[:] = 0.0
         for i in range(lo, min(lo + SUM_BLOCK, n)):
-            s, nz, o = wu[i] * e0[i], wu[i] * e2[i], 0
+            x = idx[i] if idx.shape[0] > 0 else i
+            s, nz, o = wu[i] * e0[x], wu[i] * e2[x], 0
             for g in range(K):
-                a = s * m1[i, g]
+                a = s * m1[x, g]
                 for j in range(r):
-                    blk[o + j] += a * U[i, j]
+                    blk[o + j] += a * U[x, j]
                 o += r
             for g in range(K):
-                a = wu[i] * m1[i, g]
+                a = wu[i] * m1[x, g]
                 for j in range(m):
-                    blk[o + j] += a * e1[i, j]
+                    blk[o + j] += a * e1[x, j]
                 o += m
             for g in range(K):
-                blk[o + g] += s * m2[i, g]
-                blk[o + K + g] += nz * v[i, g]
+                blk[o + g] += s * m2[x, g]
+                blk[o + K + g] += nz * v[x, g]
             o += 2 * K
             for g in range(K):
-                a = m1[i, g] * nz
+                a = m1[x, g] * nz
                 for h in range(K):
-                    blk[o + g * K + h] += a * m1[i, h]
+                    blk[o + g * K + h] += a * m1[x, h]
         for p in range(q):
             t = tot[p] + blk[p]
             if abs(tot[p]) >= abs(blk[p]):
@@ -153,19 +151,21 @@ def _node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v:
 
 
 def node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
-              e0: np.ndarray, e1: np.ndarray, e2: np.ndarray) -> tuple | None:
+              e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, idx: np.ndarray | None = None
+              ) -> tuple | None:
     """``steps.advance``'s sums over the nodes of a rule (U, wu) in one compiled pass:
     ``(sum wu e0 m1_g U, sum wu m1_g e1, sum wu e0 m2_g, sum wu e2 v_g, sum wu e2 m1_g m1_h)``
-    (numpy's products, summed in another order: to rounding); None before it is compiled."""
+    (numpy's products, summed in another order: to rounding); ``idx``: the rule's nodes are
+    those rows of the arrays (but ``wu``: a sub-rule's, no copies); None before compiled."""
     args = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (U, wu, m1, m2, v, e0, e1,
                                                                      e2))
-    if args[0].shape[0] == 0 or not coldstart.kernel_ready(
-            _node_sums, args, lambda: _node_sums(*(x[:1] for x in args))):
+    args += (np.zeros(0, np.int64) if idx is None else np.ascontiguousarray(idx, np.int64),)
+    if args[1].shape[0] == 0 or not coldstart.kernel_ready(
+            _node_sums, args, lambda: _node_sums(*(x[:1] for x in args[:-1]), args[-1][:0])):
         return None
     out = _node_sums(*args)
     r, K, m = U.shape[1], m1.shape[1], e1.shape[1]
-    cut = np.cumsum([K * r, K * m, K, K])
-    A, B, em2, nv, mm = np.split(out, cut)
+    A, B, em2, nv, mm = np.split(out, np.cumsum([K * r, K * m, K, K]))
     return A.reshape(K, r), B.reshape(K, m), em2, nv, mm.reshape(K, K)
 
 

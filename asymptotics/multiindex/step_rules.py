@@ -129,17 +129,17 @@ def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
                ) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
-    ``default()``: ``update(U, w, *terms(U))``. ``check``: the sub-rules' update (default
-    ``update``; their states only decide, e.g. summed in another order)."""
-    check = update if check is None else check
+    ``default()``: ``update(U, w, *terms(U))``. ``check(U, w, *terms(U), rows)``: a sub-rule's
+    update from its rows of the node arrays (default: ``update`` on them taken; it only decides)."""
+    check = check or (lambda U, w, *x: update(*subset(U, w, x[:-1], x[-1])))
     while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
         U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
         new = update(U, wu, *t) if any(c[0] is None for c in checks) else None
         diff = 0.0
         for ia, wa, ib, wb in checks:  # each pair of rules must agree
-            one = new if ia is None else check(*subset(U, wa, t, ia))
-            two = check(*subset(U, wb, t, ib))
+            one = new if ia is None else check(U, wa, *t, ia)
+            two = check(U, wb, *t, ib)
             diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
                                         (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:

@@ -40,17 +40,15 @@ from asymptotics.multiindex.xi_lines import xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
 
-MAX_STEPS = 8
-XI_NODES = 96
-RANK_TOL = 1e-10
+MAX_STEPS, XI_NODES, RANK_TOL = 8, 96, 1e-10
 U_MAX = 9.0  # the trapezoid rule's range on the spike axes
 TRAPEZOID_STEP = {0: 1.0, 1: 0.04, 2: 0.08, 3: 0.2}  # its step, by the number r of spike axes
 REST_NODES = {1: 128, 2: 48, 3: 24, 4: 12}  # other axes' nodes each (non-polynomial g), by count
 CHUNK, BLOCK = 2_000_000, 131_072  # nodes per block: the network route's groups; a step's
 #: the largest product trapezoid rule (nodes; 73^4 would need tens of GB), spike axes it allows
 MAX_NODES, MAX_SPIKE_AXES = 4_000_000, 3
-SPLIT_MIN = 2_000_000  # target evaluations from which a split target is split (cheaper below)
-FUSED = 250_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
+SPLIT_MIN = 1_000_000  # target evaluations from which a split target is split (cheaper below)
+FUSED = 20_000  # nodes from which a rule's sums take one compiled pass (step_kernels.node_sums)
 
 
 @dataclass(frozen=True)
@@ -162,9 +160,7 @@ def rotated_target(text: str, Q: np.ndarray) -> str | RotatedTarget:
 
 def evaluate(g: Function | Callable, Z: np.ndarray) -> np.ndarray:
     """The target at the points ``Z`` (..., k): a one-variable Function at ``Z[..., 0]``."""
-    if isinstance(g, Function):
-        return np.asarray(g(Z[..., 0]), dtype=np.float64)
-    return np.asarray(g(Z), dtype=np.float64)
+    return np.asarray(g(Z[..., 0]) if isinstance(g, Function) else g(Z), dtype=np.float64)
 
 
 def eta_schedule(eta: float | Sequence[float], steps: int) -> tuple[float, ...]:
@@ -262,13 +258,17 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
-               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, fused: bool = False) -> tuple:
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, fused: object = False) -> tuple:
         """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
-        # on a large rule or a sub-rule's check (``fused``) the sums for a and the outside Gram in
-        # one compiled pass (another order); c's (sqrt(c) + eta eps E[e m2] may cancel) by numpy's
-        fused = fused or len(U) >= FUSED
-        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2) if fused else None
-        e_m2, noise_v = (wu * e0) @ m2, (noise := wu * e2) @ v
+        # on a large rule or a sub-rule's check (``fused``: True, or the sub-rule's rows of the
+        # node arrays) the sums for a and the outside Gram in one compiled pass (another order);
+        # c's (sqrt(c) + eta eps E[e m2] may cancel) by numpy's, but a check's (it only decides)
+        idx, fused = (fused, True) if isinstance(fused, np.ndarray) else (None, fused)
+        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2, idx) if fused or len(
+            U) >= FUSED else None
+        if idx is not None and sums is None:  # not compiled yet: the sub-rule's rows taken
+            return update(*step_rules.subset(U, wu, (m1, m2, v, e0, e1, e2), idx), fused=True)
+        e_m2, noise_v = sums[2:4] if idx is not None else ((wu * e0) @ m2, (noise := wu * e2) @ v)
         if sums is not None:
             dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
         else:
@@ -295,7 +295,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     kink = (graded.relu_target(g) and beta is None and quad.h is None and r == 1  # at u = 0
             and not np.any(Bq[:, 0]))  # step_kernels.kink_split; relu's own K < 3 rule: warned
     rule = lambda: graded.spike_rule(hs, h, U_MAX, terms, update, lambda: trapezoid(r, h),  # noqa
-                                     lambda *x: update(*x, fused=True))
+                                     lambda *x: update(*x[:-1], fused=x[-1]))  # rows
     a_new, outside, c_new = (step_kernels.kink_split(terms, update, step_rules.difference, U_MAX,
                              rule if sigma.kinks and K < 3 else None) if kink else rule())
     return GroupState(state.step + 1, a_new, factor(outside @ outside.T) if outside.shape[1]

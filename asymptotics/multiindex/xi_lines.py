@@ -29,7 +29,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
-from asymptotics.multiindex.compiled.clenshaw import Dest, clenshaw_into
+from asymptotics.multiindex.compiled.clenshaw import chebyshev_pieces, moments_into
 from asymptotics.multiindex.compiled.clenshaw import clenshaw4 as _clenshaw4  # noqa: F401
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
@@ -44,8 +44,7 @@ TOL = 1e-13
 TAIL = 1e-14
 CHECKS = (-0.913, -0.371, 0.127, 0.652, 0.977)
 GAIN = 2.0
-#: points per block of the basis (its rows stay in cache); pre-activations per block of the rule
-BLOCK = 8192
+#: pre-activations per block of the rule
 DIRECT_BLOCK = 1 << 15  # its temporaries stay in cache (and heap: no page faults)
 #: bulk scales closer than this (relative) are one scale (the moments move by as little)
 SAME_SCALE = 1e-14
@@ -68,65 +67,6 @@ def _compiled(disp, args: tuple, tiny: tuple | None = None) -> bool:
     return coldstart.kernel_ready(
         disp, args,
         lambda: disp(*(tiny or (args[0], args[1], args[2], np.ascontiguousarray(args[3][:1])))))
-
-
-def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
-                     mp: np.ndarray | None = None) -> np.ndarray:
-    """The piecewise Chebyshev series ``coef`` (pieces, m, q) on the pieces [lo + 2 h i,
-    lo + 2 h (i + 1)] at the points t (n): (n, q) (``mp``: each piece's terms, those beyond
-    zero). Once compiled, four (three) columns at a time by ``compiled.clenshaw.clenshaw_into``
-    straight into their columns of the one (n, q) array (one or two by numpy's); else
-    :func:`_numpy_pieces`."""
-    n_pieces, m, q = coef.shape
-    n = t.shape[0]
-    mp = np.full(n_pieces, m, dtype=np.int64) if mp is None else mp.astype(np.int64)
-    t = np.ascontiguousarray(t, dtype=np.float64)
-    tiny = (np.zeros((1, m, 4)), mp[:1], 0.0, 1.0, t[:1], np.empty(4), np.zeros(1, np.int64),
-            1, 1, 1)
-    if not (n > 0 and q >= 3 and coldstart.kernel_ready(
-            clenshaw_into, tiny, lambda: clenshaw_into(*tiny), compile_mode_ready=True)):
-        return _numpy_pieces(coef, lo, h, t, mp)
-    out = np.empty((n, q))
-    dest = Dest.rows(out)
-    for i in range(0, q, 4):
-        if q - i >= 3:
-            part = dest.at(i)
-            clenshaw_into(np.ascontiguousarray(coef[:, :, i:i + 4], dtype=np.float64), mp,
-                          float(lo), float(h), t, part.flat, part.offs, part.n_rows, part.rs,
-                          part.cs)
-        else:  # one or two columns: numpy's
-            dest.at(i).put(_numpy_pieces(coef[:, :, i:], lo, h, t, mp))
-    return out
-
-
-def _numpy_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray, mp: np.ndarray
-                  ) -> np.ndarray:
-    """:func:`chebyshev_pieces` by numpy: the points sorted by piece, per block of
-    :data:`BLOCK` of them the basis by its recurrence, one product per piece."""
-    n_pieces, m, q = coef.shape
-    n = t.shape[0]
-    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1).astype(np.int64)
-    order = np.argsort(piece, kind="stable")
-    ps = piece[order]
-    x = np.clip((t[order] - (lo + h * (2 * ps + 1))) / h, -1.0, 1.0)
-    out = np.empty((n, q))
-    bounds = np.searchsorted(ps, np.arange(n_pieces + 1))
-    T = np.empty((m, min(BLOCK, n)))
-    for a0 in range(0, n, BLOCK):
-        b0 = min(a0 + BLOCK, n)
-        Tb = T[:, :b0 - a0]
-        Tb[0] = 1.0
-        if m > 1:
-            Tb[1] = x[a0:b0]
-        x2 = 2.0 * x[a0:b0]
-        for j in range(2, m):
-            np.multiply(x2, Tb[j - 1], out=Tb[j])
-            Tb[j] -= Tb[j - 2]
-        for i in range(ps[a0], ps[b0 - 1] + 1):
-            a, b = max(bounds[i], a0), min(bounds[i + 1], b0)
-            if b > a:
-                out[order[a:b]] = Tb[:, a - a0:b - a0].T @ coef[i]
-    return out
 
 
 def _pieces(direct: Callable[[np.ndarray], np.ndarray], todo: list[int], h: float) -> dict:
@@ -160,13 +100,28 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     piecewise interpolant of the module docstring; pieces of half-length min(half, smoothness)."""
     t = np.ascontiguousarray(t, dtype=np.float64)
     n = t.shape[0]
+    tab = piece_table(direct, t.min(), t.max(), n, smoothness, key, half) if n else None
+    if tab is None:
+        return direct(t)
+    coef, mp, lo, h, bad, fix = tab
+    out = chebyshev_pieces(coef, lo, h, t, mp)
+    for i, sel in fix(t):  # a refused piece: its halves (or the rule)
+        out[sel] = _halves(direct, t[sel], *i)
+    return out
+
+
+def piece_table(direct: Callable[[np.ndarray], np.ndarray], t_min: float, t_max: float, n: int,
+                smoothness: float, key: object, half: float) -> tuple | None:
+    """:func:`on_pieces`' series for ``n`` points in [t_min, t_max]: ``(coef, mp, lo, h, bad,
+    fix)``, ``fix(t)`` the refused pieces' ``_halves`` arguments and their points of ``t``;
+    None where the rule is summed directly."""
     h = min(half, smoothness)
     if not h > 0 or n == 0:
-        return direct(t)
-    p_lo, p_hi = math.floor(t.min() / (2 * h)), math.floor(t.max() / (2 * h))
+        return None
+    p_lo, p_hi = math.floor(t_min / (2 * h)), math.floor(t_max / (2 * h))
     n_pieces = p_hi - p_lo + 1
     if n_pieces * (M_CHEB + len(CHECKS)) >= GAIN * n:
-        return direct(t)
+        return None
     if len(_PIECES) > CACHE_KEYS:
         _PIECES.clear()
     store = _PIECES.setdefault(key, {}) if key is not None else {}
@@ -187,12 +142,13 @@ def on_pieces(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, smoothn
     mp = np.maximum(np.count_nonzero(np.any(tails, axis=2), axis=1), 2)
     coef[np.arange(coef.shape[1])[None, :] >= mp[:, None]] = 0.0
     lo = 2 * h * p_lo
-    out = chebyshev_pieces(coef, lo, h, t, mp)
-    piece = np.clip(np.floor((t - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
-    for i in np.flatnonzero(bad):  # a refused piece: its halves (or the rule)
-        if (sel := np.flatnonzero(piece == i)).size:
-            out[sel] = _halves(direct, t[sel], p_lo + int(i), h, store, scale)
-    return out
+
+    def fix(x: np.ndarray) -> list:
+        piece = np.clip(np.floor((x - lo) / (2.0 * h)), 0, n_pieces - 1) if bad.any() else None
+        return [((p_lo + int(i), h, store, scale), sel) for i in np.flatnonzero(bad)
+                if (sel := np.flatnonzero(piece == i)).size]
+
+    return coef, mp, lo, h, bad, fix
 
 
 def _halves(direct: Callable[[np.ndarray], np.ndarray], t: np.ndarray, i: int, h: float,
@@ -357,6 +313,34 @@ def _relu_rule(sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray) -> np.
                             (sc * (C3 - C1) + M * (C2 - C0)) / sc, C0])
 
 
+def _into(direct: Callable[[np.ndarray], np.ndarray], M: np.ndarray, same: list,
+          piecewise: tuple, F: np.ndarray, out: np.ndarray) -> bool:
+    """The groups ``same``'s columns of :func:`xi_moments` by ``compiled.clenshaw.moments_into``
+    straight into ``F`` and ``out`` (v too) when :func:`on_pieces` would interpolate and the
+    kernel runs compiled: on_pieces' numbers, bit for bit, without its (n, 4) array and copies;
+    else False (nothing done)."""
+    n, cols = M.shape[0], np.array(same, dtype=np.int64)
+    args = (M, cols, F, out[0], out[1], out[2])
+    tiny = (np.zeros((1, 2, 4)), np.full(1, 2, np.int64), 0.0, 1.0, M[:1], cols[:1], F[:1],
+            out[0, :1], out[1, :1], out[2, :1])
+    if n == 0 or M.dtype != np.float64 or not coldstart.kernel_ready(
+            moments_into, tiny, lambda: moments_into(*tiny), compile_mode_ready=True):
+        return False
+    t_min, t_max = min(float(M[:, g].min()) for g in same), max(float(M[:, g].max()) for g in same)
+    tab = piece_table(direct, t_min, t_max, n * len(same), *piecewise)
+    if tab is None or tab[0].shape[2] != 4:
+        return False
+    coef, mp, lo, h, bad, fix = tab
+    moments_into(np.ascontiguousarray(coef), mp.astype(np.int64), float(lo), float(h), *args)
+    if bad.any():  # a refused piece: its halves (or the rule), at its points of every group
+        t = np.concatenate([M[:, g] for g in same])
+        for i, sel in fix(t):
+            vals, rows, gs = _halves(direct, t[sel], *i), sel % n, cols[sel // n]
+            F[rows, gs], out[0, rows, gs], out[1, rows, gs] = vals[:, 0], vals[:, 1], vals[:, 2]
+            out[2, rows, gs] = np.maximum(vals[:, 3] - vals[:, 1] * vals[:, 1], 0.0)
+    return True
+
+
 def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                wxi: np.ndarray, rules: list | None = None, small: bool = False
                ) -> tuple[np.ndarray, ...]:
@@ -371,7 +355,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
             isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
         return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
     F, out = np.empty((n, K)), np.empty((3, n, K))  # F apart: a caller may free it first
-    done = np.zeros(K, dtype=bool)
+    done, into = np.zeros(K, dtype=bool), np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:
             continue
@@ -380,7 +364,6 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
                 and abs(scs[h] - scs[g]) <= SAME_SCALE * scs[g]]
         done[same] = True
         sc = float(scs[g])
-        t = np.concatenate([M[:, h] for h in same])
         closed = rules is not None and isinstance(rules[g], str) and rules[g] == CLOSED
         xg, wg, name = rules[g] if rules is not None and rules[g] is not None and not closed \
             else (xi, wxi, "xi")
@@ -390,19 +373,30 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
+        direct = xi_direct_small if small_g else xi_direct
+        fn = lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg)  # noqa: E731
+        piecewise = (max(sc, 1.0) if small_g else sc, key,
+                     HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
+        if not (closed and sc > 0) and not (sc > 0 and _is_relu(sigma)) and _into(
+                fn, M, same, piecewise, F, out):
+            into[same] = True
+            continue  # the series summed straight into F, m1, m2, v
+        t = np.concatenate([M[:, h] for h in same])
         if closed and sc > 0:
             vals = closed_form(sigma, sc, t)
         elif sc > 0 and _is_relu(sigma):
             vals = _relu_rule(sc, t, xi, wxi)
         else:
-            direct = xi_direct_small if small_g else xi_direct
-            vals = on_pieces(lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg), t,
-                             max(sc, 1.0) if small_g else sc, key,
-                             HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
+            vals = on_pieces(fn, t, *piecewise)
         for i, h in enumerate(same):
             F[:, h] = vals[i * n:(i + 1) * n, 0]
             out[:, :, h] = vals[i * n:(i + 1) * n, 1:].T
         vals = t = None  # freed before the next group's (memory)
     m1, m2, v = out
+    if into.any():  # the groups summed by _into have their v; the others here
+        for h in np.flatnonzero(~into):
+            v[:, h] -= m1[:, h] * m1[:, h]
+            np.maximum(v[:, h], 0.0, out=v[:, h])
+        return F, m1, m2, v
     v -= m1 * m1  # Var sigma' = E sigma'^2 - m1^2 (in place: the same numbers)
     return F, m1, m2, np.maximum(v, 0.0, out=v)
