@@ -220,8 +220,9 @@ def draw_mapping_setting(rng: np.random.Generator) -> dict:
     """One T = 3 mapping setting: sigma from ``SIGMAS`` and ``erf(z-1)``, the target from
     ``MAPPING_TARGETS`` (three single-index, three multi-index), the readout pm1, constant or
     three-valued (probability 1/3 each; three values: 1, -1 and v uniform in
-    [-2.5, -0.3] u [0.3, 2.5], weights Dirichlet(2, 2, 2) to two decimals), alpha0 from
-    (4, 16, inf), each eta_tilde uniform in [0.5, 16] (two decimals)."""
+    [-2.5, -0.3] u [0.3, 2.5], weights Dirichlet(2, 2, 2) to two decimals; a v that rounds
+    to +-1 adds its weight to that value's), alpha0 from (4, 16, inf), each eta_tilde uniform
+    in [0.5, 16] (two decimals)."""
     sigmas = SIGMAS + ("erf(z-1)",)
     kind = int(rng.integers(3))
     if kind == 2:
@@ -229,7 +230,9 @@ def draw_mapping_setting(rng: np.random.Generator) -> dict:
         w = np.round(rng.dirichlet([2.0, 2.0, 2.0]), 2)
         w = np.maximum(w, 0.05)
         w[2] = 1.0 - w[0] - w[1]
-        readout = {1.0: float(w[0]), -1.0: float(w[1]), v: float(w[2])}
+        readout: dict | str = {}
+        for value, weight in ((1.0, w[0]), (-1.0, w[1]), (v, w[2])):  # v may round to +-1
+            readout[value] = readout.get(value, 0.0) + float(weight)
         if not w[2] > 0.02:
             readout = "pm1"
     else:
