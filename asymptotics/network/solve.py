@@ -34,6 +34,7 @@ from asymptotics.network.channels import (
 )
 from asymptotics.network.compiled.complete import complete_fast
 from asymptotics.network.compiled.diagonal import solve_diagonal
+from asymptotics.network.compiled.isotropic import complete_iso
 from asymptotics.network.coupling import chord_start, fp_jacobian, fp_map
 from asymptotics.network.schur import blas_threads
 from asymptotics.spiked.anderson import anderson
@@ -231,7 +232,8 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
         if bulk is None:
             for _ in range(3):
                 x = v_map(x, *vargs)
-        fast = complete_fast(x, ch, a, bulk, solver.scale_floor)  # (W diagonal: compiled)
+        fl = solver.scale_floor  # (compiled: W diagonal, or the isotropic bulk)
+        fast = complete_fast(x, ch, a, bulk, fl) if bulk is not None else complete_iso(x, ch, a, fl)
         state, ok, resid, fast_risk = fast or (*complete_net(x, ch, *a, bulk=bulk), None, None)
         fin = np.all(np.isfinite(state))
         if resid is None:

@@ -36,7 +36,7 @@ DONE, GENERAL, RESIDUAL = 0, 1, 2
 
 
 @kernel(cache=True, error_model="numpy")
-def _design(iv, w, kap, mu0, h, eps) -> tuple:
+def table_design(iv, w, kap, mu0, h, eps) -> tuple:
     """:func:`asymptotics.network.channels.mean_design` (``kap`` n x K x r): the same
     numbers."""
     n, K, r = kap.shape
@@ -56,7 +56,7 @@ def _design(iv, w, kap, mu0, h, eps) -> tuple:
 
 
 @kernel(cache=True, error_model="numpy")
-def _mean_parts(zeta, psi, m, kap, mu0, mb1, h, h1, h2) -> tuple:
+def table_parts(zeta, psi, m, kap, mu0, mb1, h, h1, h2) -> tuple:
     """Per node ``(b, E0)`` (:func:`asymptotics.network.channels._mean_parts`; ``zeta`` K x r,
     ``psi`` K x k)."""
     n, K, r = kap.shape
@@ -155,7 +155,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
     if p_inv > 0.0:
         for g in range(K):
             eps[g] = p_inv / (A * V2[g])
-    Phi, Psi, ht = _design(iv, w, kap, mu0, h, eps)
+    Phi, Psi, ht = table_design(iv, w, kap, mu0, h, eps)
     U, sv, _ = np.linalg.svd(Phi, False)
     nk = 0
     if sv.shape[0] > 0 and sv[0] > 0:
@@ -182,7 +182,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
     state[o[6]:] = m
     dMv, dv2v = np.empty((nq, K, K)), np.empty((nq, K))
     nan = np.full(o[7], np.nan)
-    _, E0 = _mean_parts(zeta.reshape((K, r)), psi.reshape((K, k)), m, kap, mu0, mb1, h, h1,
+    _, E0 = table_parts(zeta.reshape((K, r)), psi.reshape((K, k)), m, kap, mu0, mb1, h, h1,
                         h2)
     iv2 = iv * iv
     R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
@@ -218,7 +218,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
         if not np.isfinite(state[i]):
             return state, ok, math.nan, DONE, dMv, dv2v, math.nan
     # the risk at the state with Q2's rounding below 0 cut (risk_of after solve_network's cut)
-    b, E0 = _mean_parts(zeta.reshape((K, r)), psi.reshape((K, k)), m, kap, mu0, mb1, h, h1,
+    b, E0 = table_parts(zeta.reshape((K, r)), psi.reshape((K, k)), m, kap, mu0, mb1, h, h1,
                         h2)
     q = channel_v(qv[:K * K].reshape((K, K)), np.maximum(qv[K * K:], 0.0), mb1, ms2)
     risk = pairwise(w * (E0 + q))
