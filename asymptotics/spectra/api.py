@@ -161,8 +161,11 @@ def _spectrum(of: str, alpha: float | None = None, *, sigma, target, alpha0: flo
         prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
         sol = network = None
         if net:
+            from asymptotics.core.group_checks import bulk_scale
             from asymptotics.spectra.features import network_channels, network_features_solver
 
+            # beyond, the law's mass and mean drift (tanh: mean 0.2% off at sqrt(c) = 971)
+            bulk_scale(math.sqrt(float(gp["bulk"][0])), s.name)
             g = get_function(target)
             sol = network_features_solver(prob, alpha, sigma=s, target=g, alpha0=alpha0,
                                           eta=eta, delta=delta)
