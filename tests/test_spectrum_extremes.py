@@ -28,7 +28,7 @@ def test_a_huge_step_on_the_network_features_is_refused_quickly():
     """eta = 1e10: sqrt(c) ~ 1.4e9, beyond the bulk scale the quadrature resolves (it ran the
     exact resolvent kernel to its iteration cap at every grid point for > 400 s)."""
     t0 = time.perf_counter()
-    with pytest.raises(ValueError, match="bulk scale"):
+    with pytest.raises(ValueError, match="bulk scale.*model='srf'"):
         A.spectrum(of="features", alpha=2.0, eta=1e10)
     assert time.perf_counter() - t0 < 30.0
 
@@ -82,3 +82,12 @@ def test_newton_gives_up_on_a_non_finite_step():
     x, ok = sol._newton(sol.start(np.array([1.0 + 1j, 2.0 + 1j])), np.array([1.0 + 1j, 2.0 + 1j]))
     assert not ok.any()
     assert len(calls) == 2 < NEWTON_MAX  # one residual and one difference for the Jacobian
+
+
+def test_the_surrogate_named_by_the_refusal_stays_computable_at_a_huge_step():
+    """model='srf' at eta = 1e10 (sign-like features; the same kappa tables, no population law
+    of C): mass 1 and first moment the mean eigenvalue."""
+    law = A.spectrum(of="features", alpha=2.0, eta=1e10, model="srf")
+    mass, mean = _mass_mean(law)
+    assert mass == pytest.approx(1.0, abs=1e-3)
+    assert mean == pytest.approx(1.0, abs=1e-3)
