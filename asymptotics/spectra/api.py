@@ -161,8 +161,15 @@ def _spectrum(of: str, alpha: float | None = None, *, sigma, target, alpha0: flo
         prob = build_spiked_problem(sigma=s, lam=lam, beta=beta, delta=delta, **gp)
         sol = network = None
         if net:
+            from asymptotics.core.group_checks import bulk_scale
             from asymptotics.spectra.features import network_channels, network_features_solver
 
+            # the population law of C resolved (tanh: the law's mean 0.2% off at sqrt(c) = 971,
+            # 0.8% at 1.4e3, mass 0.04 at 1.4e5; the sRF law keeps mass and mean at 1.4e9)
+            try:
+                bulk_scale(math.sqrt(float(gp["bulk"][0])), s.name)
+            except ValueError as e:
+                raise ValueError(f"{e} (or model='srf', the surrogate's law)") from None
             g = get_function(target)
             sol = network_features_solver(prob, alpha, sigma=s, target=g, alpha0=alpha0,
                                           eta=eta, delta=delta)

@@ -124,6 +124,11 @@ def network_features_solver(prob: SpikedProblem, alpha: float, *, sigma, target,
     w, mb1, ms2 = t.weights, t.mub1[:, 0], t.mus2[:, 0]
     beta, c = prob.beta, float(prob.bulk[0])
     A = alpha / beta
+    if not float(w @ (mb1 * mb1)) > 1e-16 * float(w @ ms2):
+        raise ValueError(
+            f"sigma {sigma.name!r} has no linear part at the trained weights (mub1 = E sigma' "
+            "= 0 on the kappa nodes): the network's features law is degenerate there (V1 "
+            "undetermined, THEORY.md §16.1); use model='srf', the same bulk law at mub1 = 0")
     try:  # the path's approximation: the Gauss rule of the population law (else c I)
         rules = population_rules(sigma, target, float(alpha0), float(eta), float(delta), N_POP)
         keep = rules.weights[0] > 0.0
@@ -150,8 +155,13 @@ def network_features_solver(prob: SpikedProblem, alpha: float, *, sigma, target,
 
     def exact_part(tau, s1):
         y = beta * s1 * tau
-        zeta = np.ascontiguousarray(-c / y)
-        out, _, ok = dyson_forms(zeta, eq, zq, wq, a_, bq, 1.0 / alpha0, TOL, 20000)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            zeta = -c / y
+        fin = np.isfinite(zeta)  # (the kernel would iterate to its maximum on the others)
+        out, ok = np.full((zeta.shape[0], 4), np.nan + 0j), np.zeros(zeta.shape[0], dtype=bool)
+        if fin.any():
+            out[fin], _, ok[fin] = dyson_forms(np.ascontiguousarray(zeta[fin]), eq, zq, wq, a_,
+                                               bq, 1.0 / alpha0, TOL, 20000)
         sx = c * np.where(ok, out[:, 0], np.nan)  # E_x[1/(x + 1/y)], x = t/c, t ~ H
         return (1.0 - sx / y) / beta
 

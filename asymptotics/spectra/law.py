@@ -32,7 +32,6 @@ SIDE_POINTS = 4  # grid points of a component past which an edge's fold is sough
 TOP_GUARD = True  # the top edge checked for a component above it (off: the former law)
 
 
-
 def broyden_inverse(H: np.ndarray, dx: np.ndarray, y: np.ndarray, finite: np.ndarray,
                     floor: float = 1e-300) -> np.ndarray:
     """Broyden's ("good") rank-one update of a stack of inverse Jacobians, row by row:
@@ -76,11 +75,12 @@ class Solver:
             if carry is not None:
                 H[act] = np.nan
                 carry["H"] = H
-        for _ in range(NEWTON_MAX if act.size else 0):
+        for _ in range(NEWTON_MAX if act.size else 0):  # a non-finite step keeps x: it repeats
             xa, ok_a = self._newton_step(x[act], z[act])
+            stuck = ~ok_a & np.all(xa == x[act], axis=1)  # (the same NaN again): given up
             x[act] = xa
             ok[act] = ok_a
-            act = act[~ok_a]
+            act = act[~ok_a & ~stuck]
             if act.size == 0:
                 break
         return x, ok
