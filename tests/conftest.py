@@ -2,11 +2,9 @@ import os
 
 os.environ.setdefault("NUMBA_CACHE_DIR",
                       os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
-# pytest-xdist's workers share one cache: a kernel compiles under its lock in the queue (numba's
-# on-disk cache has none between processes; saves take the queue's save lock), so a worker that
-# needs a kernel another is compiling waits and then loads it, while two workers compile two
-# different kernels at once; each signature compiles once in a run, not once a worker (but a
-# callee both compile inline at the same moment)
+# pytest-xdist's workers share one cache: a kernel compiles under the queue's lock (numba's
+# on-disk cache has none between processes), so a worker that needs a kernel another is compiling
+# waits and then loads it; each signature compiles once in a run, not once a worker
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")

@@ -147,7 +147,7 @@ def test_a_compile_from_a_call_holds_the_queues_lock(monkeypatch, tmp_path, how,
     lock = _Recorder()
     monkeypatch.setenv(coldstart.ENV, how)
     monkeypatch.setattr(compile_queue, "spool_dir", lambda create=True: tmp_path)
-    monkeypatch.setattr(compile_queue, "lock", lambda spool, name=compile_queue.LOCK: lock)
+    monkeypatch.setattr(compile_queue, "lock", lambda spool: lock)
     monkeypatch.setattr(coldstart, "is_cached", lambda d, sig: cached)
 
     def twice(x, y=2):

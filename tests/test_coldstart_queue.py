@@ -4,8 +4,7 @@ queues the signatures (JSON types, a private queue), the background compiler com
 those (a non-contiguous array, a read-only array, a default argument), the second process waits
 for it and computes compiled, the third finds everything cached and says nothing. Failures are
 reported once with the log's path; a pool worker compiles itself and starts no compiler; no
-writable cache, a read-only cache and an unknown numba all keep ``import asymptotics`` working; a
-compile holds its own kernel's lock and saves hold the save lock (two kernels compile at once)."""
+writable cache, a read-only cache and an unknown numba all keep ``import asymptotics`` working."""
 
 from __future__ import annotations
 
@@ -180,39 +179,6 @@ def test_the_lock_excludes_another_process(tmp_path):
         assert not lk.held_elsewhere()
     finally:
         proc.wait(timeout=30)
-
-
-def test_a_compile_holds_its_kernels_lock_and_every_save_the_save_lock(tmp_path, monkeypatch):
-    """Two processes compile two kernels at once: a compile from a call holds its kernel's lock
-    only (not the queue's, nor the lock of a kernel it calls and so compiles too), and every
-    save into numba's cache, the callee's as well, holds the queue's save lock."""
-    toykern, cache = _toy_in_process(tmp_path, monkeypatch)
-    monkeypatch.setenv(coldstart.ENV, "compile")
-    spool = compile_queue.spool_dir()
-    save_lock = compile_queue.lock(spool, compile_queue.SAVE_LOCK)
-    taken, saved = [], []
-    acquire = compile_queue.FileLock.acquire
-
-    def record(self, timeout=None):
-        taken.append(self.path.name)
-        return acquire(self, timeout)
-
-    monkeypatch.setattr(compile_queue.FileLock, "acquire", record)
-    for disp in (toykern.total, toykern.inner):
-        numba_save = disp._cache._save_overload
-
-        def check(sig, data, name=disp.py_func.__name__, numba_save=numba_save):
-            saved.append((name, save_lock._depth))
-            return numba_save(sig, data)
-
-        monkeypatch.setattr(disp._cache, "_save_overload", check)
-    assert toykern.total(np.arange(3.0), 1) == 6.0
-    mine, callee = (compile_queue.kernel_lock(spool, k.py_func).path.name
-                    for k in (toykern.total, toykern.inner))
-    assert mine in taken and compile_queue.SAVE_LOCK in taken
-    assert compile_queue.LOCK not in taken and callee not in taken
-    assert sorted(saved) == [("inner", 1), ("total", 1)]
-    assert save_lock._depth == 0 and not list(spool.glob("*.json"))
 
 
 def test_jobs_are_types_in_json_and_survive_exactly():

@@ -159,9 +159,8 @@ def _enable_caching(disp) -> None:
         if numba_cache.INSTALLED and numba_cache.ours(disp.py_func.__code__.co_filename) and \
                 type(locator).__name__ != "UserCacheLocator":
             raise OSError(f"numba would cache {disp.py_func.__name__} in {locator._cache_path}")
-        # a read-only cache: load from it, never write; else save under the queue's save lock
-        disp._cache.save_overload = (cq.locked_save(disp._cache.save_overload)
-                                     if numba_cache.writable() else lambda sig, data: None)
+        if not numba_cache.writable():  # a read-only cache: load from it, never write
+            disp._cache.save_overload = lambda sig, data: None
     except Exception:  # noqa: BLE001 (nowhere to cache, or a numba change: no cache)
         disp._cache = _caching.NullCache()
         tried = ", ".join(str(p) for p in numba_cache.candidates())
@@ -228,16 +227,16 @@ def _omitted(arg) -> bool:
 
 @contextlib.contextmanager
 def _compile_lock(disp, args: tuple, kws: dict):
-    """The kernel's lock (:func:`.compile_queue.kernel_lock`) around a compile of ``disp`` for
-    ``args`` (omitted defaults come as ``OmittedArg``) whose signature numba's cache lacks (a
-    cached one loads without it); none without a private queue directory."""
+    """The queue's lock around a compile of ``disp`` for ``args`` (omitted defaults come as
+    ``OmittedArg``) whose signature numba's cache lacks (a cached one loads without it: numba
+    replaces its files whole); none without a private queue directory."""
     try:
         sig = tuple(numba.core.types.Omitted(a.value) if _omitted(a) else disp.typeof_pyval(a)
                     for a in args)
         spool = None if kws or is_cached(disp, sig) else cq.spool_dir()
     except Exception:  # noqa: BLE001 (a numba change or an untypable argument: numba decides)
         spool = None
-    lk = cq.kernel_lock(spool, disp.py_func)
+    lk = cq.lock(spool) if spool is not None else None
     if lk is not None and not lk.acquire(timeout=0):
         say("wait", MESSAGE_WAIT_PEER.format(cache=spool.parent))
         if not lk.acquire(timeout=3600):
@@ -250,19 +249,17 @@ def _compile_lock(disp, args: tuple, kws: dict):
 
 
 def _compile_here(disp, sig: tuple, spool: Path | None, why: str | None = None):
-    """Compile ``sig`` in this process, holding the queue's lock, then the kernel's, where there
-    is a queue (a compiler that runs finishes first; what it compiled then loads)."""
+    """Compile ``sig`` in this process, holding the queue's lock where there is one (a compiler
+    that runs finishes first; what it compiled then loads)."""
     lk = cq.lock(spool) if spool is not None else None
     if lk is not None and not lk.acquire(timeout=0):
         say("wait", MESSAGE_WAIT.format(log=spool / cq.LOG))
         if not lk.acquire(timeout=3600):
             lk = None
-    kl = cq.kernel_lock(spool if lk is not None else None, disp.py_func)
     try:
-        with cq.held(kl):
-            if why is not None and not is_cached(disp, sig):
-                say("here", MESSAGE_HERE.format(why=why))
-            disp.compile(sig)
+        if why is not None and not is_cached(disp, sig):
+            say("here", MESSAGE_HERE.format(why=why))
+        disp.compile(sig)
     finally:
         if lk is not None:
             lk.release()

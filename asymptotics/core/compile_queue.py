@@ -10,11 +10,7 @@ compiler at a time across processes; a process that compiles a kernel itself tak
 lock, so a second process waits and then loads what the first compiled. Everything the compiler does
 goes to ``worker.log`` in the queue (kept); a job it cannot compile leaves ``<job>.failed``
 (the error, then the job's file) for the caller to report; a record whose file is not the
-caller's (another install sharing the cache) is dropped unreported. Beside it, a lock per kernel
-(:func:`kernel_lock`): a compile from a call (numba's compile mode, a kernel's second signature)
-holds only its kernel's, so two processes compile two kernels at once (a test suite's workers on
-an empty cache); every save into numba's cache holds :data:`SAVE_LOCK` (numba's cache has no
-lock between processes, and a kernel compiles the kernels it calls, holding no lock of theirs).
+caller's (another install sharing the cache) is dropped unreported.
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ import contextlib
 import hashlib
 import json
 import os
-import re
 import sys
 import threading
 import time
@@ -33,7 +28,6 @@ from pathlib import Path
 FAILED_FILE = "job file: "  # the second line of a <job>.failed record
 SPOOL = "giantstep-compile"
 LOCK = "lock"
-SAVE_LOCK = "save.lock"
 LOG = "worker.log"
 LOG_MAX = 1 << 20  # a log larger than this is cut when a compiler starts
 
@@ -214,38 +208,8 @@ def unlock_fh(fh) -> None:
 _LOCKS: dict[str, FileLock] = {}
 
 
-def lock(spool: Path, name: str = LOCK) -> FileLock:
-    """The lock file ``name`` of the queue (one object a process and file: re-entrant)."""
-    path = Path(spool) / name
-    return _LOCKS.setdefault(str(path), FileLock(path))
-
-
-def kernel_lock(spool: Path | None, fn) -> FileLock | None:
-    """The lock of the compiles of one kernel (``fn``: its Python function; None without a
-    queue): taken after the queue's lock where both are, never the other way round, and never
-    while a kernel compiles (the kernels it calls compile holding none of theirs)."""
-    if spool is None:
-        return None
-    name = re.sub(r"[^\w.-]", "_", f"{fn.__module__}.{fn.__qualname__}")
-    return lock(spool, f"kernel-{name}.lock")
-
-
-def locked_save(save):
-    """numba's ``save_overload`` of a kernel's cache, holding the queue's :data:`SAVE_LOCK`
-    (innermost: no lock is taken while it is held): numba's save reads the kernel's index, picks
-    a free file name and rewrites the index, which two processes must not do at once."""
-
-    def save_overload(sig, data):
-        spool = spool_dir(create=False)
-        lk = lock(spool, SAVE_LOCK) if spool is not None else None
-        if lk is None or not lk.acquire(timeout=600):
-            return save(sig, data)
-        try:
-            return save(sig, data)
-        finally:
-            lk.release()
-
-    return save_overload
+def lock(spool: Path) -> FileLock:
+    return _LOCKS.setdefault(str(spool), FileLock(Path(spool) / LOCK))
 
 
 def stale(record: Path, file: str) -> bool:
@@ -291,19 +255,7 @@ def _log(msg: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {msg}", flush=True)
 
 
-@contextlib.contextmanager
-def held(lk: FileLock | None):
-    """``lk`` held (waiting as long as it takes) for the ``with`` block; nothing for None."""
-    if lk is not None:
-        lk.acquire()
-    try:
-        yield
-    finally:
-        if lk is not None:
-            lk.release()
-
-
-def _compile(job: dict, spool: Path) -> str:
+def _compile(job: dict) -> str:
     import importlib
 
     for p in job.get("sys_path", []):
@@ -316,8 +268,7 @@ def _compile(job: dict, spool: Path) -> str:
         raise RuntimeError(f"{job['module']}.{job['name']} is {here} here, {job['file']} in "
                            "the calling process (different sys.path)")
     sig = decode(job["types"])
-    with held(kernel_lock(spool, disp.py_func)):
-        disp.compile(sig)
+    disp.compile(sig)
     if sig not in disp.overloads:
         raise RuntimeError(f"compiled, but not under the queued signature {sig}")
     return str(sig)
@@ -360,7 +311,7 @@ def work(spool: Path, idle: float = 2.0, locked: int | None = None) -> int:
                     err = f"unreadable job {path.name}: {exc}"
                 else:
                     try:
-                        sig = _compile(job, spool)
+                        sig = _compile(job)
                         err = None
                         done += 1
                         _log(f"compiled {job['module']}.{job['name']}{sig} "
