@@ -128,6 +128,23 @@ def _dres(lin, X1, X2) -> tuple:
 
 
 @kernel(cache=True, error_model="numpy")
+def project_out(Phi, Psi, ht) -> tuple:
+    """``Psi`` and ``ht`` with their parts in the range of ``Phi`` removed (its left singular
+    vectors above 1e-12 of the largest): the mean channels solved out of the V-type system."""
+    U, sv, _ = np.linalg.svd(Phi, False)
+    nk = 0
+    if sv.shape[0] > 0 and sv[0] > 0:
+        for i in range(sv.shape[0]):
+            if sv[i] > 1e-12 * sv[0]:
+                nk += 1
+    Qb = np.ascontiguousarray(U[:, :nk])
+    QbT = np.ascontiguousarray(Qb.T)
+    Psr = Psi - Qb @ (QbT @ Psi)
+    htr = ht - Qb @ (QbT @ ht)
+    return Psr, htr
+
+
+@kernel(cache=True, error_model="numpy")
 def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta,
                    pi, p_inv, Ac, order, k, Wd, a_w, D, ecov, lin, floor) -> tuple:
     """Kernel: ``(state, ok, residual, code, dMv, dv2v, risk)``: the completion of ``v = (V1, V2)``
@@ -156,16 +173,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
         for g in range(K):
             eps[g] = p_inv / (A * V2[g])
     Phi, Psi, ht = table_design(iv, w, kap, mu0, h, eps)
-    U, sv, _ = np.linalg.svd(Phi, False)
-    nk = 0
-    if sv.shape[0] > 0 and sv[0] > 0:
-        for i in range(sv.shape[0]):
-            if sv[i] > 1e-12 * sv[0]:
-                nk += 1
-    Qb = np.ascontiguousarray(U[:, :nk])
-    QbT = np.ascontiguousarray(Qb.T)
-    Psr = Psi - Qb @ (QbT @ Psi)
-    htr = ht - Qb @ (QbT @ ht)
+    Psr, htr = project_out(Phi, Psi, ht)
     Pvv, Pvt, Xtt = _blocks(Ac, order, nv, k, M)
     PsrT = np.ascontiguousarray(Psr.T)
     Apzz = A * Pvv

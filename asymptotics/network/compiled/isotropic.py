@@ -23,7 +23,7 @@ import numpy as np
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import relative_change
-from asymptotics.network.compiled.complete import table_design, table_parts
+from asymptotics.network.compiled.complete import project_out, table_design, table_parts
 from asymptotics.spiked import kernels as _k
 from asymptotics.spiked.kernels import (
     DET_MIN,
@@ -173,16 +173,7 @@ def complete_flat(v, w, kap2, kap3, three, mu0, mb1, ms2, h, h1, h2, A, lam, del
         _k.mean_design(iv, w, kap2, mu0, mb1, h, eps)
     ph = _ph(iv, w, mb1, h1, A)
     phv = ph.ravel()
-    U, sv, _ = np.linalg.svd(Phi, False)
-    nk = 0
-    if sv.shape[0] > 0 and sv[0] > 0:
-        for i in range(sv.shape[0]):
-            if sv[i] > 1e-12 * sv[0]:
-                nk += 1
-    Qb = np.ascontiguousarray(U[:, :nk])
-    QbT = np.ascontiguousarray(Qb.T)
-    Psr = Psi - Qb @ (QbT @ Psi)
-    htr = ht - Qb @ (QbT @ ht)
+    Psr, htr = project_out(Phi, Psi, ht)
     xp = _x_parts(M, dl, stt)
     X = xp[0]
     kT = np.ascontiguousarray(kbig.T)
