@@ -328,10 +328,16 @@ def _ready() -> bool:
     args = args + (1.0, 0.0, 1.0, _ro(one), 0.0, _ro(np.eye(2)), np.arange(2), 1,
                    _ro(np.ones((1, 1, K, K))), _ro(np.ones((1, K, 2, 1))), _ro(one),
                    _ro(np.ones((K, 2, 2))), _ro(np.eye(2)), 1e-3)
-    ok = coldstart.kernel_ready(complete_check, args, lambda: complete_check(*args),
-                                compile_mode_ready=True)
+    return ready_once(_READY, complete_check, args)
+
+
+def ready_once(flag: list, disp, args: tuple) -> bool:
+    """Whether the kernel ``disp`` runs compiled on ``args``' types
+    (:func:`coldstart.kernel_ready`; in compile mode it compiles on its first call), kept in
+    ``flag`` once it does."""
+    ok = coldstart.kernel_ready(disp, args, lambda: disp(*args), compile_mode_ready=True)
     if ok:
-        _READY.append(True)
+        flag.append(True)
     return ok
 
 

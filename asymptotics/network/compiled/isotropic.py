@@ -20,10 +20,14 @@ import math
 
 import numpy as np
 
-from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import relative_change
-from asymptotics.network.compiled.complete import project_out, table_design, table_parts
+from asymptotics.network.compiled.complete import (
+    project_out,
+    ready_once,
+    table_design,
+    table_parts,
+)
 from asymptotics.spiked import kernels as _k
 from asymptotics.spiked.kernels import (
     DET_MIN,
@@ -307,11 +311,7 @@ def _ready() -> bool:
             _ro(np.ones(n)), 1.0, 0.1, 0.0, 1.0, _ro(np.ones(K)), 0.0,
             _ro(np.ones((K, k, k))), _ro(np.ones((K * k, K * r))), _ro(np.ones((K, r, r))),
             1e-3)
-    ok = coldstart.kernel_ready(complete_flat, args, lambda: complete_flat(*args),
-                                compile_mode_ready=True)
-    if ok:
-        _READY.append(True)
-    return ok
+    return ready_once(_READY, complete_flat, args)
 
 
 _READY: list = []
