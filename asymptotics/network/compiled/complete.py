@@ -128,6 +128,18 @@ def _dres(lin, X1, X2) -> tuple:
 
 
 @kernel(cache=True, error_model="numpy")
+def solve_q(Mq, c0) -> tuple:
+    """The Q-system's solution and whether its matrix is admissible (determinant above
+    ``DET_MIN``, positive diagonal)."""
+    nq = Mq.shape[0]
+    ok = np.linalg.det(Mq) > DET_MIN
+    for i in range(nq):
+        ok = ok and Mq[i, i] > 0.0
+    qv = np.linalg.solve(Mq, c0)
+    return qv, ok
+
+
+@kernel(cache=True, error_model="numpy")
 def project_out(Phi, Psi, ht) -> tuple:
     """``Psi`` and ``ht`` with their parts in the range of ``Phi`` removed (its left singular
     vectors above 1e-12 of the largest): the mean channels solved out of the V-type system."""
@@ -217,10 +229,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
     for g in range(K):
         for col in range(nq):
             Mq[K * K + g, col] += Y[K * K + g, col]
-    ok = np.linalg.det(Mq) > DET_MIN
-    for i in range(nq):
-        ok = ok and Mq[i, i] > 0.0
-    qv = np.linalg.solve(Mq, c0)
+    qv, ok = solve_q(Mq, c0)
     state[:nq] = qv
     for i in range(o[7]):
         if not np.isfinite(state[i]):

@@ -25,12 +25,12 @@ from asymptotics.equations.mixing import relative_change
 from asymptotics.network.compiled.complete import (
     project_out,
     ready_once,
+    solve_q,
     table_design,
     table_parts,
 )
 from asymptotics.spiked import kernels as _k
 from asymptotics.spiked.kernels import (
-    DET_MIN,
     channel_v,
     dresolvent_along,
     dresolvent_parts,
@@ -212,10 +212,7 @@ def complete_flat(v, w, kap2, kap3, three, mu0, mb1, ms2, h, h1, h2, A, lam, del
             Mq[i, col] += e1.ravel()[i]
         for g in range(K):
             Mq[K * K + g, col] += e2[g]
-    ok = np.linalg.det(Mq) > DET_MIN
-    for i in range(nq):
-        ok = ok and Mq[i, i] > 0.0
-    qv = np.linalg.solve(Mq, c0)
+    qv, ok = solve_q(Mq, c0)
     state[:nq] = qv
     for i in range(o[7]):
         if not np.isfinite(state[i]):
