@@ -155,10 +155,10 @@ def node_sums(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: 
               ) -> tuple | None:
     """``steps.advance``'s sums over the nodes of a rule (U, wu) in one compiled pass:
     ``(sum wu e0 m1_g U, sum wu m1_g e1, sum wu e0 m2_g, sum wu e2 v_g, sum wu e2 m1_g m1_h)``
-    (numpy's products, summed in another order: to rounding); ``idx``: the rule's nodes are
-    those rows of the arrays (but ``wu``: a sub-rule's, no copies); None before compiled."""
-    args = tuple(np.ascontiguousarray(x, dtype=np.float64) for x in (U, wu, m1, m2, v, e0, e1,
-                                                                     e2))
+    (numpy's products, summed in another order: to rounding); ``idx``: the rule's nodes are those
+    rows (but ``wu``: a sub-rule's; no copies, nor of e0, e1: strided views); None till compiled."""
+    args = tuple((np.asarray if i in (5, 6) else np.ascontiguousarray)(x, dtype=np.float64)
+                 for i, x in enumerate((U, wu, m1, m2, v, e0, e1, e2)))
     args += (np.zeros(0, np.int64) if idx is None else np.ascontiguousarray(idx, np.int64),)
     if args[1].shape[0] == 0 or not coldstart.kernel_ready(
             _node_sums, args, lambda: _node_sums(*(x[:1] for x in args[:-1]), args[-1][:0])):

@@ -39,6 +39,7 @@ KERNEL_MODULES = [
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.compiled.lattice",
     "asymptotics.multiindex.compiled.clenshaw",
+    "asymptotics.multiindex.compiled.softplus",
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",

@@ -36,7 +36,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
-from asymptotics.multiindex.xi_lines import xi_moments
+from asymptotics.multiindex.xi_lines import fits, xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
 
@@ -243,7 +243,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], E_rest e^2 + delta."""
-        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3)
+        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3, fits(sigma))
         f, F = F @ (fractions * values), None  # F freed before the other axes' sums (memory)
         if beta is not None:
             return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))

@@ -31,6 +31,7 @@ from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine,
 from asymptotics.core import coldstart
 from asymptotics.multiindex.compiled.clenshaw import chebyshev_pieces, moments_into
 from asymptotics.multiindex.compiled.clenshaw import clenshaw4 as _clenshaw4  # noqa: F401
+from asymptotics.multiindex.compiled.softplus import pairs as _softplus_pairs
 
 #: Chebyshev points per piece, the pieces' largest half-length, the agreement required, the
 #: check points per piece (fractions of its half-length), the gain needed to interpolate
@@ -190,6 +191,13 @@ def value_and_derivative(sigma: Function, z: np.ndarray) -> tuple[np.ndarray, np
     return sigma.value_and_derivative(z)
 
 
+def _on_rule(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray) -> tuple:
+    """:func:`value_and_derivative` at ``sc xi + M``; softplus by ``compiled.softplus.pairs``."""
+    if sigma is get_function("softplus") and (out := _softplus_pairs(sc, M, xi)) is not None:
+        return out
+    return value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
+
+
 def _row_blocks(n: int, nodes: int) -> list[slice]:
     """Blocks of about :data:`DIRECT_BLOCK` pre-activations (shifts x nodes): a multiple of 64
     shifts each (the matrix-vector products' unrolled rows as on all shifts at once: the same
@@ -210,7 +218,7 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
         return fused
     if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
         return np.concatenate([xi_direct(sigma, sc, M[sl], xi, wxi, least) for sl in blocks])
-    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
+    s, ds = _on_rule(sigma, sc, M, xi)
     if sc > 0:  # Stein's lemma: m1 and m2 on sigma itself (smooth in M even for a kinked sigma)
         m1 = (s @ (wxi * xi)) / sc
         m2 = (s @ (wxi * (xi * xi - 1.0))) / sc
@@ -220,6 +228,12 @@ def xi_direct(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
 
 
 FUSED_MIN = 150_000
+
+
+def fits(sigma: Function) -> int | None:
+    """``xi_moments``' ``least`` in the steps' mapping: 0 (fits by :func:`_fused`) for tanh (the
+    faster; to 5e-15), else None (softplus' Stein sums cancel: compiled, it moved by 2.6e-11)."""
+    return 0 if sigma is get_function("tanh") else None
 
 
 def _fused(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray, wxi: np.ndarray,
@@ -255,7 +269,7 @@ def xi_direct_small(sigma: Function, sc: float, M: np.ndarray, xi: np.ndarray,
     if len(blocks := _row_blocks(M.shape[0], xi.shape[0])) > 1:
         return np.concatenate([xi_direct_small(sigma, sc, M[sl], xi, wxi, least)
                                for sl in blocks])
-    s, ds = value_and_derivative(sigma, sc * xi[None, :] + M[:, None])
+    s, ds = _on_rule(sigma, sc, M, xi)
     return np.column_stack([s @ wxi, ds @ wxi, ds @ (wxi * xi), (ds * ds) @ wxi])
 
 
@@ -342,13 +356,15 @@ def _into(direct: Callable[[np.ndarray], np.ndarray], M: np.ndarray, same: list,
 
 
 def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
-               wxi: np.ndarray, rules: list | None = None, small: bool = False
-               ) -> tuple[np.ndarray, ...]:
+               wxi: np.ndarray, rules: list | None = None, small: bool = False,
+               least: int | None = None) -> tuple[np.ndarray, ...]:
     """Per node and group: F = E sigma, m1 = E sigma', m2 = E[xi sigma'], v = Var sigma'
     over xi ~ N(0, 1) at pre-activation sqrt(c) xi + M (module docstring); ``rules[g]``: None
     (the rule ``xi, wxi``), ``(nodes, weights, name)`` (group g's own xi rule) or
     :data:`CLOSED`; ``small``: a bulk below :data:`SMALL_BULK` of a sigma without kinks by
-    :func:`xi_direct_small` on pieces of half-length 1 (sigma's own scale; checked as ever)."""
+    :func:`xi_direct_small` on pieces of half-length 1 (sigma's own scale; checked as ever);
+    ``least``: the rule's sums compiled (:func:`_fused`) from that many terms (default
+    :data:`FUSED_MIN`; the pieces then cached apart: the same numbers to rounding)."""
     n, K = M.shape
     scs = np.sqrt(np.asarray(c, dtype=np.float64))
     if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
@@ -368,13 +384,14 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
         xg, wg, name = rules[g] if rules is not None and rules[g] is not None and not closed \
             else (xi, wxi, "xi")
         small_g = small and 0 < sc < SMALL_BULK and not sigma.kinks
-        key = (name + ("-small" if small_g else ""), sigma, sc, xg.shape[0])
+        key = (name + ("-small" if small_g else "") + ("" if least is None else f"-{least}"),
+               sigma, sc, xg.shape[0])
         try:
             hash(key)
         except TypeError:  # an unhashable sigma: no cache
             key = None
         direct = xi_direct_small if small_g else xi_direct
-        fn = lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg)  # noqa: E731
+        fn = lambda m, sc=sc, xg=xg, wg=wg, f=direct: f(sigma, sc, m, xg, wg, least)  # noqa: E731
         piecewise = (max(sc, 1.0) if small_g else sc, key,
                      HALF_LENGTH if name == "xi" else WIDE_HALF_LENGTH)
         if not (closed and sc > 0) and not (sc > 0 and _is_relu(sigma)) and _into(
