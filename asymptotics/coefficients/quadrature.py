@@ -98,3 +98,39 @@ def tail_sums(terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                 else:
                     below[p, j + 1] = acc + comp
     return above, below
+
+
+@kernel(cache=True, error_model="numpy")
+def mirror_pairs(pts: np.ndarray) -> tuple:
+    """Kernel: (first, twin, lone) of the shifts ``pts``: pts[twin] = -pts[first] < 0 for each
+    negative shift whose negative is among them (the leftmost in sorted order), ``lone`` the
+    indices in no pair (``spiked.coefficients._smooth_moments``' pairs evaluated once;
+    ``line_moments.piece_offsets``' mirrored pieces)."""
+    n = pts.shape[0]
+    srt = np.argsort(pts)
+    ps = pts[srt]
+    first = np.empty(n, dtype=np.int64)
+    twin = np.empty(n, dtype=np.int64)
+    single = np.ones(n, dtype=np.bool_)
+    k = 0
+    for i in range(n):
+        if not ps[i] < 0.0:
+            break
+        at = min(np.searchsorted(ps, -ps[i]), n - 1)
+        if ps[at] == -ps[i]:
+            first[k], twin[k] = srt[at], srt[i]
+            single[srt[at]] = single[srt[i]] = False
+            k += 1
+    return first[:k], twin[:k], np.flatnonzero(single)
+
+
+@kernel(cache=True, error_model="numpy")
+def mirror_rows(raw: np.ndarray) -> None:
+    """Kernel: the rows n - 1 - j (j < n / 2) of the moments ``raw`` (n, 3) of an odd F from
+    row j: (-E F, E[F Z], E F^2) (``spiked.coefficients.odd_sigma``;
+    the shifts t_{n-1-j} = -t_j)."""
+    n = raw.shape[0]
+    for j in range(n // 2):
+        raw[n - 1 - j, 0] = -raw[j, 0]
+        raw[n - 1 - j, 1] = raw[j, 1]
+        raw[n - 1 - j, 2] = raw[j, 2]

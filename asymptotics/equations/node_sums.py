@@ -18,10 +18,28 @@ from asymptotics.equations.node_sums_k import v_sums3, v_sums4
 
 
 @kernel(cache=True, error_model="numpy")
-def v_sums(x, w, mb1, ms2):
-    """Kernel: (M, v2) = ``kernels.vhats`` at 1/(1 + ``kernels.channel_v``) of x = (V1 flat, V2),
-    before the factor A."""
+def mirrored_rows(w, mb1, ms2):
+    """Kernel: whether the node tables are centrally symmetric bit for bit (n even, row
+    n - 1 - j of ``w``, ``mb1`` and ``ms2`` equal to row j): the sums of :func:`v_sums` are then
+    twice those over the first half (``spiked.coefficients.odd_sigma``'s tables)."""
     n, K = mb1.shape
+    if n % 2 != 0 or n == 0:
+        return False
+    for j in range(n // 2):
+        if w[j] != w[n - 1 - j]:
+            return False
+        for g in range(K):
+            if mb1[j, g] != mb1[n - 1 - j, g] or ms2[j, g] != ms2[n - 1 - j, g]:
+                return False
+    return True
+
+
+@kernel(cache=True, error_model="numpy")
+def v_sums(x, w, mb1, ms2, n=-1):
+    """Kernel: (M, v2) = ``kernels.vhats`` at 1/(1 + ``kernels.channel_v``) of x = (V1 flat, V2),
+    before the factor A; ``n`` >= 0: over the first n nodes only."""
+    n = mb1.shape[0] if n < 0 else n
+    K = mb1.shape[1]
     if K == 1:
         m00 = s0 = 0.0
         for j in range(n):
@@ -53,9 +71,9 @@ def v_sums(x, w, mb1, ms2):
             m10, m11, s1 = m10 + ag * b0, m11 + ag * b1, s1 + aj * ms2[j, 1]
         return np.array([[m00, m01], [m10, m11]]), np.array([s0, s1])
     if K == 3:  # (node_sums_k: a block of nodes at a time, the same numbers)
-        return v_sums3(x, w, mb1, ms2)
+        return v_sums3(x, w, mb1, ms2, n)
     if K == 4:
-        return v_sums4(x, w, mb1, ms2)
+        return v_sums4(x, w, mb1, ms2, n)
     return np.zeros((K, K)) * np.nan, np.zeros(K) * np.nan
 
 

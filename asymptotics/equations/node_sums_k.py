@@ -291,12 +291,13 @@ BLOCK = 128
 
 
 @kernel(cache=True, error_model="numpy")
-def v_sums4(x, w, mb1, ms2):
+def v_sums4(x, w, mb1, ms2, n=-1):
     """Kernel: ``node_sums.v_sums`` for four groups, a block of nodes at a time: their weights
     w / (1 + V) first (V as ``channel_v`` sums it), then the sums of the rows g = 0, 1 and of
     the rows g = 2, 3 in two loops over the block (ten running sums each: they stay in
-    registers), each sum in node order: the same numbers bit for bit."""
-    n = mb1.shape[0]
+    registers), each sum in node order: the same numbers bit for bit; ``n`` >= 0: over the
+    first n nodes only."""
+    n = mb1.shape[0] if n < 0 else n
     a = np.empty(BLOCK)
     m00 = m01 = m02 = m03 = m10 = m11 = m12 = m13 = 0.0
     m20 = m21 = m22 = m23 = m30 = m31 = m32 = m33 = s0 = s1 = s2 = s3 = 0.0
@@ -333,10 +334,10 @@ def v_sums4(x, w, mb1, ms2):
 
 
 @kernel(cache=True, error_model="numpy")
-def v_sums3(x, w, mb1, ms2):
+def v_sums3(x, w, mb1, ms2, n=-1):
     """Kernel: ``node_sums.v_sums`` for three groups as :func:`v_sums4` (the rows g = 0, 1,
     then g = 2)."""
-    n = mb1.shape[0]
+    n = mb1.shape[0] if n < 0 else n
     a = np.empty(BLOCK)
     m00 = m01 = m02 = m10 = m11 = m12 = m20 = m21 = m22 = s0 = s1 = s2 = 0.0
     for j0 in range(0, n, BLOCK):

@@ -14,7 +14,7 @@ import numpy as np
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_coef2
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
-from asymptotics.equations.node_sums import check_sums, v_sums
+from asymptotics.equations.node_sums import check_sums, mirrored_rows, v_sums
 from asymptotics.equations.node_sums_k import check_sums_k
 from asymptotics.equations.small_dense import dresolvent, resolvent
 from asymptotics.equations.solver import Status
@@ -35,14 +35,18 @@ CONVERGED, MAX_ITER, NON_FINITE, OUT_OF_DOMAIN = (
 
 
 @kernel(cache=True, error_model="numpy")
-def v_pass(x, w, mb1, ms2, A, lam, beta, pi):
-    """Kernel: ``kernels.v_map``, for one or two groups from ``node_sums.v_sums`` (the same
-    numbers, bit for bit, in one pass over the nodes)."""
+def v_pass(x, w, mb1, ms2, A, lam, beta, pi, half=False):
+    """Kernel: ``kernels.v_map``, for up to four groups from ``node_sums.v_sums`` (the same
+    numbers, bit for bit, in one pass over the nodes); ``half``: tables symmetric under node
+    n - 1 - j <-> j (``node_sums.mirrored_rows``), the sums over the first half, doubled
+    (2 A times them: the same product as A times twice them)."""
     K = pi.shape[0]
-    if K > 2:
+    if K > 4:
         return v_map(x, w, mb1, ms2, A, lam, beta, pi)
-    M, v2 = v_sums(x, w, mb1, ms2)
-    tau, nV1, nV2 = resolvent(A * M, lam + A * v2, beta, pi)
+    n = mb1.shape[0] // 2 if half else mb1.shape[0]
+    Ah = 2.0 * A if half else A
+    M, v2 = v_sums(x, w, mb1, ms2, n)
+    tau, nV1, nV2 = resolvent(Ah * M, lam + Ah * v2, beta, pi)
     out = np.empty(K * K + K)
     out[:K * K] = nV1.ravel()
     out[K * K:] = nV2
@@ -51,14 +55,15 @@ def v_pass(x, w, mb1, ms2, A, lam, beta, pi):
 
 @kernel(cache=True, error_model="numpy")
 def anderson(x0, nonneg, w, mb1, ms2, A, lam, beta, pi, rtol, floor, max_iter, damping, m_hist,
-             blowup=1e12):
+             blowup=1e12, half=False):
     """Kernel: x = v_map(x) from x0 by the one Anderson iteration (``equations.mixing``);
     returns (x, status, n_iter, residual) with the status codes of
-    ``asymptotics.equations.solver.Status`` (0 converged, 1 max_iter, 2 non-finite)."""
+    ``asymptotics.equations.solver.Status`` (0 converged, 1 max_iter, 2 non-finite); ``half``:
+    :func:`v_pass`'s."""
     work, meta = anderson_start(x0.shape[0], m_hist)
     x = x0.copy()
     while True:
-        fx = v_pass(x, w, mb1, ms2, A, lam, beta, pi)
+        fx = v_pass(x, w, mb1, ms2, A, lam, beta, pi, half)
         x, code = anderson_next(x, fx, work, meta, nonneg, rtol, floor, max_iter, damping,
                                 m_hist, blowup)
         if code != CONTINUE:
@@ -147,6 +152,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         cold[g * (K + 1)] = 0.5 * pi[g]
         cold[K * K + g] = 0.5 * pi[g]
     n_att = 3 if has_x0 else 2
+    half = mirrored_rows(w, mb1, ms2)  # (the (V1, V2) map's sums over half the nodes)
     x = cold
     code = MAX_ITER
     n_it = 0
@@ -156,7 +162,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         last = i == n_att - 1
         x, code, n_it, rr = anderson(start.copy(), nonneg, w, mb1, ms2, A, lam, beta, pi,
                                      rtol / 10, floor, 4 * max_iter if last else max_iter,
-                                     0.2 if last else damping, m_hist, blowup)
+                                     0.2 if last else damping, m_hist, blowup, half)
         if code == CONVERGED:
             break
     solved = code == CONVERGED
@@ -169,7 +175,7 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     if solved:
         v = x
         for _ in range(3):
-            v = v_pass(v, w, mb1, ms2, A, lam, beta, pi)
+            v = v_pass(v, w, mb1, ms2, A, lam, beta, pi, half)
         cp = complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
                             p_inv)
         state, ok, sv, power, total = cp[0], cp[1], cp[2], cp[3], cp[4]

@@ -40,6 +40,8 @@ from asymptotics.coefficients.quadrature import (
     N_PIECE,
     N_SMOOTH,
     gauss_hermite,
+    mirror_pairs,
+    mirror_rows,
 )
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
@@ -60,6 +62,11 @@ LADDER_GAIN = 5.0
 #: (the points an ulp from the plain line's: numbers within ~1e-15; False: the plain line, bit for
 #: bit)
 MIRROR = True
+#: r >= 2, an odd sigma (tanh, erf), a centrally symmetric kappa rule (node n - 1 - j at -kappa_j):
+#: the feature tables' line moments at the first half of the nodes, the rest by parity
+#: (:func:`odd_sigma`; tables exactly symmetric, which ``spiked.anderson.solve_point`` sums over
+#: half the nodes; False: every node's own moments, within ~1e-13 of these)
+MIRROR_TABLES = True
 
 
 @dataclass(frozen=True)
@@ -200,30 +207,6 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     return out
 
 
-@kernel(cache=True, error_model="numpy")
-def mirror_pairs(pts: np.ndarray) -> tuple:
-    """Kernel: (first, twin, lone) of the shifts ``pts``: pts[twin] = -pts[first] < 0 for each
-    negative shift whose negative is among them (the leftmost in sorted order), ``lone`` the
-    indices in no pair (:func:`_smooth_moments`' pairs evaluated once;
-    ``line_moments.piece_offsets``' mirrored pieces)."""
-    n = pts.shape[0]
-    srt = np.argsort(pts)
-    ps = pts[srt]
-    first = np.empty(n, dtype=np.int64)
-    twin = np.empty(n, dtype=np.int64)
-    single = np.ones(n, dtype=np.bool_)
-    k = 0
-    for i in range(n):
-        if not ps[i] < 0.0:
-            break
-        at = min(np.searchsorted(ps, -ps[i]), n - 1)
-        if ps[at] == -ps[i]:
-            first[k], twin[k] = srt[at], srt[i]
-            single[srt[at]] = single[srt[i]] = False
-            k += 1
-    return first[:k], twin[:k], np.flatnonzero(single)
-
-
 def _pair_values(f: Function, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(F(z), F(-z[:, ::-1])) by :func:`_values_into`'s operations, ``z`` overwritten: with
     x_{n-1-j} = -x_j, -z[:, ::-1] holds -p + s x_j exactly, so the second is the values of the
@@ -298,16 +281,32 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bul
     pieces are built now too, ``on_line``'s ``reach``: the same tables)."""
     n, K = kappa.shape[0], loadings.shape[0]
     raw = np.empty((K, n, 3))  # (each group's rows contiguous, as the moments come)
+    odd = loadings.shape[1] > 1 and n % 2 == 0 and n > 0 and odd_sigma(sigma)
     for g in range(K):
         t = kappa @ loadings[g]
         sq = math.sqrt(bulk[g])
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
             nxt = None if reach is None else reach @ loadings[g]
             span = None if nxt is None or not nxt.size else (float(nxt.min()), float(nxt.max()))
-            raw[g] = moments(sigma, t, sq, True, gain, span, **INNER_NODES)
+            if odd and np.array_equal(t[::-1], -t):  # (the rule's central symmetry)
+                nh = n // 2  # the first half; the mirrored shifts' rows by parity (gain per shift)
+                raw[g, :nh] = moments(sigma, t[:nh], sq, True, 2.0 * gain, span, **INNER_NODES)
+                mirror_rows(raw[g])
+            else:
+                raw[g] = moments(sigma, t, sq, True, gain, span, **INNER_NODES)
         else:
             raw[g] = moments(sigma, t, sq, False)
     return _finish_features(raw)
+
+
+def odd_sigma(sigma: Function) -> bool:
+    """Whether ``sigma``'s line moments are taken at half of a centrally symmetric rule's shifts
+    (:data:`MIRROR_TABLES` and sigma, through :func:`fast`, the registered tanh or erf: odd bit
+    for bit, ``_mirrored``): E F(-t + s Z) = -E F(t + s Z), E[F(-t + s Z) Z] = E[F(t + s Z) Z],
+    E F(-t + s Z)^2 = E F(t + s Z)^2 for an odd F (docs/THEORY.md §10.2)."""
+    f = fast(sigma)
+    return MIRROR_TABLES and (f.f is np.tanh or f.f is _erf) and \
+        _mirrored(f, int(INNER_NODES["n_smooth"]))
 
 
 @kernel(cache=True, error_model="numpy")
@@ -352,7 +351,11 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
     shift = kappa @ overlaps  # (n, k)
     rho = np.sqrt(np.maximum(1.0 - np.sum(overlaps**2, axis=0), 0.0))
     n = kappa.shape[0]
-    if isinstance(target, Function):
+    if isinstance(target, Function) and kappa.shape[1] > 1 and degrees and \
+            degrees[0] is not None:  # (a polynomial: degree + 1 nodes exact, not the line)
+        mg = moments(target, shift[:, 0], float(rho[0]), False, n_smooth=degrees[0] + 1)
+        h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
+    elif isinstance(target, Function):
         mg = moments(target, shift[:, 0], float(rho[0]), kappa.shape[1] > 1, gain)
         h, h1, h2 = mg[:, 0], mg[:, 1:2], mg[:, 2]
     else:

@@ -220,8 +220,9 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
         p = None if p == math.inf else checks.real("p", p, 1.0)
         group_checks.group_width(p, pi)
     lam = _capped_lam(lam)
-    degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
-        g, Function) else getattr(target, "degrees", None)
+    degrees = target_degrees(tname) if isinstance(target, str) and (not isinstance(
+        g, Function) or (not g.kinks and g.name == g.expression)) else getattr(target, "degrees",
+                                                                               None)
     # every input of a problem, exactly (the arrays' bytes, the floats' hex: -0.0 is not 0.0)
     model_key = (s, s.name, g, tname, k, U.shape, U.tobytes(), c.tobytes(), pi.tobytes(),
                  G.shape, G.tobytes(), *(float(x).hex() for x in (lam, beta, delta)),
