@@ -19,6 +19,11 @@ K1 = dict(sigma="tanh", target="z1 + z1*z2", alpha0=4.942, readout="constant", s
           eta=(1.0, 2.0), beta=1.624, p=1624.0)
 K2 = dict(sigma="tanh", target="tanh(z1)", alpha0=13.848, readout="pm1", steps=2,
           eta=(2.0, 4.0), beta=1.524, p=1524.0)
+#: W not diagonal (a group outside the base class): one outside it (W low rank), K = 2 and 3
+G2 = dict(sigma="relu", target="z1 + z1*z2", alpha0=5.267, readout="pm1", steps=2,
+          eta=(2.0, 4.0), beta=0.776, p=776.0)
+G3 = dict(sigma="tanh", target="tanh(z1)", alpha0=8.677, readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25},
+          steps=2, eta=(2.0, 4.0), beta=1.552, p=1552.0)
 BULK = ("tau_last", "y_last", "jac_last", "lin_last", "_ed_last", "_gram_last")
 
 
@@ -78,15 +83,17 @@ def _python(v, ch, a, bulk, floor) -> tuple:
     return state, ok, res, S.risk_of(cut, *a[:8]) if fin else math.nan
 
 
-@pytest.mark.parametrize("kw", [K1, K2], ids=["K1", "K2"])
+@pytest.mark.parametrize("kw", [K1, K2, G2, G3], ids=["K1", "K2", "G2", "G3"])
 def test_completion_is_pythons_and_keeps_the_same_warm_starts(kw, monkeypatch):
     """From the same kept state of the bulk, the kernel's completion and the Python one give
     the state within 1e-12 of each entry (1e-13 of the largest), the same ``ok``, residuals
     within 1e-13 and risks within 1e-13 relative; the bulk's warm starts (tau, the Jacobians'
     arguments, the kept W, Hessian parts and derivative matrix, in the same order) and the
-    coupling's kept Acal are bit for bit the Python's."""
+    coupling's kept Acal are bit for bit the Python's. W diagonal (K1, K2) and not (G2, G3:
+    the field parts' forms from ``W a``)."""
     for v, ch, a, bulk, floor, snap in _calls(kw, monkeypatch):
-        assert a[1].ndim == 3 and bulk._eig[3] == bulk.K  # (the kernel's case)
+        diagonal = kw in (K1, K2)
+        assert a[1].ndim == 3 and (bulk._eig[3] == bulk.K) == diagonal  # (the kernel's cases)
         _restore(ch, snap)
         fast = C.complete_fast(v, ch, a, bulk, floor)
         after_fast = _snap(ch)
@@ -162,3 +169,24 @@ def test_route_points_with_and_without_the_kernel(kw, monkeypatch):
             assert abs(r1.risk - r0.risk) <= 1e-12 * abs(r0.risk)
             s1, s0 = np.asarray(r1.state), np.asarray(r0.state)
             assert np.max(np.abs(s1 - s0)) <= 1e-11 * np.max(np.abs(s0))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_forms_wa_kernel_is_the_numpy_forms(seed):
+    """The kernel :func:`asymptotics.network.compiled.coupled.forms_wa` (called itself) against
+    the numpy :func:`~asymptotics.network.compiled.coupled.forms_from_wa` on random states
+    (B x K x n x K x m, K = 2, 3): within 1e-13 relative."""
+    from asymptotics.network.compiled import coupled as CC
+
+    rng = np.random.default_rng(seed)
+    B, K, n, m = 3, 2 + seed % 2, 7, 3
+    Wa = rng.standard_normal((B, K, n, K, m))
+    a = rng.standard_normal((B, K, m, n))
+    wa = rng.standard_normal((K, m))
+    vh = rng.standard_normal((K, K))
+    vh = vh @ vh.T
+    D = rng.uniform(0.5, 2.0, K)
+    c1, c2 = CC.forms_wa(Wa, a, wa, vh, D)
+    r1, r2 = CC.forms_from_wa(Wa, np.swapaxes(a, 2, 3), wa, vh, D)
+    assert np.allclose(c1, r1, rtol=1e-13, atol=1e-13 * np.max(np.abs(r1)))
+    assert np.allclose(c2, r2, rtol=1e-13, atol=1e-13 * np.max(np.abs(r2)))

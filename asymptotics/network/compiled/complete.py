@@ -1,8 +1,12 @@
 """A point's completion and its residual check (:func:`asymptotics.network.solve.complete_net`
 and :func:`~asymptotics.network.solve.full_map_net`, docs/THEORY.md §15, DERIVATIONS.md §9.7)
-as one numba kernel where the coupled bulk's W is diagonal per direction (every group in the
-base class of :mod:`asymptotics.network.schur`) and the mean channel carries each group's mean
-functions (:func:`asymptotics.network.channels.mean_table`, n x K x r).
+as one numba kernel where the mean channel carries each group's mean functions
+(:func:`asymptotics.network.channels.mean_table`, n x K x r) and the coupled bulk's W is
+diagonal per direction (every group in the base class of :mod:`asymptotics.network.schur`), or
+not (:data:`GENERAL_W`: a group outside the base class, every ``D_g > 0``; the field parts'
+forms then from the coupling's ``W a``, kept by :meth:`~asymptotics.network.coupling.
+CoupledChannels.acal` as the Python completion asks for it:
+:func:`~asymptotics.network.compiled.coupled.forms_wa`).
 
 The bulk's own steps stay in Python, so its warm starts and kept results are exactly those of
 the Python completion: the resolvent (:meth:`~asymptotics.network.bulk.GroupBulk.resolvent`, its
@@ -24,12 +28,18 @@ import numpy as np
 from asymptotics.core import coldstart
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import relative_change
-from asymptotics.network.compiled.coupled import diag_w, field_q_diag
+from asymptotics.network.compiled.coupled import NO_WA, diag_w, field_q_diag
 from asymptotics.network.compiled.diagonal import pairwise
 from asymptotics.spiked.kernels import DET_MIN, channel_v, mean_lstsq, sizes, vhats
 
 #: the completion and residual by :func:`complete_check` where it applies (False: Python)
 COMPILED = True
+#: also where W is not diagonal (a group outside the base class: the field parts' forms from
+#: ``W a``, :func:`asymptotics.network.compiled.coupled.forms_wa`; False: Python there)
+GENERAL_W = True
+#: the ``Wd`` argument of :func:`complete_check` where W is not diagonal (zero-size)
+NO_W = np.zeros((0, 1, 1, 1))
+NO_W.flags.writeable = False
 #: :func:`complete_check`'s codes: done; the field parts not finite (the Python completion);
 #: the literal map's conjugates not the completion's (the Python residual)
 DONE, GENERAL, RESIDUAL = 0, 1, 2
@@ -158,7 +168,7 @@ def project_out(Phi, Psi, ht) -> tuple:
 
 @kernel(cache=True, error_model="numpy")
 def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta,
-                   pi, p_inv, Ac, order, k, Wd, a_w, D, ecov, lin, floor) -> tuple:
+                   pi, p_inv, Ac, order, k, Wd, Wa, a_w, D, ecov, lin, floor) -> tuple:
     """Kernel: ``(state, ok, residual, code, dMv, dv2v, risk)``: the completion of ``v = (V1, V2)``
     (:func:`asymptotics.network.solve.complete_net` past the resolvent ``(tau, V1, V2)`` at
     ``(Vhat1, Vhat2) = (M, v2)``, ``iv = 1/(1 + V)`` on the nodes), the literal map's relative
@@ -207,7 +217,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
     iv2 = iv * iv
     R1, R2 = vhats(iv2 * (E0 + delta), w, mb1, ms2, A)
     dV1, dV2 = _dres(lin, R1, R2 + m * m * p_inv / (V2 * V2))
-    f1, f2, fine = field_q_diag(Ac, order, nv, k, zh, phv, Wd, a_w, M, D, ecov, lin, beta)
+    f1, f2, fine = field_q_diag(Ac, order, nv, k, zh, phv, Wd, Wa, a_w, M, D, ecov, lin, beta)
     if not fine:
         return nan, False, math.nan, GENERAL, dMv, dv2v, math.nan
     c0 = np.concatenate(((f1 - dV1).ravel(), f2 - dV2))
@@ -265,7 +275,7 @@ def complete_check(v, iv, M, v2, tau, V1, V2, w, kap, mu0, mb1, ms2, h, h1, h2, 
     pn = Xtt @ phv + np.ascontiguousarray(Pvt.T) @ zv
     mn = mean_lstsq(Phi, ht - Psi @ zn)
     dV1, dV2 = _dres(lin, Q1h, Q2h + mn * mn * p_inv / (V2 * V2))
-    f1, f2, fine = field_q_diag(Ac, order, nv, k, zv, phv, Wd, a_w, M, D, ecov, lin, beta)
+    f1, f2, fine = field_q_diag(Ac, order, nv, k, zv, phv, Wd, Wa, a_w, M, D, ecov, lin, beta)
     if not fine:
         return state, ok, math.nan, RESIDUAL, dMv, dv2v, risk
     out = np.empty(o[7])
@@ -305,16 +315,23 @@ def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | No
         return (np.full(sizes(K, kap.shape[2], h1.shape[1])[-1], np.nan), False, math.nan,
                 math.nan)
     D = beta * pi * tau
-    if (Wd := diag_w(bulk, M, D)) is None:
+    if (Wd := diag_w(bulk, M, D)) is not None:
+        Ac, Wa = ch.acal(M, D), NO_WA
+    elif not (GENERAL_W and _not_diagonal(bulk, D)):
         return None
-    Ac = ch.acal(M, D)
+    else:  # W in another form: its W a (Acal's, kept), as the Python completion asks them
+        Ac = ch.acal(M, D)
+        formed, Wa = ch._w_parts(M, D)[1::2]
+        if formed:  # (Kc formed: the Python's forms of P1, P2)
+            return None
+        Wd = NO_W
     lin = bulk.dlin(M, tau, beta, pi)
     try:  # (a singular solve in the kernel: the Python completion decides, as without it)
         state, ok, res, code, dMv, dv2v, risk = complete_check(
             _ro(v), _ro(iv), _ro(M), _ro(v2), _ro(tau), _ro(V1), _ro(V2), _ro(w), _ro(kap),
             _ro(mu0), _ro(mb1), _ro(ms2), _ro(h), _ro(h1), _ro(h2), float(A), float(delta),
             float(beta), _ro(pi), float(p_inv), _ro(Ac), ch._ord, int(ch.k), _ro(Wd),
-            _ro(ch.a_w), _ro(D), _ro(ch.ecov), _ro(lin), float(floor))
+            _ro(Wa), _ro(ch.a_w), _ro(D), _ro(ch.ecov), _ro(lin), float(floor))
     except np.linalg.LinAlgError:
         return None
     if code == GENERAL:
@@ -322,6 +339,14 @@ def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | No
     bulk.jac_last = (M, tau, beta, pi, dMv, dv2v)
     bulk.lin_last = (M, tau, V1, 1.0 / tau - (lam + v2))
     return state, bool(ok), None if code == RESIDUAL else float(res), float(risk)
+
+
+def _not_diagonal(bulk, D: np.ndarray) -> bool:
+    """Whether W is not diagonal per direction (a group outside the base class of
+    :mod:`asymptotics.network.schur`) and every ``D_g > 0`` (W from the Schur route)."""
+    eig = bulk._eig
+    return (eig is not None and eig[3] < bulk.K and not np.iscomplexobj(D)
+            and bool(np.all(D > 0.0)))
 
 
 def _ready() -> bool:
@@ -335,7 +360,7 @@ def _ready() -> bool:
                                   np.ones((n, K)), np.ones((n, K)), np.ones(n),
                                   np.ones((n, k)), np.ones(n)))
     args = args + (1.0, 0.0, 1.0, _ro(one), 0.0, _ro(np.eye(2)), np.arange(2), 1,
-                   _ro(np.ones((1, 1, K, K))), _ro(np.ones((1, K, 2, 1))), _ro(one),
+                   _ro(np.ones((1, 1, K, K))), NO_WA, _ro(np.ones((1, K, 2, 1))), _ro(one),
                    _ro(np.ones((K, 2, 2))), _ro(np.eye(2)), 1e-3)
     return ready_once(_READY, complete_check, args)
 

@@ -24,6 +24,9 @@ COMPILED = True
 #: the sums' fast-math flags: reassociation (vectorised sums) and contraction, never the
 #: no-NaN / no-infinity assumptions (a NaN from an unconverged input stays a NaN)
 FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
+#: the ``Wa`` argument of :func:`field_q_diag` where W is diagonal (zero-size, read-only)
+NO_WA = np.zeros((0, 1, 1, 1, 1))
+NO_WA.flags.writeable = False
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
@@ -105,14 +108,50 @@ def field_forms(W: np.ndarray, a: np.ndarray, vhat1: np.ndarray, D: np.ndarray,
     return c1 / B, c2 / B
 
 
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
+def forms_wa(Wa: np.ndarray, a: np.ndarray, wa: np.ndarray, vhat1: np.ndarray,
+             D: np.ndarray) -> tuple:
+    """:func:`forms_from_wa` (``Wa``: B x K x n x K x m, W in any form; ``a``: the coupling
+    vectors B x K x m x n): the same sums, in loops."""
+    B, K, n, m = Wa.shape[0], Wa.shape[1], Wa.shape[2], Wa.shape[4]
+    c1 = np.zeros(K * K)
+    c2 = np.zeros(K)
+    u = np.empty((K, n))
+    for b in range(B):
+        for x in range(K):
+            for i in range(n):
+                acc = 0.0
+                for y in range(K):
+                    for f in range(m):
+                        acc += Wa[b, x, i, y, f] * wa[y, f]
+                u[x, i] = acc
+        for x in range(K):
+            for y in range(K):
+                acc = 0.0
+                for i in range(n):
+                    acc += u[x, i] * u[y, i]
+                c1[x * K + y] += acc
+            acc = 0.0
+            for i in range(n):
+                t = 0.0
+                for f in range(m):
+                    t += a[b, x, f, i] * wa[x, f]
+                for z in range(K):
+                    t -= vhat1[z, x] * u[z, i]
+                acc += t * u[x, i]
+            c2[x] += acc
+    return c1 / B, c2 / (D * B)
+
+
 @kernel(cache=True, error_model="numpy")
-def field_q_diag(Ac, order, nv, k, z, p, W, a, vhat1, D, ecov, lin, beta) -> tuple:
+def field_q_diag(Ac, order, nv, k, z, p, W, Wa, a, vhat1, D, ecov, lin, beta) -> tuple:
     """``(Q1 field part, Q2 field part, ok)`` of :meth:`CoupledChannels.field_q` with W diagonal
     (``Ac``: its Acal, ``order``: the (V, T) order, ``nv = K r``, ``(z, p)``: the conjugates
     ``(zetahat, psihat)`` raveled, ``lin``: the bulk's derivative matrix
     :meth:`~asymptotics.network.bulk.GroupBulk.dlin`): ``w = (I + N A)^-1 u``, the forms of
-    :func:`field_forms`, the unit derivatives from ``lin``. ``ok`` False where ``lin`` or the
-    forms are not finite (the caller's general way)."""
+    :func:`field_forms`, the unit derivatives from ``lin``; W in any form where ``Wa`` (``W a``,
+    B x K x n x K x m, zero-size where W is diagonal) is given: the forms of :func:`forms_wa`.
+    ``ok`` False where ``lin`` or the forms are not finite (the caller's general way)."""
     K = vhat1.shape[0]
     nA = Ac.shape[0]
     m = nA // K
@@ -133,7 +172,10 @@ def field_q_diag(Ac, order, nv, k, z, p, W, a, vhat1, D, ecov, lin, beta) -> tup
     wa = np.zeros((K, m))
     for x in range(nA):
         wa[order[x] // m, order[x] % m] = w[x]
-    c1, c2 = field_forms(W, a, vhat1, D, wa)
+    if Wa.shape[0] > 0:
+        c1, c2 = forms_wa(Wa, a, wa, vhat1, D)
+    else:
+        c1, c2 = field_forms(W, a, vhat1, D, wa)
     for g in range(K):
         acc = 0.0
         for e in range(m):
@@ -181,7 +223,7 @@ def field_q_fast(ch, vhat1: np.ndarray, tau: np.ndarray, beta: float, pi: np.nda
     Wd = ch.bulk.wkc(vhat1, D)[0]
     lin = ch.bulk.dlin(vhat1, tau, beta, pi)
     q1, q2, ok = field_q_diag(Ac, ch._ord, ch.K * ch.r, ch.k, np.ravel(zh), np.ravel(ph), Wd,
-                              ch.a_w, vhat1, D, ch.ecov, lin, float(beta))
+                              NO_WA, ch.a_w, vhat1, D, ch.ecov, lin, float(beta))
     return (q1, q2) if ok else None
 
 
@@ -287,7 +329,7 @@ def _ready() -> bool:
     o, one1 = np.zeros(1, dtype=np.int64), np.ones(1)
     Ac, H = np.ones((1, 1)), np.ones((K, K, K, K))
     Ac.flags.writeable = H.flags.writeable = False  # (as the kept Acal and Gram)
-    qargs = (Ac, o, 0, 1, one1[:0], one1, W, a, np.eye(K), one, np.ones((K, 1, 1)),
+    qargs = (Ac, o, 0, 1, one1[:0], one1, W, NO_WA, a, np.eye(K), one, np.ones((K, 1, 1)),
              np.ones((2, 2)), 1.0)
     ok = ok and coldstart.kernel_ready(field_q_diag, qargs, lambda: field_q_diag(*qargs),
                                        compile_mode_ready=True)
