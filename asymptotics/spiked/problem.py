@@ -220,6 +220,9 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
         p = None if p == math.inf else checks.real("p", p, 1.0)
         group_checks.group_width(p, pi)
     lam = _capped_lam(lam)
+    from asymptotics.models.problem import cap_beta
+
+    beta = cap_beta(beta)
     degrees = target_degrees(tname) if isinstance(target, str) and not isinstance(
         g, Function) else getattr(target, "degrees", None)
     # every input of a problem, exactly (the arrays' bytes, the floats' hex: -0.0 is not 0.0)
