@@ -1,5 +1,6 @@
 """Wide networks (beta = p/d >> 1) on the one-step equations: the Marchenko-Pastur averages
-against an independent discretisation of the law, and the cap on a huge beta (THEORY.md §6)."""
+against an independent discretisation of the law, and the caps on a huge or tiny beta (THEORY.md
+§6) and a huge alpha (§7)."""
 
 import math
 import warnings
@@ -73,3 +74,24 @@ def test_tiny_beta_is_evaluated_at_the_floor(kw):
         tiny = gs.risk(2.0, beta=1e-300, **kw)
     assert at_floor.converged and tiny.converged and tiny.beta == BETA_FLOOR
     assert tiny.risk == at_floor.risk == pytest.approx(above.risk, rel=1e-13)
+
+
+@pytest.mark.parametrize("kw", [dict(model="srf"), dict(model="srf", steps=2),
+                                dict(model="srf", readout={1.0: 0.5, -1.0: 0.3, 0.5: 0.2})])
+def test_huge_alpha_is_evaluated_at_the_cap(kw):
+    """alpha above ALPHA_CAP is the risk at ALPHA_CAP with a LimitWarning (alpha = 1e200 was
+    out_of_domain on the one-spike route and numpy's "Array must not contain infs or NaNs" on
+    the K-group routes); the risk is flat from alpha = 1e20 to the cap in double precision."""
+    from asymptotics.models.problem import ALPHA_CAP
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LimitWarning)
+        at_cap = gs.risk(ALPHA_CAP, **kw)
+        below = gs.risk(1e20, **kw)
+    with pytest.warns(LimitWarning, match="alpha = 1e\\+200 is evaluated at alpha = 1e\\+100"):
+        huge = gs.risk(1e200, **kw)
+    assert at_cap.converged and huge.converged and huge.alpha == ALPHA_CAP
+    assert huge.risk == at_cap.risk == pytest.approx(below.risk, rel=1e-13)
+    with pytest.warns(LimitWarning):
+        curve = gs.risk_curve([2.0, 1e300], **kw)
+    assert list(curve["alpha"]) == [2.0, ALPHA_CAP] and curve["risk"].iloc[1] == at_cap.risk

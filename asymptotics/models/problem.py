@@ -40,6 +40,8 @@ LAM_CAP = 1e100
 #: (:func:`cap_beta`)
 BETA_CAP = 1e100
 BETA_FLOOR = 1e-50
+#: a larger finite alpha is evaluated here (:func:`check_alpha`)
+ALPHA_CAP = 1e100
 BETA_LIMIT = 1e-3
 ALPHA_LIMIT = 1e-3
 
@@ -127,6 +129,23 @@ def cap_beta(beta: Any) -> Any:
                   f"{'1/beta' if beta > 1.0 else 'beta'}); beyond it the equations leave double "
                   "precision", LimitWarning, stacklevel=3)
     return at
+
+
+def check_alpha(alpha: Any) -> float:
+    """alpha = n/d, a finite real > 0; above :data:`ALPHA_CAP` it is evaluated at ALPHA_CAP
+    with a warning: the risk tends to its alpha -> infinity value at a distance of order
+    1/alpha (the same to every printed digit from alpha = 1e20 to 1e150 on every route), and the
+    equations leave double precision beyond ~1e150 (THEORY.md §7)."""
+    import warnings
+
+    alpha = check_value("alpha", alpha, positive=True)
+    if alpha > ALPHA_CAP:
+        warnings.warn(f"alpha = {alpha:g} is evaluated at alpha = {ALPHA_CAP:g}: the risk there "
+                      "is its alpha -> infinity value to double precision (the gap is of order "
+                      "1/alpha); beyond ~1e150 the equations leave double precision",
+                      LimitWarning, stacklevel=3)
+        return ALPHA_CAP
+    return alpha
 
 
 def check_width(p: float | None) -> float | None:
