@@ -100,3 +100,12 @@ def test_a_wildly_oscillating_sigma_on_the_network_steps_is_refused_quickly():
     with pytest.raises(ValueError, match="bulk scale"):
         A.risk(2.0, steps=2, sigma="sin(1e8*z)")
     assert time.perf_counter() - t0 < 60.0
+
+
+def test_network_steps_refuse_a_batch_beyond_memory():
+    """The network's steps draw batches of alpha0 x size samples for their device: at
+    alpha0 = 1e300 numpy said "Maximum allowed dimension exceeded", at 1e7 it would have
+    asked for ~8 TB; now one line naming alpha0 and the surrogate, before anything is drawn."""
+    for alpha0 in (1e300, 1e7):
+        with pytest.raises(ValueError, match=r"alpha0=1e\+(300|07) needs batches .* model='srf'"):
+            A.risk(2.0, alpha0=alpha0, steps=2)

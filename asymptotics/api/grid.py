@@ -29,7 +29,7 @@ from asymptotics.core.parameters import check, default
 from asymptotics.core.progress import Progress
 from asymptotics.equations.solver import SolverConfig
 from asymptotics.equations.solver_kernels import CONVERGED, RISK, solve_point_kernel
-from asymptotics.models.problem import build_problem, check_value
+from asymptotics.models.problem import build_problem, check_alpha
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -115,7 +115,7 @@ def risk_grid(
                              others=dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                                          lam=lam, beta=beta, delta=delta, p=p))
 
-    alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
+    alphas = [check_alpha(a) for a in _as_values("alpha", alpha)]
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
     engine = check("engine", engine)
@@ -171,7 +171,7 @@ def _k_group_grid(alpha, *, how, given, others, steps, readout, model, engine, c
 
     from asymptotics.api.groups import solve_k_group
 
-    alphas = [check_value("alpha", a, positive=True) for a in _as_values("alpha", alpha)]
+    alphas = [check_alpha(a) for a in _as_values("alpha", alpha)]
     values = {k: _schedules(v, steps) if k == "eta" else _as_values(k, v)
               for k, v in others.items()}
     _grid_size(alphas, values)
@@ -282,7 +282,7 @@ def optimal_lam(
     lo, hi = _check_bounds("lam", *lam_bounds, positive=True)
     if n_grid < 3:
         raise ValueError(f"n_grid must be >= 3, got {n_grid}")
-    a = np.asarray([check_value("alpha", x, positive=True)
+    a = np.asarray([check_alpha(x)
                     for x in checks.sequence("alphas", alphas)], dtype=np.float64)
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")
@@ -369,7 +369,7 @@ def optimal_eta(
         raise ValueError(f"n_grid must be >= 3, got {n_grid}")
     if lam == 0:
         raise ValueError("eta='optimal' needs lam > 0 (the ridgeless limit is not searched)")
-    a = np.asarray([check_value("alpha", x, positive=True)
+    a = np.asarray([check_alpha(x)
                     for x in checks.sequence("alphas", alphas)], dtype=np.float64)
     if a.size == 0:
         raise ValueError("alphas must contain at least one value")

@@ -37,6 +37,7 @@ from asymptotics.models.problem import (  # noqa: F401  (re-exported)
     MODELS,
     Problem,
     build_problem,
+    check_alpha,
     check_value,
     check_width,
     warn_small_alpha,
@@ -125,7 +126,7 @@ def risk(
     different rates; None on a given K-group model, which has no step)."""
     checks.flag("strict", strict)
     _check_solver(solver)
-    alpha = check_value("alpha", alpha, positive=True)
+    alpha = check_alpha(alpha)
     eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,
@@ -143,7 +144,7 @@ def risk(
                                                   readout=readout, batch=batch))
     note = None
     if isinstance(lam, str) or isinstance(eta, str):  # the minimiser, then the point there
-        alpha = check_value("alpha", alpha, positive=True)
+        alpha = check_alpha(alpha)
         best = _optimal_curve([alpha], sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                               lam=lam, beta=beta, delta=delta, solver=solver,
                               overrides=dict(spike=spike, gamma=gamma, measure=measure,
@@ -225,7 +226,7 @@ def risk_curve(
     if len(alphas) > MAX_GRID_POINTS:  # (a curve of that many rows would take gigabytes)
         raise ValueError(f"alphas has {len(alphas)} values; at most {MAX_GRID_POINTS:.0e} in one "
                          "curve: split it into several calls")
-    alphas = [check_value("alpha", a, positive=True) for a in alphas]
+    alphas = [check_alpha(a) for a in alphas]
     eta = one_step_eta(eta, steps)
     given = dict(loadings=loadings, bulk=bulk, fractions=fractions, overlaps=overlaps)
     how = route(steps=steps, readout=readout, given=given, target=target, model=model,

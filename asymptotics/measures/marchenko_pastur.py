@@ -9,7 +9,8 @@ of rho against S = s0 + s1 rho, which follow in closed form from the Stieltjes t
     M(t) = <1/(x + t)> = 2 / (1 - beta + t + sqrt((t + a)(t + b))),   t > 0,
 
 (a cancellation-free form of the usual root), M2(t) = <1/(x + t)^2> = M(t)^2 (1 + D'(t)) / 2 with
-D = sqrt((t + a)(t + b)); for t > 100 a moment series (Narayana polynomials) is used instead.
+D = sqrt((t + a)(t + b)); for t > 100 a moment series (Narayana polynomials) is used instead, and
+for beta > 1 the duality with MP(1/beta) (:func:`resolvent_mp`).
 Conditional means F = beta c, H = beta rho replace the sampled projections.
 
 Empirical (finite d): eigen-decomposition of Omega = W Pi W^T, W = sqrt(c) W0, Pi = I - v v^T,
@@ -51,37 +52,57 @@ def mp_moments(beta: float, kmax: int) -> np.ndarray:
 
 
 @kernel(cache=True, error_model="numpy")
-def resolvent_mp(beta: float, t: float) -> tuple:
-    """Kernel: <1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2> for MP(beta), t > 0."""
-    if t > 100.0:
-        mom = mp_moments(beta, N_MOMENTS)
+def _resolvent_small(beta: float, t: float) -> tuple:
+    """Kernel: :func:`resolvent_mp` for beta <= 1 (support in [0, 4], no atom)."""
+    if t > 100.0:  # series in e = 1/t, each average summed directly (no cancellation)
+        mom = mp_moments(beta, N_MOMENTS + 2)
         e = 1.0 / t
         r1 = 0.0  # <1/(1 + e x)>
         r2 = 0.0  # <1/(1 + e x)^2>
+        s1 = 0.0  # <x/(1 + e x)>
+        s1b = 0.0  # <x/(1 + e x)^2>
+        s2 = 0.0  # <x^2/(1 + e x)^2>
         sgn = 1.0
         ek = 1.0
         for k in range(N_MOMENTS + 1):
             r1 += sgn * mom[k] * ek
             r2 += sgn * (k + 1) * mom[k] * ek
+            s1 += sgn * mom[k + 1] * ek
+            s1b += sgn * (k + 1) * mom[k + 1] * ek
+            s2 += sgn * (k + 1) * mom[k + 2] * ek
             sgn = -sgn
             ek *= e
-        g1 = e * r1
-        g2 = e * e * r2
-        x1 = 1.0 - r1  # <x/(x+t)> = 1 - t <1/(x+t)>
-        x1b = e * (r1 - r2)  # <x/(x+t)^2> = <1/(x+t)> - t <1/(x+t)^2>
-        x2 = 1.0 - 2.0 * r1 + r2
-        return g1, g2, x1, x1b, x2
+        return e * r1, e * e * r2, e * s1, e * e * s1b, e * e * s2
     sa = (1.0 - math.sqrt(beta)) ** 2
     sb = (1.0 + math.sqrt(beta)) ** 2
     dd = math.sqrt((t + sa) * (t + sb))
     ddp = (2.0 * t + sa + sb) / (2.0 * dd)
     m1 = 2.0 / (1.0 - beta + t + dd)
     m2 = 0.5 * m1 * m1 * (1.0 + ddp)
-    x1 = 4.0 * t / ((dd + t) ** 2 - (1.0 - beta) ** 2)
+    # x1 = 4 t / ((dd + t)^2 - (1 - beta)^2), with dd - (1 - beta) = t (t + 2 + 2 beta) /
+    # (dd + 1 - beta) (as dd^2 - (1 - beta)^2 = t (t + 2 + 2 beta)): no cancellation at small t
+    x1 = 4.0 / (((t + 2.0 + 2.0 * beta) / (dd + 1.0 - beta) + 1.0) * (dd + t + 1.0 - beta))
     x1b = m1 - t * m2
     x2 = x1 - t * x1b
     return m1, m2, x1, x1b, x2
 
+
+@kernel(cache=True, error_model="numpy")
+def resolvent_mp(beta: float, t: float) -> tuple:
+    """Kernel: <1/(x+t)>, <1/(x+t)^2>, <x/(x+t)>, <x/(x+t)^2>, <x^2/(x+t)^2> for MP(beta), t > 0.
+
+    For beta > 1 by duality: MP(beta) = (1 - 1/beta) delta_0 + (1/beta) (law of beta y),
+    y ~ MP(1/beta) (the nonzero eigenvalues of G G^T / d are those of G^T G / d), so every
+    average is one of MP(1/beta) at t / beta (THEORY.md §6). The series in 1/t then converges
+    for every beta (the support of MP(1/beta) lies in [0, 4]) and the atom's share of
+    <x/(x+t)^2> never cancels against the bulk's."""
+    if beta <= 1.0:
+        return _resolvent_small(beta, t)
+    m1, m2, x1, x1b, x2 = _resolvent_small(1.0 / beta, t / beta)
+    atom = 1.0 - 1.0 / beta
+    ib = 1.0 / beta
+    return (atom / t + m1 * ib * ib, atom / (t * t) + m2 * ib * ib * ib, x1 * ib, x1b * ib * ib,
+            x2 * ib)
 
 
 def mp_density(x: np.ndarray, beta: float) -> np.ndarray:

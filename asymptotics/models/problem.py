@@ -36,6 +36,12 @@ MODELS = ("srf", "network", "rf")
 LAM_LIMIT = 1e4
 #: at a finite width, a larger lam is evaluated here (:func:`cap_lam`)
 LAM_CAP = 1e100
+#: a larger finite beta is evaluated at BETA_CAP, a smaller positive one at BETA_FLOOR
+#: (:func:`cap_beta`)
+BETA_CAP = 1e100
+BETA_FLOOR = 1e-50
+#: a larger finite alpha is evaluated here (:func:`check_alpha`)
+ALPHA_CAP = 1e100
 BETA_LIMIT = 1e-3
 ALPHA_LIMIT = 1e-3
 
@@ -103,6 +109,43 @@ def cap_lam(lam: Any, p: Any) -> Any:
                       LimitWarning, stacklevel=3)
         return LAM_CAP
     return lam
+
+
+def cap_beta(beta: Any) -> Any:
+    """As beta = p/d grows (shrinks) the risk tends to its beta -> infinity (beta -> 0) value
+    at a distance of order 1/beta (beta): it moves by 1e-10 from beta = 1e10 to 1e30 and not in
+    double precision from 1e30 to 1e150 (or from 1e-12 to 1e-80), while the equations' variables
+    leave float64 beyond beta ~ 1e150 (below ~1e-90 on the network's groups). A real beta above
+    :data:`BETA_CAP` (below :data:`BETA_FLOOR`) is evaluated there, with a warning; anything
+    else is returned as given (THEORY.md §6)."""
+    import warnings
+
+    if not isinstance(beta, (int, float, np.floating)) or isinstance(beta, bool) \
+            or not 0.0 < beta < math.inf or BETA_FLOOR <= beta <= BETA_CAP:
+        return beta
+    at, side = (BETA_CAP, "infinity") if beta > 1.0 else (BETA_FLOOR, "0")
+    warnings.warn(f"beta = {beta:g} is evaluated at beta = {at:g}: the risk there is its "
+                  f"beta -> {side} value to double precision (the gap is of order "
+                  f"{'1/beta' if beta > 1.0 else 'beta'}); beyond it the equations leave double "
+                  "precision", LimitWarning, stacklevel=3)
+    return at
+
+
+def check_alpha(alpha: Any) -> float:
+    """alpha = n/d, a finite real > 0; above :data:`ALPHA_CAP` it is evaluated at ALPHA_CAP
+    with a warning: the risk tends to its alpha -> infinity value at a distance of order
+    1/alpha (the same to every printed digit from alpha = 1e20 to 1e150 on every route), and the
+    equations leave double precision beyond ~1e150 (THEORY.md §7)."""
+    import warnings
+
+    alpha = check_value("alpha", alpha, positive=True)
+    if alpha > ALPHA_CAP:
+        warnings.warn(f"alpha = {alpha:g} is evaluated at alpha = {ALPHA_CAP:g}: the risk there "
+                      "is its alpha -> infinity value to double precision (the gap is of order "
+                      "1/alpha); beyond ~1e150 the equations leave double precision",
+                      LimitWarning, stacklevel=3)
+        return ALPHA_CAP
+    return alpha
 
 
 def check_width(p: float | None) -> float | None:
@@ -251,7 +294,7 @@ def build_problem(
     alpha0 = check_value("alpha0", alpha0, positive=True)
     eta = check_value("eta", eta)
     lam = check_value("lam", lam)
-    beta = check_value("beta", beta, positive=True)
+    beta = cap_beta(check_value("beta", beta, positive=True))
     delta = check_value("delta", delta)
     s, g = _function("sigma", sigma), _function("target", target)
     p = check_width(p)

@@ -13,6 +13,7 @@ import numpy as np
 from asymptotics.coefficients.functions import Function
 from asymptotics.core import checks, group_checks
 from asymptotics.core.result import after_steps_fields
+from asymptotics.models.problem import check_alpha
 from asymptotics.multiindex.steps import (
     GroupState,
     RotatedTarget,
@@ -35,7 +36,7 @@ def risk_steps(alpha: float, *, steps: int, sigma: str | Function, target: str,
     from asymptotics.equations.solver import SolverConfig
     from asymptotics.spiked.solve import risk_spiked
 
-    alpha = checks.positive("alpha", alpha)
+    alpha = check_alpha(alpha)
     if mapping is not None:
         check_mapping(mapping, steps=steps, sigma=sigma, target=target, alpha0=alpha0, eta=eta,
                       delta=delta, readout=readout, batch=batch)

@@ -31,6 +31,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.measures.population import MAX_DEVICE_BYTES
 from asymptotics.multiindex.steps import Quadrature, mapping_inputs
 from asymptotics.multiindex.steps import evaluate as _evaluate
 from asymptotics.multiindex.xi_lines import xi_moments
@@ -260,6 +261,11 @@ def coupled_device(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     extrapolation 2 r(n) - r(n/2), DERIVATIONS.md §9.9)."""
     m = mapping_inputs(sigma, target, steps=steps, alpha0=alpha0, eta=eta, delta=delta,
                        readout=readout, quad=quad)
+    if 8.0 * max(round(alpha0 * size), 1) * (m.k + size) > MAX_DEVICE_BYTES:  # one batch
+        raise ValueError(f"the network theory's sampled device at alpha0={alpha0:g} needs "
+                         f"batches of {alpha0 * size:.3g} x {m.k + size} samples (more than "
+                         f"{MAX_DEVICE_BYTES / 2**30:.0f} GiB); use a smaller alpha0 or "
+                         "model='srf'")
     key = ("coupled", m.sigma, target, m.readout, float(alpha0), m.etas, m.delta, size, blocks,
            seed, quad, n_ref)
     try:

@@ -220,6 +220,9 @@ def spiked_builder(*, sigma: str | Function | Callable, target: str | Function |
         p = None if p == math.inf else checks.real("p", p, 1.0)
         group_checks.group_width(p, pi)
     lam = _capped_lam(lam)
+    from asymptotics.models.problem import cap_beta
+
+    beta = cap_beta(beta)
     degrees = target_degrees(tname) if isinstance(target, str) and (not isinstance(
         g, Function) or (not g.kinks and g.name == g.expression)) else getattr(target, "degrees",
                                                                                None)

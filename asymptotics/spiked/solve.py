@@ -38,6 +38,7 @@ from asymptotics.equations.ladder import climb as _climb  # noqa: F401  (one lad
 from asymptotics.equations.ladder import curve_on_ladder as _curve_on_ladder
 from asymptotics.equations.ladder import ladder as _ladder
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status
+from asymptotics.models.problem import check_alpha
 from asymptotics.spiked import contrast
 from asymptotics.spiked.anderson import node_args, solve_point
 from asymptotics.spiked.kernels import sizes
@@ -93,10 +94,9 @@ def solve_spiked(prob: SpikedProblem, alpha: float, solver: SolverConfig = Solve
     """Solve at one alpha (docs/THEORY.md §10.5); ``x0``: a warm start of (V1, V2); ``rule``:
     the (``n_kappa``, ``quadrature_change``) the result carries; ``base``: as :func:`_result`'s
     (the fields of an earlier record of the same model: the same record)."""
-    alpha = checks.positive("alpha", alpha)
+    alpha = check_alpha(alpha)
     K = prob.fractions.shape[0]
-    nn = _nonneg(K)
-    has_x0 = x0 is not None
+    nn, has_x0 = _nonneg(K), x0 is not None
     start = (np.ascontiguousarray(x0, dtype=np.float64) if has_x0
              else np.zeros(K * K + K))
     out = solve_point(
@@ -197,7 +197,7 @@ def risk_spiked(alpha: float, *, sigma: str | Function | Callable = default("sig
     rules of :func:`aligned_ladder`) until the point is settled
     (:func:`_climb_point`: the error estimate :func:`quadrature_error` within
     :data:`QUADRATURE_RTOL`; ``n_kappa``, ``quadrature_change`` of the result)."""
-    alpha = checks.positive("alpha", alpha)
+    alpha = check_alpha(alpha)
     checks.flag("strict", strict)
     group_checks.spiked_inputs(loadings, bulk, fractions, overlaps, p, n_kappa, n_omega)
     group_checks.instance("solver", solver, SolverConfig, "SolverConfig(rtol=1e-10)")
@@ -323,7 +323,7 @@ def curve_frame(alphas: Iterable[float], route: str | None, fields: dict | None,
 
     checks.flag("strict", strict)
     checks.optional_flag("progress", progress)
-    alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas", alphas)]
+    alphas = [check_alpha(a) for a in checks.sequence("alphas", alphas)]
     n_kappa, n_omega = params.pop("n_kappa", None), params.pop("n_omega", None)
     group_checks.spiked_inputs(*(params.get(n) for n in ("loadings", "bulk", "fractions",
                                                         "overlaps", "p")), n_kappa, n_omega)
