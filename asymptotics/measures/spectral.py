@@ -80,15 +80,15 @@ def measure_moments(
         for j in range(N_AVERAGES):
             out[j] /= n
         return out
-    if kind == 3:
+    if kind == 3:  # (np.bool_ flags: population_bulk compiles once, not once per literal)
         population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1,
-                        True)
+                        np.bool_(True))
         if not math.isnan(out[0]):
             special_columns(out, beta, F, G, H, s1)
         return out
     if kind == 4:
         n = rho.shape[0] // 5
-        population_bulk(out, beta, rho[:n], F[:n], s0, s1, True)
+        population_bulk(out, beta, rho[:n], F[:n], s0, s1, np.bool_(True))
         if not math.isnan(out[0]):
             quadrature_columns(out, beta, rho, F, H[0], s1, n)
         return out
@@ -153,12 +153,12 @@ def bulk_moments(
     if kind == MEASURE_POPULATION:
         out = np.empty(N_AVERAGES)
         population_bulk(out, beta, rho, np.full(rho.shape[0], 1.0 / rho.shape[0]), s0, s1,
-                        False)
+                        np.bool_(False))
         return out
     if kind == MEASURE_QUADRATURE:
         out = np.empty(N_AVERAGES)
         n = rho.shape[0] // 5
-        population_bulk(out, beta, rho[:n], F[:n], s0, s1, False)
+        population_bulk(out, beta, rho[:n], F[:n], s0, s1, np.bool_(False))
         return out
     return measure_moments(kind, beta, c, rho, F, H, G, s0, s1)
 

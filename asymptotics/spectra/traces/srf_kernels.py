@@ -250,8 +250,8 @@ def srf_residual(x: np.ndarray, z: np.ndarray, pi: np.ndarray, beta: float, A: f
     J = np.empty((1, 1, 1), dtype=np.complex128)
     c, S, G, rs, mats, vec, ws = _scratch(pi.shape[0], nb, nodes)
     for p in range(Np):
-        _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, False, c, S, G, rs, mats, vec,
-             ws, F, J)
+        _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, np.bool_(False), c, S, G, rs,
+             mats, vec, ws, F, J)
     return F
 
 
@@ -267,8 +267,8 @@ def srf_jacobian(x: np.ndarray, z: np.ndarray, pi: np.ndarray, beta: float, A: f
     J = np.empty((Np, q, q), dtype=np.complex128)
     c, S, G, rs, mats, vec, ws = _scratch(pi.shape[0], nb, nodes)
     for p in range(Np):
-        _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, True, c, S, G, rs, mats, vec,
-             ws, F, J)
+        _row(x, z, p, pi, beta, A, basT, w, sym, prodT, pk, pm, np.bool_(True), c, S, G, rs,
+             mats, vec, ws, F, J)
     return F, J
 
 
@@ -295,12 +295,13 @@ def srf_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, pi: np.nda
     dx = np.empty(q, dtype=np.complex128)
     Hy = np.empty(q, dtype=np.complex128)
     sH = np.empty(q, dtype=np.complex128)
+    p0 = np.int64(0)  # (a plain int64, as np.bool_ for jac: _row compiles once, not per literal)
     for p in range(Np):
         for i in range(q):
             xr[0, i] = x[p, i]
         zr[0] = z[p]
-        _row(xr, zr, 0, pi, beta, A, basT, w, sym, prodT, pk, pm, True, c, S, G, rs, mats, vec,
-             ws, F, J)
+        _row(xr, zr, p0, pi, beta, A, basT, w, sym, prodT, pk, pm, np.bool_(True), c, S, G, rs,
+             mats, vec, ws, F, J)
         _gauss_inv(J[0], H)
         for _ in range(steps):
             bad = False
@@ -325,8 +326,8 @@ def srf_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, pi: np.nda
             if big_dx / (1.0 + big_x) < tol:
                 ok[p] = True
                 break
-            _row(xr, zr, 0, pi, beta, A, basT, w, sym, prodT, pk, pm, False, c, S, G, rs, mats,
-                 vec, ws, Fn, J)
+            _row(xr, zr, p0, pi, beta, A, basT, w, sym, prodT, pk, pm, np.bool_(False), c, S, G,
+                 rs, mats, vec, ws, Fn, J)
             den = 0j
             fin = True
             for i in range(q):

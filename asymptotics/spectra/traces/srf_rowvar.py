@@ -71,7 +71,7 @@ def rowvar_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, c: np.n
     sH = np.empty(2, dtype=np.complex128)
     for p in range(Np):
         x0, x1, zp = x[p, 0], x[p, 1], z[p]
-        F[0], F[1] = _row(x0, x1, zp, c, w, wc, beta, H, True)
+        F[0], F[1] = _row(x0, x1, zp, c, w, wc, beta, H, np.bool_(True))  # (one signature)
         for _ in range(steps):
             bad = False
             for i in range(2):
@@ -93,7 +93,7 @@ def rowvar_broyden(x: np.ndarray, z: np.ndarray, tol: float, steps: int, c: np.n
             if big_dx / (1.0 + big_x) < tol:
                 ok[p] = True
                 break
-            f0, f1 = _row(x0, x1, zp, c, w, wc, beta, H, False)
+            f0, f1 = _row(x0, x1, zp, c, w, wc, beta, H, np.bool_(False))
             y0, y1 = f0 - F[0], f1 - F[1]
             den = 0j
             for i in range(2):
@@ -150,8 +150,9 @@ class RowvarSolver(law.Solver):
     def __init__(self, residual: Callable, start: Callable, stieltjes: Callable, scale: float,
                  *, c: np.ndarray, w: np.ndarray, beta: float) -> None:
         super().__init__(residual, start, stieltjes, scale)
-        c = np.ascontiguousarray(c, dtype=np.float64)
-        w = np.ascontiguousarray(w, dtype=np.float64)
+        # writable C arrays (a read-only c, e.g. a cached one, is copied): one compiled signature
+        c = np.require(c, np.float64, "CW")
+        w = np.require(w, np.float64, "CW")
         self._args = (c, w, np.ascontiguousarray(w * c), float(beta))
 
     def _broyden(self, x: np.ndarray, z: np.ndarray, H0: np.ndarray | None = None
