@@ -1,8 +1,8 @@
 """The K-group node tables go to the solve kernels as they are, row-major, for every number of
 groups (``spiked.anderson.node_args``, docs/THEORY.md §10.5): the kernels see one pattern of
 array types whatever K, r and the target's rank, so numba compiles the solve tree once (two
-groups' per-group tables in column order were a second compile of the whole tree, ~100 CPU-s
-on an empty cache, for a warm point 7-24% faster; the same numbers either way)."""
+groups' per-group tables in column order were a second compile of the whole tree, 30-90 CPU-s
+on an empty cache, for a warm point ~30% faster; the same numbers either way)."""
 
 from __future__ import annotations
 

