@@ -212,18 +212,36 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
     risk = np.nan
     if status == CONVERGED:
         # risk_of(state) is sum w E(k); full_map_e computed E at this state unless Q2 moved
-        # (risk_of's matrix products on row-major tables, node_args; np.ascontiguousarray: a
-        # copy only of a table in another layout, the same numbers)
+        # (risk_of's matrix products on row-major tables: two groups' per-group tables come in
+        # column order, node_args; np.ascontiguousarray: the same numbers)
         risk = risk_of(state, w, np.ascontiguousarray(kap), np.ascontiguousarray(mu0), mb1, ms2,
                        h, np.ascontiguousarray(h1), h2) if clamped else float(np.sum(w * E))
     return state, status, n_it, resid, x, solved, risk, sv, power, total
 
 
+#: the node tables of the last COLUMNS_SIZE problems of two groups, per-group ones in column order
+#: (:func:`node_args`), by the tables' identity (each entry keeps its tables alive)
+COLUMNS_SIZE = 16
+_COLUMNS: dict = {}
+
+
 def node_args(prob: SpikedProblem) -> tuple:
     """(weights, kappa, mu0, mub1, mus2, h, h1, h2) of ``prob``'s tables as the kernels take
-    them: as they are (row-major) for every number of groups, so that the solve kernels compile
-    once for all of them (two groups' per-group tables in column order read with unit stride and
-    vectorised, ~30% faster a warm point, but cost a second compile of the whole solve tree on a
-    cold cache, 30-90 CPU-s; the same numbers either way)."""
+    them: with two groups the per-group ones (mu0, mub1, mus2) in column (Fortran) order, so
+    that the node passes (``equations.node_sums``) read each group's column with unit stride and
+    vectorise (the same operations in the same order: the same numbers); every other table,
+    and every table of one group or of three and more, as it is (row-major). So the kernels
+    take one layout per number of groups' branch, whatever r and the target's rank: a column
+    table of one column is row-major to numba, so column order for the (n, r) or (n, 1) ones
+    would compile each kernel once more per such shape pattern (~40 s each)."""
     t = prob.tables
-    return t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2
+    if prob.fractions.shape[0] != 2:
+        return t.weights, t.kappa, t.mu0, t.mub1, t.mus2, t.h, t.h1, t.h2
+    got = _COLUMNS.get(id(t))
+    if got is None or got[0] is not t:
+        f = np.asfortranarray
+        got = _COLUMNS[id(t)] = (t, (t.weights, t.kappa, f(t.mu0), f(t.mub1), f(t.mus2), t.h,
+                                     t.h1, t.h2))
+        while len(_COLUMNS) > COLUMNS_SIZE:
+            _COLUMNS.pop(next(iter(_COLUMNS)))
+    return got[1]
