@@ -66,6 +66,18 @@ def acal_diag(W: np.ndarray, a: np.ndarray, D: np.ndarray, ecov: np.ndarray) -> 
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
+def gram_row(c1: np.ndarray, u: np.ndarray, x: int) -> None:
+    """Kernel: ``c1[x K + y] += sum_i u_x,i u_y,i`` for every y (row x of the Gram of ``u``,
+    K x n), shared by :func:`field_forms` and :func:`forms_wa`."""
+    K, n = u.shape[0], u.shape[1]
+    for y in range(K):
+        acc = 0.0
+        for i in range(n):
+            acc += u[x, i] * u[y, i]
+        c1[x * K + y] += acc
+
+
+@kernel(cache=True, error_model="numpy", fastmath=FAST)
 def field_forms(W: np.ndarray, a: np.ndarray, vhat1: np.ndarray, D: np.ndarray,
                 wa: np.ndarray) -> tuple:
     """``(c1, c2)`` of :meth:`CoupledChannels.field_q`: ``c1[x K + y] = B^-1 sum_(b,i) u_x
@@ -93,11 +105,7 @@ def field_forms(W: np.ndarray, a: np.ndarray, vhat1: np.ndarray, D: np.ndarray,
                     acc += W[b, i, x, g] * s[g, i]
                 u[x, i] = acc
         for x in range(K):
-            for y in range(K):
-                acc = 0.0
-                for i in range(n):
-                    acc += u[x, i] * u[y, i]
-                c1[x * K + y] += acc
+            gram_row(c1, u, x)
             acc = 0.0
             for i in range(n):
                 kt = s[x, i]
@@ -126,11 +134,7 @@ def forms_wa(Wa: np.ndarray, a: np.ndarray, wa: np.ndarray, vhat1: np.ndarray,
                         acc += Wa[b, x, i, y, f] * wa[y, f]
                 u[x, i] = acc
         for x in range(K):
-            for y in range(K):
-                acc = 0.0
-                for i in range(n):
-                    acc += u[x, i] * u[y, i]
-                c1[x * K + y] += acc
+            gram_row(c1, u, x)
             acc = 0.0
             for i in range(n):
                 t = 0.0
