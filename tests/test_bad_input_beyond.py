@@ -722,7 +722,7 @@ FRESH = [
     (lambda: A.spectrum("features", alpha=2.0, sigma="1e-300*tanh(z)", model="srf"), ValueError,
      "no bulk spectrum"),
     # float64 overflows inside the mappings (were OverflowError / ZeroDivisionError)
-    (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "population measure"),
+    (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "spike the scale c = inf"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
     (lambda: A.risk(2.0, readout={1e300: 1.0}, model="srf"), ValueError, "readout's step"),
     (lambda: A.risk(2.0, steps=2, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16,

@@ -259,6 +259,25 @@ class Problem:
                        ms.beta, ms.c, ms.rho, ms.F, ms.H, ms.G, self.p_inv, self.common_row)
 
 
+#: the largest spike scale c of a one-step problem: the kappa rule of the conditional
+#: coefficients (THEORY.md §4) resolves features of scale sqrt(c) up to here. Measured: tanh,
+#: erf and sigmoid turn non-finite from c ~ 7e10-2.6e11, relu from ~1e15, and softplus's risk
+#: drifts by 4e-8 at c ~ 5e16 while still "converging"; below 1e10 every registered sigma is
+#: flat or smooth in eta (tests/test_spike_scale.py)
+MAX_SPIKE_SCALE = 1e10
+
+
+def check_spike_scale(spike: SpikeMapping, where: str) -> SpikeMapping:
+    """``spike`` if its scale c is at most :data:`MAX_SPIKE_SCALE`, else a one-line ValueError
+    naming ``where`` (c ~ eta^2 (mu2* + delta) / alpha0, THEORY.md §3)."""
+    if not spike.c <= MAX_SPIKE_SCALE:
+        raise ValueError(f"{where} gives the step's spike the scale c = {spike.c:.3g}; the "
+                         f"one-step equations resolve c <= {MAX_SPIKE_SCALE:g} (c grows like "
+                         "eta^2 (mu2* + delta) / alpha0): use a smaller eta or delta or a larger "
+                         "alpha0")
+    return spike
+
+
 def build_problem(
     *,
     sigma: str | Function = default("sigma"),
@@ -308,6 +327,8 @@ def build_problem(
                         f"marchenko_pastur(beta, c)) or None, got {measure!r}")
     if spike is not None and not isinstance(spike, SpikeMapping):
         raise TypeError(f"spike must be a SpikeMapping or None, got {spike!r}")
+    if spike is not None:
+        check_spike_scale(spike, "the given spike")
     if model not in MODELS:
         raise ValueError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
     if model == "rf" and eta != 0:
@@ -316,13 +337,15 @@ def build_problem(
 
     def one_step() -> SpikeMapping:
         try:
-            return srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
-                               ge=ge_coefficients(s, g))
+            sp = srf_mapping(s, g, alpha0=alpha0, eta=eta, delta=delta,
+                             ge=ge_coefficients(s, g))
         except (OverflowError, FloatingPointError, ZeroDivisionError):
             raise ValueError(
                 f"the one-step mapping overflows float64 at eta={eta:g}, alpha0={alpha0:g}, "
                 f"delta={delta:g} (sigma={s.name}, target={g.name}); use smaller values"
             ) from None
+        return check_spike_scale(sp, f"eta={eta:g}, alpha0={alpha0:g}, delta={delta:g} "
+                                     f"(sigma={s.name}, target={g.name})")
 
     # the network theory builds on the one-step mapping: check it before its measure
     mapping = one_step() if model == "network" and spike is None and eta > 0 else None
