@@ -725,6 +725,7 @@ FRESH = [
     (lambda: A.risk(2.0, alpha0=5e-324), ValueError, "spike the scale c = inf"),
     (lambda: A.risk(2.0, alpha0=1e-300, readout="pm1"), ValueError, "alpha0=1e-300"),
     (lambda: A.risk(2.0, readout={1e300: 1.0}, model="srf"), ValueError, "readout's step"),
+    (lambda: A.risk(2.0, readout={1e10: 1.0}), ValueError, "scales the step to eta * a"),
     (lambda: A.risk(2.0, steps=2, sigma="erf(z-1)", target="z1 + z1*z2", alpha0=16,
                     eta=(1e300, 1e300), readout="pm1", model="srf"), ValueError,
      "steps' mapping"),

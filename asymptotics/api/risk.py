@@ -169,9 +169,10 @@ def risk(
                                    f"alpha={alpha:g}: {best.message[0]}")
         lam, eta = float(best.lam[0]), float(best.eta[0])
         note = str(best.message[0])
-    problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, spike=spike, gamma=gamma, measure=measure,
-                            model=model, p=p, common_row=common_row)
+    problem = _one_step_problem(how, readout, sigma=sigma, target=target, alpha0=alpha0,
+                                eta=eta, lam=lam, beta=beta, delta=delta, spike=spike,
+                                gamma=gamma, measure=measure, model=model, p=p,
+                                common_row=common_row)
     warn_small_alpha([alpha], problem.p)
     res = solve_point(problem, alpha, solver=solver, strict=strict, engine=engine)
     if note is not None and res.converged:
@@ -252,8 +253,8 @@ def risk_curve(
             bad = df.alpha[~df.converged].tolist()
             raise ConvergenceError(f"no converged optimum at alpha={bad}")
         return df
-    problem = build_problem(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam,
-                            beta=beta, delta=delta, **overrides)
+    problem = _one_step_problem(how, readout, sigma=sigma, target=target, alpha0=alpha0,
+                                eta=eta, lam=lam, beta=beta, delta=delta, **overrides)
     warn_small_alpha(alphas, problem.p)
     first = ["alpha", "risk", "converged", "iterations", "residual"]
     if engine == "compiled" and problem.lam > 0:
@@ -270,6 +271,17 @@ def risk_curve(
     rows = [r.as_dict() for r in curve_results(problem, alphas, solver, strict, progress)]
     df = pd.DataFrame(rows)
     return df[first + [c for c in df.columns if c not in first]]
+
+
+def _one_step_problem(how: str, readout: object, **kw) -> Problem:
+    """``build_problem(**kw)``; off the one-spike route (a readout of one value a, answered by
+    the one-step network theory at eta a, THEORY.md §11) its errors say the readout scaled eta."""
+    try:
+        return build_problem(**kw)
+    except ValueError as err:
+        if how == "one-spike":
+            raise
+        raise ValueError(f"readout={readout!r} scales the step to eta * a: {err}") from None
 
 
 def _optimal_curve(alphas, *, eta, lam, overrides, progress=None, **kw) -> pd.DataFrame:
