@@ -45,12 +45,6 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
     ``on_step(t)`` is called after step ``t``; ``progress``: a report per step on stderr
     (:class:`asymptotics.core.progress.Progress`; False: none); ``batch="reused"``: every
     step on the same batch (THEORY.md §14; ``model="srf"``)."""
-    import json
-
-    import pandas as pd
-
-    from asymptotics.core.progress import Progress
-
     alphas = [checks.positive("alpha", a) for a in checks.sequence("alphas",
                                                                    np.atleast_1d(alphas))]
     steps = checks.integer("steps", steps, 1)
@@ -65,6 +59,24 @@ def risk_by_step(alphas: Sequence[float] | float, *, steps: int = _EX["steps"],
     kw = dict(sigma=sigma, target=target, alpha0=alpha0, eta=eta, lam=lam, beta=beta,
               delta=delta, readout=readout, p=p)
     check("batch", batch)
+    from asymptotics.network.schur import blas_threads
+
+    with blas_threads():  # small products throughout (schur.BLAS_THREADS)
+        return _by_step(alphas, steps=steps, model=model, batch=batch, on_step=on_step,
+                        progress=progress, **kw)
+
+
+def _by_step(alphas: list[float], *, steps: int, model: str, batch: str, on_step, progress,
+             **kw):
+    """:func:`risk_by_step` after its checks."""
+    import json
+
+    import pandas as pd
+
+    from asymptotics.core.progress import Progress
+
+    target, alpha0, lam, beta, delta, p = (kw[k] for k in ("target", "alpha0", "lam", "beta",
+                                                           "delta", "p"))
     if model == "network":
         if batch != "fresh" and steps > 1:
             raise ValueError(f"batch={batch!r} after several steps is implemented for "

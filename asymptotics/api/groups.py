@@ -115,8 +115,11 @@ def solve_k_group(alphas: list[float], *, curve: bool, how: str, steps: object, 
         if batch != "fresh" and checks.integer("steps", steps, 1) > 1:
             raise ValueError(f"batch={batch!r} after several steps is implemented for "
                              "model='srf' (THEORY.md §14); pass model='srf'")
-        df, eta = _network(alphas, curve=curve, how=how, steps=steps, readout=readout,
-                           lam=lam, eta=eta, overrides=overrides, progress=progress, **pt)
+        from asymptotics.network.schur import blas_threads
+
+        with blas_threads():  # small products throughout (schur.BLAS_THREADS)
+            df, eta = _network(alphas, curve=curve, how=how, steps=steps, readout=readout,
+                               lam=lam, eta=eta, overrides=overrides, progress=progress, **pt)
         if fields and curve and df is not None:
             for name, value in _fields(how, steps, alpha0, eta, readout, batch).items():
                 df[name] = [value] * len(df) if value is None else value
