@@ -103,8 +103,9 @@ def climb(solve_rung: Callable[[int], Any], rules: Sequence[int]) -> tuple[Any, 
         return res, -1
     return replace(res, risk=math.nan, converged=False, status="max_iter", message=(
         f"quadrature not resolved: estimated error {res.quadrature_change:.2g} (relative; inf: "
-        f"too few converged rules) at {rules[-1]} kappa nodes per dimension, above "
-        f"{QUADRATURE_RTOL:g}; pass a larger n_kappa")), None
+        f"too few converged rules) at {rules[-1]} kappa nodes per dimension, the ladder's "
+        f"largest rule, above {QUADRATURE_RTOL:g} (risk_spiked and risk_readout solve on a given "
+        "rule: n_kappa=...)")), None
 
 
 def climb_borrowed(cheap: Callable[[int], Any], full: Callable[[int, Any, bool], Any],
