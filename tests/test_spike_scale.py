@@ -67,3 +67,18 @@ def test_cli_exit_2():
     assert out.returncode == 2, out.stderr
     assert "Traceback" not in out.stderr
     assert "c <= 1e+10" in out.stderr
+
+
+def test_the_bound_is_needed(monkeypatch):
+    """With the bound lifted, what it guards against (THEORY.md §4): tanh turns non-finite at
+    c ~ 1.7e11 (eta = 3e6), and softplus's risk still 'converges' at c ~ 5e16 (eta = 1e9) but
+    drifts from the 1/eta approach it follows up to c ~ 5e15 (the gap 3e8 -> 1e9 is 4e-8, ten
+    times the gap 1e8 -> 3e8 instead of a third of it)."""
+    from asymptotics.models import problem
+
+    monkeypatch.setattr(problem, "MAX_SPIKE_SCALE", math.inf)
+    beyond = risk(2.0, sigma="tanh", eta=3e6, model="srf")
+    assert not beyond.converged and beyond.c > MAX_SPIKE_SCALE
+    r = [risk(2.0, sigma="softplus", eta=e, model="srf") for e in (1e8, 3e8, 1e9)]
+    assert all(x.converged for x in r)
+    assert abs(r[2].risk - r[1].risk) > 3.0 * abs(r[1].risk - r[0].risk)
