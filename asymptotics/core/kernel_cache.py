@@ -40,7 +40,6 @@ KERNEL_MODULES = [
     "asymptotics.multiindex.compiled.lattice",
     "asymptotics.multiindex.compiled.clenshaw",
     "asymptotics.multiindex.compiled.softplus",
-    "asymptotics.multiindex.compiled.rule_sums",
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",

@@ -41,12 +41,14 @@ from asymptotics.spiked.coefficients import tensor_rule
 
 #: the coarsest step, the aliasing margin (Gaussian spectra below e^-40), the agreement of the
 H_MAX = 0.5  # rules of h and 2 h required, the weights kept (relative to the largest)
-SPAN, CHECK_TOL = math.sqrt(80.0), 1e-8
+SPAN = math.sqrt(80.0)
+CHECK_TOL = 1e-8
 #: the agreement with the sub-rule at which a lattice is accepted (the rule of h is off by about
 #: the square of that, geometric in 1/h); a refused lattice is refined towards CHECK_TOL
 ACCEPT_TOL = 1e-6
 #: the xi rule's ripples that the spike lattice must resolve (relative to each moment's scale)
-RIPPLE_TOL, RIPPLE_MAX = 1e-13, 1e-10
+RIPPLE_TOL = 1e-13
+RIPPLE_MAX = 1e-10
 XI_STEP = 0.25  # the spacing of the nodes sqrt(c) xi_i of the xi trapezoid rule (xi_trapezoid)
 PRUNE = 1e-18
 #: the most Gauss-Hermite nodes of a weak spike axis (graded.weak_axes; beyond: step H_MAX)
@@ -65,7 +67,8 @@ def check_size(r: int, h: float, n_rest: int, m: int, u_max: float, what: str) -
     ball /= h**r
     if ball * float(n_rest) ** m > group_checks.MAX_EVALUATIONS / 2:
         x = np.arange(-u_max, u_max + h / 2, h)
-        wts = w = np.exp(-0.5 * x * x)
+        w = np.exp(-0.5 * x * x)
+        wts = w
         for _ in range(r - 1):
             wts = np.multiply.outer(wts, w)
         ball = int(np.count_nonzero(wts > PRUNE * wts.max()))
@@ -104,7 +107,8 @@ def xi_rules(direct: Callable[..., np.ndarray], sigma: Function, c: np.ndarray,
             rt = ripple(direct, sigma, sc, t, w, sg, "xi-trapezoid")
             if rt < rp:
                 rp, rule = rt, (t, w, "xi-trapezoid")
-        ripples.append(rp), rules.append(rule)
+        ripples.append(rp)
+        rules.append(rule)
     dxi = min([float(np.min(np.diff(np.sort(xi))))]
               + [float(r[0][1] - r[0][0]) for r in rules if r is not None])
     return np.array(ripples), rules, dxi
@@ -116,32 +120,26 @@ def xi_trapezoid(sc: float) -> tuple[np.ndarray, np.ndarray]:
     ~ sc^2 times its nodes)."""
     step = min(0.5, XI_STEP / sc)
     t = np.arange(-math.floor(9.5 / step), math.floor(9.5 / step) + 1) * step
-    return t, (w := np.exp(-0.5 * t * t)) / w.sum()
+    w = np.exp(-0.5 * t * t)
+    return t, w / w.sum()
 
 
 def spike_rule(hs: np.ndarray | None, h0: float, u_max: float, terms: Callable,
-               update: Callable, default: Callable, check: Callable | None = None,
-               many: Callable | None = None) -> tuple[np.ndarray, ...]:
+               update: Callable, default: Callable, check: Callable | None = None
+               ) -> tuple[np.ndarray, ...]:
     """The step's new state from the lattice of steps ``hs`` once it agrees with its sub-rule
     (module docstring; refined by :func:`next_steps`), else from the default rule
     ``default()``: ``update(U, w, *terms(U))``. ``check(U, w, *terms(U), rows)``: a sub-rule's
-    update from its rows of the node arrays (default: ``update`` on them taken; it only decides).
-    ``many(U, terms(U), [(w, rows or None), ...])``: the rule's update and its checks' at once
-    (the same states; None: one at a time)."""
+    update from its rows of the node arrays (default: ``update`` on them taken; it only decides)."""
     check = check or (lambda U, w, *x: update(*subset(U, w, x[:-1], x[-1])))
     while hs is not None and (np.any(hs > h0) or np.any(hs < 0)):
         U, wu, checks = lattice_checks(hs, u_max, h0)
         t = terms(U)
-        rules = [(wu, None)] + [(w, i) for c in checks for i, w in ((c[0], c[1]), (c[2], c[3]))
-                                if i is not None]
-        got = many(U, t, rules) if many is not None else None
-        pre = {(id(w), id(i)): x for (w, i), x in zip(rules, got, strict=True)} if got else {}
-        new = pre.get((id(wu), id(None))) or (
-            update(U, wu, *t) if any(c[0] is None for c in checks) else None)
+        new = update(U, wu, *t) if any(c[0] is None for c in checks) else None
         diff = 0.0
         for ia, wa, ib, wb in checks:  # each pair of rules must agree
-            one = new if ia is None else pre.get((id(wa), id(ia))) or check(U, wa, *t, ia)
-            two = pre.get((id(wb), id(ib))) or check(U, wb, *t, ib)
+            one = new if ia is None else check(U, wa, *t, ia)
+            two = check(U, wb, *t, ib)
             diff = max(diff, difference((one[0], one[1] @ one[1].T, one[2]),
                                         (two[0], two[1] @ two[1].T, two[2])))
         if diff <= ACCEPT_TOL:
@@ -166,10 +164,12 @@ def first_steps(Mmat: np.ndarray, c: np.ndarray, h0: float, ripples: np.ndarray,
     same margin: ``2 pi / h >= 2 pi b / dxi + SPAN sqrt(1 + 4 b^2)``. None (the default lattice)
     when a bulk is (near) zero or a ripple exceeds :data:`RIPPLE_MAX` (a kinked sigma: its
     rule's moments have kinks)."""
-    c, ripples = np.asarray(c, dtype=np.float64), np.asarray(ripples, dtype=np.float64)
+    c = np.asarray(c, dtype=np.float64)
+    ripples = np.asarray(ripples, dtype=np.float64)
     if not np.all(c > 1e-8) or len(ripples) != len(c) or not np.all(ripples <= RIPPLE_MAX):
         return None
-    b = np.max(ratio := np.abs(Mmat) / np.sqrt(c)[:, None], axis=0)
+    ratio = np.abs(Mmat) / np.sqrt(c)[:, None]
+    b = np.max(ratio, axis=0)
     width = span * np.sqrt(1.0 + 4.0 * b * b)
     h = 2.0 * math.pi / width
     if np.any(ripples > RIPPLE_TOL):

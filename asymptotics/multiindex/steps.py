@@ -36,7 +36,6 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
-from asymptotics.multiindex.compiled import rule_sums
 from asymptotics.multiindex.xi_lines import fits, xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -86,7 +85,8 @@ class GroupState:
         basis = wt[:r].T  # (k + q) x r, orthonormal columns
         loadings = S @ basis
         gamma = basis[:k].T  # r x k
-        Q = np.linalg.svd(gamma, full_matrices=True)[2].T
+        _, _, qt = np.linalg.svd(gamma, full_matrices=True)
+        Q = qt.T
         return loadings, gamma @ Q, Q
 
 
@@ -209,7 +209,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     (z, h) in R^(k+q) are taken in a basis whose first r axes span the K spikes: the xi-moments
     depend on those axes only (computed once per trapezoid node), the target on all. The rules:
     :mod:`asymptotics.multiindex.step_rules` (``per``: its ``smooth_variables``)."""
-    (K, k), q, S = state.a.shape, state.L.shape[1], np.hstack([state.a, state.L])
+    (K, k), q = state.a.shape, state.L.shape[1]
+    S = np.hstack([state.a, state.L])
     _, sv, vt = np.linalg.svd(S, full_matrices=True)
     r = int(np.sum(sv > RANK_TOL * max(1.0, sv.max(initial=0.0))))
     basis = vt.T  # columns: r spike axes, then the rest
@@ -257,15 +258,14 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
-               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, fused: object = False,
-               sums: tuple | None = None) -> tuple:
-        """(a, outside parts, c) after the step from the rule (U, wu), its node terms (sums)."""
-        # on a large rule or a sub-rule's check (``fused``: True, or its rows of the node arrays)
-        # the sums for a and the outside Gram in one compiled pass (another order; ``sums``: by
-        # ``many``); c's (sqrt(c) + eta eps E[e m2] may cancel) by numpy's, but a check's
+               e0: np.ndarray, e1: np.ndarray, e2: np.ndarray, fused: object = False) -> tuple:
+        """(a, outside parts, c) after the step from the rule (U, wu) and its node terms."""
+        # on a large rule or a sub-rule's check (``fused``: True, or the sub-rule's rows of the
+        # node arrays) the sums for a and the outside Gram in one compiled pass (another order);
+        # c's (sqrt(c) + eta eps E[e m2] may cancel) by numpy's, but a check's (it only decides)
         idx, fused = (fused, True) if isinstance(fused, np.ndarray) else (None, fused)
-        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2, idx) if sums is None and (
-            fused or len(U) >= FUSED) else sums
+        sums = step_kernels.node_sums(U, wu, m1, m2, v, e0, e1, e2, idx) if fused or len(
+            U) >= FUSED else None
         if idx is not None and sums is None:  # not compiled yet: the sub-rule's rows taken
             return update(*step_rules.subset(U, wu, (m1, m2, v, e0, e1, e2), idx), fused=True)
         e_m2, noise_v = sums[2:4] if idx is not None else ((wu * e0) @ m2, (noise := wu * e2) @ v)
@@ -275,18 +275,14 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
             wm1 = (wu * e0)[:, None] * m1  # (u, K)
             dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
             noise_mm = (m1 * noise[:, None]).T @ m1
-        sqrt_c, finite = np.sqrt(state.c) + eta * values * e_m2, math.isfinite(alpha0)
+        sqrt_c = np.sqrt(state.c) + eta * values * e_m2
+        finite = math.isfinite(alpha0)
         c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
         outside = state.L + eta * values[:, None] * dX[:, k:]
         if finite:
             outside = np.hstack([outside, factor(eta**2 * np.outer(values, values) * noise_mm
                                                    / alpha0)])
         return state.a + eta * values[:, None] * dX[:, :k], outside, c_new
-
-    def many(U: np.ndarray, t: tuple, rules: list) -> list | None:  # one pass: rule_sums
-        got = rule_sums.rules_sums(U, rules, *t) if len(U) >= FUSED else None
-        return got and [update(U, w, *t, fused=False if i is None else i, sums=x)
-                        for (w, i), x in zip(rules, got, strict=True)]
 
     cl = graded.closed_moments(sigma, K)  # per None: a kink (the default lattice)
     hs, rules = graded.choose(xi_lines.xi_direct_small if K >= 3 else xi_lines.xi_direct,
@@ -299,7 +295,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     kink = (graded.relu_target(g) and beta is None and quad.h is None and r == 1  # at u = 0
             and not np.any(Bq[:, 0]))  # step_kernels.kink_split; relu's own K < 3 rule: warned
     rule = lambda: graded.spike_rule(hs, h, U_MAX, terms, update, lambda: trapezoid(r, h),  # noqa
-                                     lambda *x: update(*x[:-1], fused=x[-1]), many)  # rows
+                                     lambda *x: update(*x[:-1], fused=x[-1]))  # rows
     a_new, outside, c_new = (step_kernels.kink_split(terms, update, step_rules.difference, U_MAX,
                              rule if sigma.kinks and K < 3 else None) if kink else rule())
     return GroupState(state.step + 1, a_new, factor(outside @ outside.T) if outside.shape[1]
@@ -314,8 +310,9 @@ CACHE_SIZE = 128
 
 def clear_cache() -> None:
     """Forget the cached mappings, xi pieces and ripples (benchmarks time a first computation)."""
-    for clear in (_CACHE.clear, xi_lines.clear_cache, step_rules.clear_cache):
-        clear()
+    _CACHE.clear()
+    xi_lines.clear_cache()
+    step_rules.clear_cache()
 
 
 @dataclass(frozen=True)
@@ -367,7 +364,8 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     g, k, _ = checks.named("target", resolve_target, target)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
-    return MappingInputs(steps, etas, delta, ro, s, g, k, np.asarray(ro.values, dtype=np.float64),
+    return MappingInputs(steps, etas, delta, ro, s, g, k,
+                         np.asarray(ro.values, dtype=np.float64),
                          np.asarray(ro.weights, dtype=np.float64), degree,
                          step_rules.smooth_variables(g, target, k, per))
 
@@ -389,7 +387,8 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     # a reused batch: the first step as on a fresh batch, the second below (THEORY.md §14)
     reuse = batch == "reused" and steps >= 2 and math.isfinite(alpha0)
     n_fresh = 1 if reuse else steps
-    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas, n_fresh)
+    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas,
+                               n_fresh)
     states = list(_CACHE[(base, etas[:done])]) if done else [
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]
@@ -408,8 +407,9 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
                 _CACHE.pop(next(iter(_CACHE)))
     if reuse:
         key = None if base is None else (base, etas[:2], "reused")
-        second = _CACHE.get(key) if key is not None else None
-        if second is None:
+        if key is not None and key in _CACHE:
+            second = _CACHE[key]
+        else:
             second = GroupState(2, *reused.reused_second(
                 s, g, values=values, fractions=fractions, k=k, eta=etas, alpha0=float(alpha0)))
             second.a.flags.writeable = second.L.flags.writeable = second.c.flags.writeable = False
