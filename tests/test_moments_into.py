@@ -14,7 +14,7 @@ from asymptotics.multiindex import xi_lines
 from asymptotics.multiindex.compiled.clenshaw import chebyshev_pieces, moments_into
 
 
-@pytest.mark.parametrize("n", [0, 1, 5, 64, 65, 700])
+@pytest.mark.parametrize("n", [0, 1, 5, 64, 65, 700, 9000])  # 9000: blocks of MOMENT_ROWS
 def test_moments_into_is_chebyshev_pieces_bit_for_bit(n: int) -> None:
     rng = np.random.default_rng(n)
     n_pieces, m, h, K = 6, 20, 0.8, 3

@@ -65,3 +65,33 @@ def test_tanh_moments_with_compiled_fits_as_numpy_fits() -> None:
     xi_lines.clear_cache()
     for a, b in zip(got, want, strict=True):
         assert np.max(np.abs(a - b)) <= 1e-13 * max(np.max(np.abs(b)), 1e-300)
+
+
+def test_saturated_values_are_the_formulas() -> None:
+    """Beyond |z| > SATURATED the kernel writes, without exp / log1p, the values the formulas
+    round to: against the formulas themselves (compiled alike), bit for bit, on both sides of
+    the cut, in the exponential's underflow and at signed zeros."""
+    import math
+
+    from asymptotics.core.coldstart import kernel
+
+    @kernel(cache=False, error_model="numpy")
+    def formulas(sc, M, xi, s, ds):  # the kernel before the saturated branches
+        for i in range(M.shape[0]):
+            for j in range(xi.shape[0]):
+                z = sc * xi[j] + M[i]
+                e = math.exp(-abs(z))
+                s[i, j] = math.log1p(e) + (z if z > 0.0 else 0.0)
+                ds[i, j] = (1.0 if z >= 0 else e) / (1.0 + e)
+
+    rng = np.random.default_rng(11)
+    xi = np.sort(rng.standard_normal(57)) * 4.0
+    M = np.concatenate([rng.uniform(-60.0, 60.0, 4000), np.nextafter(37.0, [0.0, 99.0]),
+                        np.nextafter(-37.0, [0.0, -99.0]), [37.0, -37.0, 0.0, -0.0, -744.0,
+                                                            -746.0, 1e300, -1e300]])
+    for sc in (0.0, 0.7, 2.3):
+        a = [np.empty((M.shape[0], xi.shape[0])) for _ in range(4)]
+        softplus_pairs(sc, M, xi, a[0], a[1])
+        formulas(sc, M, xi, a[2], a[3])
+        assert np.array_equal(a[0], a[2]) and np.array_equal(a[1], a[3])
+        assert np.array_equal(np.signbit(a[0]), np.signbit(a[2]))

@@ -77,23 +77,24 @@ def poly_e(Uz: np.ndarray, RzT: np.ndarray, f: np.ndarray, lo: int, exps: np.nda
 
 def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.ndarray,
               RzT: np.ndarray, W: np.ndarray, wr: np.ndarray, f: np.ndarray, delta: float,
-              block: int) -> tuple[np.ndarray, np.ndarray]:
+              block: int, fill: Callable | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(e @ W, e^2 @ wr + delta sum(wr))`` per node (Uz: (k, n)) in blocks of about ``block``
-    target evaluations: e by :func:`poly_e` for a polynomial target (``poly``) once compiled,
-    else by numpy (``evaluate(g, Z)``: the target at Z (..., k); its terms of few distinct values
-    tabled once, ``targets.grid_target``: the same numbers); the sums by numpy either way."""
+    target evaluations: e by ``fill`` (default :func:`poly_e`, or a kernel of its arguments and
+    numbers) for a polynomial target (``poly``) once compiled, else by numpy (``evaluate(g, Z)``:
+    the target at Z (..., k); its terms of few distinct values tabled once,
+    ``targets.grid_target``: the same numbers); the sums by numpy either way."""
     (k, n), rows = Uz.shape, max(1, block // max(1, RzT.shape[1]))
     e01, e2, Z = np.empty((n, W.shape[1])), np.empty(n), np.empty((k, min(rows, n), RzT.shape[1]))
-    fast = poly is not None and n > 0 and k > 0
+    fast, fill = poly is not None and n > 0 and k > 0, fill or poly_e
     if fast:
         f = np.ascontiguousarray(f, dtype=np.float64)
         args = (Uz, RzT, f, 0, poly.exps, poly.coefs, np.empty((1, RzT.shape[1])))
-        fast = coldstart.kernel_ready(poly_e, args, lambda: poly_e(*args))
+        fast = coldstart.kernel_ready(fill, args, lambda: fill(*args))
     grid = None if fast else grid_target(g, Uz, RzT)
     for lo in range(0, n, rows):
         sl = slice(lo, lo + rows)
         if fast:
-            poly_e(Uz, RzT, f, lo, poly.exps, poly.coefs, e := Z[0, :min(rows, n - lo)])
+            fill(Uz, RzT, f, lo, poly.exps, poly.coefs, e := Z[0, :min(rows, n - lo)])
         else:
             e = grid(sl) if grid is not None else evaluate(g, np.moveaxis(np.add(
                 Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)]), 0, -1))
@@ -373,7 +374,6 @@ def relu_rest(a: np.ndarray, b: float, f: np.ndarray, delta: float) -> tuple | N
         return None
     _relu_rest_finish(*fargs)
     return e0, args[1][:, 0], e2
-
 
 
 KINK_T = (-4.0, 2.5)  # t range of kink_rule: |u| from 1e-19 (t = -4) to past 10 (t = 2.5)

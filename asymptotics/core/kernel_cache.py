@@ -40,6 +40,7 @@ KERNEL_MODULES = [
     "asymptotics.multiindex.compiled.lattice",
     "asymptotics.multiindex.compiled.clenshaw",
     "asymptotics.multiindex.compiled.softplus",
+    "asymptotics.multiindex.compiled.poly_rows",
     "asymptotics.spectra.traces.outside_kernels",
     "asymptotics.spectra.traces.outside_scalar",
     "asymptotics.spectra.traces.srf_kernels",

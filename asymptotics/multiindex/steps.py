@@ -36,6 +36,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
+from asymptotics.multiindex.compiled.poly_rows import poly_e_rows
 from asymptotics.multiindex.xi_lines import fits, xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -254,7 +255,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
         e01, e2 = step_kernels.rest_sums(g, evaluate, poly, np.ascontiguousarray(
-            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK)  # poly: e compiled
+            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK, poly_e_rows)  # poly: e compiled
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
@@ -275,8 +276,7 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
             wm1 = (wu * e0)[:, None] * m1  # (u, K)
             dX = wm1.T @ (U @ Br) + ((wu[:, None] * m1).T @ e1) @ Bq  # (K, k + q)
             noise_mm = (m1 * noise[:, None]).T @ m1
-        sqrt_c = np.sqrt(state.c) + eta * values * e_m2
-        finite = math.isfinite(alpha0)
+        sqrt_c, finite = np.sqrt(state.c) + eta * values * e_m2, math.isfinite(alpha0)
         c_new = sqrt_c**2 + (eta**2 * values**2 * noise_v / alpha0 if finite else 0.0)
         outside = state.L + eta * values[:, None] * dX[:, k:]
         if finite:

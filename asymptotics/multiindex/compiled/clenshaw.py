@@ -23,6 +23,8 @@ from asymptotics.core.coldstart import kernel
 
 #: points per block of :func:`_numpy_pieces`' basis (its rows stay in cache)
 BLOCK = 8192
+#: rows per block of :func:`moments_into` (its four arrays' rows there stay in cache)
+MOMENT_ROWS = 4096
 
 
 @dataclass(frozen=True)
@@ -123,41 +125,48 @@ def moments_into(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, M: np.nd
     shifts ``M[:, g]`` of the groups g in ``cols``, written to ``F``, ``m1``, ``m2`` (n, K) and
     ``v = max(E sigma'^2 - m1^2, 0)`` as ``xi_lines.xi_moments`` forms them from
     :func:`clenshaw_into`'s values, which are summed here the same way (each value bit for bit;
-    no (n, 4) array, no copies)."""
-    n_pieces, n, nb_max = coef.shape[0], M.shape[0], 64
-    order = np.empty(n, np.int64)
+    no (n, 4) array, no copies). The rows go :data:`MOMENT_ROWS` at a time (their values'
+    places stay in cache), grouped by piece within them."""
+    n_pieces, n, nb_max, rows = coef.shape[0], M.shape[0], 64, MOMENT_ROWS
+    order, pc = np.empty(rows, np.int64), np.empty(rows, np.int64)
+    first, fill = np.zeros(n_pieces + 1, np.int64), np.zeros(n_pieces, np.int64)
     x, x2, a1, a2 = np.empty(nb_max), np.empty(nb_max), np.empty((4, nb_max)), np.empty((4, nb_max))
     for g in cols:
-        first = np.zeros(n_pieces + 1, np.int64)
-        for i in range(n):  # the rows per piece (a counting sort)
-            first[min(max(int(np.floor((M[i, g] - lo) / (2.0 * h))), 0), n_pieces - 1) + 1] += 1
-        first = np.cumsum(first)
-        fill = first[:-1].copy()
-        for i in range(n):
-            p = min(max(int(np.floor((M[i, g] - lo) / (2.0 * h))), 0), n_pieces - 1)
-            order[fill[p]] = i
-            fill[p] += 1
-        for p in range(n_pieces):
-            for s in range(first[p], first[p + 1], nb_max):
-                nb = min(nb_max, first[p + 1] - s)
-                for q in range(nb):
-                    x[q] = min(max((M[order[s + q], g] - (lo + h * (2 * p + 1))) / h, -1.0), 1.0)
-                    x2[q] = 2.0 * x[q]
-                a1[:, :nb] = 0.0
-                a2[:, :nb] = 0.0
-                for j in range(mp[p] - 1, 0, -1):
-                    for c in range(4):
-                        cj = coef[p, j, c]
-                        for q in range(nb):
-                            a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
-                for q in range(nb):
-                    i = order[s + q]
-                    F[i, g] = coef[p, 0, 0] + x[q] * a1[0, q] - a2[0, q]
-                    d = coef[p, 0, 1] + x[q] * a1[1, q] - a2[1, q]
-                    m1[i, g] = d
-                    m2[i, g] = coef[p, 0, 2] + x[q] * a1[2, q] - a2[2, q]
-                    e = (coef[p, 0, 3] + x[q] * a1[3, q] - a2[3, q]) - d * d
-                    v[i, g] = e if (e >= 0.0 or e != e) else 0.0  # np.maximum(e, 0.0)
+        for r0 in range(0, n, rows):
+            r1 = min(r0 + rows, n)
+            first[:] = 0
+            for i in range(r0, r1):  # the rows per piece (a counting sort)
+                p = min(max(int(np.floor((M[i, g] - lo) / (2.0 * h))), 0), n_pieces - 1)
+                pc[i - r0] = p
+                first[p + 1] += 1
+            for p in range(n_pieces):
+                first[p + 1] += first[p]
+                fill[p] = first[p]
+            for i in range(r0, r1):
+                order[fill[pc[i - r0]]] = i
+                fill[pc[i - r0]] += 1
+            for p in range(n_pieces):
+                for s in range(first[p], first[p + 1], nb_max):
+                    nb = min(nb_max, first[p + 1] - s)
+                    for q in range(nb):
+                        x[q] = min(max((M[order[s + q], g] - (lo + h * (2 * p + 1))) / h, -1.0),
+                                   1.0)
+                        x2[q] = 2.0 * x[q]
+                    a1[:, :nb] = 0.0
+                    a2[:, :nb] = 0.0
+                    for j in range(mp[p] - 1, 0, -1):
+                        for c in range(4):
+                            cj = coef[p, j, c]
+                            for q in range(nb):
+                                a1[c, q], a2[c, q] = cj + x2[q] * a1[c, q] - a2[c, q], a1[c, q]
+                    for q in range(nb):
+                        i = order[s + q]
+                        F[i, g] = coef[p, 0, 0] + x[q] * a1[0, q] - a2[0, q]
+                        d = coef[p, 0, 1] + x[q] * a1[1, q] - a2[1, q]
+                        m1[i, g] = d
+                        m2[i, g] = coef[p, 0, 2] + x[q] * a1[2, q] - a2[2, q]
+                        e = (coef[p, 0, 3] + x[q] * a1[3, q] - a2[3, q]) - d * d
+                        v[i, g] = e if (e >= 0.0 or e != e) else 0.0  # np.maximum(e, 0.0)
 
 
 def chebyshev_pieces(coef: np.ndarray, lo: float, h: float, t: np.ndarray,
