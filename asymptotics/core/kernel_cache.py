@@ -50,6 +50,7 @@ KERNEL_MODULES = [
     "asymptotics.network.compiled.coupled",
     "asymptotics.network.compiled.complete",
     "asymptotics.network.compiled.lowrank",
+    "asymptotics.network.compiled.cholesky",
     "asymptotics.network.compiled.kinked",
     "asymptotics.network.compiled.isotropic",
 ]

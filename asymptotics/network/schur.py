@@ -25,9 +25,9 @@ from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
 from asymptotics.core import coldstart
-from asymptotics.core.coldstart import kernel
 from asymptotics.core.meta import blas_limit
 from asymptotics.network.compiled import lowrank
+from asymptotics.network.compiled.cholesky import chol_inverse, chol_keep, padded, xt_full
 
 #: a network point's BLAS products (the coupling's and the Gram's, about K^2 (r+k) rows by d
 #: columns; the blocks' n x n products) on this many BLAS threads (None: the process's): too small
@@ -97,14 +97,18 @@ p_inverse = _pinv
 
 
 def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          full: bool, spd: bool = True, work: np.ndarray | None = None) -> tuple | None:
+          full: bool, spd: bool = True, work: np.ndarray | None = None,
+          keep: dict | None = None) -> tuple | None:
     """``(P^-1, Y, G)`` in the permuted group order (base class first): ``G`` the blocks of
     ``S^-1`` (B x m x n x m x n, m = K - c) or with ``full=False`` their diagonals
     (B x m x m x n, from ``L^-1``: ``S = L L^T``); ``Y``, ``G`` None when m = 0. None where a
     factorisation fails (not positive definite). ``rest``: ``U^T Sig_h^-1 U`` for h in R.
     ``spd=False`` (some ``D_g < 0``: W symmetric, indefinite; ``full`` only): ``S^-1`` by LU
     per block, None where singular. ``work``: a B x n x n scratch array for ``S`` when m = 1
-    (a caller's, reused: no fresh pages per call; its content is overwritten)."""
+    (a caller's, reused: no fresh pages per call; its content is overwritten). ``keep``: a
+    caller's dict (one per ``rest``) in which the compiled route (m = 1) keeps the last
+    diagonal's ``L^-1`` per block: the whole ``S^-1`` of the same ``S`` asked next is formed
+    from it (:func:`~asymptotics.network.compiled.cholesky.xt_full`, the same numbers)."""
     Pi = _pinv(vp, Dp, s, c, spd)
     if Pi is None:
         return None
@@ -117,8 +121,8 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     idx = np.arange(n)
     if m == 1 and spd and _compiled(rest, full):  # (one compiled pass over the blocks)
         G = np.empty((B, n if full else 1, n))
-        if not chol_inverse(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]),
-                            G, full):
+        if not _chol(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]), G, full,
+                     keep):
             return None
         return Pi, Y, G.reshape(B, 1, n, 1, n) if full else G[:, None, :, :]
     if m == 1:
@@ -164,6 +168,40 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     return Pi, Y, G
 
 
+def _chol(rest: np.ndarray, scale: float, corr: np.ndarray, G: np.ndarray, full: bool,
+          keep: dict | None) -> bool:
+    """:func:`chol_inverse` into ``G``, through ``keep`` (:func:`schur`): a diagonal keeps its
+    blocks' ``L^-1`` with its key, a whole inverse of the kept key is formed from them."""
+    if keep is None or not _keep_ready():
+        return chol_inverse(rest, scale, corr, G, full)
+    B, n = rest.shape[:2]
+    key = (id(rest), scale, corr.tobytes())
+    if full:
+        if keep.get("key") != key:
+            return chol_inverse(rest, scale, corr, G, full)
+        xt_full(keep["XT"], n, G)
+        return True
+    XT = keep.get("XT")
+    if XT is None or XT.shape != (B, padded(n), padded(n)):
+        XT = keep["XT"] = np.zeros((B, padded(n), padded(n)))
+    keep["key"] = None
+    if not chol_keep(rest, scale, corr, G, XT):
+        return False
+    keep["key"] = key
+    return True
+
+
+def _keep_ready() -> bool:
+    """Whether :func:`chol_keep` and :func:`xt_full` run compiled (else :func:`chol_inverse`
+    alone)."""
+    one = np.ones((1, 1))
+    args = (one[None], 1.0, one, np.empty((1, 1, 1)), np.zeros((1, 8, 8)))
+    return coldstart.kernel_ready(chol_keep, args, lambda: chol_keep(*args),
+                                  compile_mode_ready=True) and coldstart.kernel_ready(
+        xt_full, (args[4], 1, np.empty((1, 1, 1))),
+        lambda: xt_full(args[4], 1, np.empty((1, 1, 1))), compile_mode_ready=True)
+
+
 def _compiled(rest: np.ndarray, full: bool) -> bool:
     """Whether :func:`chol_inverse` runs compiled (else LAPACK per block: the kernel's Python
     source would take minutes while it compiles, :mod:`asymptotics.core.coldstart`)."""
@@ -177,94 +215,6 @@ def _compiled(rest: np.ndarray, full: bool) -> bool:
                                   compile_mode_ready=True)
 
 
-#: chol_inverse's sums over X's rows start at multiples of this (zeros before), rows padded to it
-_ALIGN = 8
-
-
-@kernel(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz", "arcp", "afn"})
-def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarray,
-                 full: bool) -> bool:
-    """Kernel: the inverse of ``S_b = scale rest_b + diag(corr_b)`` per block (B x n x n, each
-    symmetric positive definite): ``out[b, 0]`` its diagonal (out: B x 1 x n) or with ``full``
-    the whole inverse (B x n x n), from ``S = L L^T`` (Cholesky by rows) and ``X = L^-1`` (its
-    columns the rows of ``XT``): ``S^-1 = X^T X``, ``diag(S^-1)_j = sum_k X_kj^2`` (potrf +
-    trtri's flops, two rows by two columns at a time: four sums on each pair of loads; THEORY.md
-    §15). False where some ``S_b`` is not positive definite (or not finite: fast-math without
-    its no-NaN / no-infinity assumptions: a pivot's test sees a NaN or an infinity)."""
-    B, n = rest.shape[0], rest.shape[1]
-    npd = (n + _ALIGN) // _ALIGN * _ALIGN  # (>= n + 1: row n of the pairs is a zero row)
-    L, XT, o = np.zeros((npd, npd)), np.zeros((npd, npd)), np.zeros((npd, npd))  # XT_jk = X_kj
-    for b in range(B):
-        A = rest[b]
-        for i in range(0, n, 2):  # L's rows i, i + 1 (i + 1 = n: not written)
-            two = i + 1 < n
-            for j in range(0, i, 2):
-                a00 = a01 = a10 = a11 = 0.0
-                for k in range(j):
-                    a00 += L[i, k] * L[j, k]
-                    a01 += L[i, k] * L[j + 1, k]
-                    a10 += L[i + 1, k] * L[j, k]
-                    a11 += L[i + 1, k] * L[j + 1, k]
-                L[i, j] = x0 = (A[i, j] * scale - a00) / L[j, j]
-                L[i, j + 1] = (A[i, j + 1] * scale - a01 - x0 * L[j + 1, j]) / L[j + 1, j + 1]
-                if two:
-                    L[i + 1, j] = x1 = (A[i + 1, j] * scale - a10) / L[j, j]
-                    L[i + 1, j + 1] = (A[i + 1, j + 1] * scale - a11 - x1 * L[j + 1, j]) \
-                        / L[j + 1, j + 1]
-            a00 = a10 = a11 = 0.0
-            for k in range(i):
-                a00 += L[i, k] * L[i, k]
-                a10 += L[i + 1, k] * L[i, k]
-                a11 += L[i + 1, k] * L[i + 1, k]
-            d0 = A[i, i] * scale + corr[b, i] - a00
-            if not 0.0 < d0 < np.inf:
-                return False
-            L[i, i] = d0 = np.sqrt(d0)
-            if two:
-                L[i + 1, i] = x1 = (A[i + 1, i] * scale - a10) / d0
-                d1 = A[i + 1, i + 1] * scale + corr[b, i + 1] - a11 - x1 * x1
-                if not 0.0 < d1 < np.inf:
-                    return False
-                L[i + 1, i + 1] = np.sqrt(d1)
-        for i in range(0, n, 2):  # X's rows i, i + 1: X_ij = -sum_(j<=k<i) L_ik X_kj / L_ii
-            di0 = 1.0 / L[i, i]
-            di1 = 1.0 / L[i + 1, i + 1] if i + 1 < n else 0.0
-            for j in range(0, i, 2):
-                a00 = a01 = a10 = a11 = 0.0
-                for k in range(j - j % _ALIGN, i):
-                    a00 += L[i, k] * XT[j, k]
-                    a01 += L[i, k] * XT[j + 1, k]
-                    a10 += L[i + 1, k] * XT[j, k]
-                    a11 += L[i + 1, k] * XT[j + 1, k]
-                XT[j, i] = y0 = -a00 * di0
-                XT[j + 1, i] = y1 = -a01 * di0
-                XT[j, i + 1] = -(a10 + L[i + 1, i] * y0) * di1
-                XT[j + 1, i + 1] = -(a11 + L[i + 1, i] * y1) * di1
-            XT[i, i] = di0
-            XT[i, i + 1] = -L[i + 1, i] * di0 * di1
-            XT[i + 1, i + 1] = di1
-        if not full:
-            for j in range(n):
-                acc = 0.0
-                for k in range(j, n):
-                    acc += XT[j, k] * XT[j, k]
-                out[b, 0, j] = acc
-            continue
-        for a in range(0, n, 2):  # (S^-1)_aj = sum_(k>=a) XT_ak XT_jk, j <= a, by pairs
-            for j in range(0, a + 1, 2):
-                s00 = s01 = s10 = s11 = 0.0
-                for k in range(a - a % _ALIGN, n):
-                    s00 += XT[a, k] * XT[j, k]
-                    s01 += XT[a, k] * XT[j + 1, k]
-                    s10 += XT[a + 1, k] * XT[j, k]
-                    s11 += XT[a + 1, k] * XT[j + 1, k]
-                o[a, j], o[a, j + 1], o[a + 1, j], o[a + 1, j + 1] = s00, s01, s10, s11
-        for a in range(n):
-            for j in range(a + 1):
-                out[b, a, j] = out[b, j, a] = o[a, j]
-    return True
-
-
 def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
     """The diagonals ``diag(S^-1)_(g,h)`` (m x m x n) of the blocks of ``S^-1 = Li^T Li``."""
     if m == 1:
@@ -274,10 +224,10 @@ def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
 
 
 def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-           work: np.ndarray | None = None) -> np.ndarray | None:
+           work: np.ndarray | None = None, keep: dict | None = None) -> np.ndarray | None:
     """``sum_b tr W_b,ag`` (K x K, permuted order), None where :func:`schur` fails
-    (``work``: its scratch array)."""
-    f = schur(vp, Dp, s, rest, c, full=False, work=work)
+    (``work``, ``keep``: its scratch array and kept factors)."""
+    f = schur(vp, Dp, s, rest, c, full=False, work=work, keep=keep)
     if f is None:
         return None
     Pi, Y, dg = f
@@ -345,16 +295,17 @@ class LowRankW(NamedTuple):
 
 def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
           perm: np.ndarray, inv: np.ndarray, ident: bool, spd: bool = True,
-          work: np.ndarray | None = None):
+          work: np.ndarray | None = None, keep: dict | None = None):
     """W in the most compact exact form its classes allow, in the groups' own order: every
     group in the base class: its blocks are diagonal, B x n x K x K (``W_xy =
     diag(W[:, :, x, y])``); one group outside it: a :class:`LowRankW`; else the dense
     :func:`wfull`. None where :func:`schur` fails. Read through :func:`wtrace`, :func:`wgram`,
-    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`; ``work``: its scratch)."""
+    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`; ``work``, ``keep``: its
+    scratch and kept factors)."""
     K = vp.shape[0]
     if c < K - 1:
         return wfull(vp, Dp, s, rest, c, None if ident else perm, spd, work)
-    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd, work=work)
+    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd, work=work, keep=keep)
     if f is None:
         return None
     Pi, Y, G = f
