@@ -45,7 +45,6 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.srf_kernels",
     "asymptotics.spectra.traces.srf_rowvar",
     "asymptotics.spectra.traces.net_jacobian",
-    "asymptotics.network.schur",
     "asymptotics.network.compiled.diagonal",
     "asymptotics.network.compiled.coupled",
     "asymptotics.network.compiled.complete",

@@ -103,7 +103,6 @@ class GroupBulk:
         self._sig_inv, self._U, self.sig_w, self._sig_inv_w, F = pre[1:]
         self._eig = None
         self._work = np.empty((self.B, self.n, self.n))  # the Schur complement's scratch
-        self._xt: dict = {}  # (its last factors, :func:`asymptotics.network.schur.schur`)
         if self._U is not None:  # (s, U^T Sig_h^-1 U for h outside F, the order F + R, c)
             perm = np.array(F + [g for g in range(self.K) if g not in F], dtype=np.int64)
             self._eig = (np.ascontiguousarray(np.diagonal(self.sig_w[:, F[0]], axis1=1,
@@ -153,7 +152,7 @@ class GroupBulk:
         the common rotation). None where a Cholesky fails (not positive definite)."""
         s, rest, perm, c, inv, ident = self._eig
         vp, Dp = self._perm(vhat1, D)
-        T = schur.traces(vp, Dp, s, rest, c, self._work, self._xt)
+        T = schur.traces(vp, Dp, s, rest, c, self._work)
         if T is None:
             return None
         if not ident:
@@ -185,8 +184,7 @@ class GroupBulk:
         vp, Dp = self._perm(vhat1, D)
         if c < self.K - 1:
             return schur.wfull(vp, Dp, s, rest, c, None if ident else perm, spd, self._work)
-        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident, spd, self._work,
-                           self._xt)
+        return schur.wform(vp, Dp, s, rest, c, perm, inv, ident, spd, self._work)
 
     wtrace = staticmethod(wtrace)
     wa = staticmethod(wa)
@@ -243,7 +241,6 @@ class GroupBulk:
         self._ed_last = None
         self._gram_last = None
         self._memo.clear()
-        self._xt.pop("key", None)
 
     def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
                   tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100

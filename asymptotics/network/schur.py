@@ -27,7 +27,7 @@ from scipy.linalg.lapack import dtrtri as _trtri
 from asymptotics.core import coldstart
 from asymptotics.core.meta import blas_limit
 from asymptotics.network.compiled import lowrank
-from asymptotics.network.compiled.cholesky import chol_inverse, chol_keep, padded, xt_full
+from asymptotics.network.compiled.cholesky import chol_inverse
 
 #: a network point's BLAS products (the coupling's and the Gram's, about K^2 (r+k) rows by d
 #: columns; the blocks' n x n products) on this many BLAS threads (None: the process's): too small
@@ -97,18 +97,14 @@ p_inverse = _pinv
 
 
 def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-          full: bool, spd: bool = True, work: np.ndarray | None = None,
-          keep: dict | None = None) -> tuple | None:
+          full: bool, spd: bool = True, work: np.ndarray | None = None) -> tuple | None:
     """``(P^-1, Y, G)`` in the permuted group order (base class first): ``G`` the blocks of
     ``S^-1`` (B x m x n x m x n, m = K - c) or with ``full=False`` their diagonals
     (B x m x m x n, from ``L^-1``: ``S = L L^T``); ``Y``, ``G`` None when m = 0. None where a
     factorisation fails (not positive definite). ``rest``: ``U^T Sig_h^-1 U`` for h in R.
     ``spd=False`` (some ``D_g < 0``: W symmetric, indefinite; ``full`` only): ``S^-1`` by LU
     per block, None where singular. ``work``: a B x n x n scratch array for ``S`` when m = 1
-    (a caller's, reused: no fresh pages per call; its content is overwritten). ``keep``: a
-    caller's dict (one per ``rest``) in which the compiled route (m = 1) keeps the last
-    diagonal's ``L^-1`` per block: the whole ``S^-1`` of the same ``S`` asked next is formed
-    from it (:func:`~asymptotics.network.compiled.cholesky.xt_full`, the same numbers)."""
+    (a caller's, reused: no fresh pages per call; its content is overwritten)."""
     Pi = _pinv(vp, Dp, s, c, spd)
     if Pi is None:
         return None
@@ -121,8 +117,8 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     idx = np.arange(n)
     if m == 1 and spd and _compiled(rest, full):  # (one compiled pass over the blocks)
         G = np.empty((B, n if full else 1, n))
-        if not _chol(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]), G, full,
-                     keep):
+        if not chol_inverse(rest[:, 0], 1.0 / Dp[c], np.ascontiguousarray(corr[:, :, 0, 0]),
+                            G, full):
             return None
         return Pi, Y, G.reshape(B, 1, n, 1, n) if full else G[:, None, :, :]
     if m == 1:
@@ -168,40 +164,6 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     return Pi, Y, G
 
 
-def _chol(rest: np.ndarray, scale: float, corr: np.ndarray, G: np.ndarray, full: bool,
-          keep: dict | None) -> bool:
-    """:func:`chol_inverse` into ``G``, through ``keep`` (:func:`schur`): a diagonal keeps its
-    blocks' ``L^-1`` with its key, a whole inverse of the kept key is formed from them."""
-    if keep is None or not _keep_ready():
-        return chol_inverse(rest, scale, corr, G, full)
-    B, n = rest.shape[:2]
-    key = (id(rest), scale, corr.tobytes())
-    if full:
-        if keep.get("key") != key:
-            return chol_inverse(rest, scale, corr, G, full)
-        xt_full(keep["XT"], n, G)
-        return True
-    XT = keep.get("XT")
-    if XT is None or XT.shape != (B, padded(n), padded(n)):
-        XT = keep["XT"] = np.zeros((B, padded(n), padded(n)))
-    keep["key"] = None
-    if not chol_keep(rest, scale, corr, G, XT):
-        return False
-    keep["key"] = key
-    return True
-
-
-def _keep_ready() -> bool:
-    """Whether :func:`chol_keep` and :func:`xt_full` run compiled (else :func:`chol_inverse`
-    alone)."""
-    one = np.ones((1, 1))
-    args = (one[None], 1.0, one, np.empty((1, 1, 1)), np.zeros((1, 8, 8)))
-    return coldstart.kernel_ready(chol_keep, args, lambda: chol_keep(*args),
-                                  compile_mode_ready=True) and coldstart.kernel_ready(
-        xt_full, (args[4], 1, np.empty((1, 1, 1))),
-        lambda: xt_full(args[4], 1, np.empty((1, 1, 1))), compile_mode_ready=True)
-
-
 def _compiled(rest: np.ndarray, full: bool) -> bool:
     """Whether :func:`chol_inverse` runs compiled (else LAPACK per block: the kernel's Python
     source would take minutes while it compiles, :mod:`asymptotics.core.coldstart`)."""
@@ -224,10 +186,10 @@ def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
 
 
 def traces(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
-           work: np.ndarray | None = None, keep: dict | None = None) -> np.ndarray | None:
+           work: np.ndarray | None = None) -> np.ndarray | None:
     """``sum_b tr W_b,ag`` (K x K, permuted order), None where :func:`schur` fails
-    (``work``, ``keep``: its scratch array and kept factors)."""
-    f = schur(vp, Dp, s, rest, c, full=False, work=work, keep=keep)
+    (``work``: its scratch array)."""
+    f = schur(vp, Dp, s, rest, c, full=False, work=work)
     if f is None:
         return None
     Pi, Y, dg = f
@@ -295,17 +257,16 @@ class LowRankW(NamedTuple):
 
 def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: int,
           perm: np.ndarray, inv: np.ndarray, ident: bool, spd: bool = True,
-          work: np.ndarray | None = None, keep: dict | None = None):
+          work: np.ndarray | None = None):
     """W in the most compact exact form its classes allow, in the groups' own order: every
     group in the base class: its blocks are diagonal, B x n x K x K (``W_xy =
     diag(W[:, :, x, y])``); one group outside it: a :class:`LowRankW`; else the dense
     :func:`wfull`. None where :func:`schur` fails. Read through :func:`wtrace`, :func:`wgram`,
-    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`; ``work``, ``keep``: its
-    scratch and kept factors)."""
+    :func:`wa`. ``spd=False``: some ``D_g < 0`` (:func:`schur`; ``work``: its scratch)."""
     K = vp.shape[0]
     if c < K - 1:
         return wfull(vp, Dp, s, rest, c, None if ident else perm, spd, work)
-    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd, work=work, keep=keep)
+    f = schur(vp, Dp, s, rest, c, full=c < K or not spd, spd=spd, work=work)
     if f is None:
         return None
     Pi, Y, G = f

@@ -3,11 +3,8 @@
 (symmetric positive definite, n x n) its Cholesky factor ``L`` (by rows), ``X = L^-1`` (its
 columns the rows of ``XT``) and from them ``diag(S^-1)_j = sum_k X_kj^2`` or the whole
 ``S^-1 = X^T X`` (potrf + trtri (+ lauum)'s flops, two rows by two columns at a time: four sums
-on each pair of loads). :func:`chol_keep` keeps each block's ``XT`` beside the diagonal, and
-:func:`xt_full` forms the whole inverse from a kept ``XT`` (the lauum part alone): a point whose
-traces were asked first and whose whole W is asked next (the solver's last evaluation, then the
-completion at the same point) factorises its blocks once. The three kernels share the same
-per-block passes: the same numbers whichever route."""
+on each pair of loads; one block at a time: :func:`_factor`, then :func:`_diag` or
+:func:`_full`)."""
 
 from __future__ import annotations
 
@@ -20,11 +17,6 @@ ALIGN = 8
 #: fast-math without its no-NaN / no-infinity assumptions: a pivot's test sees a NaN or an
 #: infinity
 FAST = {"reassoc", "contract", "nsz", "arcp", "afn"}
-
-
-def padded(n: int) -> int:
-    """The rows' padded length of a block of size n (>= n + 1: row n of the pairs is zero)."""
-    return (n + ALIGN) // ALIGN * ALIGN
 
 
 @kernel(cache=True, error_model="numpy", fastmath=FAST)
@@ -130,28 +122,3 @@ def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarr
         else:
             _diag(XT, n, out[b, 0])
     return True
-
-
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
-def chol_keep(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarray,
-              XTs: np.ndarray) -> bool:
-    """Kernel: :func:`chol_inverse`'s diagonal (out: B x 1 x n), each block's ``XT`` kept in
-    ``XTs[b]`` (B x padded x padded, zeros where a block of this size does not write)."""
-    B, n = rest.shape[0], rest.shape[1]
-    npd = (n + ALIGN) // ALIGN * ALIGN
-    L = np.zeros((npd, npd))
-    for b in range(B):
-        if not _factor(rest[b], scale, corr[b], L, XTs[b], n):
-            return False
-        _diag(XTs[b], n, out[b, 0])
-    return True
-
-
-@kernel(cache=True, error_model="numpy", fastmath=FAST)
-def xt_full(XTs: np.ndarray, n: int, out: np.ndarray) -> None:
-    """Kernel: :func:`chol_inverse`'s whole inverse (out: B x n x n) from the ``XT`` kept by
-    :func:`chol_keep`."""
-    npd = XTs.shape[1]
-    o = np.zeros((npd, npd))
-    for b in range(XTs.shape[0]):
-        _full(XTs[b], n, o, out[b])
