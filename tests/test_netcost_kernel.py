@@ -27,7 +27,8 @@ def _dense(rest, scale, corr) -> np.ndarray:
     return np.linalg.inv(S)
 
 
-@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 16, 17, 40, 98])
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 15, 16, 17, 40, 98, 100,
+                               101])
 def test_kernel_inverse_is_the_dense_inverse(n: int) -> None:
     rest, scale, corr = _blocks(n=n, seed=n)
     ref = _dense(rest, scale, corr)

@@ -46,11 +46,11 @@ KERNEL_MODULES = [
     "asymptotics.spectra.traces.srf_kernels",
     "asymptotics.spectra.traces.srf_rowvar",
     "asymptotics.spectra.traces.net_jacobian",
-    "asymptotics.network.schur",
     "asymptotics.network.compiled.diagonal",
     "asymptotics.network.compiled.coupled",
     "asymptotics.network.compiled.complete",
     "asymptotics.network.compiled.lowrank",
+    "asymptotics.network.compiled.cholesky",
     "asymptotics.network.compiled.kinked",
     "asymptotics.network.compiled.isotropic",
 ]

@@ -25,9 +25,9 @@ from scipy.linalg.lapack import dpotri as _potri
 from scipy.linalg.lapack import dtrtri as _trtri
 
 from asymptotics.core import coldstart
-from asymptotics.core.coldstart import kernel
 from asymptotics.core.meta import blas_limit
 from asymptotics.network.compiled import lowrank
+from asymptotics.network.compiled.cholesky import chol_inverse
 
 #: a network point's BLAS products (the coupling's and the Gram's, about K^2 (r+k) rows by d
 #: columns; the blocks' n x n products) on this many BLAS threads (None: the process's): too small
@@ -175,94 +175,6 @@ def _compiled(rest: np.ndarray, full: bool) -> bool:
                                   lambda: chol_inverse(np.eye(1)[None], 1.0, np.ones((1, 1)),
                                                        np.empty((1, 1, 1)), False),
                                   compile_mode_ready=True)
-
-
-#: chol_inverse's sums over X's rows start at multiples of this (zeros before), rows padded to it
-_ALIGN = 8
-
-
-@kernel(cache=True, error_model="numpy", fastmath={"reassoc", "contract", "nsz", "arcp", "afn"})
-def chol_inverse(rest: np.ndarray, scale: float, corr: np.ndarray, out: np.ndarray,
-                 full: bool) -> bool:
-    """Kernel: the inverse of ``S_b = scale rest_b + diag(corr_b)`` per block (B x n x n, each
-    symmetric positive definite): ``out[b, 0]`` its diagonal (out: B x 1 x n) or with ``full``
-    the whole inverse (B x n x n), from ``S = L L^T`` (Cholesky by rows) and ``X = L^-1`` (its
-    columns the rows of ``XT``): ``S^-1 = X^T X``, ``diag(S^-1)_j = sum_k X_kj^2`` (potrf +
-    trtri's flops, two rows by two columns at a time: four sums on each pair of loads; THEORY.md
-    §15). False where some ``S_b`` is not positive definite (or not finite: fast-math without
-    its no-NaN / no-infinity assumptions: a pivot's test sees a NaN or an infinity)."""
-    B, n = rest.shape[0], rest.shape[1]
-    npd = (n + _ALIGN) // _ALIGN * _ALIGN  # (>= n + 1: row n of the pairs is a zero row)
-    L, XT, o = np.zeros((npd, npd)), np.zeros((npd, npd)), np.zeros((npd, npd))  # XT_jk = X_kj
-    for b in range(B):
-        A = rest[b]
-        for i in range(0, n, 2):  # L's rows i, i + 1 (i + 1 = n: not written)
-            two = i + 1 < n
-            for j in range(0, i, 2):
-                a00 = a01 = a10 = a11 = 0.0
-                for k in range(j):
-                    a00 += L[i, k] * L[j, k]
-                    a01 += L[i, k] * L[j + 1, k]
-                    a10 += L[i + 1, k] * L[j, k]
-                    a11 += L[i + 1, k] * L[j + 1, k]
-                L[i, j] = x0 = (A[i, j] * scale - a00) / L[j, j]
-                L[i, j + 1] = (A[i, j + 1] * scale - a01 - x0 * L[j + 1, j]) / L[j + 1, j + 1]
-                if two:
-                    L[i + 1, j] = x1 = (A[i + 1, j] * scale - a10) / L[j, j]
-                    L[i + 1, j + 1] = (A[i + 1, j + 1] * scale - a11 - x1 * L[j + 1, j]) \
-                        / L[j + 1, j + 1]
-            a00 = a10 = a11 = 0.0
-            for k in range(i):
-                a00 += L[i, k] * L[i, k]
-                a10 += L[i + 1, k] * L[i, k]
-                a11 += L[i + 1, k] * L[i + 1, k]
-            d0 = A[i, i] * scale + corr[b, i] - a00
-            if not 0.0 < d0 < np.inf:
-                return False
-            L[i, i] = d0 = np.sqrt(d0)
-            if two:
-                L[i + 1, i] = x1 = (A[i + 1, i] * scale - a10) / d0
-                d1 = A[i + 1, i + 1] * scale + corr[b, i + 1] - a11 - x1 * x1
-                if not 0.0 < d1 < np.inf:
-                    return False
-                L[i + 1, i + 1] = np.sqrt(d1)
-        for i in range(0, n, 2):  # X's rows i, i + 1: X_ij = -sum_(j<=k<i) L_ik X_kj / L_ii
-            di0 = 1.0 / L[i, i]
-            di1 = 1.0 / L[i + 1, i + 1] if i + 1 < n else 0.0
-            for j in range(0, i, 2):
-                a00 = a01 = a10 = a11 = 0.0
-                for k in range(j - j % _ALIGN, i):
-                    a00 += L[i, k] * XT[j, k]
-                    a01 += L[i, k] * XT[j + 1, k]
-                    a10 += L[i + 1, k] * XT[j, k]
-                    a11 += L[i + 1, k] * XT[j + 1, k]
-                XT[j, i] = y0 = -a00 * di0
-                XT[j + 1, i] = y1 = -a01 * di0
-                XT[j, i + 1] = -(a10 + L[i + 1, i] * y0) * di1
-                XT[j + 1, i + 1] = -(a11 + L[i + 1, i] * y1) * di1
-            XT[i, i] = di0
-            XT[i, i + 1] = -L[i + 1, i] * di0 * di1
-            XT[i + 1, i + 1] = di1
-        if not full:
-            for j in range(n):
-                acc = 0.0
-                for k in range(j, n):
-                    acc += XT[j, k] * XT[j, k]
-                out[b, 0, j] = acc
-            continue
-        for a in range(0, n, 2):  # (S^-1)_aj = sum_(k>=a) XT_ak XT_jk, j <= a, by pairs
-            for j in range(0, a + 1, 2):
-                s00 = s01 = s10 = s11 = 0.0
-                for k in range(a - a % _ALIGN, n):
-                    s00 += XT[a, k] * XT[j, k]
-                    s01 += XT[a, k] * XT[j + 1, k]
-                    s10 += XT[a + 1, k] * XT[j, k]
-                    s11 += XT[a + 1, k] * XT[j + 1, k]
-                o[a, j], o[a, j + 1], o[a + 1, j], o[a + 1, j + 1] = s00, s01, s10, s11
-        for a in range(n):
-            for j in range(a + 1):
-                out[b, a, j] = out[b, j, a] = o[a, j]
-    return True
 
 
 def _diag_inv(Li: np.ndarray, m: int, n: int) -> np.ndarray:
