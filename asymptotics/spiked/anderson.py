@@ -159,8 +159,8 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         cold[K * K + g] = 0.5 * pi[g]
     n_att = 3 if has_x0 else 2
     half = mirrored_rows(w, mb1, ms2)  # (the (V1, V2) map's sums over half the nodes)
-    # (and the completion's over pairs of nodes: K >= 3, kappa and mu0 odd)
-    paired = half and K >= 3 and odd_rows(kap, mu0)
+    # (and the completion's over pairs of nodes where kappa and mu0 are odd too)
+    paired = half and odd_rows(kap, mu0)
     x = cold
     code = MAX_ITER
     n_it = 0

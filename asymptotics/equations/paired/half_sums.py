@@ -58,7 +58,7 @@ def v_parts_half(x, w, kap, mu0, mb1, ms2, h, h1):
     Phi = np.zeros((nh + K, K))
     Psi = np.zeros((nh + K, K * r))
     ht = np.zeros(nh + K)
-    V = channel_nodes(x, mb1[:nh], ms2[:nh])
+    V = channel_nodes(x, mb1, ms2, nh)
     total = 0.0
     for j in range(nh):
         jm = n - 1 - j
@@ -77,7 +77,7 @@ def v_parts_half(x, w, kap, mu0, mb1, ms2, h, h1):
             sb = sq * mb1[j, g]
             for i in range(r):
                 Psi[j, g * r + i] = sb * kap[j, i]
-    M, v2, ph = weighted_sums(a2, mb1[:nh], ms2[:nh], hp)
+    M, v2, ph = weighted_sums(a2, mb1, ms2, hp, nh)
     return iv, M, v2, ph, Phi, Psi, ht, total
 
 
@@ -119,7 +119,7 @@ def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
                 p += 1
         for g in range(K):
             Yt[L + g, j] = ms2[j, g]
-    R1, R2, _ = weighted_sums(a, mb1[:nh], ms2[:nh], np.zeros((nh, 0)))
+    R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
     return b, E0, R1, R2, gram_t(Yt, ap)
 
 
@@ -136,7 +136,7 @@ def check_sums_half(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
         x[K * K + g] = Q2[g]
         for p in range(K):
             x[g * K + p] = Q1[g, p]
-    q = channel_nodes(x, mb1[:nh], ms2[:nh])
+    q = channel_nodes(x, mb1, ms2, nh)
     E = np.empty(n)
     a = np.empty(nh)
     cd = np.empty(nh)
@@ -149,7 +149,7 @@ def check_sums_half(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
         iv2 = iv[j] * iv[j]
         a[j] = w[j] * (iv2 * (e + delta)) + w[j] * (iv2 * (em + delta))
         cd[j] = w[j] * iv[j] * ((h[j] - b[j]) - (h[jm] - b[jm]))
-    X1, X2, _ = weighted_sums(a, mb1[:nh], ms2[:nh], np.zeros((nh, 0)))
+    X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
     zh = np.zeros((K, r))
     for g in range(K):
         for i in range(r):
