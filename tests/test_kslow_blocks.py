@@ -2,13 +2,15 @@
 node sums of three and four groups a block of nodes at a time
 (``equations.node_sums_k.v_sums3``, ``v_sums4``) against ``spiked.kernels.channel_v`` and
 ``vhats``, and a lambdified multi-index target's tables on the omega grid by broadcasting
-(``spiked.coefficients._on_grid``) against the target evaluated on the full (n, m) arrays."""
+(``spiked.coefficients._on_grid``) against the target evaluated on the full (n, m) arrays; the
+tables' one-pass rule sums (``coefficients.quadrature.grid_moments``) against numpy's."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from asymptotics.coefficients.quadrature import grid_moments
 from asymptotics.coefficients.targets import target_callable
 from asymptotics.equations import node_sums_k
 from asymptotics.spiked import kernels
@@ -69,3 +71,20 @@ def test_grid_target_refuses_non_finite() -> None:
     G = np.array([[0.5, 0.1], [0.2, 0.6]])
     with pytest.raises(ValueError, match="non-finite"):
         target_tables(g, k, kap, G)
+
+
+def test_grid_moments_are_the_rule_sums() -> None:
+    """``coefficients.quadrature.grid_moments`` (the target's tables from its values on the omega
+    rule, one pass) against numpy's products of the same values, within 1e-14."""
+    rng = np.random.default_rng(5)
+    om, wo = tensor_rule(2, (16, 2))
+    vals = np.tanh(rng.normal(0.0, 2.0, (om.shape[0], 300))) + rng.normal(size=(1, 300))
+    for free in ([0, 1], [1], []):
+        wom = wo[:, None] * om[:, :len(free)]
+        finite, h, h2, h1t = grid_moments(vals, wo, wom)
+        assert finite and h1t.shape == (len(free), 300)
+        for a, b in ((h, wo @ vals), (h2, wo @ vals**2), (h1t, wom.T @ vals)):
+            assert np.max(np.abs(a - b), initial=0.0) <= 1e-14 * max(np.max(np.abs(b),
+                                                                           initial=0.0), 1.0)
+    vals[3, 7] = np.nan
+    assert not grid_moments(vals, wo, wo[:, None] * om)[0]

@@ -134,3 +134,28 @@ def mirror_rows(raw: np.ndarray) -> None:
         raw[n - 1 - j, 0] = -raw[j, 0]
         raw[n - 1 - j, 1] = raw[j, 1]
         raw[n - 1 - j, 2] = raw[j, 2]
+
+
+@kernel(cache=True, error_model="numpy")
+def grid_moments(values: np.ndarray, wo: np.ndarray, wom: np.ndarray) -> tuple:
+    """Kernel: (finite, h, h2, h1t) of a target's values (m, n) at the m nodes of an omega rule
+    (weights ``wo``, ``wom`` = wo times the free omegas, (m, f)) and n kappa nodes:
+    h_j = sum_i wo_i g_ij, h2_j = sum_i wo_i g_ij^2, h1t[f, j] = sum_i wom_if g_ij, each summed
+    over the rule's nodes in order (any block of kappa nodes: the same numbers); finite False
+    where a value is not (``spiked.coefficients.target_tables``)."""
+    m, n = values.shape
+    nf = wom.shape[1]
+    h, h2, h1t = np.zeros(n), np.zeros(n), np.zeros((nf, n))
+    finite = True
+    for i in range(m):
+        wi = wo[i]
+        for j in range(n):
+            g = values[i, j]
+            finite = finite and abs(g) < np.inf
+            h[j] += wi * g
+            h2[j] += wi * (g * g)
+        for f in range(nf):
+            wf = wom[i, f]
+            for j in range(n):
+                h1t[f, j] += wf * values[i, j]
+    return finite, h, h2, h1t

@@ -36,6 +36,7 @@ KERNEL_MODULES = [
     "asymptotics.equations.node_sums_k",
     "asymptotics.equations.two_groups",
     "asymptotics.equations.mean_lsq",
+    "asymptotics.equations.paired.half_sums",
     "asymptotics.measures.resolvent_kernels",
     "asymptotics.multiindex.compiled.lattice",
     "asymptotics.multiindex.compiled.clenshaw",

@@ -29,12 +29,13 @@ def _channel(x, mb1, ms2, j, K):
 
 
 @kernel(cache=True, error_model="numpy")
-def channel_nodes(x, mb1, ms2):
+def channel_nodes(x, mb1, ms2, n=-1):
     """Kernel: ``kernels.channel_v`` of x = (V1 flat, V2) on every node, each node's sum in its
     order of += (:func:`_channel`'s), written out for three and four groups as
     :func:`v_sums3` and :func:`v_sums4` form V (the same numbers, without the loops over the
-    groups per node)."""
-    n, K = mb1.shape
+    groups per node); ``n`` >= 0: on the first n nodes only."""
+    K = mb1.shape[1]
+    n = mb1.shape[0] if n < 0 else n
     out = np.empty(n)
     if K == 3:
         x0, x1, x2, x3, x4, x5, x6, x7, x8 = x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8]
@@ -63,11 +64,13 @@ def channel_nodes(x, mb1, ms2):
 
 
 @kernel(cache=True, error_model="numpy")
-def weighted_sums(a, mb1, ms2, z):
+def weighted_sums(a, mb1, ms2, z, n=-1):
     """Kernel: M[g, q] = sum_j (a_j mub1_jg) mub1_jq, v2[g] = sum_j a_j mus2_jg and
     P[g, i] = sum_j (a_j mub1_jg) z_ji, each summed over the nodes in order (the terms of
-    ``kernels.vhats``), up to four entries a pass in independent chains held in registers."""
-    n, K = mb1.shape
+    ``kernels.vhats``), up to four entries a pass in independent chains held in registers;
+    ``n`` >= 0: over the first n nodes only."""
+    K = mb1.shape[1]
+    n = mb1.shape[0] if n < 0 else n
     k = z.shape[1]
     M = np.zeros((K, K))
     v2 = np.zeros(K)

@@ -16,6 +16,7 @@ from asymptotics.equations.mean_lsq import mean_coef2
 from asymptotics.equations.mixing import CONTINUE, IT, RES, anderson_next, anderson_start
 from asymptotics.equations.node_sums import check_sums, mirrored_rows, v_sums
 from asymptotics.equations.node_sums_k import check_sums_k
+from asymptotics.equations.paired.half_sums import check_sums_half, odd_rows
 from asymptotics.equations.small_dense import dresolvent, resolvent
 from asymptotics.equations.solver import Status
 from asymptotics.spiked.kernels import (
@@ -83,20 +84,25 @@ def _residual(x: np.ndarray, fx: np.ndarray, floor: float) -> float:
 
 
 @kernel(cache=True, error_model="numpy")
-def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, pi, p_inv):
+def literal_map(state, parts, w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta, pi, p_inv,
+                half=False):
     """Kernel: ``kernels.full_map_e`` at the state ``kernels.complete_parts`` returned, from the
     parts it shares with that state ((V1, V2) are the same: the conjugates Vhat, the resolvent,
     psihat, the mean design and the per-node mean parts are reused, the same numbers; the
     rest in one pass over the nodes, ``equations.node_sums.check_sums``); m by the design's SVD of
     ``complete_parts`` (``full_map_e`` asks LAPACK's least squares for the same minimum-norm
-    solution with the same 1e-12 cut: equal to round-off)."""
+    solution with the same 1e-12 cut: equal to round-off); ``half``: ``complete_parts``' (the
+    sums over pairs of mirrored nodes, ``equations.paired.half_sums.check_sums_half``)."""
     iv, M, v2, tau, V1, V2, ph, Phi, Psi, ht, U, sv, Vt, nk, b, E0 = parts
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
     Q1 = np.ascontiguousarray(state[o_q1:o_q2]).reshape((K, K))
-    if K <= 2:
+    if half:
+        E, Q1h, Q2h, zh = check_sums_half(Q1, state[o_q2:o_v1], iv, b, E0, delta, w, kap, mb1,
+                                          ms2, h)
+    elif K <= 2:
         E, Q1h, Q2h, zh = check_sums(Q1, state[o_q2:o_v1], iv, b, E0, delta, w, kap, mb1,
                                      ms2, h)
     else:  # (node_sums_k: channel_v's, vhats' numbers, in one pass)
@@ -153,6 +159,8 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         cold[K * K + g] = 0.5 * pi[g]
     n_att = 3 if has_x0 else 2
     half = mirrored_rows(w, mb1, ms2)  # (the (V1, V2) map's sums over half the nodes)
+    # (and the completion's over pairs of nodes where kappa and mu0 are odd too)
+    paired = half and odd_rows(kap, mu0)
     x = cold
     code = MAX_ITER
     n_it = 0
@@ -177,10 +185,10 @@ def solve_point(x0, has_x0, nonneg, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, de
         for _ in range(3):
             v = v_pass(v, w, mb1, ms2, A, lam, beta, pi, half)
         cp = complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
-                            p_inv)
+                            p_inv, paired)
         state, ok, sv, power, total = cp[0], cp[1], cp[2], cp[3], cp[4]
         fx, E = literal_map(state, cp[5:], w, kap, mu0, mb1, ms2, h, h1, h2, A, delta, beta,
-                            pi, p_inv)
+                            pi, p_inv, paired)
         resid = _residual(state, fx, floor)
         finite = True
         for i in range(state.shape[0]):

@@ -40,6 +40,7 @@ from asymptotics.coefficients.quadrature import (
     N_PIECE,
     N_SMOOTH,
     gauss_hermite,
+    grid_moments,
     mirror_pairs,
     mirror_rows,
 )
@@ -383,13 +384,11 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
                 Zt[...] = shift[s:e].T[:, :, None]
                 for i, j in enumerate(free):
                     Zt[j] += rho[j] * om[None, :, i]
-                gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64)
-            if not np.all(np.isfinite(gv)):
+                gv = np.asarray(target(np.moveaxis(Zt, 0, -1)), dtype=np.float64).T.copy()
+            finite, h[s:e], h2[s:e], h1t = grid_moments(gv, wo, wom)  # (gv: the rule's rows)
+            if not finite:
                 raise ValueError("target returned non-finite values at quadrature nodes")
-            h[s:e] = gv @ wo
-            h2[s:e] = (gv * gv) @ wo
-            if free:
-                h1[s:e][:, free] = gv @ wom
+            h1[s:e][:, free] = h1t.T
     g_scale = float(np.max(h2)) + 1e-300
     return (flush(h, math.sqrt(g_scale)), flush(np.asarray(h1), math.sqrt(g_scale)),
             np.array(h2, dtype=np.float64))
@@ -398,7 +397,7 @@ def target_tables(target: Function | Callable[[np.ndarray], np.ndarray], k: int,
 def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
              counts: tuple[int, ...]) -> np.ndarray:
     """A lambdified target ``raw(z_1, ..., z_k)`` on the kept nodes of the omega tensor rule
-    of ``counts`` over the variables ``free``, (n, m) C-contiguous: z_j = rho_j x + shift_j,
+    of ``counts`` over the variables ``free``, (m, n) C-contiguous: z_j = rho_j x + shift_j,
     x on axis j of the grid only and the n nodes on the last axis (numpy broadcasts: a term of
     z_j alone is evaluated once per distinct z_j), the numbers of the target on the (n, m)
     arrays of :func:`target_tables` element for element."""
@@ -417,4 +416,4 @@ def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
     if nf > 1:  # (the one-dimensional rule is not pruned)
         keep = tensor_keep(tuple(counts))[1]
         full = full if keep.shape[0] == full.shape[0] else full[keep]
-    return np.ascontiguousarray(full.T)
+    return np.ascontiguousarray(full)

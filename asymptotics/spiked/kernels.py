@@ -20,6 +20,7 @@ from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mean_lsq import mean_elimination2
 from asymptotics.equations.node_sums import q_sums, v_parts
 from asymptotics.equations.node_sums_k import q_sums_k, v_parts_k, v_sums3, v_sums4
+from asymptotics.equations.paired.half_sums import q_sums_half, v_parts_half
 from asymptotics.equations.small_dense import (  # noqa: F401  (the resolvent's kernels, here too)
     along_into,
     along_work,
@@ -264,18 +265,24 @@ def complete(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv
 
 
 @kernel(cache=True, error_model="numpy")
-def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv):
+def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi, p_inv,
+                   half=False):
     """Kernel: :func:`complete`'s five results, then what the literal map at its state shares
     with it (the same (V1, V2)): (iv, Vhat1, Vhat2, tau, V1, V2, A psihat, the mean design
     (Phi, Psi, ht) and its thin SVD (U, sv, Vt) with the rank nk kept, the per-node mean parts
-    (b, E0) of the state); the Q-system's node sums in one pass (``equations.node_sums``)."""
+    (b, E0) of the state); the Q-system's node sums in one pass (``equations.node_sums``);
+    ``half``: the tables odd and even in the pairs of mirrored nodes, the sums over the pairs
+    and the mean design on the first half's rows (``equations.paired.half_sums``)."""
     n, K = mb1.shape
     r = kap.shape[1]
     k = h1.shape[1]
     o_q1, o_q2, o_v1, o_v2, o_z, o_p, o_m, end = sizes(K, r, k)
     V1in = v[:K * K].reshape((K, K))
     V2in = v[K * K:]
-    if K <= 2:  # (node_sums: the same numbers in one pass)
+    tot = 0.0  # (half: the target's power over every node)
+    if half:  # (the same sums and normal equations, to round-off)
+        iv, M, v2, ph, Phi, Psi, ht, tot = v_parts_half(v, w, kap, mu0, mb1, ms2, h, h1)
+    elif K <= 2:  # (node_sums: the same numbers in one pass)
         iv, M, v2, ph, Phi, Psi, ht = v_parts(v, w, kap, mu0, mb1, ms2, h, h1)
     else:
         iv, M, v2, ph, Phi, Psi, ht = v_parts_k(v, w, kap, mu0, mb1, ms2, h, h1)
@@ -285,7 +292,7 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     if p_inv > 0.0:
         eps = p_inv / (A * V2)
         for g in range(K):
-            Phi[n + g, g] = np.sqrt(eps[g])
+            Phi[Phi.shape[0] - K + g, g] = np.sqrt(eps[g])
     ph *= A
     # eliminate m: with Qb an orthonormal basis of range(Phi), Psi_r = (I - Qb Qb^T) Psi, the
     # (zeta, m) system is (I + A delta Psi_r^T Psi_r) zeta = A delta Psi_r^T ht (well conditioned
@@ -319,6 +326,8 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
         zh = A * (Psi.T @ (ht - Psi @ zeta - Phi @ m))
         power = (U.T @ ht) ** 2
         total = float(ht @ ht)
+    if half:
+        total = tot
     state = np.zeros(end)
     state[o_v1:o_v2] = V1in.ravel()
     state[o_v2:o_z] = V2in
@@ -326,7 +335,11 @@ def complete_parts(v, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta, pi,
     state[o_p:o_m] = (beta * (V1.T @ ph)).ravel()
     state[o_m:] = m
     # Q: Qhat = r0 + Kq Q, Q = L(Qhat + extra), L = -dV
-    if K <= 2:  # (node_sums: the same sums in one pass)
+    if half:
+        b, E0, R1, R2, G = q_sums_half(kap[:n // 2] @ state[o_z:o_p].reshape((K, r)).T,
+                                       h1 @ state[o_p:o_m].reshape((K, k)).T, m, iv, delta,
+                                       w, mu0, mb1, ms2, h, h2)
+    elif K <= 2:  # (node_sums: the same sums in one pass)
         b, E0, R1, R2, G = q_sums(np.ascontiguousarray(state[o_z:o_p]).reshape((K, r)),
                                   np.ascontiguousarray(state[o_p:o_m]).reshape((K, k)), m,
                                   iv, delta, w, kap, mu0, mb1, ms2, h, h1, h2)

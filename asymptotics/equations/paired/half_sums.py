@@ -1,0 +1,160 @@
+"""The exact completion's and the literal map's node sums of the K-group equations over pairs
+of mirrored nodes (docs/THEORY.md §10.2, §10.5), for tables whose rows n - 1 - j are those of
+row j with w, mub1, mus2 equal and kappa, mu0 negated (:func:`odd_rows` with
+``node_sums.mirrored_rows``: an odd sigma on a centrally symmetric rule,
+``spiked.coefficients.odd_sigma``). Then 1/(1 + V) is even, the mean design's rows
+(sqrt(w/(1+V)) mu0, sqrt(w/(1+V)) mub1_g kappa) odd and the mean prediction b odd, so
+
+- a sum of an even term times an even table is the sum over the first half of the pair's
+  terms added (j and n - 1 - j), with the target's tables (no parity) read at both nodes;
+- the mean channel's least squares (design [Phi, Psi], target ht, ridge rows below) is that of
+  the first half's rows times sqrt(2) against ht's odd part, (ht_j - ht_{n-1-j}) / sqrt(2): the
+  pairs' even parts are orthogonal to every column of the design (an orthogonal change of the
+  rows), so the normal equations, the singular values and the target's power along the left
+  singular vectors are those of every node; its total power ht . ht is summed over every node.
+
+The numbers are those of ``node_sums_k``'s passes over every node to round-off (the sums pair
+the nodes before adding them), not bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from asymptotics.core.coldstart import kernel
+from asymptotics.equations.node_sums_k import channel_nodes, weighted_sums
+from asymptotics.equations.small_dense import gram_t
+
+
+@kernel(cache=True, error_model="numpy")
+def odd_rows(kap, mu0):
+    """Kernel: whether row n - 1 - j of ``kap`` and ``mu0`` is minus row j bit for bit (n even;
+    with ``node_sums.mirrored_rows`` the completion's sums run over pairs of nodes)."""
+    n = kap.shape[0]
+    if n % 2 != 0 or n == 0 or mu0.shape[0] != n:
+        return False
+    for j in range(n // 2):
+        for i in range(kap.shape[1]):
+            if kap[n - 1 - j, i] != -kap[j, i]:
+                return False
+        for g in range(mu0.shape[1]):
+            if mu0[n - 1 - j, g] != -mu0[j, g]:
+                return False
+    return True
+
+
+@kernel(cache=True, error_model="numpy")
+def v_parts_half(x, w, kap, mu0, mb1, ms2, h, h1):
+    """Kernel: ``node_sums_k.v_parts_k`` over pairs of nodes: (iv on every node, M, v2, ph, the
+    mean design's rows of the first half times sqrt(2) (Phi, Psi; n / 2 + K rows, the last K
+    the ridge's, left zero) and ht's odd part ((ht_j - ht_{n-1-j}) / sqrt(2)), and the target's
+    total power ht . ht over every node); (M, v2, ph) are the sums over every node, before A."""
+    n, K = mb1.shape
+    nh = n // 2
+    r = kap.shape[1]
+    k = h1.shape[1]
+    iv = np.empty(n)
+    a2 = np.empty(nh)  # (the pair's weight 2 w / (1 + V))
+    hp = np.empty((nh, k))  # (the pair's mean of h1: with a2, the pair's sum)
+    Phi = np.zeros((nh + K, K))
+    Psi = np.zeros((nh + K, K * r))
+    ht = np.zeros(nh + K)
+    V = channel_nodes(x, mb1, ms2, nh)
+    total = 0.0
+    for j in range(nh):
+        jm = n - 1 - j
+        ivj = 1.0 / (1.0 + V[j])
+        iv[j] = ivj
+        iv[jm] = ivj
+        aj = w[j] * ivj
+        a2[j] = 2.0 * aj
+        total += aj * (h[j] * h[j] + h[jm] * h[jm])
+        for i in range(k):
+            hp[j, i] = 0.5 * (h1[j, i] + h1[jm, i])
+        sq = np.sqrt(2.0 * aj)
+        ht[j] = sq * (0.5 * (h[j] - h[jm]))
+        for g in range(K):
+            Phi[j, g] = sq * mu0[j, g]
+            sb = sq * mb1[j, g]
+            for i in range(r):
+                Psi[j, g * r + i] = sb * kap[j, i]
+    M, v2, ph = weighted_sums(a2, mb1, ms2, hp, nh)
+    return iv, M, v2, ph, Phi, Psi, ht, total
+
+
+@kernel(cache=True, error_model="numpy")
+def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
+    """Kernel: ``node_sums_k.q_sums_k`` over pairs of nodes from zk = kappa Z^T on the first
+    half (the other half's is -zk) and pk = h1 P^T on every node: (b, E0) on every node (b odd:
+    -b_j at node n - 1 - j), (R1, R2) and the Gram G, the sums over every node, before A."""
+    n, K = mb1.shape
+    nh = n // 2
+    L = K * (K + 1) // 2
+    b = np.empty(n)
+    E0 = np.empty(n)
+    a = np.empty(nh)
+    ap = np.empty(nh)
+    Yt = np.empty((L + K, nh))
+    for j in range(nh):
+        jm = n - 1 - j
+        bj = 0.0
+        c = 0.0
+        cm = 0.0
+        for g in range(K):
+            bj += mu0[j, g] * m[g] + mb1[j, g] * zk[j, g]
+            c += mb1[j, g] * pk[j, g]
+            cm += mb1[j, g] * pk[jm, g]
+        b[j] = bj
+        b[jm] = -bj
+        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+        em = h2[jm] - 2.0 * -bj * h[jm] + bj * bj - 2.0 * cm
+        E0[j] = e0
+        E0[jm] = em
+        iv2 = iv[j] * iv[j]
+        a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
+        ap[j] = 2.0 * (w[j] * iv2)
+        p = 0
+        for g in range(K):
+            for q in range(g, K):
+                Yt[p, j] = mb1[j, g] * mb1[j, q]
+                p += 1
+        for g in range(K):
+            Yt[L + g, j] = ms2[j, g]
+    R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
+    return b, E0, R1, R2, gram_t(Yt, ap)
+
+
+@kernel(cache=True, error_model="numpy")
+def check_sums_half(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
+    """Kernel: ``node_sums_k.check_sums_k`` over pairs of nodes: (E on every node, Q1hat, Q2hat,
+    zetahat), the sums over every node, before A (zetahat's term is odd times the residual
+    h - b: the pair's difference of residuals)."""
+    n, K = mb1.shape
+    nh = n // 2
+    r = kap.shape[1]
+    x = np.empty(K * K + K)
+    for g in range(K):
+        x[K * K + g] = Q2[g]
+        for p in range(K):
+            x[g * K + p] = Q1[g, p]
+    q = channel_nodes(x, mb1, ms2, nh)
+    E = np.empty(n)
+    a = np.empty(nh)
+    cd = np.empty(nh)
+    for j in range(nh):
+        jm = n - 1 - j
+        e = E0[j] + q[j]
+        em = E0[jm] + q[j]
+        E[j] = e
+        E[jm] = em
+        iv2 = iv[j] * iv[j]
+        a[j] = w[j] * (iv2 * (e + delta)) + w[j] * (iv2 * (em + delta))
+        cd[j] = w[j] * iv[j] * ((h[j] - b[j]) - (h[jm] - b[jm]))
+    X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
+    zh = np.zeros((K, r))
+    for g in range(K):
+        for i in range(r):
+            s = 0.0
+            for j in range(nh):
+                s += cd[j] * mb1[j, g] * kap[j, i]
+            zh[g, i] = s
+    return E, X1, X2, zh
