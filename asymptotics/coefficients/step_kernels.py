@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from asymptotics.coefficients.targets import grid_target
-from asymptotics.core import coldstart
+from asymptotics.core import coldstart, meta
 from asymptotics.core.coldstart import kernel
 
 
@@ -83,8 +83,8 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
     numbers) for a polynomial target (``poly``) once compiled, else by numpy (``evaluate(g, Z)``:
     the target at Z (..., k); its terms of few distinct values tabled once,
     ``targets.grid_target``: the same numbers); the sums by numpy either way."""
-    (k, n), rows = Uz.shape, max(1, block // max(1, RzT.shape[1]))
-    e01, e2, Z = np.empty((n, W.shape[1])), np.empty(n), np.empty((k, min(rows, n), RzT.shape[1]))
+    (k, n), rows, new = Uz.shape, max(1, block // max(1, RzT.shape[1])), meta.scratch  # kept
+    e01, e2, Z = new((n, W.shape[1])), new(n), new((k, min(rows, n), RzT.shape[1]))
     fast, fill = poly is not None and n > 0 and k > 0, fill or poly_e
     if fast:
         f = np.ascontiguousarray(f, dtype=np.float64)
@@ -99,9 +99,9 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
             e = grid(sl) if grid is not None else evaluate(g, np.moveaxis(np.add(
                 Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)]), 0, -1))
             e -= f[sl, None]
-        e01[sl] = e @ W
+        np.matmul(e, W, out=e01[sl])  # in place: e @ W's numbers
         e *= e
-        e2[sl] = e @ wr + delta * wr.sum()
+        np.add(np.matmul(e, wr, out=e2[sl]), delta * wr.sum(), out=e2[sl])
     return e01, e2
 
 

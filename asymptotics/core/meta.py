@@ -1,9 +1,14 @@
 """The distribution's version, warnings shown as one line (commands and pool workers), BLAS
-thread limits, and the three field groups every result type exposes."""
+thread limits, work buffers reused per thread, and the three field groups every result type
+exposes."""
 
 from __future__ import annotations
 
+import math
 import sys
+import threading
+
+import numpy as np
 
 
 def version() -> str:
@@ -56,6 +61,45 @@ def blas_limit(threads: int | None):
 
         _BLAS.append(ThreadpoolController())
     return _BLAS[0].limit(limits=threads, user_api="blas")
+
+
+_SCRATCH = threading.local()  # per thread: its work buffers (byte arrays)
+#: work buffers kept per thread, and the largest kept (bytes; a larger request is np.empty's)
+SCRATCH_SLOTS = 8
+SCRATCH_MAX = 1 << 27
+
+
+def scratch(shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+    """An uninitialised array, as ``np.empty(shape, dtype)``, on one of this thread's kept
+    buffers that no live array views (each view holds its buffer: one is reused only when every
+    array on it is gone). A step's work arrays are freed and asked for again at about the same
+    sizes: the allocator would return their pages to the system and fault them in again; kept,
+    they are written in place. Any other case: a fresh ``np.empty``."""
+    dt = np.dtype(dtype)
+    need = math.prod(shape if isinstance(shape, tuple) else (shape,)) * dt.itemsize
+    if need <= 0 or need > SCRATCH_MAX:
+        return np.empty(shape, dt)
+    slots = getattr(_SCRATCH, "slots", None)
+    if slots is None:
+        slots = _SCRATCH.slots = []
+    best, grow = -1, -1
+    for i in range(len(slots)):  # free: held by the list and getrefcount's argument only
+        if sys.getrefcount(slots[i]) <= 2:
+            size = slots[i].shape[0]
+            if size >= need and (best < 0 or size < slots[best].shape[0]):
+                best = i
+            elif size < need and (grow < 0 or size > slots[grow].shape[0]):
+                grow = i
+    if best < 0:
+        if grow < 0 and len(slots) >= SCRATCH_SLOTS:
+            return np.empty(shape, dt)
+        buf = np.empty(need + (-need) % 64, np.uint8)
+        best = grow if grow >= 0 else len(slots)
+        if grow >= 0:
+            slots[grow] = buf
+        else:
+            slots.append(buf)
+    return slots[best][:need].view(dt).reshape(shape)
 
 
 class FieldGroups:

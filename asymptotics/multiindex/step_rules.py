@@ -34,7 +34,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import group_checks
+from asymptotics.core import group_checks, meta
 from asymptotics.multiindex.compiled.lattice import kept_nodes
 from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
@@ -267,7 +267,7 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
     checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])
     if weak and not np.any(np.asarray(h) > h0):  # no axis coarsened: the sub-rule is the rule
         checks = checks[1:]
-    return pts, wts / wts.sum(), checks
+    return pts, np.divide(wts, wts.sum(), out=meta.scratch(wts.shape)), checks
 
 
 def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> float:

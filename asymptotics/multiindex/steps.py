@@ -36,7 +36,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
-from asymptotics.multiindex.compiled.poly_rows import poly_e_rows
+from asymptotics.multiindex.compiled.poly_rows import poly_e_rows as e_rows  # poly: e compiled
 from asymptotics.multiindex.xi_lines import fits, xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -244,18 +244,19 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], E_rest e^2 + delta."""
-        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3, fits(sigma))
-        f, F = F @ (fractions * values), None  # F freed before the other axes' sums (memory)
+        M = np.matmul(U, Mmat.T, out=meta.scratch((len(U), K)))  # buffers kept: meta.scratch
+        F, m1, m2, v = xi_moments(sigma, state.c, M, xi, wxi, rules, K >= 3, fits(sigma))
+        f, F, M = np.matmul(F, fractions * values, out=meta.scratch(len(U))), None, None  # freed
         if beta is not None:
             return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))
         if smooth:
-            return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
-                                                       delta))
+            return m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f, delta)
         if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
-        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, np.ascontiguousarray(
-            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK, poly_e_rows)  # poly: e compiled
+        (Uz := meta.scratch((k, len(U))))[...] = np.matmul(U, Br[:, :k], out=meta.scratch(
+            (len(U), k))).T  # contiguous (k, u)
+        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, Uz, RzT, W, wr, f, delta, BLOCK, e_rows)
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
@@ -364,8 +365,7 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     g, k, _ = checks.named("target", resolve_target, target)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
-    return MappingInputs(steps, etas, delta, ro, s, g, k,
-                         np.asarray(ro.values, dtype=np.float64),
+    return MappingInputs(steps, etas, delta, ro, s, g, k, np.asarray(ro.values, dtype=np.float64),
                          np.asarray(ro.weights, dtype=np.float64), degree,
                          step_rules.smooth_variables(g, target, k, per))
 
