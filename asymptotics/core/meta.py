@@ -63,43 +63,48 @@ def blas_limit(threads: int | None):
     return _BLAS[0].limit(limits=threads, user_api="blas")
 
 
-_SCRATCH = threading.local()  # per thread: its work buffers (byte arrays)
-#: work buffers kept per thread, and the largest kept (bytes; a larger request is np.empty's)
-SCRATCH_SLOTS = 8
+_SCRATCH = threading.local()  # per thread: its work buffers (byte arrays) by the callers' keys
+#: work buffers kept per key and thread, the largest one and all of a thread's together (bytes;
+#: beyond: np.empty's)
+SCRATCH_PER_KEY = 4
 SCRATCH_MAX = 1 << 27
+SCRATCH_TOTAL = 1 << 28
 
 
-def scratch(shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
-    """An uninitialised array, as ``np.empty(shape, dtype)``, on one of this thread's kept
-    buffers that no live array views (each view holds its buffer: one is reused only when every
-    array on it is gone). A step's work arrays are freed and asked for again at about the same
-    sizes: the allocator would return their pages to the system and fault them in again; kept,
-    they are written in place. Any other case: a fresh ``np.empty``."""
+def scratch(key: str, shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+    """An uninitialised array, as ``np.empty(shape, dtype)``, on one of this thread's buffers
+    kept for ``key`` (one caller's array: its sizes grow and shrink together) that no live array
+    views (each view holds its buffer: one is reused only when every array on it is gone). A
+    step's work arrays are freed and asked for again at about the same sizes: the allocator would
+    return their pages to the system and fault them in again; kept, they are written in place (a
+    thread keeps at most :data:`SCRATCH_TOTAL` bytes, the largest sizes it was asked for, until
+    it ends). Any other case: a fresh ``np.empty``."""
     dt = np.dtype(dtype)
     need = math.prod(shape if isinstance(shape, tuple) else (shape,)) * dt.itemsize
     if need <= 0 or need > SCRATCH_MAX:
         return np.empty(shape, dt)
-    slots = getattr(_SCRATCH, "slots", None)
-    if slots is None:
-        slots = _SCRATCH.slots = []
-    best, grow = -1, -1
-    for i in range(len(slots)):  # free: held by the list and getrefcount's argument only
-        if sys.getrefcount(slots[i]) <= 2:
-            size = slots[i].shape[0]
-            if size >= need and (best < 0 or size < slots[best].shape[0]):
-                best = i
-            elif size < need and (grow < 0 or size > slots[grow].shape[0]):
-                grow = i
-    if best < 0:
-        if grow < 0 and len(slots) >= SCRATCH_SLOTS:
-            return np.empty(shape, dt)
-        buf = np.empty(need + (-need) % 64, np.uint8)
-        best = grow if grow >= 0 else len(slots)
-        if grow >= 0:
-            slots[grow] = buf
-        else:
-            slots.append(buf)
-    return slots[best][:need].view(dt).reshape(shape)
+    pool = getattr(_SCRATCH, "pool", None)
+    if pool is None:
+        pool = _SCRATCH.pool = {}
+    bufs = pool.setdefault(key, [])
+    use = -1
+    for i in range(len(bufs)):  # free: held by the list and getrefcount's argument only
+        if sys.getrefcount(bufs[i]) <= 2:
+            use = i
+            if bufs[i].shape[0] >= need:
+                return bufs[i][:need].view(dt).reshape(shape)
+    if use < 0 and len(bufs) >= SCRATCH_PER_KEY:
+        return np.empty(shape, dt)
+    held = sum(b.shape[0] for x in pool.values() for b in x) - (bufs[use].shape[0] if use >= 0
+                                                                 else 0)
+    if held + need > SCRATCH_TOTAL:
+        return np.empty(shape, dt)
+    buf = np.empty(need, np.uint8)  # a free one too small replaced, or one more
+    if use >= 0:
+        bufs[use] = buf
+    else:
+        bufs.append(buf)
+    return buf.view(dt).reshape(shape)
 
 
 class FieldGroups:

@@ -371,7 +371,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
             isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
         return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
-    F, out = scratch((n, K)), scratch((3, n, K))  # F apart: a caller may free it first
+    F, out = scratch("xi.F", (n, K)), scratch("xi.out", (3, n, K))  # F apart: may be freed first
     done, into = np.zeros(K, dtype=bool), np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:

@@ -93,7 +93,7 @@ def kept_nodes(axes: list[np.ndarray], rules: list[list[np.ndarray]], prune: flo
     if coldstart.kernel_ready(_kept, (*args, none, np.empty((nr, 0))), lambda: _kept(*tiny),
                               compile_mode_ready=True):
         n = _kept(*args, none, np.empty((nr, 0)))  # counted, then written to kept buffers
-        pts, vals = scratch((n, r)), scratch((nr, n))
+        pts, vals = scratch("pts", (n, r)), scratch("vals", (nr, n))
         if n:
             _kept(*args, pts, vals)
         return pts, list(vals)
