@@ -15,8 +15,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from asymptotics.coefficients.targets import grid_target
-from asymptotics.core import coldstart
+from asymptotics.coefficients.targets import grid_target, rows_into
+from asymptotics.core import coldstart, meta
 from asymptotics.core.coldstart import kernel
 
 
@@ -54,8 +54,7 @@ def poly_e(Uz: np.ndarray, RzT: np.ndarray, f: np.ndarray, lo: int, exps: np.nda
     the polynomial of monomials ``exps`` (terms x k), ``coefs`` (in that order; each monomial
     left to right, as numpy evaluates the printed polynomial)."""
     k, nr = RzT.shape
-    z = np.empty((k, nr))
-    m = np.empty(nr)
+    z, m = np.empty((k, nr)), np.empty(nr)
     for i in range(e.shape[0]):
         for d in range(k):
             for j in range(nr):
@@ -83,25 +82,26 @@ def rest_sums(g: Callable, evaluate: Callable, poly: Polynomial | None, Uz: np.n
     numbers) for a polynomial target (``poly``) once compiled, else by numpy (``evaluate(g, Z)``:
     the target at Z (..., k); its terms of few distinct values tabled once,
     ``targets.grid_target``: the same numbers); the sums by numpy either way."""
-    (k, n), rows = Uz.shape, max(1, block // max(1, RzT.shape[1]))
-    e01, e2, Z = np.empty((n, W.shape[1])), np.empty(n), np.empty((k, min(rows, n), RzT.shape[1]))
+    (k, n), nr, new = Uz.shape, RzT.shape[1], meta.scratch  # buffers kept per thread
+    e01, e2, Z = new("e01", (n, W.shape[1])), new("e2", n), new("Z", (k, min(
+        rows := max(1, block // max(1, nr)), n), nr))
     fast, fill = poly is not None and n > 0 and k > 0, fill or poly_e
     if fast:
         f = np.ascontiguousarray(f, dtype=np.float64)
         args = (Uz, RzT, f, 0, poly.exps, poly.coefs, np.empty((1, RzT.shape[1])))
         fast = coldstart.kernel_ready(fill, args, lambda: fill(*args))
-    grid = None if fast else grid_target(g, Uz, RzT)
+    grid = None if fast else grid_target(g, Uz, RzT)  # else the target by rows into E:
+    E = None if fast or grid is not None else new("E", (min(rows, n), nr))
     for lo in range(0, n, rows):
         sl = slice(lo, lo + rows)
         if fast:
             fill(Uz, RzT, f, lo, poly.exps, poly.coefs, e := Z[0, :min(rows, n - lo)])
         else:
-            e = grid(sl) if grid is not None else evaluate(g, np.moveaxis(np.add(
-                Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)]), 0, -1))
+            e = grid(sl) if grid is not None else rows_into(g, evaluate, np.moveaxis(np.add(
+                Uz[:, sl, None], RzT[:, None, :], out=Z[:, :min(rows, n - lo)]), 0, -1), E)
             e -= f[sl, None]
-        e01[sl] = e @ W
-        e *= e
-        e2[sl] = e @ wr + delta * wr.sum()
+        np.matmul(e, W, out=e01[sl]), np.multiply(e, e, out=e)  # in place: the same numbers
+        np.add(np.matmul(e, wr, out=e2[sl]), delta * wr.sum(), out=e2[sl])
     return e01, e2
 
 

@@ -124,6 +124,20 @@ def _degree_bound(expr, syms: set) -> int:
     return MAX_DEGREE + 1  # not a plain polynomial form
 
 
+#: target values per call of the target in :func:`rows_into` (its temporaries stay small: the
+#: allocator keeps such blocks, where larger ones go back to the system and fault in again)
+EVAL_SIZE = 8192
+
+
+def rows_into(g: Callable, evaluate: Callable, z: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``evaluate(g, z)`` (z: rows x rest nodes x k; a step's other-axes sums) written to
+    ``out[:rows]`` by :data:`EVAL_SIZE` values at a time (elementwise: the same numbers)."""
+    e, step = out[:z.shape[0]], max(1, EVAL_SIZE // max(1, z.shape[1]))
+    for i in range(0, z.shape[0], step):
+        e[i:i + step] = evaluate(g, z[i:i + step])
+    return e
+
+
 def target_callable(text: str) -> tuple[Callable[[np.ndarray], np.ndarray], int]:
     """``(g, k)``: a vectorised ``g(Z)`` for ``Z`` of shape ``(..., k)`` from a target text."""
     expr, syms = parse_target(text)

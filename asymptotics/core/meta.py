@@ -1,9 +1,14 @@
 """The distribution's version, warnings shown as one line (commands and pool workers), BLAS
-thread limits, and the three field groups every result type exposes."""
+thread limits, work buffers reused per thread, and the three field groups every result type
+exposes."""
 
 from __future__ import annotations
 
+import math
 import sys
+import threading
+
+import numpy as np
 
 
 def version() -> str:
@@ -56,6 +61,50 @@ def blas_limit(threads: int | None):
 
         _BLAS.append(ThreadpoolController())
     return _BLAS[0].limit(limits=threads, user_api="blas")
+
+
+_SCRATCH = threading.local()  # per thread: its work buffers (byte arrays) by the callers' keys
+#: work buffers kept per key and thread, the largest one and all of a thread's together (bytes;
+#: beyond: np.empty's)
+SCRATCH_PER_KEY = 4
+SCRATCH_MAX = 1 << 27
+SCRATCH_TOTAL = 1 << 28
+
+
+def scratch(key: str, shape: int | tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+    """An uninitialised array, as ``np.empty(shape, dtype)``, on one of this thread's buffers
+    kept for ``key`` (one caller's array: its sizes grow and shrink together) that no live array
+    views (each view holds its buffer: one is reused only when every array on it is gone). A
+    step's work arrays are freed and asked for again at about the same sizes: the allocator would
+    return their pages to the system and fault them in again; kept, they are written in place (a
+    thread keeps at most :data:`SCRATCH_TOTAL` bytes, the largest sizes it was asked for, until
+    it ends). Any other case: a fresh ``np.empty``."""
+    dt = np.dtype(dtype)
+    need = math.prod(shape if isinstance(shape, tuple) else (shape,)) * dt.itemsize
+    if need <= 0 or need > SCRATCH_MAX:
+        return np.empty(shape, dt)
+    pool = getattr(_SCRATCH, "pool", None)
+    if pool is None:
+        pool = _SCRATCH.pool = {}
+    bufs = pool.setdefault(key, [])
+    use = -1
+    for i in range(len(bufs)):  # free: held by the list and getrefcount's argument only
+        if sys.getrefcount(bufs[i]) <= 2:
+            use = i
+            if bufs[i].shape[0] >= need:
+                return bufs[i][:need].view(dt).reshape(shape)
+    if use < 0 and len(bufs) >= SCRATCH_PER_KEY:
+        return np.empty(shape, dt)
+    held = sum(b.shape[0] for x in pool.values() for b in x) - (bufs[use].shape[0] if use >= 0
+                                                                 else 0)
+    if held + need > SCRATCH_TOTAL:
+        return np.empty(shape, dt)
+    buf = np.empty(need, np.uint8)  # a free one too small replaced, or one more
+    if use >= 0:
+        bufs[use] = buf
+    else:
+        bufs.append(buf)
+    return buf.view(dt).reshape(shape)
 
 
 class FieldGroups:

@@ -34,7 +34,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
-from asymptotics.core import group_checks
+from asymptotics.core import group_checks, meta
 from asymptotics.multiindex.compiled.lattice import kept_nodes
 from asymptotics.multiindex.polynomial_spikes import triangular_span
 from asymptotics.spiked.coefficients import tensor_rule
@@ -259,15 +259,15 @@ def lattice_checks(h: np.ndarray, u_max: float, h0: float) -> tuple[np.ndarray, 
     weak = bool(np.any(np.asarray(h) < 0))
     # each rule's weights ((w_0 w_1) w_2) ... at the nodes kept (C order; no grid formed)
     pts, kept = kept_nodes(axes, [w1, w2] + ([w3, w4] if weak else []), PRUNE, 3 if weak else None)
-    wts = kept[0]
-    subs = []
-    for ws in kept[1:]:
-        sub = np.flatnonzero(ws > PRUNE * ws.max())
-        subs.append((sub, ws[sub] / ws[sub].sum()))
+    wts, subs = kept[0], []
+    for ws in kept[1:]:  # (the temporaries on buffers kept per thread: core.meta.scratch)
+        on = np.greater(ws, PRUNE * ws.max(), out=meta.scratch("on", ws.shape, bool))
+        x = np.take(ws, sub := np.flatnonzero(on), out=meta.scratch("sub", len(sub)), mode="clip")
+        subs.append((sub, np.divide(x, x.sum(), out=meta.scratch("sub_w", sub.shape))))
     checks = [(None, None, *subs[0])] + ([(*subs[1], *subs[2])] if weak else [])
     if weak and not np.any(np.asarray(h) > h0):  # no axis coarsened: the sub-rule is the rule
         checks = checks[1:]
-    return pts, wts / wts.sum(), checks
+    return pts, np.divide(wts, wts.sum(), out=meta.scratch("wts", wts.shape)), checks
 
 
 def difference(new: tuple[np.ndarray, ...], coarse: tuple[np.ndarray, ...]) -> float:

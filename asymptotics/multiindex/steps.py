@@ -36,7 +36,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
 from asymptotics.core import checks, group_checks, meta
 from asymptotics.multiindex import graded, polynomial_spikes, reused, step_rules, xi_lines
-from asymptotics.multiindex.compiled.poly_rows import poly_e_rows
+from asymptotics.multiindex.compiled.poly_rows import poly_e_rows as e_rows  # poly: e compiled
 from asymptotics.multiindex.xi_lines import fits, xi_moments
 from asymptotics.spiked.problem import resolve_target, target_degrees
 from asymptotics.spiked.readouts import Readout, parse_readout
@@ -241,21 +241,22 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
     poly, split = (split, None) if isinstance(split, step_kernels.Polynomial) else (None, split)
     split = split if quad.rest is None and not smooth and beta is None else None  # g = p + t
     R2, w2 = polynomial_spikes.split_rule(split, step_rules.other_axes, Bo, k, n_rest, per, R, Bq)
+    new = meta.scratch  # the per-node work arrays on buffers kept per thread (core.meta)
 
     def terms(U: np.ndarray) -> tuple[np.ndarray, ...]:
         """Per spike node m1, m2, v (u, K), e0 = E_rest e, e1 = E_rest[e R], E_rest e^2 + delta."""
-        F, m1, m2, v = xi_moments(sigma, state.c, U @ Mmat.T, xi, wxi, rules, K >= 3, fits(sigma))
-        f, F = F @ (fractions * values), None  # F freed before the other axes' sums (memory)
+        M = np.matmul(U, Mmat.T, out=new("M", (len(U), K)))  # on buffers kept per thread
+        F, m1, m2, v = xi_moments(sigma, state.c, M, xi, wxi, rules, K >= 3, fits(sigma))
+        f, F, M = np.matmul(F, fractions * values, out=new("f", len(U))), None, None
         if beta is not None:
             return (m1, m2, v, *graded.relu_rest(U @ Br[:, 0], beta, f, delta))
         if smooth:
-            return (m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f,
-                                                       delta))
+            return m1, m2, v, *step_rules.smooth_rest(g, U @ Br[:, 0], R, wr, Bq[:, 0], f, delta)
         if R2 is not None and U.shape[0] * R.shape[0] >= SPLIT_MIN:
             return (m1, m2, v, *polynomial_spikes.split_rest(split, U @ Br[:, :k], R, wr, R2, w2,
                                                              Bq[:, :k], f, delta))
-        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, np.ascontiguousarray(
-            (U @ Br[:, :k]).T), RzT, W, wr, f, delta, BLOCK, poly_e_rows)  # poly: e compiled
+        (Uz := new("Uz", (k, len(U))))[...] = np.matmul(U, Br[:, :k], out=new("uz", (len(U), k))).T
+        e01, e2 = step_kernels.rest_sums(g, evaluate, poly, Uz, RzT, W, wr, f, delta, BLOCK, e_rows)
         return m1, m2, v, e01[:, 0], e01[:, 1:], e2
 
     def update(U: np.ndarray, wu: np.ndarray, m1: np.ndarray, m2: np.ndarray, v: np.ndarray,
@@ -269,7 +270,8 @@ def advance(state: GroupState, *, sigma: Function, g: Function | Callable, value
             U) >= FUSED else None
         if idx is not None and sums is None:  # not compiled yet: the sub-rule's rows taken
             return update(*step_rules.subset(U, wu, (m1, m2, v, e0, e1, e2), idx), fused=True)
-        e_m2, noise_v = sums[2:4] if idx is not None else ((wu * e0) @ m2, (noise := wu * e2) @ v)
+        e_m2, noise_v = sums[2:4] if idx is not None else (np.multiply(wu, e0, out=new(  # kept
+            "we0", len(wu))) @ m2, (noise := np.multiply(wu, e2, out=new("we2", len(wu)))) @ v)
         if sums is not None:
             dX, noise_mm = sums[0] @ Br + sums[1] @ Bq, sums[4]
         else:
@@ -364,8 +366,7 @@ def mapping_inputs(sigma: str | Function, target: str, *, steps: int, alpha0: fl
     g, k, _ = checks.named("target", resolve_target, target)
     per = target_degrees(target) if not isinstance(g, Function) else (None,)
     degree = None if any(dg is None for dg in per) else int(sum(per))
-    return MappingInputs(steps, etas, delta, ro, s, g, k,
-                         np.asarray(ro.values, dtype=np.float64),
+    return MappingInputs(steps, etas, delta, ro, s, g, k, np.asarray(ro.values, dtype=np.float64),
                          np.asarray(ro.weights, dtype=np.float64), degree,
                          step_rules.smooth_variables(g, target, k, per))
 
@@ -387,8 +388,7 @@ def steps_mapping(sigma: str | Function, target: str, *, steps: int, alpha0: flo
     # a reused batch: the first step as on a fresh batch, the second below (THEORY.md §14)
     reuse = batch == "reused" and steps >= 2 and math.isfinite(alpha0)
     n_fresh = 1 if reuse else steps
-    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas,
-                               n_fresh)
+    base, done = cached_prefix(_CACHE, (s, target, float(alpha0), delta, ro, quad), etas, n_fresh)
     states = list(_CACHE[(base, etas[:done])]) if done else [
         GroupState(0, np.zeros((K, k)), np.zeros((K, 0)), np.ones(K))]
     st = states[-1]

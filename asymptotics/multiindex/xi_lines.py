@@ -29,6 +29,7 @@ from asymptotics.coefficients.functions import Function, get_function
 from asymptotics.coefficients.line_moments import chebyshev_basis
 from asymptotics.coefficients.step_quadrature import SOFTPLUS, TANH, erf_affine, erf_closed, xi_sums
 from asymptotics.core import coldstart
+from asymptotics.core.meta import scratch
 from asymptotics.multiindex.compiled.clenshaw import chebyshev_pieces, moments_into
 from asymptotics.multiindex.compiled.clenshaw import clenshaw4 as _clenshaw4  # noqa: F401
 from asymptotics.multiindex.compiled.softplus import pairs as _softplus_pairs
@@ -370,7 +371,7 @@ def xi_moments(sigma: Function, c: np.ndarray, M: np.ndarray, xi: np.ndarray,
     if FAST_RELU and rules is not None and has_closed(sigma) and np.all(scs > 0) and all(
             isinstance(x, str) and x == CLOSED for x in rules):  # relu, erf: on (n, K) at once
         return step_quadrature.closed_moments(M, scs, SAME_SCALE, erf_affine(sigma))
-    F, out = np.empty((n, K)), np.empty((3, n, K))  # F apart: a caller may free it first
+    F, out = scratch("xi.F", (n, K)), scratch("xi.out", (3, n, K))  # F apart: may be freed first
     done, into = np.zeros(K, dtype=bool), np.zeros(K, dtype=bool)
     for g in range(K):
         if done[g]:
