@@ -63,3 +63,14 @@ def test_the_mapping_on_two_threads_is_the_serial_one() -> None:
         for x, y in zip(serial[i], out[i], strict=True):
             for u, v in zip(x, y, strict=True):
                 assert np.array_equal(u, v)
+
+
+def test_clear_cache_releases_the_threads_buffers() -> None:
+    from asymptotics.multiindex import steps
+
+    kept = meta.scratch("test.r", 1000)
+    steps.clear_cache()
+    assert not getattr(meta._SCRATCH, "pool", {})
+    assert kept.shape == (1000,)  # an array still viewing a released buffer keeps it
+    kept[...] = 2.0
+    assert float(kept.sum()) == 2000.0

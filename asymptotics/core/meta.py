@@ -107,6 +107,13 @@ def scratch(key: str, shape: int | tuple[int, ...], dtype: type = np.float64) ->
     return buf.view(dt).reshape(shape)
 
 
+def release_scratch() -> None:
+    """Drop this thread's work buffers of :func:`scratch` (arrays still viewing one keep it)."""
+    pool = getattr(_SCRATCH, "pool", None)
+    if pool is not None:
+        pool.clear()
+
+
 class FieldGroups:
     """``parameters``, ``solution``, ``diagnostics`` of a result dataclass from its class tuples
     ``PARAMETERS``, ``SOLUTION``, ``DIAGNOSTICS`` (what produced the point, what the equations

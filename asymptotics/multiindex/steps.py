@@ -311,10 +311,8 @@ CACHE_SIZE = 128
 
 
 def clear_cache() -> None:
-    """Forget the cached mappings, xi pieces and ripples (benchmarks time a first computation)."""
-    _CACHE.clear()
-    xi_lines.clear_cache()
-    step_rules.clear_cache()
+    """Forget the cached mappings, xi pieces, ripples and this thread's work buffers."""
+    _CACHE.clear(), xi_lines.clear_cache(), step_rules.clear_cache(), meta.release_scratch()
 
 
 @dataclass(frozen=True)
