@@ -152,6 +152,19 @@ def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
 
 
 @kernel(cache=True, error_model="numpy")
+def feature_column(Yt, j, mb1, ms2, K, L):
+    """Kernel: node j's column of the Q-system's features: ``mub1_g mub1_q`` (g <= q, row by
+    row), then ``mu*2_g`` from row ``L``."""
+    p = 0
+    for g in range(K):
+        for q in range(g, K):
+            Yt[p, j] = mb1[j, g] * mb1[j, q]
+            p += 1
+    for g in range(K):
+        Yt[L + g, j] = ms2[j, g]
+
+
+@kernel(cache=True, error_model="numpy")
 def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     """Kernel: ``node_sums.q_sums`` for any K from the per-node products zk = kappa Z^T and
     pk = h1 P^T (n x K): (b, E0) of ``kernels.mean_parts``, (R1, R2) the sums of ``vhats`` at
@@ -179,13 +192,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
         iv2 = iv[j] * iv[j]
         a[j] = w[j] * (iv2 * (e0 + delta))
         ap[j] = w[j] * iv2
-        p = 0
-        for g in range(K):
-            for q in range(g, K):
-                Yt[p, j] = mb1[j, g] * mb1[j, q]
-                p += 1
-        for g in range(K):
-            Yt[L + g, j] = ms2[j, g]
+        feature_column(Yt, j, mb1, ms2, K, L)
     R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
     return b, E0, R1, R2, gram_t(Yt, ap)
 

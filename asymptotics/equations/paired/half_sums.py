@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.node_sums_k import channel_nodes, weighted_sums
+from asymptotics.equations.node_sums_k import channel_nodes, feature_column, weighted_sums
 from asymptotics.equations.small_dense import gram_t
 
 
@@ -112,13 +112,7 @@ def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
         iv2 = iv[j] * iv[j]
         a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
         ap[j] = 2.0 * (w[j] * iv2)
-        p = 0
-        for g in range(K):
-            for q in range(g, K):
-                Yt[p, j] = mb1[j, g] * mb1[j, q]
-                p += 1
-        for g in range(K):
-            Yt[L + g, j] = ms2[j, g]
+        feature_column(Yt, j, mb1, ms2, K, L)
     R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
     return b, E0, R1, R2, gram_t(Yt, ap)
 
