@@ -55,6 +55,7 @@ import os
 for _v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
     os.environ.setdefault(_v, "1")
 
+import argparse  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -154,10 +155,21 @@ def point(alpha: float, kw: dict) -> None:
 
 
 def main() -> None:
-    sections = {1, 2, 3, 4}
-    if "--sections" in sys.argv:
-        sections = {int(x) for x in sys.argv[sys.argv.index("--sections") + 1].split(",")}
-    seed = int(sys.argv[sys.argv.index("--seed") + 1]) if "--seed" in sys.argv else SEED
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sections", default="1,2,3,4",
+                    help="comma-separated sections to run (default: all four)")
+    ap.add_argument("--seed", type=int, default=SEED, help="section 1's K-group settings")
+    ap.add_argument("--mapping-seed", type=int, default=SEED, help="section 2's drawn mappings")
+    ap.add_argument("--steps-seed", type=int, default=SEED, help="section 3's extra settings")
+    args = ap.parse_args()
+    try:
+        sections = {int(x) for x in args.sections.split(",")}
+    except ValueError:
+        ap.error(f"--sections takes numbers 1-4 separated by commas, got {args.sections!r}")
+    if not sections <= {1, 2, 3, 4}:
+        ap.error(f"--sections takes numbers 1-4, got {args.sections!r}")
+    seed, steps_seed = args.seed, args.steps_seed
     from asymptotics.core import coldstart
 
     print(f"GIANTSTEP_COLD_START mode: {coldstart.mode()}; K-group settings drawn with seed {seed}")
@@ -167,12 +179,9 @@ def main() -> None:
     print(f"reference: one sRF point {ref * 1e3:.2f} ms")
     if 1 in sections:
         k_group_points(seed)
-    steps_seed = (int(sys.argv[sys.argv.index("--steps-seed") + 1]) if "--steps-seed" in sys.argv
-                  else SEED)
     extra = [draw_steps_setting(np.random.default_rng([steps_seed, i])) for i in range(N_EXTRA)]
     if 2 in sections:
-        steps_mappings(int(sys.argv[sys.argv.index("--mapping-seed") + 1])
-                       if "--mapping-seed" in sys.argv else SEED)
+        steps_mappings(args.mapping_seed)
     if 3 in sections:
         print(f"section 3: extra settings drawn with seed {steps_seed}")
         steps_curves(extra)

@@ -7,6 +7,7 @@ Run: python benchmarks/bench_finite_width.py
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import time
@@ -32,6 +33,8 @@ def best_of(fn, repeat: int) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,  # (no options: --help prints the docstring)
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     alphas = np.linspace(0.2, 5.0, 100)
     worst = 0.0
     for kw in CASES:

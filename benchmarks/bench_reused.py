@@ -11,6 +11,7 @@ Run: python benchmarks/bench_reused.py   (about a minute on 2 cores)
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -68,6 +69,8 @@ def ratios(settings: list[dict]) -> list[float]:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,  # (no options: --help prints the docstring)
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     head = (f"{'sigma':5s} {'target':22s} {'readout':9s} {'alpha0':>6s} {'eta':>5s} "
             f"{'fresh (s)':>10s} {'reused (s)':>11s} {'ratio':>6s}")
     print(head)

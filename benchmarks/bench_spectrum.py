@@ -122,6 +122,9 @@ def same_ab(reps: int = 7) -> None:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return
     if "--ab" in sys.argv[1:]:
         same_ab()
         return

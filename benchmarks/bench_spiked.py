@@ -11,6 +11,7 @@ and the ratios. Run: python benchmarks/bench_spiked.py   (about half a minute)
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import asymptotics as A
@@ -47,6 +48,8 @@ def best_of(fn, repeat: int = 5) -> float:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,  # (no options: --help prints the docstring)
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     for a in ALPHAS:  # warm
         A.risk(a, model="srf")
 

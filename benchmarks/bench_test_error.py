@@ -25,7 +25,8 @@ import numpy as np
 
 from asymptotics.coefficients.functions import get_function
 from validation.matrix.campaign import ALPHAS, LAMS
-from validation.protocol.simulator import Setting, _batches, chunk_rows, first_layer, fit_readouts
+from validation.protocol.montecarlo import batches
+from validation.protocol.simulator import Setting, chunk_rows, first_layer, fit_readouts
 from validation.protocol.estimators import ESTIMATORS, estimate_test_error
 
 SETTINGS = [("srf", "erf", "he2", 1.0, 2.0, 1.0), ("srf", "tanh", "tanh", 1.0, 2.0, 1.0),
@@ -45,7 +46,7 @@ def bench(model: str, sigma_name: str, target_name: str, beta: float, alpha0: fl
     values = {e: [] for e in ESTIMATORS}
     seconds = dict.fromkeys(ESTIMATORS, 0.0)
     for _ in range(test_sets):
-        X = np.concatenate(list(_batches(rng, n_test, d, chunk_rows(s.p, n_test))))
+        X = np.concatenate(list(batches(rng, n_test, d, chunk_rows(s.p, n_test))))
         for e in ESTIMATORS:
             t0 = time.perf_counter()
             values[e].append(estimate_test_error(W1, A, theta, sigma, target, iter([X]), n_test,

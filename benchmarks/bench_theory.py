@@ -15,6 +15,7 @@ Run: python benchmarks/bench_theory.py   (about a minute on 2 cores)
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 import subprocess
@@ -145,6 +146,8 @@ def cold_figures() -> None:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__,  # (no options: --help prints the docstring)
+                            formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     print(f"cores: {os.cpu_count()}; numba threads: {os.environ.get('NUMBA_NUM_THREADS', '-')}")
     curve_figures()
     grid_figures()

@@ -94,6 +94,9 @@ def compare(old, new) -> tuple[bool, float, list]:
 
 
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return 0
     seeds = [B.SEED, 4242]
     if "--seeds" in sys.argv:
         seeds = [int(s) for s in sys.argv[sys.argv.index("--seeds") + 1].split(",")]

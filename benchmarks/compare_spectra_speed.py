@@ -58,7 +58,9 @@ def diff(old: str, new: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--diff":
+    if len(sys.argv) < 2 or {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+    elif sys.argv[1] == "--diff":
         diff(sys.argv[2], sys.argv[3])
     else:
         run(sys.argv[1], sys.argv[2].split(",") if len(sys.argv) > 2 else list(CASES))

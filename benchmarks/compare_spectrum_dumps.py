@@ -55,6 +55,9 @@ def compare(a: dict, b: dict) -> tuple[int, list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if {"-h", "--help"} & set(argv):  # the usage is the docstring
+        print(__doc__)
+        return 0
     if len(argv) != 2:
         print(__doc__.strip().splitlines()[-2], file=sys.stderr)
         return 2

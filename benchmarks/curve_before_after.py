@@ -61,6 +61,9 @@ def worker() -> None:
 
 
 def main() -> int:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return 0
     old = sys.argv[sys.argv.index("--old") + 1]
     new = sys.argv[sys.argv.index("--new") + 1]
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3

@@ -31,6 +31,9 @@ TOL = 1e-3
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return
     from asymptotics.multiindex.steps import steps_mapping
     from asymptotics.spiked.problem import spiked_builder
     from asymptotics.spiked.solve import risk_spiked, risk_spiked_curve, solve_spiked

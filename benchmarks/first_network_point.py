@@ -44,6 +44,9 @@ def one(folder: str, kw: dict, cache: str) -> list:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
     name = sys.argv[sys.argv.index("--setting") + 1] if "--setting" in sys.argv else "relu"
     kw = SETTINGS[name]

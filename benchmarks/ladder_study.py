@@ -134,6 +134,9 @@ def analyse(files: list[Path]) -> str:
 
 
 def main() -> None:
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the usage is the docstring
+        print(__doc__)
+        return
     import pandas as pd
 
     if "--analyse" in sys.argv:
