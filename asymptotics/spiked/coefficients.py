@@ -47,7 +47,9 @@ from asymptotics.coefficients.quadrature import (
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
-#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache)
+#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache); a
+#: rule of fewer nodes n takes SHIFT_BLOCK * (96 // n) shifts a block (the same values: a
+#: polynomial target's degree + 1 nodes in a few blocks, not one per 1024 kappa nodes)
 SHIFT_BLOCK = 1024
 #: the target's values per block of kappa nodes in :func:`target_tables` (~1 MB temporaries,
 #: in the core's cache; 2e6 took up to twice the time on a rotated target's 256 omega nodes)
@@ -193,14 +195,15 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     if mirror and _mirrored(f, n):
         first, twin, lone = mirror_pairs(pts)  # (pts[twin] = -pts[first], first > 0)
         groups = ((first, twin), (lone, None))
+    block = SHIFT_BLOCK * max(1, 96 // n)
     for rows, twins in groups:
-        for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
-            sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
+        for a in range(0, pts.shape[0] if rows is None else rows.shape[0], block):
+            sel = slice(a, a + block) if rows is None else rows[a:a + block]
             if twins is None:
                 values = _values_into(f, pts[sel, None] + sx)
             else:  # (each row's sums are its own: any blocks, any order)
                 values, other = _pair_values(f, pts[sel, None] + sx)
-                out[twins[a:a + SHIFT_BLOCK]] = rows_moments(other, x, w)[1]
+                out[twins[a:a + block]] = rows_moments(other, x, w)[1]
             finite, out[sel] = rows_moments(np.ascontiguousarray(values), x, w)
             if not finite and not np.all(np.isfinite(values)):
                 raise ValueError(f"function {fn.name!r} returned non-finite values at "
