@@ -113,3 +113,66 @@ def test_solve_point_pairs_an_odd_sigma(sigma: str, K: int) -> None:
     assert np.array_equal(out[0], ch[0])  # (the risk: numba's sum against numpy's pairwise)
     assert abs(out[6] - np.sum(w * Eh)) <= 1e-14 * abs(out[6])
     assert _close(out[0], cf[0]) and abs(out[6] - np.sum(w * Ef)) <= 1e-12 * abs(out[6])
+
+
+def _q_sums_half_loop(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2) -> tuple:
+    """``half_sums.q_sums_half``'s general per-pair loop in Python floats (each operation that
+    of the compiled loop, in its order): (b, E0, a, ap, Yt)."""
+    n, K = mb1.shape
+    nh, L = n // 2, K * (K + 1) // 2
+    b, E0, a, ap, Yt = np.empty(n), np.empty(n), np.empty(nh), np.empty(nh), np.empty((L + K, nh))
+    for j in range(nh):
+        jm = n - 1 - j
+        bj = c = cm = 0.0
+        for g in range(K):
+            bj += float(mu0[j, g]) * float(m[g]) + float(mb1[j, g]) * float(zk[j, g])
+            c += float(mb1[j, g]) * float(pk[j, g])
+            cm += float(mb1[j, g]) * float(pk[jm, g])
+        b[j], b[jm] = bj, -bj
+        E0[j] = float(h2[j]) - 2.0 * bj * float(h[j]) + bj * bj - 2.0 * c
+        E0[jm] = float(h2[jm]) - 2.0 * -bj * float(h[jm]) + bj * bj - 2.0 * cm
+        iv2 = float(iv[j]) * float(iv[j])
+        a[j] = float(w[j]) * (iv2 * (E0[j] + delta)) + float(w[j]) * (iv2 * (E0[jm] + delta))
+        ap[j] = 2.0 * (float(w[j]) * iv2)
+        p = 0
+        for g in range(K):
+            for q in range(g, K):
+                Yt[p, j] = float(mb1[j, g]) * float(mb1[j, q])
+                p += 1
+        Yt[L:, j] = ms2[j]
+    return b, E0, a, ap, Yt
+
+
+@pytest.mark.parametrize("K", [3, 4])
+def test_q_sums_half_rows_written_out_are_the_general_loop_bit_for_bit(K: int) -> None:
+    """``q_sums_half``'s per-pair rows of three and four groups (``_q_rows_half34``, the loops over
+    the groups written out) are the general loop's numbers bit for bit, and so are its sums."""
+    from asymptotics.equations.node_sums_k import weighted_sums
+    from asymptotics.equations.paired.half_sums import _q_rows_half34, q_sums_half
+    from asymptotics.equations.small_dense import gram_t
+
+    w, kap, mu0, mb1, ms2, h, h1, h2 = _paired_tables(K, 3, 2, 96, 7)
+    rng = np.random.default_rng(K)
+    zk, pk = rng.standard_normal((48, K)), rng.standard_normal((96, K))
+    m, iv, delta = rng.standard_normal(K), 1.0 / (1.0 + rng.random(96)), 0.1
+    ref = _q_sums_half_loop(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2)
+    got = [np.empty(96), np.empty(96), np.empty(48), np.empty(48), np.empty_like(ref[4])]
+    _q_rows_half34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, *got)
+    for x, y in zip(got, ref, strict=True):
+        assert np.array_equal(x, y)
+    R1, R2, _ = weighted_sums(ref[2], mb1, ms2, np.zeros((48, 0)), 48)
+    out = q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2)
+    for x, y in zip(out, (ref[0], ref[1], R1, R2, gram_t(ref[4], ref[3])), strict=True):
+        assert np.array_equal(x, y)
+
+
+def test_antisymmetric_is_array_equal_of_the_reversed_negation() -> None:
+    """``quadrature.antisymmetric(t)`` is ``np.array_equal(t[::-1], -t)`` (NaN unequal, -0.0
+    equal to 0.0; ``spiked.coefficients.feature_tables``' test of a group's shifts)."""
+    from asymptotics.coefficients.quadrature import antisymmetric
+
+    t = np.linspace(-3.0, 3.0, 10)
+    cases = [t, np.linspace(-3.0, 3.0, 11), t + 1e-16, np.array([0.0, -0.0]), np.zeros(0),
+             np.array([np.nan, np.nan]), np.array([-1.0, 0.0, 1.0]), np.array([2.0])]
+    for x in cases:
+        assert antisymmetric(np.ascontiguousarray(x)) == np.array_equal(x[::-1], -x)

@@ -125,6 +125,17 @@ def mirror_pairs(pts: np.ndarray) -> tuple:
 
 
 @kernel(cache=True, error_model="numpy")
+def antisymmetric(t: np.ndarray) -> bool:
+    """Kernel: whether t[n - 1 - j] == -t[j] for every j (``np.array_equal(t[::-1], -t)``
+    without its temporaries: NaN is unequal, -0.0 equals 0.0)."""
+    n = t.shape[0]
+    for j in range(n):
+        if not t[n - 1 - j] == -t[j]:
+            return False
+    return True
+
+
+@kernel(cache=True, error_model="numpy")
 def mirror_rows(raw: np.ndarray) -> None:
     """Kernel: the rows n - 1 - j (j < n / 2) of the moments ``raw`` (n, 3) of an odd F from
     row j: (-E F, E[F Z], E F^2) (``spiked.coefficients.odd_sigma``;

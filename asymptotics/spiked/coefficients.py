@@ -39,6 +39,7 @@ from asymptotics.coefficients.quadrature import (
     HALF_WIDTH,
     N_PIECE,
     N_SMOOTH,
+    antisymmetric,
     gauss_hermite,
     grid_moments,
     mirror_pairs,
@@ -47,7 +48,8 @@ from asymptotics.coefficients.quadrature import (
 from asymptotics.core import group_checks
 from asymptotics.core.coldstart import kernel
 
-#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache)
+#: shifts per block of :func:`_smooth_moments` (1024 x 96 values stay in the core's cache; a rule
+#: of n < 96 nodes, e.g. a polynomial target's, takes SHIFT_BLOCK * (96 // n) shifts a block)
 SHIFT_BLOCK = 1024
 #: the target's values per block of kappa nodes in :func:`target_tables` (~1 MB temporaries,
 #: in the core's cache; 2e6 took up to twice the time on a rotated target's 256 omega nodes)
@@ -186,21 +188,19 @@ def _smooth_moments(fn: Function, f: Function, pts: np.ndarray, s: float, n: int
     """``direct_moments(fn, pts, s, n_smooth=n)`` of a smooth F (one Gauss-Hermite rule for every
     shift), F evaluated by ``f`` (:func:`fast`); ``mirror``, where :func:`_mirrored` holds: the
     shifts p > 0 and -p of a pair evaluated together (:func:`_pair_values`: the same numbers)."""
-    x, w = gauss_hermite(n)
-    sx = (s * x)[None, :]
-    out = np.empty((pts.shape[0], 3))
-    groups: tuple = ((None, None),)
+    (x, w), block = gauss_hermite(n), SHIFT_BLOCK * max(1, 96 // n)
+    sx, out, groups = (s * x)[None, :], np.empty((pts.shape[0], 3)), ((None, None),)
     if mirror and _mirrored(f, n):
         first, twin, lone = mirror_pairs(pts)  # (pts[twin] = -pts[first], first > 0)
         groups = ((first, twin), (lone, None))
     for rows, twins in groups:
-        for a in range(0, pts.shape[0] if rows is None else rows.shape[0], SHIFT_BLOCK):
-            sel = slice(a, a + SHIFT_BLOCK) if rows is None else rows[a:a + SHIFT_BLOCK]
+        for a in range(0, pts.shape[0] if rows is None else rows.shape[0], block):
+            sel = slice(a, a + block) if rows is None else rows[a:a + block]
             if twins is None:
                 values = _values_into(f, pts[sel, None] + sx)
             else:  # (each row's sums are its own: any blocks, any order)
                 values, other = _pair_values(f, pts[sel, None] + sx)
-                out[twins[a:a + SHIFT_BLOCK]] = rows_moments(other, x, w)[1]
+                out[twins[a:a + block]] = rows_moments(other, x, w)[1]
             finite, out[sel] = rows_moments(np.ascontiguousarray(values), x, w)
             if not finite and not np.all(np.isfinite(values)):
                 raise ValueError(f"function {fn.name!r} returned non-finite values at "
@@ -289,7 +289,7 @@ def feature_tables(sigma: Function, kappa: np.ndarray, loadings: np.ndarray, bul
         if loadings.shape[1] > 1:  # r >= 2: thousands of shifts, one interpolated line
             nxt = None if reach is None else reach @ loadings[g]
             span = None if nxt is None or not nxt.size else (float(nxt.min()), float(nxt.max()))
-            if odd and np.array_equal(t[::-1], -t):  # (the rule's central symmetry)
+            if odd and antisymmetric(t):  # (the rule's central symmetry)
                 nh = n // 2  # the first half; the mirrored shifts' rows by parity (gain per shift)
                 raw[g, :nh] = moments(sigma, t[:nh], sq, True, 2.0 * gain, span, **INNER_NODES)
                 mirror_rows(raw[g])

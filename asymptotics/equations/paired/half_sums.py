@@ -94,7 +94,9 @@ def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     a = np.empty(nh)
     ap = np.empty(nh)
     Yt = np.empty((L + K, nh))
-    for j in range(nh):
+    if K == 3 or K == 4:  # (the same terms and order, the loops over the groups written out)
+        _q_rows_half34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, Yt)
+    for j in range(nh if K != 3 and K != 4 else 0):
         jm = n - 1 - j
         bj = 0.0
         c = 0.0
@@ -115,6 +117,70 @@ def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
         feature_column(Yt, j, mb1, ms2, K, L)
     R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
     return b, E0, R1, R2, gram_t(Yt, ap)
+
+
+@kernel(cache=True, error_model="numpy")
+def _q_rows_half34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, Yt):
+    """Kernel: :func:`q_sums_half`'s pass over the pairs for three or four groups into its
+    arrays (b, E0, a, ap, the rows Yt): each sum in the order of the general loop (``bj += ...``
+    from 0.0), the loops over the groups written out (the same numbers, bit for bit; as
+    ``node_sums_k._q_rows34``)."""
+    n, K = mb1.shape
+    nh = n // 2
+    m0, m1, m2 = m[0], m[1], m[2]
+    m3 = m[3] if K == 4 else 0.0
+    for j in range(nh):
+        jm = n - 1 - j
+        b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+        bj = 0.0 + (mu0[j, 0] * m0 + b0 * zk[j, 0])
+        bj = bj + (mu0[j, 1] * m1 + b1 * zk[j, 1])
+        bj = bj + (mu0[j, 2] * m2 + b2 * zk[j, 2])
+        c = 0.0 + b0 * pk[j, 0]
+        c = c + b1 * pk[j, 1]
+        c = c + b2 * pk[j, 2]
+        cm = 0.0 + b0 * pk[jm, 0]
+        cm = cm + b1 * pk[jm, 1]
+        cm = cm + b2 * pk[jm, 2]
+        if K == 4:
+            b3 = mb1[j, 3]
+            bj = bj + (mu0[j, 3] * m3 + b3 * zk[j, 3])
+            c = c + b3 * pk[j, 3]
+            cm = cm + b3 * pk[jm, 3]
+        b[j] = bj
+        b[jm] = -bj
+        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+        em = h2[jm] - 2.0 * -bj * h[jm] + bj * bj - 2.0 * cm
+        E0[j] = e0
+        E0[jm] = em
+        iv2 = iv[j] * iv[j]
+        a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
+        ap[j] = 2.0 * (w[j] * iv2)
+        if K == 3:
+            Yt[0, j] = b0 * b0
+            Yt[1, j] = b0 * b1
+            Yt[2, j] = b0 * b2
+            Yt[3, j] = b1 * b1
+            Yt[4, j] = b1 * b2
+            Yt[5, j] = b2 * b2
+            Yt[6, j] = ms2[j, 0]
+            Yt[7, j] = ms2[j, 1]
+            Yt[8, j] = ms2[j, 2]
+        else:
+            b3 = mb1[j, 3]
+            Yt[0, j] = b0 * b0
+            Yt[1, j] = b0 * b1
+            Yt[2, j] = b0 * b2
+            Yt[3, j] = b0 * b3
+            Yt[4, j] = b1 * b1
+            Yt[5, j] = b1 * b2
+            Yt[6, j] = b1 * b3
+            Yt[7, j] = b2 * b2
+            Yt[8, j] = b2 * b3
+            Yt[9, j] = b3 * b3
+            Yt[10, j] = ms2[j, 0]
+            Yt[11, j] = ms2[j, 1]
+            Yt[12, j] = ms2[j, 2]
+            Yt[13, j] = ms2[j, 3]
 
 
 @kernel(cache=True, error_model="numpy")
