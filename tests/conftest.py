@@ -2,9 +2,10 @@ import os
 
 os.environ.setdefault("NUMBA_CACHE_DIR",
                       os.path.join(os.path.dirname(__file__), "..", ".numba_cache"))
-# pytest-xdist's workers share one cache: a kernel compiles under the queue's lock (numba's
-# on-disk cache has none between processes), so a worker that needs a kernel another is compiling
-# waits and then loads it; each signature compiles once in a run, not once a worker
+# pytest-xdist's workers share one cache: a kernel compiles under its own lock in the queue, so a
+# worker that needs a kernel another is compiling waits and then loads it (each signature compiles
+# once in a run, not once a worker) while different kernels compile on both cores; every save
+# into the cache holds the queue's save lock (numba's on-disk cache has none between processes)
 # the suite compiles its kernels in-process (numba's behaviour): no background compiler, the same
 # bits in every process; tests/test_coldstart.py covers the interpreted first run
 os.environ.setdefault("GIANTSTEP_COLD_START", "compile")

@@ -147,7 +147,9 @@ def test_a_compile_from_a_call_holds_the_queues_lock(monkeypatch, tmp_path, how,
     lock = _Recorder()
     monkeypatch.setenv(coldstart.ENV, how)
     monkeypatch.setattr(compile_queue, "spool_dir", lambda create=True: tmp_path)
-    monkeypatch.setattr(compile_queue, "lock", lambda spool: lock)
+    names = []
+    monkeypatch.setattr(compile_queue, "lock",
+                        lambda spool, name=compile_queue.LOCK: names.append(name) or lock)
     monkeypatch.setattr(coldstart, "is_cached", lambda d, sig: cached)
 
     def twice(x, y=2):
@@ -167,6 +169,7 @@ def test_a_compile_from_a_call_holds_the_queues_lock(monkeypatch, tmp_path, how,
     assert disp(3) == 6  # a second signature (int, Omitted(2)): numba compiles it on the call
     assert held and all(h == (0 if cached else 1) for h in held)
     assert lock.held == 0 and lock.acquired == (0 if cached else 1)
+    assert names == ([] if cached else [compile_queue.kernel_lock(twice)])  # the kernel's own
 
 
 def test_a_compiled_kernel_takes_numbas_call_and_stays_interpreted_in_an_interpreted_one(

@@ -275,3 +275,41 @@ def test_a_failure_record_of_another_install_is_not_reported(tmp_path, monkeypat
     assert toykern.total(a + 1.0, 1) == 12.0
     err = capsys.readouterr().err
     assert "could not compile toykern.total (TypingError: here)" in err and "job file" not in err
+
+
+def test_kernels_compile_while_another_process_compiles_another_and_saves_hold_one_lock(
+        tmp_path, monkeypatch):
+    """A compile holds its kernel's lock, not the queue's: with another process holding the
+    compiler's lock and another kernel's, a kernel compiles here at once; every save into numba's
+    cache holds the queue's save lock (numba's index has no lock between processes)."""
+    import threading
+
+    monkeypatch.setenv(coldstart.ENV, "compile")
+    toykern, cache = _toy_in_process(tmp_path, monkeypatch)
+    spool = compile_queue.spool_dir()
+    names = [compile_queue.LOCK, compile_queue.kernel_lock(toykern.bad.py_func)]
+    assert compile_queue.kernel_lock(toykern.total.py_func) not in names
+    code = ("import fcntl, sys, time\n"
+            "fhs = [open(p, 'a+') for p in sys.argv[1:]]\n"
+            "[fcntl.flock(fh, fcntl.LOCK_EX) for fh in fhs]\n"
+            "print('held', flush=True); time.sleep(120)\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, *(str(spool / n) for n in names)],
+                            stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        out = []
+        worker = threading.Thread(target=lambda: out.append(toykern.total(np.arange(3.0), 1)),
+                                  daemon=True)
+        worker.start()
+        worker.join(timeout=60)
+        assert out == [6.0]  # compiled (and saved) while the other process held its locks
+        assert compile_queue.FileLock(spool / names[1]).held_elsewhere()
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+    assert (spool / compile_queue.SAVE_LOCK).exists()
+    held = []
+    save = compile_queue.locked_save(
+        lambda sig, data: held.append(compile_queue.lock(spool, compile_queue.SAVE_LOCK)._depth))
+    save(None, None)
+    assert held == [1] and compile_queue.lock(spool, compile_queue.SAVE_LOCK)._depth == 0

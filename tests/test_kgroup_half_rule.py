@@ -47,7 +47,7 @@ def test_half_sums_are_the_full_sums(K: int) -> None:
         pi = rng.dirichlet([2.0] * K)
         mbf = np.asfortranarray(mb1) if K == 2 else mb1  # (node_args' layout for two groups)
         msf = np.asfortranarray(ms2) if K == 2 else ms2
-        full = anderson.v_pass(x, w, mbf, msf, 1.3, 0.01, 1.0, pi)
+        full = anderson.v_pass(x, w, mbf, msf, 1.3, 0.01, 1.0, pi, False)  # (the solver's call)
         half = anderson.v_pass(x, w, mbf, msf, 1.3, 0.01, 1.0, pi, True)
         assert np.max(np.abs(half - full)) <= 1e-13 * np.max(np.abs(full))
 

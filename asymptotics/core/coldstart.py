@@ -155,6 +155,7 @@ def _enable_caching(disp) -> None:
         if numba_cache.root() is None:
             raise OSError("no cache directory")
         disp.enable_caching()
+        disp._cache.save_overload = cq.locked_save(disp._cache.save_overload)
         locator = disp._cache._impl.locator
         if numba_cache.INSTALLED and numba_cache.ours(disp.py_func.__code__.co_filename) and \
                 type(locator).__name__ != "UserCacheLocator":
@@ -227,16 +228,17 @@ def _omitted(arg) -> bool:
 
 @contextlib.contextmanager
 def _compile_lock(disp, args: tuple, kws: dict):
-    """The queue's lock around a compile of ``disp`` for ``args`` (omitted defaults come as
-    ``OmittedArg``) whose signature numba's cache lacks (a cached one loads without it: numba
-    replaces its files whole); none without a private queue directory."""
+    """The kernel's lock in the queue (:func:`.compile_queue.kernel_lock`) around a compile of
+    ``disp`` for ``args`` (omitted defaults come as ``OmittedArg``) whose signature numba's
+    cache lacks (a cached one loads without it: numba replaces its files whole; its saves hold
+    the save lock); none without a private queue directory."""
     try:
         sig = tuple(numba.core.types.Omitted(a.value) if _omitted(a) else disp.typeof_pyval(a)
                     for a in args)
         spool = None if kws or is_cached(disp, sig) else cq.spool_dir()
     except Exception:  # noqa: BLE001 (a numba change or an untypable argument: numba decides)
         spool = None
-    lk = cq.lock(spool) if spool is not None else None
+    lk = cq.lock(spool, cq.kernel_lock(disp.py_func)) if spool is not None else None
     if lk is not None and not lk.acquire(timeout=0):
         say("wait", MESSAGE_WAIT_PEER.format(cache=spool.parent))
         if not lk.acquire(timeout=3600):

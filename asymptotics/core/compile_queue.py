@@ -6,8 +6,13 @@ this user owns it and nobody else may read it. A job is one JSON file: the kerne
 name and source file, the argument *types* as numba typed them for the call (never the
 arguments; no pickle), and the caller's ``sys.path``. The compiler (:func:`main`, a detached
 process started by :mod:`.coldstart`) holds the file ``lock`` of the queue while it runs: one
-compiler at a time across processes; a process that compiles a kernel itself takes the same
-lock, so a second process waits and then loads what the first compiled. Everything the compiler does
+compiler at a time across processes. A process that compiles a kernel itself takes that kernel's
+lock (:func:`kernel_lock`; the compiler takes it too for each job), so a second process that asks
+for the same kernel waits and then loads what the first compiled, while other kernels compile in
+other processes at once; every write to numba's cache holds the one lock ``lock.save``
+(:func:`locked_save`: numba's index has no lock between processes, numba/numba#10128, and two
+saves of one function's index at once could file one signature's code under another's name; the
+nested kernels a compile compiles save into their own indexes). Everything the compiler does
 goes to ``worker.log`` in the queue (kept); a job it cannot compile leaves ``<job>.failed``
 (the error, then the job's file) for the caller to report; a record whose file is not the
 caller's (another install sharing the cache) is dropped unreported.
@@ -28,6 +33,7 @@ from pathlib import Path
 FAILED_FILE = "job file: "  # the second line of a <job>.failed record
 SPOOL = "giantstep-compile"
 LOCK = "lock"
+SAVE_LOCK = "lock.save"  # held while a process writes numba's cache (an index, then its data)
 LOG = "worker.log"
 LOG_MAX = 1 << 20  # a log larger than this is cut when a compiler starts
 
@@ -208,8 +214,36 @@ def unlock_fh(fh) -> None:
 _LOCKS: dict[str, FileLock] = {}
 
 
-def lock(spool: Path) -> FileLock:
-    return _LOCKS.setdefault(str(spool), FileLock(Path(spool) / LOCK))
+def lock(spool: Path, name: str = LOCK) -> FileLock:
+    """The lock file ``name`` of the queue (the compiler's by default), one object a process."""
+    path = Path(spool) / name
+    return _LOCKS.setdefault(str(path), FileLock(path))
+
+
+def kernel_lock(fn) -> str:
+    """The name of the lock a compile of kernel ``fn`` (its Python function) holds."""
+    text = f"{fn.__module__}.{fn.__qualname__}"
+    return f"{LOCK}.{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+
+
+def locked_save(save):
+    """numba's ``save_overload`` of a kernel's cache under the queue's :data:`SAVE_LOCK` (no
+    queue directory: numba's own); a lock not had within 600 s: nothing saved (the kernel stays
+    compiled in this process alone)."""
+
+    def save_overload(sig, data):
+        spool = spool_dir()
+        if spool is None:
+            return save(sig, data)
+        lk = lock(spool, SAVE_LOCK)
+        if not lk.acquire(timeout=600):
+            return None
+        try:
+            return save(sig, data)
+        finally:
+            lk.release()
+
+    return save_overload
 
 
 def stale(record: Path, file: str) -> bool:
@@ -255,7 +289,7 @@ def _log(msg: str) -> None:
     print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} [{os.getpid()}] {msg}", flush=True)
 
 
-def _compile(job: dict) -> str:
+def _compile(job: dict, spool: Path | None = None) -> str:
     import importlib
 
     for p in job.get("sys_path", []):
@@ -268,7 +302,14 @@ def _compile(job: dict) -> str:
         raise RuntimeError(f"{job['module']}.{job['name']} is {here} here, {job['file']} in "
                            "the calling process (different sys.path)")
     sig = decode(job["types"])
-    disp.compile(sig)
+    lk = lock(spool, kernel_lock(disp.py_func)) if spool is not None else None
+    if lk is not None:
+        lk.acquire()
+    try:
+        disp.compile(sig)
+    finally:
+        if lk is not None:
+            lk.release()
     if sig not in disp.overloads:
         raise RuntimeError(f"compiled, but not under the queued signature {sig}")
     return str(sig)
@@ -311,7 +352,7 @@ def work(spool: Path, idle: float = 2.0, locked: int | None = None) -> int:
                     err = f"unreadable job {path.name}: {exc}"
                 else:
                     try:
-                        sig = _compile(job)
+                        sig = _compile(job, spool)
                         err = None
                         done += 1
                         _log(f"compiled {job['module']}.{job['name']}{sig} "

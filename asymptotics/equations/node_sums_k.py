@@ -115,7 +115,7 @@ def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
     Phi = np.zeros((n + K, K))
     Psi = np.zeros((n + K, K * r))
     ht = np.zeros(n + K)
-    V = channel_nodes(x, mb1, ms2)
+    V = channel_nodes(x, mb1, ms2, n)
     sqs = np.empty(n)
     for j in range(n):
         ivj = 1.0 / (1.0 + V[j])
@@ -147,7 +147,7 @@ def v_parts_k(x, w, kap, mu0, mb1, ms2, h, h1):
                 sb = sq * mb1[j, g]
                 for i in range(r):
                     Psi[j, g * r + i] = sb * kap[j, i]
-    M, v2, ph = weighted_sums(a, mb1, ms2, h1)
+    M, v2, ph = weighted_sums(a, mb1, ms2, h1, n)
     return iv, M, v2, ph, Phi, Psi, ht
 
 
@@ -193,7 +193,7 @@ def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
         a[j] = w[j] * (iv2 * (e0 + delta))
         ap[j] = w[j] * iv2
         feature_column(Yt, j, mb1, ms2, K, L)
-    R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
+    R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)), n)
     return b, E0, R1, R2, gram_t(Yt, ap)
 
 
@@ -267,7 +267,7 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
         x[K * K + g] = Q2[g]
         for p in range(K):
             x[g * K + p] = Q1[g, p]
-    q = channel_nodes(x, mb1, ms2)
+    q = channel_nodes(x, mb1, ms2, n)
     d = np.empty(n)
     for j in range(n):
         e = E0[j] + q[j]
@@ -275,7 +275,7 @@ def check_sums_k(Q1, Q2, iv, b, E0, delta, w, kap, mb1, ms2, h):
         a[j] = w[j] * (iv[j] * iv[j] * (e + delta))
         c[j] = w[j] * iv[j]
         d[j] = h[j] - b[j]
-    X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)))
+    X1, X2, _ = weighted_sums(a, mb1, ms2, np.zeros((n, 0)), n)
     zh = np.zeros((K, r))
     for g in range(K):  # (up to four entries a pass, each summed in node order)
         for i0 in range(0, r, 4):

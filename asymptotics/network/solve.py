@@ -216,10 +216,10 @@ def solve_network(prob: SpikedProblem, ch: Channels, alpha: float,
         start = cold_start(prob) if start is None else start
         cfg = solver if i < len(attempts) - 1 else SolverConfig(
             solver.rtol, solver.scale_floor, 4 * solver.max_iter, 0.2, solver.anderson)
-        # blowup given (the kernel's default): solve_point's signature, one compile of anderson
+        # blowup, half given (the defaults): solve_point's signature, one compile of anderson
         x, code, n_it, rr = anderson(np.asarray(start, dtype=np.float64), nn, *vargs,
                                      cfg.rtol / 10, cfg.scale_floor, cfg.max_iter, cfg.damping,
-                                     cfg.anderson, 1e12)
+                                     cfg.anderson, 1e12, False)
         if Status(int(code)) == Status.CONVERGED:
             break
     status, n_iter, resid = Status(int(code)), int(n_it), float(rr)

@@ -107,7 +107,8 @@ def v_map(x: np.ndarray, w: np.ndarray, mb1: np.ndarray, ms2: np.ndarray, A: flo
     the numbers of ``channel_v`` and ``vhats``, bit for bit)."""
     K = pi.shape[0]
     if K == 3 or K == 4:  # (node_sums_k: the same numbers, a block of nodes at a time)
-        M, v2 = v_sums3(x, w, mb1, ms2) if K == 3 else v_sums4(x, w, mb1, ms2)
+        n = mb1.shape[0]  # (every node; node_sums.v_sums' signature of v_sums3 / v_sums4)
+        M, v2 = v_sums3(x, w, mb1, ms2, n) if K == 3 else v_sums4(x, w, mb1, ms2, n)
         tau, nV1, nV2 = resolvent(A * M, lam + A * v2, beta, pi)
     else:
         iv = 1.0 / (1.0 + channel_v(x[:K * K].reshape((K, K)), x[K * K:], mb1, ms2))
