@@ -126,8 +126,8 @@ def test_anderson_is_the_fallback_where_newton_fails(monkeypatch):
         calls.append(1)
         return real_fp(*a, **k)
 
-    def bad_map(bulk, vargs):
-        fmap, jac = real_map(bulk, vargs)
+    def bad_map(bulk, vargs, seen=None):
+        fmap, jac = real_map(bulk, vargs, seen)
         return fmap, lambda y: -jac(y) - 2.0 * np.eye(y.size)
 
     monkeypatch.setattr(So, "solve_fp", count)
