@@ -55,6 +55,9 @@ from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 #: solves the coupled bulk on the rule where that climb settles (:func:`asymptotics.equations.
 #: ladder.climb_borrowed`, THEORY.md §15); "pair": also on the rule below; False: every rule
 BORROW: bool | str = True
+#: Newton's converged iterate is the point's, its W (that evaluation's) the completion's, tau
+#: accepted within rtol (False: the evaluation after it, one or two Schur evaluations more)
+LAST_W = True
 
 
 def _args(prob: SpikedProblem, alpha: float, mean: np.ndarray | None = None) -> tuple:
@@ -69,8 +72,7 @@ def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:
 
 
 def _bulk_fns(bulk):
-    """(resolvent, dresolvent) of the bulk: the isotropic kernels of §10.4, or a
-    :class:`asymptotics.network.bulk.GroupBulk` (DERIVATIONS.md §9.7)."""
+    """(resolvent, dresolvent): the isotropic kernels (§10.4) or a GroupBulk's (DERIVATIONS §9.7)"""
     return (resolvent, dresolvent) if bulk is None else (bulk.resolvent, bulk.dresolvent)
 
 
@@ -162,7 +164,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     per step, tau's equation solved along with V1; on a point's first rule Newton with the exact
     Jacobian, Anderson where it fails, THEORY.md §15; chord steps with the last rule's Jacobian
     on its later rules from :func:`~asymptotics.network.coupling.chord_start`); the completion
-    solves tau exactly."""
+    solves tau exactly (from Newton's converged iterate: :data:`LAST_W`)."""
     pi = vargs[6]
     K = pi.shape[0]
     fmap, jac_at = fp_map(bulk, vargs)
@@ -183,13 +185,12 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
     seen: dict = {"last": (None, None)}  # (Newton's last evaluation: its W formed, kept)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
-        out = newton(*fp_map(bulk, vargs, seen), y0, cfg, nn)  # (None: Anderson)
+        out = newton(*fp_map(bulk, vargs, seen if LAST_W else None), y0, cfg, nn)
     if out is None or not out.converged:
         out = solve_diagonal(bulk, vargs, y0, cfg, nn) or solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
         return x, out.status, out.n_iter, out.residual
-    it = seen["last"][1] is out.x  # (Newton's: the converged iterate, its W the completion's)
-    y, bulk.tau_accept = (seen["last"][0], cfg.rtol) if it else (out.x, 0.0)
+    y, bulk.tau_accept = (seen["last"][0], cfg.rtol) if seen["last"][1] is out.x else (out.x, 0.0)
     bulk.y_last = y.copy()
     bulk.tau_last = y[K * K:]
     v = np.concatenate([y[:K * K], pi * y[K * K:]])  # (the completion solves tau exactly)
