@@ -126,8 +126,8 @@ def test_anderson_is_the_fallback_where_newton_fails(monkeypatch):
         calls.append(1)
         return real_fp(*a, **k)
 
-    def bad_map(bulk, vargs):
-        fmap, jac = real_map(bulk, vargs)
+    def bad_map(bulk, vargs, seen=None):
+        fmap, jac = real_map(bulk, vargs, seen)
         return fmap, lambda y: -jac(y) - 2.0 * np.eye(y.size)
 
     monkeypatch.setattr(So, "solve_fp", count)
@@ -162,3 +162,32 @@ def test_newton_only_where_an_evaluation_is_a_schur_complement(monkeypatch):
     monkeypatch.setattr(So, "newton", spy)
     assert A.risk(2.0, **{**KW, "readout": "constant"}).converged and not calls
     assert A.risk(2.0, **KW).converged and calls
+
+
+def test_last_w_spares_the_completion_a_schur_evaluation(monkeypatch):
+    """``solve.LAST_W``: the point's ``(V1, tau)`` is Newton's converged iterate, whose evaluation
+    formed W; the completion reads it (its resolvent accepts the warm tau within rtol): at least
+    one Schur evaluation fewer than the route before (False), the risk within the subsystem's
+    tolerance of it (THEORY.md §15)."""
+    import asymptotics as A
+    from asymptotics.network import schur
+    from asymptotics.network import solve as So
+
+    calls = []
+    real = schur.schur
+
+    def count(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    A.risk(2.0, model="network", **KW)  # (the setting's device and groups built)
+    monkeypatch.setattr(schur, "schur", count)
+    out = {}
+    for flag in (False, True):
+        monkeypatch.setattr(So, "LAST_W", flag)
+        calls.clear()
+        out[flag] = (A.risk(2.0, model="network", **KW), len(calls))
+    (old, n_old), (new, n_new) = out[False], out[True]
+    assert old.converged and new.converged
+    assert 0 < n_new < n_old
+    assert new.risk == pytest.approx(old.risk, rel=1e-11)

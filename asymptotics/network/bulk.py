@@ -89,6 +89,7 @@ class GroupBulk:
         self.d = self.B * self.n
         self._memo: dict = {}  # exact functions of their arguments: (kind, arguments) -> value
         self.tau_last: np.ndarray | None = None
+        self.tau_accept = 0.0  # (the completion's resolvent's ``accept``: _bulk_v's)
         self.y_last: np.ndarray | None = None  # the solver's last (V1, tau) on this bulk
         self.jac_last: tuple | None = None  # (and its map's Jacobian's arguments there)
         self._ed_last: np.ndarray | None = None  # the last de/dD of resolvent
@@ -235,6 +236,7 @@ class GroupBulk:
         """Drop the warm starts (the last solution and Jacobian): a point solved after
         :meth:`forget` does not depend, even in its last bits, on the points solved before."""
         self.tau_last = None
+        self.tau_accept = 0.0
         self.y_last = None
         self.jac_last = None
         self.lin_last = None
@@ -243,21 +245,22 @@ class GroupBulk:
         self._memo.clear()
 
     def resolvent(self, vhat1: np.ndarray, lamg: np.ndarray, beta: float, pi: np.ndarray,
-                  tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100
-                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  tau0: np.ndarray | None = None, tol: float = 1e-14, max_iter: int = 100,
+                  accept: float = 0.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(tau, V1, V2)`` (module docstring): Newton on ``tau = 1/(lamg + e(tau))`` from
         ``tau0`` (default: the lower bound ``1/(lamg + Vhat1_gg)``), the plain iteration (the map
         is increasing in tau) where a Newton step leaves the positive orthant. NaN if it fails.
         From a warm start the Jacobian is the last one computed (a chord step: traces only) for
         three steps, then fresh at every step. After a step of at most :data:`FULL_NEXT`
         (relative) W is formed (kept: the completion asks for it at the tau returned), and the
-        tau returned is the last one evaluated (within ``tol`` of the next)."""
+        tau returned is the last one evaluated (within ``tol`` of the next; ``accept``: the
+        warm start itself where its first step is at most that, relative)."""
         K = self.K
         vhat1 = np.asarray(vhat1, dtype=np.float64)
         self._check(vhat1)
         lamg = np.asarray(lamg, dtype=np.float64)
         key = ("res", vhat1.tobytes(), lamg.tobytes(), float(beta), np.asarray(pi).tobytes(),
-               None if tau0 is None else np.asarray(tau0).tobytes(), tol, max_iter)
+               None if tau0 is None else np.asarray(tau0).tobytes(), tol, max_iter, accept)
         if (hit := self._memo.get(key)) is not None:  # (the completion's residual asks again)
             self.tau_last = hit[0]
             return hit
@@ -302,7 +305,8 @@ class GroupBulk:
             rel = float(np.max(np.abs(new - tau) / np.abs(new)))
             # converged: within tol, or stalled at the traces' rounding (d terms summed: a step
             # no longer shrinking, below STALL relative)
-            done = rel <= tol or (it >= 2 and rel <= STALL and rel >= 0.5 * last)
+            done = rel <= tol or (it >= 2 and rel <= STALL and rel >= 0.5 * last) or (
+                it == 0 and tau0 is not None and rel <= accept)
             if done:
                 break
             tau, last = new, rel

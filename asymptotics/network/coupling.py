@@ -200,13 +200,10 @@ class CoupledChannels:
               ) -> np.ndarray:
         """The derivative of ``Acal`` along ``Vhat1 -> + X1``, ``D -> + dD``."""
         P1, P2 = self._d_parts(vhat1, D)
-        m = self.r + self.k
-        t1 = -np.tensordot(X1.ravel(), P1, axes=1)
-        t2 = np.tensordot(dD, P2, axes=1)
-        out = (t1 + t2) / self.bulk.B
+        out = (-np.tensordot(X1.ravel(), P1, axes=1) + np.tensordot(dD, P2, axes=1)) / self.bulk.B
         for g in range(self.K):
             out[g, :, g, :] += dD[g] * self.ecov[g]
-        out = out.reshape(self.K * m, self.K * m)
+        out = out.reshape(self.K * (self.r + self.k), -1)
         return 0.5 * (out + out.T)
 
     def _order(self) -> tuple[np.ndarray, np.ndarray]:
@@ -228,8 +225,7 @@ class CoupledChannels:
         if self._blk is not None and self._blk[0] is Ac:  # (the kept Acal: the same key)
             return self._blk[1]
         out = self.blocks(Ac, self._kron(vhat1))
-        if not Ac.flags.writeable:
-            self._blk = (Ac, out)
+        self._blk = self._blk if Ac.flags.writeable else (Ac, out)  # (kept with a kept Acal)
         return out
 
     def blocks(self, Ac, M):
@@ -257,17 +253,14 @@ class CoupledChannels:
     def field_q(self, vhat1, tau, beta, pi, zh, ph, dres=None):
         if (fast := field_q_fast(self, vhat1, tau, beta, pi, zh, ph)) is not None:
             return fast  # (W diagonal: compiled)
-        K = self.K
-        D = beta * pi * tau
+        K, D = self.K, beta * pi * tau
         Ac = self.acal(vhat1, D)
         M = self._kron(vhat1)
         u = np.concatenate([zh.ravel(), ph.ravel()])
         # F = u^T R u, R = A (I + N A)^-1 (A = Acal in the (V, T) order of u, N = 0 (+) M): dR =
         # Z^T dA Z - R dN R (Z = (I + N A)^-1), so dF = w^T dA w - y_T^T dM y_T, w = Z u, y = R u
         # (exact; the blocks of R are those of :meth:`blocks`)
-        order = self._ord
-        A = Ac[self._ix_ord]
-        nv = K * self.r
+        order, A, nv = self._ord, Ac[self._ix_ord], K * self.r
         N = np.zeros_like(A)
         N[nv:, nv:] = M
         w = np.linalg.solve(np.eye(A.shape[0]) + N @ A, u)
@@ -378,12 +371,13 @@ def newton_pays(bulk) -> bool:
     return bulk._eig is None or bulk._eig[3] < bulk.K
 
 
-def fp_map(bulk, vargs: tuple) -> tuple:
+def fp_map(bulk, vargs: tuple, seen: dict | None = None) -> tuple:
     """``(fmap, jac)`` of the bulk's ``(V1, tau)`` subsystem (:func:`asymptotics.network.solve.
     _bulk_v`, DERIVATIONS.md §9.7; ``vargs``: ``(w, mub1, mus2, A, lam, beta, pi)``): ``fmap(y)``
     one evaluation of the bulk (its traces from the kept ``W`` where ``jac`` formed it at the same
     point, with :data:`NEWTON`), ``jac(y)`` the exact Jacobian of ``fmap(y) - y`` there
-    (:func:`fp_jacobian`, tau's rows at ``tau' = fmap``'s)."""
+    (:func:`fp_jacobian`, tau's rows at ``tau' = fmap``'s). ``seen`` (Newton's dict): ``fmap`` forms
+    W where ``jac`` was not asked at ``y`` (the completion's) and keeps ``(y, fmap(y))`` there."""
     w, mb1, ms2, A, lam, beta, pi = vargs
     K = pi.shape[0]
 
@@ -403,10 +397,15 @@ def fp_map(bulk, vargs: tuple) -> tuple:
     def fmap(y: np.ndarray) -> np.ndarray:
         _, M, v2, tau = nodes(y)
         D = beta * pi * tau
+        if seen is not None and seen.get("jac") is not y and bulk._eig is not None:
+            bulk.wkc(M, D)
         e, nV1 = traces(M, D) or bulk.evaluate(M, D, beta)
-        return np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])
+        out = np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])
+        (seen if seen is not None else {})["last"] = (y, out)
+        return out
 
     def jac(y: np.ndarray) -> np.ndarray:
+        (seen if seen is not None else {})["jac"] = y
         iv, M, v2, tau = nodes(y)
         dMv, dv2v = node_jacobian(iv * iv, w, mb1, ms2, A)
         J = fp_jacobian(bulk, M, tau, beta, pi, dMv, dv2v)

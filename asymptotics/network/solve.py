@@ -55,6 +55,9 @@ from asymptotics.spiked.solve import SpikedResult, cold_start, unpack_state
 #: solves the coupled bulk on the rule where that climb settles (:func:`asymptotics.equations.
 #: ladder.climb_borrowed`, THEORY.md §15); "pair": also on the rule below; False: every rule
 BORROW: bool | str = True
+#: Newton's converged iterate is the point's, its W (that evaluation's) the completion's, tau
+#: accepted within rtol (False: the evaluation after it, one or two Schur evaluations more)
+LAST_W = True
 
 
 def _args(prob: SpikedProblem, alpha: float, mean: np.ndarray | None = None) -> tuple:
@@ -69,11 +72,8 @@ def _mean_eps(p_inv: float, A: float, V2: np.ndarray) -> np.ndarray:
 
 
 def _bulk_fns(bulk):
-    """(resolvent, dresolvent) of the bulk: the isotropic kernels of §10.4, or a
-    :class:`asymptotics.network.bulk.GroupBulk` (DERIVATIONS.md §9.7)."""
-    if bulk is None:
-        return resolvent, dresolvent
-    return bulk.resolvent, bulk.dresolvent
+    """(resolvent, dresolvent): the isotropic kernels (§10.4) or a GroupBulk's (DERIVATIONS §9.7)"""
+    return (resolvent, dresolvent) if bulk is None else (bulk.resolvent, bulk.dresolvent)
 
 
 def full_map_net(state, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delta, beta,
@@ -142,10 +142,9 @@ def complete_net(v, ch: Channels, w, kap, mu0, mb1, ms2, h, h1, h2, A, lam, delt
     c0 = np.concatenate([(f1 - dV1).ravel(), f2 - dV2])
     Mq = np.eye(nq)
     dMv, dv2v = node_jacobian(iv2, w, mb1, ms2, A)  # -d(Vhat1, Vhat2)/d(V1, V2)
-    for col in range(nq):
-        if bulk is None:
-            e1, e2 = dres_f(M, tau, beta, pi, dMv[col], dv2v[col])
-            Mq[:, col] += np.concatenate([e1.ravel(), e2])
+    for col in range(nq if bulk is None else 0):
+        e1, e2 = dres_f(M, tau, beta, pi, dMv[col], dv2v[col])
+        Mq[:, col] += np.concatenate([e1.ravel(), e2])
     if bulk is not None:  # (the derivative's matrix once; the next rule's chord Jacobian)
         Y = bulk.dlin(M, tau, beta, pi) @ np.hstack([dMv.reshape(nq, K * K), dv2v]).T
         Y1 = Y[:K * K].reshape(K, K, nq)
@@ -165,7 +164,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
     per step, tau's equation solved along with V1; on a point's first rule Newton with the exact
     Jacobian, Anderson where it fails, THEORY.md §15; chord steps with the last rule's Jacobian
     on its later rules from :func:`~asymptotics.network.coupling.chord_start`); the completion
-    solves tau exactly."""
+    solves tau exactly (from Newton's converged iterate: :data:`LAST_W`)."""
     pi = vargs[6]
     K = pi.shape[0]
     fmap, jac_at = fp_map(bulk, vargs)
@@ -184,13 +183,14 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = chord(fmap, last, J, cfg, nn)  # the last rule's Jacobian
         if out is None:  # the last point's solution (the ladder's rungs)
             out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
+    seen: dict = {"last": (None, None)}  # (Newton's last evaluation: its W formed, kept)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
-        out = newton(fmap, jac_at, y0, cfg, nn)  # (None: Anderson)
+        out = newton(*fp_map(bulk, vargs, seen if LAST_W else None), y0, cfg, nn)
     if out is None or not out.converged:
         out = solve_diagonal(bulk, vargs, y0, cfg, nn) or solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
         return x, out.status, out.n_iter, out.residual
-    y = out.x
+    y, bulk.tau_accept = (seen["last"][0], cfg.rtol) if seen["last"][1] is out.x else (out.x, 0.0)
     bulk.y_last = y.copy()
     bulk.tau_last = y[K * K:]
     v = np.concatenate([y[:K * K], pi * y[K * K:]])  # (the completion solves tau exactly)

@@ -310,7 +310,7 @@ def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | No
     K = mb1.shape[1]
     iv = 1.0 / (1.0 + channel_v(v[:K * K].reshape((K, K)), v[K * K:], mb1, ms2))
     M, v2 = vhats(iv, w, mb1, ms2, A)
-    tau, V1, V2 = bulk.resolvent(M, lam + v2, beta, pi)
+    tau, V1, V2 = bulk.resolvent(M, lam + v2, beta, pi, accept=getattr(bulk, "tau_accept", 0.0))
     if not np.all(np.isfinite(tau)):
         return (np.full(sizes(K, kap.shape[2], h1.shape[1])[-1], np.nan), False, math.nan,
                 math.nan)
