@@ -165,6 +165,39 @@ def feature_column(Yt, j, mb1, ms2, K, L):
 
 
 @kernel(cache=True, error_model="numpy")
+def feature_column34(Yt, j, mb1, ms2, K):
+    """Kernel: :func:`feature_column` for three or four groups, the loops written out (the
+    same values, faster in the K = 3, 4 passes)."""
+    b0, b1, b2 = mb1[j, 0], mb1[j, 1], mb1[j, 2]
+    if K == 3:
+        Yt[0, j] = b0 * b0
+        Yt[1, j] = b0 * b1
+        Yt[2, j] = b0 * b2
+        Yt[3, j] = b1 * b1
+        Yt[4, j] = b1 * b2
+        Yt[5, j] = b2 * b2
+        Yt[6, j] = ms2[j, 0]
+        Yt[7, j] = ms2[j, 1]
+        Yt[8, j] = ms2[j, 2]
+    else:
+        b3 = mb1[j, 3]
+        Yt[0, j] = b0 * b0
+        Yt[1, j] = b0 * b1
+        Yt[2, j] = b0 * b2
+        Yt[3, j] = b0 * b3
+        Yt[4, j] = b1 * b1
+        Yt[5, j] = b1 * b2
+        Yt[6, j] = b1 * b3
+        Yt[7, j] = b2 * b2
+        Yt[8, j] = b2 * b3
+        Yt[9, j] = b3 * b3
+        Yt[10, j] = ms2[j, 0]
+        Yt[11, j] = ms2[j, 1]
+        Yt[12, j] = ms2[j, 2]
+        Yt[13, j] = ms2[j, 3]
+
+
+@kernel(cache=True, error_model="numpy")
 def q_sums_k(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
     """Kernel: ``node_sums.q_sums`` for any K from the per-node products zk = kappa Z^T and
     pk = h1 P^T (n x K): (b, E0) of ``kernels.mean_parts``, (R1, R2) the sums of ``vhats`` at
@@ -223,32 +256,7 @@ def _q_rows34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, Yt):
         iv2 = iv[j] * iv[j]
         a[j] = w[j] * (iv2 * (e0 + delta))
         ap[j] = w[j] * iv2
-        if K == 3:
-            Yt[0, j] = b0 * b0
-            Yt[1, j] = b0 * b1
-            Yt[2, j] = b0 * b2
-            Yt[3, j] = b1 * b1
-            Yt[4, j] = b1 * b2
-            Yt[5, j] = b2 * b2
-            Yt[6, j] = ms2[j, 0]
-            Yt[7, j] = ms2[j, 1]
-            Yt[8, j] = ms2[j, 2]
-        else:
-            b3 = mb1[j, 3]
-            Yt[0, j] = b0 * b0
-            Yt[1, j] = b0 * b1
-            Yt[2, j] = b0 * b2
-            Yt[3, j] = b0 * b3
-            Yt[4, j] = b1 * b1
-            Yt[5, j] = b1 * b2
-            Yt[6, j] = b1 * b3
-            Yt[7, j] = b2 * b2
-            Yt[8, j] = b2 * b3
-            Yt[9, j] = b3 * b3
-            Yt[10, j] = ms2[j, 0]
-            Yt[11, j] = ms2[j, 1]
-            Yt[12, j] = ms2[j, 2]
-            Yt[13, j] = ms2[j, 3]
+        feature_column34(Yt, j, mb1, ms2, K)
 
 
 @kernel(cache=True, error_model="numpy")

@@ -21,7 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from asymptotics.core.coldstart import kernel
-from asymptotics.equations.node_sums_k import channel_nodes, feature_column, weighted_sums
+from asymptotics.equations.node_sums_k import (
+    channel_nodes,
+    feature_column,
+    feature_column34,
+    weighted_sums,
+)
 from asymptotics.equations.small_dense import gram_t
 
 
@@ -155,32 +160,7 @@ def _q_rows_half34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, 
         iv2 = iv[j] * iv[j]
         a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
         ap[j] = 2.0 * (w[j] * iv2)
-        if K == 3:
-            Yt[0, j] = b0 * b0
-            Yt[1, j] = b0 * b1
-            Yt[2, j] = b0 * b2
-            Yt[3, j] = b1 * b1
-            Yt[4, j] = b1 * b2
-            Yt[5, j] = b2 * b2
-            Yt[6, j] = ms2[j, 0]
-            Yt[7, j] = ms2[j, 1]
-            Yt[8, j] = ms2[j, 2]
-        else:
-            b3 = mb1[j, 3]
-            Yt[0, j] = b0 * b0
-            Yt[1, j] = b0 * b1
-            Yt[2, j] = b0 * b2
-            Yt[3, j] = b0 * b3
-            Yt[4, j] = b1 * b1
-            Yt[5, j] = b1 * b2
-            Yt[6, j] = b1 * b3
-            Yt[7, j] = b2 * b2
-            Yt[8, j] = b2 * b3
-            Yt[9, j] = b3 * b3
-            Yt[10, j] = ms2[j, 0]
-            Yt[11, j] = ms2[j, 1]
-            Yt[12, j] = ms2[j, 2]
-            Yt[13, j] = ms2[j, 3]
+        feature_column34(Yt, j, mb1, ms2, K)
 
 
 @kernel(cache=True, error_model="numpy")
