@@ -110,18 +110,25 @@ def q_sums_half(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2):
             bj += mu0[j, g] * m[g] + mb1[j, g] * zk[j, g]
             c += mb1[j, g] * pk[j, g]
             cm += mb1[j, g] * pk[jm, g]
-        b[j] = bj
-        b[jm] = -bj
-        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
-        em = h2[jm] - 2.0 * -bj * h[jm] + bj * bj - 2.0 * cm
-        E0[j] = e0
-        E0[jm] = em
-        iv2 = iv[j] * iv[j]
-        a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
-        ap[j] = 2.0 * (w[j] * iv2)
+        _pair_terms(j, jm, bj, c, cm, h, h2, iv, w, delta, b, E0, a, ap)
         feature_column(Yt, j, mb1, ms2, K, L)
     R1, R2, _ = weighted_sums(a, mb1, ms2, np.zeros((nh, 0)), nh)
     return b, E0, R1, R2, gram_t(Yt, ap)
+
+
+@kernel(cache=True, error_model="numpy")
+def _pair_terms(j, jm, bj, c, cm, h, h2, iv, w, delta, b, E0, a, ap):
+    """Kernel: the pair (j, jm)'s mean b (odd), residual energies E0 and weights a, ap of
+    :func:`q_sums_half` from its sums bj, c (node j) and cm (node jm)."""
+    b[j] = bj
+    b[jm] = -bj
+    e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
+    em = h2[jm] - 2.0 * -bj * h[jm] + bj * bj - 2.0 * cm
+    E0[j] = e0
+    E0[jm] = em
+    iv2 = iv[j] * iv[j]
+    a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
+    ap[j] = 2.0 * (w[j] * iv2)
 
 
 @kernel(cache=True, error_model="numpy")
@@ -151,15 +158,7 @@ def _q_rows_half34(zk, pk, m, iv, delta, w, mu0, mb1, ms2, h, h2, b, E0, a, ap, 
             bj = bj + (mu0[j, 3] * m3 + b3 * zk[j, 3])
             c = c + b3 * pk[j, 3]
             cm = cm + b3 * pk[jm, 3]
-        b[j] = bj
-        b[jm] = -bj
-        e0 = h2[j] - 2.0 * bj * h[j] + bj * bj - 2.0 * c
-        em = h2[jm] - 2.0 * -bj * h[jm] + bj * bj - 2.0 * cm
-        E0[j] = e0
-        E0[jm] = em
-        iv2 = iv[j] * iv[j]
-        a[j] = w[j] * (iv2 * (e0 + delta)) + w[j] * (iv2 * (em + delta))
-        ap[j] = 2.0 * (w[j] * iv2)
+        _pair_terms(j, jm, bj, c, cm, h, h2, iv, w, delta, b, E0, a, ap)
         feature_column34(Yt, j, mb1, ms2, K)
 
 
