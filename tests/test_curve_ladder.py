@@ -1,5 +1,5 @@
 """The K-group quadrature policy of a curve (docs/THEORY.md §10.8): the tensor ladder, then the
-aligned rules of DERIVATIONS.md §9.6 as a second ladder (r = 2); a curve whose probe needed the
+aligned rules of DERIVATIONS.md §9.6 as a second ladder (r = 2, 3); a curve whose probe needed the
 second ladder verifies its other probes on it alone; a point is settled only by converged rules
 that agree, and a point the rules do not resolve stays NaN with the reason."""
 
@@ -169,3 +169,37 @@ def test_sharp_groups_after_three_steps_settle_on_the_aligned_ladder():
         assert df.risk.iloc[j] == pytest.approx(tensor.risk, rel=1e-4)
     pt = A.risk(float(alphas[37]), **SHARP)  # a single point climbs the same ladders
     assert pt.converged and pt.risk == pytest.approx(df.risk.iloc[37], rel=QUADRATURE_RTOL)
+
+
+#: three groups after two steps with r = 3 learned directions (relu, the three-value readout):
+#: features of width 0.235, 0.363, 0.785 along their loadings; the tensor ladder does not settle
+#: it up to 72 nodes a dimension (benchmarks/aligned_r3_study.py)
+SHARP3 = dict(sigma="relu", target="z1 + z1*z2", readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25},
+              alpha0=8.0, eta=(2.0, 4.0), steps=2, lam=0.01, beta=1.0, p=1000.0, model="srf")
+
+
+def test_three_spikes_settle_on_the_aligned_ladder(monkeypatch):
+    """r = 3: where the tensor ladder is not resolved (NaN with the reason when the aligned
+    ladder is taken away) the point settles on the aligned rules and agrees with a finer aligned
+    rule off the ladder (trapezoid step 0.025, 72 nodes on each other axis) to 1e-5 and with the
+    tensor rule of 106 nodes a dimension (the other family, still converging) to 1e-4."""
+    from asymptotics.equations import ladder as ladder_mod
+    from asymptotics.multiindex.steps_risk import mapping_params
+
+    assert aligned_ladder(3) == aligned_ladder(2)
+    res = A.risk(2.0, **SHARP3)
+    assert res.converged and "aligned rule" in res.message
+    assert res.quadrature_change <= QUADRATURE_RTOL
+    mp = A.steps_mapping(SHARP3["sigma"], SHARP3["target"], steps=2, alpha0=SHARP3["alpha0"],
+                         eta=SHARP3["eta"], readout=SHARP3["readout"])
+    build = spiked_builder(sigma="relu", lam=0.01, beta=1.0, p=1000.0, delta=0.0,
+                           **mapping_params(mp, 2))
+    fine = spiked_solve.solve_spiked(build((0.025, 72), None), 2.0)
+    tensor = spiked_solve.solve_spiked(build(106, None), 2.0)
+    assert fine.converged and tensor.converged
+    assert res.risk == pytest.approx(fine.risk, rel=1e-5)
+    assert res.risk == pytest.approx(tensor.risk, rel=1e-4)
+    monkeypatch.setitem(ladder_mod.ALIGNED_LADDER, 3, ())
+    bare = A.risk(2.0, **SHARP3)
+    assert not bare.converged and math.isnan(bare.risk)
+    assert "quadrature not resolved" in bare.message

@@ -30,9 +30,12 @@ PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: ladder does not settle: aligned rules (h, n), a trapezoid rule of step h along the sharpest
 #: group's loading and n Gauss-Hermite nodes on the other axis, both refined by about 1.4 from
 #: rule to rule (two rules that refine one axis only can agree while the other axis is off);
-#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11338 nodes. r = 2 only (at r = 3 the
-#: rules would have up to 515 x 54^2 = 1.5e6 nodes before pruning)
-ALIGNED_LADDER = {2: ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))}
+#: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11338 nodes at r = 2; the same rules at
+#: r = 3 (n Gauss-Hermite nodes on each of the two other axes): 11640 to 259492 nodes after
+#: pruning (515 x 54^2 = 1.5e6 before: ~50 MB while the last rule is built); r = 4 keeps the
+#: tensor ladder alone (its last rule would have 515 x 54^3 = 8e7 nodes before pruning)
+_ALIGNED_RULES = ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))
+ALIGNED_LADDER = {2: _ALIGNED_RULES, 3: _ALIGNED_RULES}
 
 
 def aligned_ladder(r: int) -> tuple[tuple[float, int], ...]:
