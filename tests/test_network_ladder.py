@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 import asymptotics.network.solve as net_solve
 from asymptotics.equations.ladder import PROBES, QUADRATURE_RTOL, ladder, quadrature_error
@@ -87,7 +88,31 @@ def test_unsettled_point_is_nan_with_the_reason(monkeypatch):
     two = [risk_network_groups(0.8, channels=sig, n_kappa=n, **GROUPS).risk for n in (10, 16)]
     assert quadrature_error(two) > QUADRATURE_RTOL  # the premise
     monkeypatch.setattr(net_solve, "ladder", lambda r: (10, 16))
-    monkeypatch.setattr(net_solve, "ALIGNED_LADDER", ())
+    monkeypatch.setattr(net_solve, "aligned_ladder", lambda r: ())
     res = risk_network_groups(0.8, channels=sig, **GROUPS)
     assert not res.converged and math.isnan(res.risk)
     assert "quadrature not resolved" in res.message
+
+
+def test_both_routes_climb_one_aligned_ladder():
+    """One second ladder for both routes: r = 2 and 3, none at r = 4."""
+    from asymptotics.equations.ladder import aligned_ladder
+    from asymptotics.network.aligned import rules
+
+    for r in (2, 3, 4):
+        assert rules(r) == tuple(ladder(r)) + aligned_ladder(r)
+    assert aligned_ladder(4) == () and len(aligned_ladder(3)) == 5
+
+
+@pytest.mark.slow
+def test_three_spikes_settle_on_the_shared_aligned_ladder():
+    """Relu with the three-value readout after three steps (three groups, r = 3), where the
+    network route's former two aligned rules did not agree (NaN), settles on the shared ladder
+    (a minute on a fresh device cache: slow)."""
+    import asymptotics as A
+
+    res = A.risk(2.0, model="network", sigma="relu", target="z1 + z1*z2",
+                 readout={2.0: 0.25, 1.0: 0.5, -1.0: 0.25}, steps=3, alpha0=8.0,
+                 eta=(2.0, 4.0, 8.0), beta=1.0, lam=0.01, p=1000.0)
+    assert res.converged and "aligned rule" in res.message
+    assert res.quadrature_change <= QUADRATURE_RTOL

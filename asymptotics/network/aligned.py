@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 
 from asymptotics.coefficients.functions import Function
-from asymptotics.equations.ladder import ladder
+from asymptotics.equations.ladder import aligned_ladder, ladder
 from asymptotics.multiindex.steps import trapezoid
 from asymptotics.network.channels import Channels
 from asymptotics.spiked.coefficients import Tables, feature_tables, target_tables, tensor_rule
@@ -21,11 +21,6 @@ from asymptotics.spiked.problem import (  # noqa: F401  (aligned_rotation: its h
     target_degrees,
 )
 from asymptotics.spiked.solve import SpikedResult
-
-#: the aligned rules tried where the Gauss-Hermite ladder does not settle (THEORY.md §15): the
-#: trapezoid step on the sharpest group's spike axis and the Gauss-Hermite nodes on each other
-#: axis of kappa (rotated so that the first axis is that group's loading)
-ALIGNED_LADDER = ((0.1, 36), (0.05, 54))
 
 
 def aligned_problem(params: dict, sig: np.ndarray, h: float, n: int,
@@ -84,9 +79,10 @@ def aligned_cached(params: dict, sig: np.ndarray, h: float, n: int, n_omega: int
 
 def rules(r: int) -> tuple:
     """The kappa rules the route climbs with ``r`` spikes (docs/THEORY.md §10.8, §15): the
-    tensor Gauss-Hermite ladder, then, where it does not settle, the aligned ladder
-    (:data:`ALIGNED_LADDER`, DERIVATIONS.md §9.6), each under the same settle rule."""
-    return tuple(ladder(r)) + (ALIGNED_LADDER if r >= 2 else ())
+    tensor Gauss-Hermite ladder, then, where it does not settle, the aligned ladder of the one
+    quadrature policy (``equations.ladder.aligned_ladder``: r = 2 and 3; DERIVATIONS.md §9.6),
+    each under the same settle rule."""
+    return tuple(ladder(r)) + aligned_ladder(r)
 
 
 def aligned_message(res: SpikedResult, rule: tuple) -> SpikedResult:

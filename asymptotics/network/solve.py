@@ -19,7 +19,7 @@ from asymptotics.equations.ladder import climb, climb_borrowed, curve_on_ladder,
 from asymptotics.equations.solver import ConvergenceError, SolverConfig, Status, chord, newton
 from asymptotics.equations.solver import relative_residual as rel_res
 from asymptotics.network import coupling
-from asymptotics.network.aligned import ALIGNED_LADDER, aligned_cached, aligned_rotation, rules
+from asymptotics.network.aligned import aligned_cached, aligned_ladder, aligned_rotation, rules
 from asymptotics.network.aligned import aligned_message as _aligned_message
 from asymptotics.network.bulk import fixed_point as solve_fp
 from asymptotics.network.channels import (
@@ -268,7 +268,7 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
               outside, coupled) -> tuple[Callable, Callable]:
     """``(solve, climb_at)`` of the groups: ``solve(rule, alpha, x0, fresh)`` solves on one
     kappa rule (an int: tensor Gauss-Hermite nodes per dimension, None: the one-spike rule; an
-    ``(h, n)`` of :data:`ALIGNED_LADDER`: the aligned rule), each rule's problem built once;
+    ``(h, n)`` of :func:`aligned_ladder`: the aligned rule), each rule's problem built once;
     ``climb_at(alpha)`` climbs the route's ladders (:func:`rules`) under the policy of
     :func:`asymptotics.equations.ladder.climb` and returns (result, index in :func:`rules`); with
     a bulk first by :data:`BORROW` (the rule of the isotropic bulk's climb)."""
@@ -337,12 +337,12 @@ def _rules_of(params: dict, sig: np.ndarray, solver: SolverConfig, n_omega: int 
                 return got
             start[0] = None
         res, i = climb(on(gh), gh)
-        if i is not None or not ALIGNED_LADDER:
+        if i is not None or not (al := aligned_ladder(U.shape[1])):
             return res, i
-        res2, j = climb(on(ALIGNED_LADDER), [n for _, n in ALIGNED_LADDER])
+        res2, j = climb(on(al), [n for _, n in al])
         if j is None or j < 0:
             return res, None  # (the tensor ladder's reason)
-        return _aligned_message(res2, ALIGNED_LADDER[j]), len(gh) + j
+        return _aligned_message(res2, al[j]), len(gh) + j
 
     return solve, climb_at
 
