@@ -31,6 +31,7 @@ import numpy as np
 
 from asymptotics.coefficients.functions import Function
 from asymptotics.coefficients.gauss_rules import gauss_hermite
+from asymptotics.core.progress import Progress
 from asymptotics.measures.population import MAX_DEVICE_BYTES
 from asymptotics.multiindex.steps import Quadrature, mapping_inputs
 from asymptotics.multiindex.steps import evaluate as _evaluate
@@ -308,30 +309,32 @@ def _coupled_lanes(m, target, alpha0, size, blocks, seed, quad, n_ref, split) ->
     U_model, _, Q = stT.spiked_model()
     sig_ee = model_channels(stT, ng.cov[m.steps])
     outs = [([], [], []), ([], [], [])] if split else [([], [], [])]
-    for _ in range(blocks):
-        lanes = [(np.repeat(np.eye(k + size)[None], K, axis=0), np.zeros((K, k + size)))]
-        if split:
-            lanes += [(np.repeat(np.eye(k + h)[None], K, axis=0), np.zeros((K, k + h)))] * 2
-        for t in range(m.steps):
-            X = rng.standard_normal((n0, k + size))
-            noise = rng.standard_normal(n0)
-            ref = []
+    with Progress(blocks, "network theory: sampling the groups' device (once a setting)",
+                  unit="blocks") as bar:  # (reports when stderr is not a terminal: >= 10 s)
+        for _ in bar.iter(range(blocks)):
+            lanes = [(np.repeat(np.eye(k + size)[None], K, axis=0), np.zeros((K, k + size)))]
+            if split:
+                lanes += [(np.repeat(np.eye(k + h)[None], K, axis=0), np.zeros((K, k + h)))] * 2
+            for t in range(m.steps):
+                X = rng.standard_normal((n0, k + size))
+                noise = rng.standard_normal(n0)
+                ref = []
 
-            def reference(q, ref=ref):
-                if not ref:  # the whole block's draw, from the device's stream
-                    ref.append((q, *_reference(rng, n_ref, k, q)))
-                q0, Er, nr = ref[0]
-                return (Er[:, :k + q], nr) if q <= q0 else _reference(side, n_ref, k, q)
+                def reference(q, ref=ref):
+                    if not ref:  # the whole block's draw, from the device's stream
+                        ref.append((q, *_reference(rng, n_ref, k, q)))
+                    q0, Er, nr = ref[0]
+                    return (Er[:, :k + q], nr) if q <= q0 else _reference(side, n_ref, k, q)
 
-            lanes[0] = _advance(m, ng, t, k, *lanes[0], X, noise, reference)
-            for j in range(1, len(lanes)):
-                rows, cols = slice((j - 1) * h0, j * h0), slice(k + (j - 1) * h, k + j * h)
-                Xj = np.hstack([X[rows, :k], X[rows, cols]])
-                lanes[j] = _advance(m, ng, t, k, *lanes[j], Xj, noise[rows], reference)
-        for j, (C, S) in enumerate(lanes):
-            o = outs[min(j, 1)]
-            for lst, x in zip(o, _block_out(C, S, k, stT, U_model, Q), strict=True):
-                lst.append(x)
+                lanes[0] = _advance(m, ng, t, k, *lanes[0], X, noise, reference)
+                for j in range(1, len(lanes)):
+                    rows, cols = slice((j - 1) * h0, j * h0), slice(k + (j - 1) * h, k + j * h)
+                    Xj = np.hstack([X[rows, :k], X[rows, cols]])
+                    lanes[j] = _advance(m, ng, t, k, *lanes[j], Xj, noise[rows], reference)
+            for j, (C, S) in enumerate(lanes):
+                o = outs[min(j, 1)]
+                for lst, x in zip(o, _block_out(C, S, k, stT, U_model, Q), strict=True):
+                    lst.append(x)
     res = []
     for out_s, out_a, out_p in outs:
         ns = min(len(x[0]) for x in out_s)
