@@ -44,6 +44,40 @@ def test_newton_solves_fixed_points_and_refuses_a_bad_jacobian():
                   nonneg=(0,)) is None
 
 
+def test_newton_predicts_its_last_evaluation(monkeypatch):
+    """``predict``: before each chord step's evaluation the change expected there over
+    ``PREDICT_MARGIN tight rtol`` (quadratic after a fresh Jacobian, else linear); the
+    evaluation Newton returns had ``pred <= 1``, one with ``pred > 1`` was not the last (there W
+    is not formed, :func:`asymptotics.network.coupling.fp_map`); None: 0 at every one; the
+    iterates do not depend on it."""
+    from asymptotics.equations import solver as SV
+
+    def f(x):
+        return 0.5 * np.cos(x) + 0.1 * x * x
+
+    def jac(x):
+        return np.diag(-0.5 * np.sin(x) + 0.2 * x) - np.eye(3)
+
+    runs = {}
+    for margin in (10.0, None):
+        monkeypatch.setattr(SV, "PREDICT_MARGIN", margin)
+        log, d = [], {}
+
+        def fmap(x, d=d, log=log):
+            log.append(d.pop("pred", None))
+            return f(x)
+
+        out = newton(fmap, jac, np.zeros(3), SolverConfig(rtol=1e-10), fresh=1e-1, predict=d)
+        assert out is not None and out.converged
+        runs[margin] = (out.x, log)
+    (x1, log1), (x0, log0) = runs[10.0], runs[None]
+    assert np.array_equal(x1, x0)
+    chords = [p for p in log1 if p is not None]
+    assert len(chords) >= 2 and log1[-1] is not None and log1[-1] <= 1.0
+    assert all(p > 1.0 for p in log1[:-1] if p is not None) and any(p > 1.0 for p in chords)
+    assert all(p == 0.0 for p in log0 if p is not None)
+
+
 def _first_rule(monkeypatch):
     """The arguments of a point's first ``_bulk_v`` (the first kappa rule: no warm start)."""
     import asymptotics as A

@@ -183,21 +183,35 @@ def chord(fmap: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, jac: np.ndar
     return None
 
 
+#: :func:`newton`'s ``predict``: an evaluation may be the last where the change expected there
+#: is within this many times ``tight * rtol`` (None: every evaluation may be)
+PREDICT_MARGIN: float | None = 10.0
+
+
 def newton(fmap: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray], np.ndarray],
            x0: np.ndarray, config: SolverConfig = SolverConfig(), nonneg: tuple[int, ...] = (),
-           tight: float = 1e-2, fresh: float = 1e-5, max_iter: int = 12) -> SolverResult | None:
+           tight: float = 1e-2, fresh: float = 1e-5, max_iter: int = 12,
+           predict: dict | None = None) -> SolverResult | None:
     """``x = fmap(x)`` from ``x0`` by Newton steps with ``jac(x)`` (the Jacobian of ``fmap(x) -
     x``, asked before ``fmap(x)``; fresh while the relative change is above ``fresh``, then
     chord steps with the last) to ``tight * config.rtol`` (the answer ``fmap(x)``, as
     :func:`chord`); where the change stops halving below ``config.rtol`` (rounding), the
     smaller one's. None where a change above ``config.rtol`` does not halve, a step leaves the
-    domain (``nonneg``) or is not finite: the caller's fallback."""
+    domain (``nonneg``) or is not finite: the caller's fallback. ``predict``: before a chord
+    step's ``fmap(x)``, ``predict["pred"]`` is set to the change expected there (the last two
+    changes at Newton's quadratic rate after a fresh Jacobian, else at the chord's linear rate)
+    over :data:`PREDICT_MARGIN` ``tight * config.rtol`` (0 before two changes): at most 1 where
+    it may be the last."""
     x = np.array(x0, dtype=np.float64)
     nn = np.array(nonneg, dtype=np.int64)
-    prev, best, J = np.inf, None, None
+    prev, best, J, older, quad = np.inf, None, None, np.inf, False
     for it in range(1, max_iter + 1):
         if prev > fresh:
             J = jac(x)
+        elif predict is not None:
+            rate = prev / older ** 2 * prev if quad else prev / older
+            lim = (PREDICT_MARGIN or 0.0) * tight * config.rtol
+            predict["pred"] = rate * prev / lim if older < np.inf and lim > 0.0 else 0.0
         fx = np.asarray(fmap(x), dtype=np.float64)
         if not np.all(np.isfinite(fx)):
             return None
@@ -210,7 +224,8 @@ def newton(fmap: Callable[[np.ndarray], np.ndarray], jac: Callable[[np.ndarray],
             if prev <= config.rtol:
                 return SolverResult(best, True, Status.CONVERGED, it - 1, prev, ())
             return None
-        prev, best = res, fx
+        quad = prev > fresh  # (the step from x: with the Jacobian at x)
+        older, prev, best = prev, res, fx
         try:
             x = x - np.linalg.solve(J, fx - x)
         except np.linalg.LinAlgError:

@@ -374,10 +374,10 @@ def newton_pays(bulk) -> bool:
 def fp_map(bulk, vargs: tuple, seen: dict | None = None) -> tuple:
     """``(fmap, jac)`` of the bulk's ``(V1, tau)`` subsystem (:func:`asymptotics.network.solve.
     _bulk_v`, DERIVATIONS.md §9.7; ``vargs``: ``(w, mub1, mus2, A, lam, beta, pi)``): ``fmap(y)``
-    one evaluation of the bulk (its traces from the kept ``W`` where ``jac`` formed it at the same
-    point, with :data:`NEWTON`), ``jac(y)`` the exact Jacobian of ``fmap(y) - y`` there
-    (:func:`fp_jacobian`, tau's rows at ``tau' = fmap``'s). ``seen`` (Newton's dict): ``fmap`` forms
-    W where ``jac`` was not asked at ``y`` (the completion's) and keeps ``(y, fmap(y))`` there."""
+    one evaluation of the bulk (its traces from ``jac``'s W at the same point, with :data:`NEWTON`),
+    ``jac(y)`` the exact Jacobian of ``fmap(y) - y`` there (:func:`fp_jacobian`, tau' = fmap's).
+    ``seen`` (Newton's dict): ``fmap`` forms W where ``jac`` was not asked at ``y`` and ``seen[
+    "pred"] <= 1`` (Newton's: may be its last; the completion reads it), keeps ``(y, fmap(y))``."""
     w, mb1, ms2, A, lam, beta, pi = vargs
     K = pi.shape[0]
 
@@ -397,7 +397,8 @@ def fp_map(bulk, vargs: tuple, seen: dict | None = None) -> tuple:
     def fmap(y: np.ndarray) -> np.ndarray:
         _, M, v2, tau = nodes(y)
         D = beta * pi * tau
-        if seen is not None and seen.get("jac") is not y and bulk._eig is not None:
+        if seen is not None and seen.get("jac") is not y and bulk._eig is not None and \
+                seen.get("pred", 0.0) <= 1.0:  # (Newton's prediction: may be the last)
             bulk.wkc(M, D)
         e, nV1 = traces(M, D) or bulk.evaluate(M, D, beta)
         out = np.concatenate([nV1.ravel(), 1.0 / (lam + v2 + e)])

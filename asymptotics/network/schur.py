@@ -112,7 +112,7 @@ def schur(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     m = vp.shape[0] - c
     if m == 0:
         return Pi, None, None
-    Y = np.matmul(Pi, vp[:c, c:])  # (B, n, c, m)
+    Y = (Pi.reshape(-1, c) @ vp[:c, c:]).reshape(B, n, c, m)  # P_i^-1 Vhat1_FR (one product)
     corr = vp[c:, c:] - np.matmul(vp[c:, :c], Y)  # (B, n, m, m)
     idx = np.arange(n)
     if m == 1 and spd and _compiled(rest, full):  # (one compiled pass over the blocks)
@@ -281,10 +281,22 @@ def wform(vp: np.ndarray, Dp: np.ndarray, s: np.ndarray, rest: np.ndarray, c: in
     return LowRankW(Pf, z, np.ascontiguousarray(G[:, 0, :, 0, :]))
 
 
+#: the last :class:`LowRankW` read by :func:`wtrace` and its traces (the solver's map, its Jacobian
+#: and the Hessian parts read the same W: its diagonal, scattered over G's rows, read once)
+_TRACE_LAST: list = [None]
+#: False: every :func:`wtrace` of a LowRankW read afresh
+TRACE_KEEP = True
+
+
 def wtrace(W) -> np.ndarray:
     """``sum_b tr W_b,xy`` (K x K) of W in any form of :func:`wform`."""
     if isinstance(W, LowRankW):  # (compiled: asymptotics.network.compiled.lowrank)
-        return lowrank.trace(W)
+        last = _TRACE_LAST[0]
+        if last is not None and last[0] is W and TRACE_KEEP:
+            return last[1].copy()
+        T = lowrank.trace(W)
+        _TRACE_LAST[0] = (W, T.copy()) if TRACE_KEEP else None
+        return T
     return W.sum(axis=(0, 1)) if W.ndim == 4 else np.einsum("baici->ac", W)
 
 

@@ -185,7 +185,7 @@ def _bulk_v(x: np.ndarray, bulk, vargs: tuple, solver: SolverConfig) -> tuple:
             out = solve_diagonal(bulk, vargs, last, cfg, nn) or solve_fp(fmap, last, cfg, nn)
     seen: dict = {"last": (None, None)}  # (Newton's last evaluation: its W formed, kept)
     if (out is None or not out.converged) and coupling.NEWTON and coupling.newton_pays(bulk):
-        out = newton(*fp_map(bulk, vargs, seen if LAST_W else None), y0, cfg, nn)
+        out = newton(*fp_map(bulk, vargs, seen if LAST_W else None), y0, cfg, nn, predict=seen)
     if out is None or not out.converged:
         out = solve_diagonal(bulk, vargs, y0, cfg, nn) or solve_fp(fmap, y0, cfg, nn)
     if not out.converged:
