@@ -44,12 +44,23 @@ def _close(a: np.ndarray, b: np.ndarray, tol: float = 1e-12) -> bool:
                                        <= tol * max(np.max(np.abs(b), initial=0.0), 1e-300))
 
 
+def _strided(a: np.ndarray) -> np.ndarray:
+    """``a``'s values in a strided (neither C- nor F-contiguous) array: numba's layout 'A'."""
+    out = np.empty((a.shape[0], 2 * a.shape[1]))[:, ::2]
+    out[...] = a
+    return out
+
+
 def _both(v, tables, A, lam, delta, beta, pi, p_inv) -> list:
-    """(complete_parts, literal_map) over every node and over the pairs."""
+    """(complete_parts, literal_map) over every node and over the pairs. The design's (U, Vt)
+    go to literal_map strided, the layout 'A' they have inside ``solve_point`` (where the SVD's
+    and mean_elimination2's meet): this call and solve_point's compile one literal_map, not one
+    each (the same values; but K = 1's Vt, 1 x 1, which numpy calls contiguous whatever it is)."""
     out = []
     for half in (False, True):
         cp = kernels.complete_parts(v, *tables, A, lam, delta, beta, pi, p_inv, half)
-        fx, E = anderson.literal_map(cp[0], cp[5:], *tables, A, delta, beta, pi, p_inv, half)
+        parts = tuple(_strided(a) if i in (10, 12) else a for i, a in enumerate(cp[5:]))
+        fx, E = anderson.literal_map(cp[0], parts, *tables, A, delta, beta, pi, p_inv, half)
         out.append((cp, fx, E))
     return out
 

@@ -58,7 +58,7 @@ def anderson_v(v0, w, mu1, ms2, A, lam, kind, beta, c, rho, F, H, G, p_inv, omeg
                rtol, floor, max_iter, damping, m_hist, blowup):
     """Kernel: (V1, V2) = v_update(V1, V2) from v0 by the one Anderson iteration
     (``equations.mixing``), V >= 0. Returns (V, status, n_iter, residual)."""
-    work, meta = anderson_start(2, m_hist)
+    work, meta = anderson_start(np.int64(2), m_hist)  # (int64, not a literal 2: one signature)
     nonneg = np.arange(2)
     x = v0.copy()
     while True:

@@ -412,8 +412,9 @@ def _on_grid(raw: Callable, shift: np.ndarray, rho: np.ndarray, free: list[int],
         args.append(z)
     with np.errstate(all="ignore"):
         out = np.asarray(raw(*args), dtype=np.float64)
-    full = np.broadcast_to(out, tuple(counts) + (n,)).reshape((-1, n))
+    shape = tuple(counts) + (n,)  # (writable as the other branch's: one grid_moments signature)
+    full = (out if out.shape == shape else np.broadcast_to(out, shape)).reshape((-1, n))
     if nf > 1:  # (the one-dimensional rule is not pruned)
         keep = tensor_keep(tuple(counts))[1]
         full = full if keep.shape[0] == full.shape[0] else full[keep]
-    return np.ascontiguousarray(full)
+    return np.array(full, order="C", copy=None if full.flags.writeable else True)

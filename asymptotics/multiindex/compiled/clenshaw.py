@@ -113,7 +113,7 @@ def clenshaw4(coef: np.ndarray, mp: np.ndarray, lo: float, h: float, t: np.ndarr
     """Kernel: :func:`clenshaw_into` for four columns into a new (n, 4) array."""
     out = np.empty((t.shape[0], 4))
     clenshaw_into(coef, mp, lo, h, t, out.reshape(-1), np.zeros(1, np.int64),
-                  max(t.shape[0], 1), 4, 1)
+                  max(t.shape[0], 1), np.int64(4), np.int64(1))  # (int64s: Python's signature)
     return out
 
 

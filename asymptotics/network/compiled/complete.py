@@ -296,6 +296,17 @@ def _ro(x: np.ndarray) -> np.ndarray:
     return y
 
 
+def c_array(x: np.ndarray) -> np.ndarray:
+    """A writable C-contiguous float64 array (``x`` itself if it is one, else a copy): one kernel
+    signature whatever the flags, and the types of the K-group route's tables, so the kernels
+    the routes share inside (``spiked.kernels``', the resolvent's, the tables') compile once."""
+    y = np.ascontiguousarray(x, dtype=np.float64)
+    return y if y.flags.writeable else y.copy()
+
+
+_c = c_array
+
+
 def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | None:
     """``(state, ok, residual, risk)`` of :func:`asymptotics.network.solve.complete_net` and the
     relative residual of its literal map (None: the caller's, by
@@ -328,9 +339,9 @@ def complete_fast(v: np.ndarray, ch, a: tuple, bulk, floor: float) -> tuple | No
     lin = bulk.dlin(M, tau, beta, pi)
     try:  # (a singular solve in the kernel: the Python completion decides, as without it)
         state, ok, res, code, dMv, dv2v, risk = complete_check(
-            _ro(v), _ro(iv), _ro(M), _ro(v2), _ro(tau), _ro(V1), _ro(V2), _ro(w), _ro(kap),
-            _ro(mu0), _ro(mb1), _ro(ms2), _ro(h), _ro(h1), _ro(h2), float(A), float(delta),
-            float(beta), _ro(pi), float(p_inv), _ro(Ac), ch._ord, int(ch.k), _ro(Wd),
+            _c(v), _c(iv), _ro(M), _c(v2), _c(tau), _c(V1), _c(V2), _c(w), _c(kap), _c(mu0),
+            _c(mb1), _c(ms2), _c(h), _c(h1), _c(h2), float(A), float(delta), float(beta),
+            _c(pi), float(p_inv), _ro(Ac), ch._ord, int(ch.k), _ro(Wd),
             _ro(Wa), _ro(ch.a_w), _ro(D), _ro(ch.ecov), _ro(lin), float(floor))
     except np.linalg.LinAlgError:
         return None
@@ -355,11 +366,11 @@ def _ready() -> bool:
         return True
     n, K, r, k = 2, 1, 1, 1
     one = np.ones(1)
-    args = tuple(_ro(x) for x in (np.ones(2), np.ones(n), np.eye(K), one, one, np.eye(K), one,
-                                  np.ones(n), np.ones((n, K, r)), np.ones((n, K)),
-                                  np.ones((n, K)), np.ones((n, K)), np.ones(n),
-                                  np.ones((n, k)), np.ones(n)))
-    args = args + (1.0, 0.0, 1.0, _ro(one), 0.0, _ro(np.eye(2)), np.arange(2), 1,
+    args = tuple((_ro if i == 2 else _c)(x) for i, x in enumerate((
+        np.ones(2), np.ones(n), np.eye(K), one, one, np.eye(K), one, np.ones(n),
+        np.ones((n, K, r)), np.ones((n, K)), np.ones((n, K)), np.ones((n, K)), np.ones(n),
+        np.ones((n, k)), np.ones(n))))
+    args = args + (1.0, 0.0, 1.0, _c(one), 0.0, _ro(np.eye(2)), np.arange(2), 1,
                    _ro(np.ones((1, 1, K, K))), NO_WA, _ro(np.ones((1, K, 2, 1))), _ro(one),
                    _ro(np.ones((K, 2, 2))), _ro(np.eye(2)), 1e-3)
     return ready_once(_READY, complete_check, args)

@@ -22,6 +22,7 @@ import numpy as np
 
 from asymptotics.core.coldstart import kernel
 from asymptotics.equations.mixing import relative_change
+from asymptotics.network.compiled.complete import c_array as _c
 from asymptotics.network.compiled.complete import (
     project_out,
     ready_once,
@@ -267,14 +268,7 @@ def _map(state, w, kap2, kap3, three, mu0, mb1, ms2, h, h1, h2, A, lam, delta, b
     return out
 
 
-def _ro(x: np.ndarray) -> np.ndarray:
-    """A read-only C-contiguous float64 view (one kernel signature whatever the flags)."""
-    y = np.ascontiguousarray(x, dtype=np.float64).view()
-    y.flags.writeable = False
-    return y
-
-
-_NO2, _NO3 = _ro(np.zeros((1, 1))), _ro(np.zeros((1, 1, 1)))
+_NO2, _NO3 = _c(np.zeros((1, 1))), _c(np.zeros((1, 1, 1)))
 
 
 def complete_iso(v: np.ndarray, ch, a: tuple, floor: float) -> tuple | None:
@@ -289,10 +283,10 @@ def complete_iso(v: np.ndarray, ch, a: tuple, floor: float) -> tuple | None:
     three = kap.ndim == 3
     try:
         state, ok, res = complete_flat(
-            _ro(v), _ro(w), _NO2 if three else _ro(kap), _ro(kap) if three else _NO3, three,
-            _ro(mu0), _ro(mb1), _ro(ms2), _ro(h), _ro(h1), _ro(h2), float(A), float(lam),
-            float(delta), float(beta), _ro(pi), float(p_inv), _ro(ch.stt), _ro(ch.kbig),
-            _ro(ch.e), float(floor))
+            _c(v), _c(w), _NO2 if three else _c(kap), _c(kap) if three else _NO3, three,
+            _c(mu0), _c(mb1), _c(ms2), _c(h), _c(h1), _c(h2), float(A), float(lam),
+            float(delta), float(beta), _c(pi), float(p_inv), _c(ch.stt), _c(ch.kbig),
+            _c(ch.e), float(floor))
     except np.linalg.LinAlgError:
         return None
     return state, bool(ok), float(res), None
@@ -303,10 +297,10 @@ def _ready() -> bool:
     if _READY:
         return True
     n, K, r, k = 2, 1, 1, 1
-    args = (_ro(np.ones(2)), _ro(np.ones(n)), _ro(np.ones((n, r))), _NO3, False,
-            *(_ro(np.ones((n, K))) for _ in range(3)), _ro(np.ones(n)), _ro(np.ones((n, k))),
-            _ro(np.ones(n)), 1.0, 0.1, 0.0, 1.0, _ro(np.ones(K)), 0.0,
-            _ro(np.ones((K, k, k))), _ro(np.ones((K * k, K * r))), _ro(np.ones((K, r, r))),
+    args = (_c(np.ones(2)), _c(np.ones(n)), _c(np.ones((n, r))), _NO3, False,
+            *(_c(np.ones((n, K))) for _ in range(3)), _c(np.ones(n)), _c(np.ones((n, k))),
+            _c(np.ones(n)), 1.0, 0.1, 0.0, 1.0, _c(np.ones(K)), 0.0,
+            _c(np.ones((K, k, k))), _c(np.ones((K * k, K * r))), _c(np.ones((K, r, r))),
             1e-3)
     return ready_once(_READY, complete_flat, args)
 
