@@ -32,8 +32,8 @@ PROBES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: rule to rule (two rules that refine one axis only can agree while the other axis is off);
 #: pruned as the tensor rules: 1140, 2004, 3624, 6342, 11338 nodes at r = 2; the same rules at
 #: r = 3 (n Gauss-Hermite nodes on each of the two other axes): 11640 to 259492 nodes after
-#: pruning (515 x 54^2 = 1.5e6 before: ~50 MB while the last rule is built); r = 4 keeps the
-#: tensor ladder alone (its last rule would have 515 x 54^3 = 8e7 nodes before pruning)
+#: pruning (515 x 912 = 4.7e5 before: ~15 MB while the last rule is built); r = 4 keeps the
+#: tensor ladder alone (its last rule would have 515 x 20 792 = 1.1e7 nodes before pruning)
 _ALIGNED_RULES = ((0.14, 12), (0.1, 16), (0.07, 24), (0.05, 36), (0.035, 54))
 ALIGNED_LADDER = {2: _ALIGNED_RULES, 3: _ALIGNED_RULES}
 
