@@ -44,8 +44,9 @@ the readout pm1 or constant, alpha0 from (4, 16, inf), each eta_tilde uniform in
 Run: ``GIANTSTEP_COLD_START=compile python benchmarks/bench_engine.py`` (a few minutes);
 ``--sections 2,3``: those sections only; ``--seed N``: section 1 draws its settings with seed N
 (a fresh draw from the same distribution; default ``SEED``). The first line names the cold-start
-mode (``asymptotics.core.coldstart``: ``auto``, the default, loads the kernels numba has cached;
-the timings are warm either way).
+mode (``asymptotics.core.coldstart``: ``auto``, the default, loads the kernels numba has cached
+and compiles the others in the background; every timing waits for that compiler first
+(``settle``), so the timings are of compiled kernels either way).
 """
 
 from __future__ import annotations
@@ -111,7 +112,30 @@ def draw_setting(rng: np.random.Generator) -> tuple[float, dict]:
     return float(rng.choice(ALPHAS)), kw
 
 
+#: the longest wait for the background compiler before a timing (seconds)
+SETTLE_MAX = 1800.0
+
+
+def settle() -> None:
+    """Wait while the background compiler has work: in the default cold-start mode a kernel
+    signature met for the first time runs interpreted until it is compiled and cached, so a
+    timing taken meanwhile would measure the interpreter (e.g. right after an install or an
+    upgrade); one line says so when it waits."""
+    from asymptotics.core import coldstart
+
+    t0 = time.monotonic()
+    while coldstart.pending() and time.monotonic() - t0 < SETTLE_MAX:
+        if time.monotonic() - t0 < 1.0:
+            print("  (waiting for the background compiler: kernels met for the first time)",
+                  flush=True)
+        time.sleep(1.0)
+
+
 def best_of(fn, repeat: int = 3) -> float:
+    """The best CPU time of ``repeat`` calls of ``fn``, after one untimed call and
+    :func:`settle` (each timed call of a first computation clears its caches itself)."""
+    fn()
+    settle()
     times = []
     for _ in range(repeat):
         t = time.process_time()
@@ -122,7 +146,8 @@ def best_of(fn, repeat: int = 3) -> float:
 
 def interleaved(fn, rounds: int = 7) -> tuple[float, float]:
     """(one sRF point, one call of ``fn``), each the best of ``rounds`` measured alternately
-    (the machine's load changes over seconds: both see the same)."""
+    (the machine's load changes over seconds: both see the same), after :func:`settle`."""
+    settle()
     ref, t = [], []
     for _ in range(rounds):
         t0 = time.process_time()
@@ -312,6 +337,7 @@ def curve_rounds(curve, rounds: int = REPEAT_CURVE) -> dict:
             A.risk(a, model="srf")
 
     got: dict = {"ref": [], "computed": [], "cached": []}
+    settle()  # (the curve's first call, before this, met its kernels)
     for _ in range(rounds):
         c, w = clocks(ref)
         got["ref"].append((c / len(ALPHAS), w / len(ALPHAS)))

@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 import asymptotics as A
+from benchmarks.bench_engine import settle  # (waits for the background compiler)
 
 THREE = {2.0: 0.25, 1.0: 0.5, -1.0: 0.25}
 READOUTS = {"pm1": "pm1", "constant": "constant", "three": THREE}
@@ -133,7 +134,8 @@ def timed(name: str, kw: dict, repeat: int, values: dict, alphas=(2.0,)) -> tupl
     for a in alphas:
         for m in ("srf", "network"):
             values[f"{name} | {m} | alpha={a:g}"] = _risk(a, m, kw)
-    # interleaved, best of repeat: both see the same load
+    # interleaved, best of repeat: both see the same load (compiled kernels: settle)
+    settle()
     w_srf, w_net = [], []
     for _ in range(repeat):
         w_srf.append(best(lambda: _risk(2.0, "srf", kw), 1))  # noqa: B023
@@ -149,6 +151,7 @@ def timed_warm(name: str, kw: dict, repeat: int, values: dict, alphas=(2.0,)) ->
             values[f"{name} | {m} | alpha={a:g}"] = _risk(a, m, kw)
     _risk(2.0, "srf", kw)
     _risk(2.0, "network", kw)
+    settle()
     w_srf, w_net = [], []
     for _ in range(repeat):
         w_srf.append(best(lambda: _risk(2.0, "srf", kw), 1))  # noqa: B023
