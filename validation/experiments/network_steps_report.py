@@ -318,7 +318,7 @@ def report_text(pts: pd.DataFrame) -> str:
         f"{int(np.sum(np.abs(d2000.z_srf) <= 3))}/{len(d2000)}. **All points**: network "
         f"{int(np.sum(np.abs(pts.z_network) <= 3))}/{len(pts)}, surrogate "
         f"{int(np.sum(np.abs(pts.z_srf) <= 3))}/{len(pts)}. Points without a theory number "
-        f"(NaN: not converged, e.g. the surrogate's r = 3 kappa ladder that does not settle; "
+        f"(NaN: not converged, a quadrature or fixed point not resolved; "
         f"counted as misses): network {_nan('network')}, surrogate {_nan('srf')}.",
         "",
         _trend(pts),
