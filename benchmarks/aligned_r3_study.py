@@ -11,8 +11,11 @@ ladder's rules (16 ... 72 nodes a dimension) and the aligned ones with their ris
 Carlo of these groups (``validation.spiked.simulator``: d = 1000 with 12 repetitions and
 d = 2000 with 6, seed 1; the rotated target written out as a text in z1, z2); then a 20-alpha
 curve (0.2 to 4) with the tensor ladder alone and with the aligned one.
-Run: python benchmarks/aligned_r3_study.py [--no-mc] [--out FILE]
-(~2 CPU-minutes without the Monte Carlo, ~10 with it.)
+``--peak``: only the curves' maximum, which lies below alpha = beta (near 0.6-0.7 after two
+steps, 0.5 after three): the surrogate's curve and the Monte Carlo of its groups (d = 1000 and
+2000) at nine alphas from 0.3 to 1.5.
+Run: python benchmarks/aligned_r3_study.py [--no-mc] [--peak] [--out FILE]
+(~2 CPU-minutes without the Monte Carlo, ~10 with it; ``--peak`` ~4.)
 """
 
 from __future__ import annotations
@@ -122,11 +125,52 @@ def monte_carlo(T: int, say) -> None:
             f"  [{time.process_time() - t0:.0f} s]")
 
 
+#: ``--peak``: the curves' peak below alpha = beta, theory and Monte Carlo at these alphas
+PEAK_ALPHAS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0, 1.2, 1.5)
+
+
+def peak_rows(T: int, say, mc: bool) -> None:
+    """The curve after T steps at :data:`PEAK_ALPHAS` (``asymptotics.risk_curve``, the surrogate,
+    at the width p = beta d of each simulation) and the Monte Carlo of its groups (d = 1000 with
+    12 repetitions and d = 2000 with 6, seed 7), with each point's z = (theory - mean) / s.e."""
+    import asymptotics as A
+
+    params = dict(groups(T))
+    text = target_text(params.pop("target"))
+    for d, seeds in ((1000, 12), (2000, 6)):
+        p = BETA * d
+        th = A.risk_curve(list(PEAK_ALPHAS), model="srf", steps=T, eta=ETA[:T], beta=BETA,
+                          lam=LAM, p=p, progress=False, **SETTING)
+        say(f"peak T = {T}, theory at p = {p:g}: " + ", ".join(
+            f"{a:g}: {r:.4f}" + ("" if ok else " (not converged)")
+            for a, r, ok in zip(PEAK_ALPHAS, th.risk, th.converged, strict=True))
+            + f"; largest at alpha {PEAK_ALPHAS[int(np.nanargmax(th.risk))]:g}")
+        if not mc:
+            continue
+        from validation.spiked.simulator import SpikedSetting, simulate_spiked
+
+        s = SpikedSetting(sigma=SETTING["sigma"], target=text, alpha=PEAK_ALPHAS[0], lam=LAM,
+                          beta=BETA, d=d, **params)
+        t0 = time.process_time()
+        res = simulate_spiked(s, PEAK_ALPHAS, seeds=seeds, seed=7)
+        m = res.risks.mean(0)
+        se = res.risks.std(0, ddof=1) / np.sqrt(res.risks.shape[0])
+        say(f"  Monte Carlo d = {d} (p = {int(p)}; {seeds} repetitions): " + ", ".join(
+            f"{a:g}: {x:.4f} +- {e:.4f}" for a, x, e in zip(PEAK_ALPHAS, m, se, strict=True))
+            + f"; largest at alpha {PEAK_ALPHAS[int(np.argmax(m))]:g}"
+            + f"  [{time.process_time() - t0:.0f} s]")
+        say("    z: " + ", ".join(f"{a:g}: {(r - x) / e:+.1f}" for a, r, x, e in zip(
+            PEAK_ALPHAS, th.risk, m, se, strict=True)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--no-mc", action="store_true", help="skip the Monte Carlo")
     ap.add_argument("--out", default=None, help="also write the lines to this file")
+    ap.add_argument("--peak", action="store_true",
+                    help="only the curves' peak below alpha = beta: theory and Monte Carlo at "
+                         "nine alphas from 0.3 to 1.5 (~4 CPU-minutes)")
     args = ap.parse_args()
     lines: list[str] = []
 
@@ -135,7 +179,9 @@ def main() -> None:
         lines.append(line)
 
     warnings.simplefilter("ignore")
-    for T in (2, 3):
+    for T in (2, 3) if args.peak else ():
+        peak_rows(T, say, not args.no_mc)
+    for T in () if args.peak else (2, 3):
         for alpha in ALPHAS:
             theory_rows(T, alpha, say)
         curve_rows(T, say)
@@ -143,7 +189,8 @@ def main() -> None:
             monte_carlo(T, say)
     if args.out:
         with open(args.out, "w") as fh:
-            fh.write("# python benchmarks/aligned_r3_study.py --out " + args.out + "\n")
+            fh.write("# python benchmarks/aligned_r3_study.py" + (" --peak" if args.peak else "")
+                     + " --out " + args.out + "\n")
             fh.write("\n".join(lines) + "\n")
 
 

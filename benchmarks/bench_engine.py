@@ -160,6 +160,10 @@ def interleaved(fn, rounds: int = 7) -> tuple[float, float]:
     return min(ref), min(t)
 
 
+def _say(line: str) -> None:
+    print(line, flush=True)
+
+
 def srf_point() -> float:
     return best_of(lambda: [A.risk(a, model="srf") for a in ALPHAS], 7) / len(ALPHAS)
 
@@ -215,24 +219,26 @@ def main() -> None:
     sys.stdout.flush()
 
 
-def k_group_points(seed: int = SEED) -> None:
-    """Section 1 (settings drawn with ``seed``)."""
+def k_group_points(seed: int = SEED, say=_say) -> dict[str, tuple[float, float]]:
+    """Section 1 (settings drawn with ``seed``): {class: (median, slowest)} of the ratios
+    (``say``: where the per-setting lines go)."""
     rng = np.random.default_rng(seed)
-    rows = []
+    rows, out = [], {}
     for i in range(N_SETTINGS):
         alpha, kw = draw_setting(rng)
         K, r = np.shape(kw["loadings"])
         res = risk_spiked(alpha, **kw)  # warm (compile)
         ref, t = interleaved(lambda kw=kw, alpha=alpha: point(alpha, kw))
         rows.append((r, t / ref, bool(res.converged)))
-        print(f"  setting {i:2d}: K={K} r={r} sigma={kw['sigma']:8s} target={kw['target']:18s}"
+        say(f"  setting {i:2d}: K={K} r={r} sigma={kw['sigma']:8s} target={kw['target']:18s}"
               f" alpha={alpha:3.1f} lam={kw['lam']:4.2f} beta={kw['beta']:3.1f}: "
               f"{t * 1e3:7.1f} ms = {t / ref:6.1f}x  converged={res.converged} "
-              f"kappa rule {res.n_kappa}", flush=True)
+              f"kappa rule {res.n_kappa}")
     for name, sel, goal in (("r <= 2", lambda r: r <= 2, 3.0), ("r = 3", lambda r: r == 3, 15.0)):
         xs = [x for r, x, _ in rows if sel(r)]
         if xs:
             med = statistics.median(xs)
+            out[name] = (med, max(xs))
             print(f"K-group points, {name} ({len(xs)} settings): median {med:.2f}x "
                   f"(target <= {goal:g}x), slowest {max(xs):.2f}x = {max(xs) / med:.2f}x the "
                   "median (target <= 3x)")
@@ -242,6 +248,7 @@ def k_group_points(seed: int = SEED) -> None:
             print(f"  the {len(ys)} of them that returned a risk: median {med:.2f}x, slowest "
                   f"{max(ys):.2f}x = {max(ys) / med:.2f}x the median ({len(xs) - len(ys)} "
                   "refused or not converged, timed above)")
+    return out
 
 
 #: section 2's drawn settings: ``N_MAPPING`` draws (seed ``SEED``, or ``--mapping-seed``) of
@@ -277,10 +284,11 @@ def draw_mapping_setting(rng: np.random.Generator) -> dict:
                 eta=tuple(float(x) for x in np.round(rng.uniform(0.5, 16.0, 3), 2)))
 
 
-def steps_mappings(seed: int = SEED) -> None:
-    """Section 2: the default setting (T = 1, 2, 3) and ``N_MAPPING`` drawn T = 3 settings."""
+def steps_mappings(seed: int = SEED, say=_say, default: bool = True) -> list[float]:
+    """Section 2: the default setting (T = 1, 2, 3; ``default``) and ``N_MAPPING`` drawn T = 3
+    settings; returns the drawn settings' times (s; ``say``: where their lines go)."""
     srf_point()  # the reference re-measured, as before (warms the same paths)
-    for readout in ("pm1", "constant"):
+    for readout in ("pm1", "constant") if default else ():
         for T in (1, 2, 3):
             kw = dict(STEPS_SETTING, eta=STEPS_SETTING["eta"][:T])
             first = best_of(lambda kw=kw, T=T, readout=readout: (
@@ -301,15 +309,16 @@ def steps_mappings(seed: int = SEED) -> None:
                 kw["sigma"], kw["target"], steps=3, alpha0=kw["alpha0"], eta=kw["eta"],
                 readout=kw["readout"])), 3)
         except ValueError as exc:  # a refusal (one line) is a result, not a time
-            print(f"  drawn {i:2d}: steps mapping T=3 {kw}: refused: {exc}")
+            say(f"  drawn {i:2d}: steps mapping T=3 {kw}: refused: {exc}")
             continue
         times.append(first)
-        print(f"  drawn {i:2d}: steps mapping T=3 {kw}: first {first * 1e3:7.1f} ms "
-              "(target <= 50 ms)", flush=True)
+        say(f"  drawn {i:2d}: steps mapping T=3 {kw}: first {first * 1e3:7.1f} ms "
+            "(target <= 50 ms)")
     if times:
         print(f"steps mapping T=3, {len(times)} drawn settings (seed {seed}): median "
               f"{statistics.median(times) * 1e3:.1f} ms, slowest {max(times) * 1e3:.1f} ms, "
               f"{sum(t <= 0.05 for t in times)} of {len(times)} <= 50 ms")
+    return times
 
 
 #: section 3 times each curve in REPEAT_CURVE rounds; a round measures, in turn, one sRF point
