@@ -107,22 +107,28 @@ def curve_rows(T: int, say) -> None:
             f"(process peak {peak:.0f} MB)")
 
 
-def monte_carlo(T: int, say) -> None:
+def simulated(T: int, d: int, seeds: int, alphas: tuple, seed: int) -> tuple:
+    """(mean, s.e., CPU seconds) of the Monte Carlo of the groups after T steps at ``alphas``
+    (``validation.spiked.simulator``, p = beta d; the rotated target written out as a text)."""
     from validation.spiked.simulator import SpikedSetting, simulate_spiked
 
     params = dict(groups(T))
     text = target_text(params.pop("target"))
+    s = SpikedSetting(sigma=SETTING["sigma"], target=text, alpha=alphas[0], lam=LAM, beta=BETA,
+                      d=d, **params)
+    t0 = time.process_time()
+    res = simulate_spiked(s, alphas, seeds=seeds, seed=seed)
+    se = res.risks.std(0, ddof=1) / np.sqrt(res.risks.shape[0])
+    return res.risks.mean(0), se, time.process_time() - t0
+
+
+def monte_carlo(T: int, say) -> None:
     for d, seeds in ((1000, 12), (2000, 6)):
-        s = SpikedSetting(sigma=SETTING["sigma"], target=text, alpha=ALPHAS[0], lam=LAM,
-                          beta=BETA, d=d, **params)
-        t0 = time.process_time()
-        res = simulate_spiked(s, ALPHAS, seeds=seeds, seed=1)
-        m = res.risks.mean(0)
-        se = res.risks.std(0, ddof=1) / np.sqrt(res.risks.shape[0])
+        m, se, cpu = simulated(T, d, seeds, ALPHAS, 1)
         cells = ", ".join(f"alpha {a:g}: {x:.4f} +- {e:.4f}" for a, x, e in zip(ALPHAS, m, se,
                                                                               strict=True))
         say(f"  Monte Carlo T = {T}, d = {d} (p = {int(BETA * d)}; {seeds} repetitions): {cells}"
-            f"  [{time.process_time() - t0:.0f} s]")
+            f"  [{cpu:.0f} s]")
 
 
 #: ``--peak``: the curves' peak below alpha = beta, theory and Monte Carlo at these alphas
@@ -135,8 +141,6 @@ def peak_rows(T: int, say, mc: bool) -> None:
     12 repetitions and d = 2000 with 6, seed 7), with each point's z = (theory - mean) / s.e."""
     import asymptotics as A
 
-    params = dict(groups(T))
-    text = target_text(params.pop("target"))
     for d, seeds in ((1000, 12), (2000, 6)):
         p = BETA * d
         th = A.risk_curve(list(PEAK_ALPHAS), model="srf", steps=T, eta=ETA[:T], beta=BETA,
@@ -147,18 +151,11 @@ def peak_rows(T: int, say, mc: bool) -> None:
             + f"; largest at alpha {PEAK_ALPHAS[int(np.nanargmax(th.risk))]:g}")
         if not mc:
             continue
-        from validation.spiked.simulator import SpikedSetting, simulate_spiked
-
-        s = SpikedSetting(sigma=SETTING["sigma"], target=text, alpha=PEAK_ALPHAS[0], lam=LAM,
-                          beta=BETA, d=d, **params)
-        t0 = time.process_time()
-        res = simulate_spiked(s, PEAK_ALPHAS, seeds=seeds, seed=7)
-        m = res.risks.mean(0)
-        se = res.risks.std(0, ddof=1) / np.sqrt(res.risks.shape[0])
+        m, se, cpu = simulated(T, d, seeds, PEAK_ALPHAS, 7)
         say(f"  Monte Carlo d = {d} (p = {int(p)}; {seeds} repetitions): " + ", ".join(
             f"{a:g}: {x:.4f} +- {e:.4f}" for a, x, e in zip(PEAK_ALPHAS, m, se, strict=True))
             + f"; largest at alpha {PEAK_ALPHAS[int(np.argmax(m))]:g}"
-            + f"  [{time.process_time() - t0:.0f} s]")
+            + f"  [{cpu:.0f} s]")
         say("    z: " + ", ".join(f"{a:g}: {(r - x) / e:+.1f}" for a, r, x, e in zip(
             PEAK_ALPHAS, th.risk, m, se, strict=True)))
 
