@@ -231,9 +231,9 @@ def k_group_points(seed: int = SEED, say=_say) -> dict[str, tuple[float, float]]
         ref, t = interleaved(lambda kw=kw, alpha=alpha: point(alpha, kw))
         rows.append((r, t / ref, bool(res.converged)))
         say(f"  setting {i:2d}: K={K} r={r} sigma={kw['sigma']:8s} target={kw['target']:18s}"
-              f" alpha={alpha:3.1f} lam={kw['lam']:4.2f} beta={kw['beta']:3.1f}: "
-              f"{t * 1e3:7.1f} ms = {t / ref:6.1f}x  converged={res.converged} "
-              f"kappa rule {res.n_kappa}")
+            f" alpha={alpha:3.1f} lam={kw['lam']:4.2f} beta={kw['beta']:3.1f}: "
+            f"{t * 1e3:7.1f} ms = {t / ref:6.1f}x  converged={res.converged} "
+            f"kappa rule {res.n_kappa}")
     for name, sel, goal in (("r <= 2", lambda r: r <= 2, 3.0), ("r = 3", lambda r: r == 3, 15.0)):
         xs = [x for r, x, _ in rows if sel(r)]
         if xs:
